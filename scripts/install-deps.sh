@@ -1,0 +1,26 @@
+#!/usr/bin/env bash
+# Install the Debian 12 packages that building mvm, the test guest and the
+# tests need, when any is missing. Needs root (apt-get); does nothing when
+# everything is present.
+set -euo pipefail
+pkgs=(
+	gcc make libc6-dev linux-libc-dev pkg-config  # build
+	liburing-dev libfdt-dev                       # mvm's libraries
+	linux-source-6.1 flex bison bc libelf-dev libssl-dev xz-utils cpio dwarves  # guest kernel
+	busybox-static fio e2fsprogs kmod            # guest userland, images
+	qemu-system-x86 zstd                          # nested harness (no /dev/kvm)
+	python3 procps util-linux
+)
+missing=()
+for p in "${pkgs[@]}"; do
+	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
+done
+[ ${#missing[@]} -eq 0 ] && exit 0
+if [ "$(id -u)" -ne 0 ]; then
+	echo "mvm: missing packages: ${missing[*]}; run 'make deps' as root or install them with apt-get" >&2
+	exit 1
+fi
+echo "mvm: installing missing packages: ${missing[*]}"
+export DEBIAN_FRONTEND=noninteractive
+apt-get update -qq
+apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null

@@ -1,0 +1,84 @@
+/* Size/number parsing and the guest memory translation helper. */
+#include "tests/unit/check.h"
+#include "vmm/util.h"
+#include "vmm/guest_mem.h"
+#include "vmm/byteorder.h"
+
+#include <errno.h>
+
+TEST(parse_size_units)
+{
+	uint64_t v;
+	CHECK_EQ(parse_size("4096", &v), 0); CHECK_EQ(v, 4096);
+	CHECK_EQ(parse_size("256M", &v), 0); CHECK_EQ(v, 256 * MiB);
+	CHECK_EQ(parse_size("2k", &v), 0); CHECK_EQ(v, 2048);
+	CHECK_EQ(parse_size("1GiB", &v), 0); CHECK_EQ(v, GiB);
+	CHECK_EQ(parse_size("3G", &v), 0); CHECK_EQ(v, 3 * GiB);
+}
+
+TEST(parse_size_rejects_malformed)
+{
+	uint64_t v;
+	CHECK_EQ(parse_size("12Q", &v), -EINVAL);
+	CHECK_EQ(parse_size("", &v), -EINVAL);
+	CHECK_EQ(parse_size("M", &v), -EINVAL);
+	CHECK_EQ(parse_size("-1M", &v), -EINVAL);
+	CHECK_EQ(parse_size("1MM", &v), -EINVAL);
+	CHECK_EQ(parse_size("99999999999999999999", &v), -ERANGE);
+	CHECK_EQ(parse_size("17179869184G", &v), -ERANGE);
+}
+
+TEST(parse_uint_range)
+{
+	uint64_t v;
+	CHECK_EQ(parse_uint("4", 1, 32, &v), 0); CHECK_EQ(v, 4);
+	CHECK_EQ(parse_uint("0", 1, 32, &v), -ERANGE);
+	CHECK_EQ(parse_uint("33", 1, 32, &v), -ERANGE);
+	CHECK_EQ(parse_uint("4x", 1, 32, &v), -EINVAL);
+	CHECK_EQ(parse_uint("-4", 0, 32, &v), -EINVAL);
+}
+
+TEST(gmem_ptr_bounds)
+{
+	static uint8_t a[4096], b[8192];
+	struct guest_mem gm = {0};
+
+	CHECK_EQ(gmem_add_region(&gm, 0, sizeof(a), a), 0);
+	CHECK_EQ(gmem_add_region(&gm, 0x10000, sizeof(b), b), 0);
+	CHECK(gmem_ptr(&gm, 0, 4096) == a);
+	CHECK(gmem_ptr(&gm, 4095, 1) == a + 4095);
+	CHECK(gmem_ptr(&gm, 4095, 2) == NULL);          /* crosses region end */
+	CHECK(gmem_ptr(&gm, 4096, 1) == NULL);          /* hole */
+	CHECK(gmem_ptr(&gm, 0x10000 + 8191, 1) == b + 8191);
+	CHECK(gmem_ptr(&gm, 0x10000, 8193) == NULL);
+	CHECK(gmem_ptr(&gm, 0, 0) == NULL);             /* length 0 */
+	CHECK(gmem_ptr(&gm, UINT64_MAX, 2) == NULL);    /* wraps */
+	CHECK(gmem_ptr(&gm, 0x10, UINT64_MAX) == NULL);
+	CHECK_EQ(gmem_add_region(&gm, 0x800, 16, b), -EINVAL); /* overlap */
+}
+
+TEST(gmem_map_splits_around_hole)
+{
+	struct guest_mem gm;
+
+	CHECK_EQ(gmem_map(&gm, 3 * MiB, 2 * MiB), 0);
+	CHECK_EQ(gm.nr, 2);
+	CHECK_EQ(gm.r[0].gpa, 0); CHECK_EQ(gm.r[0].size, 2 * MiB);
+	CHECK_EQ(gm.r[1].gpa, 4 * GiB); CHECK_EQ(gm.r[1].size, MiB);
+	CHECK(gmem_ptr(&gm, 2 * MiB, 1) == NULL);
+	CHECK(gmem_ptr(&gm, 4 * GiB + MiB - 8, 8) != NULL);
+	gmem_unmap(&gm);
+}
+
+TEST(le_accessors)
+{
+	uint8_t buf[8] = {0};
+	le32_store(buf + 1, 0x11223344);   /* unaligned */
+	CHECK_EQ(buf[1], 0x44); CHECK_EQ(buf[4], 0x11);
+	CHECK_EQ(le32_load(buf + 1), 0x11223344);
+	le16_store(buf, 0xabcd);
+	CHECK_EQ(buf[0], 0xcd);
+	le64_store(buf, 0x0102030405060708ULL);
+	CHECK_EQ(buf[0], 8);
+	CHECK_EQ(le64_load(buf), 0x0102030405060708ULL);
+}

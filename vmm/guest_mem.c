@@ -1,0 +1,90 @@
+#include "vmm/guest_mem.h"
+
+#include <errno.h>
+#include <string.h>
+#include <sys/mman.h>
+
+#define GMEM_4G (1ULL << 32)
+
+int gmem_read(const struct guest_mem *gm, uint64_t gpa, void *dst, uint64_t len)
+{
+	void *p = gmem_ptr(gm, gpa, len);
+
+	if (!p)
+		return -EFAULT;
+	memcpy(dst, p, len);
+	return 0;
+}
+
+int gmem_write(const struct guest_mem *gm, uint64_t gpa, const void *src, uint64_t len)
+{
+	void *p = gmem_ptr(gm, gpa, len);
+
+	if (!p)
+		return -EFAULT;
+	memcpy(p, src, len);
+	return 0;
+}
+
+int gmem_add_region(struct guest_mem *gm, uint64_t gpa, uint64_t size, void *hva)
+{
+	unsigned i;
+
+	if (size == 0 || gpa + size < gpa || !hva)
+		return -EINVAL;
+	if (gm->nr >= GMEM_MAX_REGIONS)
+		return -ENOSPC;
+	for (i = 0; i < gm->nr; i++) {
+		const struct gmem_region *r = &gm->r[i];
+		if (gpa < r->gpa + r->size && r->gpa < gpa + size)
+			return -EINVAL;
+	}
+	gm->r[gm->nr].gpa = gpa;
+	gm->r[gm->nr].size = size;
+	gm->r[gm->nr].hva = hva;
+	gm->nr++;
+	gm->total += size;
+	return 0;
+}
+
+int gmem_map(struct guest_mem *gm, uint64_t size, uint64_t hole_start)
+{
+	uint64_t low = size < hole_start ? size : hole_start;
+	uint64_t high = size - low;
+	void *base;
+	int ret;
+
+	if (size == 0 || hole_start == 0 || hole_start > GMEM_4G)
+		return -EINVAL;
+	memset(gm, 0, sizeof(*gm));
+	base = mmap(NULL, size, PROT_READ | PROT_WRITE,
+		    MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+	if (base == MAP_FAILED)
+		return -errno;
+	/* THP for guest RAM: fewer EPT/NPT misses; failure is harmless. */
+	madvise(base, size, MADV_HUGEPAGE);
+	/* Guest RAM must not end up in host core dumps. */
+	madvise(base, size, MADV_DONTDUMP);
+	gm->map_base = base;
+	gm->map_len = size;
+	ret = gmem_add_region(gm, 0, low, base);
+	if (ret)
+		goto unmap;
+	if (high) {
+		ret = gmem_add_region(gm, GMEM_4G, high, (uint8_t *)base + low);
+		if (ret)
+			goto unmap;
+	}
+	return 0;
+unmap:
+	munmap(base, size);
+	memset(gm, 0, sizeof(*gm));
+	return ret;
+}
+
+void gmem_unmap(struct guest_mem *gm)
+{
+	if (gm->map_base)
+		munmap(gm->map_base, gm->map_len);
+	memset(gm, 0, sizeof(*gm));
+}

@@ -1,0 +1,60 @@
+/* Guest physical memory. Every access to guest RAM from mvm (loader, device
+ * models, tests) goes through gmem_ptr(): one bounds- and overflow-checked
+ * translation from a guest physical range to a host pointer. A range is
+ * valid only when it lies wholly inside one RAM region; ranges that cross a
+ * region end, wrap around 2^64, have length 0, or touch the MMIO hole get
+ * NULL. Regions are fixed before vCPUs start, so lookups need no lock. */
+#ifndef MVM_GUEST_MEM_H
+#define MVM_GUEST_MEM_H
+
+#include <stdint.h>
+#include <stddef.h>
+
+#define GMEM_MAX_REGIONS 4
+
+struct gmem_region {
+	uint64_t gpa;
+	uint64_t size;
+	uint8_t *hva;
+};
+
+struct guest_mem {
+	struct gmem_region r[GMEM_MAX_REGIONS];
+	unsigned nr;
+	uint64_t total;     /* bytes of RAM over all regions */
+	void *map_base;     /* single host mapping backing all regions (gmem_map) */
+	size_t map_len;
+};
+
+/* Host pointer for [gpa, gpa+len), or NULL when that range is not wholly
+ * inside one RAM region (len 0 also gives NULL). */
+static inline void *gmem_ptr(const struct guest_mem *gm, uint64_t gpa, uint64_t len)
+{
+	unsigned i;
+
+	if (len == 0 || gpa + len < gpa)
+		return NULL;
+	for (i = 0; i < gm->nr; i++) {
+		const struct gmem_region *r = &gm->r[i];
+		if (gpa >= r->gpa && gpa - r->gpa < r->size &&
+		    len <= r->size - (gpa - r->gpa))
+			return r->hva + (gpa - r->gpa);
+	}
+	return NULL;
+}
+
+/* Copy helpers built on gmem_ptr(): 0 or -EFAULT. */
+int gmem_read(const struct guest_mem *gm, uint64_t gpa, void *dst, uint64_t len);
+int gmem_write(const struct guest_mem *gm, uint64_t gpa, const void *src, uint64_t len);
+
+/* Map `size` bytes of anonymous RAM laid out around the 32-bit MMIO hole
+ * [hole_start, 4 GiB): RAM below the hole, the rest from 4 GiB up.
+ * 0 or -errno. */
+int gmem_map(struct guest_mem *gm, uint64_t size, uint64_t hole_start);
+void gmem_unmap(struct guest_mem *gm);
+
+/* Add a region backed by caller-owned memory (used by unit tests to build a
+ * fake guest). 0 or -ENOSPC / -EINVAL on overlap. */
+int gmem_add_region(struct guest_mem *gm, uint64_t gpa, uint64_t size, void *hva);
+
+#endif

@@ -1,0 +1,130 @@
+#include "vmm/util.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+void die_status(int status, const char *fmt, ...)
+{
+	va_list ap;
+
+	fputs("mvm: ", stderr);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputc('\n', stderr);
+	exit(status);
+}
+
+void warnx_mvm(const char *fmt, ...)
+{
+	va_list ap;
+
+	fputs("mvm: warning: ", stderr);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputc('\n', stderr);
+}
+
+int parse_uint(const char *s, uint64_t min, uint64_t max, uint64_t *out)
+{
+	char *end;
+	unsigned long long v;
+
+	if (!s || !*s || *s == '-' || *s == '+' || *s == ' ')
+		return -EINVAL;
+	errno = 0;
+	v = strtoull(s, &end, 10);
+	if (*end)
+		return -EINVAL;
+	if (errno == ERANGE || v < min || v > max)
+		return -ERANGE;
+	*out = v;
+	return 0;
+}
+
+int parse_size(const char *s, uint64_t *out)
+{
+	char *end;
+	unsigned long long v;
+	unsigned shift = 0;
+
+	if (!s || *s < '0' || *s > '9')
+		return -EINVAL;
+	errno = 0;
+	v = strtoull(s, &end, 10);
+	if (errno == ERANGE)
+		return -ERANGE;
+	switch (*end) {
+	case 'k': case 'K': shift = 10; end++; break;
+	case 'm': case 'M': shift = 20; end++; break;
+	case 'g': case 'G': shift = 30; end++; break;
+	case 't': case 'T': shift = 40; end++; break;
+	case '\0': break;
+	default: return -EINVAL;
+	}
+	if (shift && *end == 'i')
+		end++;
+	if (*end == 'B' || *end == 'b')
+		end++;
+	if (*end)
+		return -EINVAL;
+	if (shift && v > (UINT64_MAX >> shift))
+		return -ERANGE;
+	*out = (uint64_t)v << shift;
+	return 0;
+}
+
+int read_file(const char *path, size_t max, uint8_t **buf, size_t *len)
+{
+	struct stat st;
+	uint8_t *b;
+	size_t done = 0;
+	int fd, ret;
+
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	if (fstat(fd, &st) < 0) {
+		ret = -errno;
+		goto close_fd;
+	}
+	if (!S_ISREG(st.st_mode)) {
+		ret = -EINVAL;
+		goto close_fd;
+	}
+	if ((uint64_t)st.st_size > max) {
+		ret = -EFBIG;
+		goto close_fd;
+	}
+	b = malloc(st.st_size ? st.st_size : 1);
+	if (!b) {
+		ret = -ENOMEM;
+		goto close_fd;
+	}
+	while (done < (size_t)st.st_size) {
+		ssize_t n = read(fd, b + done, st.st_size - done);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0) {
+			ret = n < 0 ? -errno : -EIO;
+			goto free_buf;
+		}
+		done += n;
+	}
+	close(fd);
+	*buf = b;
+	*len = done;
+	return 0;
+free_buf:
+	free(b);
+close_fd:
+	close(fd);
+	return ret;
+}

@@ -1,0 +1,49 @@
+/* Small helpers shared by every module: error reporting, sizes, counting. */
+#ifndef MVM_UTIL_H
+#define MVM_UTIL_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdbool.h>
+
+#define ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
+#define ALIGN_UP(x, a) (((x) + ((a) - 1)) & ~((__typeof__(x))(a) - 1))
+#define ALIGN_DOWN(x, a) ((x) & ~((__typeof__(x))(a) - 1))
+#define IS_POW2(x) ((x) != 0 && ((x) & ((x) - 1)) == 0)
+#define MIN(a, b) ((a) < (b) ? (a) : (b))
+#define MAX(a, b) ((a) > (b) ? (a) : (b))
+
+#define KiB (1024ULL)
+#define MiB (1024ULL * KiB)
+#define GiB (1024ULL * MiB)
+
+/* mvm's own exit statuses (documented in README.md). A status the guest
+ * reports through the exit port is passed through unchanged. */
+enum {
+	MVM_EXIT_OK = 0,
+	MVM_EXIT_USAGE = 2,     /* bad command line or input file; nothing started */
+	MVM_EXIT_INTERNAL = 125, /* KVM or host failure after start */
+	MVM_EXIT_UNHANDLED = 126, /* guest did something mvm does not handle */
+};
+
+/* Print "mvm: <msg>" to stderr and exit with status. Only before vCPUs run. */
+__attribute__((noreturn, format(printf, 2, 3)))
+void die_status(int status, const char *fmt, ...);
+#define die(...) die_status(MVM_EXIT_INTERNAL, __VA_ARGS__)
+#define die_usage(...) die_status(MVM_EXIT_USAGE, __VA_ARGS__)
+
+/* "mvm: warning: <msg>" on stderr. */
+__attribute__((format(printf, 1, 2))) void warnx_mvm(const char *fmt, ...);
+
+/* Parse "256M", "1G", "4096", "2k" (binary units, optional trailing B/iB).
+ * Returns 0 or -EINVAL (malformed) / -ERANGE (overflow). */
+int parse_size(const char *s, uint64_t *out);
+
+/* Parse a non-negative decimal integer within [min, max]. 0 or -EINVAL/-ERANGE. */
+int parse_uint(const char *s, uint64_t min, uint64_t max, uint64_t *out);
+
+/* Read a whole file (up to max bytes) into a malloc'd buffer. 0 or -errno
+ * (-EFBIG when larger than max). */
+int read_file(const char *path, size_t max, uint8_t **buf, size_t *len);
+
+#endif
