@@ -1,0 +1,86 @@
+/* The VM as device models see it: guest memory, the two I/O buses, and the
+ * KVM plumbing that lets a device run off the vCPU threads (ioeventfd for
+ * guest notifications, irqfd for interrupts, MSI routes for MSI-X).
+ *
+ * Device code in devices/ stays KVM-free except through this interface, so
+ * it runs unchanged in unit tests and benchmarks with plain eventfds.
+ * Everything here is set up before vCPUs start, except vm_irqfd,
+ * vm_msi_route and iobus (un)registration, which a PCI device may also call
+ * while running (they take their own locks). */
+#ifndef MVM_VM_H
+#define MVM_VM_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "vmm/guest_mem.h"
+#include "vmm/iobus.h"
+
+#define VM_MAX_DEVICES 64
+
+/* A device model registered with the VM, for orderly teardown and --stats. */
+struct vm_device_ops {
+	const char *kind;                              /* "virtio-blk", ... */
+	void (*stop)(void *dev);                       /* stop threads; called once, vCPUs stopped */
+	void (*stats_json)(void *dev, FILE *out);      /* one JSON object, may be NULL */
+	void (*destroy)(void *dev);                    /* free everything; after stop */
+};
+
+struct vm {
+	int kvm_fd;
+	int vm_fd;
+	struct guest_mem mem;
+	struct iobus pio;
+	struct iobus mmio;
+	unsigned ncpus;
+
+	/* Kernel command-line fragments added by devices (virtio_mmio.device=...). */
+	char cmdline_extra[4096];
+	size_t cmdline_extra_len;
+
+	unsigned next_virtio_irq;     /* index into X86_VIRTIO_IRQS */
+	unsigned next_virtio_mmio;    /* index of the next free virtio-mmio slot */
+	unsigned next_gsi;            /* next free GSI for MSI routes */
+
+	struct {
+		const struct vm_device_ops *ops;
+		void *dev;
+	} devices[VM_MAX_DEVICES];
+	unsigned ndevices;
+
+	void *arch;                   /* arch-private state (routing table...) */
+};
+
+/* KVM_IOEVENTFD: writes of `len` bytes at addr (port I/O when pio) matching
+ * *datamatch (any value when datamatch is NULL) signal fd without a VM exit
+ * reaching userspace. 0 or -errno. */
+int vm_ioeventfd(struct vm *vm, uint64_t addr, unsigned len, bool pio,
+		 const uint64_t *datamatch, int fd, bool deassign);
+
+/* KVM_IRQFD: a write to fd injects an edge on gsi. 0 or -errno. */
+int vm_irqfd(struct vm *vm, unsigned gsi, int fd, bool deassign);
+
+/* Next free IOAPIC pin for a virtio-mmio device: 0 or -ENOSPC. */
+int vm_alloc_irq(struct vm *vm, unsigned *gsi);
+
+/* Next free virtio-mmio window (base address): 0 or -ENOSPC. */
+int vm_alloc_virtio_mmio(struct vm *vm, uint64_t *base);
+
+/* Allocate a GSI for an MSI route (not an IOAPIC pin): 0 or -ENOSPC. */
+int vm_alloc_msi_gsi(struct vm *vm, unsigned *gsi);
+
+/* Point gsi at an MSI message (address/data from an MSI-X table entry),
+ * rebuilding the routing table with KVM_SET_GSI_ROUTING; masked == true
+ * removes the route so irqfd writes are dropped. 0 or -errno. */
+int vm_msi_route(struct vm *vm, unsigned gsi, uint64_t addr, uint32_t data, bool masked);
+
+/* Append " <text>" to the guest kernel command line. Before boot only.
+ * 0 or -ENOSPC. */
+__attribute__((format(printf, 2, 3)))
+int vm_cmdline_append(struct vm *vm, const char *fmt, ...);
+
+/* Register a device for teardown and stats: 0 or -ENOSPC. */
+int vm_add_device(struct vm *vm, const struct vm_device_ops *ops, void *dev);
+
+#endif
