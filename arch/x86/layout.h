@@ -45,9 +45,11 @@
  * `outb status, $0x501`; mvm then exits with that status. */
 #define X86_MVM_EXIT_PORT    0x501
 
-/* IOAPIC pins for virtio-mmio devices, in order of creation; the legacy
+/* IOAPIC pins for virtio-mmio devices (edge), in order of creation; the legacy
  * ISA pins in use (0 timer, 1 kbd, 2 cascade, 3/4 serial, 8 rtc) are skipped. */
-#define X86_VIRTIO_IRQS { 5, 6, 7, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23 }
+#define X86_VIRTIO_IRQS { 5, 6, 7, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19 }
+/* PCI INTx: bus 0 device d INTA# -> IOAPIC pin X86_PCI_INTX_BASE + (d % 4), level, active low. */
+#define X86_PCI_INTX_BASE    20
 #define X86_IOAPIC_PINS      24
 
 #endif
