@@ -1,0 +1,6 @@
+#!/usr/bin/env bash
+# With --cpus 4 the guest brings up all four vCPUs (MP table, SIPI).
+. "$(dirname "$0")/lib.sh"
+sys_run "$SYS_TMP/out" --cpus 4 --cmdline '-- echo MVM-NPROC=$(nproc)'
+[ "$SYS_RC" -eq 0 ] || fail "mvm exited $SYS_RC, expected 0"
+expect_line "$SYS_TMP/out" '^MVM-NPROC=4$'
