@@ -1,0 +1,53 @@
+/* virtio-blk backing image: the --disk option string and the host file.
+ *
+ * Raw images only. The image is locked with an OFD lock (shared for ro,
+ * exclusive for rw) held for as long as the fd is open, so two mvm
+ * processes cannot write the same image. */
+#ifndef MVM_BLK_IMAGE_H
+#define MVM_BLK_IMAGE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define BLK_MAX_QUEUES 64
+#define BLK_SERIAL_MAX 20          /* VIRTIO_BLK_ID_BYTES */
+#define BLK_SECTOR 512ULL          /* virtio-blk sector unit, also our blk_size */
+
+enum blk_cache { BLK_CACHE_WRITEBACK, BLK_CACHE_NONE };
+
+/* Test/bench-only backends. BLK_BACKEND_NULL runs the whole request path but
+ * turns every read/write into IORING_OP_NOP: the device's own cost. */
+enum blk_backend { BLK_BACKEND_FILE, BLK_BACKEND_NULL };
+
+struct blk_opts {
+	char path[4096];
+	bool ro;
+	bool discard;
+	enum blk_cache cache;
+	unsigned queues;
+	char serial[BLK_SERIAL_MAX + 1];
+	enum blk_backend backend;  /* not reachable from the command line */
+};
+
+/* Parse "PATH[,ro][,serial=ID][,cache=none|writeback][,discard=on|off][,queues=N]".
+ * default_queues comes from --queues. 0 or -EINVAL with a one-line message
+ * in err (what, which value, what to do). */
+int blk_parse_spec(const char *spec, unsigned default_queues, struct blk_opts *o,
+		   char *err, size_t errlen);
+
+struct blk_image {
+	int fd;                    /* O_DIRECT when direct */
+	int fd_buffered;           /* same file without O_DIRECT, or -1 */
+	uint64_t size;             /* bytes, multiple of 512 */
+	bool ro;
+	bool direct;               /* cache=none took effect */
+	bool discard;              /* discard=on requested and fallocate works */
+};
+
+/* Open and lock the image. 0 or -errno with a one-line message in err.
+ * Warnings (O_DIRECT refused) go to stderr through warnx_mvm(). */
+int blk_image_open(const struct blk_opts *o, struct blk_image *img, char *err, size_t errlen);
+void blk_image_close(struct blk_image *img);
+
+#endif
