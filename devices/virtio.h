@@ -1,0 +1,175 @@
+/* virtio core (virtio 1.2): device status state machine (§2.1, §3.1),
+ * feature negotiation (§2.2), and the two const ops tables that keep a
+ * device model (virtio-blk, ...) apart from its transport (mmio, pci, ccw).
+ *
+ * Threads and ownership:
+ *  - Register-level calls (virtio_set_status, virtio_write_features,
+ *    virtio_queue_set_ready, virtio_reset) come from the transport, which
+ *    serialises them (vCPU threads, under the transport's lock).
+ *  - Once a queue is started (ops->queue_start at DRIVER_OK), its struct
+ *    virtq belongs to the device's queue thread alone; the transport touches
+ *    it again only after ops->queue_stop returned (reset, teardown).
+ *  - virtio_dev_needs_reset / virtio_signal_* may be called from any thread.
+ *
+ * Only virtio 1.x is supported: VIRTIO_F_VERSION_1 is always offered and
+ * FEATURES_OK is refused without it. */
+#ifndef MVM_VIRTIO_H
+#define MVM_VIRTIO_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "devices/virtq.h"
+#include "vmm/guest_mem.h"
+
+/* §2.1 device status bits */
+#define VIRTIO_STATUS_ACKNOWLEDGE  0x01
+#define VIRTIO_STATUS_DRIVER       0x02
+#define VIRTIO_STATUS_DRIVER_OK    0x04
+#define VIRTIO_STATUS_FEATURES_OK  0x08
+#define VIRTIO_STATUS_NEEDS_RESET  0x40
+#define VIRTIO_STATUS_FAILED       0x80
+
+/* §6 reserved feature bits (bit numbers) */
+#define VIRTIO_RING_F_INDIRECT_DESC 28
+#define VIRTIO_RING_F_EVENT_IDX     29
+#define VIRTIO_F_VERSION_1          32
+#define VIRTIO_F_ACCESS_PLATFORM    33
+#define VIRTIO_F_RING_PACKED        34
+#define VIRTIO_F_IN_ORDER           35
+
+#define VIRTIO_BIT(b) (1ULL << (b))
+
+/* Device IDs (§5) */
+#define VIRTIO_ID_NET   1
+#define VIRTIO_ID_BLOCK 2
+
+/* Feature bits the core always offers on top of ops->features(): the ring
+ * features implemented by virtq.c, and VERSION_1. */
+#define VIRTIO_CORE_FEATURES (VIRTIO_BIT(VIRTIO_F_VERSION_1) | \
+			      VIRTIO_BIT(VIRTIO_RING_F_EVENT_IDX) | \
+			      VIRTIO_BIT(VIRTIO_RING_F_INDIRECT_DESC))
+
+#define VIRTIO_MAX_QUEUES 64
+
+struct virtio_dev;
+
+/* One const table per device type. All callbacks get the virtio_dev; the
+ * device finds its state in dev->priv. */
+struct virtio_device_ops {
+	const char *name;                    /* "virtio-blk": logs, stats */
+	uint32_t device_id;                  /* VIRTIO_ID_* */
+	/* Device-specific feature bits offered (the core adds VIRTIO_CORE_FEATURES). */
+	uint64_t (*features)(const struct virtio_dev *);
+	/* Device configuration space (§4.2.2 offset 0x100+). off/len come from the
+	 * guest: the device must bounds-check (reads beyond its config give 0,
+	 * writes there are ignored). Data is in guest (little-endian) order. */
+	void (*config_read)(struct virtio_dev *, uint64_t off, uint8_t *data, unsigned len);
+	void (*config_write)(struct virtio_dev *, uint64_t off, const uint8_t *data, unsigned len);
+	/* DRIVER_OK with queue q enabled: start the queue's thread, which then owns
+	 * dev->vqs[q] and waits on dev->kick_fds[q]. 0 or -errno (the core then
+	 * sets NEEDS_RESET). */
+	int (*queue_start)(struct virtio_dev *, unsigned q);
+	/* Stop queue q's thread: wait for or cancel in-flight I/O so that nothing
+	 * is written to guest memory after it returns. Only called for started
+	 * queues. */
+	void (*queue_stop)(struct virtio_dev *, unsigned q);
+	/* Device reset (§2.1.2), after all queues were stopped: forget negotiated
+	 * state. May be NULL. */
+	void (*reset)(struct virtio_dev *);
+	/* One JSON object describing the device (for --stats). May be NULL. */
+	void (*stats_json)(struct virtio_dev *, FILE *out);
+	/* Free device-private state (dev->priv) at teardown, after every queue
+	 * was stopped. May be NULL. */
+	void (*destroy)(struct virtio_dev *);
+};
+
+/* One const table per transport. */
+struct virtio_transport_ops {
+	/* Used buffers in queue q: raise the queue interrupt. Called from the
+	 * queue's own thread (must not block or take the register lock). */
+	void (*signal_queue)(struct virtio_dev *, unsigned q);
+	/* Configuration change (or NEEDS_RESET): raise the config interrupt. */
+	void (*signal_config)(struct virtio_dev *);
+};
+
+struct virtio_dev {
+	const struct virtio_device_ops *ops;
+	const struct virtio_transport_ops *tops;   /* set by the transport */
+	void *transport;                /* transport private */
+	void *priv;                     /* device private */
+	const struct guest_mem *mem;
+
+	uint64_t host_features;         /* offered: ops->features() | VIRTIO_CORE_FEATURES */
+	uint64_t guest_features;        /* written by the driver; final once FEATURES_OK */
+
+	/* §2.1 status as written by the driver (transport lock). NEEDS_RESET is
+	 * kept apart in `needs_reset` (atomic: set from queue threads);
+	 * virtio_get_status() combines both. */
+	uint8_t status;
+	bool needs_reset;
+	uint32_t config_generation;     /* atomic; bumped by virtio_config_changed */
+
+	unsigned num_queues;
+	struct virtq *vqs;              /* num_queues entries */
+	int *kick_fds;                  /* per-queue eventfd (guest -> device notify);
+					 * bound with KVM_IOEVENTFD by the transport */
+	bool *started;                  /* per queue: queue_start succeeded */
+};
+
+/* Set up dev for a device type: allocates num_queues (1..VIRTIO_MAX_QUEUES)
+ * virtqueues with QueueNumMax queue_max (power of 2, <= VIRTQ_MAX_SIZE) and
+ * one non-blocking eventfd per queue. The transport sets tops/transport
+ * afterwards. 0 or -errno. */
+int virtio_dev_init(struct virtio_dev *dev, const struct virtio_device_ops *ops,
+		    void *priv, const struct guest_mem *mem,
+		    unsigned num_queues, uint16_t queue_max);
+/* Stop started queues, call ops->destroy, free what virtio_dev_init made. */
+void virtio_dev_destroy(struct virtio_dev *dev);
+
+/* Driver-visible status: status | NEEDS_RESET when set. */
+uint8_t virtio_get_status(const struct virtio_dev *dev);
+/* Driver writes the status register (§2.1, §3.1.1):
+ *  - 0 resets the device (virtio_reset);
+ *  - clearing a bit, or setting one whose predecessor is missing
+ *    (ACKNOWLEDGE -> DRIVER -> FEATURES_OK -> DRIVER_OK), is ignored;
+ *  - FEATURES_OK is not set when guest_features has a bit never offered or
+ *    lacks VERSION_1 (the driver reads status back and sees it missing);
+ *  - DRIVER_OK starts every ready queue and kicks each once, so buffers the
+ *    driver queued before DRIVER_OK are processed;
+ *  - FAILED is recorded; NEEDS_RESET written by the driver is ignored. */
+void virtio_set_status(struct virtio_dev *dev, uint8_t val);
+/* Reset (§2.1.2): stop queues first (ops->queue_stop), then ops->reset, then
+ * clear ring state, features and status. Nothing touches guest memory after. */
+void virtio_reset(struct virtio_dev *dev);
+
+/* 32-bit feature word `sel` (0, 1) of host_features; 0 for other sel. */
+uint32_t virtio_read_features(const struct virtio_dev *dev, uint32_t sel);
+/* Driver writes feature word sel; ignored once FEATURES_OK is set or for sel > 1. */
+void virtio_write_features(struct virtio_dev *dev, uint32_t sel, uint32_t val);
+static inline bool virtio_has_feature(const struct virtio_dev *dev, unsigned bit)
+{
+	return (dev->guest_features >> bit) & 1;
+}
+
+/* Driver enables (ready = true) or disables queue q. Enabling validates the
+ * queue configuration (virtq_enable). Allowed only after FEATURES_OK and
+ * before DRIVER_OK (-EBUSY otherwise). 0, or -EINVAL/-EFAULT for a bad
+ * configuration: the queue stays disabled and the device is put in
+ * NEEDS_RESET (the driver's own error). */
+int virtio_queue_set_ready(struct virtio_dev *dev, unsigned q, bool ready);
+
+/* The device hit a guest error it cannot complete with an error status (e.g.
+ * a broken ring): set NEEDS_RESET (§2.1.2) and signal a config change. Any
+ * thread. The queue stays stopped in effect: the caller stops consuming it. */
+void virtio_dev_needs_reset(struct virtio_dev *dev);
+/* Device config changed: bump ConfigGeneration and signal the driver. */
+void virtio_config_changed(struct virtio_dev *dev);
+
+static inline void virtio_signal_queue(struct virtio_dev *dev, unsigned q)
+{
+	dev->tops->signal_queue(dev, q);
+}
+
+#endif

@@ -1,0 +1,126 @@
+/* Virtqueue, device side. Split ring (virtio 1.2 §2.7) now; the packed ring
+ * (§2.8, VIRTIO_F_RING_PACKED) goes behind the same API later (the `packed`
+ * flag selects separate internal functions).
+ *
+ * Ownership: the transport fills the configuration fields (size, addresses)
+ * and calls virtq_enable/virtq_reset while the queue is NOT started. Between
+ * ops->queue_start and ops->queue_stop, the queue's owning thread is the only
+ * user of everything below: no locks on the rings.
+ *
+ * Every guest-controlled value is validated: a broken ring makes virtq_pop
+ * return a negative errno and the caller puts the device in NEEDS_RESET
+ * (virtio_dev_needs_reset) and stops consuming the queue. */
+#ifndef MVM_VIRTQ_H
+#define MVM_VIRTQ_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "vmm/guest_mem.h"
+
+/* Largest QueueNumMax any device may offer (size of the in-flight bitmap). */
+#define VIRTQ_MAX_SIZE 1024
+/* Most buffers (descriptors, direct + indirect) one chain may have. Devices
+ * must advertise limits that keep valid requests within it (virtio-blk:
+ * seg_max <= VIRTQ_MAX_CHAIN - 2); a longer chain is a guest error (-E2BIG). */
+#define VIRTQ_MAX_CHAIN 256
+
+/* §2.7.5 descriptor flags */
+#define VIRTQ_DESC_F_NEXT     1
+#define VIRTQ_DESC_F_WRITE    2
+#define VIRTQ_DESC_F_INDIRECT 4
+/* §2.7.6 / §2.7.8 ring flags */
+#define VIRTQ_AVAIL_F_NO_INTERRUPT 1
+#define VIRTQ_USED_F_NO_NOTIFY     1
+
+/* Split ring sizes in bytes for a queue of n entries (including used_event /
+ * avail_event, always present in the layout). */
+#define VIRTQ_DESC_BYTES(n)  (16ULL * (n))
+#define VIRTQ_AVAIL_BYTES(n) (6ULL + 2ULL * (n))
+#define VIRTQ_USED_BYTES(n)  (6ULL + 8ULL * (n))
+
+/* One guest buffer, already gmem_ptr-checked: host points at len bytes of
+ * guest RAM (wholly inside one RAM region). */
+struct virtq_buf {
+	void *host;
+	uint64_t gpa;
+	uint32_t len;
+	bool writable;
+};
+
+struct virtq_chain {
+	uint16_t head;                  /* id to hand back to virtq_push */
+	unsigned n;                     /* number of buffers */
+	unsigned n_readable;            /* buf[0..n_readable) readable, then writable */
+	uint64_t total_len;             /* sum of len, <= 2^32 */
+	struct virtq_buf buf[VIRTQ_MAX_CHAIN];
+};
+
+struct virtq {
+	/* --- configuration: transport-owned, while the queue is not started --- */
+	uint16_t max_size;              /* QueueNumMax */
+	uint16_t size;                  /* QueueNum */
+	bool ready;                     /* QueueReady: enabled by virtq_enable */
+	bool packed;                    /* VIRTIO_F_RING_PACKED negotiated (future) */
+	uint64_t desc_gpa;              /* descriptor area */
+	uint64_t driver_gpa;            /* driver area (split: avail ring) */
+	uint64_t device_gpa;            /* device area (split: used ring) */
+	unsigned index;                 /* queue number, for logs */
+
+	/* --- runtime: owned by the queue thread once started --- */
+	const struct guest_mem *mem;
+	uint8_t *desc;                  /* host pointers to the whole validated areas */
+	uint8_t *avail;
+	uint8_t *used;
+	bool event_idx;                 /* VIRTIO_RING_F_EVENT_IDX negotiated */
+	bool indirect;                  /* VIRTIO_RING_F_INDIRECT_DESC negotiated */
+	uint16_t last_avail;            /* next avail ring index to consume */
+	uint16_t used_idx;              /* used.idx including pushed, unpublished entries */
+	uint16_t published_used;        /* used.idx the guest last saw (vring_need_event old) */
+	unsigned inflight_count;
+	uint64_t inflight[VIRTQ_MAX_SIZE / 64];  /* heads popped and not yet pushed */
+	/* packed ring (later): wrap counters live here too */
+};
+
+/* Initialise an unconfigured queue (QueueNum = max_size, not ready). */
+void virtq_init(struct virtq *vq, unsigned index, uint16_t max_size);
+/* Back to the post-init state (device reset). Only when not started. */
+void virtq_reset(struct virtq *vq);
+/* Validate the configuration and map the rings: size != 0, power of 2,
+ * <= max_size; desc/avail/used aligned 16/2/4 and wholly inside guest RAM
+ * (each area in one region). features: the negotiated ones (EVENT_IDX,
+ * INDIRECT_DESC, RING_PACKED). 0, -EINVAL (size, alignment, packed not
+ * supported) or -EFAULT (outside RAM); the queue is left disabled on error. */
+int virtq_enable(struct virtq *vq, const struct guest_mem *mem, uint64_t features);
+
+/* 1 = a chain was popped, 0 = ring empty, negative errno = the guest broke
+ * the ring (the caller then puts the device in NEEDS_RESET):
+ *   -EINVAL: avail.idx jumped by more than size; head or next >= size;
+ *            indirect descriptor without the feature, with NEXT, nested, or
+ *            length not a non-zero multiple of 16 / more entries than size;
+ *            buffer length 0 or >= 2^31; chain total > 2^32; writable
+ *            buffer before a readable one;
+ *   -EFAULT: buffer or indirect table not wholly inside one RAM region;
+ *   -ELOOP:  descriptor loop / chain longer than the queue size;
+ *   -E2BIG:  more than VIRTQ_MAX_CHAIN buffers;
+ *   -EBUSY:  head is still in flight (popped, not pushed).
+ * On error nothing is consumed. */
+int virtq_pop(struct virtq *vq, struct virtq_chain *chain);
+/* Record a used element (not yet visible to the guest); clears head's
+ * in-flight bit. head must come from virtq_pop. */
+void virtq_push(struct virtq *vq, uint16_t head, uint32_t written_len);
+/* Make pushed elements visible (release store of used.idx) and return whether
+ * the guest must be notified: EVENT_IDX -> used_event crossed since the last
+ * publish; else avail.flags lacks NO_INTERRUPT. false when nothing new. */
+bool virtq_publish(struct virtq *vq);
+/* Kick suppression while draining. disable: NO_NOTIFY in used.flags (without
+ * EVENT_IDX; with it, avail_event is simply not advanced). enable: re-arm
+ * (clear NO_NOTIFY / avail_event = last_avail), full barrier, re-read
+ * avail.idx: returns true when buffers arrived meanwhile and the caller must
+ * drain again (it would otherwise miss a kick the driver suppressed). */
+void virtq_notify_disable(struct virtq *vq);
+bool virtq_notify_enable(struct virtq *vq);
+/* Buffers available and not yet popped (for polling / stats). */
+bool virtq_has_work(struct virtq *vq);
+
+#endif
