@@ -1,0 +1,120 @@
+/* MSI-X (PCI Local Bus 3.0 §6.8.2) for an mvm PCI function: the capability
+ * in config space, the vector table and the pending bit array (PBA) in a
+ * memory BAR, and the delivery of each vector through its own irqfd.
+ *
+ * Split for testability: the vector state machine (table contents, masks,
+ * pending bits, which (address, data) each vector is routed to) is plain
+ * data updated under m->lock; the KVM side (one GSI per vector, an irqfd on
+ * the vector's eventfd, KVM_SET_GSI_ROUTING through vm_msi_route) is only
+ * touched once msix_bind() has run. Unit tests never bind: they check the
+ * state and read the vector eventfds to see what fired.
+ *
+ * Routing: a vector's route is (re)programmed whenever it is usable (MSI-X
+ * enabled, function and vector unmasked) and its address/data differ from
+ * the installed route: i.e. when the guest writes the entry's address/data
+ * of a live vector, unmasks it, clears the function mask or sets enable.
+ * Masking leaves the route in place (nothing is fired while masked), which
+ * spares a KVM_SET_GSI_ROUTING per mask/unmask pair. An address outside the
+ * LAPIC window (not 0xFEExxxxx, or a non-zero high dword) leaves the vector
+ * unrouted (its route removed) and is logged once per vector; signals on it
+ * are dropped.
+ *
+ * Mask/pending race: msix_signal (queue threads) and every table/control
+ * write (vCPU threads) take m->lock. A signal either sees the vector masked
+ * and sets its PBA bit, or unmasked and writes the eventfd while still
+ * holding the lock; an unmask installs the route first, then, still under
+ * the lock, clears the PBA bit and fires once. So a signal is never lost
+ * between "masked" and "unmasked", and never fires through a stale route.
+ * The eventfd write is a system call, a full barrier: the used-ring update
+ * the queue thread published before signalling (virtq_publish's release
+ * store) is visible before the guest can take the interrupt. */
+#ifndef MVM_MSIX_H
+#define MVM_MSIX_H
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "vmm/iobus.h"
+
+struct vm;
+struct pci_dev;
+
+#define MSIX_MAX_VECTORS     2048u
+#define MSIX_ENTRY_SIZE      16u
+#define MSIX_CAP_LEN         12u
+#define MSIX_NO_VECTOR       0xffffu
+
+/* Capability layout (offsets from the capability). */
+#define MSIX_CAP_CTRL        2          /* message control */
+#define MSIX_CAP_TABLE       4          /* table offset | BIR */
+#define MSIX_CAP_PBA         8          /* PBA offset | BIR */
+#define MSIX_CTRL_ENABLE     0x8000
+#define MSIX_CTRL_FMASK      0x4000
+
+/* Table entry fields. */
+#define MSIX_ENTRY_ADDR_LO   0
+#define MSIX_ENTRY_ADDR_HI   4
+#define MSIX_ENTRY_DATA      8
+#define MSIX_ENTRY_CTRL      12
+#define MSIX_ENTRY_MASKED    1u
+
+#define MSIX_ADDR_BASE       0xfee00000u   /* x86 LAPIC message window */
+#define MSIX_ADDR_MASK       0xfff00000u
+
+struct msix_vector {
+	uint32_t addr_lo, addr_hi, data, ctrl;   /* the guest-visible table entry */
+	int fd;                  /* eventfd; the irqfd on gsi once bound */
+	unsigned gsi;
+	bool routed;             /* route (route_addr, route_data) installed */
+	uint64_t route_addr;
+	uint32_t route_data;
+	bool bad_addr_logged;
+	bool route_err_logged;
+};
+
+struct msix {
+	struct vm *vm;
+	struct pci_dev *pd;
+	unsigned cap;            /* config offset of the capability */
+	unsigned nvec;
+	uint32_t table_off, pba_off;   /* within the BAR */
+	bool bound;              /* GSIs allocated and irqfds assigned */
+
+	pthread_mutex_t lock;    /* everything below */
+	bool enabled, fmask;     /* message control, mirrored on config writes */
+	struct msix_vector *v;
+	uint64_t *pba;
+	uint64_t fired, pended;  /* stats */
+};
+
+/* Add the capability to pd (before pci_bus_add) for nvec (1..2048) vectors
+ * whose table (at table_off) and PBA (at pba_off) live in BAR bar, which
+ * the caller declares with msix_bar_ops / m as opaque (or forwards to
+ * msix_table_read/write). All vectors start masked. 0 or -errno. */
+int msix_init(struct msix *m, struct pci_dev *pd, struct vm *vm, unsigned nvec,
+	      unsigned bar, uint32_t table_off, uint32_t pba_off);
+/* KVM binding: a GSI per vector (vm_alloc_msi_gsi) and an irqfd on its
+ * eventfd (vm_irqfd). Before vCPUs start. 0 or -errno. */
+int msix_bind(struct msix *m);
+/* Unbind (when bound) and free. */
+void msix_destroy(struct msix *m);
+
+/* The pci_dev config_write hook calls this for writes overlapping the
+ * capability: picks up enable / function mask changes. Bus lock held. */
+void msix_config_write(struct msix *m, unsigned off, unsigned len);
+
+/* BAR accesses (offset relative to the BAR): the table and the PBA; dword
+ * or aligned qword accesses, others ignored / read 0. */
+void msix_bar_read(struct msix *m, uint64_t off, uint8_t *data, unsigned len);
+void msix_bar_write(struct msix *m, uint64_t off, const uint8_t *data, unsigned len);
+extern const struct io_ops msix_bar_ops;
+
+bool msix_enabled(struct msix *m);
+/* Raise vector vec. 0 = fired, 1 = masked: PBA bit set (fired on unmask),
+ * -ENOTSUP = MSI-X disabled (caller falls back to INTx), -EINVAL = vec out
+ * of range or not routable (dropped). Any thread. */
+int msix_signal(struct msix *m, unsigned vec);
+bool msix_pending(struct msix *m, unsigned vec);
+
+#endif

@@ -1,0 +1,480 @@
+#include "devices/pci.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <string.h>
+
+#include "arch/x86/layout.h"
+#include "vmm/byteorder.h"
+#include "vmm/util.h"
+#include "vmm/vm.h"
+
+/* ---- config space helpers ---------------------------------------------- */
+
+void pci_set_wmask(struct pci_dev *pd, unsigned off, unsigned len, uint32_t mask)
+{
+	if (off >= PCI_CFG_SIZE || len > PCI_CFG_SIZE - off || len > 4)
+		return;
+	le_store_n(&pd->wmask[off], len, mask);
+}
+
+static void cfg_store(struct pci_dev *pd, unsigned off, unsigned len, uint32_t v)
+{
+	le_store_n(&pd->cfg[off], len, v);
+}
+
+void pci_dev_init(struct pci_dev *pd, const char *name, uint16_t vendor, uint16_t device,
+		  uint32_t class_code, uint8_t revision, uint16_t subsys_vendor,
+		  uint16_t subsys_id, const struct pci_dev_ops *ops, void *opaque)
+{
+	memset(pd, 0, sizeof(*pd));
+	pd->name = name;
+	pd->ops = ops;
+	pd->opaque = opaque;
+	pd->cap_next = PCI_CAP_START;
+	cfg_store(pd, PCI_REG_VENDOR_ID, 2, vendor);
+	cfg_store(pd, PCI_REG_DEVICE_ID, 2, device);
+	pd->cfg[PCI_REG_REVISION] = revision;
+	pd->cfg[PCI_REG_PROG_IF] = class_code & 0xff;
+	pd->cfg[PCI_REG_SUBCLASS] = (class_code >> 8) & 0xff;
+	pd->cfg[PCI_REG_CLASS] = (class_code >> 16) & 0xff;
+	pd->cfg[PCI_REG_HEADER_TYPE] = 0;              /* type 0, single function */
+	cfg_store(pd, PCI_REG_SUBSYS_VENDOR, 2, subsys_vendor);
+	cfg_store(pd, PCI_REG_SUBSYS_ID, 2, subsys_id);
+	pci_set_wmask(pd, PCI_REG_COMMAND, 2,
+		      PCI_CMD_IO | PCI_CMD_MEM | PCI_CMD_MASTER | PCI_CMD_INTX_DISABLE);
+	pci_set_wmask(pd, PCI_REG_INT_LINE, 1, 0xff);
+}
+
+int pci_dev_set_bar(struct pci_dev *pd, unsigned bar, uint64_t size, uint32_t flags,
+		    const struct io_ops *ops, void *opaque)
+{
+	bool is64 = flags & PCI_BAR_MEM64;
+	unsigned reg = PCI_REG_BAR0 + 4 * bar;
+	uint64_t mask;
+
+	if (bar >= PCI_NUM_BARS || (is64 && bar + 1 >= PCI_NUM_BARS) || !ops ||
+	    !IS_POW2(size) || size < 16 || (!is64 && size > 2 * GiB) ||
+	    (flags & ~(uint32_t)(PCI_BAR_MEM64 | PCI_BAR_PREFETCH)) || pd->bus)
+		return -EINVAL;
+	if (pd->bars[bar].size || (is64 && pd->bars[bar + 1].size) ||
+	    (bar > 0 && (pd->bars[bar - 1].flags & PCI_BAR_MEM64)))
+		return -EBUSY;
+	pd->bars[bar] = (struct pci_bar){ .size = size, .flags = flags, .ops = ops,
+					  .opaque = opaque };
+	/* Address bits above the size are writable; the size bits and the
+	 * type flags read back fixed, which is what makes all-ones sizing work. */
+	mask = ~(size - 1);
+	cfg_store(pd, reg, 4, flags);
+	pci_set_wmask(pd, reg, 4, (uint32_t)mask & ~0xfu);
+	if (is64)
+		pci_set_wmask(pd, reg + 4, 4, (uint32_t)(mask >> 32));
+	return 0;
+}
+
+int pci_cap_add(struct pci_dev *pd, uint8_t id, unsigned len)
+{
+	unsigned off = ALIGN_UP(pd->cap_next, 4u);
+
+	if (len < 2 || pd->ncaps >= PCI_MAX_CAPS || off + len > PCI_CONF1_SIZE)
+		return -ENOSPC;
+	pd->cfg[off] = id;
+	pd->cfg[off + 1] = 0;
+	if (pd->ncaps == 0)
+		pd->cfg[PCI_REG_CAP_PTR] = off;
+	else
+		pd->cfg[pd->caps[pd->ncaps - 1].off + 1] = off;
+	pd->caps[pd->ncaps++] = (struct pci_cap_range){ off, len };
+	pd->cap_next = off + len;
+	cfg_store(pd, PCI_REG_STATUS, 2,
+		  le16_load(&pd->cfg[PCI_REG_STATUS]) | PCI_STATUS_CAP_LIST);
+	return off;
+}
+
+uint64_t pci_bar_addr(const struct pci_dev *pd, unsigned bar)
+{
+	unsigned reg = PCI_REG_BAR0 + 4 * bar;
+	uint64_t a;
+
+	if (bar >= PCI_NUM_BARS)
+		return 0;
+	a = le32_load(&pd->cfg[reg]) & ~0xfull;
+	if (pd->bars[bar].flags & PCI_BAR_MEM64)
+		a |= (uint64_t)le32_load(&pd->cfg[reg + 4]) << 32;
+	return a;
+}
+
+/* An access is valid when it lies in config space, has width 1, 2 or 4, and
+ * either lies wholly inside one capability or touches none. */
+static bool cfg_access_ok(const struct pci_dev *pd, unsigned off, unsigned len)
+{
+	unsigned i;
+
+	if ((len != 1 && len != 2 && len != 4) || off >= PCI_CFG_SIZE ||
+	    len > PCI_CFG_SIZE - off)
+		return false;
+	for (i = 0; i < pd->ncaps; i++) {
+		unsigned s = pd->caps[i].off, e = s + pd->caps[i].len;
+		bool overlaps = off < e && s < off + len;
+		bool inside = off >= s && off + len <= e;
+		if (overlaps && !inside)
+			return false;
+	}
+	return true;
+}
+
+/* ---- BAR mapping -------------------------------------------------------- */
+
+static bool range_overlaps(uint64_t a, uint64_t alen, uint64_t b, uint64_t blen)
+{
+	return a < b + blen && b < a + alen;
+}
+
+/* Why [addr, addr+size) cannot hold a BAR, or NULL when it can. */
+static const char *bar_conflict(struct pci_bus *bus, struct pci_dev *pd, unsigned bar,
+				uint64_t addr, uint64_t size)
+{
+	const struct guest_mem *gm = &bus->vm->mem;
+	unsigned i, s, b;
+
+	if (addr == 0 || addr + size < addr)
+		return "an invalid address";
+	for (i = 0; i < gm->nr; i++)
+		if (range_overlaps(addr, size, gm->r[i].gpa, gm->r[i].size))
+			return "guest RAM";
+	for (s = 0; s < PCI_MAX_SLOTS; s++) {
+		struct pci_dev *o = bus->slots[s];
+		if (!o)
+			continue;
+		for (b = 0; b < PCI_NUM_BARS; b++) {
+			if ((o == pd && b == bar) || !o->bars[b].mapped)
+				continue;
+			if (range_overlaps(addr, size, o->bars[b].mapped_addr, o->bars[b].size))
+				return "another PCI BAR";
+		}
+	}
+	return NULL;
+}
+
+static void bar_unmap(struct pci_dev *pd, unsigned bar)
+{
+	struct pci_bar *b = &pd->bars[bar];
+
+	if (!b->mapped)
+		return;
+	iobus_unregister(&pd->bus->vm->mmio, b->mapped_addr, b->opaque);
+	b->mapped = false;
+	if (pd->ops && pd->ops->bar_map)
+		pd->ops->bar_map(pd, bar, b->mapped_addr, false);
+}
+
+static void bar_map(struct pci_dev *pd, unsigned bar, uint64_t addr)
+{
+	struct pci_bar *b = &pd->bars[bar];
+	const char *why = bar_conflict(pd->bus, pd, bar, addr, b->size);
+	int ret;
+
+	if (!why) {
+		ret = iobus_register(&pd->bus->vm->mmio, addr, b->size, b->ops, b->opaque);
+		if (ret == 0) {
+			b->mapped = true;
+			b->mapped_addr = addr;
+			if (pd->ops && pd->ops->bar_map)
+				pd->ops->bar_map(pd, bar, addr, true);
+			return;
+		}
+		why = ret == -EEXIST ? "another MMIO device" : "an invalid range";
+	}
+	if (!b->refused_logged) {
+		b->refused_logged = true;
+		warnx_mvm("pci %s: BAR%u at 0x%" PRIx64 " (size 0x%" PRIx64 ") overlaps %s; "
+			  "left unmapped until the guest moves it", pd->name ? pd->name : "?",
+			  bar, addr, b->size, why);
+	}
+}
+
+/* Make the mapped state of every BAR match the command register and the
+ * BAR registers: unmap what moved or lost decode, then map what should be. */
+static void bars_update(struct pci_dev *pd)
+{
+	bool decode = le16_load(&pd->cfg[PCI_REG_COMMAND]) & PCI_CMD_MEM;
+	unsigned i;
+
+	if (!pd->bus)
+		return;
+	for (i = 0; i < PCI_NUM_BARS; i++) {
+		struct pci_bar *b = &pd->bars[i];
+		if (!b->size)
+			continue;
+		if (b->mapped && (!decode || b->mapped_addr != pci_bar_addr(pd, i)))
+			bar_unmap(pd, i);
+	}
+	if (!decode)
+		return;
+	for (i = 0; i < PCI_NUM_BARS; i++) {
+		struct pci_bar *b = &pd->bars[i];
+		if (b->size && !b->mapped)
+			bar_map(pd, i, pci_bar_addr(pd, i));
+	}
+}
+
+/* ---- config access ------------------------------------------------------ */
+
+static void cfg_read_locked(struct pci_dev *pd, unsigned off, uint8_t *data, unsigned len)
+{
+	if (!cfg_access_ok(pd, off, len)) {
+		memset(data, 0, len);
+		return;
+	}
+	if (pd->ops && pd->ops->config_read)
+		pd->ops->config_read(pd, off, len);
+	memcpy(data, &pd->cfg[off], len);
+}
+
+static void cfg_write_locked(struct pci_dev *pd, unsigned off, const uint8_t *data,
+			     unsigned len)
+{
+	bool remap;
+	unsigned i;
+
+	if (!cfg_access_ok(pd, off, len))
+		return;
+	for (i = 0; i < len; i++) {
+		uint8_t *c = &pd->cfg[off + i];
+		uint8_t wm = pd->wmask[off + i], w1c = pd->w1c[off + i];
+		*c = (uint8_t)(((*c & ~wm) | (data[i] & wm)) & ~(data[i] & w1c));
+	}
+	remap = range_overlaps(off, len, PCI_REG_COMMAND, 2) ||
+		range_overlaps(off, len, PCI_REG_BAR0, 4 * PCI_NUM_BARS);
+	if (remap)
+		bars_update(pd);
+	if (pd->ops && pd->ops->config_write)
+		pd->ops->config_write(pd, off, len);
+}
+
+void pci_cfg_read(struct pci_dev *pd, unsigned off, uint8_t *data, unsigned len)
+{
+	if (pd->bus)
+		pthread_mutex_lock(&pd->bus->lock);
+	cfg_read_locked(pd, off, data, len);
+	if (pd->bus)
+		pthread_mutex_unlock(&pd->bus->lock);
+}
+
+void pci_cfg_write(struct pci_dev *pd, unsigned off, const uint8_t *data, unsigned len)
+{
+	if (pd->bus)
+		pthread_mutex_lock(&pd->bus->lock);
+	cfg_write_locked(pd, off, data, len);
+	if (pd->bus)
+		pthread_mutex_unlock(&pd->bus->lock);
+}
+
+uint32_t pci_cfg_read32(struct pci_dev *pd, unsigned off)
+{
+	uint8_t b[4];
+
+	pci_cfg_read(pd, off, b, 4);
+	return le32_load(b);
+}
+
+void pci_cfg_write32(struct pci_dev *pd, unsigned off, uint32_t v)
+{
+	uint8_t b[4];
+
+	le32_store(b, v);
+	pci_cfg_write(pd, off, b, 4);
+}
+
+void pci_cfg_write16(struct pci_dev *pd, unsigned off, uint16_t v)
+{
+	uint8_t b[2];
+
+	le16_store(b, v);
+	pci_cfg_write(pd, off, b, 2);
+}
+
+/* ---- configuration mechanism #1 ----------------------------------------- */
+
+/* Address register: only dword accesses at 0xCF8 latch/read it (Linux's
+ * probe writes 0x80000000 and expects it back); byte/word accesses to
+ * 0xCF8-0xCFB are ignored and read all-ones. Reserved bits 30:24 and 1:0
+ * read as zero. */
+static void conf1_addr_read(void *opaque, uint64_t off, uint8_t *data, unsigned len)
+{
+	struct pci_bus *bus = opaque;
+
+	if (off != 0 || len != 4) {
+		memset(data, 0xff, len);
+		return;
+	}
+	pthread_mutex_lock(&bus->lock);
+	le32_store(data, bus->conf1_addr);
+	pthread_mutex_unlock(&bus->lock);
+}
+
+static void conf1_addr_write(void *opaque, uint64_t off, const uint8_t *data, unsigned len)
+{
+	struct pci_bus *bus = opaque;
+
+	if (off != 0 || len != 4)
+		return;
+	pthread_mutex_lock(&bus->lock);
+	bus->conf1_addr = le32_load(data) & 0x80fffffcu;
+	pthread_mutex_unlock(&bus->lock);
+}
+
+/* The function the latched address selects, and the config offset of data
+ * port byte `off`; NULL when disabled, not bus 0, no such device/function,
+ * or the access would cross the dword. */
+static struct pci_dev *conf1_target(struct pci_bus *bus, uint64_t off, unsigned len,
+				    unsigned *reg)
+{
+	uint32_t a = bus->conf1_addr;
+	unsigned busno = (a >> 16) & 0xff, slot = (a >> 11) & 0x1f, fn = (a >> 8) & 7;
+
+	if (!(a & PCI_CONF1_ENABLE) || busno != 0 || fn != 0 || off + len > 4)
+		return NULL;
+	*reg = (a & 0xfc) + (unsigned)off;
+	return bus->slots[slot];
+}
+
+static void conf1_data_read(void *opaque, uint64_t off, uint8_t *data, unsigned len)
+{
+	struct pci_bus *bus = opaque;
+	struct pci_dev *pd;
+	unsigned reg;
+
+	pthread_mutex_lock(&bus->lock);
+	pd = conf1_target(bus, off, len, &reg);
+	if (pd)
+		cfg_read_locked(pd, reg, data, len);
+	else
+		memset(data, 0xff, len);   /* master abort */
+	pthread_mutex_unlock(&bus->lock);
+}
+
+static void conf1_data_write(void *opaque, uint64_t off, const uint8_t *data, unsigned len)
+{
+	struct pci_bus *bus = opaque;
+	struct pci_dev *pd;
+	unsigned reg;
+
+	pthread_mutex_lock(&bus->lock);
+	pd = conf1_target(bus, off, len, &reg);
+	if (pd)
+		cfg_write_locked(pd, reg, data, len);
+	pthread_mutex_unlock(&bus->lock);
+}
+
+const struct io_ops pci_conf1_addr_ops = { conf1_addr_read, conf1_addr_write };
+const struct io_ops pci_conf1_data_ops = { conf1_data_read, conf1_data_write };
+
+/* ---- bus ---------------------------------------------------------------- */
+
+unsigned pci_intx_pin(unsigned slot)
+{
+	return X86_PCI_INTX_BASE + slot % 4;
+}
+
+int pci_bus_init(struct pci_bus *bus, struct vm *vm)
+{
+	int ret;
+
+	memset(bus, 0, sizeof(*bus));
+	bus->vm = vm;
+	bus->mmio_next = X86_PCI_MMIO32_BASE;
+	ret = -pthread_mutex_init(&bus->lock, NULL);
+	if (ret)
+		return ret;
+	ret = iobus_register(&vm->pio, PCI_CONF1_ADDR_PORT, 4, &pci_conf1_addr_ops, bus);
+	if (ret)
+		goto destroy_lock;
+	ret = iobus_register(&vm->pio, PCI_CONF1_DATA_PORT, 4, &pci_conf1_data_ops, bus);
+	if (ret)
+		goto unregister_addr;
+	/* Host bridge, class 06/00/00: no BARs, nothing writable but the
+	 * command register; it is what makes Linux trust conf1. */
+	pci_dev_init(&bus->host_bridge, "host-bridge", PCI_HB_VENDOR, PCI_HB_DEVICE,
+		     0x060000, 0, PCI_HB_VENDOR, PCI_HB_DEVICE, NULL, NULL);
+	bus->host_bridge.bus = bus;
+	bus->host_bridge.slot = 0;
+	bus->slots[0] = &bus->host_bridge;
+	return 0;
+unregister_addr:
+	iobus_unregister(&vm->pio, PCI_CONF1_ADDR_PORT, bus);
+destroy_lock:
+	pthread_mutex_destroy(&bus->lock);
+	return ret;
+}
+
+void pci_bus_destroy(struct pci_bus *bus)
+{
+	unsigned s;
+
+	for (s = 1; s < PCI_MAX_SLOTS; s++)
+		if (bus->slots[s])
+			pci_bus_remove(bus, bus->slots[s]);
+	iobus_unregister(&bus->vm->pio, PCI_CONF1_DATA_PORT, bus);
+	iobus_unregister(&bus->vm->pio, PCI_CONF1_ADDR_PORT, bus);
+	pthread_mutex_destroy(&bus->lock);
+}
+
+int pci_bus_add(struct pci_bus *bus, struct pci_dev *pd)
+{
+	uint64_t next;
+	unsigned s, i;
+	int ret = -ENOSPC;
+
+	pthread_mutex_lock(&bus->lock);
+	for (s = 1; s < PCI_MAX_SLOTS && bus->slots[s]; s++)
+		;
+	if (s == PCI_MAX_SLOTS)
+		goto unlock;
+	/* Firmware placement: largest BARs first would pack better, but BARs
+	 * are few and small; natural alignment within the 32-bit window. */
+	next = bus->mmio_next;
+	for (i = 0; i < PCI_NUM_BARS; i++) {
+		uint64_t size = pd->bars[i].size, at;
+		if (!size)
+			continue;
+		at = ALIGN_UP(next, size);
+		if (at + size > X86_PCI_MMIO32_END || at + size < at)
+			goto unlock;
+		next = at + size;
+	}
+	for (i = 0; i < PCI_NUM_BARS; i++) {
+		uint64_t size = pd->bars[i].size, at;
+		unsigned reg = PCI_REG_BAR0 + 4 * i;
+		if (!size)
+			continue;
+		at = ALIGN_UP(bus->mmio_next, size);
+		cfg_store(pd, reg, 4, (uint32_t)at | pd->bars[i].flags);
+		if (pd->bars[i].flags & PCI_BAR_MEM64)
+			cfg_store(pd, reg + 4, 4, (uint32_t)(at >> 32));
+		bus->mmio_next = at + size;
+	}
+	pd->bus = bus;
+	pd->slot = s;
+	pd->cfg[PCI_REG_INT_PIN] = 1;               /* INTA# */
+	pd->cfg[PCI_REG_INT_LINE] = pci_intx_pin(s);
+	bus->slots[s] = pd;
+	ret = 0;
+unlock:
+	pthread_mutex_unlock(&bus->lock);
+	return ret;
+}
+
+void pci_bus_remove(struct pci_bus *bus, struct pci_dev *pd)
+{
+	unsigned i;
+
+	pthread_mutex_lock(&bus->lock);
+	for (i = 0; i < PCI_NUM_BARS; i++)
+		if (pd->bars[i].size)
+			bar_unmap(pd, i);
+	if (pd->slot < PCI_MAX_SLOTS && bus->slots[pd->slot] == pd)
+		bus->slots[pd->slot] = NULL;
+	pd->bus = NULL;
+	pthread_mutex_unlock(&bus->lock);
+}

@@ -1,0 +1,186 @@
+/* PCI bus 0 for x86 guests: a host bridge at 00:00.0, devices at 00:01.0 and
+ * up, reachable through configuration mechanism #1 (address latch at port
+ * 0xCF8, data window 0xCFC-0xCFF on vm->pio), which Linux probes without
+ * ACPI or MMCONFIG.
+ *
+ * Each function has 4 KiB of config space storage (conf1 reaches the first
+ * 256 bytes; the rest is there for a later ECAM window). Every access is
+ * bounds-checked: accesses beyond 4 KiB, of a width other than 1/2/4, or
+ * that straddle a capability's boundary are ignored (reads give 0).
+ * Guest writes go through per-byte masks: wmask (writable bits) and w1c
+ * (write-1-to-clear bits); everything else is read-only.
+ *
+ * BARs: memory BARs only (32-bit or 64-bit, optionally prefetchable), power
+ * of two sized, sized by the guest with the usual all-ones write (the write
+ * mask makes the size bits read back as zero). mvm acts as the firmware and
+ * places every BAR in [X86_PCI_MMIO32_BASE, X86_PCI_MMIO32_END) when the
+ * device is added; the guest may move them. A BAR's range is registered on
+ * vm->mmio only while memory decode is enabled in the command register, and
+ * is re-registered when the guest moves it. A BAR placed over guest RAM, over
+ * another mapped BAR or any other MMIO range stays unmapped (logged once per
+ * BAR) until the guest moves it somewhere valid.
+ *
+ * Locking: bus->lock serialises all config accesses and BAR (un)mapping.
+ * Config accesses arrive on vCPU threads under vm->pio's read lock; mapping
+ * a BAR takes vm->mmio's write lock (a different bus, so no self-deadlock).
+ * Device callbacks (pci_dev_ops) run with bus->lock held: they must not
+ * issue config accesses themselves. */
+#ifndef MVM_PCI_H
+#define MVM_PCI_H
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "vmm/iobus.h"
+
+struct vm;
+
+#define PCI_CFG_SIZE          4096u
+#define PCI_CONF1_SIZE        256u     /* reachable through conf1 */
+#define PCI_MAX_SLOTS         32u
+#define PCI_NUM_BARS          6u
+#define PCI_MAX_CAPS          16u
+#define PCI_CAP_START         0x40u
+
+#define PCI_CONF1_ADDR_PORT   0xcf8
+#define PCI_CONF1_DATA_PORT   0xcfc
+#define PCI_CONF1_ENABLE      0x80000000u
+
+/* Type 0 header registers. */
+#define PCI_REG_VENDOR_ID     0x00
+#define PCI_REG_DEVICE_ID     0x02
+#define PCI_REG_COMMAND       0x04
+#define PCI_REG_STATUS        0x06
+#define PCI_REG_REVISION      0x08
+#define PCI_REG_PROG_IF       0x09
+#define PCI_REG_SUBCLASS      0x0a
+#define PCI_REG_CLASS         0x0b
+#define PCI_REG_HEADER_TYPE   0x0e
+#define PCI_REG_BAR0          0x10
+#define PCI_REG_SUBSYS_VENDOR 0x2c
+#define PCI_REG_SUBSYS_ID     0x2e
+#define PCI_REG_CAP_PTR       0x34
+#define PCI_REG_INT_LINE      0x3c
+#define PCI_REG_INT_PIN       0x3d
+
+#define PCI_CMD_IO            0x0001
+#define PCI_CMD_MEM           0x0002
+#define PCI_CMD_MASTER        0x0004
+#define PCI_CMD_INTX_DISABLE  0x0400
+#define PCI_STATUS_INTX       0x0008
+#define PCI_STATUS_CAP_LIST   0x0010
+
+#define PCI_BAR_MEM64         0x4      /* BAR type bits 2:1 = 10b */
+#define PCI_BAR_PREFETCH      0x8
+
+#define PCI_CAP_ID_MSIX       0x11
+#define PCI_CAP_ID_VNDR       0x09
+
+/* Host bridge identity (class 06/00 is what Linux's conf1 sanity check looks for). */
+#define PCI_HB_VENDOR         0x8086
+#define PCI_HB_DEVICE         0x0d57
+
+struct pci_dev;
+
+/* Device hooks, const per device type; any may be NULL. Called with the bus
+ * lock held. */
+struct pci_dev_ops {
+	/* Before a guest config read of [off, off+len): refresh dynamic bytes. */
+	void (*config_read)(struct pci_dev *pd, unsigned off, unsigned len);
+	/* After a guest config write to [off, off+len) went through the masks. */
+	void (*config_write)(struct pci_dev *pd, unsigned off, unsigned len);
+	/* BAR bar was mapped at addr (mapped) or unmapped from addr. */
+	void (*bar_map)(struct pci_dev *pd, unsigned bar, uint64_t addr, bool mapped);
+};
+
+struct pci_bar {
+	uint64_t size;             /* 0: unused */
+	uint32_t flags;            /* PCI_BAR_MEM64 | PCI_BAR_PREFETCH */
+	const struct io_ops *ops;
+	void *opaque;
+	bool mapped;               /* registered on vm->mmio at mapped_addr */
+	uint64_t mapped_addr;
+	bool refused_logged;       /* "BAR overlaps ..." printed once */
+};
+
+struct pci_cap_range {
+	uint16_t off, len;
+};
+
+struct pci_dev {
+	struct pci_bus *bus;       /* NULL until pci_bus_add */
+	unsigned slot;             /* device number on bus 0 */
+	const char *name;          /* for messages */
+	uint8_t cfg[PCI_CFG_SIZE];
+	uint8_t wmask[PCI_CFG_SIZE];
+	uint8_t w1c[PCI_CFG_SIZE];
+	struct pci_bar bars[PCI_NUM_BARS];
+	struct pci_cap_range caps[PCI_MAX_CAPS];
+	unsigned ncaps;
+	unsigned cap_next;         /* next free config offset for a capability */
+	const struct pci_dev_ops *ops;
+	void *opaque;
+};
+
+struct pci_bus {
+	struct vm *vm;
+	pthread_mutex_t lock;
+	uint32_t conf1_addr;       /* latched address register */
+	struct pci_dev host_bridge;
+	struct pci_dev *slots[PCI_MAX_SLOTS];
+	uint64_t mmio_next;        /* firmware BAR placement cursor */
+};
+
+/* Set up a function's header: ids, class (0xCCSSPP: class, subclass,
+ * prog-if), revision, subsystem ids, type 0 header with the standard write
+ * masks (command: I/O, memory, bus master, INTx disable; interrupt line). */
+void pci_dev_init(struct pci_dev *pd, const char *name, uint16_t vendor, uint16_t device,
+		  uint32_t class_code, uint8_t revision, uint16_t subsys_vendor,
+		  uint16_t subsys_id, const struct pci_dev_ops *ops, void *opaque);
+
+/* Declare memory BAR bar (0..5; a 64-bit BAR also uses bar+1) of size bytes
+ * (power of two, >= 16; <= 2 GiB for 32-bit BARs), flags PCI_BAR_MEM64 /
+ * PCI_BAR_PREFETCH, accesses dispatched to ops/opaque with offsets relative
+ * to the BAR. Before pci_bus_add. 0 or -EINVAL / -EBUSY. */
+int pci_dev_set_bar(struct pci_dev *pd, unsigned bar, uint64_t size, uint32_t flags,
+		    const struct io_ops *ops, void *opaque);
+
+/* Append a capability of len bytes (>= 2, header included) with id to the
+ * list (dword aligned, linked through PCI_REG_CAP_PTR and the next bytes,
+ * sets the status capability bit). Returns its config offset, or -ENOSPC.
+ * The body (from off + 2) is the caller's: fill pd->cfg and pd->wmask. */
+int pci_cap_add(struct pci_dev *pd, uint8_t id, unsigned len);
+
+/* Write mask for a little-endian field of len (1, 2, 4) bytes at off. */
+void pci_set_wmask(struct pci_dev *pd, unsigned off, unsigned len, uint32_t mask);
+
+/* Bus lifetime: registers conf1 ports on vm->pio, adds the host bridge. */
+int pci_bus_init(struct pci_bus *bus, struct vm *vm);
+void pci_bus_destroy(struct pci_bus *bus);
+
+/* Put pd on the next free slot (1..31), place its BARs in the 32-bit PCI
+ * window (decode stays off until the guest enables it). 0 or -ENOSPC. */
+int pci_bus_add(struct pci_bus *bus, struct pci_dev *pd);
+/* Unmap pd's BARs and free its slot. */
+void pci_bus_remove(struct pci_bus *bus, struct pci_dev *pd);
+
+/* Config space access of one function (what conf1, and unit tests, use).
+ * Out-of-bounds / wrong width / capability-straddling accesses are ignored
+ * and read as 0. Takes the bus lock when pd is on a bus. */
+void pci_cfg_read(struct pci_dev *pd, unsigned off, uint8_t *data, unsigned len);
+void pci_cfg_write(struct pci_dev *pd, unsigned off, const uint8_t *data, unsigned len);
+uint32_t pci_cfg_read32(struct pci_dev *pd, unsigned off);   /* helpers on top */
+void pci_cfg_write32(struct pci_dev *pd, unsigned off, uint32_t v);
+void pci_cfg_write16(struct pci_dev *pd, unsigned off, uint16_t v);
+
+/* Current guest-programmed address of a BAR (64-bit BARs combine both halves). */
+uint64_t pci_bar_addr(const struct pci_dev *pd, unsigned bar);
+
+/* The conf1 port handlers, exposed for tests (opaque = bus). */
+extern const struct io_ops pci_conf1_addr_ops, pci_conf1_data_ops;
+
+/* IOAPIC pin of a bus-0 device's INTA#: X86_PCI_INTX_BASE + slot % 4. */
+unsigned pci_intx_pin(unsigned slot);
+
+#endif
