@@ -1,7 +1,6 @@
-/* Placeholder until the VMM core lands. */
-#include <stdio.h>
-int main(void)
+#include "vmm/run.h"
+
+int main(int argc, char **argv)
 {
-	fputs("mvm: not built yet\n", stderr);
-	return 125;
+	return mvm_main(argc, argv);
 }

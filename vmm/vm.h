@@ -83,4 +83,13 @@ int vm_cmdline_append(struct vm *vm, const char *fmt, ...);
 /* Register a device for teardown and stats: 0 or -ENOSPC. */
 int vm_add_device(struct vm *vm, const struct vm_device_ops *ops, void *dev);
 
+/* KVM_IRQ_LINE: drive a legacy (PIC/IOAPIC) interrupt line; for emulated
+ * register-level devices such as the UART. 0 or -errno. */
+int vm_irq_line(struct vm *vm, unsigned gsi, bool level);
+
+/* Ask the VMM to stop the VM and exit with status (guest poweroff, exit
+ * port, fatal vCPU exit). The first request wins; callable from any thread,
+ * returns at once (vCPUs are stopped by the main thread). */
+void vm_request_stop(struct vm *vm, int status);
+
 #endif

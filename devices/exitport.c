@@ -1,0 +1,54 @@
+#include "devices/exitport.h"
+#include "vmm/vm.h"
+#include "arch/x86/layout.h"
+
+#include <string.h>
+
+#define EXITPORT_POST 0x80
+
+static void exitport_read(void *opaque, uint64_t off, uint8_t *data, unsigned len)
+{
+	(void)opaque;
+	(void)off;
+	memset(data, 0xff, len);
+}
+
+static void exitport_write(void *opaque, uint64_t off, const uint8_t *data, unsigned len)
+{
+	(void)off;
+	/* Only a byte write is a status; wider writes are ignored so a
+	 * stray outw cannot masquerade as an exit code. */
+	if (len == 1)
+		vm_request_stop(opaque, data[0]);
+}
+
+static void exitport_sink_write(void *opaque, uint64_t off, const uint8_t *data, unsigned len)
+{
+	(void)opaque;
+	(void)off;
+	(void)data;
+	(void)len;
+}
+
+const struct io_ops exitport_io_ops = {
+	.read = exitport_read,
+	.write = exitport_write,
+};
+
+const struct io_ops exitport_sink_ops = {
+	.read = exitport_read,
+	.write = exitport_sink_write,
+};
+
+int exitport_create(struct vm *vm)
+{
+	int ret;
+
+	ret = iobus_register(&vm->pio, X86_MVM_EXIT_PORT, 1, &exitport_io_ops, vm);
+	if (ret)
+		return ret;
+	ret = iobus_register(&vm->pio, EXITPORT_POST, 1, &exitport_sink_ops, vm);
+	if (ret)
+		iobus_unregister(&vm->pio, X86_MVM_EXIT_PORT, vm);
+	return ret;
+}

@@ -1,0 +1,197 @@
+#include "devices/i8042.h"
+#include "vmm/util.h"
+#include "vmm/vm.h"
+#include "arch/x86/layout.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define I8042_KBD_IRQ 1
+
+static void i8042_push(struct i8042 *k, uint8_t v)
+{
+	if (k->out_count < sizeof(k->out)) {
+		k->out[(k->out_head + k->out_count) % sizeof(k->out)] = v;
+		k->out_count++;
+	}
+}
+
+static void i8042_update(struct i8042 *k)
+{
+	bool level;
+
+	k->status = (k->status & ~I8042_STS_OBF) | (k->out_count ? I8042_STS_OBF : 0);
+	level = k->out_count && (k->ctr & I8042_CTR_KBDINT);
+	if (level != k->irq_level) {
+		k->irq_level = level;
+		if (k->vm)
+			vm_irq_line(k->vm, I8042_KBD_IRQ, level);
+	}
+}
+
+static void i8042_reset_line(struct i8042 *k)
+{
+	k->reset = true;
+	if (k->vm)
+		vm_request_stop(k->vm, MVM_EXIT_OK);
+}
+
+static void i8042_command(struct i8042 *k, uint8_t cmd)
+{
+	k->status |= I8042_STS_CMD;
+	switch (cmd) {
+	case 0x20:                      /* read CTR */
+		i8042_push(k, k->ctr);
+		break;
+	case 0x60:                      /* write CTR: data follows */
+	case 0xd1:                      /* write output port: data follows */
+	case 0xd2:                      /* write keyboard output buffer */
+		k->pending_cmd = cmd;
+		break;
+	case 0xa7: k->ctr |= 0x20; break;      /* disable aux */
+	case 0xa8: k->ctr &= ~0x20; break;     /* enable aux */
+	case 0xa9: i8042_push(k, 0xff); break; /* aux test: no aux port */
+	case 0xaa: i8042_push(k, 0x55); break; /* self test passed */
+	case 0xab: i8042_push(k, 0x00); break; /* keyboard interface OK */
+	case 0xad: k->ctr |= 0x10; break;      /* disable keyboard */
+	case 0xae: k->ctr &= ~0x10; break;     /* enable keyboard */
+	case 0xc0: i8042_push(k, 0x00); break; /* read input port */
+	case 0xd0: i8042_push(k, 0x01); break; /* read output port: reset line high */
+	default:
+		/* 0xF0-0xFF pulse output-port bits low for 6 us; bit 0 is
+		 * the CPU reset line (0xFE is what Linux's reboot=k sends). */
+		if (cmd >= 0xf0 && !(cmd & 1))
+			i8042_reset_line(k);
+		break;
+	}
+}
+
+static void i8042_data(struct i8042 *k, uint8_t v)
+{
+	uint8_t cmd = k->pending_cmd;
+
+	k->status &= ~I8042_STS_CMD;
+	k->pending_cmd = 0;
+	switch (cmd) {
+	case 0x60:
+		k->ctr = v;
+		k->status = (k->status & ~I8042_STS_SYS) | (v & I8042_CTR_SYS);
+		return;
+	case 0xd1:
+		if (!(v & 1))
+			i8042_reset_line(k);
+		return;
+	case 0xd2:
+		i8042_push(k, v);
+		return;
+	}
+	/* A byte for the keyboard: acknowledge it; reset also reports the
+	 * basic assurance test, identify a standard MF2 keyboard. */
+	i8042_push(k, 0xfa);
+	if (v == 0xff)
+		i8042_push(k, 0xaa);
+	else if (v == 0xf2) {
+		i8042_push(k, 0xab);
+		i8042_push(k, 0x83);
+	}
+}
+
+static void i8042_io_read(void *opaque, uint64_t off, uint8_t *data, unsigned len)
+{
+	struct i8042 *k = opaque;
+
+	memset(data, 0, len);
+	pthread_mutex_lock(&k->lock);
+	if (off == 0) {                 /* 0x60: data */
+		if (k->out_count) {
+			data[0] = k->out[k->out_head];
+			k->out_head = (k->out_head + 1) % sizeof(k->out);
+			k->out_count--;
+		}
+	} else if (off == 4) {          /* 0x64: status */
+		data[0] = k->status;
+	} else {
+		data[0] = 0xff;
+	}
+	i8042_update(k);
+	pthread_mutex_unlock(&k->lock);
+}
+
+static void i8042_io_write(void *opaque, uint64_t off, const uint8_t *data, unsigned len)
+{
+	struct i8042 *k = opaque;
+
+	(void)len;
+	pthread_mutex_lock(&k->lock);
+	if (off == 0)
+		i8042_data(k, data[0]);
+	else if (off == 4)
+		i8042_command(k, data[0]);
+	i8042_update(k);
+	pthread_mutex_unlock(&k->lock);
+}
+
+const struct io_ops i8042_io_ops = {
+	.read = i8042_io_read,
+	.write = i8042_io_write,
+};
+
+int i8042_init(struct i8042 *k, struct vm *vm)
+{
+	memset(k, 0, sizeof(*k));
+	k->vm = vm;
+	k->ctr = I8042_CTR_KBDINT | I8042_CTR_SYS;
+	k->status = I8042_STS_SYS;
+	return -pthread_mutex_init(&k->lock, NULL);
+}
+
+static void i8042_stop(void *dev)
+{
+	(void)dev;
+}
+
+static void i8042_destroy(void *dev)
+{
+	struct i8042 *k = dev;
+
+	iobus_unregister(&k->vm->pio, X86_I8042_DATA_PORT, k);
+	pthread_mutex_destroy(&k->lock);
+	free(k);
+}
+
+static const struct vm_device_ops i8042_vm_ops = {
+	.kind = "i8042",
+	.stop = i8042_stop,
+	.stats_json = NULL,
+	.destroy = i8042_destroy,
+};
+
+int i8042_create(struct vm *vm)
+{
+	struct i8042 *k = calloc(1, sizeof(*k));
+	int ret;
+
+	if (!k)
+		return -ENOMEM;
+	ret = i8042_init(k, vm);
+	if (ret)
+		goto free_k;
+	/* One range 0x60-0x64; 0x61 (port B) is KVM's PIT speaker port,
+	 * handled in the kernel before it reaches us. */
+	ret = iobus_register(&vm->pio, X86_I8042_DATA_PORT, 5, &i8042_io_ops, k);
+	if (ret)
+		goto destroy_lock;
+	ret = vm_add_device(vm, &i8042_vm_ops, k);
+	if (ret)
+		goto unregister;
+	return 0;
+unregister:
+	iobus_unregister(&vm->pio, X86_I8042_DATA_PORT, k);
+destroy_lock:
+	pthread_mutex_destroy(&k->lock);
+free_k:
+	free(k);
+	return ret;
+}

@@ -1,0 +1,319 @@
+/* 8250/16550A UART register model (PC16550D data sheet): interrupt
+ * priorities RLS > RDA > THRE > MS, FIFO mode reported in IIR[7:6],
+ * loopback wiring of MCR to MSR and THR to RBR. */
+#include "devices/serial.h"
+#include "vmm/util.h"
+#include "vmm/vm.h"
+#include "arch/x86/layout.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+static unsigned serial_rx_cap(const struct serial *s)
+{
+	return (s->fcr & UART_FCR_ENABLE) ? SERIAL_FIFO_SIZE : 1;
+}
+
+static uint8_t serial_iir(const struct serial *s)
+{
+	uint8_t fifo = (s->fcr & UART_FCR_ENABLE) ? UART_IIR_FIFO : 0;
+
+	if ((s->ier & UART_IER_RLSI) && s->lsr_err)
+		return fifo | UART_IIR_RLSI;
+	if ((s->ier & UART_IER_RDI) && s->rx_count)
+		return fifo | UART_IIR_RDI;
+	if ((s->ier & UART_IER_THRI) && s->thr_ipending)
+		return fifo | UART_IIR_THRI;
+	if ((s->ier & UART_IER_MSI) && (s->msr & 0x0f))
+		return fifo | UART_IIR_MSI;
+	return fifo | UART_IIR_NO_INT;
+}
+
+static void serial_update_irq(struct serial *s)
+{
+	bool level = !(serial_iir(s) & UART_IIR_NO_INT);
+
+	if (level != s->irq_level) {
+		s->irq_level = level;
+		if (s->set_irq)
+			s->set_irq(s->irq_opaque, level);
+	}
+}
+
+/* Modem status lines: in loopback they follow MCR (DTR->DSR, RTS->CTS,
+ * OUT1->RI, OUT2->DCD); otherwise a connected terminal (DCD, DSR, CTS). */
+static void serial_update_msr(struct serial *s)
+{
+	uint8_t old = s->msr & 0xf0, now;
+
+	if (s->mcr & UART_MCR_LOOP)
+		now = ((s->mcr & UART_MCR_DTR) ? UART_MSR_DSR : 0) |
+		      ((s->mcr & UART_MCR_RTS) ? UART_MSR_CTS : 0) |
+		      ((s->mcr & UART_MCR_OUT1) ? UART_MSR_RI : 0) |
+		      ((s->mcr & UART_MCR_OUT2) ? UART_MSR_DCD : 0);
+	else
+		now = UART_MSR_DCD | UART_MSR_DSR | UART_MSR_CTS;
+	if ((old ^ now) & UART_MSR_CTS)
+		s->msr |= UART_MSR_DCTS;
+	if ((old ^ now) & UART_MSR_DSR)
+		s->msr |= UART_MSR_DDSR;
+	if ((old & UART_MSR_RI) && !(now & UART_MSR_RI))
+		s->msr |= UART_MSR_TERI;
+	if ((old ^ now) & UART_MSR_DCD)
+		s->msr |= UART_MSR_DDCD;
+	s->msr = (s->msr & 0x0f) | now;
+}
+
+static bool serial_rx_put(struct serial *s, uint8_t b)
+{
+	if (s->rx_count >= serial_rx_cap(s)) {
+		s->lsr_err |= UART_LSR_OE;
+		return false;
+	}
+	s->rx[(s->rx_head + s->rx_count) % SERIAL_FIFO_SIZE] = b;
+	s->rx_count++;
+	s->rx_bytes++;
+	return true;
+}
+
+static void serial_tx(struct serial *s, uint8_t b)
+{
+	s->tx_bytes++;
+	if (s->mcr & UART_MCR_LOOP) {
+		serial_rx_put(s, b);
+		return;
+	}
+	for (;;) {
+		ssize_t n = write(s->out_fd, &b, 1);
+		if (n == 1 || (n < 0 && errno != EINTR && errno != EAGAIN))
+			break;  /* output gone: the guest's bytes are dropped */
+	}
+}
+
+static uint8_t serial_read_reg(struct serial *s, unsigned reg)
+{
+	uint8_t v;
+
+	switch (reg) {
+	case UART_RBR:
+		if (s->lcr & UART_LCR_DLAB)
+			return s->dll;
+		if (!s->rx_count)
+			return 0;
+		v = s->rx[s->rx_head];
+		s->rx_head = (s->rx_head + 1) % SERIAL_FIFO_SIZE;
+		s->rx_count--;
+		return v;
+	case UART_IER:
+		return (s->lcr & UART_LCR_DLAB) ? s->dlm : s->ier;
+	case UART_IIR:
+		v = serial_iir(s);
+		/* Reading IIR while THRE is the reported source clears it. */
+		if ((v & 0x0f) == UART_IIR_THRI)
+			s->thr_ipending = false;
+		return v;
+	case UART_LCR:
+		return s->lcr;
+	case UART_MCR:
+		return s->mcr;
+	case UART_LSR:
+		v = UART_LSR_THRE | UART_LSR_TEMT | s->lsr_err |
+		    (s->rx_count ? UART_LSR_DR : 0);
+		s->lsr_err = 0;   /* error bits clear on read */
+		return v;
+	case UART_MSR:
+		v = s->msr;
+		s->msr &= 0xf0;   /* delta bits clear on read */
+		return v;
+	default:
+		return s->scr;
+	}
+}
+
+static void serial_write_reg(struct serial *s, unsigned reg, uint8_t v)
+{
+	switch (reg) {
+	case UART_THR:
+		if (s->lcr & UART_LCR_DLAB) {
+			s->dll = v;
+			break;
+		}
+		serial_tx(s, v);
+		/* Transmission is instantaneous: THR is empty again at once. */
+		s->thr_ipending = true;
+		break;
+	case UART_IER:
+		if (s->lcr & UART_LCR_DLAB) {
+			s->dlm = v;
+			break;
+		}
+		/* Enabling THRE while THR is empty raises the interrupt. */
+		if (!(s->ier & UART_IER_THRI) && (v & UART_IER_THRI))
+			s->thr_ipending = true;
+		s->ier = v & 0x0f;
+		break;
+	case UART_FCR:
+		if ((v ^ s->fcr) & UART_FCR_ENABLE)
+			s->rx_count = 0;   /* toggling FIFO mode resets the FIFOs */
+		if (v & UART_FCR_CLEAR_RX)
+			s->rx_count = 0;
+		s->fcr = v & (UART_FCR_ENABLE | 0xc0);
+		break;
+	case UART_LCR:
+		s->lcr = v;
+		break;
+	case UART_MCR:
+		s->mcr = v & 0x1f;
+		serial_update_msr(s);
+		break;
+	case UART_LSR:
+	case UART_MSR:
+		break;  /* read-only (factory test writes ignored) */
+	default:
+		s->scr = v;
+		break;
+	}
+}
+
+static void serial_io_read(void *opaque, uint64_t off, uint8_t *data, unsigned len)
+{
+	struct serial *s = opaque;
+
+	memset(data, 0, len);
+	pthread_mutex_lock(&s->lock);
+	data[0] = serial_read_reg(s, off & 7);
+	serial_update_irq(s);
+	pthread_mutex_unlock(&s->lock);
+}
+
+static void serial_io_write(void *opaque, uint64_t off, const uint8_t *data, unsigned len)
+{
+	struct serial *s = opaque;
+
+	(void)len;
+	pthread_mutex_lock(&s->lock);
+	serial_write_reg(s, off & 7, data[0]);
+	serial_update_irq(s);
+	pthread_mutex_unlock(&s->lock);
+}
+
+const struct io_ops serial_io_ops = {
+	.read = serial_io_read,
+	.write = serial_io_write,
+};
+
+int serial_init(struct serial *s, int out_fd, void (*set_irq)(void *, bool), void *opaque)
+{
+	memset(s, 0, sizeof(*s));
+	s->out_fd = out_fd;
+	s->set_irq = set_irq;
+	s->irq_opaque = opaque;
+	s->mcr = UART_MCR_OUT2;
+	s->msr = UART_MSR_DCD | UART_MSR_DSR | UART_MSR_CTS;
+	s->dll = 12;   /* 9600 baud, the reset default */
+	return -pthread_mutex_init(&s->lock, NULL);
+}
+
+void serial_fini(struct serial *s)
+{
+	pthread_mutex_destroy(&s->lock);
+}
+
+unsigned serial_rx_room(struct serial *s)
+{
+	unsigned room;
+
+	pthread_mutex_lock(&s->lock);
+	/* Nothing is accepted in loopback: the line is disconnected. */
+	room = (s->mcr & UART_MCR_LOOP) ? 0 : serial_rx_cap(s) - s->rx_count;
+	pthread_mutex_unlock(&s->lock);
+	return room;
+}
+
+size_t serial_rx_push(struct serial *s, const uint8_t *buf, size_t len)
+{
+	size_t i;
+
+	pthread_mutex_lock(&s->lock);
+	for (i = 0; i < len && !(s->mcr & UART_MCR_LOOP) && s->rx_count < serial_rx_cap(s); i++)
+		serial_rx_put(s, buf[i]);
+	serial_update_irq(s);
+	pthread_mutex_unlock(&s->lock);
+	return i;
+}
+
+/* --- COM1 on the VM ------------------------------------------------------ */
+
+struct serial_vm {
+	struct serial s;
+	struct vm *vm;
+};
+
+static void serial_vm_set_irq(void *opaque, bool level)
+{
+	struct serial_vm *sv = opaque;
+
+	vm_irq_line(sv->vm, X86_COM1_IRQ, level);
+}
+
+static void serial_vm_stop(void *dev)
+{
+	(void)dev;   /* no threads of its own */
+}
+
+static void serial_vm_stats(void *dev, FILE *out)
+{
+	struct serial_vm *sv = dev;
+
+	fprintf(out, "{\"kind\":\"serial\",\"port\":%d,\"tx_bytes\":%llu,\"rx_bytes\":%llu}",
+		X86_COM1_PORT, (unsigned long long)sv->s.tx_bytes,
+		(unsigned long long)sv->s.rx_bytes);
+}
+
+static void serial_vm_destroy(void *dev)
+{
+	struct serial_vm *sv = dev;
+
+	iobus_unregister(&sv->vm->pio, X86_COM1_PORT, &sv->s);
+	serial_fini(&sv->s);
+	free(sv);
+}
+
+static const struct vm_device_ops serial_vm_ops = {
+	.kind = "serial",
+	.stop = serial_vm_stop,
+	.stats_json = serial_vm_stats,
+	.destroy = serial_vm_destroy,
+};
+
+int serial_create(struct vm *vm, int out_fd, struct serial **out)
+{
+	struct serial_vm *sv;
+	int ret;
+
+	sv = calloc(1, sizeof(*sv));
+	if (!sv)
+		return -ENOMEM;
+	sv->vm = vm;
+	ret = serial_init(&sv->s, out_fd, serial_vm_set_irq, sv);
+	if (ret)
+		goto free_sv;
+	ret = iobus_register(&vm->pio, X86_COM1_PORT, 8, &serial_io_ops, &sv->s);
+	if (ret)
+		goto fini;
+	ret = vm_add_device(vm, &serial_vm_ops, sv);
+	if (ret)
+		goto unregister;
+	*out = &sv->s;
+	return 0;
+unregister:
+	iobus_unregister(&vm->pio, X86_COM1_PORT, &sv->s);
+fini:
+	serial_fini(&sv->s);
+free_sv:
+	free(sv);
+	return ret;
+}

@@ -1,0 +1,390 @@
+/* The command line: options, defaults, kernel command-line composition,
+ * and every bad input — through cli_* and through the real ./mvm binary
+ * (one "mvm: ..." line, exit status 2, nothing started). */
+#include "tests/unit/check.h"
+#include "vmm/cli.h"
+#include "vmm/util.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdarg.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+static char err[512];
+
+#define PARSE(cfg, ...)                                                          \
+	({                                                                        \
+		char *argv_[] = { "mvm", __VA_ARGS__, NULL };                     \
+		cli_parse((int)ARRAY_SIZE(argv_) - 1, argv_, (cfg), err, sizeof(err)); \
+	})
+
+TEST(defaults_are_one_cpu_256m)
+{
+	struct mvm_config c;
+	char *argv[] = { "mvm", NULL };
+
+	CHECK_EQ(cli_parse(1, argv, &c, err, sizeof(err)), 0);
+	CHECK_EQ(c.cpus, 1);
+	CHECK_EQ(c.mem, 256 * MiB);
+	CHECK(c.kernel == NULL && c.initrd == NULL && c.cmdline == NULL);
+	CHECK(!c.stats && !c.help && !c.version);
+}
+
+TEST(every_option_separate_value)
+{
+	struct mvm_config c;
+
+	CHECK_EQ(PARSE(&c, "--kernel", "k", "--initrd", "i", "--cmdline", "-- exit 3",
+		       "--cpus", "4", "--mem", "1G", "--stats"), 0);
+	CHECK_STR(c.kernel, "k");
+	CHECK_STR(c.initrd, "i");
+	CHECK_STR(c.cmdline, "-- exit 3");
+	CHECK_EQ(c.cpus, 4);
+	CHECK_EQ(c.mem, GiB);
+	CHECK(c.stats);
+}
+
+TEST(every_option_equals_value)
+{
+	struct mvm_config c;
+
+	CHECK_EQ(PARSE(&c, "--kernel=k", "--initrd=i", "--cmdline=quiet", "--cpus=32",
+		       "--mem=5G"), 0);
+	CHECK_STR(c.kernel, "k");
+	CHECK_STR(c.initrd, "i");
+	CHECK_STR(c.cmdline, "quiet");
+	CHECK_EQ(c.cpus, 32);
+	CHECK_EQ(c.mem, 5 * GiB);
+}
+
+TEST(help_and_version)
+{
+	struct mvm_config c;
+
+	CHECK_EQ(PARSE(&c, "--help"), 0);
+	CHECK(c.help);
+	CHECK_EQ(PARSE(&c, "--version"), 0);
+	CHECK(c.version);
+}
+
+TEST(parse_can_run_twice)
+{
+	struct mvm_config c;
+
+	CHECK_EQ(PARSE(&c, "--cpus", "2"), 0);
+	CHECK_EQ(PARSE(&c, "--cpus", "3"), 0);
+	CHECK_EQ(c.cpus, 3);
+}
+
+TEST(bad_cpus)
+{
+	struct mvm_config c;
+
+	CHECK_EQ(PARSE(&c, "--cpus", "0"), -EINVAL);
+	CHECK(strstr(err, "--cpus '0'") && strstr(err, "1 to 254"));
+	CHECK_EQ(PARSE(&c, "--cpus", "255"), -EINVAL);
+	CHECK(strstr(err, "'255'"));
+	CHECK_EQ(PARSE(&c, "--cpus", "two"), -EINVAL);
+	CHECK(strstr(err, "not a number"));
+	CHECK_EQ(PARSE(&c, "--cpus", "-1"), -EINVAL);
+}
+
+TEST(bad_mem)
+{
+	struct mvm_config c;
+
+	CHECK_EQ(PARSE(&c, "--mem", "0"), -EINVAL);
+	CHECK(strstr(err, "--mem '0'") && strstr(err, "too small"));
+	CHECK_EQ(PARSE(&c, "--mem", "12Q"), -EINVAL);
+	CHECK(strstr(err, "'12Q'") && strstr(err, "malformed"));
+	CHECK_EQ(PARSE(&c, "--mem", "4k"), -EINVAL);
+	CHECK_EQ(PARSE(&c, "--mem", "99999999999999999999"), -EINVAL);
+	CHECK(strstr(err, "too large"));
+	CHECK_EQ(PARSE(&c, "--mem", "16777217"), -EINVAL);
+	CHECK(strstr(err, "multiple of 4 KiB"));
+	CHECK_EQ(PARSE(&c, "--mem", "16M"), 0);
+}
+
+TEST(unknown_option_missing_value_stray_argument)
+{
+	struct mvm_config c;
+
+	CHECK_EQ(PARSE(&c, "--frobnicate"), -EINVAL);
+	CHECK(strstr(err, "unknown option '--frobnicate'"));
+	CHECK_EQ(PARSE(&c, "-x"), -EINVAL);
+	CHECK(strstr(err, "unknown option '-x'"));
+	CHECK_EQ(PARSE(&c, "--cpus"), -EINVAL);
+	CHECK(strstr(err, "--cpus") && strstr(err, "needs a value"));
+	CHECK_EQ(PARSE(&c, "bzImage"), -EINVAL);
+	CHECK(strstr(err, "unexpected argument 'bzImage'"));
+	CHECK_EQ(PARSE(&c, "--kernel="), -EINVAL);
+}
+
+TEST(host_limits_cpus_against_kvm_max)
+{
+	struct mvm_config c;
+
+	CHECK_EQ(PARSE(&c, "--cpus", "32"), 0);
+	CHECK_EQ(cli_check_host(&c, 32, 0, err, sizeof(err)), 0);
+	CHECK_EQ(cli_check_host(&c, 16, 0, err, sizeof(err)), -EINVAL);
+	CHECK(strstr(err, "--cpus 32") && strstr(err, "at most 16"));
+	CHECK_EQ(cli_check_host(&c, 0, 0, err, sizeof(err)), 0);   /* max unknown yet */
+}
+
+TEST(host_limits_mem_against_ram_and_gpa)
+{
+	struct mvm_config c;
+
+	CHECK_EQ(PARSE(&c, "--mem", "8G"), 0);
+	CHECK_EQ(cli_check_host(&c, 0, 16 * GiB, err, sizeof(err)), 0);
+	CHECK_EQ(cli_check_host(&c, 0, 4 * GiB, err, sizeof(err)), -EINVAL);
+	CHECK(strstr(err, "--mem 8192 MiB") && strstr(err, "RAM + swap"));
+	CHECK_EQ(PARSE(&c, "--mem", "1T"), 0);
+	CHECK_EQ(cli_check_host(&c, 0, 0, err, sizeof(err)), -EINVAL);
+	CHECK(strstr(err, "limit"));
+	CHECK(cli_host_mem() > 0);
+}
+
+TEST(cmdline_order_base_devices_user)
+{
+	char out[512];
+
+	CHECK_EQ(cli_compose_cmdline(" virtio_mmio.device=4K@0xd0000000:5", "-- exit 3",
+				     out, sizeof(out)), 0);
+	CHECK_STR(out, CLI_BASE_CMDLINE " virtio_mmio.device=4K@0xd0000000:5 -- exit 3");
+	CHECK_EQ(cli_compose_cmdline(NULL, NULL, out, sizeof(out)), 0);
+	CHECK_STR(out, CLI_BASE_CMDLINE);
+	CHECK_EQ(cli_compose_cmdline("", "quiet", out, sizeof(out)), 0);
+	CHECK_STR(out, CLI_BASE_CMDLINE " quiet");
+	CHECK(strstr(out, "console=ttyS0") && strstr(out, "reboot=k") && strstr(out, "panic=-1"));
+	CHECK_EQ(cli_compose_cmdline(NULL, "quiet", out, sizeof(CLI_BASE_CMDLINE) + 3), -ENOSPC);
+}
+
+/* --- files ------------------------------------------------------------- */
+
+static char tmpdir[64];
+
+static void mk_tmpdir(void)
+{
+	snprintf(tmpdir, sizeof(tmpdir), "/tmp/mvm-test-cli.XXXXXX");
+	CHECK(mkdtemp(tmpdir) != NULL);
+}
+
+static void write_file(const char *path, const void *data, size_t len)
+{
+	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+
+	CHECK(fd >= 0);
+	CHECK_EQ(write(fd, data, len), (long long)len);
+	close(fd);
+}
+
+/* A minimal bzImage header: protocol 2.15, 64-bit entry, cmdline_size 255,
+ * initrd_addr_max 4 MiB. */
+static void write_fake_bzimage(const char *path)
+{
+	static uint8_t k[8192];
+
+	memset(k, 0, sizeof(k));
+	k[0x1f1] = 1;
+	k[0x1fe] = 0x55; k[0x1ff] = 0xaa;
+	memcpy(k + 0x202, "HdrS", 4);
+	k[0x206] = 0x0f; k[0x207] = 0x02;
+	k[0x211] = 0x01;                         /* LOADED_HIGH */
+	k[0x22c] = 0x00; k[0x22d] = 0x00; k[0x22e] = 0x40;   /* initrd_addr_max 4 MiB */
+	k[0x230] = 0x00; k[0x232] = 0x20;        /* kernel_alignment 2 MiB */
+	k[0x236] = 0x01;                         /* XLF_KERNEL_64 */
+	k[0x238] = 255;                          /* cmdline_size */
+	k[0x25a] = 0x00; k[0x25b] = 0x01;        /* pref_address 16 MiB */
+	k[0x262] = 0x10;                         /* init_size 1 MiB */
+	write_file(path, k, sizeof(k));
+}
+
+TEST(check_files_missing_and_not_regular)
+{
+	struct mvm_config c;
+	char path[128];
+
+	mk_tmpdir();
+	CHECK_EQ(PARSE(&c, "--kernel", "/nonexistent/bzImage"), 0);
+	CHECK_EQ(cli_check_files(&c, err, sizeof(err)), -ENOENT);
+	CHECK(strstr(err, "--kernel '/nonexistent/bzImage'"));
+	CHECK_EQ(PARSE(&c, "--kernel", tmpdir), 0);
+	CHECK_EQ(cli_check_files(&c, err, sizeof(err)), -EINVAL);
+	CHECK(strstr(err, "not a regular file"));
+	snprintf(path, sizeof(path), "%s/k", tmpdir);
+	write_fake_bzimage(path);
+	CHECK_EQ(PARSE(&c, "--kernel", path, "--initrd", "/nonexistent/initrd"), 0);
+	CHECK_EQ(cli_check_files(&c, err, sizeof(err)), -ENOENT);
+	CHECK(strstr(err, "--initrd '/nonexistent/initrd'"));
+	unlink(path);
+	rmdir(tmpdir);
+}
+
+TEST(default_guest_missing_says_make_guest)
+{
+	struct mvm_config c;
+
+	mk_tmpdir();
+	CHECK_EQ(PARSE(&c, "--cpus", "1"), 0);
+	CHECK_EQ(cli_default_guest(&c, tmpdir, err, sizeof(err)), -ENOENT);
+	CHECK(strstr(err, "make guest"));
+	rmdir(tmpdir);
+}
+
+TEST(default_guest_found_next_to_binary)
+{
+	struct mvm_config c;
+	char path[256];
+
+	mk_tmpdir();
+	snprintf(path, sizeof(path), "%s/build", tmpdir); mkdir(path, 0755);
+	snprintf(path, sizeof(path), "%s/build/guest", tmpdir); mkdir(path, 0755);
+	snprintf(path, sizeof(path), "%s/build/guest/bzImage", tmpdir); write_file(path, "x", 1);
+	snprintf(path, sizeof(path), "%s/build/guest/initramfs.cpio.gz", tmpdir); write_file(path, "x", 1);
+	CHECK_EQ(PARSE(&c, "--cpus", "1"), 0);
+	CHECK_EQ(cli_default_guest(&c, tmpdir, err, sizeof(err)), 0);
+	snprintf(path, sizeof(path), "%s/build/guest/bzImage", tmpdir);
+	CHECK_STR(c.kernel, path);
+	CHECK(strstr(c.initrd, "/build/guest/initramfs.cpio.gz"));
+	/* An explicit --kernel wins and gets no default initrd. */
+	CHECK_EQ(PARSE(&c, "--kernel", "/k"), 0);
+	CHECK_EQ(cli_default_guest(&c, tmpdir, err, sizeof(err)), 0);
+	CHECK_STR(c.kernel, "/k");
+	CHECK(c.initrd == NULL);
+}
+
+/* --- the real binary ----------------------------------------------------- */
+
+static const char *mvm_bin(void)
+{
+	const char *b = getenv("MVM");
+
+	if (!b)
+		b = "./mvm";
+	if (access(b, X_OK)) {
+		printf("skip: %s not built\n", b);
+		exit(77);
+	}
+	return b;
+}
+
+/* Run mvm with args; returns the exit status, stderr+stdout in out. */
+static int run_mvm(char *out, size_t outlen, const char *const *args)
+{
+	const char *argv[32];
+	int p[2], st;
+	size_t n = 0, i = 0;
+	pid_t pid;
+
+	argv[i++] = mvm_bin();
+	for (; *args && i < 31; args++)
+		argv[i++] = *args;
+	argv[i] = NULL;
+	CHECK(pipe(p) == 0);
+	pid = fork();
+	CHECK(pid >= 0);
+	if (pid == 0) {
+		dup2(p[1], 1);
+		dup2(p[1], 2);
+		close(p[0]);
+		execv(argv[0], (char **)argv);
+		_exit(127);
+	}
+	close(p[1]);
+	for (;;) {
+		ssize_t r = read(p[0], out + n, outlen - 1 - n);
+		if (r <= 0)
+			break;
+		n += r;
+	}
+	out[n] = '\0';
+	close(p[0]);
+	CHECK(waitpid(pid, &st, 0) == pid);
+	CHECK(WIFEXITED(st));
+	return WEXITSTATUS(st);
+}
+
+/* Exit 2 with exactly one line "mvm: ...<want>...". */
+static void expect_usage_error(const char *want, const char *const *args)
+{
+	char out[2048];
+	int rc = run_mvm(out, sizeof(out), args);
+
+	if (rc != 2 || strncmp(out, "mvm: ", 5) || !strstr(out, want) ||
+	    strchr(out, '\n') != out + strlen(out) - 1) {
+		fprintf(stderr, "rc=%d, output: %s(want '%s')\n", rc, out, want);
+		CHECK(0);
+	}
+}
+
+#define EXPECT_USAGE(want, ...) \
+	expect_usage_error(want, (const char *const[]){ __VA_ARGS__, NULL })
+
+TEST(binary_rejects_bad_options)
+{
+	EXPECT_USAGE("--cpus '0'", "--cpus", "0");
+	EXPECT_USAGE("--mem '0'", "--mem", "0");
+	EXPECT_USAGE("--mem '12Q'", "--mem", "12Q");
+	EXPECT_USAGE("unknown option '--bogus'", "--bogus");
+	EXPECT_USAGE("--cpus '255'", "--cpus=255");
+}
+
+TEST(binary_rejects_bad_files)
+{
+	char k[128], junk[128], big[128];
+	static uint8_t blob[5 << 20];
+
+	mvm_bin();
+	mk_tmpdir();
+	snprintf(k, sizeof(k), "%s/bzImage", tmpdir);
+	snprintf(junk, sizeof(junk), "%s/junk", tmpdir);
+	snprintf(big, sizeof(big), "%s/initrd", tmpdir);
+	write_fake_bzimage(k);
+	write_file(junk, "this is neither a bzImage nor an ELF file, just text......", 60);
+	memset(blob, 0x5a, sizeof(blob));
+	write_file(big, blob, sizeof(blob));
+
+	EXPECT_USAGE("--kernel '/nonexistent/k'", "--kernel", "/nonexistent/k");
+	EXPECT_USAGE("--initrd '/nonexistent/i'", "--kernel", k, "--initrd", "/nonexistent/i");
+	EXPECT_USAGE("junk", "--kernel", junk);
+	/* 5 MiB initrd above the kernel's 4 MiB initrd_addr_max. */
+	EXPECT_USAGE("initrd", "--kernel", k, "--initrd", big);
+	/* cmdline_size 255 */
+	memset(blob, 'a', 300);
+	blob[300] = '\0';
+	EXPECT_USAGE("ommand line", "--kernel", k, "--cmdline", (char *)blob);
+	EXPECT_USAGE("RAM + swap", "--kernel", k, "--mem", "1000G");
+	unlink(k); unlink(junk); unlink(big);
+	rmdir(tmpdir);
+}
+
+TEST(binary_without_kvm_says_use_the_harness)
+{
+	char k[128];
+
+	if (access("/dev/kvm", F_OK) == 0) {
+		printf("skip: this host has /dev/kvm\n");
+		exit(77);
+	}
+	mvm_bin();
+	mk_tmpdir();
+	snprintf(k, sizeof(k), "%s/bzImage", tmpdir);
+	write_fake_bzimage(k);
+	EXPECT_USAGE("/dev/kvm not found: this host has no KVM; run mvm under the nested "
+		     "harness: tests/with-kvm ./mvm ...", "--kernel", k);
+	unlink(k);
+	rmdir(tmpdir);
+}
+
+TEST(binary_help_and_version)
+{
+	char out[4096];
+
+	CHECK_EQ(run_mvm(out, sizeof(out), (const char *const[]){ "--help", NULL }), 0);
+	CHECK(strstr(out, "--kernel") && strstr(out, "Ctrl-A x"));
+	CHECK_EQ(run_mvm(out, sizeof(out), (const char *const[]){ "--version", NULL }), 0);
+	CHECK(strncmp(out, "mvm ", 4) == 0);
+}

@@ -1,0 +1,223 @@
+#include "vmm/cli.h"
+#include "vmm/util.h"
+
+#include <errno.h>
+#include <getopt.h>
+#include <stdarg.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/sysinfo.h>
+#include <unistd.h>
+
+enum {
+	OPT_KERNEL = 'k', OPT_INITRD = 'i', OPT_CMDLINE = 'a', OPT_CPUS = 'c',
+	OPT_MEM = 'm', OPT_HELP = 'h', OPT_VERSION = 'V',
+	OPT_STATS = 0x100,
+};
+
+/* One row per option; cli_parse switches on .val. */
+static const struct option cli_options[] = {
+	{ "kernel",  required_argument, NULL, OPT_KERNEL },
+	{ "initrd",  required_argument, NULL, OPT_INITRD },
+	{ "cmdline", required_argument, NULL, OPT_CMDLINE },
+	{ "cpus",    required_argument, NULL, OPT_CPUS },
+	{ "mem",     required_argument, NULL, OPT_MEM },
+	{ "stats",   no_argument,       NULL, OPT_STATS },
+	{ "help",    no_argument,       NULL, OPT_HELP },
+	{ "version", no_argument,       NULL, OPT_VERSION },
+	{ NULL, 0, NULL, 0 },
+};
+
+__attribute__((format(printf, 3, 4)))
+static int cli_err(char *err, size_t errlen, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(err, errlen, fmt, ap);
+	va_end(ap);
+	return -EINVAL;
+}
+
+void cli_usage(FILE *out)
+{
+	fputs("usage: mvm [options]\n"
+	      "  --kernel PATH    bzImage or ELF vmlinux with a PVH note\n"
+	      "                   (default: build/guest/bzImage next to mvm, the test guest)\n"
+	      "  --initrd PATH    initramfs (default with the test guest: build/guest/initramfs.cpio.gz)\n"
+	      "  --cmdline STR    kernel parameters, appended last so they override mvm's\n"
+	      "                   defaults; the test guest runs what follows ' -- '\n"
+	      "  --cpus N         vCPUs, 1 to min(254, KVM's maximum) (default 1)\n"
+	      "  --mem SIZE       guest RAM, e.g. 512M, 4G (default 256M; at least 16M, at most\n"
+	      "                   the host's RAM + swap and below 1 TiB)\n"
+	      "  --stats          print exit and device counters as JSON on stderr at exit\n"
+	      "  --help, --version\n"
+	      "Console: the guest's serial port is on stdin/stdout; on a terminal type\n"
+	      "Ctrl-A x to quit, Ctrl-A Ctrl-A to send Ctrl-A.\n"
+	      "Exit status: 0 guest poweroff/reboot, the byte the guest wrote to port 0x501,\n"
+	      "2 bad usage, 125 host/KVM failure, 126 unhandled guest exit, 128+N on signal N.\n",
+	      out);
+}
+
+int cli_parse(int argc, char **argv, struct mvm_config *cfg, char *err, size_t errlen)
+{
+	uint64_t v;
+	int c, ret;
+
+	memset(cfg, 0, sizeof(*cfg));
+	cfg->cpus = CLI_DEFAULT_CPUS;
+	cfg->mem = CLI_DEFAULT_MEM;
+	optind = 0;     /* GNU: full re-initialisation, so tests can parse again */
+	opterr = 0;
+	while ((c = getopt_long(argc, argv, "+:", cli_options, NULL)) != -1) {
+		switch (c) {
+		case OPT_KERNEL:
+			if (!*optarg)
+				return cli_err(err, errlen, "--kernel: empty path; give a bzImage or vmlinux");
+			cfg->kernel = optarg;
+			break;
+		case OPT_INITRD:
+			if (!*optarg)
+				return cli_err(err, errlen, "--initrd: empty path; give an initramfs file");
+			cfg->initrd = optarg;
+			break;
+		case OPT_CMDLINE:
+			cfg->cmdline = optarg;
+			break;
+		case OPT_CPUS:
+			ret = parse_uint(optarg, 1, CLI_MAX_CPUS, &v);
+			if (ret)
+				return cli_err(err, errlen, "--cpus '%s': %s; give a number from 1 to %d",
+					       optarg, ret == -ERANGE ? "out of range" : "not a number",
+					       CLI_MAX_CPUS);
+			cfg->cpus = v;
+			break;
+		case OPT_MEM:
+			ret = parse_size(optarg, &v);
+			if (ret)
+				return cli_err(err, errlen, "--mem '%s': %s; give a size like 512M or 2G",
+					       optarg, ret == -ERANGE ? "too large" : "malformed size");
+			if (v < CLI_MIN_MEM)
+				return cli_err(err, errlen, "--mem '%s': too small; give at least 16M "
+					       "(a number without suffix is bytes)", optarg);
+			if (v % 4096)
+				return cli_err(err, errlen, "--mem '%s': not a multiple of 4 KiB; "
+					       "give a size like 512M", optarg);
+			cfg->mem = v;
+			break;
+		case OPT_STATS:
+			cfg->stats = true;
+			break;
+		case OPT_HELP:
+			cfg->help = true;
+			break;
+		case OPT_VERSION:
+			cfg->version = true;
+			break;
+		case ':':
+			return cli_err(err, errlen, "%s: needs a value; see mvm --help",
+				       argv[optind - 1]);
+		default:
+			return cli_err(err, errlen, "unknown option '%s'; see mvm --help",
+				       argv[optind - 1]);
+		}
+	}
+	if (optind < argc)
+		return cli_err(err, errlen, "unexpected argument '%s'; options start with --, "
+			       "see mvm --help", argv[optind]);
+	return 0;
+}
+
+int cli_check_host(const struct mvm_config *cfg, unsigned max_vcpus, uint64_t host_mem,
+		   char *err, size_t errlen)
+{
+	if (max_vcpus && cfg->cpus > max_vcpus)
+		return cli_err(err, errlen, "--cpus %u: KVM on this host supports at most %u vCPUs; "
+			       "give --cpus %u or fewer", cfg->cpus, max_vcpus, max_vcpus);
+	/* Guest RAM is split around the 1 GiB hole below 4 GiB, so the top
+	 * guest physical address is mem + 1 GiB when mem > 3 GiB. */
+	if (cfg->mem > CLI_MAX_GPA - GiB)
+		return cli_err(err, errlen, "--mem %llu MiB: above mvm's limit of %llu GiB of guest RAM; "
+			       "give a smaller --mem", (unsigned long long)(cfg->mem >> 20),
+			       (unsigned long long)((CLI_MAX_GPA - GiB) >> 30));
+	if (host_mem && cfg->mem > host_mem)
+		return cli_err(err, errlen, "--mem %llu MiB: more than this host's RAM + swap "
+			       "(%llu MiB); give a smaller --mem", (unsigned long long)(cfg->mem >> 20),
+			       (unsigned long long)(host_mem >> 20));
+	return 0;
+}
+
+uint64_t cli_host_mem(void)
+{
+	struct sysinfo si;
+
+	if (sysinfo(&si))
+		return 0;
+	return ((uint64_t)si.totalram + si.totalswap) * si.mem_unit;
+}
+
+static int cli_check_file(const char *what, const char *path, char *err, size_t errlen)
+{
+	struct stat st;
+	int e;
+
+	if (stat(path, &st)) {
+		e = errno;
+		cli_err(err, errlen, "%s '%s': %s; check the path", what, path, strerror(e));
+		return -e;
+	}
+	if (!S_ISREG(st.st_mode))
+		return cli_err(err, errlen, "%s '%s': not a regular file; give a %s file", what,
+			       path, what + 2);
+	if (access(path, R_OK)) {
+		e = errno;
+		cli_err(err, errlen, "%s '%s': %s; make it readable", what, path, strerror(e));
+		return -e;
+	}
+	return 0;
+}
+
+int cli_check_files(const struct mvm_config *cfg, char *err, size_t errlen)
+{
+	int ret;
+
+	ret = cli_check_file("--kernel", cfg->kernel, err, errlen);
+	if (ret == 0 && cfg->initrd)
+		ret = cli_check_file("--initrd", cfg->initrd, err, errlen);
+	return ret;
+}
+
+int cli_default_guest(struct mvm_config *cfg, const char *exe_dir, char *err, size_t errlen)
+{
+	if (cfg->kernel)
+		return 0;
+	if ((size_t)snprintf(cfg->kernel_buf, sizeof(cfg->kernel_buf), "%s/build/guest/bzImage",
+			     exe_dir) >= sizeof(cfg->kernel_buf) ||
+	    (size_t)snprintf(cfg->initrd_buf, sizeof(cfg->initrd_buf),
+			     "%s/build/guest/initramfs.cpio.gz", exe_dir) >= sizeof(cfg->initrd_buf))
+		return cli_err(err, errlen, "path of the mvm binary too long: '%s'", exe_dir);
+	if (access(cfg->kernel_buf, R_OK) ||
+	    (!cfg->initrd && access(cfg->initrd_buf, R_OK))) {
+		cli_err(err, errlen, "no --kernel given and the test guest (%s) is missing; "
+			"run 'make guest' or pass --kernel", cfg->kernel_buf);
+		return -ENOENT;
+	}
+	cfg->kernel = cfg->kernel_buf;
+	if (!cfg->initrd)
+		cfg->initrd = cfg->initrd_buf;
+	return 0;
+}
+
+int cli_compose_cmdline(const char *extra, const char *user, char *out, size_t len)
+{
+	int n;
+
+	while (extra && *extra == ' ')
+		extra++;
+	n = snprintf(out, len, "%s%s%s%s%s", CLI_BASE_CMDLINE,
+		     extra && *extra ? " " : "", extra ? extra : "",
+		     user && *user ? " " : "", user ? user : "");
+	if (n < 0 || (size_t)n >= len)
+		return -ENOSPC;
+	return 0;
+}

@@ -1,0 +1,74 @@
+/* The VM runtime's side of struct vm (vmm/vm.h): KVM VM creation and the
+ * state behind vm->arch — the GSI routing table and the stop request. */
+#ifndef MVM_KVM_H
+#define MVM_KVM_H
+
+#include <linux/kvm.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "vmm/vm.h"
+
+/* GSIs 0..23 are the IOAPIC pins (0..15 also the PICs); MSI routes use
+ * KVM_MSI_GSI_FIRST.. up to KVM_MSI_GSI_END (exclusive). */
+#define KVM_MSI_GSI_FIRST 24
+#define KVM_MSI_GSI_END   1024
+
+struct kvm_msi_slot {
+	bool active;
+	uint64_t addr;
+	uint32_t data;
+};
+
+struct kvm_state {
+	/* Routing: KVM_SET_GSI_ROUTING replaces the whole table, so every
+	 * update rebuilds it from the irqchip routes plus the active MSI
+	 * slots, under route_lock (PCI devices update routes at run time). */
+	pthread_mutex_t route_lock;
+	struct kvm_msi_slot msi[KVM_MSI_GSI_END - KVM_MSI_GSI_FIRST];
+
+	/* Stop request: the first vm_request_stop() records the status and
+	 * signals stop_efd, which the main loop polls. */
+	int stop_efd;
+	atomic_bool stopping;
+	atomic_int status;
+
+	size_t vcpu_mmap_size;
+	unsigned max_vcpus;
+	struct kvm_cpuid2 *cpuid;   /* KVM_GET_SUPPORTED_CPUID */
+};
+
+/* Set up struct vm without KVM (buses, allocators, stop eventfd, routing
+ * state): used by kvm_vm_create and by unit tests. 0 or -errno. */
+int vm_init(struct vm *vm, unsigned ncpus);
+/* Undo vm_init and kvm_vm_create (closes fds, unmaps RAM). */
+void vm_fini(struct vm *vm);
+
+/* Open /dev/kvm, check the API version and the capabilities mvm needs.
+ * Returns the fd or -errno; on -ENOENT the caller reports "no KVM". */
+int kvm_open(char *err, size_t errlen);
+/* Most vCPUs this KVM supports (KVM_CAP_MAX_VCPUS, else NR_VCPUS). */
+unsigned kvm_max_vcpus(int kvm_fd);
+
+/* Create the VM on kvm_fd (taken over): TSS, identity map, irqchip, PIT,
+ * GSI routing, guest RAM, supported CPUID. 0 or -errno + message. */
+int kvm_vm_create(struct vm *vm, int kvm_fd, uint64_t mem, unsigned ncpus,
+		  char *err, size_t errlen);
+
+/* Build the complete routing table (irqchip routes + active MSI routes)
+ * into r, which has room for cap entries. Returns the entry count.
+ * Called with route_lock held. */
+unsigned kvm_build_routes(const struct kvm_state *ks, struct kvm_irq_routing_entry *r,
+			  unsigned cap);
+
+static inline struct kvm_state *vm_kvm(const struct vm *vm)
+{
+	return vm->arch;
+}
+
+/* Status recorded by the first vm_request_stop (or -1 when none). */
+int vm_stop_status(const struct vm *vm);
+
+#endif

@@ -1,0 +1,279 @@
+#include "vmm/run.h"
+#include "vmm/cli.h"
+#include "vmm/kvm.h"
+#include "vmm/term.h"
+#include "vmm/util.h"
+#include "vmm/vcpu.h"
+#include "arch/x86/boot.h"
+#include "arch/x86/layout.h"
+#include "devices/exitport.h"
+#include "devices/i8042.h"
+#include "devices/serial.h"
+
+#include <errno.h>
+#include <libgen.h>
+#include <limits.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/signalfd.h>
+#include <unistd.h>
+
+#define MVM_VERSION "0.1"
+
+/* The whole kernel command line (base + device fragments + user). */
+static char run_cmdline[X86_CMDLINE_MAX];
+
+static void run_exe_dir(char *dir, size_t len)
+{
+	char path[PATH_MAX];
+	ssize_t n = readlink("/proc/self/exe", path, sizeof(path) - 1);
+
+	if (n <= 0) {
+		snprintf(dir, len, ".");
+		return;
+	}
+	path[n] = '\0';
+	snprintf(dir, len, "%s", dirname(path));
+}
+
+/* Console input: stdin -> Ctrl-A filter -> UART RX FIFO. Bytes the FIFO
+ * cannot take yet wait in carry (at most a read's worth). */
+struct run_console {
+	struct serial *uart;
+	struct term_escape esc;
+	bool open;
+	uint8_t carry[SERIAL_FIFO_SIZE + 1];
+	size_t ncarry;
+};
+
+static void run_console_flush(struct run_console *c)
+{
+	size_t n = serial_rx_push(c->uart, c->carry, c->ncarry);
+
+	memmove(c->carry, c->carry + n, c->ncarry - n);
+	c->ncarry -= n;
+}
+
+/* Returns true when the user typed the quit escape. */
+static bool run_console_read(struct run_console *c)
+{
+	uint8_t in[SERIAL_FIFO_SIZE];
+	size_t outn;
+	ssize_t n;
+	bool quit;
+
+	n = read(STDIN_FILENO, in, sizeof(in));
+	if (n < 0 && (errno == EINTR || errno == EAGAIN))
+		return false;
+	if (n <= 0) {
+		c->open = false;   /* EOF or error: the guest just gets no input */
+		return false;
+	}
+	quit = term_escape_filter(&c->esc, in, n, c->carry + c->ncarry, &outn);
+	c->ncarry += outn;
+	run_console_flush(c);
+	return quit;
+}
+
+static void run_stats(struct vm *vm, struct vcpu *vcpus, unsigned n)
+{
+	bool first = true;
+	unsigned i;
+
+	fputs("{\"vcpus\":[", stderr);
+	for (i = 0; i < n; i++) {
+		if (i)
+			fputc(',', stderr);
+		vcpu_stats_json(&vcpus[i], stderr);
+	}
+	fputs("],\"devices\":[", stderr);
+	for (i = 0; i < vm->ndevices; i++) {
+		if (!vm->devices[i].ops->stats_json)
+			continue;
+		if (!first)
+			fputc(',', stderr);
+		first = false;
+		vm->devices[i].ops->stats_json(vm->devices[i].dev, stderr);
+	}
+	fputs("]}\n", stderr);
+}
+
+/* Poll until a stop request; turns signals and the quit escape into one. */
+static void run_loop(struct vm *vm, int sfd, struct run_console *con)
+{
+	struct kvm_state *ks = vm_kvm(vm);
+
+	for (;;) {
+		struct pollfd p[3] = {
+			{ .fd = ks->stop_efd, .events = POLLIN },
+			{ .fd = sfd, .events = POLLIN },
+			{ .fd = -1, .events = POLLIN },
+		};
+		int timeout = -1;
+
+		if (con->ncarry)
+			run_console_flush(con);
+		if (con->open) {
+			if (!con->ncarry && serial_rx_room(con->uart))
+				p[2].fd = STDIN_FILENO;
+			else
+				timeout = 10;   /* guest has not drained the FIFO yet */
+		}
+		if (poll(p, 3, timeout) < 0) {
+			if (errno == EINTR)
+				continue;
+			fprintf(stderr, "mvm: poll: %s\n", strerror(errno));
+			vm_request_stop(vm, MVM_EXIT_INTERNAL);
+			return;
+		}
+		if (p[0].revents)
+			return;
+		if (p[1].revents & POLLIN) {
+			struct signalfd_siginfo si;
+			if (read(sfd, &si, sizeof(si)) == sizeof(si))
+				vm_request_stop(vm, 128 + (int)si.ssi_signo);
+		}
+		if (p[2].revents & (POLLIN | POLLHUP | POLLERR)) {
+			if (run_console_read(con))
+				vm_request_stop(vm, MVM_EXIT_OK);
+		}
+	}
+}
+
+int mvm_main(int argc, char **argv)
+{
+	struct mvm_config cfg;
+	struct x86_boot_cfg bcfg;
+	struct x86_boot_info info;
+	struct run_console con;
+	struct vcpu *vcpus;
+	struct vm vm;
+	char err[512], exe_dir[PATH_MAX];
+	sigset_t sigs;
+	uint64_t host_mem;
+	unsigned i, started = 0;
+	int kvm_fd, sfd, ret, status;
+
+	if (cli_parse(argc, argv, &cfg, err, sizeof(err)))
+		die_usage("%s", err);
+	if (cfg.help) {
+		cli_usage(stdout);
+		return 0;
+	}
+	if (cfg.version) {
+		printf("mvm %s\n", MVM_VERSION);
+		return 0;
+	}
+	/* Signals become events on the main loop (signalfd). Blocked before
+	 * any thread exists so every thread inherits the mask; a SIGTERM
+	 * during setup waits and is handled by the same teardown. */
+	sigemptyset(&sigs);
+	sigaddset(&sigs, SIGINT);
+	sigaddset(&sigs, SIGTERM);
+	sigaddset(&sigs, SIGHUP);
+	if (pthread_sigmask(SIG_BLOCK, &sigs, NULL))
+		die("pthread_sigmask failed");
+	signal(SIGPIPE, SIG_IGN);   /* a closed stdout must not kill the VM */
+
+	/* Everything about the input is checked before /dev/kvm is opened. */
+	run_exe_dir(exe_dir, sizeof(exe_dir));
+	if (cli_default_guest(&cfg, exe_dir, err, sizeof(err)) ||
+	    cli_check_files(&cfg, err, sizeof(err)))
+		die_usage("%s", err);
+	host_mem = cli_host_mem();
+	if (cli_check_host(&cfg, 0, host_mem, err, sizeof(err)))
+		die_usage("%s", err);
+	if (cli_compose_cmdline(NULL, cfg.cmdline, run_cmdline, sizeof(run_cmdline)))
+		die_usage("--cmdline: too long (%zu bytes); shorten it", strlen(cfg.cmdline));
+	bcfg = (struct x86_boot_cfg){
+		.kernel_path = cfg.kernel,
+		.initrd_path = cfg.initrd,
+		.cmdline = run_cmdline,
+		.mem_size = cfg.mem,
+		.ncpus = cfg.cpus,
+	};
+	if (x86_boot_check(&bcfg, err, sizeof(err)))
+		die_usage("%s", err);
+
+	kvm_fd = kvm_open(err, sizeof(err));
+	if (kvm_fd < 0)
+		die_status(kvm_fd == -ENOTSUP ? MVM_EXIT_INTERNAL : MVM_EXIT_USAGE, "%s", err);
+	if (cli_check_host(&cfg, kvm_max_vcpus(kvm_fd), host_mem, err, sizeof(err)))
+		die_usage("%s", err);
+	if (kvm_vm_create(&vm, kvm_fd, cfg.mem, cfg.cpus, err, sizeof(err)))
+		die("%s", err);
+
+	memset(&con, 0, sizeof(con));
+	ret = serial_create(&vm, STDOUT_FILENO, &con.uart);
+	if (!ret)
+		ret = i8042_create(&vm);
+	if (!ret)
+		ret = exitport_create(&vm);
+	if (ret)
+		die("legacy devices: %s", strerror(-ret));
+
+	if (cli_compose_cmdline(vm.cmdline_extra, cfg.cmdline, run_cmdline, sizeof(run_cmdline)))
+		die_usage("kernel command line too long with the devices' parameters; "
+			  "shorten --cmdline");
+	if (x86_boot_check(&bcfg, err, sizeof(err)))
+		die_usage("%s", err);
+	if (x86_boot_load(&vm.mem, &bcfg, &info, err, sizeof(err)))
+		die("%s", err);
+
+	vcpus = calloc(cfg.cpus, sizeof(*vcpus));
+	if (!vcpus)
+		die("out of memory for %u vCPUs", cfg.cpus);
+	for (i = 0; i < cfg.cpus; i++) {
+		ret = vcpu_create(&vcpus[i], &vm, i);
+		if (ret)
+			die("vCPU %u: KVM_CREATE_VCPU: %s", i, strerror(-ret));
+		ret = x86_vcpu_init(vcpus[i].fd, i, cfg.cpus, vm_kvm(&vm)->cpuid, &info);
+		if (ret)
+			die("vCPU %u: setup failed: %s", i, strerror(-ret));
+	}
+	sfd = signalfd(-1, &sigs, SFD_CLOEXEC | SFD_NONBLOCK);
+	if (sfd < 0)
+		die("signalfd: %s", strerror(errno));
+	ret = vcpu_signal_setup();
+	if (ret)
+		die("sigaction: %s", strerror(-ret));
+
+	con.open = true;
+	con.esc.raw = term_raw(STDIN_FILENO) == 0;
+	if (con.esc.raw)
+		fputs("mvm: console on this terminal; Ctrl-A x quits\r\n", stderr);
+
+	for (i = 0; i < cfg.cpus; i++) {
+		ret = vcpu_start(&vcpus[i]);
+		if (ret) {
+			fprintf(stderr, "mvm: vCPU %u thread: %s\n", i, strerror(-ret));
+			vm_request_stop(&vm, MVM_EXIT_INTERNAL);
+			break;
+		}
+		started++;
+	}
+	if (started == cfg.cpus)
+		run_loop(&vm, sfd, &con);
+
+	/* Teardown: the first stop request decided the status. */
+	status = vm_stop_status(&vm);
+	for (i = 0; i < cfg.cpus; i++)
+		vcpu_kick(&vcpus[i]);
+	for (i = 0; i < cfg.cpus; i++)
+		vcpu_join(&vcpus[i]);
+	for (i = 0; i < vm.ndevices; i++)
+		vm.devices[i].ops->stop(vm.devices[i].dev);
+	if (cfg.stats)
+		run_stats(&vm, vcpus, cfg.cpus);
+	for (i = vm.ndevices; i-- > 0;)
+		vm.devices[i].ops->destroy(vm.devices[i].dev);
+	for (i = 0; i < cfg.cpus; i++)
+		vcpu_destroy(&vcpus[i]);
+	free(vcpus);
+	close(sfd);
+	vm_fini(&vm);
+	term_restore();
+	return status < 0 ? MVM_EXIT_INTERNAL : status;
+}

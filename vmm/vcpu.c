@@ -1,0 +1,205 @@
+#include "vmm/vcpu.h"
+#include "vmm/kvm.h"
+#include "vmm/util.h"
+
+#include <errno.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+static const char *const vcpu_exit_names[VCPU_EXIT_KINDS] = {
+	"io", "mmio", "intr", "hlt", "shutdown", "system_event", "other",
+};
+
+static const char *vcpu_internal_suberror(uint32_t s)
+{
+	switch (s) {
+	case KVM_INTERNAL_ERROR_EMULATION: return "instruction emulation failed";
+	case KVM_INTERNAL_ERROR_SIMUL_EX: return "exception while delivering an exception";
+	case KVM_INTERNAL_ERROR_DELIVERY_EV: return "exception during event delivery";
+	default: return "unknown suberror";
+	}
+}
+
+int vcpu_handle_exit(struct vcpu *v, struct kvm_run *run)
+{
+	struct vm *vm = v->vm;
+
+	switch (run->exit_reason) {
+	case KVM_EXIT_IO: {
+		uint8_t *p = (uint8_t *)run + run->io.data_offset;
+		uint32_t i;
+
+		v->exits[VCPU_EXIT_IO]++;
+		/* String I/O (rep ins/outs) arrives as count elements. */
+		for (i = 0; i < run->io.count; i++, p += run->io.size)
+			iobus_access(&vm->pio, run->io.port, p, run->io.size,
+				     run->io.direction == KVM_EXIT_IO_OUT);
+		return -1;
+	}
+	case KVM_EXIT_MMIO:
+		v->exits[VCPU_EXIT_MMIO]++;
+		/* Unclaimed MMIO is not fatal: reads see all-ones. */
+		if (run->mmio.len <= sizeof(run->mmio.data))
+			iobus_access(&vm->mmio, run->mmio.phys_addr, run->mmio.data,
+				     run->mmio.len, run->mmio.is_write);
+		return -1;
+	case KVM_EXIT_INTR:
+		v->exits[VCPU_EXIT_INTR]++;
+		return -1;
+	case KVM_EXIT_HLT:
+		/* Only without an in-kernel LAPIC; a halted CPU with no way to
+		 * wake it up is a powered-off machine. */
+		v->exits[VCPU_EXIT_HLT]++;
+		return MVM_EXIT_OK;
+	case KVM_EXIT_SHUTDOWN:
+		/* Triple fault: what a PC does on reboot. */
+		v->exits[VCPU_EXIT_SHUTDOWN]++;
+		return MVM_EXIT_OK;
+	case KVM_EXIT_SYSTEM_EVENT:
+		v->exits[VCPU_EXIT_SYSTEM_EVENT]++;
+		if (run->system_event.type == KVM_SYSTEM_EVENT_SHUTDOWN ||
+		    run->system_event.type == KVM_SYSTEM_EVENT_RESET)
+			return MVM_EXIT_OK;
+		fprintf(stderr, "mvm: vCPU %u: guest system event %u (crash); stopping\n",
+			v->id, run->system_event.type);
+		return MVM_EXIT_UNHANDLED;
+	case KVM_EXIT_FAIL_ENTRY:
+		v->exits[VCPU_EXIT_OTHER]++;
+		fprintf(stderr, "mvm: vCPU %u: KVM_EXIT_FAIL_ENTRY, hardware entry failure "
+			"reason %#llx; the guest's CPU state is invalid\n", v->id,
+			(unsigned long long)run->fail_entry.hardware_entry_failure_reason);
+		return MVM_EXIT_UNHANDLED;
+	case KVM_EXIT_INTERNAL_ERROR:
+		v->exits[VCPU_EXIT_OTHER]++;
+		fprintf(stderr, "mvm: vCPU %u: KVM_EXIT_INTERNAL_ERROR, suberror %u (%s)\n",
+			v->id, run->internal.suberror, vcpu_internal_suberror(run->internal.suberror));
+		return MVM_EXIT_UNHANDLED;
+	default:
+		v->exits[VCPU_EXIT_OTHER]++;
+		fprintf(stderr, "mvm: vCPU %u: unhandled KVM exit reason %u; stopping\n",
+			v->id, run->exit_reason);
+		return MVM_EXIT_UNHANDLED;
+	}
+}
+
+int vcpu_create(struct vcpu *v, struct vm *vm, unsigned id)
+{
+	struct kvm_state *ks = vm_kvm(vm);
+	int ret;
+
+	memset(v, 0, sizeof(*v));
+	v->vm = vm;
+	v->id = id;
+	v->fd = ioctl(vm->vm_fd, KVM_CREATE_VCPU, (unsigned long)id);
+	if (v->fd < 0)
+		return -errno;
+	v->run_size = ks->vcpu_mmap_size;
+	v->run = mmap(NULL, v->run_size, PROT_READ | PROT_WRITE, MAP_SHARED, v->fd, 0);
+	if (v->run == MAP_FAILED) {
+		ret = -errno;
+		close(v->fd);
+		v->fd = -1;
+		v->run = NULL;
+		return ret;
+	}
+	return 0;
+}
+
+void vcpu_destroy(struct vcpu *v)
+{
+	if (v->run)
+		munmap(v->run, v->run_size);
+	if (v->fd >= 0)
+		close(v->fd);
+	v->run = NULL;
+	v->fd = -1;
+}
+
+static void vcpu_kick_handler(int sig)
+{
+	(void)sig;
+}
+
+int vcpu_signal_setup(void)
+{
+	struct sigaction sa;
+
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = vcpu_kick_handler;
+	sigemptyset(&sa.sa_mask);
+	/* No SA_RESTART: KVM_RUN must return EINTR. */
+	return sigaction(VCPU_KICK_SIGNAL, &sa, NULL) ? -errno : 0;
+}
+
+static bool vcpu_stopping(const struct vcpu *v)
+{
+	return atomic_load(&vm_kvm(v->vm)->stopping);
+}
+
+static void *vcpu_thread(void *arg)
+{
+	struct vcpu *v = arg;
+	char name[16];
+	int st;
+
+	snprintf(name, sizeof(name), "mvm-vcpu%u", v->id);
+	pthread_setname_np(pthread_self(), name);
+	while (!vcpu_stopping(v)) {
+		if (ioctl(v->fd, KVM_RUN, 0) < 0) {
+			if (errno == EINTR || errno == EAGAIN) {
+				v->exits[VCPU_EXIT_INTR]++;
+				continue;
+			}
+			fprintf(stderr, "mvm: vCPU %u: KVM_RUN: %s\n", v->id, strerror(errno));
+			vm_request_stop(v->vm, MVM_EXIT_INTERNAL);
+			break;
+		}
+		st = vcpu_handle_exit(v, v->run);
+		if (st >= 0) {
+			vm_request_stop(v->vm, st);
+			break;
+		}
+	}
+	return NULL;
+}
+
+int vcpu_start(struct vcpu *v)
+{
+	int ret = pthread_create(&v->thread, NULL, vcpu_thread, v);
+
+	if (ret)
+		return -ret;
+	v->started = true;
+	return 0;
+}
+
+void vcpu_kick(struct vcpu *v)
+{
+	if (!v->started)
+		return;
+	/* immediate_exit covers a kick that lands just before KVM_RUN is
+	 * entered; the signal covers a vCPU already inside the guest. */
+	__atomic_store_n(&v->run->immediate_exit, 1, __ATOMIC_SEQ_CST);
+	pthread_kill(v->thread, VCPU_KICK_SIGNAL);
+}
+
+void vcpu_join(struct vcpu *v)
+{
+	if (!v->started)
+		return;
+	pthread_join(v->thread, NULL);
+	v->started = false;
+}
+
+void vcpu_stats_json(const struct vcpu *v, FILE *out)
+{
+	unsigned i;
+
+	fprintf(out, "{\"id\":%u,\"exits\":{", v->id);
+	for (i = 0; i < VCPU_EXIT_KINDS; i++)
+		fprintf(out, "%s\"%s\":%llu", i ? "," : "", vcpu_exit_names[i],
+			(unsigned long long)v->exits[i]);
+	fputs("}}", out);
+}

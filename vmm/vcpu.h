@@ -1,0 +1,54 @@
+/* vCPU threads: one per vCPU, each looping on KVM_RUN and dispatching port
+ * I/O and MMIO exits to the VM's buses. Stopping: the main thread sets
+ * kvm_run->immediate_exit and sends VCPU_KICK_SIGNAL (no-op handler) to each
+ * thread, then joins it; never pthread_cancel. */
+#ifndef MVM_VCPU_H
+#define MVM_VCPU_H
+
+#include <linux/kvm.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "vmm/vm.h"
+
+#define VCPU_KICK_SIGNAL SIGUSR1
+
+enum vcpu_exit_kind {
+	VCPU_EXIT_IO, VCPU_EXIT_MMIO, VCPU_EXIT_INTR, VCPU_EXIT_HLT, VCPU_EXIT_SHUTDOWN,
+	VCPU_EXIT_SYSTEM_EVENT, VCPU_EXIT_OTHER, VCPU_EXIT_KINDS,
+};
+
+struct vcpu {
+	struct vm *vm;
+	unsigned id;
+	int fd;
+	struct kvm_run *run;
+	size_t run_size;
+	pthread_t thread;
+	bool started;
+	uint64_t exits[VCPU_EXIT_KINDS];   /* written by the vCPU thread only */
+};
+
+/* Handle one KVM exit described by run: dispatch I/O, classify the rest.
+ * Returns -1 to keep running, or the exit status mvm should stop with
+ * (a message is printed for 126). Needs no KVM (unit-testable). */
+int vcpu_handle_exit(struct vcpu *v, struct kvm_run *run);
+
+/* KVM_CREATE_VCPU + mmap of kvm_run. 0 or -errno. */
+int vcpu_create(struct vcpu *v, struct vm *vm, unsigned id);
+void vcpu_destroy(struct vcpu *v);
+
+/* Install the no-op handler for VCPU_KICK_SIGNAL (once, before any start). */
+int vcpu_signal_setup(void);
+int vcpu_start(struct vcpu *v);
+/* Kick out of KVM_RUN; the thread then sees the stop and returns. */
+void vcpu_kick(struct vcpu *v);
+void vcpu_join(struct vcpu *v);
+
+/* {"id":N,"exits":{...}} */
+void vcpu_stats_json(const struct vcpu *v, FILE *out);
+
+#endif

@@ -1,0 +1,464 @@
+/* struct vm on Linux KVM: VM creation, guest RAM slots, interrupt routing,
+ * ioeventfd/irqfd, resource allocation, the device registry and the stop
+ * request. */
+#include "vmm/kvm.h"
+#include "vmm/util.h"
+#include "arch/x86/layout.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <sys/ioctl.h>
+#include <unistd.h>
+
+static const unsigned vm_virtio_irqs[] = X86_VIRTIO_IRQS;
+
+__attribute__((format(printf, 3, 4)))
+static int vm_err(char *err, size_t errlen, const char *fmt, ...)
+{
+	va_list ap;
+	int e = errno;
+
+	va_start(ap, fmt);
+	vsnprintf(err, errlen, fmt, ap);
+	va_end(ap);
+	return e ? -e : -EIO;
+}
+
+int vm_init(struct vm *vm, unsigned ncpus)
+{
+	struct kvm_state *ks;
+	int ret;
+
+	memset(vm, 0, sizeof(*vm));
+	vm->kvm_fd = -1;
+	vm->vm_fd = -1;
+	vm->ncpus = ncpus;
+	vm->next_gsi = KVM_MSI_GSI_FIRST;
+	ks = calloc(1, sizeof(*ks));
+	if (!ks)
+		return -ENOMEM;
+	ks->stop_efd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	if (ks->stop_efd < 0) {
+		ret = -errno;
+		goto free_ks;
+	}
+	atomic_init(&ks->status, -1);
+	atomic_init(&ks->stopping, false);
+	ret = -pthread_mutex_init(&ks->route_lock, NULL);
+	if (ret)
+		goto close_efd;
+	ret = iobus_init(&vm->pio);
+	if (ret)
+		goto destroy_lock;
+	ret = iobus_init(&vm->mmio);
+	if (ret)
+		goto destroy_pio;
+	vm->arch = ks;
+	return 0;
+destroy_pio:
+	iobus_destroy(&vm->pio);
+destroy_lock:
+	pthread_mutex_destroy(&ks->route_lock);
+close_efd:
+	close(ks->stop_efd);
+free_ks:
+	free(ks);
+	return ret;
+}
+
+void vm_fini(struct vm *vm)
+{
+	struct kvm_state *ks = vm_kvm(vm);
+
+	gmem_unmap(&vm->mem);
+	if (vm->vm_fd >= 0)
+		close(vm->vm_fd);
+	if (vm->kvm_fd >= 0)
+		close(vm->kvm_fd);
+	if (ks) {
+		iobus_destroy(&vm->mmio);
+		iobus_destroy(&vm->pio);
+		pthread_mutex_destroy(&ks->route_lock);
+		close(ks->stop_efd);
+		free(ks->cpuid);
+		free(ks);
+	}
+	vm->arch = NULL;
+	vm->vm_fd = vm->kvm_fd = -1;
+}
+
+int kvm_open(char *err, size_t errlen)
+{
+	static const struct { int cap; const char *name; } caps[] = {
+		{ KVM_CAP_IRQCHIP, "IRQCHIP" },
+		{ KVM_CAP_IOEVENTFD, "IOEVENTFD" },
+		{ KVM_CAP_IRQFD, "IRQFD" },
+		{ KVM_CAP_USER_MEMORY, "USER_MEMORY" },
+		{ KVM_CAP_SET_TSS_ADDR, "SET_TSS_ADDR" },
+		{ KVM_CAP_SET_IDENTITY_MAP_ADDR, "SET_IDENTITY_MAP_ADDR" },
+		{ KVM_CAP_PIT2, "PIT2" },
+		{ KVM_CAP_IRQ_ROUTING, "IRQ_ROUTING" },
+		{ KVM_CAP_EXT_CPUID, "EXT_CPUID" },
+		{ KVM_CAP_IMMEDIATE_EXIT, "IMMEDIATE_EXIT" },
+	};
+	unsigned i;
+	int fd, v;
+
+	fd = open("/dev/kvm", O_RDWR | O_CLOEXEC);
+	if (fd < 0) {
+		int e = errno;
+		if (e == ENOENT)
+			snprintf(err, errlen, "/dev/kvm not found: this host has no KVM; run mvm "
+				 "under the nested harness: tests/with-kvm ./mvm ...");
+		else
+			snprintf(err, errlen, "/dev/kvm: %s; check that you may open it "
+				 "(group kvm) or use tests/with-kvm ./mvm ...", strerror(e));
+		return -e;
+	}
+	v = ioctl(fd, KVM_GET_API_VERSION, 0);
+	if (v != KVM_API_VERSION) {
+		snprintf(err, errlen, "/dev/kvm: API version %d, mvm needs %d", v, KVM_API_VERSION);
+		close(fd);
+		return -ENOTSUP;
+	}
+	for (i = 0; i < ARRAY_SIZE(caps); i++) {
+		if (ioctl(fd, KVM_CHECK_EXTENSION, caps[i].cap) <= 0) {
+			snprintf(err, errlen, "KVM on this host lacks KVM_CAP_%s, which mvm needs",
+				 caps[i].name);
+			close(fd);
+			return -ENOTSUP;
+		}
+	}
+	return fd;
+}
+
+unsigned kvm_max_vcpus(int kvm_fd)
+{
+	int n = ioctl(kvm_fd, KVM_CHECK_EXTENSION, KVM_CAP_MAX_VCPUS);
+
+	if (n <= 0)
+		n = ioctl(kvm_fd, KVM_CHECK_EXTENSION, KVM_CAP_NR_VCPUS);
+	if (n <= 0)
+		n = 4;  /* KVM API: assume 4 when neither cap exists */
+	return n;
+}
+
+unsigned kvm_build_routes(const struct kvm_state *ks, struct kvm_irq_routing_entry *r,
+			  unsigned cap)
+{
+	unsigned n = 0, i;
+
+#define KVM_ADD_ROUTE(g, chip, p)                                           \
+	do {                                                                \
+		if (n < cap) {                                              \
+			memset(&r[n], 0, sizeof(r[n]));                     \
+			r[n].gsi = (g);                                     \
+			r[n].type = KVM_IRQ_ROUTING_IRQCHIP;                \
+			r[n].u.irqchip.irqchip = (chip);                    \
+			r[n].u.irqchip.pin = (p);                           \
+		}                                                           \
+		n++;                                                        \
+	} while (0)
+	/* The PICs: ISA IRQs 0-15 except the cascade (2). */
+	for (i = 0; i < 16; i++) {
+		if (i == 2)
+			continue;
+		KVM_ADD_ROUTE(i, i < 8 ? KVM_IRQCHIP_PIC_MASTER : KVM_IRQCHIP_PIC_SLAVE, i % 8);
+	}
+	/* The IOAPIC: the PIT raises GSI 0, which is wired to pin 2 as on
+	 * PC chipsets (the MP table says ISA IRQ 0 -> pin 2); every other
+	 * GSI 1..23 is its own pin. Pin 0 and GSI 2 stay unrouted. */
+	KVM_ADD_ROUTE(0, KVM_IRQCHIP_IOAPIC, 2);
+	for (i = 1; i < X86_IOAPIC_PINS; i++) {
+		if (i == 2)
+			continue;
+		KVM_ADD_ROUTE(i, KVM_IRQCHIP_IOAPIC, i);
+	}
+#undef KVM_ADD_ROUTE
+	for (i = 0; i < ARRAY_SIZE(ks->msi); i++) {
+		if (!ks->msi[i].active)
+			continue;
+		if (n < cap) {
+			memset(&r[n], 0, sizeof(r[n]));
+			r[n].gsi = KVM_MSI_GSI_FIRST + i;
+			r[n].type = KVM_IRQ_ROUTING_MSI;
+			r[n].u.msi.address_lo = (uint32_t)ks->msi[i].addr;
+			r[n].u.msi.address_hi = (uint32_t)(ks->msi[i].addr >> 32);
+			r[n].u.msi.data = ks->msi[i].data;
+		}
+		n++;
+	}
+	return n;
+}
+
+/* Rebuild and install the routing table; route_lock held. */
+static int kvm_set_routes(struct vm *vm)
+{
+	struct kvm_state *ks = vm_kvm(vm);
+	unsigned cap = 64 + ARRAY_SIZE(ks->msi), n;
+	struct kvm_irq_routing *tbl;
+	int ret = 0;
+
+	tbl = calloc(1, sizeof(*tbl) + cap * sizeof(tbl->entries[0]));
+	if (!tbl)
+		return -ENOMEM;
+	n = kvm_build_routes(ks, tbl->entries, cap);
+	tbl->nr = MIN(n, cap);
+	if (ioctl(vm->vm_fd, KVM_SET_GSI_ROUTING, tbl) < 0)
+		ret = -errno;
+	free(tbl);
+	return ret;
+}
+
+static int kvm_get_cpuid(struct vm *vm)
+{
+	struct kvm_state *ks = vm_kvm(vm);
+	unsigned nent = 128;
+
+	for (;;) {
+		struct kvm_cpuid2 *c = calloc(1, sizeof(*c) + nent * sizeof(c->entries[0]));
+		if (!c)
+			return -ENOMEM;
+		c->nent = nent;
+		if (ioctl(vm->kvm_fd, KVM_GET_SUPPORTED_CPUID, c) == 0) {
+			ks->cpuid = c;
+			return 0;
+		}
+		free(c);
+		if (errno != E2BIG || nent >= 4096)
+			return -errno;
+		nent *= 2;
+	}
+}
+
+int kvm_vm_create(struct vm *vm, int kvm_fd, uint64_t mem, unsigned ncpus,
+		  char *err, size_t errlen)
+{
+	struct kvm_pit_config pit = { .flags = KVM_PIT_SPEAKER_DUMMY };
+	uint64_t idmap = X86_KVM_IDMAP_ADDR;
+	struct kvm_state *ks;
+	unsigned i;
+	int ret, n;
+
+	ret = vm_init(vm, ncpus);
+	if (ret) {
+		close(kvm_fd);
+		snprintf(err, errlen, "VM setup: %s", strerror(-ret));
+		return ret;
+	}
+	ks = vm_kvm(vm);
+	vm->kvm_fd = kvm_fd;
+	ks->max_vcpus = kvm_max_vcpus(kvm_fd);
+	n = ioctl(kvm_fd, KVM_GET_VCPU_MMAP_SIZE, 0);
+	if (n <= 0) {
+		ret = vm_err(err, errlen, "KVM_GET_VCPU_MMAP_SIZE: %s", strerror(errno));
+		goto fini;
+	}
+	ks->vcpu_mmap_size = n;
+	do
+		vm->vm_fd = ioctl(kvm_fd, KVM_CREATE_VM, 0);
+	while (vm->vm_fd < 0 && errno == EINTR);
+	if (vm->vm_fd < 0) {
+		ret = vm_err(err, errlen, "KVM_CREATE_VM: %s", strerror(errno));
+		goto fini;
+	}
+	/* Both must precede vCPU creation (Intel needs them for real mode). */
+	if (ioctl(vm->vm_fd, KVM_SET_TSS_ADDR, (unsigned long)X86_KVM_TSS_ADDR) < 0) {
+		ret = vm_err(err, errlen, "KVM_SET_TSS_ADDR: %s", strerror(errno));
+		goto fini;
+	}
+	if (ioctl(vm->vm_fd, KVM_SET_IDENTITY_MAP_ADDR, &idmap) < 0) {
+		ret = vm_err(err, errlen, "KVM_SET_IDENTITY_MAP_ADDR: %s", strerror(errno));
+		goto fini;
+	}
+	if (ioctl(vm->vm_fd, KVM_CREATE_IRQCHIP, 0) < 0) {
+		ret = vm_err(err, errlen, "KVM_CREATE_IRQCHIP: %s", strerror(errno));
+		goto fini;
+	}
+	if (ioctl(vm->vm_fd, KVM_CREATE_PIT2, &pit) < 0) {
+		ret = vm_err(err, errlen, "KVM_CREATE_PIT2: %s", strerror(errno));
+		goto fini;
+	}
+	pthread_mutex_lock(&ks->route_lock);
+	ret = kvm_set_routes(vm);
+	pthread_mutex_unlock(&ks->route_lock);
+	if (ret) {
+		errno = -ret;
+		ret = vm_err(err, errlen, "KVM_SET_GSI_ROUTING: %s", strerror(-ret));
+		goto fini;
+	}
+	ret = gmem_map(&vm->mem, mem, X86_MMIO_HOLE_START);
+	if (ret) {
+		errno = -ret;
+		ret = vm_err(err, errlen, "guest RAM of %llu MiB: %s; give a smaller --mem",
+			     (unsigned long long)(mem >> 20), strerror(-ret));
+		goto fini;
+	}
+	for (i = 0; i < vm->mem.nr; i++) {
+		struct kvm_userspace_memory_region r = {
+			.slot = i,
+			.guest_phys_addr = vm->mem.r[i].gpa,
+			.memory_size = vm->mem.r[i].size,
+			.userspace_addr = (uintptr_t)vm->mem.r[i].hva,
+		};
+		if (ioctl(vm->vm_fd, KVM_SET_USER_MEMORY_REGION, &r) < 0) {
+			ret = vm_err(err, errlen, "KVM_SET_USER_MEMORY_REGION %#llx+%#llx: %s",
+				     (unsigned long long)r.guest_phys_addr,
+				     (unsigned long long)r.memory_size, strerror(errno));
+			goto fini;
+		}
+	}
+	ret = kvm_get_cpuid(vm);
+	if (ret) {
+		errno = -ret;
+		ret = vm_err(err, errlen, "KVM_GET_SUPPORTED_CPUID: %s", strerror(-ret));
+		goto fini;
+	}
+	return 0;
+fini:
+	vm_fini(vm);
+	return ret;
+}
+
+int vm_ioeventfd(struct vm *vm, uint64_t addr, unsigned len, bool pio,
+		 const uint64_t *datamatch, int fd, bool deassign)
+{
+	struct kvm_ioeventfd io = {
+		.addr = addr,
+		.len = len,
+		.fd = fd,
+	};
+
+	if (pio)
+		io.flags |= KVM_IOEVENTFD_FLAG_PIO;
+	if (datamatch) {
+		io.flags |= KVM_IOEVENTFD_FLAG_DATAMATCH;
+		io.datamatch = *datamatch;
+	}
+	if (deassign)
+		io.flags |= KVM_IOEVENTFD_FLAG_DEASSIGN;
+	return ioctl(vm->vm_fd, KVM_IOEVENTFD, &io) < 0 ? -errno : 0;
+}
+
+int vm_irqfd(struct vm *vm, unsigned gsi, int fd, bool deassign)
+{
+	struct kvm_irqfd irqfd = {
+		.fd = fd,
+		.gsi = gsi,
+		.flags = deassign ? KVM_IRQFD_FLAG_DEASSIGN : 0,
+	};
+
+	return ioctl(vm->vm_fd, KVM_IRQFD, &irqfd) < 0 ? -errno : 0;
+}
+
+int vm_irq_line(struct vm *vm, unsigned gsi, bool level)
+{
+	struct kvm_irq_level l = { .irq = gsi, .level = level };
+
+	return ioctl(vm->vm_fd, KVM_IRQ_LINE, &l) < 0 ? -errno : 0;
+}
+
+int vm_alloc_irq(struct vm *vm, unsigned *gsi)
+{
+	if (vm->next_virtio_irq >= ARRAY_SIZE(vm_virtio_irqs))
+		return -ENOSPC;
+	*gsi = vm_virtio_irqs[vm->next_virtio_irq++];
+	return 0;
+}
+
+int vm_alloc_virtio_mmio(struct vm *vm, uint64_t *base)
+{
+	if (vm->next_virtio_mmio >= X86_VIRTIO_MMIO_MAX)
+		return -ENOSPC;
+	*base = X86_VIRTIO_MMIO_BASE + vm->next_virtio_mmio++ * X86_VIRTIO_MMIO_SIZE;
+	return 0;
+}
+
+int vm_alloc_msi_gsi(struct vm *vm, unsigned *gsi)
+{
+	if (vm->next_gsi < KVM_MSI_GSI_FIRST)
+		vm->next_gsi = KVM_MSI_GSI_FIRST;
+	if (vm->next_gsi >= KVM_MSI_GSI_END)
+		return -ENOSPC;
+	*gsi = vm->next_gsi++;
+	return 0;
+}
+
+int vm_msi_route(struct vm *vm, unsigned gsi, uint64_t addr, uint32_t data, bool masked)
+{
+	struct kvm_state *ks = vm_kvm(vm);
+	struct kvm_msi_slot *s;
+	int ret;
+
+	if (!ks)
+		return -ENODEV;
+	if (gsi < KVM_MSI_GSI_FIRST || gsi >= KVM_MSI_GSI_END)
+		return -EINVAL;
+	s = &ks->msi[gsi - KVM_MSI_GSI_FIRST];
+	pthread_mutex_lock(&ks->route_lock);
+	s->active = !masked;
+	s->addr = addr;
+	s->data = data;
+	ret = vm->vm_fd >= 0 ? kvm_set_routes(vm) : 0;
+	pthread_mutex_unlock(&ks->route_lock);
+	return ret;
+}
+
+int vm_cmdline_append(struct vm *vm, const char *fmt, ...)
+{
+	size_t room = sizeof(vm->cmdline_extra) - vm->cmdline_extra_len;
+	va_list ap;
+	int n;
+
+	if (room < 2)
+		return -ENOSPC;
+	vm->cmdline_extra[vm->cmdline_extra_len] = ' ';
+	va_start(ap, fmt);
+	n = vsnprintf(vm->cmdline_extra + vm->cmdline_extra_len + 1, room - 1, fmt, ap);
+	va_end(ap);
+	if (n < 0 || (size_t)n >= room - 1) {
+		vm->cmdline_extra[vm->cmdline_extra_len] = '\0';
+		return -ENOSPC;
+	}
+	vm->cmdline_extra_len += 1 + n;
+	return 0;
+}
+
+int vm_add_device(struct vm *vm, const struct vm_device_ops *ops, void *dev)
+{
+	if (vm->ndevices >= VM_MAX_DEVICES)
+		return -ENOSPC;
+	vm->devices[vm->ndevices].ops = ops;
+	vm->devices[vm->ndevices].dev = dev;
+	vm->ndevices++;
+	return 0;
+}
+
+void vm_request_stop(struct vm *vm, int status)
+{
+	struct kvm_state *ks = vm_kvm(vm);
+	bool expected = false;
+	uint64_t one = 1;
+
+	if (!ks)
+		return;
+	if (atomic_compare_exchange_strong(&ks->stopping, &expected, true)) {
+		atomic_store(&ks->status, status);
+		/* Wakes the main loop; a full counter (impossible here) would
+		 * still leave it readable. */
+		if (write(ks->stop_efd, &one, sizeof(one)) < 0) {
+			/* nothing to do: the eventfd is non-blocking */
+		}
+	}
+}
+
+int vm_stop_status(const struct vm *vm)
+{
+	struct kvm_state *ks = vm_kvm(vm);
+
+	return ks ? atomic_load(&ks->status) : -1;
+}
