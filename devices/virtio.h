@@ -81,7 +81,8 @@ struct virtio_device_ops {
 	/* One JSON object describing the device (for --stats). May be NULL. */
 	void (*stats_json)(struct virtio_dev *, FILE *out);
 	/* Free device-private state (dev->priv) at teardown, after every queue
-	 * was stopped. May be NULL. */
+	 * was stopped; called last by virtio_dev_destroy, so it may free the
+	 * memory holding dev itself. May be NULL. */
 	void (*destroy)(struct virtio_dev *);
 };
 
@@ -125,8 +126,11 @@ struct virtio_dev {
 int virtio_dev_init(struct virtio_dev *dev, const struct virtio_device_ops *ops,
 		    void *priv, const struct guest_mem *mem,
 		    unsigned num_queues, uint16_t queue_max);
-/* Stop started queues, call ops->destroy, free what virtio_dev_init made. */
+/* Stop started queues, free what virtio_dev_init made, then call ops->destroy. */
 void virtio_dev_destroy(struct virtio_dev *dev);
+
+/* Stop every started queue (ops->queue_stop), e.g. at VM teardown. */
+void virtio_dev_stop(struct virtio_dev *dev);
 
 /* Driver-visible status: status | NEEDS_RESET when set. */
 uint8_t virtio_get_status(const struct virtio_dev *dev);

@@ -1,0 +1,261 @@
+/* virtio core: device status state machine and feature negotiation
+ * (virtio 1.2 §2.1, §2.2, §3.1). Transport-independent. */
+#include "devices/virtio.h"
+#include "vmm/util.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+int virtio_dev_init(struct virtio_dev *dev, const struct virtio_device_ops *ops,
+		    void *priv, const struct guest_mem *mem,
+		    unsigned num_queues, uint16_t queue_max)
+{
+	unsigned q;
+	int ret;
+
+	if (num_queues == 0 || num_queues > VIRTIO_MAX_QUEUES ||
+	    !IS_POW2(queue_max) || queue_max > VIRTQ_MAX_SIZE)
+		return -EINVAL;
+	memset(dev, 0, sizeof(*dev));
+	dev->ops = ops;
+	dev->priv = priv;
+	dev->mem = mem;
+	dev->num_queues = num_queues;
+	dev->vqs = calloc(num_queues, sizeof(*dev->vqs));
+	dev->kick_fds = calloc(num_queues, sizeof(*dev->kick_fds));
+	dev->started = calloc(num_queues, sizeof(*dev->started));
+	if (!dev->vqs || !dev->kick_fds || !dev->started) {
+		ret = -ENOMEM;
+		goto free_arrays;
+	}
+	for (q = 0; q < num_queues; q++)
+		dev->kick_fds[q] = -1;
+	for (q = 0; q < num_queues; q++) {
+		virtq_init(&dev->vqs[q], q, queue_max);
+		dev->kick_fds[q] = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+		if (dev->kick_fds[q] < 0) {
+			ret = -errno;
+			goto close_fds;
+		}
+	}
+	dev->host_features = (ops->features ? ops->features(dev) : 0) | VIRTIO_CORE_FEATURES;
+	/* Ring layouts we do not implement are never offered, whatever the device says. */
+	dev->host_features &= ~VIRTIO_BIT(VIRTIO_F_RING_PACKED);
+	return 0;
+
+close_fds:
+	for (q = 0; q < num_queues; q++)
+		if (dev->kick_fds[q] >= 0)
+			close(dev->kick_fds[q]);
+free_arrays:
+	free(dev->vqs);
+	free(dev->kick_fds);
+	free(dev->started);
+	memset(dev, 0, sizeof(*dev));
+	return ret;
+}
+
+void virtio_dev_stop(struct virtio_dev *dev)
+{
+	unsigned q;
+
+	for (q = 0; q < dev->num_queues; q++) {
+		if (dev->started[q]) {
+			dev->ops->queue_stop(dev, q);
+			dev->started[q] = false;
+		}
+	}
+}
+
+void virtio_dev_destroy(struct virtio_dev *dev)
+{
+	unsigned q;
+
+	if (!dev->vqs)
+		return;
+	virtio_dev_stop(dev);
+	for (q = 0; q < dev->num_queues; q++)
+		close(dev->kick_fds[q]);
+	free(dev->vqs);
+	free(dev->kick_fds);
+	free(dev->started);
+	dev->vqs = NULL;
+	dev->kick_fds = NULL;
+	dev->started = NULL;
+	/* Last: the device may free the memory that holds dev. */
+	if (dev->ops->destroy)
+		dev->ops->destroy(dev);
+}
+
+uint8_t virtio_get_status(const struct virtio_dev *dev)
+{
+	uint8_t s = __atomic_load_n(&dev->status, __ATOMIC_ACQUIRE);
+
+	if (__atomic_load_n(&dev->needs_reset, __ATOMIC_ACQUIRE))
+		s |= VIRTIO_STATUS_NEEDS_RESET;
+	return s;
+}
+
+void virtio_reset(struct virtio_dev *dev)
+{
+	unsigned q;
+
+	/* Queue threads first: after queue_stop returns no in-flight request can
+	 * complete into guest memory, so ring state may be cleared (§2.1.2:
+	 * after reset the device must not touch the rings). */
+	virtio_dev_stop(dev);
+	if (dev->ops->reset)
+		dev->ops->reset(dev);
+	for (q = 0; q < dev->num_queues; q++) {
+		uint64_t junk;
+		virtq_reset(&dev->vqs[q]);
+		/* Drop stale kicks so a restarted queue does not see them. */
+		while (read(dev->kick_fds[q], &junk, sizeof(junk)) > 0)
+			;
+	}
+	dev->guest_features = 0;
+	__atomic_store_n(&dev->needs_reset, false, __ATOMIC_RELEASE);
+	__atomic_store_n(&dev->status, 0, __ATOMIC_RELEASE);
+}
+
+static bool features_acceptable(const struct virtio_dev *dev)
+{
+	if (dev->guest_features & ~dev->host_features)
+		return false;   /* §2.2.1: a bit never offered */
+	if (!virtio_has_feature(dev, VIRTIO_F_VERSION_1))
+		return false;   /* legacy interface not supported */
+	return true;
+}
+
+static void driver_ok(struct virtio_dev *dev)
+{
+	unsigned q;
+
+	for (q = 0; q < dev->num_queues; q++) {
+		int ret;
+
+		if (!dev->vqs[q].ready)
+			continue;
+		ret = dev->ops->queue_start(dev, q);
+		if (ret) {
+			warnx_mvm("%s: cannot start queue %u: %s; device needs reset",
+				  dev->ops->name, q, strerror(-ret));
+			virtio_dev_needs_reset(dev);
+			continue;
+		}
+		dev->started[q] = true;
+		/* One kick per queue: the driver may have made buffers available
+		 * before DRIVER_OK without notifying (or its notification arrived
+		 * before the thread existed). eventfd write cannot fail here
+		 * short of counter overflow, which only means "already kicked". */
+		uint64_t one = 1;
+		if (write(dev->kick_fds[q], &one, sizeof(one)) < 0) {
+			/* EAGAIN: counter saturated, a kick is pending anyway */
+		}
+	}
+}
+
+void virtio_set_status(struct virtio_dev *dev, uint8_t val)
+{
+	uint8_t old = dev->status, set;
+
+	if (val == 0) {
+		virtio_reset(dev);
+		return;
+	}
+	val &= ~VIRTIO_STATUS_NEEDS_RESET;      /* device-owned bit */
+	if ((old & val) != old)
+		return;                         /* §2.1.1: driver must not clear bits */
+	set = val & ~old;
+	if (set == 0)
+		return;
+	if (set & VIRTIO_STATUS_FAILED) {
+		/* The driver gave up; nothing else in this write matters. */
+		__atomic_store_n(&dev->status, old | VIRTIO_STATUS_FAILED, __ATOMIC_RELEASE);
+		return;
+	}
+	/* §3.1.1 order: ACKNOWLEDGE, DRIVER, FEATURES_OK, DRIVER_OK. */
+	if ((val & VIRTIO_STATUS_DRIVER) && !(val & VIRTIO_STATUS_ACKNOWLEDGE))
+		return;
+	if ((val & VIRTIO_STATUS_FEATURES_OK) && !(val & VIRTIO_STATUS_DRIVER))
+		return;
+	if ((val & VIRTIO_STATUS_DRIVER_OK) && !(val & VIRTIO_STATUS_FEATURES_OK))
+		return;
+	if (set & VIRTIO_STATUS_FEATURES_OK) {
+		if (!features_acceptable(dev)) {
+			/* Leave FEATURES_OK clear (§2.2.2, §3.1.1 step 6): the driver
+			 * reads the status back and fails the device. */
+			val &= ~(VIRTIO_STATUS_FEATURES_OK | VIRTIO_STATUS_DRIVER_OK);
+			set = val & ~old;
+		}
+	}
+	__atomic_store_n(&dev->status, val, __ATOMIC_RELEASE);
+	if (set & VIRTIO_STATUS_DRIVER_OK)
+		driver_ok(dev);
+}
+
+uint32_t virtio_read_features(const struct virtio_dev *dev, uint32_t sel)
+{
+	if (sel > 1)
+		return 0;
+	return (uint32_t)(dev->host_features >> (32 * sel));
+}
+
+void virtio_write_features(struct virtio_dev *dev, uint32_t sel, uint32_t val)
+{
+	uint64_t mask;
+
+	/* Features are frozen once FEATURES_OK was accepted (§2.2.2). */
+	if (sel > 1 || (dev->status & (VIRTIO_STATUS_FEATURES_OK | VIRTIO_STATUS_DRIVER_OK)))
+		return;
+	mask = 0xffffffffULL << (32 * sel);
+	dev->guest_features = (dev->guest_features & ~mask) | ((uint64_t)val << (32 * sel));
+}
+
+int virtio_queue_set_ready(struct virtio_dev *dev, unsigned q, bool ready)
+{
+	struct virtq *vq;
+	int ret;
+
+	if (q >= dev->num_queues)
+		return -EINVAL;
+	vq = &dev->vqs[q];
+	if (!(dev->status & VIRTIO_STATUS_FEATURES_OK) ||
+	    (dev->status & VIRTIO_STATUS_DRIVER_OK))
+		return -EBUSY;
+	if (!ready) {
+		vq->ready = false;
+		return 0;
+	}
+	ret = virtq_enable(vq, dev->mem, dev->guest_features);
+	if (ret) {
+		warnx_mvm("%s: queue %u: invalid configuration (size %u of max %u, "
+			  "desc 0x%llx, avail 0x%llx, used 0x%llx): %s; device needs reset",
+			  dev->ops->name, q, vq->size, vq->max_size,
+			  (unsigned long long)vq->desc_gpa,
+			  (unsigned long long)vq->driver_gpa,
+			  (unsigned long long)vq->device_gpa,
+			  ret == -EFAULT ? "ring outside guest RAM"
+					 : "bad size or alignment");
+		virtio_dev_needs_reset(dev);
+	}
+	return ret;
+}
+
+void virtio_dev_needs_reset(struct virtio_dev *dev)
+{
+	if (__atomic_exchange_n(&dev->needs_reset, true, __ATOMIC_ACQ_REL))
+		return;                         /* already signalled */
+	if (dev->tops && dev->tops->signal_config)
+		dev->tops->signal_config(dev);
+}
+
+void virtio_config_changed(struct virtio_dev *dev)
+{
+	__atomic_fetch_add(&dev->config_generation, 1, __ATOMIC_ACQ_REL);
+	if (dev->tops && dev->tops->signal_config)
+		dev->tops->signal_config(dev);
+}

@@ -1,0 +1,101 @@
+/* virtio-mmio transport, version 2 (virtio 1.2 §4.2).
+ *
+ * Two layers:
+ *  - the register model (virtio_mmio_init, virtio_mmio_read/_write): plain C
+ *    on a struct virtio_mmio, driven by unit tests directly and by vCPU
+ *    threads through the MMIO bus;
+ *  - the KVM binding (virtio_mmio_attach): MMIO window + IRQ allocation, bus
+ *    registration, one KVM_IOEVENTFD per queue on QueueNotify (datamatch =
+ *    queue index) and a KVM_IRQFD for the interrupt, so neither kicks nor
+ *    interrupts go through userspace on the I/O path.
+ *
+ * Register rules: 32-bit aligned accesses only below 0x100 (anything else
+ * reads 0 / is ignored, logged once per device); queue registers are ignored
+ * after DRIVER_OK or while the selected queue is ready; QueueSel >= num_queues
+ * reads QueueNumMax 0 and ignores writes; QueueNotify >= num_queues is ignored.
+ * A queue whose configuration is invalid when QueueReady=1 is written stays
+ * not ready (QueueReady reads 0) and the device sets NEEDS_RESET (§2.1.2):
+ * the driver sees its error either way. */
+#ifndef MVM_VIRTIO_MMIO_H
+#define MVM_VIRTIO_MMIO_H
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "devices/virtio.h"
+#include "vmm/iobus.h"
+
+struct vm;
+
+/* §4.2.2 register offsets */
+#define VIRTIO_MMIO_MAGIC_VALUE         0x000
+#define VIRTIO_MMIO_VERSION             0x004
+#define VIRTIO_MMIO_DEVICE_ID           0x008
+#define VIRTIO_MMIO_VENDOR_ID           0x00c
+#define VIRTIO_MMIO_DEVICE_FEATURES     0x010
+#define VIRTIO_MMIO_DEVICE_FEATURES_SEL 0x014
+#define VIRTIO_MMIO_DRIVER_FEATURES     0x020
+#define VIRTIO_MMIO_DRIVER_FEATURES_SEL 0x024
+#define VIRTIO_MMIO_QUEUE_SEL           0x030
+#define VIRTIO_MMIO_QUEUE_NUM_MAX       0x034
+#define VIRTIO_MMIO_QUEUE_NUM           0x038
+#define VIRTIO_MMIO_QUEUE_READY         0x044
+#define VIRTIO_MMIO_QUEUE_NOTIFY        0x050
+#define VIRTIO_MMIO_INTERRUPT_STATUS    0x060
+#define VIRTIO_MMIO_INTERRUPT_ACK       0x064
+#define VIRTIO_MMIO_STATUS              0x070
+#define VIRTIO_MMIO_QUEUE_DESC_LOW      0x080
+#define VIRTIO_MMIO_QUEUE_DESC_HIGH     0x084
+#define VIRTIO_MMIO_QUEUE_DRIVER_LOW    0x090
+#define VIRTIO_MMIO_QUEUE_DRIVER_HIGH   0x094
+#define VIRTIO_MMIO_QUEUE_DEVICE_LOW    0x0a0
+#define VIRTIO_MMIO_QUEUE_DEVICE_HIGH   0x0a4
+#define VIRTIO_MMIO_CONFIG_GENERATION   0x0fc
+#define VIRTIO_MMIO_CONFIG              0x100
+
+#define VIRTIO_MMIO_MAGIC   0x74726976u   /* "virt" */
+#define VIRTIO_MMIO_VENDOR  0x4d564d00u   /* "\0MVM" */
+#define VIRTIO_MMIO_WINDOW  0x1000u       /* 4K, as on the kernel command line */
+
+#define VIRTIO_MMIO_INT_VRING  1u
+#define VIRTIO_MMIO_INT_CONFIG 2u
+
+struct virtio_mmio {
+	struct virtio_dev *dev;
+	pthread_mutex_t lock;           /* serialises register accesses (vCPU threads) */
+	uint32_t device_features_sel;
+	uint32_t driver_features_sel;
+	uint32_t queue_sel;
+	uint32_t interrupt_status;      /* atomic: set by queue threads, ACKed by vCPUs */
+	int irq_fd;                     /* eventfd: written to raise the interrupt */
+	bool bad_access_logged;         /* log a misbehaving driver once, not per access */
+	/* KVM binding (virtio_mmio_attach only) */
+	struct vm *vm;
+	uint64_t base;
+	unsigned gsi;
+	unsigned notify_bound;          /* queues with an ioeventfd bound */
+	bool irqfd_bound;
+};
+
+/* Register model: bind dev to the transport (sets dev->tops/transport) and
+ * create the interrupt eventfd. 0 or -errno. */
+int virtio_mmio_init(struct virtio_mmio *m, struct virtio_dev *dev);
+void virtio_mmio_destroy(struct virtio_mmio *m);
+/* Guest register access, off relative to the window, len 1/2/4/8, data in
+ * guest (little-endian) order. Same signature as struct io_ops. */
+void virtio_mmio_read(void *opaque, uint64_t off, uint8_t *data, unsigned len);
+void virtio_mmio_write(void *opaque, uint64_t off, const uint8_t *data, unsigned len);
+extern const struct io_ops virtio_mmio_io_ops;
+extern const struct virtio_transport_ops virtio_mmio_transport_ops;
+
+/* KVM binding: allocate a window and an IRQ, register on vm->mmio, bind each
+ * queue's notify to dev->kick_fds[q] with KVM_IOEVENTFD (datamatch q, 4 bytes),
+ * the interrupt eventfd with KVM_IRQFD, add "virtio_mmio.device=4K@0x...:IRQ"
+ * to the kernel command line, and register with vm_add_device: from then on
+ * the VM owns dev (virtio_dev_destroy at teardown) and the transport. dev
+ * must be initialised (virtio_dev_init) and heap-allocated, and must stay
+ * valid until teardown. Before vCPUs start. 0 or -errno (nothing left bound). */
+int virtio_mmio_attach(struct vm *vm, struct virtio_dev *dev);
+
+#endif

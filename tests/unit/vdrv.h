@@ -1,0 +1,363 @@
+/* vdrv: a small virtio driver for unit tests and benchmarks, header-only.
+ * Fake guest RAM is a malloc'd buffer registered with gmem_add_region; the
+ * driver talks to a device through the virtio-mmio register model
+ * (virtio_mmio_read/_write, as Linux's virtio_mmio.c would), lays out split
+ * rings in fake RAM, adds direct and indirect chains, kicks through the
+ * queue's eventfd and reads the used ring. Device-independent: works for any
+ * struct virtio_dev bound with virtio_mmio_init.
+ *
+ * Typical use:
+ *   vdrv_ram_init(&d, 0x1000, 1 << 20);  ...virtio_dev_init(dev, ops, priv, &d.mem, nq, 256)...
+ *   vdrv_attach(&d, dev);                 // virtio_mmio_init on d.mmio
+ *   vdrv_negotiate(&d, VIRTIO_BIT(VIRTIO_F_VERSION_1) | ...);
+ *   vdrv_queue_setup(&d, 0, 128); vdrv_driver_ok(&d);
+ *   head = vdrv_add(&d, 0, sg, n, false); vdrv_kick(&d, 0);
+ *   while (!vdrv_get_used(&d, 0, &id, &len)) ...
+ * Tests that build broken rings use vdrv_desc_set / vdrv_avail_add_head
+ * directly. */
+#ifndef MVM_TESTS_VDRV_H
+#define MVM_TESTS_VDRV_H
+
+#include <errno.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "devices/virtio.h"
+#include "devices/virtio_mmio.h"
+#include "devices/virtq.h"
+#include "vmm/byteorder.h"
+#include "vmm/guest_mem.h"
+
+#define VDRV_MAX_QUEUES 16
+
+struct vdrv_sg {
+	uint64_t gpa;
+	uint32_t len;
+	bool writable;
+};
+
+struct vdrv_queue {
+	uint16_t size;
+	uint64_t desc, avail, used;     /* ring gpas */
+	uint16_t avail_idx;             /* driver's shadow of avail.idx */
+	uint16_t last_used;             /* next used index to read */
+	uint16_t free_head;             /* free descriptor list, linked through free_next */
+	uint16_t num_free;
+	uint16_t free_next[VIRTQ_MAX_SIZE]; /* also the chain links of allocated chains */
+	uint16_t chain_len[VIRTQ_MAX_SIZE]; /* descriptors used by the chain at head */
+};
+
+struct vdrv {
+	struct guest_mem mem;
+	uint8_t *ram;
+	uint64_t ram_gpa, ram_size;
+	uint64_t brk;                   /* bump allocator in fake RAM */
+	struct virtio_dev *dev;
+	struct virtio_mmio mmio;
+	uint64_t features;              /* negotiated */
+	struct vdrv_queue q[VDRV_MAX_QUEUES];
+};
+
+/* --- fake RAM --- */
+static inline int vdrv_ram_init(struct vdrv *d, uint64_t gpa, uint64_t size)
+{
+	memset(d, 0, sizeof(*d));
+	d->ram = aligned_alloc(4096, size);
+	if (!d->ram)
+		return -ENOMEM;
+	memset(d->ram, 0, size);
+	d->ram_gpa = gpa;
+	d->ram_size = size;
+	d->brk = gpa;
+	return gmem_add_region(&d->mem, gpa, size, d->ram);
+}
+
+static inline void *vdrv_host(struct vdrv *d, uint64_t gpa)
+{
+	return d->ram + (gpa - d->ram_gpa);
+}
+
+/* Allocate zeroed fake-RAM bytes (never freed; tests are short). */
+static inline uint64_t vdrv_alloc(struct vdrv *d, uint64_t size, uint64_t align)
+{
+	uint64_t gpa = (d->brk + align - 1) & ~(align - 1);
+
+	if (gpa + size > d->ram_gpa + d->ram_size)
+		abort();
+	d->brk = gpa + size;
+	memset(vdrv_host(d, gpa), 0, size);
+	return gpa;
+}
+
+/* --- registers --- */
+static inline uint32_t vdrv_rd(struct vdrv *d, uint64_t off)
+{
+	uint8_t b[4];
+
+	virtio_mmio_read(&d->mmio, off, b, 4);
+	return le32_load(b);
+}
+
+static inline void vdrv_wr(struct vdrv *d, uint64_t off, uint32_t v)
+{
+	uint8_t b[4];
+
+	le32_store(b, v);
+	virtio_mmio_write(&d->mmio, off, b, 4);
+}
+
+static inline int vdrv_attach(struct vdrv *d, struct virtio_dev *dev)
+{
+	d->dev = dev;
+	return virtio_mmio_init(&d->mmio, dev);
+}
+
+static inline void vdrv_detach(struct vdrv *d)
+{
+	virtio_mmio_destroy(&d->mmio);
+}
+
+static inline uint8_t vdrv_status(struct vdrv *d)
+{
+	return (uint8_t)vdrv_rd(d, VIRTIO_MMIO_STATUS);
+}
+
+/* Linux-style negotiation (§3.1.1): reset, ACKNOWLEDGE, DRIVER, read the
+ * offered features, write want & offered (or exactly want when `force`),
+ * FEATURES_OK, read back. Returns 0, or -EIO when the device refused. */
+static inline int vdrv_negotiate_raw(struct vdrv *d, uint64_t want, bool force)
+{
+	uint64_t offered, f;
+
+	vdrv_wr(d, VIRTIO_MMIO_STATUS, 0);
+	vdrv_wr(d, VIRTIO_MMIO_STATUS, VIRTIO_STATUS_ACKNOWLEDGE);
+	vdrv_wr(d, VIRTIO_MMIO_STATUS, VIRTIO_STATUS_ACKNOWLEDGE | VIRTIO_STATUS_DRIVER);
+	vdrv_wr(d, VIRTIO_MMIO_DEVICE_FEATURES_SEL, 1);
+	offered = (uint64_t)vdrv_rd(d, VIRTIO_MMIO_DEVICE_FEATURES) << 32;
+	vdrv_wr(d, VIRTIO_MMIO_DEVICE_FEATURES_SEL, 0);
+	offered |= vdrv_rd(d, VIRTIO_MMIO_DEVICE_FEATURES);
+	f = force ? want : (want & offered);
+	vdrv_wr(d, VIRTIO_MMIO_DRIVER_FEATURES_SEL, 1);
+	vdrv_wr(d, VIRTIO_MMIO_DRIVER_FEATURES, (uint32_t)(f >> 32));
+	vdrv_wr(d, VIRTIO_MMIO_DRIVER_FEATURES_SEL, 0);
+	vdrv_wr(d, VIRTIO_MMIO_DRIVER_FEATURES, (uint32_t)f);
+	vdrv_wr(d, VIRTIO_MMIO_STATUS, VIRTIO_STATUS_ACKNOWLEDGE | VIRTIO_STATUS_DRIVER |
+		VIRTIO_STATUS_FEATURES_OK);
+	if (!(vdrv_status(d) & VIRTIO_STATUS_FEATURES_OK))
+		return -EIO;
+	d->features = f;
+	return 0;
+}
+
+static inline int vdrv_negotiate(struct vdrv *d, uint64_t want)
+{
+	return vdrv_negotiate_raw(d, want, false);
+}
+
+/* Program queue q's registers with explicit values; returns QueueReady read back. */
+static inline uint32_t vdrv_queue_program(struct vdrv *d, unsigned q, uint32_t size,
+					  uint64_t desc, uint64_t avail, uint64_t used)
+{
+	vdrv_wr(d, VIRTIO_MMIO_QUEUE_SEL, q);
+	vdrv_wr(d, VIRTIO_MMIO_QUEUE_NUM, size);
+	vdrv_wr(d, VIRTIO_MMIO_QUEUE_DESC_LOW, (uint32_t)desc);
+	vdrv_wr(d, VIRTIO_MMIO_QUEUE_DESC_HIGH, (uint32_t)(desc >> 32));
+	vdrv_wr(d, VIRTIO_MMIO_QUEUE_DRIVER_LOW, (uint32_t)avail);
+	vdrv_wr(d, VIRTIO_MMIO_QUEUE_DRIVER_HIGH, (uint32_t)(avail >> 32));
+	vdrv_wr(d, VIRTIO_MMIO_QUEUE_DEVICE_LOW, (uint32_t)used);
+	vdrv_wr(d, VIRTIO_MMIO_QUEUE_DEVICE_HIGH, (uint32_t)(used >> 32));
+	vdrv_wr(d, VIRTIO_MMIO_QUEUE_READY, 1);
+	return vdrv_rd(d, VIRTIO_MMIO_QUEUE_READY);
+}
+
+/* Lay out queue q (size entries) in fake RAM and enable it. Returns
+ * QueueReady as read back (1 on success). */
+static inline uint32_t vdrv_queue_setup(struct vdrv *d, unsigned q, uint16_t size)
+{
+	struct vdrv_queue *vq = &d->q[q];
+
+	memset(vq, 0, sizeof(*vq));
+	vq->size = size;
+	vq->num_free = size;
+	for (unsigned i = 0; i < size; i++)
+		vq->free_next[i] = (uint16_t)(i + 1);
+	vq->desc = vdrv_alloc(d, VIRTQ_DESC_BYTES(size), 16);
+	vq->avail = vdrv_alloc(d, VIRTQ_AVAIL_BYTES(size), 2);
+	vq->used = vdrv_alloc(d, VIRTQ_USED_BYTES(size), 4);
+	return vdrv_queue_program(d, q, size, vq->desc, vq->avail, vq->used);
+}
+
+static inline void vdrv_driver_ok(struct vdrv *d)
+{
+	vdrv_wr(d, VIRTIO_MMIO_STATUS, vdrv_status(d) | VIRTIO_STATUS_DRIVER_OK);
+}
+
+/* --- raw ring access (for building broken rings) --- */
+static inline void vdrv_desc_set(struct vdrv *d, unsigned q, uint16_t i, uint64_t addr,
+				 uint32_t len, uint16_t flags, uint16_t next)
+{
+	uint8_t *p = vdrv_host(d, d->q[q].desc + 16ULL * i);
+
+	le64_store(p, addr);
+	le32_store(p + 8, len);
+	le16_store(p + 12, flags);
+	le16_store(p + 14, next);
+}
+
+/* Fill one entry of an indirect table at gpa. */
+static inline void vdrv_indirect_set(struct vdrv *d, uint64_t table, uint16_t i, uint64_t addr,
+				     uint32_t len, uint16_t flags, uint16_t next)
+{
+	uint8_t *p = vdrv_host(d, table + 16ULL * i);
+
+	le64_store(p, addr);
+	le32_store(p + 8, len);
+	le16_store(p + 12, flags);
+	le16_store(p + 14, next);
+}
+
+static inline uint16_t vdrv_avail_idx(struct vdrv *d, unsigned q)
+{
+	return le16_load(vdrv_host(d, d->q[q].avail + 2));
+}
+
+/* Put head in the next avail slot and publish avail.idx (release: the
+ * descriptors are written before the index, like virtio_wmb in Linux). */
+static inline void vdrv_avail_add_head(struct vdrv *d, unsigned q, uint16_t head)
+{
+	struct vdrv_queue *vq = &d->q[q];
+	uint8_t *ring = vdrv_host(d, vq->avail + 4);
+
+	le16_store(ring + 2u * (vq->avail_idx & (vq->size - 1)), head);
+	vq->avail_idx++;
+	__atomic_store_n((uint16_t *)vdrv_host(d, vq->avail + 2), htole16(vq->avail_idx),
+			 __ATOMIC_RELEASE);
+}
+
+/* Set avail.idx to an arbitrary value (bad-input tests). */
+static inline void vdrv_avail_idx_set(struct vdrv *d, unsigned q, uint16_t idx)
+{
+	d->q[q].avail_idx = idx;
+	le16_store(vdrv_host(d, d->q[q].avail + 2), idx);
+}
+
+static inline void vdrv_avail_flags_set(struct vdrv *d, unsigned q, uint16_t flags)
+{
+	le16_store(vdrv_host(d, d->q[q].avail), flags);
+}
+
+/* used_event lives at avail.ring[size]; avail_event at used.ring[size]. */
+static inline void vdrv_used_event_set(struct vdrv *d, unsigned q, uint16_t v)
+{
+	le16_store(vdrv_host(d, d->q[q].avail + 4 + 2ULL * d->q[q].size), v);
+}
+
+static inline uint16_t vdrv_avail_event(struct vdrv *d, unsigned q)
+{
+	return le16_load(vdrv_host(d, d->q[q].used + 4 + 8ULL * d->q[q].size));
+}
+
+static inline uint16_t vdrv_used_flags(struct vdrv *d, unsigned q)
+{
+	return le16_load(vdrv_host(d, d->q[q].used));
+}
+
+static inline uint16_t vdrv_used_idx(struct vdrv *d, unsigned q)
+{
+	return le16toh(__atomic_load_n((uint16_t *)vdrv_host(d, d->q[q].used + 2),
+				       __ATOMIC_ACQUIRE));
+}
+
+/* --- chains --- */
+
+/* Add a chain of n buffers (readable first, then writable) as direct
+ * descriptors, or as one indirect table when `indirect`. Publishes it.
+ * Returns the head, or -ENOSPC when the ring has no room. */
+static inline int vdrv_add(struct vdrv *d, unsigned q, const struct vdrv_sg *sg,
+			   unsigned n, bool indirect)
+{
+	struct vdrv_queue *vq = &d->q[q];
+	unsigned need = indirect ? 1 : n, i;
+	uint16_t head = vq->free_head, idx;
+
+	if (n == 0 || need > vq->num_free)
+		return -ENOSPC;
+	if (indirect) {
+		uint64_t table = vdrv_alloc(d, 16ULL * n, 16);
+
+		for (i = 0; i < n; i++)
+			vdrv_indirect_set(d, table, i, sg[i].gpa, sg[i].len,
+					  (sg[i].writable ? VIRTQ_DESC_F_WRITE : 0) |
+					  (i + 1 < n ? VIRTQ_DESC_F_NEXT : 0), i + 1 < n ? i + 1 : 0);
+		vdrv_desc_set(d, q, head, table, 16 * n, VIRTQ_DESC_F_INDIRECT, 0);
+	} else {
+		for (i = 0, idx = head; i < n; i++, idx = vq->free_next[idx])
+			vdrv_desc_set(d, q, idx, sg[i].gpa, sg[i].len,
+				      (sg[i].writable ? VIRTQ_DESC_F_WRITE : 0) |
+				      (i + 1 < n ? VIRTQ_DESC_F_NEXT : 0),
+				      i + 1 < n ? vq->free_next[idx] : 0);
+	}
+	/* Pop `need` descriptors off the free list (their free_next links stay
+	 * as the chain's links until the chain is freed). */
+	for (i = 0, idx = head; i < need; i++)
+		idx = i + 1 < need ? vq->free_next[idx] : idx;
+	vq->free_head = vq->free_next[idx];
+	vq->num_free -= need;
+	vq->chain_len[head] = need;
+	vdrv_avail_add_head(d, q, head);
+	return head;
+}
+
+/* Notify the device like a QueueNotify write caught by KVM_IOEVENTFD. */
+static inline void vdrv_kick(struct vdrv *d, unsigned q)
+{
+	uint64_t one = 1;
+
+	if (write(d->dev->kick_fds[q], &one, sizeof(one)) != sizeof(one))
+		abort();
+}
+
+/* Take one used element: 1 (id, len filled) or 0 when none; frees the
+ * chain's descriptors (completions may come in any order). */
+static inline int vdrv_get_used(struct vdrv *d, unsigned q, uint32_t *id, uint32_t *len)
+{
+	struct vdrv_queue *vq = &d->q[q];
+	const uint8_t *e;
+
+	if (vdrv_used_idx(d, q) == vq->last_used)   /* acquire: pairs with the device's release */
+		return 0;
+	e = vdrv_host(d, vq->used + 4 + 8ULL * (vq->last_used & (vq->size - 1)));
+	*id = le32_load(e);
+	*len = le32_load(e + 4);
+	vq->last_used++;
+	if (*id < vq->size && vq->chain_len[*id]) {
+		uint16_t tail = (uint16_t)*id;
+
+		for (unsigned i = 1; i < vq->chain_len[*id]; i++)
+			tail = vq->free_next[tail];
+		vq->free_next[tail] = vq->free_head;
+		vq->free_head = (uint16_t)*id;
+		vq->num_free += vq->chain_len[*id];
+		vq->chain_len[*id] = 0;
+	}
+	return 1;
+}
+
+/* Consume a pending interrupt: returns the InterruptStatus bits that were
+ * set and ACKs them (0 when the irq eventfd had not fired). */
+static inline uint32_t vdrv_irq(struct vdrv *d)
+{
+	uint64_t cnt;
+	uint32_t isr;
+
+	if (read(d->mmio.irq_fd, &cnt, sizeof(cnt)) != sizeof(cnt))
+		return 0;
+	isr = vdrv_rd(d, VIRTIO_MMIO_INTERRUPT_STATUS);
+	vdrv_wr(d, VIRTIO_MMIO_INTERRUPT_ACK, isr);
+	return isr;
+}
+
+#endif
