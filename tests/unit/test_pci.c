@@ -1,0 +1,400 @@
+/* PCI bus 0: conf1 decoding, host bridge, config space masks and bounds,
+ * BAR sizing/placement/mapping, capability chain. No KVM: a struct vm with
+ * vm_fd -1, real I/O buses, fake RAM at [0, 1 MiB) and [4 GiB, +1 MiB). */
+#include <errno.h>
+
+#include "tests/unit/check.h"
+#include "devices/pci.h"
+#include "arch/x86/layout.h"
+#include "vmm/byteorder.h"
+#include "vmm/util.h"
+#include "vmm/vm.h"
+
+struct tbus {
+	struct vm vm;
+	struct pci_bus bus;
+	uint8_t *ram;
+};
+
+static struct tbus *tbus_new(void)
+{
+	struct tbus *t = calloc(1, sizeof(*t));
+
+	CHECK(t);
+	t->vm.vm_fd = t->vm.kvm_fd = -1;
+	CHECK_EQ(iobus_init(&t->vm.pio), 0);
+	CHECK_EQ(iobus_init(&t->vm.mmio), 0);
+	t->ram = calloc(1, 2 * MiB);
+	CHECK(t->ram);
+	CHECK_EQ(gmem_add_region(&t->vm.mem, 0, MiB, t->ram), 0);
+	CHECK_EQ(gmem_add_region(&t->vm.mem, 4 * GiB, MiB, t->ram + MiB), 0);
+	CHECK_EQ(pci_bus_init(&t->bus, &t->vm), 0);
+	return t;
+}
+
+static void tbus_free(struct tbus *t)
+{
+	pci_bus_destroy(&t->bus);
+	iobus_destroy(&t->vm.pio);
+	iobus_destroy(&t->vm.mmio);
+	free(t->ram);
+	free(t);
+}
+
+static void pio_out(struct tbus *t, uint16_t port, unsigned len, uint32_t v)
+{
+	uint8_t b[4];
+
+	le_store_n(b, len, v);
+	iobus_access(&t->vm.pio, port, b, len, true);
+}
+
+static uint32_t pio_in(struct tbus *t, uint16_t port, unsigned len)
+{
+	uint8_t b[4];
+
+	iobus_access(&t->vm.pio, port, b, len, false);
+	return (uint32_t)le_load_n(b, len);
+}
+
+static uint32_t conf1_addr(unsigned bus, unsigned slot, unsigned fn, unsigned reg)
+{
+	return PCI_CONF1_ENABLE | bus << 16 | slot << 11 | fn << 8 | (reg & 0xfc);
+}
+
+static uint32_t conf1_read(struct tbus *t, unsigned slot, unsigned reg, unsigned len)
+{
+	pio_out(t, PCI_CONF1_ADDR_PORT, 4, conf1_addr(0, slot, 0, reg));
+	return pio_in(t, PCI_CONF1_DATA_PORT + (reg & 3), len);
+}
+
+static void conf1_write(struct tbus *t, unsigned slot, unsigned reg, unsigned len, uint32_t v)
+{
+	pio_out(t, PCI_CONF1_ADDR_PORT, 4, conf1_addr(0, slot, 0, reg));
+	pio_out(t, PCI_CONF1_DATA_PORT + (reg & 3), len, v);
+}
+
+/* A device with a 4 KiB 32-bit BAR0 and a 16 KiB 64-bit prefetchable BAR2
+ * whose accesses are counted. */
+struct tdev {
+	struct pci_dev pd;
+	unsigned reads, writes;
+	uint64_t last_off;
+};
+
+static void tdev_read(void *opaque, uint64_t off, uint8_t *data, unsigned len)
+{
+	struct tdev *d = opaque;
+
+	d->reads++;
+	d->last_off = off;
+	memset(data, 0xab, len);
+}
+
+static void tdev_write(void *opaque, uint64_t off, const uint8_t *data, unsigned len)
+{
+	struct tdev *d = opaque;
+
+	(void)data; (void)len;
+	d->writes++;
+	d->last_off = off;
+}
+
+static const struct io_ops tdev_ops = { tdev_read, tdev_write };
+
+static struct tdev *tdev_add(struct tbus *t)
+{
+	struct tdev *d = calloc(1, sizeof(*d));
+
+	CHECK(d);
+	pci_dev_init(&d->pd, "tdev", 0x1234, 0x5678, 0xff0000, 3, 0x1234, 0x0001, NULL, NULL);
+	CHECK_EQ(pci_dev_set_bar(&d->pd, 0, 0x1000, 0, &tdev_ops, d), 0);
+	CHECK_EQ(pci_dev_set_bar(&d->pd, 2, 0x4000, PCI_BAR_MEM64 | PCI_BAR_PREFETCH,
+				 &tdev_ops, d), 0);
+	CHECK_EQ(pci_bus_add(&t->bus, &d->pd), 0);
+	return d;
+}
+
+static bool mmio_hits(struct tbus *t, uint64_t addr)
+{
+	uint8_t b[4];
+
+	return iobus_access(&t->vm.mmio, addr, b, 4, false);
+}
+
+TEST(host_bridge_ids_and_class)
+{
+	struct tbus *t = tbus_new();
+
+	CHECK_EQ(conf1_read(t, 0, PCI_REG_VENDOR_ID, 4),
+		 (uint32_t)PCI_HB_DEVICE << 16 | PCI_HB_VENDOR);
+	CHECK_EQ(conf1_read(t, 0, PCI_REG_REVISION, 4) >> 8, 0x060000);  /* class 06/00/00 */
+	CHECK_EQ(conf1_read(t, 0, PCI_REG_HEADER_TYPE, 1), 0);
+	conf1_write(t, 0, PCI_REG_VENDOR_ID, 4, 0);                       /* read-only */
+	CHECK_EQ(conf1_read(t, 0, PCI_REG_VENDOR_ID, 2), PCI_HB_VENDOR);
+	tbus_free(t);
+}
+
+TEST(conf1_address_register_latches_dwords_only)
+{
+	struct tbus *t = tbus_new();
+
+	pio_out(t, PCI_CONF1_ADDR_PORT, 4, 0x80000000);    /* Linux's conf1 probe */
+	CHECK_EQ(pio_in(t, PCI_CONF1_ADDR_PORT, 4), 0x80000000);
+	pio_out(t, PCI_CONF1_ADDR_PORT, 4, 0xffffffff);    /* reserved bits read 0 */
+	CHECK_EQ(pio_in(t, PCI_CONF1_ADDR_PORT, 4), 0x80fffffc);
+	pio_out(t, PCI_CONF1_ADDR_PORT + 3, 1, 0x01);      /* byte write: ignored */
+	CHECK_EQ(pio_in(t, PCI_CONF1_ADDR_PORT, 4), 0x80fffffc);
+	CHECK_EQ(pio_in(t, PCI_CONF1_ADDR_PORT, 2), 0xffff);
+	tbus_free(t);
+}
+
+TEST(conf1_disabled_wrong_bus_missing_device_read_all_ones)
+{
+	struct tbus *t = tbus_new();
+
+	pio_out(t, PCI_CONF1_ADDR_PORT, 4, 0);             /* enable bit clear */
+	CHECK_EQ(pio_in(t, PCI_CONF1_DATA_PORT, 4), 0xffffffff);
+	pio_out(t, PCI_CONF1_ADDR_PORT, 4, conf1_addr(1, 0, 0, 0));   /* bus 1 */
+	CHECK_EQ(pio_in(t, PCI_CONF1_DATA_PORT, 4), 0xffffffff);
+	pio_out(t, PCI_CONF1_ADDR_PORT, 4, conf1_addr(0, 0, 1, 0));   /* function 1 */
+	CHECK_EQ(pio_in(t, PCI_CONF1_DATA_PORT, 4), 0xffffffff);
+	CHECK_EQ(conf1_read(t, 7, 0, 4), 0xffffffff);      /* empty slot */
+	/* Writes through a disabled address do nothing. */
+	pio_out(t, PCI_CONF1_ADDR_PORT, 4, PCI_REG_COMMAND);
+	pio_out(t, PCI_CONF1_DATA_PORT, 2, PCI_CMD_MEM);
+	CHECK_EQ(conf1_read(t, 0, PCI_REG_COMMAND, 2), 0);
+	tbus_free(t);
+}
+
+TEST(conf1_data_port_sub_dword_and_unaligned_accesses)
+{
+	struct tbus *t = tbus_new();
+
+	pio_out(t, PCI_CONF1_ADDR_PORT, 4, conf1_addr(0, 0, 0, 0));
+	CHECK_EQ(pio_in(t, PCI_CONF1_DATA_PORT + 2, 2), PCI_HB_DEVICE);
+	CHECK_EQ(pio_in(t, PCI_CONF1_DATA_PORT + 1, 1), PCI_HB_VENDOR >> 8);
+	/* A word at 0xCFF would cross the dword: no device answers. */
+	CHECK_EQ(pio_in(t, PCI_CONF1_DATA_PORT + 3, 2), 0xffff);
+	/* The low address bits select nothing: reg is dword-aligned. */
+	pio_out(t, PCI_CONF1_ADDR_PORT, 4, conf1_addr(0, 0, 0, 0) | 2);
+	CHECK_EQ(pio_in(t, PCI_CONF1_DATA_PORT, 2), PCI_HB_VENDOR);
+	tbus_free(t);
+}
+
+TEST(device_slot_intx_pin_and_line)
+{
+	struct tbus *t = tbus_new();
+	struct tdev *a = tdev_add(t), *b = tdev_add(t);
+
+	CHECK_EQ(a->pd.slot, 1);
+	CHECK_EQ(b->pd.slot, 2);
+	CHECK_EQ(conf1_read(t, 1, PCI_REG_VENDOR_ID, 4), 0x56781234);
+	CHECK_EQ(conf1_read(t, 2, PCI_REG_INT_PIN, 1), 1);          /* INTA# */
+	CHECK_EQ(conf1_read(t, 2, PCI_REG_INT_LINE, 1), X86_PCI_INTX_BASE + 2);
+	CHECK_EQ(pci_intx_pin(5), X86_PCI_INTX_BASE + 1);
+	tbus_free(t);
+	free(a); free(b);
+}
+
+TEST(command_register_write_mask)
+{
+	struct tbus *t = tbus_new();
+	struct tdev *d = tdev_add(t);
+
+	conf1_write(t, 1, PCI_REG_COMMAND, 2, 0xffff);
+	CHECK_EQ(conf1_read(t, 1, PCI_REG_COMMAND, 2),
+		 PCI_CMD_IO | PCI_CMD_MEM | PCI_CMD_MASTER | PCI_CMD_INTX_DISABLE);
+	conf1_write(t, 1, PCI_REG_STATUS, 2, 0xffff);               /* read-only */
+	CHECK_EQ(conf1_read(t, 1, PCI_REG_STATUS, 2), 0);
+	conf1_write(t, 1, PCI_REG_REVISION, 4, 0);                  /* class/rev read-only */
+	CHECK_EQ(conf1_read(t, 1, PCI_REG_REVISION, 1), 3);
+	tbus_free(t);
+	free(d);
+}
+
+TEST(bar_sizing_with_all_ones)
+{
+	struct tbus *t = tbus_new();
+	struct tdev *d = tdev_add(t);
+
+	conf1_write(t, 1, PCI_REG_BAR0, 4, 0xffffffff);
+	CHECK_EQ(conf1_read(t, 1, PCI_REG_BAR0, 4), 0xfffff000);    /* 32-bit, 4 KiB */
+	conf1_write(t, 1, PCI_REG_BAR0 + 8, 4, 0xffffffff);
+	conf1_write(t, 1, PCI_REG_BAR0 + 12, 4, 0xffffffff);
+	CHECK_EQ(conf1_read(t, 1, PCI_REG_BAR0 + 8, 4), 0xffffc000 | PCI_BAR_MEM64 | PCI_BAR_PREFETCH);
+	CHECK_EQ(conf1_read(t, 1, PCI_REG_BAR0 + 12, 4), 0xffffffff);
+	/* Unused BARs size to 0. */
+	conf1_write(t, 1, PCI_REG_BAR0 + 4, 4, 0xffffffff);
+	CHECK_EQ(conf1_read(t, 1, PCI_REG_BAR0 + 4, 4), 0);
+	conf1_write(t, 1, PCI_REG_BAR0 + 20, 4, 0xffffffff);
+	CHECK_EQ(conf1_read(t, 1, PCI_REG_BAR0 + 20, 4), 0);
+	tbus_free(t);
+	free(d);
+}
+
+TEST(bars_placed_in_pci_window_and_mapped_only_with_memory_decode)
+{
+	struct tbus *t = tbus_new();
+	struct tdev *a = tdev_add(t), *b = tdev_add(t);
+	uint64_t a0 = pci_bar_addr(&a->pd, 0), a2 = pci_bar_addr(&a->pd, 2);
+	uint64_t b0 = pci_bar_addr(&b->pd, 0), b2 = pci_bar_addr(&b->pd, 2);
+
+	CHECK(a0 >= X86_PCI_MMIO32_BASE && a0 + 0x1000 <= X86_PCI_MMIO32_END);
+	CHECK(b2 >= X86_PCI_MMIO32_BASE && b2 + 0x4000 <= X86_PCI_MMIO32_END);
+	CHECK_EQ(a0 % 0x1000, 0); CHECK_EQ(a2 % 0x4000, 0); CHECK_EQ(b2 % 0x4000, 0);
+	CHECK(a2 >= a0 + 0x1000 && b0 >= a2 + 0x4000 && b2 >= b0 + 0x1000);
+	CHECK(b2 < 4 * GiB);              /* 64-bit BAR placed below 4 GiB */
+	CHECK_EQ(conf1_read(t, 1, PCI_REG_BAR0 + 12, 4), 0);
+	CHECK(!mmio_hits(t, a0));         /* decode off */
+	conf1_write(t, 1, PCI_REG_COMMAND, 2, PCI_CMD_MEM);
+	CHECK(mmio_hits(t, a0));
+	CHECK(mmio_hits(t, a2 + 0x3ffc));
+	CHECK_EQ(a->reads, 2);
+	CHECK_EQ(a->last_off, 0x3ffc);
+	CHECK(!mmio_hits(t, b0));         /* the other device still off */
+	conf1_write(t, 1, PCI_REG_COMMAND, 2, 0);
+	CHECK(!mmio_hits(t, a0));
+	tbus_free(t);
+	free(a); free(b);
+}
+
+TEST(bar_move_reregisters_range)
+{
+	struct tbus *t = tbus_new();
+	struct tdev *d = tdev_add(t);
+	uint64_t old = pci_bar_addr(&d->pd, 2), moved = 0xf0000000;
+
+	conf1_write(t, 1, PCI_REG_COMMAND, 2, PCI_CMD_MEM);
+	CHECK(mmio_hits(t, old));
+	conf1_write(t, 1, PCI_REG_BAR0 + 8, 4, (uint32_t)moved);
+	CHECK_EQ(pci_bar_addr(&d->pd, 2), moved);
+	CHECK(!mmio_hits(t, old));
+	CHECK(mmio_hits(t, moved + 8));
+	CHECK(d->pd.bars[2].mapped && d->pd.bars[2].mapped_addr == moved);
+	/* 64-bit BAR moved above 4 GiB, clear of RAM there. */
+	conf1_write(t, 1, PCI_REG_BAR0 + 12, 4, 0x10);
+	CHECK(mmio_hits(t, 0x10ULL << 32 | moved));
+	CHECK(!mmio_hits(t, moved));
+	tbus_free(t);
+	free(d);
+}
+
+TEST(bar_over_ram_or_other_bar_stays_unmapped)
+{
+	struct tbus *t = tbus_new();
+	struct tdev *a = tdev_add(t), *b = tdev_add(t);
+	uint64_t a2 = pci_bar_addr(&a->pd, 2);
+
+	conf1_write(t, 1, PCI_REG_COMMAND, 2, PCI_CMD_MEM);
+	conf1_write(t, 2, PCI_REG_COMMAND, 2, PCI_CMD_MEM);
+	/* Over low RAM. */
+	conf1_write(t, 1, PCI_REG_BAR0, 4, 0x1000);
+	CHECK(!a->pd.bars[0].mapped);
+	CHECK(a->pd.bars[0].refused_logged);
+	CHECK_EQ(conf1_read(t, 1, PCI_REG_BAR0, 4), 0x1000);   /* value kept */
+	/* Over RAM above 4 GiB (64-bit BAR). */
+	conf1_write(t, 2, PCI_REG_BAR0 + 12, 4, 1);
+	conf1_write(t, 2, PCI_REG_BAR0 + 8, 4, 0x4000);
+	CHECK(!b->pd.bars[2].mapped);
+	/* Over another device's mapped BAR. */
+	conf1_write(t, 2, PCI_REG_BAR0 + 12, 4, 0);
+	conf1_write(t, 2, PCI_REG_BAR0 + 8, 4, (uint32_t)a2);
+	CHECK(!b->pd.bars[2].mapped);
+	CHECK(a->pd.bars[2].mapped);
+	CHECK(mmio_hits(t, a2));
+	CHECK_EQ(b->reads, 0);
+	CHECK_EQ(a->reads, 1);
+	/* Moving somewhere free maps it. */
+	conf1_write(t, 1, PCI_REG_BAR0, 4, 0xf8000000);
+	CHECK(a->pd.bars[0].mapped);
+	CHECK(mmio_hits(t, 0xf8000000));
+	tbus_free(t);
+	free(a); free(b);
+}
+
+TEST(config_access_bounds_and_capability_boundaries)
+{
+	struct pci_dev *pd = calloc(1, sizeof(*pd));
+	uint8_t b[4] = { 1, 2, 3, 4 };
+	int cap;
+
+	CHECK(pd);
+	pci_dev_init(pd, "t", 1, 2, 0, 0, 0, 0, NULL, NULL);
+	cap = pci_cap_add(pd, 0x09, 12);
+	CHECK_EQ(cap, 0x40);
+	pci_set_wmask(pd, cap + 4, 4, 0xffffffff);
+	pci_set_wmask(pd, cap + 8, 4, 0xffffffff);
+	/* Inside the capability: fine. */
+	pci_cfg_write32(pd, cap + 8, 0xdeadbeef);
+	CHECK_EQ(pci_cfg_read32(pd, cap + 8), 0xdeadbeef);
+	/* Straddling its end (0x4c) or its start: ignored, reads 0. */
+	pci_cfg_write(pd, cap + 10, b, 4);
+	CHECK_EQ(pci_cfg_read32(pd, cap + 8), 0xdeadbeef);
+	pci_cfg_read(pd, cap + 10, b, 4);
+	CHECK_EQ(le32_load(b), 0);
+	pci_cfg_read(pd, cap - 2, b, 4);
+	CHECK_EQ(le32_load(b), 0);
+	/* Beyond 4 KiB, or running off its end: ignored. */
+	memset(b, 0xee, 4);
+	pci_cfg_read(pd, PCI_CFG_SIZE, b, 4);
+	CHECK_EQ(le32_load(b), 0);
+	pci_cfg_read(pd, PCI_CFG_SIZE - 2, b, 4);
+	CHECK_EQ(le32_load(b), 0);
+	pci_cfg_read(pd, UINT32_MAX - 1, b, 4);
+	CHECK_EQ(le32_load(b), 0);
+	pd->wmask[PCI_CFG_SIZE - 1] = 0xff;      /* even a writable byte there */
+	pci_cfg_write(pd, PCI_CFG_SIZE - 1, b, 2);
+	CHECK_EQ(pd->cfg[PCI_CFG_SIZE - 1], 0);
+	/* Extended space exists (4 KiB storage) and is read-only by default. */
+	pci_cfg_write32(pd, 0x800, 0x12345678);
+	CHECK_EQ(pci_cfg_read32(pd, 0x800), 0);
+	/* Width 3 is not an access. */
+	pci_cfg_read(pd, 0, b, 3);
+	CHECK_EQ(b[0], 0);
+	free(pd);
+}
+
+TEST(capability_chain_walk_like_linux)
+{
+	struct pci_dev *pd = calloc(1, sizeof(*pd));
+	static const uint8_t ids[] = { 0x11, 0x09, 0x09, 0x05 };
+	static const unsigned lens[] = { 12, 16, 20, 10 };
+	unsigned i, ptr, seen = 0;
+
+	CHECK(pd);
+	pci_dev_init(pd, "t", 1, 2, 0, 0, 0, 0, NULL, NULL);
+	CHECK_EQ(pci_cfg_read32(pd, PCI_REG_COMMAND) >> 16 & PCI_STATUS_CAP_LIST, 0);
+	for (i = 0; i < ARRAY_SIZE(ids); i++)
+		CHECK(pci_cap_add(pd, ids[i], lens[i]) >= (int)PCI_CAP_START);
+	CHECK(le16_load(&pd->cfg[PCI_REG_STATUS]) & PCI_STATUS_CAP_LIST);
+	/* pci_find_capability: start at 0x34, follow next until 0 (bounded). */
+	ptr = pd->cfg[PCI_REG_CAP_PTR];
+	while (ptr && seen < 48) {
+		uint32_t hdr = pci_cfg_read32(pd, ptr);
+		CHECK(ptr >= PCI_CAP_START && ptr % 4 == 0);
+		CHECK_EQ(hdr & 0xff, ids[seen]);
+		ptr = (hdr >> 8) & 0xfc;
+		seen++;
+	}
+	CHECK_EQ(seen, ARRAY_SIZE(ids));
+	/* No room left for a capability that would run past 256 bytes. */
+	while (pci_cap_add(pd, 0x09, 64) >= 0)
+		;
+	CHECK(pd->cap_next <= PCI_CONF1_SIZE);
+	free(pd);
+}
+
+TEST(bar_declaration_rules)
+{
+	struct pci_dev *pd = calloc(1, sizeof(*pd));
+
+	CHECK(pd);
+	pci_dev_init(pd, "t", 1, 2, 0, 0, 0, 0, NULL, NULL);
+	CHECK_EQ(pci_dev_set_bar(pd, 0, 0x1800, 0, &tdev_ops, NULL), -EINVAL);  /* not pow2 */
+	CHECK_EQ(pci_dev_set_bar(pd, 5, 0x1000, PCI_BAR_MEM64, &tdev_ops, NULL), -EINVAL);
+	CHECK_EQ(pci_dev_set_bar(pd, 6, 0x1000, 0, &tdev_ops, NULL), -EINVAL);
+	CHECK_EQ(pci_dev_set_bar(pd, 0, 0x1000, PCI_BAR_MEM64, &tdev_ops, NULL), 0);
+	CHECK_EQ(pci_dev_set_bar(pd, 1, 0x1000, 0, &tdev_ops, NULL), -EBUSY);   /* upper half */
+	free(pd);
+}
