@@ -1,0 +1,692 @@
+#include "devices/virtio_pci.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <poll.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+#include "vmm/byteorder.h"
+#include "vmm/util.h"
+#include "vmm/vm.h"
+#include "vmm/vm_pci.h"
+
+/* ---- common cfg (§4.1.4.3) ---------------------------------------------- */
+
+struct common_field {
+	uint8_t off, size;
+};
+
+static const struct common_field common_fields[] = {
+	{ VIRTIO_PCI_COMMON_DFSELECT, 4 }, { VIRTIO_PCI_COMMON_DF, 4 },
+	{ VIRTIO_PCI_COMMON_GFSELECT, 4 }, { VIRTIO_PCI_COMMON_GF, 4 },
+	{ VIRTIO_PCI_COMMON_MSIX, 2 }, { VIRTIO_PCI_COMMON_NUMQ, 2 },
+	{ VIRTIO_PCI_COMMON_STATUS, 1 }, { VIRTIO_PCI_COMMON_CFGGENERATION, 1 },
+	{ VIRTIO_PCI_COMMON_Q_SELECT, 2 }, { VIRTIO_PCI_COMMON_Q_SIZE, 2 },
+	{ VIRTIO_PCI_COMMON_Q_MSIX, 2 }, { VIRTIO_PCI_COMMON_Q_ENABLE, 2 },
+	{ VIRTIO_PCI_COMMON_Q_NOFF, 2 }, { VIRTIO_PCI_COMMON_Q_DESC, 8 },
+	{ VIRTIO_PCI_COMMON_Q_DRIVER, 8 }, { VIRTIO_PCI_COMMON_Q_DEVICE, 8 },
+};
+
+/* The field an access hits: its own width, or one aligned dword of a
+ * 64-bit field (Linux writes queue addresses as two dwords). *shift is the
+ * bit position of the access inside the field. */
+static const struct common_field *common_field_at(uint64_t off, unsigned len, unsigned *shift)
+{
+	unsigned i;
+
+	for (i = 0; i < ARRAY_SIZE(common_fields); i++) {
+		const struct common_field *f = &common_fields[i];
+		if (off == f->off && len == f->size) {
+			*shift = 0;
+			return f;
+		}
+		if (f->size == 8 && len == 4 && (off == f->off || off == f->off + 4u)) {
+			*shift = (unsigned)(off - f->off) * 8;
+			return f;
+		}
+	}
+	return NULL;
+}
+
+static void log_bad_access(struct virtio_pci *vp, const char *what, uint64_t off, unsigned len)
+{
+	if (vp->bad_access_logged)
+		return;
+	vp->bad_access_logged = true;
+	warnx_mvm("%s (virtio-pci): ignoring %u-byte %s at common cfg offset 0x%" PRIx64
+		  " (wrong width/offset; logged once)", vp->dev->ops->name, len, what, off);
+}
+
+static uint16_t vector_or_none(struct virtio_pci *vp, uint64_t v)
+{
+	return v < vp->msix.nvec ? (uint16_t)v : MSIX_NO_VECTOR;
+}
+
+static bool queue_selected(struct virtio_pci *vp)
+{
+	return vp->queue_select < vp->dev->num_queues;
+}
+
+/* §4.1.4.3.2: the driver configures a queue only before DRIVER_OK and
+ * while it is disabled. */
+static bool queue_configurable(struct virtio_pci *vp)
+{
+	return queue_selected(vp) &&
+	       !(vp->dev->status & VIRTIO_STATUS_DRIVER_OK) &&
+	       !vp->dev->vqs[vp->queue_select].ready;
+}
+
+static uint64_t common_read(struct virtio_pci *vp, unsigned foff)
+{
+	struct virtio_dev *dev = vp->dev;
+	struct virtq *vq = queue_selected(vp) ? &dev->vqs[vp->queue_select] : NULL;
+
+	switch (foff) {
+	case VIRTIO_PCI_COMMON_DFSELECT: return vp->dfselect;
+	case VIRTIO_PCI_COMMON_DF: return virtio_read_features(dev, vp->dfselect);
+	case VIRTIO_PCI_COMMON_GFSELECT: return vp->gfselect;
+	case VIRTIO_PCI_COMMON_GF:
+		return vp->gfselect < 2 ? (uint32_t)(dev->guest_features >> (32 * vp->gfselect)) : 0;
+	case VIRTIO_PCI_COMMON_MSIX: return __atomic_load_n(&vp->config_vector, __ATOMIC_RELAXED);
+	case VIRTIO_PCI_COMMON_NUMQ: return dev->num_queues;
+	case VIRTIO_PCI_COMMON_STATUS: return virtio_get_status(dev);
+	case VIRTIO_PCI_COMMON_CFGGENERATION:
+		return (uint8_t)__atomic_load_n(&dev->config_generation, __ATOMIC_ACQUIRE);
+	case VIRTIO_PCI_COMMON_Q_SELECT: return vp->queue_select;
+	}
+	if (!vq)
+		return 0;       /* queue_select >= num_queues: queue fields read 0 */
+	switch (foff) {
+	case VIRTIO_PCI_COMMON_Q_SIZE: return vq->size;
+	case VIRTIO_PCI_COMMON_Q_MSIX:
+		return __atomic_load_n(&vp->queue_vector[vp->queue_select], __ATOMIC_RELAXED);
+	case VIRTIO_PCI_COMMON_Q_ENABLE: return vq->ready;
+	case VIRTIO_PCI_COMMON_Q_NOFF: return vp->queue_select;
+	case VIRTIO_PCI_COMMON_Q_DESC: return vq->desc_gpa;
+	case VIRTIO_PCI_COMMON_Q_DRIVER: return vq->driver_gpa;
+	case VIRTIO_PCI_COMMON_Q_DEVICE: return vq->device_gpa;
+	}
+	return 0;
+}
+
+/* Transport state the device reset (§2.1.2, §4.1.4.3.1) returns to default. */
+static void transport_reset(struct virtio_pci *vp)
+{
+	unsigned q;
+
+	vp->dfselect = vp->gfselect = 0;
+	vp->queue_select = 0;
+	__atomic_store_n(&vp->config_vector, MSIX_NO_VECTOR, __ATOMIC_RELAXED);
+	for (q = 0; q < vp->dev->num_queues; q++)
+		__atomic_store_n(&vp->queue_vector[q], MSIX_NO_VECTOR, __ATOMIC_RELAXED);
+	__atomic_store_n(&vp->isr, 0, __ATOMIC_RELAXED);
+}
+
+static void set_u64_part(uint64_t *field, uint64_t val, unsigned shift, unsigned len)
+{
+	uint64_t mask = len == 8 ? ~0ULL : 0xffffffffULL << shift;
+
+	*field = (*field & ~mask) | ((val << shift) & mask);
+}
+
+static void common_write(struct virtio_pci *vp, unsigned foff, unsigned shift,
+			 unsigned len, uint64_t val)
+{
+	struct virtio_dev *dev = vp->dev;
+	struct virtq *vq;
+
+	switch (foff) {
+	case VIRTIO_PCI_COMMON_DFSELECT: vp->dfselect = (uint32_t)val; return;
+	case VIRTIO_PCI_COMMON_GFSELECT: vp->gfselect = (uint32_t)val; return;
+	case VIRTIO_PCI_COMMON_GF: virtio_write_features(dev, vp->gfselect, (uint32_t)val); return;
+	case VIRTIO_PCI_COMMON_MSIX:
+		__atomic_store_n(&vp->config_vector, vector_or_none(vp, val), __ATOMIC_RELAXED);
+		return;
+	case VIRTIO_PCI_COMMON_STATUS:
+		virtio_set_status(dev, (uint8_t)val);
+		if ((uint8_t)val == 0)
+			transport_reset(vp);
+		return;
+	case VIRTIO_PCI_COMMON_Q_SELECT: vp->queue_select = (uint16_t)val; return;
+	case VIRTIO_PCI_COMMON_Q_ENABLE:
+		/* §4.1.4.3.2: the driver MUST NOT write 0; enabling validates. */
+		if (val == 1 && queue_configurable(vp))
+			virtio_queue_set_ready(dev, vp->queue_select, true);
+		return;
+	}
+	if (!queue_configurable(vp))
+		return;         /* read-only field, bad select, DRIVER_OK or enabled */
+	vq = &dev->vqs[vp->queue_select];
+	switch (foff) {
+	case VIRTIO_PCI_COMMON_Q_SIZE: vq->size = (uint16_t)val; break;
+	case VIRTIO_PCI_COMMON_Q_MSIX:
+		__atomic_store_n(&vp->queue_vector[vp->queue_select], vector_or_none(vp, val),
+				 __ATOMIC_RELAXED);
+		break;
+	case VIRTIO_PCI_COMMON_Q_DESC: set_u64_part(&vq->desc_gpa, val, shift, len); break;
+	case VIRTIO_PCI_COMMON_Q_DRIVER: set_u64_part(&vq->driver_gpa, val, shift, len); break;
+	case VIRTIO_PCI_COMMON_Q_DEVICE: set_u64_part(&vq->device_gpa, val, shift, len); break;
+	}
+}
+
+/* ---- BAR4 --------------------------------------------------------------- */
+
+void virtio_pci_bar_read(void *opaque, uint64_t off, uint8_t *data, unsigned len)
+{
+	struct virtio_pci *vp = opaque;
+	const struct common_field *f;
+	unsigned shift;
+
+	memset(data, 0, len);
+	if (off < VIRTIO_PCI_COMMON_OFF + VIRTIO_PCI_COMMON_LEN) {
+		pthread_mutex_lock(&vp->lock);
+		f = common_field_at(off, len, &shift);
+		if (f)
+			le_store_n(data, len, common_read(vp, f->off) >> shift);
+		else
+			log_bad_access(vp, "read", off, len);
+		pthread_mutex_unlock(&vp->lock);
+	} else if (off == VIRTIO_PCI_ISR_OFF && len == 1) {
+		/* §4.1.4.5: reading ISR clears it (and so de-asserts INTx at the
+		 * next EOI/resample). */
+		data[0] = __atomic_exchange_n(&vp->isr, 0, __ATOMIC_ACQ_REL);
+	} else if (off >= VIRTIO_PCI_DEVICE_OFF &&
+		   off + len <= VIRTIO_PCI_DEVICE_OFF + VIRTIO_PCI_DEVICE_LEN) {
+		pthread_mutex_lock(&vp->lock);
+		if (vp->dev->ops->config_read)
+			vp->dev->ops->config_read(vp->dev, off - VIRTIO_PCI_DEVICE_OFF, data, len);
+		pthread_mutex_unlock(&vp->lock);
+	}
+}
+
+void virtio_pci_bar_write(void *opaque, uint64_t off, const uint8_t *data, unsigned len)
+{
+	struct virtio_pci *vp = opaque;
+	const struct common_field *f;
+	unsigned shift;
+
+	if (off < VIRTIO_PCI_COMMON_OFF + VIRTIO_PCI_COMMON_LEN) {
+		pthread_mutex_lock(&vp->lock);
+		f = common_field_at(off, len, &shift);
+		if (f)
+			common_write(vp, f->off, shift, len, le_load_n(data, len));
+		else
+			log_bad_access(vp, "write", off, len);
+		pthread_mutex_unlock(&vp->lock);
+	} else if (off >= VIRTIO_PCI_DEVICE_OFF &&
+		   off + len <= VIRTIO_PCI_DEVICE_OFF + VIRTIO_PCI_DEVICE_LEN) {
+		pthread_mutex_lock(&vp->lock);
+		if (vp->dev->ops->config_write)
+			vp->dev->ops->config_write(vp->dev, off - VIRTIO_PCI_DEVICE_OFF, data, len);
+		pthread_mutex_unlock(&vp->lock);
+	} else if (off >= VIRTIO_PCI_NOTIFY_OFF &&
+		   off < VIRTIO_PCI_NOTIFY_OFF + (uint64_t)VIRTIO_PCI_NOTIFY_MULT * vp->dev->num_queues) {
+		/* Only when no ioeventfd caught the write (unbound, or tests):
+		 * the same eventfd the queue thread waits on. */
+		unsigned q = (unsigned)(off - VIRTIO_PCI_NOTIFY_OFF) / VIRTIO_PCI_NOTIFY_MULT;
+		eventfd_write(vp->dev->kick_fds[q], 1);
+	}
+}
+
+static const struct io_ops virtio_pci_bar_ops = { virtio_pci_bar_read, virtio_pci_bar_write };
+
+/* ---- interrupts --------------------------------------------------------- */
+
+static bool intx_allowed(struct virtio_pci *vp)
+{
+	uint8_t cmd_hi = __atomic_load_n(&vp->pci.cfg[PCI_REG_COMMAND + 1], __ATOMIC_RELAXED);
+
+	return !(cmd_hi & (PCI_CMD_INTX_DISABLE >> 8)) && !msix_enabled(&vp->msix);
+}
+
+static void intx_raise(struct virtio_pci *vp, uint8_t bit)
+{
+	/* The ISR update happens before the eventfd write (a syscall, a full
+	 * barrier), pairing with the guest's ISR read in its handler. */
+	__atomic_fetch_or(&vp->isr, bit, __ATOMIC_ACQ_REL);
+	if (intx_allowed(vp))
+		eventfd_write(vp->intx_fd, 1);
+}
+
+bool virtio_pci_intx_resample(struct virtio_pci *vp)
+{
+	if (__atomic_load_n(&vp->isr, __ATOMIC_ACQUIRE) == 0 || !intx_allowed(vp))
+		return false;
+	eventfd_write(vp->intx_fd, 1);
+	return true;
+}
+
+static void signal_vector(struct virtio_pci *vp, uint16_t vec, uint8_t isr_bit)
+{
+	if (vec != MSIX_NO_VECTOR) {
+		if (msix_signal(&vp->msix, vec) != -ENOTSUP)
+			return;             /* fired, pended, or dropped (bad route) */
+	} else if (msix_enabled(&vp->msix)) {
+		return;                     /* §4.1.5.1.2: NO_VECTOR: no interrupt */
+	}
+	intx_raise(vp, isr_bit);
+}
+
+static void vp_signal_queue(struct virtio_dev *dev, unsigned q)
+{
+	struct virtio_pci *vp = dev->transport;
+
+	if (q >= dev->num_queues)
+		return;
+	signal_vector(vp, __atomic_load_n(&vp->queue_vector[q], __ATOMIC_RELAXED),
+		      VIRTIO_PCI_ISR_QUEUE);
+}
+
+static void vp_signal_config(struct virtio_dev *dev)
+{
+	struct virtio_pci *vp = dev->transport;
+
+	signal_vector(vp, __atomic_load_n(&vp->config_vector, __ATOMIC_RELAXED),
+		      VIRTIO_PCI_ISR_CONFIG);
+}
+
+const struct virtio_transport_ops virtio_pci_transport_ops = {
+	.signal_queue = vp_signal_queue,
+	.signal_config = vp_signal_config,
+};
+
+/* ---- PCI hooks ---------------------------------------------------------- */
+
+static bool overlaps(unsigned off, unsigned len, unsigned s, unsigned l)
+{
+	return off < s + l && s < off + len;
+}
+
+/* §4.1.4.9: the PCI_CFG capability's window: cap.bar/offset/length select a
+ * BAR access performed through pci_cfg_data. Returns the BAR's ops or NULL
+ * when the selection is invalid (the access is then dropped / reads 0). */
+static const struct io_ops *pci_cfg_window(struct virtio_pci *vp, void **opaque,
+					   uint32_t *boff, uint32_t *blen)
+{
+	const uint8_t *cap = &vp->pci.cfg[vp->cap_pci_cfg];
+	uint8_t bar = cap[4];
+	uint64_t size;
+
+	*boff = le32_load(cap + 8);
+	*blen = le32_load(cap + 12);
+	if (*blen != 1 && *blen != 2 && *blen != 4)
+		return NULL;
+	if (*boff % *blen)
+		return NULL;
+	if (bar == VIRTIO_PCI_BAR) {
+		size = VIRTIO_PCI_BAR_SIZE;
+		*opaque = vp;
+	} else if (bar == VIRTIO_PCI_MSIX_BAR) {
+		size = VIRTIO_PCI_MSIX_BAR_SIZE;
+		*opaque = &vp->msix;
+	} else {
+		return NULL;
+	}
+	if (*boff + (uint64_t)*blen > size)
+		return NULL;
+	return bar == VIRTIO_PCI_BAR ? &virtio_pci_bar_ops : &msix_bar_ops;
+}
+
+static void vp_config_read(struct pci_dev *pd, unsigned off, unsigned len)
+{
+	struct virtio_pci *vp = pd->opaque;
+	unsigned data_off = vp->cap_pci_cfg + 16;
+	uint16_t status = le16_load(&pd->cfg[PCI_REG_STATUS]);
+	const struct io_ops *ops;
+	uint32_t boff, blen;
+	void *opaque;
+
+	if (overlaps(off, len, PCI_REG_STATUS, 2)) {
+		status &= ~PCI_STATUS_INTX;
+		if (__atomic_load_n(&vp->isr, __ATOMIC_RELAXED) && !msix_enabled(&vp->msix))
+			status |= PCI_STATUS_INTX;
+		le16_store(&pd->cfg[PCI_REG_STATUS], status);
+	}
+	if (overlaps(off, len, data_off, 4)) {
+		memset(&pd->cfg[data_off], 0, 4);
+		ops = pci_cfg_window(vp, &opaque, &boff, &blen);
+		if (ops)
+			ops->read(opaque, boff, &pd->cfg[data_off], blen);
+	}
+}
+
+static void vp_config_write(struct pci_dev *pd, unsigned off, unsigned len)
+{
+	struct virtio_pci *vp = pd->opaque;
+	unsigned data_off = vp->cap_pci_cfg + 16;
+	const struct io_ops *ops;
+	uint32_t boff, blen;
+	void *opaque;
+
+	msix_config_write(&vp->msix, off, len);
+	if (overlaps(off, len, data_off, 4)) {
+		ops = pci_cfg_window(vp, &opaque, &boff, &blen);
+		if (ops)
+			ops->write(opaque, boff, &pd->cfg[data_off], blen);
+	}
+}
+
+static void notify_unbind(struct virtio_pci *vp)
+{
+	unsigned q;
+
+	if (!vp->notify_bound)
+		return;
+	for (q = 0; q < vp->dev->num_queues; q++)
+		vm_ioeventfd(vp->vm, vp->notify_base + VIRTIO_PCI_NOTIFY_MULT * q,
+			     vp->notify_len, false, NULL, vp->dev->kick_fds[q], true);
+	vp->notify_bound = false;
+}
+
+/* Bind each queue's notify address to its kick eventfd. Length 0 (any write
+ * width, KVM's fast MMIO path) when the kernel supports it, else the 2-byte
+ * writes Linux's driver uses (§4.1.5.2 without NOTIFICATION_DATA). */
+static int notify_bind(struct virtio_pci *vp, uint64_t base)
+{
+	static const unsigned lens[] = { 0, 2 };
+	unsigned q, l;
+	int ret = -EINVAL;
+
+	for (l = 0; l < ARRAY_SIZE(lens); l++) {
+		for (q = 0; q < vp->dev->num_queues; q++) {
+			ret = vm_ioeventfd(vp->vm, base + VIRTIO_PCI_NOTIFY_MULT * q, lens[l],
+					   false, NULL, vp->dev->kick_fds[q], false);
+			if (ret)
+				break;
+		}
+		if (!ret) {
+			vp->notify_base = base;
+			vp->notify_len = lens[l];
+			vp->notify_bound = true;
+			return 0;
+		}
+		while (q-- > 0)
+			vm_ioeventfd(vp->vm, base + VIRTIO_PCI_NOTIFY_MULT * q, lens[l],
+				     false, NULL, vp->dev->kick_fds[q], true);
+	}
+	return ret;
+}
+
+static void vp_bar_map(struct pci_dev *pd, unsigned bar, uint64_t addr, bool mapped)
+{
+	struct virtio_pci *vp = pd->opaque;
+	int ret;
+
+	if (bar != VIRTIO_PCI_BAR || !vp->bus)
+		return;             /* ioeventfds only in the KVM binding */
+	notify_unbind(vp);
+	if (!mapped)
+		return;
+	ret = notify_bind(vp, addr + VIRTIO_PCI_NOTIFY_OFF);
+	if (ret)
+		warnx_mvm("%s (virtio-pci): cannot bind queue notify ioeventfds at 0x%" PRIx64
+			  ": %s; kicks take the slow path", vp->dev->ops->name,
+			  addr + VIRTIO_PCI_NOTIFY_OFF, strerror(-ret));
+}
+
+static const struct pci_dev_ops virtio_pci_dev_ops = {
+	.config_read = vp_config_read,
+	.config_write = vp_config_write,
+	.bar_map = vp_bar_map,
+};
+
+/* ---- setup -------------------------------------------------------------- */
+
+static uint32_t class_of(uint32_t device_id)
+{
+	switch (device_id) {
+	case VIRTIO_ID_BLOCK: return 0x018000;   /* mass storage, other */
+	case VIRTIO_ID_NET: return 0x020000;     /* ethernet */
+	default: return 0xff0000;
+	}
+}
+
+/* Append a virtio vendor capability (§4.1.4) describing [off, off+len) of bar. */
+static int add_vcap(struct pci_dev *pd, uint8_t type, unsigned caplen, uint8_t bar,
+		    uint32_t off, uint32_t len)
+{
+	int cap = pci_cap_add(pd, PCI_CAP_ID_VNDR, caplen);
+
+	if (cap < 0)
+		return cap;
+	pd->cfg[cap + 2] = (uint8_t)caplen;
+	pd->cfg[cap + 3] = type;
+	pd->cfg[cap + 4] = bar;
+	pd->cfg[cap + 5] = 0;
+	le32_store(&pd->cfg[cap + 8], off);
+	le32_store(&pd->cfg[cap + 12], len);
+	return cap;
+}
+
+int virtio_pci_init(struct virtio_pci *vp, struct virtio_dev *dev, struct vm *vm)
+{
+	struct pci_dev *pd = &vp->pci;
+	uint16_t id = (uint16_t)(VIRTIO_PCI_DEVICE_BASE + dev->ops->device_id);
+	unsigned q;
+	int ret, cap;
+
+	memset(vp, 0, sizeof(*vp));
+	vp->dev = dev;
+	vp->vm = vm;
+	vp->intx_fd = vp->resample_fd = vp->stop_fd = -1;
+	if (dev->num_queues == 0 || dev->num_queues > VIRTIO_MAX_QUEUES)
+		return -EINVAL;
+	ret = -pthread_mutex_init(&vp->lock, NULL);
+	if (ret)
+		return ret;
+	vp->queue_vector = calloc(dev->num_queues, sizeof(*vp->queue_vector));
+	if (!vp->queue_vector) {
+		ret = -ENOMEM;
+		goto destroy_lock;
+	}
+	vp->intx_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+	vp->resample_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+	if (vp->intx_fd < 0 || vp->resample_fd < 0) {
+		ret = -errno;
+		goto close_fds;
+	}
+	pci_dev_init(pd, dev->ops->name, VIRTIO_PCI_VENDOR, id, class_of(dev->ops->device_id),
+		     1, VIRTIO_PCI_VENDOR, id, &virtio_pci_dev_ops, vp);
+	ret = pci_dev_set_bar(pd, VIRTIO_PCI_MSIX_BAR, VIRTIO_PCI_MSIX_BAR_SIZE, 0,
+			      &msix_bar_ops, &vp->msix);
+	if (ret)
+		goto close_fds;
+	ret = pci_dev_set_bar(pd, VIRTIO_PCI_BAR, VIRTIO_PCI_BAR_SIZE,
+			      PCI_BAR_MEM64 | PCI_BAR_PREFETCH, &virtio_pci_bar_ops, vp);
+	if (ret)
+		goto close_fds;
+	ret = msix_init(&vp->msix, pd, vm, dev->num_queues + 1, VIRTIO_PCI_MSIX_BAR,
+			VIRTIO_PCI_MSIX_TABLE, VIRTIO_PCI_MSIX_PBA);
+	if (ret)
+		goto close_fds;
+	if ((ret = add_vcap(pd, VIRTIO_PCI_CAP_COMMON_CFG, 16, VIRTIO_PCI_BAR,
+			    VIRTIO_PCI_COMMON_OFF, VIRTIO_PCI_COMMON_LEN)) < 0)
+		goto destroy_msix;
+	cap = add_vcap(pd, VIRTIO_PCI_CAP_NOTIFY_CFG, 20, VIRTIO_PCI_BAR, VIRTIO_PCI_NOTIFY_OFF,
+		       VIRTIO_PCI_NOTIFY_MULT * dev->num_queues);
+	if ((ret = cap) < 0)
+		goto destroy_msix;
+	le32_store(&pd->cfg[cap + 16], VIRTIO_PCI_NOTIFY_MULT);
+	if ((ret = add_vcap(pd, VIRTIO_PCI_CAP_ISR_CFG, 16, VIRTIO_PCI_BAR,
+			    VIRTIO_PCI_ISR_OFF, 1)) < 0)
+		goto destroy_msix;
+	if ((ret = add_vcap(pd, VIRTIO_PCI_CAP_DEVICE_CFG, 16, VIRTIO_PCI_BAR,
+			    VIRTIO_PCI_DEVICE_OFF, VIRTIO_PCI_DEVICE_LEN)) < 0)
+		goto destroy_msix;
+	cap = add_vcap(pd, VIRTIO_PCI_CAP_PCI_CFG, 20, 0, 0, 0);
+	if ((ret = cap) < 0)
+		goto destroy_msix;
+	vp->cap_pci_cfg = cap;
+	pci_set_wmask(pd, cap + 4, 1, 0xff);             /* cap.bar */
+	pci_set_wmask(pd, cap + 8, 4, 0xffffffff);       /* cap.offset */
+	pci_set_wmask(pd, cap + 12, 4, 0xffffffff);      /* cap.length */
+	pci_set_wmask(pd, cap + 16, 4, 0xffffffff);      /* pci_cfg_data */
+
+	vp->config_vector = MSIX_NO_VECTOR;
+	for (q = 0; q < dev->num_queues; q++)
+		vp->queue_vector[q] = MSIX_NO_VECTOR;
+	dev->transport = vp;
+	dev->tops = &virtio_pci_transport_ops;
+	return 0;
+destroy_msix:
+	msix_destroy(&vp->msix);
+close_fds:
+	if (vp->intx_fd >= 0)
+		close(vp->intx_fd);
+	if (vp->resample_fd >= 0)
+		close(vp->resample_fd);
+	free(vp->queue_vector);
+destroy_lock:
+	pthread_mutex_destroy(&vp->lock);
+	vp->intx_fd = vp->resample_fd = -1;
+	return ret;
+}
+
+void virtio_pci_destroy(struct virtio_pci *vp)
+{
+	msix_destroy(&vp->msix);
+	if (vp->intx_fd >= 0)
+		close(vp->intx_fd);
+	if (vp->resample_fd >= 0)
+		close(vp->resample_fd);
+	free(vp->queue_vector);
+	vp->queue_vector = NULL;
+	vp->intx_fd = vp->resample_fd = -1;
+	pthread_mutex_destroy(&vp->lock);
+}
+
+/* ---- KVM binding -------------------------------------------------------- */
+
+/* INTx resample thread: waits for KVM's EOI notification (resample_fd) and
+ * re-asserts while ISR is set; stops when stop_fd is written. */
+static void *intx_thread(void *arg)
+{
+	struct virtio_pci *vp = arg;
+	struct pollfd pfd[2] = {
+		{ .fd = vp->resample_fd, .events = POLLIN },
+		{ .fd = vp->stop_fd, .events = POLLIN },
+	};
+	eventfd_t v;
+
+	for (;;) {
+		if (poll(pfd, 2, -1) < 0)
+			continue;       /* EINTR */
+		if (pfd[1].revents)
+			break;
+		if (pfd[0].revents && eventfd_read(vp->resample_fd, &v) == 0)
+			virtio_pci_intx_resample(vp);
+	}
+	return NULL;
+}
+
+static void vp_stop(void *opaque)
+{
+	struct virtio_pci *vp = opaque;
+
+	if (vp->intx_thread_started) {
+		eventfd_write(vp->stop_fd, 1);
+		pthread_join(vp->intx_thread, NULL);
+		vp->intx_thread_started = false;
+	}
+	/* Stops every started queue (ops->queue_stop) before anything is freed. */
+	virtio_dev_stop(vp->dev);
+}
+
+static void vp_unbind(struct virtio_pci *vp)
+{
+	if (vp->bus)
+		pci_bus_remove(vp->bus, &vp->pci);   /* unmaps BARs: notify ioeventfds go */
+	vp->bus = NULL;
+	if (vp->intx_bound)
+		vm_irqfd_resample(vp->vm, vp->intx_gsi, vp->intx_fd, vp->resample_fd, true);
+	vp->intx_bound = false;
+	if (vp->stop_fd >= 0)
+		close(vp->stop_fd);
+	vp->stop_fd = -1;
+}
+
+static void vp_destroy(void *opaque)
+{
+	struct virtio_pci *vp = opaque;
+	struct virtio_dev *dev = vp->dev;
+
+	vp_unbind(vp);                 /* uses dev: before it may be freed */
+	virtio_dev_destroy(dev);       /* ops->destroy may free dev itself */
+	virtio_pci_destroy(vp);
+	free(vp);
+}
+
+static void vp_stats_json(void *opaque, FILE *out)
+{
+	struct virtio_pci *vp = opaque;
+
+	pthread_mutex_lock(&vp->msix.lock);
+	fprintf(out, "{\"transport\":\"virtio-pci\",\"slot\":%u,\"msix_fired\":%" PRIu64
+		",\"msix_pended\":%" PRIu64, vp->pci.slot, vp->msix.fired, vp->msix.pended);
+	pthread_mutex_unlock(&vp->msix.lock);
+	if (vp->dev->ops->stats_json) {
+		fputs(",\"device\":", out);
+		vp->dev->ops->stats_json(vp->dev, out);
+	}
+	fputc('}', out);
+}
+
+static const struct vm_device_ops virtio_pci_vm_ops = {
+	.kind = "virtio-pci",
+	.stop = vp_stop,
+	.stats_json = vp_stats_json,
+	.destroy = vp_destroy,
+};
+
+int virtio_pci_attach(struct vm *vm, struct pci_bus *bus, struct virtio_dev *dev)
+{
+	struct virtio_pci *vp = calloc(1, sizeof(*vp));
+	int ret;
+
+	if (!vp)
+		return -ENOMEM;
+	ret = virtio_pci_init(vp, dev, vm);
+	if (ret)
+		goto free_vp;
+	vp->stop_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+	if (vp->stop_fd < 0) {
+		ret = -errno;
+		goto destroy_vp;
+	}
+	ret = msix_bind(&vp->msix);
+	if (ret)
+		goto unbind;
+	ret = pci_bus_add(bus, &vp->pci);
+	if (ret)
+		goto unbind;
+	vp->bus = bus;
+	vp->intx_gsi = pci_intx_pin(vp->pci.slot);
+	ret = vm_irqfd_resample(vm, vp->intx_gsi, vp->intx_fd, vp->resample_fd, false);
+	if (ret)
+		goto unbind;
+	vp->intx_bound = true;
+	ret = -pthread_create(&vp->intx_thread, NULL, intx_thread, vp);
+	if (ret)
+		goto unbind;
+	vp->intx_thread_started = true;
+	ret = vm_add_device(vm, &virtio_pci_vm_ops, vp);
+	if (ret)
+		goto stop_thread;
+	return 0;
+stop_thread:
+	eventfd_write(vp->stop_fd, 1);
+	pthread_join(vp->intx_thread, NULL);
+	vp->intx_thread_started = false;
+unbind:
+	vp_unbind(vp);
+destroy_vp:
+	virtio_pci_destroy(vp);
+	dev->tops = NULL;
+	dev->transport = NULL;
+free_vp:
+	free(vp);
+	return ret;
+}

@@ -1,0 +1,152 @@
+/* virtio-pci modern transport (virtio 1.2 §4.1) on mvm's PCI bus.
+ *
+ * PCI identity: vendor 0x1af4, device 0x1040 + virtio device id, revision 1
+ * (modern only, §4.1.2.1), subsystem 0x1af4 / 0x1040 + id, class by type
+ * (block: 01/80, net: 02/00, else ff/00).
+ *
+ * BARs: BAR1 = MSI-X table (offset 0) and PBA (0x800), 32-bit memory, 4 KiB;
+ * BAR4 = 64-bit prefetchable memory, 16 KiB, holding the virtio structures:
+ *   0x0000 common cfg (§4.1.4.3)   0x1000 ISR (§4.1.4.5, read-to-clear)
+ *   0x2000 device cfg (§4.1.4.6, delegated to the device's config_read/write)
+ *   0x3000 notify (§4.1.4.4): queue q at 0x3000 + 4 * q (queue_notify_off = q,
+ *          notify_off_multiplier = 4), each bound to dev->kick_fds[q] with a
+ *          KVM_IOEVENTFD (any length, no datamatch) while BAR4 is mapped, so
+ *          kicks never reach userspace; a write that does reach the handler
+ *          (unbound, tests) signals the same eventfd.
+ * Capabilities: MSI-X, then vendor caps COMMON, NOTIFY, ISR, DEVICE, PCI_CFG
+ * (§4.1.4.9: window into the BARs through config space).
+ *
+ * Common cfg rules: accesses must have the field's width (64-bit fields may
+ * also be accessed as two aligned dwords); others read 0 / are ignored and
+ * logged once. queue_select >= num_queues: queue fields read 0, writes are
+ * ignored. queue_size / queue_desc / driver / device / queue_msix_vector
+ * written after DRIVER_OK or while the queue is enabled: ignored. An MSI-X
+ * vector >= the table size reads back NO_VECTOR (0xffff). device_status goes
+ * through the virtio core's state machine (virtio_set_status); 0 resets the
+ * device and the transport (vectors back to NO_VECTOR, selects to 0).
+ *
+ * Interrupts: with MSI-X enabled, signal_queue fires the queue's vector and
+ * signal_config the config vector (NO_VECTOR: no interrupt, §4.1.5.1.2);
+ * with MSI-X disabled, legacy INTx: ISR bit 0 (queue) / bit 1 (config) is
+ * set (atomic OR) and INTA# is asserted through a resampling irqfd on IOAPIC
+ * pin 20 + slot % 4 (level). When the guest EOIs, KVM de-asserts the line
+ * and signals the resample eventfd; the INTx thread re-asserts while ISR is
+ * still non-zero (the guest's handler reads ISR, which clears it, before its
+ * EOI, so a signal arriving after that read is re-delivered, never lost). */
+#ifndef MVM_VIRTIO_PCI_H
+#define MVM_VIRTIO_PCI_H
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "devices/msix.h"
+#include "devices/pci.h"
+#include "devices/virtio.h"
+
+struct vm;
+
+#define VIRTIO_PCI_VENDOR         0x1af4
+#define VIRTIO_PCI_DEVICE_BASE    0x1040
+
+/* §4.1.4 cfg_type */
+#define VIRTIO_PCI_CAP_COMMON_CFG 1
+#define VIRTIO_PCI_CAP_NOTIFY_CFG 2
+#define VIRTIO_PCI_CAP_ISR_CFG    3
+#define VIRTIO_PCI_CAP_DEVICE_CFG 4
+#define VIRTIO_PCI_CAP_PCI_CFG    5
+
+/* §4.1.4.3 common configuration layout */
+#define VIRTIO_PCI_COMMON_DFSELECT      0x00
+#define VIRTIO_PCI_COMMON_DF            0x04
+#define VIRTIO_PCI_COMMON_GFSELECT      0x08
+#define VIRTIO_PCI_COMMON_GF            0x0c
+#define VIRTIO_PCI_COMMON_MSIX          0x10
+#define VIRTIO_PCI_COMMON_NUMQ          0x12
+#define VIRTIO_PCI_COMMON_STATUS        0x14
+#define VIRTIO_PCI_COMMON_CFGGENERATION 0x15
+#define VIRTIO_PCI_COMMON_Q_SELECT      0x16
+#define VIRTIO_PCI_COMMON_Q_SIZE        0x18
+#define VIRTIO_PCI_COMMON_Q_MSIX        0x1a
+#define VIRTIO_PCI_COMMON_Q_ENABLE      0x1c
+#define VIRTIO_PCI_COMMON_Q_NOFF        0x1e
+#define VIRTIO_PCI_COMMON_Q_DESC        0x20
+#define VIRTIO_PCI_COMMON_Q_DRIVER      0x28
+#define VIRTIO_PCI_COMMON_Q_DEVICE      0x30
+#define VIRTIO_PCI_COMMON_LEN           0x38
+
+/* BAR layout */
+#define VIRTIO_PCI_MSIX_BAR       1
+#define VIRTIO_PCI_MSIX_BAR_SIZE  0x1000
+#define VIRTIO_PCI_MSIX_TABLE     0x000
+#define VIRTIO_PCI_MSIX_PBA       0x800
+#define VIRTIO_PCI_BAR            4
+#define VIRTIO_PCI_BAR_SIZE       0x4000
+#define VIRTIO_PCI_COMMON_OFF     0x0000
+#define VIRTIO_PCI_ISR_OFF        0x1000
+#define VIRTIO_PCI_DEVICE_OFF     0x2000
+#define VIRTIO_PCI_DEVICE_LEN     0x1000
+#define VIRTIO_PCI_NOTIFY_OFF     0x3000
+#define VIRTIO_PCI_NOTIFY_MULT    4
+
+#define VIRTIO_PCI_ISR_QUEUE      1u
+#define VIRTIO_PCI_ISR_CONFIG     2u
+
+struct virtio_pci {
+	struct virtio_dev *dev;
+	struct pci_dev pci;
+	struct msix msix;             /* num_queues + 1 vectors */
+	unsigned cap_pci_cfg;         /* config offset of the PCI_CFG capability */
+
+	pthread_mutex_t lock;         /* common cfg registers (vCPU threads) */
+	uint32_t dfselect, gfselect;
+	uint16_t queue_select;
+	uint16_t config_vector;       /* atomic: read by signalling threads */
+	uint16_t *queue_vector;       /* per queue, atomic */
+	bool bad_access_logged;
+
+	uint8_t isr;                  /* atomic: OR'ed by signals, exchanged by reads */
+	int intx_fd;                  /* eventfd: asserts INTA# (resampling irqfd) */
+	int resample_fd;              /* eventfd: KVM signals it on EOI */
+
+	/* KVM binding (virtio_pci_attach only) */
+	struct vm *vm;
+	struct pci_bus *bus;
+	unsigned intx_gsi;
+	bool intx_bound;
+	uint64_t notify_base;         /* guest address of the notify area while bound */
+	unsigned notify_len;          /* ioeventfd length used (0 = any) */
+	bool notify_bound;
+	int stop_fd;                  /* stops the INTx resample thread */
+	pthread_t intx_thread;
+	bool intx_thread_started;
+};
+
+/* Register model: builds the PCI function (ids, BARs, capabilities, MSI-X
+ * with num_queues + 1 vectors) for dev and binds dev to this transport
+ * (dev->tops / dev->transport). vm is used for MSI routing only (may have
+ * no KVM). Nothing is put on a bus. 0 or -errno. */
+int virtio_pci_init(struct virtio_pci *vp, struct virtio_dev *dev, struct vm *vm);
+void virtio_pci_destroy(struct virtio_pci *vp);
+
+/* BAR4 accesses (offset relative to the BAR): what vCPU threads reach
+ * through vm->mmio and the PCI_CFG capability window. */
+void virtio_pci_bar_read(void *opaque, uint64_t off, uint8_t *data, unsigned len);
+void virtio_pci_bar_write(void *opaque, uint64_t off, const uint8_t *data, unsigned len);
+
+/* Resample event (guest EOI'd INTA#): re-assert while ISR is non-zero and
+ * INTx is in use. Returns whether it re-asserted. */
+bool virtio_pci_intx_resample(struct virtio_pci *vp);
+
+extern const struct virtio_transport_ops virtio_pci_transport_ops;
+
+/* KVM binding: virtio_pci_init on a heap-allocated transport, put it on bus
+ * (slot, BAR placement), bind the MSI-X vectors (GSI + irqfd each), INTA#
+ * with a resampling irqfd and its thread, notify ioeventfds whenever BAR4 is
+ * mapped, and register with vm_add_device: from then on the VM owns dev
+ * (virtio_dev_destroy at teardown). dev must be initialised
+ * (virtio_dev_init) and heap-allocated. Before vCPUs start. 0 or -errno
+ * (nothing left bound; dev still the caller's). */
+int virtio_pci_attach(struct vm *vm, struct pci_bus *bus, struct virtio_dev *dev);
+
+#endif

@@ -1,0 +1,259 @@
+/* MSI-X state machine: masks, pending bits, routing state, table access.
+ * Not bound to KVM: the tests check the route each vector would have and
+ * read each vector's eventfd to see what fired. */
+#include <errno.h>
+#include <sys/eventfd.h>
+
+#include "tests/unit/check.h"
+#include "devices/msix.h"
+#include "devices/pci.h"
+#include "vmm/byteorder.h"
+#include "vmm/vm.h"
+
+#define NVEC 4
+
+struct tmx {
+	struct vm vm;
+	struct pci_dev pd;
+	struct msix m;
+};
+
+static void tm_config_write(struct pci_dev *pd, unsigned off, unsigned len)
+{
+	msix_config_write(pd->opaque, off, len);
+}
+
+static const struct pci_dev_ops tm_pci_ops = { .config_write = tm_config_write };
+
+static struct tmx *tm_new(void)
+{
+	struct tmx *t = calloc(1, sizeof(*t));
+
+	CHECK(t);
+	t->vm.vm_fd = t->vm.kvm_fd = -1;
+	pci_dev_init(&t->pd, "tm", 1, 2, 0, 0, 0, 0, &tm_pci_ops, &t->m);
+	CHECK_EQ(msix_init(&t->m, &t->pd, &t->vm, NVEC, 1, 0, 0x800), 0);
+	return t;
+}
+
+static void tm_free(struct tmx *t)
+{
+	msix_destroy(&t->m);
+	free(t);
+}
+
+static void ctrl_write(struct tmx *t, uint16_t v)
+{
+	pci_cfg_write16(&t->pd, t->m.cap + MSIX_CAP_CTRL, v);
+}
+
+static void tab_w32(struct tmx *t, unsigned vec, unsigned field, uint32_t v)
+{
+	uint8_t b[4];
+
+	le32_store(b, v);
+	msix_bar_write(&t->m, vec * MSIX_ENTRY_SIZE + field, b, 4);
+}
+
+static uint32_t tab_r32(struct tmx *t, uint64_t off)
+{
+	uint8_t b[4];
+
+	msix_bar_read(&t->m, off, b, 4);
+	return le32_load(b);
+}
+
+/* Program vector vec with a valid LAPIC message and unmask it. */
+static void vec_setup(struct tmx *t, unsigned vec, uint32_t data)
+{
+	tab_w32(t, vec, MSIX_ENTRY_ADDR_LO, 0xfee00000 | vec << 12);
+	tab_w32(t, vec, MSIX_ENTRY_ADDR_HI, 0);
+	tab_w32(t, vec, MSIX_ENTRY_DATA, data);
+	tab_w32(t, vec, MSIX_ENTRY_CTRL, 0);
+}
+
+/* How many times vector vec fired since the last call. */
+static uint64_t fired(struct tmx *t, unsigned vec)
+{
+	eventfd_t v = 0;
+
+	if (eventfd_read(t->m.v[vec].fd, &v) < 0)
+		return 0;
+	return v;
+}
+
+TEST(capability_layout)
+{
+	struct tmx *t = tm_new();
+	unsigned cap = t->pd.cfg[PCI_REG_CAP_PTR];
+
+	CHECK_EQ(cap, t->m.cap);
+	CHECK_EQ(t->pd.cfg[cap], PCI_CAP_ID_MSIX);
+	CHECK_EQ(pci_cfg_read32(&t->pd, cap) >> 16, NVEC - 1);      /* table size - 1 */
+	CHECK_EQ(pci_cfg_read32(&t->pd, cap + MSIX_CAP_TABLE), 0 | 1);   /* BIR 1 */
+	CHECK_EQ(pci_cfg_read32(&t->pd, cap + MSIX_CAP_PBA), 0x800 | 1);
+	/* Only enable and function mask are writable. */
+	ctrl_write(t, 0xffff);
+	CHECK_EQ(pci_cfg_read32(&t->pd, cap) >> 16, MSIX_CTRL_ENABLE | MSIX_CTRL_FMASK | (NVEC - 1));
+	tm_free(t);
+}
+
+TEST(vectors_start_masked_and_signal_sets_pending_bit)
+{
+	struct tmx *t = tm_new();
+
+	for (unsigned i = 0; i < NVEC; i++)
+		CHECK_EQ(tab_r32(t, i * 16 + MSIX_ENTRY_CTRL), MSIX_ENTRY_MASKED);
+	ctrl_write(t, MSIX_CTRL_ENABLE);
+	CHECK_EQ(msix_signal(&t->m, 2), 1);
+	CHECK(msix_pending(&t->m, 2));
+	CHECK_EQ(tab_r32(t, 0x800), 1u << 2);       /* PBA through the BAR */
+	CHECK_EQ(fired(t, 2), 0);
+	tm_free(t);
+}
+
+TEST(unmask_fires_pending_vector_once)
+{
+	struct tmx *t = tm_new();
+
+	ctrl_write(t, MSIX_CTRL_ENABLE);
+	tab_w32(t, 1, MSIX_ENTRY_ADDR_LO, 0xfee00000);
+	tab_w32(t, 1, MSIX_ENTRY_DATA, 0x41);
+	CHECK(!t->m.v[1].routed);                   /* masked: not routed yet */
+	CHECK_EQ(msix_signal(&t->m, 1), 1);
+	CHECK_EQ(msix_signal(&t->m, 1), 1);         /* still one pending bit */
+	tab_w32(t, 1, MSIX_ENTRY_CTRL, 0);          /* unmask */
+	CHECK(t->m.v[1].routed);
+	CHECK_EQ(t->m.v[1].route_addr, 0xfee00000);
+	CHECK_EQ(t->m.v[1].route_data, 0x41);
+	CHECK_EQ(fired(t, 1), 1);
+	CHECK(!msix_pending(&t->m, 1));
+	CHECK_EQ(tab_r32(t, 0x800), 0);
+	/* Unmasked: fires directly. */
+	CHECK_EQ(msix_signal(&t->m, 1), 0);
+	CHECK_EQ(fired(t, 1), 1);
+	/* Mask again: pends; unmask with nothing pending fires nothing extra. */
+	tab_w32(t, 1, MSIX_ENTRY_CTRL, 1);
+	tab_w32(t, 1, MSIX_ENTRY_CTRL, 0);
+	CHECK_EQ(fired(t, 1), 0);
+	tm_free(t);
+}
+
+TEST(function_mask_defers_all_vectors)
+{
+	struct tmx *t = tm_new();
+
+	ctrl_write(t, MSIX_CTRL_ENABLE);
+	vec_setup(t, 0, 0x30);
+	vec_setup(t, 3, 0x33);
+	ctrl_write(t, MSIX_CTRL_ENABLE | MSIX_CTRL_FMASK);
+	CHECK_EQ(msix_signal(&t->m, 0), 1);
+	CHECK_EQ(msix_signal(&t->m, 3), 1);
+	CHECK_EQ(fired(t, 0) + fired(t, 3), 0);
+	CHECK_EQ(tab_r32(t, 0x800), 0x9);
+	ctrl_write(t, MSIX_CTRL_ENABLE);            /* clear function mask */
+	CHECK_EQ(fired(t, 0), 1);
+	CHECK_EQ(fired(t, 3), 1);
+	CHECK_EQ(tab_r32(t, 0x800), 0);
+	tm_free(t);
+}
+
+TEST(disabled_msix_reports_intx_fallback)
+{
+	struct tmx *t = tm_new();
+
+	vec_setup(t, 0, 0x30);
+	CHECK(!msix_enabled(&t->m));
+	CHECK_EQ(msix_signal(&t->m, 0), -ENOTSUP);
+	CHECK_EQ(msix_signal(&t->m, NVEC), -EINVAL);     /* out of range */
+	ctrl_write(t, MSIX_CTRL_ENABLE);
+	CHECK(msix_enabled(&t->m));
+	CHECK_EQ(msix_signal(&t->m, 0), 0);
+	CHECK_EQ(fired(t, 0), 1);
+	tm_free(t);
+}
+
+TEST(bad_address_leaves_vector_unrouted)
+{
+	struct tmx *t = tm_new();
+
+	ctrl_write(t, MSIX_CTRL_ENABLE);
+	tab_w32(t, 2, MSIX_ENTRY_ADDR_LO, 0xfec00000);    /* IOAPIC, not LAPIC */
+	tab_w32(t, 2, MSIX_ENTRY_CTRL, 0);
+	CHECK(!t->m.v[2].routed);
+	CHECK(t->m.v[2].bad_addr_logged);
+	CHECK_EQ(msix_signal(&t->m, 2), -EINVAL);
+	CHECK_EQ(fired(t, 2), 0);
+	/* Non-zero high dword is not a LAPIC address either. */
+	tab_w32(t, 2, MSIX_ENTRY_ADDR_LO, 0xfee00000);
+	CHECK(t->m.v[2].routed);
+	tab_w32(t, 2, MSIX_ENTRY_ADDR_HI, 1);
+	CHECK(!t->m.v[2].routed);
+	tab_w32(t, 2, MSIX_ENTRY_ADDR_HI, 0);
+	CHECK(t->m.v[2].routed);
+	CHECK_EQ(msix_signal(&t->m, 2), 0);
+	CHECK_EQ(fired(t, 2), 1);
+	tm_free(t);
+}
+
+TEST(message_change_while_running_reroutes)
+{
+	struct tmx *t = tm_new();
+	uint8_t q[8];
+
+	ctrl_write(t, MSIX_CTRL_ENABLE);
+	vec_setup(t, 1, 0x40);
+	CHECK_EQ(t->m.v[1].route_data, 0x40);
+	CHECK_EQ(t->m.v[1].route_addr, 0xfee01000);
+	/* Affinity change: new destination and vector, entry left unmasked. */
+	le64_store(q, 0xfee03000);                  /* aligned qword write */
+	msix_bar_write(&t->m, 1 * 16 + MSIX_ENTRY_ADDR_LO, q, 8);
+	tab_w32(t, 1, MSIX_ENTRY_DATA, 0x51);
+	CHECK(t->m.v[1].routed);
+	CHECK_EQ(t->m.v[1].route_addr, 0xfee03000);
+	CHECK_EQ(t->m.v[1].route_data, 0x51);
+	CHECK_EQ(msix_signal(&t->m, 1), 0);
+	CHECK_EQ(fired(t, 1), 1);
+	tm_free(t);
+}
+
+TEST(table_access_widths_and_read_only_pba)
+{
+	struct tmx *t = tm_new();
+	uint8_t b[8] = { 0x11, 0x22, 0, 0, 0, 0, 0, 0 };
+
+	tab_w32(t, 0, MSIX_ENTRY_DATA, 0xaabbccdd);
+	msix_bar_write(&t->m, MSIX_ENTRY_DATA, b, 2);     /* word: ignored */
+	CHECK_EQ(tab_r32(t, MSIX_ENTRY_DATA), 0xaabbccdd);
+	msix_bar_write(&t->m, MSIX_ENTRY_DATA + 1, b, 4); /* unaligned: ignored */
+	CHECK_EQ(tab_r32(t, MSIX_ENTRY_DATA), 0xaabbccdd);
+	msix_bar_read(&t->m, MSIX_ENTRY_DATA, b, 2);
+	CHECK_EQ(le16_load(b), 0);
+	msix_bar_read(&t->m, 0, b, 8);                    /* qword read of addr lo/hi */
+	CHECK_EQ(le64_load(b), 0);
+	/* Reserved vector control bits read 0. */
+	tab_w32(t, 0, MSIX_ENTRY_CTRL, 0xfffffffe);
+	CHECK_EQ(tab_r32(t, MSIX_ENTRY_CTRL), 0);
+	/* PBA writes are ignored. */
+	ctrl_write(t, MSIX_CTRL_ENABLE | MSIX_CTRL_FMASK);
+	CHECK_EQ(msix_signal(&t->m, 0), 1);
+	le32_store(b, 0);
+	msix_bar_write(&t->m, 0x800, b, 4);
+	CHECK_EQ(tab_r32(t, 0x800), 1);
+	/* Beyond the table: reads 0. */
+	CHECK_EQ(tab_r32(t, NVEC * 16), 0);
+	tm_free(t);
+}
+
+TEST(init_rejects_bad_layout)
+{
+	struct tmx *t = calloc(1, sizeof(*t));
+
+	CHECK(t);
+	pci_dev_init(&t->pd, "tm", 1, 2, 0, 0, 0, 0, NULL, NULL);
+	CHECK_EQ(msix_init(&t->m, &t->pd, &t->vm, 0, 1, 0, 0x800), -EINVAL);
+	CHECK_EQ(msix_init(&t->m, &t->pd, &t->vm, 200, 1, 0, 0x800), -EINVAL); /* table hits PBA */
+	CHECK_EQ(msix_init(&t->m, &t->pd, &t->vm, 4, 1, 4, 0x800), -EINVAL);   /* misaligned */
+	CHECK_EQ(t->pd.ncaps, 0);
+	free(t);
+}
