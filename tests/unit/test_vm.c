@@ -1,0 +1,319 @@
+/* VM plumbing without KVM: allocators, command-line fragments, device
+ * registry, the GSI routing table, stop requests, exit handling of vCPU
+ * exits (status mapping), the exit port, the i8042 reset and the console
+ * escape. */
+#include "tests/unit/check.h"
+#include "vmm/kvm.h"
+#include "vmm/vcpu.h"
+#include "vmm/term.h"
+#include "vmm/util.h"
+#include "vmm/byteorder.h"
+#include <unistd.h>
+#include "devices/exitport.h"
+#include "devices/i8042.h"
+#include "arch/x86/layout.h"
+
+#include <errno.h>
+#include <stdlib.h>
+
+static struct vm *mkvm(void)
+{
+	struct vm *vm = calloc(1, sizeof(*vm));
+
+	CHECK(vm);
+	CHECK_EQ(vm_init(vm, 1), 0);
+	return vm;
+}
+
+TEST(alloc_virtio_irqs_skip_legacy_and_run_out)
+{
+	static const unsigned want[] = X86_VIRTIO_IRQS;
+	struct vm *vm = mkvm();
+	unsigned gsi, i;
+
+	for (i = 0; i < ARRAY_SIZE(want); i++) {
+		CHECK_EQ(vm_alloc_irq(vm, &gsi), 0);
+		CHECK_EQ(gsi, want[i]);
+		CHECK(gsi != 0 && gsi != 1 && gsi != 2 && gsi != 3 && gsi != 4 && gsi != 8);
+	}
+	CHECK_EQ(vm_alloc_irq(vm, &gsi), -ENOSPC);
+	vm_fini(vm);
+}
+
+TEST(alloc_virtio_mmio_windows)
+{
+	struct vm *vm = mkvm();
+	uint64_t base;
+	unsigned i;
+
+	for (i = 0; i < X86_VIRTIO_MMIO_MAX; i++) {
+		CHECK_EQ(vm_alloc_virtio_mmio(vm, &base), 0);
+		CHECK_EQ(base, X86_VIRTIO_MMIO_BASE + i * X86_VIRTIO_MMIO_SIZE);
+	}
+	CHECK_EQ(vm_alloc_virtio_mmio(vm, &base), -ENOSPC);
+	vm_fini(vm);
+}
+
+TEST(alloc_msi_gsis_above_ioapic)
+{
+	struct vm *vm = mkvm();
+	unsigned a, b;
+
+	CHECK_EQ(vm_alloc_msi_gsi(vm, &a), 0);
+	CHECK_EQ(vm_alloc_msi_gsi(vm, &b), 0);
+	CHECK_EQ(a, X86_IOAPIC_PINS);
+	CHECK_EQ(b, a + 1);
+	vm->next_gsi = KVM_MSI_GSI_END;
+	CHECK_EQ(vm_alloc_msi_gsi(vm, &a), -ENOSPC);
+	vm_fini(vm);
+}
+
+TEST(cmdline_fragments_append_with_spaces)
+{
+	struct vm *vm = mkvm();
+	char big[5000];
+
+	CHECK_EQ(vm_cmdline_append(vm, "virtio_mmio.device=4K@%#llx:%u", 0xd0000000ULL, 5), 0);
+	CHECK_EQ(vm_cmdline_append(vm, "foo"), 0);
+	CHECK_STR(vm->cmdline_extra, " virtio_mmio.device=4K@0xd0000000:5 foo");
+	memset(big, 'x', sizeof(big) - 1);
+	big[sizeof(big) - 1] = '\0';
+	CHECK_EQ(vm_cmdline_append(vm, "%s", big), -ENOSPC);
+	CHECK_STR(vm->cmdline_extra, " virtio_mmio.device=4K@0xd0000000:5 foo");
+	vm_fini(vm);
+}
+
+static int stopped;
+static void dstop(void *d) { (void)d; stopped++; }
+static void ddestroy(void *d) { (void)d; }
+static const struct vm_device_ops dops = { .kind = "t", .stop = dstop, .destroy = ddestroy };
+
+TEST(device_registry_full)
+{
+	struct vm *vm = mkvm();
+	unsigned i;
+
+	for (i = 0; i < VM_MAX_DEVICES; i++)
+		CHECK_EQ(vm_add_device(vm, &dops, NULL), 0);
+	CHECK_EQ(vm_add_device(vm, &dops, NULL), -ENOSPC);
+	CHECK_EQ(vm->ndevices, VM_MAX_DEVICES);
+	vm_fini(vm);
+}
+
+static const struct kvm_irq_routing_entry *find_route(const struct kvm_irq_routing_entry *r,
+						      unsigned n, unsigned gsi, unsigned type,
+						      unsigned chip)
+{
+	for (unsigned i = 0; i < n; i++)
+		if (r[i].gsi == gsi && r[i].type == type &&
+		    (type != KVM_IRQ_ROUTING_IRQCHIP || r[i].u.irqchip.irqchip == chip))
+			return &r[i];
+	return NULL;
+}
+
+TEST(routing_table_keeps_irqchip_routes_with_msi)
+{
+	struct vm *vm = mkvm();
+	struct kvm_state *ks = vm_kvm(vm);
+	struct kvm_irq_routing_entry r[128];
+	const struct kvm_irq_routing_entry *e;
+	unsigned n, gsi, g;
+
+	n = kvm_build_routes(ks, r, ARRAY_SIZE(r));
+	CHECK_EQ(n, 15 + 23);          /* PIC: 16 - cascade; IOAPIC: 24 - pin 0 */
+	e = find_route(r, n, 0, KVM_IRQ_ROUTING_IRQCHIP, KVM_IRQCHIP_IOAPIC);
+	CHECK(e && e->u.irqchip.pin == 2);               /* PIT -> pin 2 */
+	for (g = 1; g < 24; g++) {
+		if (g == 2)
+			continue;
+		e = find_route(r, n, g, KVM_IRQ_ROUTING_IRQCHIP, KVM_IRQCHIP_IOAPIC);
+		CHECK(e && e->u.irqchip.pin == g);
+	}
+	e = find_route(r, n, 9, KVM_IRQ_ROUTING_IRQCHIP, KVM_IRQCHIP_PIC_SLAVE);
+	CHECK(e && e->u.irqchip.pin == 1);
+	CHECK_EQ(vm_alloc_msi_gsi(vm, &gsi), 0);
+	CHECK_EQ(vm_msi_route(vm, gsi, 0xfee00000, 0x4041, false), 0);
+	n = kvm_build_routes(ks, r, ARRAY_SIZE(r));
+	CHECK_EQ(n, 15 + 23 + 1);
+	e = find_route(r, n, gsi, KVM_IRQ_ROUTING_MSI, 0);
+	CHECK(e && e->u.msi.address_lo == 0xfee00000 && e->u.msi.data == 0x4041);
+	CHECK(find_route(r, n, 4, KVM_IRQ_ROUTING_IRQCHIP, KVM_IRQCHIP_IOAPIC));
+	CHECK_EQ(vm_msi_route(vm, gsi, 0xfee00000, 0x4041, true), 0);   /* masked: gone */
+	CHECK_EQ(kvm_build_routes(ks, r, ARRAY_SIZE(r)), 15 + 23);
+	CHECK_EQ(vm_msi_route(vm, 3, 0, 0, false), -EINVAL);              /* not an MSI gsi */
+	vm_fini(vm);
+}
+
+TEST(first_stop_request_wins)
+{
+	struct vm *vm = mkvm();
+	uint64_t cnt;
+
+	CHECK_EQ(vm_stop_status(vm), -1);
+	vm_request_stop(vm, 3);
+	vm_request_stop(vm, 0);
+	CHECK_EQ(vm_stop_status(vm), 3);
+	CHECK_EQ(read(vm_kvm(vm)->stop_efd, &cnt, sizeof(cnt)), sizeof(cnt));
+	CHECK_EQ(cnt, 1);
+	vm_fini(vm);
+}
+
+TEST(exit_port_byte_is_the_status_post_port_ignored)
+{
+	struct vm *vm = mkvm();
+	uint8_t b = 42, w[2] = { 7, 0 }, r[4];
+
+	CHECK_EQ(exitport_create(vm), 0);
+	CHECK(iobus_access(&vm->pio, 0x80, &b, 1, true));
+	CHECK_EQ(vm_stop_status(vm), -1);
+	CHECK(iobus_access(&vm->pio, X86_MVM_EXIT_PORT, w, 2, true) == false ||
+	      vm_stop_status(vm) == -1);       /* word write: not a status */
+	CHECK(iobus_access(&vm->pio, X86_MVM_EXIT_PORT, &b, 1, true));
+	CHECK_EQ(vm_stop_status(vm), 42);
+	CHECK(!iobus_access(&vm->pio, 0x2f8, r, 1, false));   /* COM2 absent */
+	CHECK_EQ(r[0], 0xff);
+	vm_fini(vm);
+}
+
+TEST(i8042_probe_and_reset)
+{
+	struct vm *vm = mkvm();
+	struct i8042 k;
+	uint8_t v;
+
+	CHECK_EQ(i8042_init(&k, vm), 0);
+	k.vm = NULL;   /* no KVM: IRQ line not driven */
+	i8042_io_ops.read(&k, 4, &v, 1);
+	CHECK(v != 0xff && (v & I8042_STS_SYS) && !(v & I8042_STS_OBF));
+	v = 0xaa; i8042_io_ops.write(&k, 4, &v, 1);      /* self test */
+	i8042_io_ops.read(&k, 4, &v, 1);
+	CHECK(v & I8042_STS_OBF);
+	i8042_io_ops.read(&k, 0, &v, 1);
+	CHECK_EQ(v, 0x55);
+	v = 0x20; i8042_io_ops.write(&k, 4, &v, 1);      /* read CTR */
+	i8042_io_ops.read(&k, 0, &v, 1);
+	CHECK(v & I8042_CTR_SYS);
+	v = 0x60; i8042_io_ops.write(&k, 4, &v, 1);      /* write CTR */
+	v = 0x45; i8042_io_ops.write(&k, 0, &v, 1);
+	CHECK_EQ(k.ctr, 0x45);
+	v = 0xff; i8042_io_ops.write(&k, 0, &v, 1);      /* keyboard reset */
+	i8042_io_ops.read(&k, 0, &v, 1); CHECK_EQ(v, 0xfa);
+	i8042_io_ops.read(&k, 0, &v, 1); CHECK_EQ(v, 0xaa);
+	CHECK(!k.reset);
+	k.vm = vm;
+	v = 0xfe; i8042_io_ops.write(&k, 4, &v, 1);      /* pulse reset line */
+	CHECK(k.reset);
+	CHECK_EQ(vm_stop_status(vm), 0);
+	vm_fini(vm);
+}
+
+static int fake_io_writes;
+static uint8_t fake_last;
+static void fio_read(void *o, uint64_t off, uint8_t *d, unsigned len)
+{
+	(void)o; (void)off;
+	memset(d, 0x5a, len);
+}
+static void fio_write(void *o, uint64_t off, const uint8_t *d, unsigned len)
+{
+	(void)o; (void)off; (void)len;
+	fake_io_writes++;
+	fake_last = d[0];
+}
+static const struct io_ops fio = { fio_read, fio_write };
+
+TEST(vcpu_exit_io_dispatch_including_string_io)
+{
+	struct vm *vm = mkvm();
+	struct vcpu v = { .vm = vm };
+	static uint8_t page[4096];
+	struct kvm_run *run = (struct kvm_run *)page;
+
+	CHECK_EQ(iobus_register(&vm->pio, 0x3f8, 8, &fio, NULL), 0);
+	run->exit_reason = KVM_EXIT_IO;
+	run->io.direction = KVM_EXIT_IO_OUT;
+	run->io.size = 1;
+	run->io.port = 0x3f8;
+	run->io.count = 3;
+	run->io.data_offset = 1024;
+	memcpy(page + 1024, "abc", 3);
+	CHECK_EQ(vcpu_handle_exit(&v, run), -1);
+	CHECK_EQ(fake_io_writes, 3);
+	CHECK_EQ(fake_last, 'c');
+	run->io.direction = KVM_EXIT_IO_IN;
+	run->io.count = 1;
+	run->io.port = 0x2f8;                  /* unclaimed: all-ones */
+	CHECK_EQ(vcpu_handle_exit(&v, run), -1);
+	CHECK_EQ(page[1024], 0xff);
+	run->io.port = 0x3f9;
+	CHECK_EQ(vcpu_handle_exit(&v, run), -1);
+	CHECK_EQ(page[1024], 0x5a);
+	CHECK_EQ(v.exits[VCPU_EXIT_IO], 3);
+	vm_fini(vm);
+}
+
+TEST(vcpu_exit_mmio_unclaimed_reads_ones)
+{
+	struct vm *vm = mkvm();
+	struct vcpu v = { .vm = vm };
+	static uint8_t page[4096];
+	struct kvm_run *run = (struct kvm_run *)page;
+
+	run->exit_reason = KVM_EXIT_MMIO;
+	run->mmio.phys_addr = 0xd0000000;
+	run->mmio.len = 4;
+	run->mmio.is_write = 0;
+	CHECK_EQ(vcpu_handle_exit(&v, run), -1);
+	CHECK_EQ(le32_load(run->mmio.data), 0xffffffff);
+	CHECK_EQ(iobus_register(&vm->mmio, 0xd0000000, 0x1000, &fio, NULL), 0);
+	CHECK_EQ(vcpu_handle_exit(&v, run), -1);
+	CHECK_EQ(run->mmio.data[0], 0x5a);
+	vm_fini(vm);
+}
+
+static void exit_with(unsigned reason, int want)
+{
+	struct vm *vm = mkvm();
+	struct vcpu v = { .vm = vm };
+	static uint8_t page[4096];
+	struct kvm_run *run = (struct kvm_run *)page;
+
+	memset(page, 0, sizeof(page));
+	run->exit_reason = reason;
+	if (reason == KVM_EXIT_SYSTEM_EVENT)
+		run->system_event.type = want == 0 ? KVM_SYSTEM_EVENT_SHUTDOWN : KVM_SYSTEM_EVENT_CRASH;
+	CHECK_EQ(vcpu_handle_exit(&v, run), want);
+	vm_fini(vm);
+}
+
+TEST(vcpu_exit_status_mapping)
+{
+	exit_with(KVM_EXIT_SHUTDOWN, MVM_EXIT_OK);          /* triple fault: reboot */
+	exit_with(KVM_EXIT_HLT, MVM_EXIT_OK);
+	exit_with(KVM_EXIT_SYSTEM_EVENT, MVM_EXIT_OK);
+	exit_with(KVM_EXIT_SYSTEM_EVENT, MVM_EXIT_UNHANDLED);
+	exit_with(KVM_EXIT_INTERNAL_ERROR, MVM_EXIT_UNHANDLED);
+	exit_with(KVM_EXIT_FAIL_ENTRY, MVM_EXIT_UNHANDLED);
+	exit_with(KVM_EXIT_DEBUG, MVM_EXIT_UNHANDLED);         /* unknown to mvm */
+	exit_with(KVM_EXIT_INTR, -1);
+}
+
+TEST(console_escape_ctrl_a_x_quits)
+{
+	struct term_escape e = { .raw = true };
+	uint8_t out[16];
+	size_t n;
+
+	CHECK(!term_escape_filter(&e, (const uint8_t *)"ab\x03", 3, out, &n));
+	CHECK_EQ(n, 3);
+	CHECK_EQ(out[2], 3);                                  /* Ctrl-C reaches the guest */
+	CHECK(!term_escape_filter(&e, (const uint8_t *)"\x01\x01z", 3, out, &n));
+	CHECK_EQ(n, 2);
+	CHECK(out[0] == 1 && out[1] == 'z');
+	CHECK(!term_escape_filter(&e, (const uint8_t *)"q\x01", 2, out, &n));   /* split */
+	CHECK_EQ(n, 1);
+	CHECK(term_escape_filter(&e, (const uint8_t *)"x", 1, out, &n));
+	e = (struct term_escape){ .raw = false };
+	CHECK(!term_escape_filter(&e, (const uint8_t *)"\x01x", 2, out, &n));   /* not a tty */
+	CHECK_EQ(n, 2);
+}
