@@ -1,0 +1,498 @@
+/* virtio core (status machine §2.1/§3.1, features §2.2) and the virtio-mmio
+ * v2 register model (§4.2), driven through registers like a guest driver. */
+#include "tests/unit/check.h"
+#include "tests/unit/vnulldev.h"
+
+#include <errno.h>
+#include <fcntl.h>
+
+#define V1 VIRTIO_BIT(VIRTIO_F_VERSION_1)
+#define ACK VIRTIO_STATUS_ACKNOWLEDGE
+#define DRV VIRTIO_STATUS_DRIVER
+#define FOK VIRTIO_STATUS_FEATURES_OK
+#define DOK VIRTIO_STATUS_DRIVER_OK
+#define RAM_END (VNULL_RAM_GPA + VNULL_RAM_SIZE)
+
+static uint64_t eventfd_count(int fd)
+{
+	uint64_t c = 0;
+
+	if (read(fd, &c, sizeof(c)) != sizeof(c))
+		return 0;
+	return c;
+}
+
+static struct vnull *negotiated(unsigned nq)
+{
+	struct vnull *v = vnull_new(nq, 0);
+
+	CHECK_EQ(vdrv_negotiate(&v->d, V1), 0);
+	return v;
+}
+
+static uint32_t rd(struct vnull *v, uint64_t off) { return vdrv_rd(&v->d, off); }
+static void wr(struct vnull *v, uint64_t off, uint32_t val) { vdrv_wr(&v->d, off, val); }
+
+/* ---- identification and features ---- */
+
+TEST(identification_registers)
+{
+	struct vnull *v = vnull_new(1, 0);
+
+	CHECK_EQ(rd(v, VIRTIO_MMIO_MAGIC_VALUE), 0x74726976);
+	CHECK_EQ(rd(v, VIRTIO_MMIO_VERSION), 2);
+	CHECK_EQ(rd(v, VIRTIO_MMIO_DEVICE_ID), 0x7f);
+	CHECK_EQ(rd(v, VIRTIO_MMIO_VENDOR_ID), VIRTIO_MMIO_VENDOR);
+	vnull_free(v);
+}
+
+TEST(offers_version_1_ring_features_and_device_features)
+{
+	struct vnull *v = vnull_new(1, 1ULL << 9);
+
+	wr(v, VIRTIO_MMIO_DEVICE_FEATURES_SEL, 0);
+	CHECK_EQ(rd(v, VIRTIO_MMIO_DEVICE_FEATURES),
+		 (1u << 9) | (1u << VIRTIO_RING_F_EVENT_IDX) | (1u << VIRTIO_RING_F_INDIRECT_DESC));
+	wr(v, VIRTIO_MMIO_DEVICE_FEATURES_SEL, 1);
+	CHECK_EQ(rd(v, VIRTIO_MMIO_DEVICE_FEATURES), 1);        /* VERSION_1, no PACKED */
+	wr(v, VIRTIO_MMIO_DEVICE_FEATURES_SEL, 2);
+	CHECK_EQ(rd(v, VIRTIO_MMIO_DEVICE_FEATURES), 0);
+	vnull_free(v);
+}
+
+TEST(negotiation_accepts_offered_subset)
+{
+	struct vnull *v = vnull_new(1, 1ULL << 9);
+
+	CHECK_EQ(vdrv_negotiate(&v->d, V1 | VIRTIO_BIT(VIRTIO_RING_F_EVENT_IDX)), 0);
+	CHECK_EQ(v->dev.guest_features, V1 | VIRTIO_BIT(VIRTIO_RING_F_EVENT_IDX));
+	CHECK_EQ(vdrv_status(&v->d), ACK | DRV | FOK);
+	vnull_free(v);
+}
+
+TEST(features_ok_refused_for_feature_never_offered)
+{
+	struct vnull *v = vnull_new(1, 0);
+
+	CHECK_EQ(vdrv_negotiate_raw(&v->d, V1 | (1ULL << 9), true), -EIO);
+	CHECK_EQ(vdrv_status(&v->d), ACK | DRV);
+	CHECK_EQ(vdrv_negotiate_raw(&v->d, V1 | VIRTIO_BIT(VIRTIO_F_RING_PACKED), true), -EIO);
+	vnull_free(v);
+}
+
+TEST(features_ok_refused_without_version_1)
+{
+	struct vnull *v = vnull_new(1, 0);
+
+	CHECK_EQ(vdrv_negotiate(&v->d, VIRTIO_BIT(VIRTIO_RING_F_EVENT_IDX)), -EIO);
+	CHECK(!(vdrv_status(&v->d) & FOK));
+	/* and DRIVER_OK cannot follow */
+	wr(v, VIRTIO_MMIO_STATUS, ACK | DRV | FOK | DOK);
+	CHECK_EQ(vdrv_status(&v->d), ACK | DRV);
+	vnull_free(v);
+}
+
+TEST(features_written_after_features_ok_ignored)
+{
+	struct vnull *v = negotiated(1);
+
+	wr(v, VIRTIO_MMIO_DRIVER_FEATURES_SEL, 0);
+	wr(v, VIRTIO_MMIO_DRIVER_FEATURES, 1u << VIRTIO_RING_F_EVENT_IDX);
+	wr(v, VIRTIO_MMIO_DRIVER_FEATURES_SEL, 1);
+	wr(v, VIRTIO_MMIO_DRIVER_FEATURES, 0);
+	CHECK_EQ(v->dev.guest_features, V1);
+	vnull_free(v);
+}
+
+/* ---- status state machine ---- */
+
+TEST(status_bits_need_their_predecessors)
+{
+	struct vnull *v = vnull_new(1, 0);
+
+	wr(v, VIRTIO_MMIO_STATUS, DRV);                 /* DRIVER without ACKNOWLEDGE */
+	CHECK_EQ(vdrv_status(&v->d), 0);
+	wr(v, VIRTIO_MMIO_STATUS, ACK);
+	wr(v, VIRTIO_MMIO_STATUS, ACK | FOK);           /* FEATURES_OK without DRIVER */
+	CHECK_EQ(vdrv_status(&v->d), ACK);
+	wr(v, VIRTIO_MMIO_STATUS, ACK | DRV);
+	wr(v, VIRTIO_MMIO_STATUS, ACK | DRV | DOK);     /* DRIVER_OK without FEATURES_OK */
+	CHECK_EQ(vdrv_status(&v->d), ACK | DRV);
+	vnull_free(v);
+}
+
+TEST(driver_cannot_clear_status_bits)
+{
+	struct vnull *v = negotiated(1);
+
+	wr(v, VIRTIO_MMIO_STATUS, ACK | FOK);
+	CHECK_EQ(vdrv_status(&v->d), ACK | DRV | FOK);
+	vnull_free(v);
+}
+
+TEST(driver_cannot_set_needs_reset)
+{
+	struct vnull *v = vnull_new(1, 0);
+
+	wr(v, VIRTIO_MMIO_STATUS, ACK | VIRTIO_STATUS_NEEDS_RESET);
+	CHECK_EQ(vdrv_status(&v->d), ACK);
+	vnull_free(v);
+}
+
+TEST(failed_is_recorded)
+{
+	struct vnull *v = negotiated(1);
+
+	wr(v, VIRTIO_MMIO_STATUS, ACK | DRV | FOK | VIRTIO_STATUS_FAILED);
+	CHECK_EQ(vdrv_status(&v->d), ACK | DRV | FOK | VIRTIO_STATUS_FAILED);
+	vnull_free(v);
+}
+
+TEST(driver_ok_starts_ready_queues_and_kicks_each_once)
+{
+	struct vnull *v = negotiated(3);
+
+	CHECK_EQ(vdrv_queue_setup(&v->d, 0, 16), 1);
+	CHECK_EQ(vdrv_queue_setup(&v->d, 2, 16), 1);
+	CHECK_EQ(v->started[0], 0);
+	vdrv_driver_ok(&v->d);
+	CHECK_EQ(vdrv_status(&v->d), ACK | DRV | FOK | DOK);
+	CHECK_EQ(v->started[0], 1);
+	CHECK_EQ(v->started[1], 0);                     /* never made ready */
+	CHECK_EQ(v->started[2], 1);
+	CHECK_EQ(eventfd_count(v->dev.kick_fds[0]), 1);
+	CHECK_EQ(eventfd_count(v->dev.kick_fds[1]), 0);
+	CHECK_EQ(eventfd_count(v->dev.kick_fds[2]), 1);
+	vnull_free(v);
+}
+
+TEST(queue_start_failure_sets_needs_reset)
+{
+	struct vnull *v = negotiated(1);
+
+	CHECK_EQ(vdrv_queue_setup(&v->d, 0, 16), 1);
+	v->start_ret = -ENOMEM;
+	vdrv_driver_ok(&v->d);
+	CHECK(vdrv_status(&v->d) & VIRTIO_STATUS_NEEDS_RESET);
+	CHECK_EQ(vdrv_irq(&v->d), VIRTIO_MMIO_INT_CONFIG);
+	vnull_free(v);
+}
+
+TEST(reset_stops_queues_before_clearing_ring_state)
+{
+	struct vnull *v = vnull_running(2, 16, 0);
+	unsigned resets = v->resets;    /* negotiation starts with a reset too */
+
+	wr(v, VIRTIO_MMIO_STATUS, 0);
+	CHECK_EQ(v->stopped[0], 1);
+	CHECK_EQ(v->stopped[1], 1);
+	CHECK(v->ready_at_stop);                        /* ring still configured at stop */
+	CHECK_EQ(v->resets, resets + 1);
+	CHECK_EQ(vdrv_status(&v->d), 0);
+	CHECK_EQ(v->dev.guest_features, 0);
+	wr(v, VIRTIO_MMIO_QUEUE_SEL, 0);
+	CHECK_EQ(rd(v, VIRTIO_MMIO_QUEUE_READY), 0);
+	CHECK_EQ(v->dev.vqs[0].size, VNULL_QMAX);
+	/* reset again: queues are not stopped twice */
+	wr(v, VIRTIO_MMIO_STATUS, 0);
+	CHECK_EQ(v->stopped[0], 1);
+	vnull_free(v);
+}
+
+TEST(reset_writes_nothing_to_guest_memory)
+{
+	struct vnull *v = vnull_running(1, 16, VIRTIO_BIT(VIRTIO_RING_F_EVENT_IDX));
+	uint8_t *snap = malloc(VNULL_RAM_SIZE);
+
+	CHECK(snap);
+	memset(v->d.ram, 0xa5, VNULL_RAM_SIZE);
+	memcpy(snap, v->d.ram, VNULL_RAM_SIZE);
+	wr(v, VIRTIO_MMIO_STATUS, 0);
+	CHECK(memcmp(snap, v->d.ram, VNULL_RAM_SIZE) == 0);
+	free(snap);
+	vnull_free(v);
+}
+
+TEST(reset_clears_interrupt_status_selectors_and_stale_kicks)
+{
+	struct vnull *v = vnull_running(2, 16, 0);
+
+	virtio_signal_queue(&v->dev, 0);
+	wr(v, VIRTIO_MMIO_QUEUE_SEL, 1);
+	vdrv_kick(&v->d, 1);
+	wr(v, VIRTIO_MMIO_STATUS, 0);
+	CHECK_EQ(rd(v, VIRTIO_MMIO_INTERRUPT_STATUS), 0);
+	CHECK_EQ(v->d.mmio.queue_sel, 0);
+	CHECK_EQ(eventfd_count(v->dev.kick_fds[1]), 0);
+	vnull_free(v);
+}
+
+TEST(needs_reset_sets_status_and_signals_config_once)
+{
+	struct vnull *v = vnull_running(1, 16, 0);
+
+	virtio_dev_needs_reset(&v->dev);
+	virtio_dev_needs_reset(&v->dev);
+	CHECK(vdrv_status(&v->d) & VIRTIO_STATUS_NEEDS_RESET);
+	CHECK_EQ(eventfd_count(v->d.mmio.irq_fd), 1);
+	CHECK_EQ(rd(v, VIRTIO_MMIO_INTERRUPT_STATUS), VIRTIO_MMIO_INT_CONFIG);
+	wr(v, VIRTIO_MMIO_STATUS, 0);
+	CHECK_EQ(vdrv_status(&v->d), 0);
+	vnull_free(v);
+}
+
+/* ---- queue configuration ---- */
+
+static void check_queue_refused(uint32_t size, uint64_t desc, uint64_t avail, uint64_t used)
+{
+	struct vnull *v = negotiated(1);
+
+	CHECK_EQ(vdrv_queue_program(&v->d, 0, size, desc, avail, used), 0);
+	CHECK(!v->dev.vqs[0].ready);
+	CHECK(vdrv_status(&v->d) & VIRTIO_STATUS_NEEDS_RESET);
+	vnull_free(v);
+}
+
+#define GOOD_DESC  (VNULL_RAM_GPA + 0x1000)
+#define GOOD_AVAIL (VNULL_RAM_GPA + 0x2000)
+#define GOOD_USED  (VNULL_RAM_GPA + 0x3000)
+
+TEST(queue_with_good_configuration_becomes_ready)
+{
+	struct vnull *v = negotiated(1);
+
+	CHECK_EQ(vdrv_queue_program(&v->d, 0, 16, GOOD_DESC, GOOD_AVAIL, GOOD_USED), 1);
+	CHECK(!(vdrv_status(&v->d) & VIRTIO_STATUS_NEEDS_RESET));
+	vnull_free(v);
+}
+
+TEST(queue_size_0_refused)
+{
+	check_queue_refused(0, GOOD_DESC, GOOD_AVAIL, GOOD_USED);
+}
+
+TEST(queue_size_not_power_of_2_refused)
+{
+	check_queue_refused(24, GOOD_DESC, GOOD_AVAIL, GOOD_USED);
+}
+
+TEST(queue_size_above_max_refused)
+{
+	check_queue_refused(VNULL_QMAX * 2, GOOD_DESC, GOOD_AVAIL, GOOD_USED);
+	check_queue_refused(0x10010, GOOD_DESC, GOOD_AVAIL, GOOD_USED);  /* not truncated to 16 */
+}
+
+TEST(queue_rings_outside_ram_refused)
+{
+	check_queue_refused(16, 0, GOOD_AVAIL, GOOD_USED);                  /* gpa 0 is no RAM */
+	check_queue_refused(16, GOOD_DESC, RAM_END - 16, GOOD_USED);        /* crosses the end */
+	check_queue_refused(16, GOOD_DESC, GOOD_AVAIL, RAM_END + 0x1000);   /* beyond */
+	check_queue_refused(16, GOOD_DESC, GOOD_AVAIL, (1ULL << 40) + GOOD_USED); /* high half */
+}
+
+TEST(queue_rings_misaligned_refused)
+{
+	check_queue_refused(16, GOOD_DESC + 8, GOOD_AVAIL, GOOD_USED);
+	check_queue_refused(16, GOOD_DESC, GOOD_AVAIL + 1, GOOD_USED);
+	check_queue_refused(16, GOOD_DESC, GOOD_AVAIL, GOOD_USED + 2);
+}
+
+TEST(queue_ready_before_features_ok_ignored)
+{
+	struct vnull *v = vnull_new(1, 0);
+
+	wr(v, VIRTIO_MMIO_STATUS, ACK);
+	wr(v, VIRTIO_MMIO_STATUS, ACK | DRV);
+	CHECK_EQ(vdrv_queue_program(&v->d, 0, 16, GOOD_DESC, GOOD_AVAIL, GOOD_USED), 0);
+	vnull_free(v);
+}
+
+TEST(queue_config_after_driver_ok_ignored)
+{
+	struct vnull *v = vnull_running(2, 16, 0);
+	struct virtq before = v->dev.vqs[1];
+
+	/* queue 1 is ready; try re-programming it and disabling it */
+	CHECK_EQ(vdrv_queue_program(&v->d, 1, 32, GOOD_DESC, GOOD_AVAIL, GOOD_USED), 1);
+	wr(v, VIRTIO_MMIO_QUEUE_READY, 0);
+	CHECK_EQ(rd(v, VIRTIO_MMIO_QUEUE_READY), 1);
+	CHECK(memcmp(&before, &v->dev.vqs[1], sizeof(before)) == 0);
+	vnull_free(v);
+}
+
+TEST(queue_config_while_ready_ignored)
+{
+	struct vnull *v = negotiated(1);
+
+	CHECK_EQ(vdrv_queue_program(&v->d, 0, 16, GOOD_DESC, GOOD_AVAIL, GOOD_USED), 1);
+	wr(v, VIRTIO_MMIO_QUEUE_NUM, 32);
+	wr(v, VIRTIO_MMIO_QUEUE_DESC_LOW, 0x5000);
+	CHECK_EQ(v->dev.vqs[0].size, 16);
+	CHECK_EQ(v->dev.vqs[0].desc_gpa, GOOD_DESC);
+	/* disabling first (before DRIVER_OK) makes it writable again */
+	wr(v, VIRTIO_MMIO_QUEUE_READY, 0);
+	CHECK_EQ(rd(v, VIRTIO_MMIO_QUEUE_READY), 0);
+	wr(v, VIRTIO_MMIO_QUEUE_NUM, 32);
+	CHECK_EQ(v->dev.vqs[0].size, 32);
+	vnull_free(v);
+}
+
+TEST(queue_sel_beyond_num_queues_selects_nothing)
+{
+	struct vnull *v = negotiated(2);
+
+	wr(v, VIRTIO_MMIO_QUEUE_SEL, 0);
+	CHECK_EQ(rd(v, VIRTIO_MMIO_QUEUE_NUM_MAX), VNULL_QMAX);
+	CHECK_EQ(vdrv_queue_program(&v->d, 2, 16, GOOD_DESC, GOOD_AVAIL, GOOD_USED), 0);
+	CHECK_EQ(rd(v, VIRTIO_MMIO_QUEUE_NUM_MAX), 0);
+	CHECK_EQ(vdrv_queue_program(&v->d, 0xffffffff, 16, GOOD_DESC, GOOD_AVAIL, GOOD_USED), 0);
+	CHECK(!(vdrv_status(&v->d) & VIRTIO_STATUS_NEEDS_RESET));
+	CHECK_EQ(v->dev.vqs[0].desc_gpa, 0);
+	CHECK_EQ(v->dev.vqs[1].desc_gpa, 0);
+	vnull_free(v);
+}
+
+TEST(queue_notify_kicks_the_queue_eventfd)
+{
+	struct vnull *v = vnull_running(2, 16, 0);
+
+	eventfd_count(v->dev.kick_fds[0]);              /* the DRIVER_OK kicks */
+	eventfd_count(v->dev.kick_fds[1]);
+	wr(v, VIRTIO_MMIO_QUEUE_NOTIFY, 1);
+	CHECK_EQ(eventfd_count(v->dev.kick_fds[1]), 1);
+	CHECK_EQ(eventfd_count(v->dev.kick_fds[0]), 0);
+	vnull_free(v);
+}
+
+TEST(queue_notify_beyond_num_queues_ignored)
+{
+	struct vnull *v = vnull_running(2, 16, 0);
+
+	eventfd_count(v->dev.kick_fds[0]);
+	eventfd_count(v->dev.kick_fds[1]);
+	wr(v, VIRTIO_MMIO_QUEUE_NOTIFY, 2);
+	wr(v, VIRTIO_MMIO_QUEUE_NOTIFY, 0x10000);
+	CHECK_EQ(eventfd_count(v->dev.kick_fds[0]), 0);
+	CHECK_EQ(eventfd_count(v->dev.kick_fds[1]), 0);
+	vnull_free(v);
+}
+
+/* ---- interrupts, config space ---- */
+
+TEST(signal_queue_sets_bit_0_and_fires_irqfd_ack_clears)
+{
+	struct vnull *v = vnull_running(1, 16, 0);
+
+	virtio_signal_queue(&v->dev, 0);
+	CHECK_EQ(rd(v, VIRTIO_MMIO_INTERRUPT_STATUS), VIRTIO_MMIO_INT_VRING);
+	virtio_config_changed(&v->dev);
+	CHECK_EQ(rd(v, VIRTIO_MMIO_INTERRUPT_STATUS),
+		 VIRTIO_MMIO_INT_VRING | VIRTIO_MMIO_INT_CONFIG);
+	CHECK_EQ(eventfd_count(v->d.mmio.irq_fd), 2);
+	wr(v, VIRTIO_MMIO_INTERRUPT_ACK, VIRTIO_MMIO_INT_VRING);
+	CHECK_EQ(rd(v, VIRTIO_MMIO_INTERRUPT_STATUS), VIRTIO_MMIO_INT_CONFIG);
+	wr(v, VIRTIO_MMIO_INTERRUPT_ACK, VIRTIO_MMIO_INT_CONFIG);
+	CHECK_EQ(rd(v, VIRTIO_MMIO_INTERRUPT_STATUS), 0);
+	vnull_free(v);
+}
+
+TEST(config_change_bumps_generation)
+{
+	struct vnull *v = vnull_new(1, 0);
+	uint32_t g = rd(v, VIRTIO_MMIO_CONFIG_GENERATION);
+
+	virtio_config_changed(&v->dev);
+	CHECK_EQ(rd(v, VIRTIO_MMIO_CONFIG_GENERATION), g + 1);
+	vnull_free(v);
+}
+
+TEST(config_space_is_delegated_at_any_width)
+{
+	struct vnull *v = vnull_new(1, 0);
+	uint8_t b[8];
+
+	memcpy(v->config, "\x11\x22\x33\x44\x55\x66\x77\x88", 8);
+	virtio_mmio_read(&v->d.mmio, 0x101, b, 1);
+	CHECK_EQ(b[0], 0x22);
+	virtio_mmio_read(&v->d.mmio, 0x102, b, 2);
+	CHECK_EQ(le16_load(b), 0x4433);
+	virtio_mmio_read(&v->d.mmio, 0x104, b, 4);
+	CHECK_EQ(le32_load(b), 0x88776655);
+	virtio_mmio_read(&v->d.mmio, 0x108, b, 4);      /* beyond the device's config */
+	CHECK_EQ(le32_load(b), 0);
+	le16_store(b, 0xbeef);
+	virtio_mmio_write(&v->d.mmio, 0x100, b, 2);
+	CHECK_EQ(v->config[0], 0xef);
+	CHECK_EQ(v->config[1], 0xbe);
+	vnull_free(v);
+}
+
+/* Run fn with stderr captured; returns the number of lines written. */
+static int stderr_lines(void (*fn)(struct vnull *), struct vnull *v)
+{
+	int p[2], saved, lines = 0;
+	char buf[4096];
+	ssize_t n;
+
+	CHECK_EQ(pipe(p), 0);
+	fflush(stderr);
+	saved = dup(2);
+	dup2(p[1], 2);
+	fn(v);
+	fflush(stderr);
+	dup2(saved, 2);
+	close(saved);
+	close(p[1]);
+	while ((n = read(p[0], buf, sizeof(buf))) > 0)
+		for (ssize_t i = 0; i < n; i++)
+			lines += buf[i] == '\n';
+	close(p[0]);
+	return lines;
+}
+
+static void bad_accesses(struct vnull *v)
+{
+	uint8_t b[8];
+
+	memset(b, 0xff, sizeof(b));
+	virtio_mmio_read(&v->d.mmio, VIRTIO_MMIO_MAGIC_VALUE, b, 2);      /* wrong width */
+	CHECK_EQ(le16_load(b), 0);
+	memset(b, 0xff, sizeof(b));
+	virtio_mmio_read(&v->d.mmio, VIRTIO_MMIO_MAGIC_VALUE + 2, b, 4);  /* misaligned */
+	CHECK_EQ(le32_load(b), 0);
+	memset(b, 0xff, sizeof(b));
+	virtio_mmio_read(&v->d.mmio, VIRTIO_MMIO_STATUS, b, 8);
+	CHECK_EQ(le64_load(b), 0);
+	memset(b, 0, sizeof(b));
+	b[0] = ACK;
+	virtio_mmio_write(&v->d.mmio, VIRTIO_MMIO_STATUS, b, 1);          /* ignored */
+	CHECK_EQ(rd(v, VIRTIO_MMIO_QUEUE_NUM), 0);                         /* write-only */
+	wr(v, VIRTIO_MMIO_MAGIC_VALUE, 0);                                 /* read-only */
+	CHECK_EQ(rd(v, 0x0f0), 0);                                         /* unknown */
+}
+
+TEST(bad_register_accesses_ignored_and_logged_once)
+{
+	struct vnull *v = vnull_new(1, 0);
+
+	CHECK_EQ(stderr_lines(bad_accesses, v), 1);
+	CHECK_EQ(vdrv_status(&v->d), 0);
+	CHECK_EQ(rd(v, VIRTIO_MMIO_MAGIC_VALUE), 0x74726976);
+	vnull_free(v);
+}
+
+static void good_accesses(struct vnull *v)
+{
+	CHECK_EQ(vdrv_negotiate(&v->d, V1), 0);
+	CHECK_EQ(vdrv_queue_setup(&v->d, 0, 16), 1);
+	vdrv_driver_ok(&v->d);
+	CHECK_EQ(rd(v, VIRTIO_MMIO_INTERRUPT_STATUS), 0);
+}
+
+TEST(good_register_accesses_log_nothing)
+{
+	struct vnull *v = vnull_new(1, 0);
+
+	CHECK_EQ(stderr_lines(good_accesses, v), 0);
+	vnull_free(v);
+}
