@@ -1,0 +1,69 @@
+/* virtio-blk internals shared by the device (virtio_blk.c) and the
+ * per-queue engine (blk_queue.c). Not for other modules. */
+#ifndef MVM_BLK_QUEUE_H
+#define MVM_BLK_QUEUE_H
+
+#include <liburing.h>
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "devices/blk_image.h"
+#include "devices/blk_req.h"
+#include "devices/virtio.h"
+#include "devices/virtio_blk.h"
+
+/* One request slot, indexed by the chain's head descriptor. */
+struct blk_slot {
+	struct blk_req req;        /* validated copy; iov advanced on short I/O */
+	bool busy;
+	unsigned iov_first;        /* first iov entry not yet fully transferred */
+	uint64_t off;              /* file offset of what is left */
+	uint64_t left;             /* bytes left */
+	uint32_t used_len;         /* reported to the driver on success */
+	bool buffered;             /* retried on the non-O_DIRECT fd */
+	bool punch;                /* write zeroes through PUNCH_HOLE */
+};
+
+struct blk_dev;
+
+struct blk_queue {
+	struct blk_dev *blk;
+	unsigned idx;
+	struct virtq *vq;          /* owned by the thread while running */
+	int kick_fd;               /* dev->kick_fds[idx] */
+	int stop_fd;               /* eventfd: queue_stop -> thread */
+	struct io_uring ring;
+	bool ring_ok;
+	struct blk_slot *slots;    /* vq->size entries */
+	unsigned nslots;
+	unsigned inflight;         /* slots with host I/O outstanding */
+	unsigned pushed;           /* used entries not yet published */
+	bool kick_pending;         /* a kick read/poll is outstanding */
+	bool broken;               /* guest broke the ring: stop consuming */
+	bool more;                 /* drain stopped at its budget: come back */
+	bool stopping;
+	uint64_t kick_buf, stop_buf;
+	struct blk_req_ctx ctx;
+	pthread_t thread;
+	bool thread_started;
+	struct virtq_chain chain;  /* scratch for virtq_pop */
+	struct blk_queue_stats st; /* written by the thread only (relaxed atomics) */
+};
+
+struct blk_dev {
+	struct virtio_dev vdev;
+	struct blk_opts opts;
+	struct blk_image img;
+	uint64_t capacity;         /* sectors */
+	bool flush_failed;         /* atomic, sticky: a failed fsync fails later flushes */
+	uint8_t config[72];        /* struct virtio_blk_config, little-endian */
+	struct blk_queue *queues;  /* vdev.num_queues */
+	blk_inject_fn inject;
+	void *inject_arg;
+};
+
+int blk_queue_start(struct blk_dev *blk, unsigned q);
+void blk_queue_stop(struct blk_dev *blk, unsigned q);
+
+#endif

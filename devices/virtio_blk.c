@@ -1,0 +1,262 @@
+/* virtio-blk device model (virtio 1.2 §5.2): features, configuration space,
+ * queue start/stop and --stats. The data path is in blk_queue.c. */
+#include "devices/virtio_blk.h"
+#include "devices/blk_queue.h"
+#include "devices/virtio_mmio.h"
+#include "vmm/byteorder.h"
+#include "vmm/util.h"
+#include "vmm/vm.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* struct virtio_blk_config offsets (§5.2.4) */
+#define CFG_CAPACITY        0
+#define CFG_SIZE_MAX        8
+#define CFG_SEG_MAX         12
+#define CFG_GEOMETRY        16      /* cylinders le16, heads u8, sectors u8: left 0 */
+#define CFG_BLK_SIZE        20
+#define CFG_PHYS_BLOCK_EXP  24
+#define CFG_ALIGN_OFFSET    25
+#define CFG_MIN_IO_SIZE     26
+#define CFG_OPT_IO_SIZE     28
+#define CFG_WRITEBACK       32
+#define CFG_NUM_QUEUES      34
+#define CFG_MAX_DISCARD_SECTORS  36
+#define CFG_MAX_DISCARD_SEG      40
+#define CFG_DISCARD_ALIGN        44
+#define CFG_MAX_WZ_SECTORS       48
+#define CFG_MAX_WZ_SEG           52
+#define CFG_WZ_MAY_UNMAP         56
+/* 60..71: secure erase limits (feature not offered), left 0 */
+
+static struct blk_dev *to_blk(const struct virtio_dev *dev)
+{
+	return dev->priv;
+}
+
+static uint64_t blk_features(const struct virtio_dev *dev)
+{
+	const struct blk_dev *blk = to_blk(dev);
+	uint64_t f = VIRTIO_BIT(VIRTIO_BLK_F_SIZE_MAX) | VIRTIO_BIT(VIRTIO_BLK_F_SEG_MAX) |
+		     VIRTIO_BIT(VIRTIO_BLK_F_BLK_SIZE) | VIRTIO_BIT(VIRTIO_BLK_F_FLUSH) |
+		     VIRTIO_BIT(VIRTIO_BLK_F_TOPOLOGY);
+
+	if (blk->img.ro)
+		f |= VIRTIO_BIT(VIRTIO_BLK_F_RO);
+	else
+		f |= VIRTIO_BIT(VIRTIO_BLK_F_WRITE_ZEROES);
+	if (blk->img.discard)
+		f |= VIRTIO_BIT(VIRTIO_BLK_F_DISCARD);
+	if (blk->opts.queues > 1)
+		f |= VIRTIO_BIT(VIRTIO_BLK_F_MQ);
+	return f;
+}
+
+static void blk_build_config(struct blk_dev *blk)
+{
+	uint8_t *c = blk->config;
+
+	memset(c, 0, sizeof(blk->config));
+	le64_store(c + CFG_CAPACITY, blk->capacity);
+	le32_store(c + CFG_SIZE_MAX, BLK_SIZE_MAX);
+	le32_store(c + CFG_SEG_MAX, BLK_SEG_MAX);
+	le32_store(c + CFG_BLK_SIZE, (uint32_t)BLK_SECTOR);
+	c[CFG_PHYS_BLOCK_EXP] = 0;              /* physical block = logical block */
+	c[CFG_ALIGN_OFFSET] = 0;
+	le16_store(c + CFG_MIN_IO_SIZE, 1);     /* in logical blocks */
+	le32_store(c + CFG_OPT_IO_SIZE, 0);     /* no preference */
+	c[CFG_WRITEBACK] = 0;                   /* CONFIG_WCE not offered */
+	le16_store(c + CFG_NUM_QUEUES, (uint16_t)blk->opts.queues);
+	if (blk->img.discard) {
+		le32_store(c + CFG_MAX_DISCARD_SECTORS, BLK_DWZ_MAX_SECTORS);
+		le32_store(c + CFG_MAX_DISCARD_SEG, BLK_DWZ_MAX_SEG);
+		le32_store(c + CFG_DISCARD_ALIGN, 4096 / BLK_SECTOR);
+	}
+	if (!blk->img.ro) {
+		le32_store(c + CFG_MAX_WZ_SECTORS, BLK_DWZ_MAX_SECTORS);
+		le32_store(c + CFG_MAX_WZ_SEG, BLK_DWZ_MAX_SEG);
+		c[CFG_WZ_MAY_UNMAP] = blk->img.discard ? 1 : 0;
+	}
+}
+
+/* Bytes past the end of our config read as 0 (virtio.h contract); off and
+ * len come from the guest, so check without overflow. */
+static void blk_config_read(struct virtio_dev *dev, uint64_t off, uint8_t *data, unsigned len)
+{
+	const struct blk_dev *blk = to_blk(dev);
+	unsigned i;
+
+	for (i = 0; i < len; i++) {
+		uint64_t o = off + i;
+		data[i] = (o >= off && o < sizeof(blk->config)) ? blk->config[o] : 0;
+	}
+}
+
+/* Nothing is writable: `writeback` needs VIRTIO_BLK_F_CONFIG_WCE, not offered. */
+static void blk_config_write(struct virtio_dev *dev, uint64_t off, const uint8_t *data,
+			     unsigned len)
+{
+	(void)dev; (void)off; (void)data; (void)len;
+}
+
+static int blk_queue_start_op(struct virtio_dev *dev, unsigned q)
+{
+	return blk_queue_start(to_blk(dev), q);
+}
+
+static void blk_queue_stop_op(struct virtio_dev *dev, unsigned q)
+{
+	blk_queue_stop(to_blk(dev), q);
+}
+
+static void blk_reset(struct virtio_dev *dev)
+{
+	/* Queues are stopped by the core before this; a failed flush stays
+	 * failed across resets: the data it should have made durable may be
+	 * gone, and a fresh driver must not be told otherwise. */
+	(void)dev;
+}
+
+static void blk_stats_json(struct virtio_dev *dev, FILE *out)
+{
+	struct blk_dev *blk = to_blk(dev);
+	unsigned q;
+
+	fprintf(out, "{\"kind\":\"virtio-blk\",\"path\":\"");
+	for (const char *p = blk->opts.path; *p; p++) {
+		if (*p == '"' || *p == '\\')
+			fputc('\\', out);
+		if ((unsigned char)*p < 0x20)
+			fprintf(out, "\\u%04x", *p);
+		else
+			fputc(*p, out);
+	}
+	fprintf(out, "\",\"queues\":[");
+	for (q = 0; q < dev->num_queues; q++) {
+		struct blk_queue_stats s;
+		blk_get_queue_stats(dev, q, &s);
+		fprintf(out, "%s{\"requests\":%llu,\"batches\":%llu,\"io_uring_enter\":%llu,"
+			"\"irqs\":%llu,\"errors\":%llu,\"bytes_read\":%llu,\"bytes_written\":%llu}",
+			q ? "," : "", (unsigned long long)s.requests,
+			(unsigned long long)s.batches, (unsigned long long)s.enters,
+			(unsigned long long)s.irqs, (unsigned long long)s.errors,
+			(unsigned long long)s.bytes_read, (unsigned long long)s.bytes_written);
+	}
+	fprintf(out, "]}");
+}
+
+static void blk_destroy(struct virtio_dev *dev)
+{
+	struct blk_dev *blk = to_blk(dev);
+
+	blk_image_close(&blk->img);
+	free(blk->queues);
+	free(blk);      /* holds dev: last */
+}
+
+static const struct virtio_device_ops blk_ops = {
+	.name = "virtio-blk",
+	.device_id = VIRTIO_ID_BLOCK,
+	.features = blk_features,
+	.config_read = blk_config_read,
+	.config_write = blk_config_write,
+	.queue_start = blk_queue_start_op,
+	.queue_stop = blk_queue_stop_op,
+	.reset = blk_reset,
+	.stats_json = blk_stats_json,
+	.destroy = blk_destroy,
+};
+
+int blk_dev_new(const struct blk_opts *o, const struct guest_mem *mem,
+		struct virtio_dev **out, char *err, size_t errlen)
+{
+	struct blk_dev *blk;
+	int r;
+
+	if (o->queues < 1 || o->queues > BLK_MAX_QUEUES) {
+		snprintf(err, errlen, "--disk %s: %u queues; use 1 to %u", o->path, o->queues,
+			 BLK_MAX_QUEUES);
+		return -EINVAL;
+	}
+	blk = calloc(1, sizeof(*blk));
+	if (!blk)
+		goto oom;
+	blk->opts = *o;
+	blk->queues = calloc(o->queues, sizeof(*blk->queues));
+	if (!blk->queues) {
+		free(blk);
+		goto oom;
+	}
+	r = blk_image_open(o, &blk->img, err, errlen);
+	if (r)
+		goto free_queues;
+	blk->capacity = blk->img.size / BLK_SECTOR;
+	blk_build_config(blk);
+	r = virtio_dev_init(&blk->vdev, &blk_ops, blk, mem, o->queues, BLK_QUEUE_SIZE_MAX);
+	if (r) {
+		snprintf(err, errlen, "--disk %s: cannot create the virtio device: %s",
+			 o->path, strerror(-r));
+		goto close_image;
+	}
+	*out = &blk->vdev;
+	return 0;
+
+close_image:
+	blk_image_close(&blk->img);
+free_queues:
+	free(blk->queues);
+	free(blk);
+	return r;
+oom:
+	snprintf(err, errlen, "--disk %s: out of memory", o->path);
+	return -ENOMEM;
+}
+
+int blk_create(struct vm *vm, const struct blk_opts *o, char *err, size_t errlen)
+{
+	struct virtio_dev *dev;
+	int r;
+
+	r = blk_dev_new(o, &vm->mem, &dev, err, errlen);
+	if (r)
+		return r;
+	r = virtio_mmio_attach(vm, dev);
+	if (r) {
+		snprintf(err, errlen, "--disk %s: cannot attach virtio-mmio device: %s",
+			 o->path, strerror(-r));
+		virtio_dev_destroy(dev);
+		return r;
+	}
+	return 0;
+}
+
+int blk_get_queue_stats(struct virtio_dev *dev, unsigned q, struct blk_queue_stats *out)
+{
+	const struct blk_queue_stats *s;
+
+	if (dev->ops != &blk_ops || q >= dev->num_queues)
+		return -EINVAL;
+	s = &to_blk(dev)->queues[q].st;
+	out->requests = __atomic_load_n(&s->requests, __ATOMIC_RELAXED);
+	out->batches = __atomic_load_n(&s->batches, __ATOMIC_RELAXED);
+	out->enters = __atomic_load_n(&s->enters, __ATOMIC_RELAXED);
+	out->irqs = __atomic_load_n(&s->irqs, __ATOMIC_RELAXED);
+	out->errors = __atomic_load_n(&s->errors, __ATOMIC_RELAXED);
+	out->bytes_read = __atomic_load_n(&s->bytes_read, __ATOMIC_RELAXED);
+	out->bytes_written = __atomic_load_n(&s->bytes_written, __ATOMIC_RELAXED);
+	return 0;
+}
+
+void blk_set_inject(struct virtio_dev *dev, blk_inject_fn fn, void *arg)
+{
+	struct blk_dev *blk;
+
+	if (dev->ops != &blk_ops)
+		return;
+	blk = to_blk(dev);
+	blk->inject = fn;
+	blk->inject_arg = arg;
+}

@@ -1,0 +1,48 @@
+/* virtio-blk device (virtio 1.2 §5.2), transport-agnostic.
+ *
+ * Each virtqueue is served by its own thread that owns the ring, an
+ * io_uring (the image registered as a fixed file) and the request slots:
+ * one io_uring_enter per drain of the ring, one interrupt per batch. */
+#ifndef MVM_VIRTIO_BLK_H
+#define MVM_VIRTIO_BLK_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "devices/blk_image.h"
+#include "devices/virtio.h"
+
+struct vm;
+
+#define BLK_QUEUE_SIZE_MAX 256     /* QueueNumMax of every request queue */
+
+/* Open the image described by o and create the device (not yet bound to a
+ * transport). *out is freed by virtio_dev_destroy(). 0 or -errno with a
+ * one-line message in err. */
+int blk_dev_new(const struct blk_opts *o, const struct guest_mem *mem,
+		struct virtio_dev **out, char *err, size_t errlen);
+
+/* blk_dev_new + virtio_mmio_attach: the VM owns the device afterwards.
+ * Before vCPUs start. 0 or -errno with a one-line message in err. */
+int blk_create(struct vm *vm, const struct blk_opts *o, char *err, size_t errlen);
+
+/* Per-queue counters (since the device was created). */
+struct blk_queue_stats {
+	uint64_t requests;         /* chains popped */
+	uint64_t batches;          /* publishes of >= 1 used entry */
+	uint64_t enters;           /* io_uring_enter calls */
+	uint64_t irqs;             /* queue interrupts signalled */
+	uint64_t errors;           /* requests completed with a status other than OK */
+	uint64_t bytes_read;
+	uint64_t bytes_written;
+};
+/* 0 or -EINVAL (not a blk device / bad queue). Any thread. */
+int blk_get_queue_stats(struct virtio_dev *dev, unsigned q, struct blk_queue_stats *out);
+
+/* Fault injection for tests only: called on the queue thread with every host
+ * I/O completion result (bytes or -errno) before the device looks at it; the
+ * return value replaces it. Set before DRIVER_OK. */
+typedef int (*blk_inject_fn)(void *arg, unsigned q, uint32_t type, int res);
+void blk_set_inject(struct virtio_dev *dev, blk_inject_fn fn, void *arg);
+
+#endif
