@@ -1,0 +1,368 @@
+/* virtio-pci modern register model: identity, capabilities, common cfg
+ * rules, notify, ISR/INTx, MSI-X per queue, PCI cfg access window.
+ * No KVM: the transport is not attached; kicks and interrupts are read from
+ * the eventfds. */
+#include <errno.h>
+#include <sys/eventfd.h>
+
+#include "tests/unit/check.h"
+#include "tests/unit/vnulldev.h"
+#include "devices/virtio_pci.h"
+#include "vmm/vm.h"
+
+#define NQ 3
+
+struct tvp {
+	struct vm vm;
+	struct vnull *v;
+	struct virtio_pci vp;
+};
+
+static struct tvp *tvp_new(void)
+{
+	struct tvp *t = calloc(1, sizeof(*t));
+
+	CHECK(t);
+	t->vm.vm_fd = t->vm.kvm_fd = -1;
+	t->v = calloc(1, sizeof(*t->v));
+	CHECK(t->v);
+	CHECK_EQ(vdrv_ram_init(&t->v->d, VNULL_RAM_GPA, VNULL_RAM_SIZE), 0);
+	CHECK_EQ(virtio_dev_init(&t->v->dev, &vnull_ops, t->v, &t->v->d.mem, NQ, VNULL_QMAX), 0);
+	CHECK_EQ(virtio_pci_init(&t->vp, &t->v->dev, &t->vm), 0);
+	return t;
+}
+
+static void tvp_free(struct tvp *t)
+{
+	virtio_dev_destroy(&t->v->dev);
+	virtio_pci_destroy(&t->vp);
+	free(t->v->d.ram);
+	free(t->v);
+	free(t);
+}
+
+static void w(struct tvp *t, unsigned off, unsigned len, uint64_t val)
+{
+	uint8_t b[8];
+
+	le_store_n(b, len, val);
+	virtio_pci_bar_write(&t->vp, off, b, len);
+}
+
+static uint64_t r(struct tvp *t, unsigned off, unsigned len)
+{
+	uint8_t b[8];
+
+	virtio_pci_bar_read(&t->vp, off, b, len);
+	return le_load_n(b, len);
+}
+
+static uint8_t status(struct tvp *t)
+{
+	return (uint8_t)r(t, VIRTIO_PCI_COMMON_STATUS, 1);
+}
+
+static void negotiate(struct tvp *t)
+{
+	w(t, VIRTIO_PCI_COMMON_STATUS, 1, VIRTIO_STATUS_ACKNOWLEDGE);
+	w(t, VIRTIO_PCI_COMMON_STATUS, 1, VIRTIO_STATUS_ACKNOWLEDGE | VIRTIO_STATUS_DRIVER);
+	w(t, VIRTIO_PCI_COMMON_GFSELECT, 4, 1);
+	w(t, VIRTIO_PCI_COMMON_GF, 4, 1);           /* VERSION_1 */
+	w(t, VIRTIO_PCI_COMMON_STATUS, 1, VIRTIO_STATUS_ACKNOWLEDGE | VIRTIO_STATUS_DRIVER |
+	  VIRTIO_STATUS_FEATURES_OK);
+	CHECK(status(t) & VIRTIO_STATUS_FEATURES_OK);
+}
+
+/* Program queue q (size 64) the way Linux does: 64-bit addresses as two dwords. */
+static void queue_setup(struct tvp *t, unsigned q, uint16_t vector)
+{
+	struct vdrv *d = &t->v->d;
+	uint64_t desc = vdrv_alloc(d, VIRTQ_DESC_BYTES(64), 16);
+	uint64_t avail = vdrv_alloc(d, VIRTQ_AVAIL_BYTES(64), 2);
+	uint64_t used = vdrv_alloc(d, VIRTQ_USED_BYTES(64), 4);
+
+	w(t, VIRTIO_PCI_COMMON_Q_SELECT, 2, q);
+	w(t, VIRTIO_PCI_COMMON_Q_SIZE, 2, 64);
+	w(t, VIRTIO_PCI_COMMON_Q_DESC, 4, (uint32_t)desc);
+	w(t, VIRTIO_PCI_COMMON_Q_DESC + 4, 4, desc >> 32);
+	w(t, VIRTIO_PCI_COMMON_Q_DRIVER, 4, (uint32_t)avail);
+	w(t, VIRTIO_PCI_COMMON_Q_DRIVER + 4, 4, avail >> 32);
+	w(t, VIRTIO_PCI_COMMON_Q_DEVICE, 8, used);
+	w(t, VIRTIO_PCI_COMMON_Q_MSIX, 2, vector);
+	w(t, VIRTIO_PCI_COMMON_Q_ENABLE, 2, 1);
+	CHECK_EQ(r(t, VIRTIO_PCI_COMMON_Q_ENABLE, 2), 1);
+}
+
+static uint64_t efd_count(int fd)
+{
+	eventfd_t v = 0;
+
+	if (eventfd_read(fd, &v) < 0)
+		return 0;
+	return v;
+}
+
+static void msix_enable_vector(struct tvp *t, unsigned vec)
+{
+	uint8_t b[4];
+
+	pci_cfg_write16(&t->vp.pci, t->vp.msix.cap + MSIX_CAP_CTRL, MSIX_CTRL_ENABLE);
+	le32_store(b, 0xfee00000);
+	msix_bar_write(&t->vp.msix, vec * 16 + MSIX_ENTRY_ADDR_LO, b, 4);
+	le32_store(b, 0x40 + vec);
+	msix_bar_write(&t->vp.msix, vec * 16 + MSIX_ENTRY_DATA, b, 4);
+	le32_store(b, 0);
+	msix_bar_write(&t->vp.msix, vec * 16 + MSIX_ENTRY_CTRL, b, 4);
+}
+
+TEST(pci_identity)
+{
+	struct tvp *t = tvp_new();
+	struct pci_dev *pd = &t->vp.pci;
+
+	CHECK_EQ(pci_cfg_read32(pd, PCI_REG_VENDOR_ID), (0x1040u + 0x7f) << 16 | 0x1af4);
+	CHECK_EQ(pd->cfg[PCI_REG_REVISION], 1);
+	CHECK_EQ(le16_load(&pd->cfg[PCI_REG_SUBSYS_VENDOR]), 0x1af4);
+	CHECK_EQ(le16_load(&pd->cfg[PCI_REG_SUBSYS_ID]), 0x1040 + 0x7f);
+	CHECK_EQ(pd->cfg[PCI_REG_CLASS], 0xff);
+	CHECK(pd->bars[VIRTIO_PCI_BAR].flags & PCI_BAR_MEM64);
+	CHECK(pd->bars[VIRTIO_PCI_BAR].flags & PCI_BAR_PREFETCH);
+	tvp_free(t);
+}
+
+TEST(capability_chain_as_linux_walks_it)
+{
+	struct tvp *t = tvp_new();
+	struct pci_dev *pd = &t->vp.pci;
+	unsigned ptr = pd->cfg[PCI_REG_CAP_PTR], found = 0, n = 0;
+
+	while (ptr && n++ < 48) {
+		uint32_t hdr = pci_cfg_read32(pd, ptr);
+		if ((hdr & 0xff) == PCI_CAP_ID_VNDR) {
+			uint8_t type = hdr >> 24, bar = pci_cfg_read32(pd, ptr + 4) & 0xff;
+			uint32_t off = pci_cfg_read32(pd, ptr + 8), len = pci_cfg_read32(pd, ptr + 12);
+			found |= 1u << type;
+			CHECK_EQ((hdr >> 16) & 0xff, type == VIRTIO_PCI_CAP_NOTIFY_CFG ||
+				 type == VIRTIO_PCI_CAP_PCI_CFG ? 20 : 16);
+			if (type == VIRTIO_PCI_CAP_COMMON_CFG) {
+				CHECK_EQ(bar, VIRTIO_PCI_BAR);
+				CHECK(len >= VIRTIO_PCI_COMMON_LEN);
+				CHECK_EQ(off, VIRTIO_PCI_COMMON_OFF);
+			}
+			if (type == VIRTIO_PCI_CAP_NOTIFY_CFG) {
+				CHECK_EQ(pci_cfg_read32(pd, ptr + 16), VIRTIO_PCI_NOTIFY_MULT);
+				CHECK_EQ(len, NQ * VIRTIO_PCI_NOTIFY_MULT);
+			}
+			if (type != VIRTIO_PCI_CAP_PCI_CFG)
+				CHECK(off + len <= VIRTIO_PCI_BAR_SIZE);
+		} else {
+			CHECK_EQ(hdr & 0xff, PCI_CAP_ID_MSIX);
+			CHECK_EQ(hdr >> 16 & 0x7ff, NQ);        /* NQ + 1 vectors */
+		}
+		ptr = (hdr >> 8) & 0xfc;
+	}
+	CHECK_EQ(found, 1u << 1 | 1u << 2 | 1u << 3 | 1u << 4 | 1u << 5);
+	tvp_free(t);
+}
+
+TEST(queue_select_beyond_num_queues_reads_zero_ignores_writes)
+{
+	struct tvp *t = tvp_new();
+
+	negotiate(t);
+	CHECK_EQ(r(t, VIRTIO_PCI_COMMON_NUMQ, 2), NQ);
+	w(t, VIRTIO_PCI_COMMON_Q_SELECT, 2, NQ);
+	CHECK_EQ(r(t, VIRTIO_PCI_COMMON_Q_SELECT, 2), NQ);
+	CHECK_EQ(r(t, VIRTIO_PCI_COMMON_Q_SIZE, 2), 0);
+	CHECK_EQ(r(t, VIRTIO_PCI_COMMON_Q_NOFF, 2), 0);
+	CHECK_EQ(r(t, VIRTIO_PCI_COMMON_Q_MSIX, 2), 0);
+	w(t, VIRTIO_PCI_COMMON_Q_SIZE, 2, 16);
+	w(t, VIRTIO_PCI_COMMON_Q_DESC, 8, 0x20000);
+	w(t, VIRTIO_PCI_COMMON_Q_ENABLE, 2, 1);
+	CHECK_EQ(r(t, VIRTIO_PCI_COMMON_Q_SIZE, 2), 0);
+	for (unsigned q = 0; q < NQ; q++) {
+		CHECK_EQ(t->v->dev.vqs[q].size, VNULL_QMAX);
+		CHECK_EQ(t->v->dev.vqs[q].desc_gpa, 0);
+		CHECK(!t->v->dev.vqs[q].ready);
+	}
+	tvp_free(t);
+}
+
+TEST(queue_config_ignored_while_enabled_or_after_driver_ok)
+{
+	struct tvp *t = tvp_new();
+	uint64_t desc;
+
+	negotiate(t);
+	queue_setup(t, 0, 1);
+	desc = t->v->dev.vqs[0].desc_gpa;
+	/* Enabled: size/address/vector writes ignored. */
+	w(t, VIRTIO_PCI_COMMON_Q_SIZE, 2, 32);
+	w(t, VIRTIO_PCI_COMMON_Q_DESC, 4, 0x40000);
+	w(t, VIRTIO_PCI_COMMON_Q_MSIX, 2, 2);
+	CHECK_EQ(r(t, VIRTIO_PCI_COMMON_Q_SIZE, 2), 64);
+	CHECK_EQ(r(t, VIRTIO_PCI_COMMON_Q_DESC, 8), desc);
+	CHECK_EQ(r(t, VIRTIO_PCI_COMMON_Q_MSIX, 2), 1);
+	w(t, VIRTIO_PCI_COMMON_STATUS, 1, status(t) | VIRTIO_STATUS_DRIVER_OK);
+	CHECK(status(t) & VIRTIO_STATUS_DRIVER_OK);
+	CHECK_EQ(t->v->started[0], 1);
+	/* After DRIVER_OK, even a disabled queue cannot be configured. */
+	w(t, VIRTIO_PCI_COMMON_Q_SELECT, 2, 1);
+	w(t, VIRTIO_PCI_COMMON_Q_SIZE, 2, 16);
+	w(t, VIRTIO_PCI_COMMON_Q_MSIX, 2, 2);
+	w(t, VIRTIO_PCI_COMMON_Q_ENABLE, 2, 1);
+	CHECK_EQ(r(t, VIRTIO_PCI_COMMON_Q_SIZE, 2), VNULL_QMAX);
+	CHECK_EQ(r(t, VIRTIO_PCI_COMMON_Q_MSIX, 2), MSIX_NO_VECTOR);
+	CHECK_EQ(r(t, VIRTIO_PCI_COMMON_Q_ENABLE, 2), 0);
+	tvp_free(t);
+}
+
+TEST(msix_vector_beyond_table_reads_no_vector)
+{
+	struct tvp *t = tvp_new();
+
+	CHECK_EQ(r(t, VIRTIO_PCI_COMMON_MSIX, 2), MSIX_NO_VECTOR);
+	w(t, VIRTIO_PCI_COMMON_MSIX, 2, NQ);            /* last valid vector */
+	CHECK_EQ(r(t, VIRTIO_PCI_COMMON_MSIX, 2), NQ);
+	w(t, VIRTIO_PCI_COMMON_MSIX, 2, NQ + 1);
+	CHECK_EQ(r(t, VIRTIO_PCI_COMMON_MSIX, 2), MSIX_NO_VECTOR);
+	negotiate(t);
+	w(t, VIRTIO_PCI_COMMON_Q_SELECT, 2, 2);
+	w(t, VIRTIO_PCI_COMMON_Q_MSIX, 2, 0x100);
+	CHECK_EQ(r(t, VIRTIO_PCI_COMMON_Q_MSIX, 2), MSIX_NO_VECTOR);
+	w(t, VIRTIO_PCI_COMMON_Q_MSIX, 2, 0);
+	CHECK_EQ(r(t, VIRTIO_PCI_COMMON_Q_MSIX, 2), 0);
+	tvp_free(t);
+}
+
+TEST(notify_offsets_unique_and_kick_the_queue_eventfd)
+{
+	struct tvp *t = tvp_new();
+	unsigned offs[NQ];
+
+	for (unsigned q = 0; q < NQ; q++) {
+		w(t, VIRTIO_PCI_COMMON_Q_SELECT, 2, q);
+		offs[q] = (unsigned)r(t, VIRTIO_PCI_COMMON_Q_NOFF, 2);
+		for (unsigned p = 0; p < q; p++)
+			CHECK(offs[p] != offs[q]);
+		CHECK(VIRTIO_PCI_NOTIFY_MULT * offs[q] < NQ * VIRTIO_PCI_NOTIFY_MULT);
+	}
+	for (unsigned q = 0; q < NQ; q++)
+		efd_count(t->v->dev.kick_fds[q]);
+	w(t, VIRTIO_PCI_NOTIFY_OFF + VIRTIO_PCI_NOTIFY_MULT * offs[1], 2, 1);
+	CHECK_EQ(efd_count(t->v->dev.kick_fds[1]), 1);
+	CHECK_EQ(efd_count(t->v->dev.kick_fds[0]), 0);
+	CHECK_EQ(efd_count(t->v->dev.kick_fds[2]), 0);
+	w(t, VIRTIO_PCI_NOTIFY_OFF + VIRTIO_PCI_NOTIFY_MULT * NQ, 2, 0);   /* past the end */
+	for (unsigned q = 0; q < NQ; q++)
+		CHECK_EQ(efd_count(t->v->dev.kick_fds[q]), 0);
+	tvp_free(t);
+}
+
+TEST(intx_sets_isr_read_clears_and_resample_reasserts)
+{
+	struct tvp *t = tvp_new();
+	struct virtio_dev *dev = &t->v->dev;
+
+	negotiate(t);
+	queue_setup(t, 0, 0);           /* vector set, but MSI-X disabled: INTx */
+	virtio_signal_queue(dev, 0);
+	CHECK_EQ(efd_count(t->vp.intx_fd), 1);
+	CHECK(pci_cfg_read32(&t->vp.pci, PCI_REG_COMMAND) >> 16 & PCI_STATUS_INTX);
+	/* EOI before the handler read ISR: re-assert. */
+	CHECK(virtio_pci_intx_resample(&t->vp));
+	CHECK_EQ(efd_count(t->vp.intx_fd), 1);
+	dev->tops->signal_config(dev);
+	CHECK_EQ(r(t, VIRTIO_PCI_ISR_OFF, 1), VIRTIO_PCI_ISR_QUEUE | VIRTIO_PCI_ISR_CONFIG);
+	CHECK_EQ(r(t, VIRTIO_PCI_ISR_OFF, 1), 0);        /* read-to-clear */
+	CHECK(!virtio_pci_intx_resample(&t->vp));
+	CHECK(!(pci_cfg_read32(&t->vp.pci, PCI_REG_COMMAND) >> 16 & PCI_STATUS_INTX));
+	/* INTx disable in the command register: ISR still set, line not raised. */
+	efd_count(t->vp.intx_fd);
+	pci_cfg_write16(&t->vp.pci, PCI_REG_COMMAND, PCI_CMD_INTX_DISABLE);
+	virtio_signal_queue(dev, 0);
+	CHECK_EQ(efd_count(t->vp.intx_fd), 0);
+	CHECK_EQ(r(t, VIRTIO_PCI_ISR_OFF, 1), VIRTIO_PCI_ISR_QUEUE);
+	tvp_free(t);
+}
+
+TEST(msix_fires_per_queue_vector_not_intx)
+{
+	struct tvp *t = tvp_new();
+	struct virtio_dev *dev = &t->v->dev;
+
+	negotiate(t);
+	queue_setup(t, 0, 1);
+	queue_setup(t, 1, 2);
+	queue_setup(t, 2, MSIX_NO_VECTOR);
+	w(t, VIRTIO_PCI_COMMON_MSIX, 2, 0);
+	msix_enable_vector(t, 0);
+	msix_enable_vector(t, 1);
+	msix_enable_vector(t, 2);
+	virtio_signal_queue(dev, 1);
+	CHECK_EQ(efd_count(t->vp.msix.v[2].fd), 1);
+	CHECK_EQ(efd_count(t->vp.msix.v[1].fd), 0);
+	virtio_signal_queue(dev, 0);
+	CHECK_EQ(efd_count(t->vp.msix.v[1].fd), 1);
+	dev->tops->signal_config(dev);
+	CHECK_EQ(efd_count(t->vp.msix.v[0].fd), 1);
+	virtio_signal_queue(dev, 2);            /* NO_VECTOR with MSI-X on: nothing */
+	CHECK_EQ(efd_count(t->vp.intx_fd), 0);
+	CHECK_EQ(r(t, VIRTIO_PCI_ISR_OFF, 1), 0);
+	tvp_free(t);
+}
+
+TEST(pci_cfg_access_capability_reaches_the_bar)
+{
+	struct tvp *t = tvp_new();
+	struct pci_dev *pd = &t->vp.pci;
+	unsigned cap = t->vp.cap_pci_cfg;
+
+	pci_cfg_write(pd, cap + 4, (const uint8_t[]){ VIRTIO_PCI_BAR }, 1);
+	pci_cfg_write32(pd, cap + 8, VIRTIO_PCI_COMMON_NUMQ);
+	pci_cfg_write32(pd, cap + 12, 2);
+	CHECK_EQ(pci_cfg_read32(pd, cap + 16) & 0xffff, NQ);
+	/* Write through the window: config_msix_vector. */
+	pci_cfg_write32(pd, cap + 8, VIRTIO_PCI_COMMON_MSIX);
+	pci_cfg_write32(pd, cap + 16, 2);
+	CHECK_EQ(r(t, VIRTIO_PCI_COMMON_MSIX, 2), 2);
+	/* Bad length / BAR / offset: nothing happens, reads 0. */
+	pci_cfg_write32(pd, cap + 12, 3);
+	CHECK_EQ(pci_cfg_read32(pd, cap + 16), 0);
+	pci_cfg_write32(pd, cap + 12, 4);
+	pci_cfg_write32(pd, cap + 8, VIRTIO_PCI_BAR_SIZE);
+	CHECK_EQ(pci_cfg_read32(pd, cap + 16), 0);
+	tvp_free(t);
+}
+
+TEST(reset_restores_transport_defaults)
+{
+	struct tvp *t = tvp_new();
+
+	negotiate(t);
+	queue_setup(t, 1, 2);
+	w(t, VIRTIO_PCI_COMMON_MSIX, 2, 0);
+	w(t, VIRTIO_PCI_COMMON_STATUS, 1, 0);
+	CHECK_EQ(status(t), 0);
+	CHECK_EQ(r(t, VIRTIO_PCI_COMMON_MSIX, 2), MSIX_NO_VECTOR);
+	CHECK_EQ(r(t, VIRTIO_PCI_COMMON_Q_SELECT, 2), 0);
+	w(t, VIRTIO_PCI_COMMON_Q_SELECT, 2, 1);
+	CHECK_EQ(r(t, VIRTIO_PCI_COMMON_Q_MSIX, 2), MSIX_NO_VECTOR);
+	CHECK_EQ(r(t, VIRTIO_PCI_COMMON_Q_ENABLE, 2), 0);
+	tvp_free(t);
+}
+
+TEST(wrong_width_common_access_ignored)
+{
+	struct tvp *t = tvp_new();
+
+	CHECK_EQ(r(t, VIRTIO_PCI_COMMON_NUMQ, 4), 0);     /* dword over a word field */
+	w(t, VIRTIO_PCI_COMMON_MSIX, 4, 0);
+	CHECK_EQ(r(t, VIRTIO_PCI_COMMON_MSIX, 2), MSIX_NO_VECTOR);
+	CHECK(t->vp.bad_access_logged);
+	CHECK_EQ(r(t, VIRTIO_PCI_COMMON_DF + 1, 1), 0);
+	CHECK_EQ(r(t, VIRTIO_PCI_COMMON_DF, 4), (uint32_t)VIRTIO_CORE_FEATURES);
+	w(t, VIRTIO_PCI_COMMON_DFSELECT, 4, 1);
+	CHECK_EQ(r(t, VIRTIO_PCI_COMMON_DF, 4), (uint32_t)(VIRTIO_CORE_FEATURES >> 32));
+	tvp_free(t);
+}
