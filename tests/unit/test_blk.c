@@ -528,3 +528,433 @@ TEST(stats_json_has_per_queue_counters)
 	free(out);
 	teardown(&t);
 }
+
+/* --- bad input from the guest --- */
+
+/* Host-I/O observer and fault injector (the device's test-only hook). */
+static struct {
+	int calls;
+	int fail_res;             /* != 0: replace the first `fail_n` results */
+	int fail_n;
+	uint32_t only_type;       /* UINT32_MAX: any */
+	int short_by;             /* > 0: report this many bytes fewer, once */
+	uint8_t *rewrite_hdr;     /* guest header to scribble over at completion */
+	unsigned delay_us;
+} inj;
+
+static int inject(void *arg, unsigned q, uint32_t type, int res)
+{
+	(void)arg; (void)q;
+	inj.calls++;
+	if (inj.delay_us)
+		usleep(inj.delay_us);
+	if (inj.rewrite_hdr) {
+		/* The guest changes type and sector after submission. */
+		le32_store(inj.rewrite_hdr, VIRTIO_BLK_T_OUT);
+		le64_store(inj.rewrite_hdr + 8, 1500);
+		inj.rewrite_hdr = NULL;
+	}
+	if (inj.only_type != UINT32_MAX && type != inj.only_type)
+		return res;
+	if (inj.short_by > 0 && res > inj.short_by) {
+		res -= inj.short_by;
+		inj.short_by = 0;
+		return res;
+	}
+	if (inj.fail_n > 0) {
+		inj.fail_n--;
+		return inj.fail_res;
+	}
+	return res;
+}
+
+static void inject_on(struct t *t)
+{
+	memset(&inj, 0, sizeof(inj));
+	inj.only_type = UINT32_MAX;
+	blk_set_inject(t->dev, inject, NULL);
+}
+
+/* A setup with the hook installed before DRIVER_OK. */
+static void setup_inj(struct t *t, const char *opts)
+{
+	setup_ex(t, opts, 1, all_features(), false);
+	inject_on(t);
+	vdrv_driver_ok(&t->d);
+}
+
+/* Post a raw chain, kick, wait: returns the used length. */
+static uint32_t run_sg(struct t *t, const struct vdrv_sg *sg, unsigned n)
+{
+	uint32_t id, len;
+	int head = vdrv_add(&t->d, 0, sg, n, false);
+
+	CHECK(head >= 0);
+	vdrv_kick(&t->d, 0);
+	wait_used(t, 0, &id, &len);
+	CHECK_EQ(id, head);
+	return len;
+}
+
+/* Chains without a usable status byte come back with used len 0 and their
+ * slot is free again: more of them than the queue has entries still work. */
+TEST(missing_or_readonly_status_returns_len_0_without_leak)
+{
+	struct t t;
+	unsigned i;
+
+	setup_inj(&t, "");
+	for (i = 0; i < QSIZE + 10; i++) {
+		uint64_t h = hdr(&t, VIRTIO_BLK_T_IN, 0), st = status_buf(&t);
+		struct vdrv_sg only_hdr[1] = { { h, 16, false } };
+		struct vdrv_sg ro_status[2] = { { h, 16, false }, { st, 1, false } };
+
+		CHECK_EQ(run_sg(&t, i & 1 ? only_hdr : ro_status, i & 1 ? 1 : 2), 0);
+		CHECK_EQ(st_of(&t, st), 0xff);
+	}
+	CHECK_EQ(inj.calls, 0);
+	CHECK(!(vdrv_status(&t.d) & VIRTIO_STATUS_NEEDS_RESET));
+	/* The queue still works. */
+	uint64_t buf = vdrv_alloc(&t.d, 512, 512);
+	CHECK_EQ(run1(&t, 0, VIRTIO_BLK_T_IN, 0, buf, 512, true, NULL), VIRTIO_BLK_S_OK);
+	teardown(&t);
+}
+
+/* A zero-length descriptor is a broken ring (virtq_pop refuses it): the
+ * device sets NEEDS_RESET and stops consuming, without crashing. */
+TEST(zero_length_status_descriptor_needs_reset)
+{
+	struct t t;
+	uint64_t h;
+	struct vdrv_sg sg[2];
+
+	setup_inj(&t, "");
+	h = hdr(&t, VIRTIO_BLK_T_IN, 0);
+	sg[0] = (struct vdrv_sg){ h, 16, false };
+	sg[1] = (struct vdrv_sg){ status_buf(&t), 0, true };
+	CHECK(vdrv_add(&t.d, 0, sg, 2, false) >= 0);
+	vdrv_kick(&t.d, 0);
+	for (int i = 0; i < 5000 && !(vdrv_status(&t.d) & VIRTIO_STATUS_NEEDS_RESET); i++)
+		usleep(1000);
+	CHECK(vdrv_status(&t.d) & VIRTIO_STATUS_NEEDS_RESET);
+	CHECK_EQ(vdrv_used_idx(&t.d, 0), 0);
+	CHECK_EQ(inj.calls, 0);
+	teardown(&t);
+}
+
+TEST(header_shorter_than_16_bytes_is_ioerr)
+{
+	struct t t;
+	uint64_t h, st, buf;
+	struct vdrv_sg sg[3];
+
+	setup_inj(&t, "");
+	h = hdr(&t, VIRTIO_BLK_T_IN, 0);
+	st = status_buf(&t);
+	buf = vdrv_alloc(&t.d, 512, 512);
+	sg[0] = (struct vdrv_sg){ h, 12, false };
+	sg[1] = (struct vdrv_sg){ buf, 512, true };
+	sg[2] = (struct vdrv_sg){ st, 1, true };
+	CHECK_EQ(run_sg(&t, sg, 3), 1);
+	CHECK_EQ(st_of(&t, st), VIRTIO_BLK_S_IOERR);
+	CHECK_EQ(inj.calls, 0);
+	teardown(&t);
+}
+
+/* The device works from its copy of the header: rewriting it while the
+ * read is in flight (and forcing a resubmission by a short completion)
+ * changes neither the type nor the offset. */
+TEST(header_rewritten_after_submission_is_ignored)
+{
+	struct t t;
+	uint64_t h, st, buf;
+	struct vdrv_sg sg[3];
+	uint8_t chk[1];
+
+	setup_inj(&t, "");
+	h = hdr(&t, VIRTIO_BLK_T_IN, 40);
+	st = status_buf(&t);
+	buf = vdrv_alloc(&t.d, 4096, 4096);
+	sg[0] = (struct vdrv_sg){ h, 16, false };
+	sg[1] = (struct vdrv_sg){ buf, 4096, true };
+	sg[2] = (struct vdrv_sg){ st, 1, true };
+	inj.rewrite_hdr = vdrv_host(&t.d, h);
+	inj.short_by = 1536;
+	CHECK_EQ(run_sg(&t, sg, 3), 4097);
+	CHECK_EQ(st_of(&t, st), VIRTIO_BLK_S_OK);
+	CHECK_EQ(inj.calls, 2);                     /* short, then the remainder */
+	CHECK(data_matches(vdrv_host(&t.d, buf), 40 * 512, 4096));
+	CHECK_EQ(pread(t.fd, chk, 1, 1500 * 512), 1);
+	CHECK_EQ(chk[0], pattern(1500 * 512));      /* nothing written */
+	teardown(&t);
+}
+
+TEST(out_of_range_and_misaligned_requests_are_ioerr_without_io)
+{
+	struct t t;
+	uint64_t buf;
+	uint64_t cap = IMG_SIZE / 512;
+	struct blk_queue_stats s;
+
+	setup_inj(&t, "");
+	buf = vdrv_alloc(&t.d, 8192, 4096);
+	CHECK_EQ(run1(&t, 0, VIRTIO_BLK_T_IN, cap, buf, 512, true, NULL), VIRTIO_BLK_S_IOERR);
+	CHECK_EQ(run1(&t, 0, VIRTIO_BLK_T_IN, cap - 1, buf, 1024, true, NULL), VIRTIO_BLK_S_IOERR);
+	CHECK_EQ(run1(&t, 0, VIRTIO_BLK_T_OUT, cap - 1, buf, 1024, false, NULL), VIRTIO_BLK_S_IOERR);
+	/* sector + len wraps around 2^64 */
+	CHECK_EQ(run1(&t, 0, VIRTIO_BLK_T_IN, UINT64_MAX - 1, buf, 1024, true, NULL),
+		 VIRTIO_BLK_S_IOERR);
+	CHECK_EQ(run1(&t, 0, VIRTIO_BLK_T_IN, UINT64_MAX / 512 + 1, buf, 512, true, NULL),
+		 VIRTIO_BLK_S_IOERR);
+	CHECK_EQ(run1(&t, 0, VIRTIO_BLK_T_IN, 0, buf, 100, true, NULL), VIRTIO_BLK_S_IOERR);
+	CHECK_EQ(run1(&t, 0, VIRTIO_BLK_T_OUT, 0, buf, 513, false, NULL), VIRTIO_BLK_S_IOERR);
+	CHECK_EQ(run1(&t, 0, VIRTIO_BLK_T_IN, 0, 0, 0, true, NULL), VIRTIO_BLK_S_IOERR);
+	CHECK_EQ(inj.calls, 0);
+	stats(&t, 0, &s);
+	CHECK_EQ(s.bytes_read, 0);
+	CHECK_EQ(s.bytes_written, 0);
+	CHECK_EQ(s.errors, 8);
+	/* The last sector itself is fine. */
+	CHECK_EQ(run1(&t, 0, VIRTIO_BLK_T_IN, cap - 1, buf, 512, true, NULL), VIRTIO_BLK_S_OK);
+	teardown(&t);
+}
+
+TEST(unknown_type_is_unsupp)
+{
+	struct t t;
+	uint64_t buf;
+
+	setup_inj(&t, "");
+	buf = vdrv_alloc(&t.d, 512, 512);
+	CHECK_EQ(run1(&t, 0, 2, 0, buf, 512, true, NULL), VIRTIO_BLK_S_UNSUPP);
+	CHECK_EQ(run1(&t, 0, 0xdeadbeef, 0, 0, 0, false, NULL), VIRTIO_BLK_S_UNSUPP);
+	CHECK_EQ(run1(&t, 0, 14 /* SECURE_ERASE, not offered */, 0, buf, 16, false, NULL),
+		 VIRTIO_BLK_S_UNSUPP);
+	CHECK_EQ(inj.calls, 0);
+	teardown(&t);
+}
+
+TEST(get_id_buffer_under_20_bytes_is_ioerr)
+{
+	struct t t;
+	uint64_t buf;
+
+	setup_inj(&t, ",serial=abc");
+	buf = vdrv_alloc(&t.d, 19, 1);
+	memset(vdrv_host(&t.d, buf), 0xee, 19);
+	CHECK_EQ(run1(&t, 0, VIRTIO_BLK_T_GET_ID, 0, buf, 19, true, NULL), VIRTIO_BLK_S_IOERR);
+	CHECK_EQ(((uint8_t *)vdrv_host(&t.d, buf))[0], 0xee);   /* untouched */
+	teardown(&t);
+}
+
+static uint64_t dwz_segs(struct t *t, unsigned n, uint64_t sector, uint32_t nsec, uint32_t flags)
+{
+	uint64_t g = vdrv_alloc(&t->d, 16ULL * n, 16);
+
+	for (unsigned i = 0; i < n; i++) {
+		uint8_t *s = vdrv_host(&t->d, g + 16ULL * i);
+		le64_store(s, sector + 8ULL * i);
+		le32_store(s + 8, nsec);
+		le32_store(s + 12, flags);
+	}
+	return g;
+}
+
+TEST(discard_write_zeroes_bad_segments)
+{
+	struct t t;
+
+	setup_inj(&t, ",discard=on");
+	/* unmap flag on a discard, unknown flags: UNSUPP (§5.2.6.2) */
+	CHECK_EQ(run1(&t, 0, VIRTIO_BLK_T_DISCARD, 0, dwz_segs(&t, 1, 0, 8, 1), 16, false, NULL),
+		 VIRTIO_BLK_S_UNSUPP);
+	CHECK_EQ(run1(&t, 0, VIRTIO_BLK_T_WRITE_ZEROES, 0, dwz_segs(&t, 1, 0, 8, 2), 16, false,
+		      NULL), VIRTIO_BLK_S_UNSUPP);
+	CHECK_EQ(run1(&t, 0, VIRTIO_BLK_T_DISCARD, 0, dwz_segs(&t, 1, 0, 8, 0x80000000u), 16,
+		      false, NULL), VIRTIO_BLK_S_UNSUPP);
+	/* more segments than max_*_seg, a partial segment, none: IOERR */
+	CHECK_EQ(run1(&t, 0, VIRTIO_BLK_T_DISCARD, 0, dwz_segs(&t, 2, 0, 8, 0), 32, false, NULL),
+		 VIRTIO_BLK_S_IOERR);
+	CHECK_EQ(run1(&t, 0, VIRTIO_BLK_T_WRITE_ZEROES, 0, dwz_segs(&t, 1, 0, 8, 0), 12, false,
+		      NULL), VIRTIO_BLK_S_IOERR);
+	CHECK_EQ(run1(&t, 0, VIRTIO_BLK_T_DISCARD, 0, 0, 0, false, NULL), VIRTIO_BLK_S_IOERR);
+	/* range beyond the capacity, or wrapping */
+	CHECK_EQ(run1(&t, 0, VIRTIO_BLK_T_DISCARD, 0,
+		      dwz_segs(&t, 1, IMG_SIZE / 512 - 4, 8, 0), 16, false, NULL),
+		 VIRTIO_BLK_S_IOERR);
+	CHECK_EQ(run1(&t, 0, VIRTIO_BLK_T_WRITE_ZEROES, 0,
+		      dwz_segs(&t, 1, UINT64_MAX - 2, 8, 0), 16, false, NULL),
+		 VIRTIO_BLK_S_IOERR);
+	CHECK_EQ(inj.calls, 0);
+	teardown(&t);
+}
+
+TEST(discard_write_zeroes_not_negotiated_are_unsupp)
+{
+	struct t t;
+	uint64_t f = all_features() & ~(VIRTIO_BIT(VIRTIO_BLK_F_DISCARD) |
+					 VIRTIO_BIT(VIRTIO_BLK_F_WRITE_ZEROES));
+
+	setup_ex(&t, ",discard=on", 1, f, false);
+	inject_on(&t);
+	vdrv_driver_ok(&t.d);
+	CHECK_EQ(run1(&t, 0, VIRTIO_BLK_T_DISCARD, 0, dwz_segs(&t, 1, 0, 8, 0), 16, false, NULL),
+		 VIRTIO_BLK_S_UNSUPP);
+	CHECK_EQ(run1(&t, 0, VIRTIO_BLK_T_WRITE_ZEROES, 0, dwz_segs(&t, 1, 0, 8, 0), 16, false,
+		      NULL), VIRTIO_BLK_S_UNSUPP);
+	CHECK_EQ(inj.calls, 0);
+	teardown(&t);
+}
+
+/* Even a driver that ignores VIRTIO_BLK_F_RO cannot change a ro disk. */
+TEST(writes_to_read_only_disk_are_ioerr_and_write_nothing)
+{
+	struct t t;
+	uint64_t buf;
+	uint8_t chk[4096];
+	struct blk_queue_stats s;
+
+	setup_ex(&t, ",ro", 1, all_features() & ~VIRTIO_BIT(VIRTIO_BLK_F_RO), false);
+	inject_on(&t);
+	vdrv_driver_ok(&t.d);
+	buf = vdrv_alloc(&t.d, 4096, 4096);
+	memset(vdrv_host(&t.d, buf), 0x11, 4096);
+	CHECK_EQ(run1(&t, 0, VIRTIO_BLK_T_OUT, 0, buf, 4096, false, NULL), VIRTIO_BLK_S_IOERR);
+	CHECK_EQ(run1(&t, 0, VIRTIO_BLK_T_DISCARD, 0, dwz_segs(&t, 1, 0, 8, 0), 16, false, NULL),
+		 VIRTIO_BLK_S_IOERR);
+	CHECK_EQ(run1(&t, 0, VIRTIO_BLK_T_WRITE_ZEROES, 0, dwz_segs(&t, 1, 0, 8, 0), 16, false,
+		      NULL), VIRTIO_BLK_S_IOERR);
+	CHECK_EQ(inj.calls, 0);
+	CHECK_EQ(pread(t.fd, chk, 4096, 0), 4096);
+	CHECK(data_matches(chk, 0, 4096));
+	stats(&t, 0, &s);
+	CHECK_EQ(s.bytes_written, 0);
+	/* Reads still work. */
+	CHECK_EQ(run1(&t, 0, VIRTIO_BLK_T_IN, 0, buf, 4096, true, NULL), VIRTIO_BLK_S_OK);
+	teardown(&t);
+}
+
+TEST(data_buffer_with_wrong_direction_is_ioerr)
+{
+	struct t t;
+	uint64_t buf;
+	uint8_t chk[512];
+
+	setup_inj(&t, "");
+	buf = vdrv_alloc(&t.d, 512, 512);
+	memset(vdrv_host(&t.d, buf), 0x22, 512);
+	/* read whose data buffer is device-readable */
+	CHECK_EQ(run1(&t, 0, VIRTIO_BLK_T_IN, 0, buf, 512, false, NULL), VIRTIO_BLK_S_IOERR);
+	CHECK_EQ(((uint8_t *)vdrv_host(&t.d, buf))[0], 0x22);
+	/* write whose data buffer is device-writable */
+	CHECK_EQ(run1(&t, 0, VIRTIO_BLK_T_OUT, 0, buf, 512, true, NULL), VIRTIO_BLK_S_IOERR);
+	CHECK_EQ(pread(t.fd, chk, 512, 0), 512);
+	CHECK(data_matches(chk, 0, 512));
+	CHECK_EQ(inj.calls, 0);
+	teardown(&t);
+}
+
+/* --- host errors (injected into the completion path) --- */
+
+TEST(host_eio_and_enospc_are_ioerr)
+{
+	struct t t;
+	uint64_t buf;
+	struct blk_queue_stats s;
+
+	setup_inj(&t, "");
+	buf = vdrv_alloc(&t.d, 4096, 4096);
+	inj.fail_res = -EIO;
+	inj.fail_n = 1;
+	CHECK_EQ(run1(&t, 0, VIRTIO_BLK_T_IN, 0, buf, 4096, true, NULL), VIRTIO_BLK_S_IOERR);
+	inj.fail_res = -ENOSPC;
+	inj.fail_n = 1;
+	CHECK_EQ(run1(&t, 0, VIRTIO_BLK_T_OUT, 0, buf, 4096, false, NULL), VIRTIO_BLK_S_IOERR);
+	stats(&t, 0, &s);
+	CHECK_EQ(s.errors, 2);
+	CHECK_EQ(s.bytes_read + s.bytes_written, 0);
+	teardown(&t);
+}
+
+TEST(short_completion_without_progress_is_ioerr)
+{
+	struct t t;
+	uint64_t buf;
+
+	setup_inj(&t, "");
+	buf = vdrv_alloc(&t.d, 4096, 4096);
+	inj.fail_res = 0;               /* EOF: 0 bytes */
+	inj.fail_n = 1;
+	CHECK_EQ(run1(&t, 0, VIRTIO_BLK_T_IN, 0, buf, 4096, true, NULL), VIRTIO_BLK_S_IOERR);
+	inj.fail_res = 8192;            /* more than asked: never OK */
+	inj.fail_n = 1;
+	CHECK_EQ(run1(&t, 0, VIRTIO_BLK_T_IN, 0, buf, 4096, true, NULL), VIRTIO_BLK_S_IOERR);
+	teardown(&t);
+}
+
+TEST(short_and_eagain_completions_are_resubmitted)
+{
+	struct t t;
+	uint64_t buf;
+	uint8_t chk[4096];
+
+	setup_inj(&t, "");
+	buf = vdrv_alloc(&t.d, 4096, 4096);
+	inj.short_by = 4000;
+	CHECK_EQ(run1(&t, 0, VIRTIO_BLK_T_IN, 2, buf, 4096, true, NULL), VIRTIO_BLK_S_OK);
+	CHECK_EQ(inj.calls, 2);
+	CHECK(data_matches(vdrv_host(&t.d, buf), 2 * 512, 4096));
+
+	inj.calls = 0;
+	inj.fail_res = -EAGAIN;
+	inj.fail_n = 3;
+	memset(vdrv_host(&t.d, buf), 0x33, 4096);
+	CHECK_EQ(run1(&t, 0, VIRTIO_BLK_T_OUT, 20, buf, 4096, false, NULL), VIRTIO_BLK_S_OK);
+	CHECK_EQ(inj.calls, 4);
+	CHECK_EQ(pread(t.fd, chk, 4096, 20 * 512), 4096);
+	CHECK_EQ(chk[0], 0x33);
+	CHECK_EQ(chk[4095], 0x33);
+	teardown(&t);
+}
+
+TEST(failed_fsync_makes_later_flushes_fail)
+{
+	struct t t;
+
+	setup_inj(&t, "");
+	CHECK_EQ(run1(&t, 0, VIRTIO_BLK_T_FLUSH, 0, 0, 0, false, NULL), VIRTIO_BLK_S_OK);
+	inj.fail_res = -EIO;
+	inj.fail_n = 1;
+	inj.only_type = VIRTIO_BLK_T_FLUSH;
+	CHECK_EQ(run1(&t, 0, VIRTIO_BLK_T_FLUSH, 0, 0, 0, false, NULL), VIRTIO_BLK_S_IOERR);
+	CHECK_EQ(inj.fail_n, 0);
+	CHECK_EQ(run1(&t, 0, VIRTIO_BLK_T_FLUSH, 0, 0, 0, false, NULL), VIRTIO_BLK_S_IOERR);
+	CHECK_EQ(run1(&t, 0, VIRTIO_BLK_T_FLUSH, 0, 0, 0, false, NULL), VIRTIO_BLK_S_IOERR);
+	teardown(&t);
+}
+
+/* Reset while a request is in flight: it waits for the I/O and nothing is
+ * written to guest memory (used ring, status byte) after it returned. */
+TEST(reset_with_io_in_flight_writes_nothing_after)
+{
+	struct t t;
+	uint64_t buf, st;
+	uint16_t used_before;
+
+	setup_inj(&t, "");
+	buf = vdrv_alloc(&t.d, 4096, 4096);
+	inj.delay_us = 200000;
+	CHECK(post(&t, 0, VIRTIO_BLK_T_IN, 0, buf, 4096, true, &st) >= 0);
+	vdrv_kick(&t.d, 0);
+	while (__atomic_load_n(&inj.calls, __ATOMIC_ACQUIRE) == 0)
+		usleep(1000);
+	vdrv_wr(&t.d, VIRTIO_MMIO_STATUS, 0);       /* reset: joins the queue thread */
+	CHECK_EQ(vdrv_status(&t.d), 0);
+	used_before = vdrv_used_idx(&t.d, 0);
+	uint8_t s_before = st_of(&t, st);
+	usleep(300000);
+	CHECK_EQ(vdrv_used_idx(&t.d, 0), used_before);
+	CHECK_EQ(st_of(&t, st), s_before);
+	CHECK_EQ(count_threads("mvm-blk-q"), 0);
+	teardown(&t);
+}
