@@ -6,6 +6,8 @@
 #include <errno.h>
 #include <fcntl.h>
 
+#include "vmm/vm.h"
+
 #define V1 VIRTIO_BIT(VIRTIO_F_VERSION_1)
 #define ACK VIRTIO_STATUS_ACKNOWLEDGE
 #define DRV VIRTIO_STATUS_DRIVER
@@ -494,5 +496,25 @@ TEST(good_register_accesses_log_nothing)
 	struct vnull *v = vnull_new(1, 0);
 
 	CHECK_EQ(stderr_lines(good_accesses, v), 0);
+	vnull_free(v);
+}
+
+/* ---- KVM binding ---- */
+
+TEST(attach_without_kvm_fails_and_unwinds)
+{
+	/* No VM fd: the first KVM_IOEVENTFD fails; nothing may stay registered. */
+	static struct vm vm;
+	struct vnull *v = vnull_new(2, 0);
+	uint8_t b[4];
+
+	vm.vm_fd = -1;
+	CHECK_EQ(iobus_init(&vm.mmio), 0);
+	CHECK_EQ(virtio_mmio_attach(&vm, &v->dev), -EBADF);
+	CHECK_EQ(vm.mmio.nr, 0);
+	CHECK(!iobus_access(&vm.mmio, 0xd0000000ULL, b, 4, false));
+	CHECK(v->dev.tops == NULL);
+	CHECK_EQ(vm.ndevices, 0);
+	iobus_destroy(&vm.mmio);
 	vnull_free(v);
 }
