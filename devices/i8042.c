@@ -143,7 +143,8 @@ int i8042_init(struct i8042 *k, struct vm *vm)
 	memset(k, 0, sizeof(*k));
 	k->vm = vm;
 	k->ctr = I8042_CTR_KBDINT | I8042_CTR_SYS;
-	k->status = I8042_STS_SYS;
+	/* Bit 4 set: keyboard not inhibited (no "keylock"). */
+	k->status = I8042_STS_SYS | I8042_STS_UNLOCKED;
 	return -pthread_mutex_init(&k->lock, NULL);
 }
 

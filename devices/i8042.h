@@ -16,6 +16,7 @@ struct vm;
 #define I8042_STS_OBF    0x01
 #define I8042_STS_SYS    0x04
 #define I8042_STS_CMD    0x08
+#define I8042_STS_UNLOCKED 0x10
 #define I8042_CTR_KBDINT 0x01
 #define I8042_CTR_SYS    0x04
 

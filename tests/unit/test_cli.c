@@ -343,7 +343,7 @@ TEST(binary_rejects_bad_files)
 	snprintf(junk, sizeof(junk), "%s/junk", tmpdir);
 	snprintf(big, sizeof(big), "%s/initrd", tmpdir);
 	write_fake_bzimage(k);
-	write_file(junk, "this is neither a bzImage nor an ELF file, just text......", 60);
+	write_file(junk, "this is neither a bzImage nor an ELF file, just text", 48);
 	memset(blob, 0x5a, sizeof(blob));
 	write_file(big, blob, sizeof(blob));
 

@@ -25,6 +25,12 @@ static struct vm *mkvm(void)
 	return vm;
 }
 
+static void rmvm(struct vm *vm)
+{
+	vm_fini(vm);
+	free(vm);
+}
+
 TEST(alloc_virtio_irqs_skip_legacy_and_run_out)
 {
 	static const unsigned want[] = X86_VIRTIO_IRQS;
@@ -37,7 +43,7 @@ TEST(alloc_virtio_irqs_skip_legacy_and_run_out)
 		CHECK(gsi != 0 && gsi != 1 && gsi != 2 && gsi != 3 && gsi != 4 && gsi != 8);
 	}
 	CHECK_EQ(vm_alloc_irq(vm, &gsi), -ENOSPC);
-	vm_fini(vm);
+	rmvm(vm);
 }
 
 TEST(alloc_virtio_mmio_windows)
@@ -51,7 +57,7 @@ TEST(alloc_virtio_mmio_windows)
 		CHECK_EQ(base, X86_VIRTIO_MMIO_BASE + i * X86_VIRTIO_MMIO_SIZE);
 	}
 	CHECK_EQ(vm_alloc_virtio_mmio(vm, &base), -ENOSPC);
-	vm_fini(vm);
+	rmvm(vm);
 }
 
 TEST(alloc_msi_gsis_above_ioapic)
@@ -65,7 +71,7 @@ TEST(alloc_msi_gsis_above_ioapic)
 	CHECK_EQ(b, a + 1);
 	vm->next_gsi = KVM_MSI_GSI_END;
 	CHECK_EQ(vm_alloc_msi_gsi(vm, &a), -ENOSPC);
-	vm_fini(vm);
+	rmvm(vm);
 }
 
 TEST(cmdline_fragments_append_with_spaces)
@@ -80,7 +86,7 @@ TEST(cmdline_fragments_append_with_spaces)
 	big[sizeof(big) - 1] = '\0';
 	CHECK_EQ(vm_cmdline_append(vm, "%s", big), -ENOSPC);
 	CHECK_STR(vm->cmdline_extra, " virtio_mmio.device=4K@0xd0000000:5 foo");
-	vm_fini(vm);
+	rmvm(vm);
 }
 
 static int stopped;
@@ -97,7 +103,7 @@ TEST(device_registry_full)
 		CHECK_EQ(vm_add_device(vm, &dops, NULL), 0);
 	CHECK_EQ(vm_add_device(vm, &dops, NULL), -ENOSPC);
 	CHECK_EQ(vm->ndevices, VM_MAX_DEVICES);
-	vm_fini(vm);
+	rmvm(vm);
 }
 
 static const struct kvm_irq_routing_entry *find_route(const struct kvm_irq_routing_entry *r,
@@ -141,7 +147,7 @@ TEST(routing_table_keeps_irqchip_routes_with_msi)
 	CHECK_EQ(vm_msi_route(vm, gsi, 0xfee00000, 0x4041, true), 0);   /* masked: gone */
 	CHECK_EQ(kvm_build_routes(ks, r, ARRAY_SIZE(r)), 15 + 23);
 	CHECK_EQ(vm_msi_route(vm, 3, 0, 0, false), -EINVAL);              /* not an MSI gsi */
-	vm_fini(vm);
+	rmvm(vm);
 }
 
 TEST(first_stop_request_wins)
@@ -155,7 +161,7 @@ TEST(first_stop_request_wins)
 	CHECK_EQ(vm_stop_status(vm), 3);
 	CHECK_EQ(read(vm_kvm(vm)->stop_efd, &cnt, sizeof(cnt)), sizeof(cnt));
 	CHECK_EQ(cnt, 1);
-	vm_fini(vm);
+	rmvm(vm);
 }
 
 TEST(exit_port_byte_is_the_status_post_port_ignored)
@@ -172,7 +178,7 @@ TEST(exit_port_byte_is_the_status_post_port_ignored)
 	CHECK_EQ(vm_stop_status(vm), 42);
 	CHECK(!iobus_access(&vm->pio, 0x2f8, r, 1, false));   /* COM2 absent */
 	CHECK_EQ(r[0], 0xff);
-	vm_fini(vm);
+	rmvm(vm);
 }
 
 TEST(i8042_probe_and_reset)
@@ -204,7 +210,7 @@ TEST(i8042_probe_and_reset)
 	v = 0xfe; i8042_io_ops.write(&k, 4, &v, 1);      /* pulse reset line */
 	CHECK(k.reset);
 	CHECK_EQ(vm_stop_status(vm), 0);
-	vm_fini(vm);
+	rmvm(vm);
 }
 
 static int fake_io_writes;
@@ -249,7 +255,7 @@ TEST(vcpu_exit_io_dispatch_including_string_io)
 	CHECK_EQ(vcpu_handle_exit(&v, run), -1);
 	CHECK_EQ(page[1024], 0x5a);
 	CHECK_EQ(v.exits[VCPU_EXIT_IO], 3);
-	vm_fini(vm);
+	rmvm(vm);
 }
 
 TEST(vcpu_exit_mmio_unclaimed_reads_ones)
@@ -268,7 +274,7 @@ TEST(vcpu_exit_mmio_unclaimed_reads_ones)
 	CHECK_EQ(iobus_register(&vm->mmio, 0xd0000000, 0x1000, &fio, NULL), 0);
 	CHECK_EQ(vcpu_handle_exit(&v, run), -1);
 	CHECK_EQ(run->mmio.data[0], 0x5a);
-	vm_fini(vm);
+	rmvm(vm);
 }
 
 static void exit_with(unsigned reason, int want)
@@ -283,7 +289,7 @@ static void exit_with(unsigned reason, int want)
 	if (reason == KVM_EXIT_SYSTEM_EVENT)
 		run->system_event.type = want == 0 ? KVM_SYSTEM_EVENT_SHUTDOWN : KVM_SYSTEM_EVENT_CRASH;
 	CHECK_EQ(vcpu_handle_exit(&v, run), want);
-	vm_fini(vm);
+	rmvm(vm);
 }
 
 TEST(vcpu_exit_status_mapping)
