@@ -24,6 +24,7 @@ int blk_parse_spec(const char *spec, unsigned default_queues, struct blk_opts *o
 	o->cache = BLK_CACHE_WRITEBACK;
 	o->backend = BLK_BACKEND_FILE;
 	o->queues = default_queues ? default_queues : 1;
+	o->poll_us = BLK_POLL_US_DEFAULT;
 	if (o->queues > BLK_MAX_QUEUES)
 		return ERR("--queues %u: at most %u queues per disk; use a smaller number",
 			   default_queues, BLK_MAX_QUEUES);
@@ -95,9 +96,15 @@ int blk_parse_spec(const char *spec, unsigned default_queues, struct blk_opts *o
 					   val, r == -ERANGE ? "out of range" : "not a number",
 					   BLK_MAX_QUEUES);
 			o->queues = (unsigned)q;
+		} else if (!strncmp(opt, "poll=", 5)) {
+			uint64_t us;
+			if (parse_uint(val, 0, BLK_POLL_US_MAX, &us))
+				return ERR("--disk poll='%s': polling window in microseconds; "
+					   "use 0 (off) to %u", val, BLK_POLL_US_MAX);
+			o->poll_us = (unsigned)us;
 		} else {
 			return ERR("--disk: unknown option '%s'; valid options are ro, serial=ID, "
-				   "cache=none|writeback, discard=on|off, queues=N", opt);
+				   "cache=none|writeback, discard=on|off, queues=N, poll=USEC", opt);
 		}
 	}
 	return 0;

@@ -13,6 +13,8 @@
 #define BLK_MAX_QUEUES 64
 #define BLK_SERIAL_MAX 20          /* VIRTIO_BLK_ID_BYTES */
 #define BLK_SECTOR 512ULL          /* virtio-blk sector unit, also our blk_size */
+#define BLK_POLL_US_DEFAULT 32     /* like QEMU's iothread poll-max-ns */
+#define BLK_POLL_US_MAX 1000
 
 enum blk_cache { BLK_CACHE_WRITEBACK, BLK_CACHE_NONE };
 
@@ -27,10 +29,11 @@ struct blk_opts {
 	enum blk_cache cache;
 	unsigned queues;
 	char serial[BLK_SERIAL_MAX + 1];
+	unsigned poll_us;          /* adaptive polling window of each queue thread */
 	enum blk_backend backend;  /* not reachable from the command line */
 };
 
-/* Parse "PATH[,ro][,serial=ID][,cache=none|writeback][,discard=on|off][,queues=N]".
+/* Parse "PATH[,ro][,serial=ID][,cache=none|writeback][,discard=on|off][,queues=N][,poll=USEC]".
  * default_queues comes from --queues. 0 or -EINVAL with a one-line message
  * in err (what, which value, what to do). */
 int blk_parse_spec(const char *spec, unsigned default_queues, struct blk_opts *o,

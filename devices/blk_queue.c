@@ -22,6 +22,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <sys/eventfd.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -294,6 +295,7 @@ static void drain(struct blk_queue *q)
 				return;
 			}
 			budget--;
+			q->worked = true;
 			handle_chain(q);
 		}
 		if (!budget) {
@@ -357,14 +359,50 @@ static void reap(struct blk_queue *q)
 	io_uring_cq_advance(&q->ring, n);
 }
 
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
+}
+
+/* Adaptive polling (like an iothread's poll-max-ns): right after a round
+ * that did work, with no host I/O outstanding, watch the avail ring for
+ * opts.poll_us before sleeping. A driver that reposts at once is picked up
+ * without a kick and without a wake-up. Guest notifications stay off while
+ * we poll, and are re-enabled (with the re-check) before we sleep.
+ * True when work showed up. */
+static bool poll_ring(struct blk_queue *q)
+{
+	uint64_t deadline;
+	bool found = false;
+
+	if (!q->blk->opts.poll_us || !q->worked || q->inflight || q->broken ||
+	    io_uring_sq_ready(&q->ring) || io_uring_cq_ready(&q->ring))
+		return false;
+	q->worked = false;
+	virtq_notify_disable(q->vq);
+	deadline = now_ns() + q->blk->opts.poll_us * 1000ULL;
+	do {
+		if (virtq_has_work(q->vq)) {
+			found = true;
+			break;
+		}
+		__builtin_ia32_pause();
+	} while (now_ns() < deadline);
+	if (!found)
+		found = virtq_notify_enable(q->vq);
+	if (found)
+		STAT_ADD(q, polled, 1);
+	return found;
+}
+
 static void *blk_queue_thread(void *arg)
 {
 	struct blk_queue *q = arg;
 	struct io_uring_sqe *sqe;
-	char name[16];
 
-	snprintf(name, sizeof(name), "mvm-blk-q%u", q->idx);
-	pthread_setname_np(pthread_self(), name);
 	/* IORING_SETUP_R_DISABLED + SINGLE_ISSUER: this thread becomes the
 	 * ring's only submitter. Without those flags this is a no-op error. */
 	if (q->ring.flags & IORING_SETUP_R_DISABLED)
@@ -385,6 +423,8 @@ static void *blk_queue_thread(void *arg)
 		 * drain, are picked up here whether or not a kick came. */
 		drain(q);
 		publish(q);
+		if (!q->more && poll_ring(q))
+			continue;
 		if (q->more || io_uring_cq_ready(&q->ring)) {
 			if (io_uring_sq_ready(&q->ring)) {
 				io_uring_submit(&q->ring);
@@ -470,6 +510,12 @@ int blk_queue_start(struct blk_dev *blk, unsigned qi)
 	if (r)
 		goto exit_ring;
 	q->thread_started = true;
+	/* Named here, not in the thread, so it is visible once we return. */
+	{
+		char name[16];
+		snprintf(name, sizeof(name), "mvm-blk-q%u", qi);
+		pthread_setname_np(q->thread, name);
+	}
 	return 0;
 
 exit_ring:

@@ -43,6 +43,7 @@ struct blk_queue {
 	bool broken;               /* guest broke the ring: stop consuming */
 	bool more;                 /* drain stopped at its budget: come back */
 	bool stopping;
+	bool worked;               /* the last drain popped something (for polling) */
 	uint64_t kick_buf, stop_buf;
 	struct blk_req_ctx ctx;
 	pthread_t thread;

@@ -139,11 +139,13 @@ static void blk_stats_json(struct virtio_dev *dev, FILE *out)
 		struct blk_queue_stats s;
 		blk_get_queue_stats(dev, q, &s);
 		fprintf(out, "%s{\"requests\":%llu,\"batches\":%llu,\"io_uring_enter\":%llu,"
-			"\"irqs\":%llu,\"errors\":%llu,\"bytes_read\":%llu,\"bytes_written\":%llu}",
+			"\"irqs\":%llu,\"errors\":%llu,\"bytes_read\":%llu,\"bytes_written\":%llu,"
+			"\"polled\":%llu}",
 			q ? "," : "", (unsigned long long)s.requests,
 			(unsigned long long)s.batches, (unsigned long long)s.enters,
 			(unsigned long long)s.irqs, (unsigned long long)s.errors,
-			(unsigned long long)s.bytes_read, (unsigned long long)s.bytes_written);
+			(unsigned long long)s.bytes_read, (unsigned long long)s.bytes_written,
+			(unsigned long long)s.polled);
 	}
 	fprintf(out, "]}");
 }
@@ -247,6 +249,7 @@ int blk_get_queue_stats(struct virtio_dev *dev, unsigned q, struct blk_queue_sta
 	out->errors = __atomic_load_n(&s->errors, __ATOMIC_RELAXED);
 	out->bytes_read = __atomic_load_n(&s->bytes_read, __ATOMIC_RELAXED);
 	out->bytes_written = __atomic_load_n(&s->bytes_written, __ATOMIC_RELAXED);
+	out->polled = __atomic_load_n(&s->polled, __ATOMIC_RELAXED);
 	return 0;
 }
 

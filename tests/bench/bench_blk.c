@@ -1,0 +1,318 @@
+/* mvm-bench: virtio-blk device cost without KVM.
+ *
+ * A driver (this thread) plays the guest on fake RAM with the test driver's
+ * split-ring layout: keeps QD 4 KiB random reads in flight through the ring
+ * (one indirect descriptor per request), kicks the queue eventfd, waits on
+ * the interrupt eventfd. Backends: "null" (the same device path with
+ * IORING_OP_NOP instead of the read: the device's own cost per request) and
+ * "file" (a page-cached file in /tmp). "direct" runs the same reads straight
+ * through io_uring on the same file at the same depth.
+ *
+ *   mvm-bench [--seconds S] [--size MiB] [--json]
+ */
+#include "tests/unit/vdrv.h"
+#include "devices/virtio_blk.h"
+#include "devices/blk_req.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <liburing.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#define QMAX 256
+
+static double now(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+static uint64_t rng = 0x9e3779b97f4a7c15ULL;
+static uint64_t rnd(void)
+{
+	rng ^= rng << 13;
+	rng ^= rng >> 7;
+	rng ^= rng << 17;
+	return rng;
+}
+
+struct result {
+	double iops;
+	double enters_per_req, irqs_per_req;
+};
+
+static void die_bench(const char *what)
+{
+	fprintf(stderr, "mvm-bench: %s\n", what);
+	exit(1);
+}
+
+/* Per request: 16-byte header, 4 KiB buffer, status byte, 3-entry indirect table. */
+struct breq {
+	uint64_t hdr, data, status, table;
+};
+
+static void set_sector(struct vdrv *d, struct breq *r, uint64_t sector)
+{
+	uint8_t *h = vdrv_host(d, r->hdr);
+	le32_store(h, VIRTIO_BLK_T_IN);
+	le32_store(h + 4, 0);
+	le64_store(h + 8, sector);
+}
+
+static bool need_event(uint16_t event, uint16_t new_idx, uint16_t old)
+{
+	return (uint16_t)(new_idx - event - 1) < (uint16_t)(new_idx - old);
+}
+
+static int run_device(const char *path, uint64_t size, bool null, unsigned qd, double secs,
+		      struct result *res)
+{
+	struct vdrv d;
+	struct virtio_dev *dev;
+	struct blk_opts o;
+	struct blk_queue_stats a, b;
+	struct breq *rq;
+	char err[256];
+	uint64_t blocks = size / 4096, done = 0;
+	uint16_t kicked_idx;
+	double t0, t1;
+	unsigned i;
+	int irq_fd;
+
+	if (blk_parse_spec(path, 1, &o, err, sizeof(err)))
+		die_bench(err);
+	o.backend = null ? BLK_BACKEND_NULL : BLK_BACKEND_FILE;
+	if (vdrv_ram_init(&d, 0x100000, 8 << 20))
+		die_bench("fake RAM");
+	if (blk_dev_new(&o, &d.mem, &dev, err, sizeof(err)))
+		die_bench(err);
+	if (vdrv_attach(&d, dev) ||
+	    vdrv_negotiate(&d, VIRTIO_BIT(VIRTIO_F_VERSION_1) | VIRTIO_BIT(VIRTIO_RING_F_EVENT_IDX) |
+			   VIRTIO_BIT(VIRTIO_RING_F_INDIRECT_DESC)) ||
+	    vdrv_queue_setup(&d, 0, QMAX) != 1)
+		die_bench("device setup failed");
+	vdrv_driver_ok(&d);
+	irq_fd = d.mmio.irq_fd;
+	t0 = now();
+
+	rq = calloc(qd, sizeof(*rq));
+	for (i = 0; i < qd; i++) {
+		rq[i].hdr = vdrv_alloc(&d, 16, 16);
+		rq[i].data = vdrv_alloc(&d, 4096, 4096);
+		rq[i].status = vdrv_alloc(&d, 1, 1);
+		rq[i].table = vdrv_alloc(&d, 48, 16);
+		vdrv_indirect_set(&d, rq[i].table, 0, rq[i].hdr, 16, VIRTQ_DESC_F_NEXT, 1);
+		vdrv_indirect_set(&d, rq[i].table, 1, rq[i].data, 4096,
+				  VIRTQ_DESC_F_NEXT | VIRTQ_DESC_F_WRITE, 2);
+		vdrv_indirect_set(&d, rq[i].table, 2, rq[i].status, 1, VIRTQ_DESC_F_WRITE, 0);
+		/* head i: one descriptor pointing at request i's table */
+		vdrv_desc_set(&d, 0, (uint16_t)i, rq[i].table, 48, VIRTQ_DESC_F_INDIRECT, 0);
+	}
+
+	/* Warm-up: one round trip so thread start-up is not measured. */
+	set_sector(&d, &rq[0], 0);
+	vdrv_avail_add_head(&d, 0, 0);
+	vdrv_kick(&d, 0);
+	for (;;) {
+		uint32_t id, len;
+		if (vdrv_get_used(&d, 0, &id, &len))
+			break;
+		if (now() > t0 + 5)
+			die_bench("warm-up request not completed within 5 s");
+	}
+	blk_get_queue_stats(dev, 0, &a);
+	t0 = now();
+	for (i = 0; i < qd; i++) {
+		set_sector(&d, &rq[i], (rnd() % blocks) * 8);
+		vdrv_avail_add_head(&d, 0, (uint16_t)i);
+	}
+	kicked_idx = d.q[0].avail_idx;
+	vdrv_kick(&d, 0);
+	t1 = t0 + secs;
+	for (;;) {
+		uint32_t id, len;
+		uint16_t old = kicked_idx;
+		unsigned got = 0;
+		uint64_t cnt;
+
+		/* Reap everything used; repost each slot with a new random offset. */
+		while (vdrv_get_used(&d, 0, &id, &len)) {
+			if (id >= qd || len != 4097 ||
+			    *(uint8_t *)vdrv_host(&d, rq[id].status) != VIRTIO_BLK_S_OK)
+				die_bench("request failed");
+			done++;
+			got++;
+			set_sector(&d, &rq[id], (rnd() % blocks) * 8);
+			vdrv_avail_add_head(&d, 0, (uint16_t)id);
+		}
+		if (got) {
+			if (now() >= t1)
+				break;
+			/* Kick only when the device asked for it (EVENT_IDX). Full
+			 * barrier: avail.idx store before the avail_event load,
+			 * pairing with virtq_notify_enable's barrier. */
+			__atomic_thread_fence(__ATOMIC_SEQ_CST);
+			if (need_event(vdrv_avail_event(&d, 0), d.q[0].avail_idx, old))
+				vdrv_kick(&d, 0);
+			kicked_idx = d.q[0].avail_idx;
+		}
+		/* Ask for an interrupt at the next used entry, then re-check
+		 * (full barrier, pairs with the device's publish) before sleeping. */
+		vdrv_used_event_set(&d, 0, d.q[0].last_used);
+		__atomic_thread_fence(__ATOMIC_SEQ_CST);
+		if (vdrv_used_idx(&d, 0) != d.q[0].last_used)
+			continue;
+		struct pollfd pfd = { .fd = irq_fd, .events = POLLIN };
+		if (poll(&pfd, 1, 5000) <= 0)
+			die_bench("no interrupt within 5 s");
+		if (read(irq_fd, &cnt, sizeof(cnt)) < 0 && errno != EAGAIN)
+			die_bench("irq eventfd read");
+	}
+	t1 = now();
+	blk_get_queue_stats(dev, 0, &b);
+	res->iops = done / (t1 - t0);
+	res->enters_per_req = (double)(b.enters - a.enters) / (double)(b.requests - a.requests);
+	res->irqs_per_req = (double)(b.irqs - a.irqs) / (double)(b.requests - a.requests);
+
+	vdrv_wr(&d, VIRTIO_MMIO_STATUS, 0);
+	vdrv_detach(&d);
+	virtio_dev_destroy(dev);
+	free(rq);
+	free(d.ram);
+	return 0;
+}
+
+/* The same reads straight through io_uring: QD in flight, one
+ * submit-and-wait per round, resubmitting what completed. */
+static int run_direct(const char *path, uint64_t size, unsigned qd, double secs,
+		      struct result *res)
+{
+	struct io_uring ring;
+	uint8_t *bufs;
+	uint64_t blocks = size / 4096, done = 0, enters = 0;
+	double t0, t1;
+	unsigned i;
+	int fd;
+
+	fd = open(path, O_RDONLY);
+	if (fd < 0 || io_uring_queue_init(QMAX, &ring, 0) || io_uring_register_files(&ring, &fd, 1))
+		die_bench("direct: io_uring setup");
+	bufs = aligned_alloc(4096, (size_t)qd * 4096);
+	t0 = now();
+	t1 = t0 + secs;
+	for (i = 0; i < qd; i++) {
+		struct io_uring_sqe *sqe = io_uring_get_sqe(&ring);
+		io_uring_prep_read(sqe, 0, bufs + (size_t)i * 4096, 4096, (rnd() % blocks) * 4096);
+		sqe->flags |= IOSQE_FIXED_FILE;
+		io_uring_sqe_set_data64(sqe, i);
+	}
+	for (;;) {
+		struct io_uring_cqe *cqe;
+		unsigned head, n = 0;
+
+		io_uring_submit_and_wait(&ring, 1);
+		enters++;
+		io_uring_for_each_cqe(&ring, head, cqe) {
+			uint64_t slot = io_uring_cqe_get_data64(cqe);
+			struct io_uring_sqe *sqe;
+			if (cqe->res != 4096)
+				die_bench("direct: read failed");
+			n++;
+			sqe = io_uring_get_sqe(&ring);
+			io_uring_prep_read(sqe, 0, bufs + slot * 4096, 4096, (rnd() % blocks) * 4096);
+			sqe->flags |= IOSQE_FIXED_FILE;
+			io_uring_sqe_set_data64(sqe, slot);
+		}
+		io_uring_cq_advance(&ring, n);
+		done += n;
+		if (now() >= t1)
+			break;
+	}
+	t1 = now();
+	res->iops = done / (t1 - t0);
+	res->enters_per_req = (double)enters / (double)done;
+	res->irqs_per_req = 0;
+	io_uring_queue_exit(&ring);
+	close(fd);
+	free(bufs);
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	static const unsigned qds[] = { 1, 8, 32, 128 };
+	double secs = 1.5;
+	uint64_t size = 256ULL << 20;
+	bool json = false;
+	char path[] = "/tmp/mvm-bench-XXXXXX";
+	struct result nul[4], file[4], direct[4];
+	uint8_t *buf;
+	unsigned i;
+	int fd;
+
+	for (i = 1; i < (unsigned)argc; i++) {
+		if (!strcmp(argv[i], "--json"))
+			json = true;
+		else if (!strcmp(argv[i], "--seconds") && i + 1 < (unsigned)argc)
+			secs = atof(argv[++i]);
+		else if (!strcmp(argv[i], "--size") && i + 1 < (unsigned)argc)
+			size = strtoull(argv[++i], NULL, 0) << 20;
+		else {
+			fprintf(stderr, "usage: mvm-bench [--seconds S] [--size MiB] [--json]\n");
+			return 2;
+		}
+	}
+	if (secs <= 0 || size < (1 << 20))
+		die_bench("--seconds must be > 0 and --size >= 1");
+
+	/* The file, written (and so in the page cache) up front. */
+	fd = mkstemp(path);
+	if (fd < 0)
+		die_bench("cannot create the test file in /tmp");
+	buf = malloc(1 << 20);
+	memset(buf, 0xab, 1 << 20);
+	for (uint64_t off = 0; off < size; off += 1 << 20)
+		if (pwrite(fd, buf, 1 << 20, (off_t)off) != 1 << 20)
+			die_bench("cannot write the test file");
+	free(buf);
+	close(fd);
+
+	for (i = 0; i < 4; i++) {
+		run_device(path, size, true, qds[i], secs, &nul[i]);
+		run_device(path, size, false, qds[i], secs, &file[i]);
+		run_direct(path, size, qds[i], secs, &direct[i]);
+	}
+	unlink(path);
+
+	if (json) {
+		printf("[");
+		for (i = 0; i < 4; i++)
+			printf("%s{\"qd\":%u,\"null_iops\":%.0f,\"device_iops\":%.0f,"
+			       "\"direct_iops\":%.0f,\"ratio\":%.3f,\"enters_per_req\":%.4f,"
+			       "\"irqs_per_req\":%.4f,\"null_enters_per_req\":%.4f,"
+			       "\"null_irqs_per_req\":%.4f}", i ? "," : "", qds[i], nul[i].iops,
+			       file[i].iops, direct[i].iops, file[i].iops / direct[i].iops,
+			       file[i].enters_per_req, file[i].irqs_per_req,
+			       nul[i].enters_per_req, nul[i].irqs_per_req);
+		printf("]\n");
+		return 0;
+	}
+	printf("virtio-blk 4 KiB random reads, %llu MiB page-cached file, %.1f s per point\n",
+	       (unsigned long long)(size >> 20), secs);
+	printf("%5s %12s %12s %12s %7s %13s %12s %13s %12s\n", "QD", "null IOPS", "device IOPS",
+	       "direct IOPS", "ratio", "enter/req", "irq/req", "null enter/r", "null irq/r");
+	for (i = 0; i < 4; i++)
+		printf("%5u %12.0f %12.0f %12.0f %7.2f %13.4f %12.4f %13.4f %12.4f\n", qds[i],
+		       nul[i].iops, file[i].iops, direct[i].iops, file[i].iops / direct[i].iops,
+		       file[i].enters_per_req, file[i].irqs_per_req, nul[i].enters_per_req,
+		       nul[i].irqs_per_req);
+	printf("targets: ratio >= 0.9 at QD >= 32; <= 0.1 enter/req and <= 0.1 irq/req at QD 32\n");
+	return 0;
+}
