@@ -27,6 +27,9 @@ TEST(spec_path_only_gets_defaults)
 	CHECK_EQ(o.cache, BLK_CACHE_WRITEBACK);
 	CHECK_EQ(o.queues, 1);
 	CHECK_STR(o.serial, "");
+	CHECK_EQ(o.poll_us, BLK_POLL_US_DEFAULT);
+	CHECK_EQ(parse("disk.img,poll=0", 0, &o, err), 0);
+	CHECK_EQ(o.poll_us, 0);
 }
 
 TEST(spec_all_options)
@@ -61,6 +64,7 @@ TEST(spec_rejects_bad_values_with_one_line_error)
 		"", ",ro", "x.img,", "x.img,,ro", "x.img,bogus", "x.img,cache=maybe",
 		"x.img,discard=yes", "x.img,queues=0", "x.img,queues=65", "x.img,queues=two",
 		"x.img,serial=123456789012345678901", "x.img,serial=a\tb", "x.img,cache=",
+		"x.img,poll=1001", "x.img,poll=-1",
 	};
 	struct blk_opts o;
 	char err[256];
