@@ -8,6 +8,7 @@ pkgs=(
 	liburing-dev libfdt-dev                       # mvm's libraries
 	linux-source-6.1 flex bison bc libelf-dev libssl-dev xz-utils cpio dwarves  # guest kernel
 	busybox-static fio e2fsprogs kmod            # guest userland, images
+	dpkg-dev libaio-dev zlib1g-dev                # guest: static fio from Debian's source package
 	qemu-system-x86 zstd                          # nested harness (no /dev/kvm)
 	python3 procps util-linux
 )
@@ -15,7 +16,10 @@ missing=()
 for p in "${pkgs[@]}"; do
 	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
 done
-[ ${#missing[@]} -eq 0 ] && exit 0
+# The test guest's static fio is built from Debian's fio source package,
+# fetched here (once, into the cache) so that building never downloads.
+fetch_guest_sources() { "$(dirname "$0")/../guest/fetch-sources.sh"; }
+[ ${#missing[@]} -eq 0 ] && { fetch_guest_sources; exit 0; }
 if [ "$(id -u)" -ne 0 ]; then
 	echo "mvm: missing packages: ${missing[*]}; run 'make deps' as root or install them with apt-get" >&2
 	exit 1
@@ -24,3 +28,4 @@ echo "mvm: installing missing packages: ${missing[*]}"
 export DEBIAN_FRONTEND=noninteractive
 apt-get update -qq
 apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fetch_guest_sources
