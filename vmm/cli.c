@@ -12,7 +12,7 @@
 enum {
 	OPT_KERNEL = 'k', OPT_INITRD = 'i', OPT_CMDLINE = 'a', OPT_CPUS = 'c',
 	OPT_MEM = 'm', OPT_HELP = 'h', OPT_VERSION = 'V',
-	OPT_STATS = 0x100,
+	OPT_STATS = 0x100, OPT_DISK, OPT_QUEUES, OPT_TRANSPORT,
 };
 
 /* One row per option; cli_parse switches on .val. */
@@ -23,6 +23,9 @@ static const struct option cli_options[] = {
 	{ "cpus",    required_argument, NULL, OPT_CPUS },
 	{ "mem",     required_argument, NULL, OPT_MEM },
 	{ "stats",   no_argument,       NULL, OPT_STATS },
+	{ "disk",    required_argument, NULL, OPT_DISK },
+	{ "queues",  required_argument, NULL, OPT_QUEUES },
+	{ "transport", required_argument, NULL, OPT_TRANSPORT },
 	{ "help",    no_argument,       NULL, OPT_HELP },
 	{ "version", no_argument,       NULL, OPT_VERSION },
 	{ NULL, 0, NULL, 0 },
@@ -50,6 +53,13 @@ void cli_usage(FILE *out)
 	      "  --cpus N         vCPUs, 1 to min(254, KVM's maximum) (default 1)\n"
 	      "  --mem SIZE       guest RAM, e.g. 512M, 4G (default 256M; at least 16M, at most\n"
 	      "                   the host's RAM + swap and below 1 TiB)\n"
+	      "  --disk PATH[,ro][,serial=ID][,cache=none|writeback][,discard=on][,queues=N]\n"
+	      "       [,poll=USEC][,transport=mmio|pci][,packed=on|off]\n"
+	      "                   raw disk image as virtio-blk (vda, vdb, ... in order; up to 16)\n"
+	      "  --queues N       virtqueues per disk (default 1) for every disk without\n"
+	      "                   ,queues=; without --cpus, the guest gets as many vCPUs as\n"
+	      "                   the most queues of any disk\n"
+	      "  --transport T    mmio (default) or pci, for every disk without ,transport=\n"
 	      "  --stats          print exit and device counters as JSON on stderr at exit\n"
 	      "  --help, --version\n"
 	      "Console: the guest's serial port is on stdin/stdout; on a terminal type\n"
@@ -64,8 +74,13 @@ int cli_parse(int argc, char **argv, struct mvm_config *cfg, char *err, size_t e
 	uint64_t v;
 	int c, ret;
 
+	const char *disk_specs[CLI_MAX_DISKS];
+	unsigned i;
+
 	memset(cfg, 0, sizeof(*cfg));
 	cfg->cpus = CLI_DEFAULT_CPUS;
+	cfg->queues = 1;
+	cfg->transport = CLI_DEFAULT_TRANSPORT;
 	cfg->mem = CLI_DEFAULT_MEM;
 	optind = 0;     /* GNU: full re-initialisation, so tests can parse again */
 	opterr = 0;
@@ -91,6 +106,7 @@ int cli_parse(int argc, char **argv, struct mvm_config *cfg, char *err, size_t e
 					       optarg, ret == -ERANGE ? "out of range" : "not a number",
 					       CLI_MAX_CPUS);
 			cfg->cpus = v;
+			cfg->cpus_given = true;
 			break;
 		case OPT_MEM:
 			ret = parse_size(optarg, &v);
@@ -107,6 +123,29 @@ int cli_parse(int argc, char **argv, struct mvm_config *cfg, char *err, size_t e
 			break;
 		case OPT_STATS:
 			cfg->stats = true;
+			break;
+		case OPT_DISK:
+			if (cfg->ndisks == CLI_MAX_DISKS)
+				return cli_err(err, errlen, "--disk '%s': more than %d disks; "
+					       "give at most %d", optarg, CLI_MAX_DISKS, CLI_MAX_DISKS);
+			disk_specs[cfg->ndisks++] = optarg;
+			break;
+		case OPT_QUEUES:
+			ret = parse_uint(optarg, 1, BLK_MAX_QUEUES, &v);
+			if (ret)
+				return cli_err(err, errlen, "--queues '%s': %s; give a number from 1 to %d",
+					       optarg, ret == -ERANGE ? "out of range" : "not a number",
+					       BLK_MAX_QUEUES);
+			cfg->queues = v;
+			break;
+		case OPT_TRANSPORT:
+			if (!strcmp(optarg, "mmio"))
+				cfg->transport = CLI_TRANSPORT_MMIO;
+			else if (!strcmp(optarg, "pci"))
+				cfg->transport = CLI_TRANSPORT_PCI;
+			else
+				return cli_err(err, errlen, "--transport '%s': unknown; give mmio or pci",
+					       optarg);
 			break;
 		case OPT_HELP:
 			cfg->help = true;
@@ -125,7 +164,86 @@ int cli_parse(int argc, char **argv, struct mvm_config *cfg, char *err, size_t e
 	if (optind < argc)
 		return cli_err(err, errlen, "unexpected argument '%s'; options start with --, "
 			       "see mvm --help", argv[optind]);
+	/* Disks last: --queues/--transport are global defaults. */
+	for (i = 0; i < cfg->ndisks; i++) {
+		ret = cli_parse_disk(disk_specs[i], cfg->queues, cfg->transport, &cfg->disks[i],
+				     err, errlen);
+		if (ret)
+			return ret;
+	}
 	return 0;
+}
+
+int cli_parse_disk(const char *spec, unsigned default_queues, enum cli_transport default_transport,
+		   struct cli_disk *d, char *err, size_t errlen)
+{
+	char rest[sizeof(d->opts.path) + 256];
+	const char *p, *comma;
+	size_t n = 0;
+
+	memset(d, 0, sizeof(*d));
+	d->spec = spec;
+	d->transport = default_transport;
+	d->packed = true;
+	/* The first field is the path (it may not contain a comma); keep it
+	 * and every key mvm's block layer understands, take ours out. */
+	comma = strchr(spec, ',');
+	n = comma ? (size_t)(comma - spec) : strlen(spec);
+	if (n >= sizeof(rest))
+		return cli_err(err, errlen, "--disk '%.64s...': path too long", spec);
+	memcpy(rest, spec, n);
+	for (p = comma; p; p = comma) {
+		const char *key = p + 1;
+		size_t klen;
+
+		comma = strchr(key, ',');
+		klen = comma ? (size_t)(comma - key) : strlen(key);
+		if (klen == 14 && !strncmp(key, "transport=mmio", klen)) {
+			d->transport = CLI_TRANSPORT_MMIO;
+			d->transport_set = true;
+		} else if (klen == 13 && !strncmp(key, "transport=pci", klen)) {
+			d->transport = CLI_TRANSPORT_PCI;
+			d->transport_set = true;
+		} else if (klen > 10 && !strncmp(key, "transport=", 10)) {
+			return cli_err(err, errlen, "--disk '%s': transport '%.*s' unknown; "
+				       "give transport=mmio or transport=pci", spec,
+				       (int)(klen - 10), key + 10);
+		} else if (klen == 9 && !strncmp(key, "packed=on", klen)) {
+			d->packed = true;
+		} else if (klen == 10 && !strncmp(key, "packed=off", klen)) {
+			d->packed = false;
+		} else if (klen >= 7 && !strncmp(key, "packed=", 7)) {
+			return cli_err(err, errlen, "--disk '%s': packed '%.*s' unknown; "
+				       "give packed=on or packed=off", spec, (int)(klen - 7), key + 7);
+		} else {
+			if (n + 1 + klen >= sizeof(rest))
+				return cli_err(err, errlen, "--disk '%.64s...': too long", spec);
+			rest[n++] = ',';
+			memcpy(rest + n, key, klen);
+			n += klen;
+		}
+	}
+	rest[n] = '\0';
+	return blk_parse_spec(rest, default_queues, &d->opts, err, errlen);
+}
+
+unsigned cli_max_queues(const struct mvm_config *cfg)
+{
+	unsigned i, q = 0;
+
+	for (i = 0; i < cfg->ndisks; i++)
+		q = MAX(q, cfg->disks[i].opts.queues);
+	return q;
+}
+
+bool cli_auto_cpus(struct mvm_config *cfg)
+{
+	unsigned q = cli_max_queues(cfg);
+
+	if (cfg->cpus_given || q <= cfg->cpus)
+		return false;
+	cfg->cpus = MIN(q, CLI_MAX_CPUS);
+	return true;
 }
 
 int cli_check_host(const struct mvm_config *cfg, unsigned max_vcpus, uint64_t host_mem,

@@ -12,6 +12,8 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "devices/blk_image.h"
+
 #define CLI_DEFAULT_CPUS 1
 #define CLI_DEFAULT_MEM (256ULL << 20)
 #define CLI_MIN_MEM (16ULL << 20)
@@ -27,13 +29,35 @@
 #define CLI_BASE_CMDLINE "console=ttyS0 reboot=k panic=-1 i8042.noaux i8042.nomux " \
 	"i8042.nopnp i8042.dumbkbd no_timer_check"
 
+#define CLI_MAX_DISKS 16
+
+/* Which virtio transport a disk sits on. */
+enum cli_transport { CLI_TRANSPORT_MMIO, CLI_TRANSPORT_PCI };
+#define CLI_DEFAULT_TRANSPORT CLI_TRANSPORT_MMIO
+
+struct cli_disk {
+	const char *spec;               /* the --disk argument, for messages */
+	struct blk_opts opts;           /* blk part of the spec */
+	enum cli_transport transport;   /* ,transport= or --transport */
+	bool transport_set;             /* ,transport= given on this disk */
+	bool packed;                    /* offer VIRTIO_F_RING_PACKED (,packed=off clears) */
+};
+
 struct mvm_config {
 	const char *kernel;     /* NULL: the shipped test guest */
 	const char *initrd;     /* NULL: none (or the shipped one with the test guest) */
 	const char *cmdline;    /* user's part, may be NULL */
 	unsigned cpus;
 	uint64_t mem;
+	bool cpus_given;        /* --cpus on the command line */
 	bool stats;
+	/* Disks in command-line order (vda, vdb, ...). --queues and --transport
+	 * are global defaults: they apply to every disk that does not set
+	 * ,queues= / ,transport= itself, wherever they stand on the line. */
+	struct cli_disk disks[CLI_MAX_DISKS];
+	unsigned ndisks;
+	unsigned queues;        /* --queues, default 1 */
+	enum cli_transport transport; /* --transport */
 	bool help;
 	bool version;
 	/* storage for the default guest paths */
@@ -45,6 +69,20 @@ struct mvm_config {
  * one-line message (no "mvm: " prefix) in err. Checks syntax and ranges
  * that need no host knowledge (sizes, --cpus 1..254, --mem >= 16 MiB). */
 int cli_parse(int argc, char **argv, struct mvm_config *cfg, char *err, size_t errlen);
+
+/* Split one --disk argument: the transport keys (transport=mmio|pci,
+ * packed=on|off) are taken here, the rest goes to blk_parse_spec with
+ * default_queues. 0 or -EINVAL with a one-line message. */
+int cli_parse_disk(const char *spec, unsigned default_queues, enum cli_transport default_transport,
+		   struct cli_disk *d, char *err, size_t errlen);
+
+/* Largest queue count of any disk (0 without disks). */
+unsigned cli_max_queues(const struct mvm_config *cfg);
+
+/* Without --cpus, give the guest as many vCPUs as the most queues of any
+ * disk (blk-mq uses at most nr_cpu_ids hardware queues). Returns true when
+ * cfg->cpus was raised. */
+bool cli_auto_cpus(struct mvm_config *cfg);
 
 /* Checks against the host: cpus <= max_vcpus (KVM_CAP_MAX_VCPUS, or 0 when
  * not known yet), mem <= host_mem (RAM + swap) and below CLI_MAX_GPA.

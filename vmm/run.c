@@ -9,6 +9,10 @@
 #include "devices/exitport.h"
 #include "devices/i8042.h"
 #include "devices/serial.h"
+#include "devices/pci.h"
+#include "devices/virtio_blk.h"
+#include "devices/virtio_mmio.h"
+#include "devices/virtio_pci.h"
 
 #include <errno.h>
 #include <libgen.h>
@@ -142,8 +146,68 @@ static void run_loop(struct vm *vm, int sfd, struct run_console *con)
 	}
 }
 
+/* Open (and lock) every image once before KVM is touched, so a missing,
+ * odd-sized or busy image fails like any other bad input. */
+static int run_check_disks(const struct mvm_config *cfg, char *err, size_t errlen)
+{
+	struct blk_image img;
+	unsigned i;
+	int ret;
+
+	for (i = 0; i < cfg->ndisks; i++) {
+		ret = blk_image_open(&cfg->disks[i].opts, &img, err, errlen);
+		if (ret)
+			return ret;
+		blk_image_close(&img);
+	}
+	return 0;
+}
+
+/* Create every --disk in order (vda, vdb, ...) on its transport. The PCI
+ * bus exists only when some disk uses it. Before vCPUs start. */
+static int run_create_disks(struct vm *vm, const struct mvm_config *cfg, struct pci_bus *bus,
+			    bool *bus_up, char *err, size_t errlen)
+{
+	unsigned i;
+	int ret;
+
+	for (i = 0; i < cfg->ndisks; i++) {
+		const struct cli_disk *d = &cfg->disks[i];
+		struct virtio_dev *dev;
+
+		ret = blk_dev_new(&d->opts, &vm->mem, &dev, err, errlen);
+		if (ret)
+			return ret;
+		// PACKED-HOOK dev->no_packed = !d->packed;
+		if (d->transport == CLI_TRANSPORT_PCI) {
+			if (!*bus_up) {
+				ret = pci_bus_init(bus, vm);
+				if (ret) {
+					snprintf(err, errlen, "PCI bus: %s", strerror(-ret));
+					virtio_dev_destroy(dev);
+					return ret;
+				}
+				*bus_up = true;
+			}
+			ret = virtio_pci_attach(vm, bus, dev);
+		} else {
+			ret = virtio_mmio_attach(vm, dev);
+		}
+		if (ret) {
+			snprintf(err, errlen, "--disk %s: cannot attach the %s device: %s", d->spec,
+				 d->transport == CLI_TRANSPORT_PCI ? "virtio-pci" : "virtio-mmio",
+				 strerror(-ret));
+			virtio_dev_destroy(dev);
+			return ret;
+		}
+	}
+	return 0;
+}
+
 int mvm_main(int argc, char **argv)
 {
+	struct pci_bus pci_bus;
+	bool pci_up = false;
 	struct mvm_config cfg;
 	struct x86_boot_cfg bcfg;
 	struct x86_boot_info info;
@@ -177,10 +241,18 @@ int mvm_main(int argc, char **argv)
 		die("pthread_sigmask failed");
 	signal(SIGPIPE, SIG_IGN);   /* a closed stdout must not kill the VM */
 
+	/* A multi-queue disk is only used multi-queue by a guest with as
+	 * many vCPUs (blk-mq caps hardware queues at nr_cpu_ids). */
+	if (cli_auto_cpus(&cfg)) {
+		fprintf(stderr, "mvm: %u vCPUs so the guest can use all %u queues "
+			"(set --cpus to choose)\n", cfg.cpus, cli_max_queues(&cfg));
+	}
+
 	/* Everything about the input is checked before /dev/kvm is opened. */
 	run_exe_dir(exe_dir, sizeof(exe_dir));
 	if (cli_default_guest(&cfg, exe_dir, err, sizeof(err)) ||
-	    cli_check_files(&cfg, err, sizeof(err)))
+	    cli_check_files(&cfg, err, sizeof(err)) ||
+	    run_check_disks(&cfg, err, sizeof(err)))
 		die_usage("%s", err);
 	host_mem = cli_host_mem();
 	if (cli_check_host(&cfg, 0, host_mem, err, sizeof(err)))
@@ -213,6 +285,8 @@ int mvm_main(int argc, char **argv)
 		ret = exitport_create(&vm);
 	if (ret)
 		die("legacy devices: %s", strerror(-ret));
+	if (run_create_disks(&vm, &cfg, &pci_bus, &pci_up, err, sizeof(err)))
+		die_usage("%s", err);
 
 	if (cli_compose_cmdline(vm.cmdline_extra, cfg.cmdline, run_cmdline, sizeof(run_cmdline)))
 		die_usage("kernel command line too long with the devices' parameters; "
@@ -269,6 +343,8 @@ int mvm_main(int argc, char **argv)
 		run_stats(&vm, vcpus, cfg.cpus);
 	for (i = vm.ndevices; i-- > 0;)
 		vm.devices[i].ops->destroy(vm.devices[i].dev);
+	if (pci_up)
+		pci_bus_destroy(&pci_bus);
 	for (i = 0; i < cfg.cpus; i++)
 		vcpu_destroy(&vcpus[i]);
 	free(vcpus);

@@ -388,3 +388,98 @@ TEST(binary_help_and_version)
 	CHECK_EQ(run_mvm(out, sizeof(out), (const char *const[]){ "--version", NULL }), 0);
 	CHECK(strncmp(out, "mvm ", 4) == 0);
 }
+
+/* --- disks --------------------------------------------------------------- */
+
+TEST(disks_in_order_with_global_queues_and_transport)
+{
+	struct mvm_config c;
+
+	/* --queues/--transport apply to every disk without its own value,
+	 * wherever they stand (the README's `--disk img --queues 4`). */
+	CHECK_EQ(PARSE(&c, "--disk", "a.img", "--disk", "b.img,ro,queues=2,transport=mmio",
+		       "--queues", "4", "--transport", "pci"), 0);
+	CHECK_EQ(c.ndisks, 2);
+	CHECK_STR(c.disks[0].opts.path, "a.img");
+	CHECK_EQ(c.disks[0].opts.queues, 4);
+	CHECK_EQ(c.disks[0].transport, CLI_TRANSPORT_PCI);
+	CHECK(c.disks[0].packed && !c.disks[0].opts.ro);
+	CHECK_STR(c.disks[1].opts.path, "b.img");
+	CHECK_EQ(c.disks[1].opts.queues, 2);
+	CHECK_EQ(c.disks[1].transport, CLI_TRANSPORT_MMIO);
+	CHECK(c.disks[1].opts.ro);
+	CHECK_EQ(cli_max_queues(&c), 4);
+}
+
+TEST(disk_transport_keys_do_not_reach_the_block_layer)
+{
+	struct mvm_config c;
+
+	CHECK_EQ(PARSE(&c, "--disk", "x.img,packed=off,serial=abc,transport=pci,cache=none"), 0);
+	CHECK(!c.disks[0].packed);
+	CHECK_EQ(c.disks[0].transport, CLI_TRANSPORT_PCI);
+	CHECK_STR(c.disks[0].opts.serial, "abc");
+	CHECK_EQ(c.disks[0].opts.cache, BLK_CACHE_NONE);
+	CHECK_EQ(c.disks[0].opts.queues, 1);
+	CHECK_EQ(CLI_DEFAULT_TRANSPORT, CLI_TRANSPORT_MMIO);
+}
+
+TEST(bad_disk_options)
+{
+	struct mvm_config c;
+	char *many[2 + 2 * (CLI_MAX_DISKS + 1)];
+	int i, n = 0;
+
+	CHECK_EQ(PARSE(&c, "--disk", "x.img,transport=virtio"), -EINVAL);
+	CHECK(strstr(err, "transport 'virtio'") && strstr(err, "mmio"));
+	CHECK_EQ(PARSE(&c, "--disk", "x.img,packed=maybe"), -EINVAL);
+	CHECK(strstr(err, "packed 'maybe'"));
+	CHECK_EQ(PARSE(&c, "--disk", "x.img,bogus=1"), -EINVAL);
+	CHECK_EQ(PARSE(&c, "--transport", "ccw"), -EINVAL);
+	CHECK(strstr(err, "--transport 'ccw'"));
+	CHECK_EQ(PARSE(&c, "--queues", "0"), -EINVAL);
+	CHECK_EQ(PARSE(&c, "--queues", "65"), -EINVAL);
+	CHECK_EQ(PARSE(&c, "--disk", "x.img", "--queues", "4x"), -EINVAL);
+	many[n++] = "mvm";
+	for (i = 0; i <= CLI_MAX_DISKS; i++) {
+		many[n++] = "--disk";
+		many[n++] = "x.img";
+	}
+	many[n] = NULL;
+	CHECK_EQ(cli_parse(n, many, &c, err, sizeof(err)), -EINVAL);
+	CHECK(strstr(err, "at most 16"));
+}
+
+TEST(queues_raise_vcpus_only_without_cpus)
+{
+	struct mvm_config c;
+
+	CHECK_EQ(PARSE(&c, "--disk", "x.img", "--queues", "4"), 0);
+	CHECK(cli_auto_cpus(&c));
+	CHECK_EQ(c.cpus, 4);
+	CHECK_EQ(PARSE(&c, "--disk", "x.img", "--queues", "4", "--cpus", "2"), 0);
+	CHECK(!cli_auto_cpus(&c));
+	CHECK_EQ(c.cpus, 2);
+	CHECK_EQ(PARSE(&c, "--queues", "4"), 0);     /* no disk: nothing to use them */
+	CHECK(!cli_auto_cpus(&c));
+	CHECK_EQ(c.cpus, 1);
+}
+
+TEST(binary_rejects_bad_disks)
+{
+	char k[160], odd[160], img[160];
+	static uint8_t blob[4096];
+
+	mvm_bin();
+	mk_tmpdir();
+	snprintf(k, sizeof(k), "%s/bz", tmpdir);
+	write_fake_bzimage(k);
+	snprintf(odd, sizeof(odd), "%s/odd.img", tmpdir);
+	write_file(odd, blob, 1000);
+	snprintf(img, sizeof(img), "%s/ok.img", tmpdir);
+	write_file(img, blob, sizeof(blob));
+	EXPECT_USAGE("/nonexistent.img", "--kernel", k, "--disk", "/nonexistent.img");
+	EXPECT_USAGE("512", "--kernel", k, "--disk", odd);
+	EXPECT_USAGE("--queues '0'", "--kernel", k, "--disk", img, "--queues", "0");
+	EXPECT_USAGE("serial", "--kernel", k, "--disk", "x,serial=123456789012345678901");
+}
