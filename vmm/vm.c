@@ -163,21 +163,13 @@ unsigned kvm_build_routes(const struct kvm_state *ks, struct kvm_irq_routing_ent
 		}                                                           \
 		n++;                                                        \
 	} while (0)
-	/* The PICs: ISA IRQs 0-15 except the cascade (2). */
-	for (i = 0; i < 16; i++) {
-		if (i == 2)
-			continue;
+	/* KVM's default wiring, which the MP table describes (ISA IRQ n ->
+	 * IOAPIC pin n, the PIT on GSI 0 -> pin 0): GSI 0-15 reach the PICs,
+	 * GSI 0-23 the IOAPIC pin of the same number. */
+	for (i = 0; i < 16; i++)
 		KVM_ADD_ROUTE(i, i < 8 ? KVM_IRQCHIP_PIC_MASTER : KVM_IRQCHIP_PIC_SLAVE, i % 8);
-	}
-	/* The IOAPIC: the PIT raises GSI 0, which is wired to pin 2 as on
-	 * PC chipsets (the MP table says ISA IRQ 0 -> pin 2); every other
-	 * GSI 1..23 is its own pin. Pin 0 and GSI 2 stay unrouted. */
-	KVM_ADD_ROUTE(0, KVM_IRQCHIP_IOAPIC, 2);
-	for (i = 1; i < X86_IOAPIC_PINS; i++) {
-		if (i == 2)
-			continue;
+	for (i = 0; i < X86_IOAPIC_PINS; i++)
 		KVM_ADD_ROUTE(i, KVM_IRQCHIP_IOAPIC, i);
-	}
 #undef KVM_ADD_ROUTE
 	for (i = 0; i < ARRAY_SIZE(ks->msi); i++) {
 		if (!ks->msi[i].active)

@@ -126,12 +126,9 @@ TEST(routing_table_keeps_irqchip_routes_with_msi)
 	unsigned n, gsi, g;
 
 	n = kvm_build_routes(ks, r, ARRAY_SIZE(r));
-	CHECK_EQ(n, 15 + 23);          /* PIC: 16 - cascade; IOAPIC: 24 - pin 0 */
-	e = find_route(r, n, 0, KVM_IRQ_ROUTING_IRQCHIP, KVM_IRQCHIP_IOAPIC);
-	CHECK(e && e->u.irqchip.pin == 2);               /* PIT -> pin 2 */
-	for (g = 1; g < 24; g++) {
-		if (g == 2)
-			continue;
+	CHECK_EQ(n, 16 + 24);          /* PIC: ISA IRQs 0-15; IOAPIC: pins 0-23 */
+	/* GSI n -> pin n, as the MP table says (the PIT on pin 0). */
+	for (g = 0; g < 24; g++) {
 		e = find_route(r, n, g, KVM_IRQ_ROUTING_IRQCHIP, KVM_IRQCHIP_IOAPIC);
 		CHECK(e && e->u.irqchip.pin == g);
 	}
@@ -140,12 +137,12 @@ TEST(routing_table_keeps_irqchip_routes_with_msi)
 	CHECK_EQ(vm_alloc_msi_gsi(vm, &gsi), 0);
 	CHECK_EQ(vm_msi_route(vm, gsi, 0xfee00000, 0x4041, false), 0);
 	n = kvm_build_routes(ks, r, ARRAY_SIZE(r));
-	CHECK_EQ(n, 15 + 23 + 1);
+	CHECK_EQ(n, 16 + 24 + 1);
 	e = find_route(r, n, gsi, KVM_IRQ_ROUTING_MSI, 0);
 	CHECK(e && e->u.msi.address_lo == 0xfee00000 && e->u.msi.data == 0x4041);
 	CHECK(find_route(r, n, 4, KVM_IRQ_ROUTING_IRQCHIP, KVM_IRQCHIP_IOAPIC));
 	CHECK_EQ(vm_msi_route(vm, gsi, 0xfee00000, 0x4041, true), 0);   /* masked: gone */
-	CHECK_EQ(kvm_build_routes(ks, r, ARRAY_SIZE(r)), 15 + 23);
+	CHECK_EQ(kvm_build_routes(ks, r, ARRAY_SIZE(r)), 16 + 24);
 	CHECK_EQ(vm_msi_route(vm, 3, 0, 0, false), -EINVAL);              /* not an MSI gsi */
 	rmvm(vm);
 }
