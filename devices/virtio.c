@@ -42,8 +42,6 @@ int virtio_dev_init(struct virtio_dev *dev, const struct virtio_device_ops *ops,
 		}
 	}
 	dev->host_features = (ops->features ? ops->features(dev) : 0) | VIRTIO_CORE_FEATURES;
-	/* Ring layouts we do not implement are never offered, whatever the device says. */
-	dev->host_features &= ~VIRTIO_BIT(VIRTIO_F_RING_PACKED);
 	return 0;
 
 close_fds:
@@ -123,7 +121,7 @@ void virtio_reset(struct virtio_dev *dev)
 
 static bool features_acceptable(const struct virtio_dev *dev)
 {
-	if (dev->guest_features & ~dev->host_features)
+	if (dev->guest_features & ~virtio_offered_features(dev))
 		return false;   /* §2.2.1: a bit never offered */
 	if (!virtio_has_feature(dev, VIRTIO_F_VERSION_1))
 		return false;   /* legacy interface not supported */
@@ -201,7 +199,7 @@ uint32_t virtio_read_features(const struct virtio_dev *dev, uint32_t sel)
 {
 	if (sel > 1)
 		return 0;
-	return (uint32_t)(dev->host_features >> (32 * sel));
+	return (uint32_t)(virtio_offered_features(dev) >> (32 * sel));
 }
 
 void virtio_write_features(struct virtio_dev *dev, uint32_t sel, uint32_t val)
@@ -233,8 +231,10 @@ int virtio_queue_set_ready(struct virtio_dev *dev, unsigned q, bool ready)
 	ret = virtq_enable(vq, dev->mem, dev->guest_features);
 	if (ret) {
 		warnx_mvm("%s: queue %u: invalid configuration (size %u of max %u, "
-			  "desc 0x%llx, avail 0x%llx, used 0x%llx): %s; device needs reset",
+			  "%s ring, desc 0x%llx, driver area 0x%llx, device area 0x%llx): %s; "
+			  "device needs reset",
 			  dev->ops->name, q, vq->size, vq->max_size,
+			  virtio_has_feature(dev, VIRTIO_F_RING_PACKED) ? "packed" : "split",
 			  (unsigned long long)vq->desc_gpa,
 			  (unsigned long long)vq->driver_gpa,
 			  (unsigned long long)vq->device_gpa,

@@ -45,11 +45,13 @@
 #define VIRTIO_ID_NET   1
 #define VIRTIO_ID_BLOCK 2
 
-/* Feature bits the core always offers on top of ops->features(): the ring
- * features implemented by virtq.c, and VERSION_1. */
+/* Feature bits the core offers on top of ops->features(): the ring features
+ * implemented by virtq.c, and VERSION_1. RING_PACKED is withheld from a
+ * device whose `no_packed` is set (the split ring is then the only layout). */
 #define VIRTIO_CORE_FEATURES (VIRTIO_BIT(VIRTIO_F_VERSION_1) | \
 			      VIRTIO_BIT(VIRTIO_RING_F_EVENT_IDX) | \
-			      VIRTIO_BIT(VIRTIO_RING_F_INDIRECT_DESC))
+			      VIRTIO_BIT(VIRTIO_RING_F_INDIRECT_DESC) | \
+			      VIRTIO_BIT(VIRTIO_F_RING_PACKED))
 
 #define VIRTIO_MAX_QUEUES 64
 
@@ -102,8 +104,13 @@ struct virtio_dev {
 	void *priv;                     /* device private */
 	const struct guest_mem *mem;
 
-	uint64_t host_features;         /* offered: ops->features() | VIRTIO_CORE_FEATURES */
+	uint64_t host_features;         /* ops->features() | VIRTIO_CORE_FEATURES; what
+					 * is offered is virtio_offered_features() */
 	uint64_t guest_features;        /* written by the driver; final once FEATURES_OK */
+	/* Do not offer VIRTIO_F_RING_PACKED (--disk ...,packed=off). Set by the
+	 * device owner after virtio_dev_init and before the driver reads the
+	 * features; the driver then gets split rings only. */
+	bool no_packed;
 
 	/* §2.1 status as written by the driver (transport lock). NEEDS_RESET is
 	 * kept apart in `needs_reset` (atomic: set from queue threads);
@@ -148,7 +155,14 @@ void virtio_set_status(struct virtio_dev *dev, uint8_t val);
  * clear ring state, features and status. Nothing touches guest memory after. */
 void virtio_reset(struct virtio_dev *dev);
 
-/* 32-bit feature word `sel` (0, 1) of host_features; 0 for other sel. */
+/* The features offered to the driver: host_features less RING_PACKED when
+ * no_packed. */
+static inline uint64_t virtio_offered_features(const struct virtio_dev *dev)
+{
+	return dev->host_features & ~(dev->no_packed ? VIRTIO_BIT(VIRTIO_F_RING_PACKED) : 0);
+}
+
+/* 32-bit feature word `sel` (0, 1) of the offered features; 0 for other sel. */
 uint32_t virtio_read_features(const struct virtio_dev *dev, uint32_t sel);
 /* Driver writes feature word sel; ignored once FEATURES_OK is set or for sel > 1. */
 void virtio_write_features(struct virtio_dev *dev, uint32_t sel, uint32_t val);

@@ -1,4 +1,5 @@
-/* Split virtqueue, device side (virtio 1.2 §2.7).
+/* Virtqueue, device side: split ring (virtio 1.2 §2.7) and packed ring
+ * (§2.8) behind the same API.
  *
  * Memory ordering: the rings are shared with the driver running on other
  * CPUs. 16-bit ring indices/flags are accessed with single atomic loads and
@@ -73,25 +74,45 @@ void virtq_reset(struct virtq *vq)
 int virtq_enable(struct virtq *vq, const struct guest_mem *mem, uint64_t features)
 {
 	uint16_t n = vq->size;
+	bool packed = features & VIRTIO_BIT(VIRTIO_F_RING_PACKED);
 	uint8_t *desc, *avail, *used;
 
 	vq->ready = false;
-	if (features & VIRTIO_BIT(VIRTIO_F_RING_PACKED))
-		return -EINVAL;         /* never offered yet: the packed ring comes later */
-	if (n == 0 || !IS_POW2(n) || n > vq->max_size || n > VIRTQ_MAX_SIZE)
+	if (n == 0 || n > vq->max_size || n > VIRTQ_MAX_SIZE)
 		return -EINVAL;
-	if (vq->desc_gpa % 16 || vq->driver_gpa % 2 || vq->device_gpa % 4)
-		return -EINVAL;
-	desc = gmem_ptr(mem, vq->desc_gpa, VIRTQ_DESC_BYTES(n));
-	avail = gmem_ptr(mem, vq->driver_gpa, VIRTQ_AVAIL_BYTES(n));
-	used = gmem_ptr(mem, vq->device_gpa, VIRTQ_USED_BYTES(n));
+	if (packed) {
+		/* §2.8.10.1 / §2.8.11: descriptor ring 16-aligned, event
+		 * suppression structures 4-aligned (read as one 32-bit word). */
+		if (vq->desc_gpa % 16 || vq->driver_gpa % 4 || vq->device_gpa % 4)
+			return -EINVAL;
+		desc = gmem_ptr(mem, vq->desc_gpa, VIRTQ_PACKED_DESC_BYTES(n));
+		avail = gmem_ptr(mem, vq->driver_gpa, VIRTQ_PACKED_EVENT_BYTES);
+		used = gmem_ptr(mem, vq->device_gpa, VIRTQ_PACKED_EVENT_BYTES);
+	} else {
+		if (!IS_POW2(n))
+			return -EINVAL; /* §2.7: split Queue Size is a power of 2 */
+		if (vq->desc_gpa % 16 || vq->driver_gpa % 2 || vq->device_gpa % 4)
+			return -EINVAL;
+		desc = gmem_ptr(mem, vq->desc_gpa, VIRTQ_DESC_BYTES(n));
+		avail = gmem_ptr(mem, vq->driver_gpa, VIRTQ_AVAIL_BYTES(n));
+		used = gmem_ptr(mem, vq->device_gpa, VIRTQ_USED_BYTES(n));
+	}
 	if (!desc || !avail || !used)
 		return -EFAULT;
 	vq->mem = mem;
 	vq->desc = desc;
 	vq->avail = avail;
 	vq->used = used;
-	vq->packed = false;
+	vq->packed = packed;
+	/* §2.8.1: both wrap counters start at 1. */
+	vq->avail_wrap = true;
+	vq->used_wrap = true;
+	vq->pending_pos = 0;
+	vq->pending_flags = 0;
+	vq->pending_slots = 0;
+	vq->inflight_slots = 0;
+	/* Not a valid flags value: the first notify_disable/enable writes. */
+	vq->dev_event_flags = 0xffff;
 	vq->event_idx = features & VIRTIO_BIT(VIRTIO_RING_F_EVENT_IDX);
 	vq->indirect = features & VIRTIO_BIT(VIRTIO_RING_F_INDIRECT_DESC);
 	vq->last_avail = 0;
@@ -234,17 +255,263 @@ static int split_pop(struct virtq *vq, struct virtq_chain *c)
 	return 1;
 }
 
+/* ---- packed ring (§2.8) ----
+ *
+ * Descriptor: le64 addr @0, le32 len @8, le16 id @12, le16 flags @14.
+ * The driver makes a buffer available by writing its descriptors, then the
+ * first descriptor's flags (AVAIL = its wrap counter, USED = the inverse)
+ * after a write barrier. The device marks a buffer used by writing one
+ * descriptor (id, len, flags with AVAIL = USED = its wrap counter) at its
+ * own used position; the driver reads flags, then (after a read barrier)
+ * id and len. */
+#define PDESC_LEN   8
+#define PDESC_ID    12
+#define PDESC_FLAGS 14
+
+static inline bool packed_desc_avail(uint16_t flags, bool wrap)
+{
+	bool avail = flags & VIRTQ_DESC_F_AVAIL, used = flags & VIRTQ_DESC_F_USED;
+
+	return avail != used && avail == wrap;
+}
+
+/* Next ring position, flipping the wrap counter at the end of the ring. */
+static inline uint16_t packed_next(const struct virtq *vq, uint16_t pos, bool *wrap)
+{
+	if (++pos == vq->size) {
+		*wrap = !*wrap;
+		return 0;
+	}
+	return pos;
+}
+
+/* Indirect table (§2.8.19): len / 16 consecutive packed descriptors; WRITE
+ * is their only meaningful flag. Linux never chains inside the table, and
+ * the spec reserves NEXT there, so NEXT is treated like a split-ring guest
+ * error; INDIRECT there is nesting (§2.8.7). id and the wrap bits are
+ * ignored. */
+static int packed_walk_indirect(struct virtq *vq, struct virtq_chain *c,
+				uint64_t addr, uint32_t len)
+{
+	const uint8_t *tbl;
+	unsigned entries, i;
+
+	if (!vq->indirect)
+		return -EINVAL;
+	if (len == 0 || len % 16)
+		return -EINVAL;
+	entries = len / 16;
+	if (entries > vq->size)
+		return -EINVAL;
+	tbl = gmem_ptr(vq->mem, addr, len);
+	if (!tbl)
+		return -EFAULT;
+	for (i = 0; i < entries; i++) {
+		const uint8_t *d = tbl + 16u * i;
+		uint16_t flags = le16_load(d + PDESC_FLAGS);
+		int ret;
+
+		if (flags & (VIRTQ_DESC_F_INDIRECT | VIRTQ_DESC_F_NEXT))
+			return -EINVAL;
+		ret = chain_add(vq, c, le64_load(d), le32_load(d + PDESC_LEN),
+				flags & VIRTQ_DESC_F_WRITE);
+		if (ret)
+			return ret;
+	}
+	return 0;
+}
+
+static int packed_pop(struct virtq *vq, struct virtq_chain *c)
+{
+	uint16_t pos = vq->last_avail, flags, id;
+	bool wrap = vq->avail_wrap;
+	unsigned nslots = 0, room = vq->size - vq->inflight_slots;
+	const uint8_t *d = vq->desc + 16u * pos;
+
+	/* Acquire pairs with the driver's virtio_wmb() in virtqueue_add_packed()
+	 * before it stores the first descriptor's flags: once the head reads as
+	 * available, the whole chain (and its indirect table) is visible. Only
+	 * the head's wrap bits matter (§2.8.6: the driver writes the head's
+	 * flags last); the rest of the chain follows from NEXT. */
+	flags = ring_load16_acquire(d + PDESC_FLAGS);
+	if (!packed_desc_avail(flags, vq->avail_wrap))
+		return 0;
+
+	c->n = 0;
+	c->n_readable = 0;
+	c->total_len = 0;
+	for (;;) {
+		int ret;
+
+		/* A chain may only use slots the device does not hold: more
+		 * than that is a chain longer than the ring, or one that
+		 * overwrote buffers still in flight. Bounds the walk too. */
+		if (++nslots > room)
+			return -ELOOP;
+		if (flags & VIRTQ_DESC_F_INDIRECT) {
+			/* §2.8.7: an indirect descriptor is a buffer's only
+			 * descriptor: not after NEXT, not with NEXT. */
+			if (nslots > 1 || (flags & VIRTQ_DESC_F_NEXT))
+				return -EINVAL;
+			ret = packed_walk_indirect(vq, c, le64_load(d), le32_load(d + PDESC_LEN));
+			if (ret)
+				return ret;
+			break;
+		}
+		ret = chain_add(vq, c, le64_load(d), le32_load(d + PDESC_LEN),
+				flags & VIRTQ_DESC_F_WRITE);
+		if (ret)
+			return ret;
+		if (!(flags & VIRTQ_DESC_F_NEXT))
+			break;
+		pos = packed_next(vq, pos, &wrap);
+		d = vq->desc + 16u * pos;
+		flags = le16_load(d + PDESC_FLAGS);
+	}
+	/* §2.8.6: the buffer id is in the chain's last descriptor (Linux
+	 * writes it in every one). */
+	id = le16_load(d + PDESC_ID);
+	if (id >= vq->size)
+		return -EINVAL;
+	if (inflight_test(vq, id))
+		return -EBUSY;
+
+	c->head = id;
+	vq->inflight[id / 64] |= 1ULL << (id % 64);
+	vq->inflight_count++;
+	vq->slots[id] = (uint16_t)nslots;
+	vq->inflight_slots += nslots;
+	vq->last_avail = packed_next(vq, pos, &wrap);
+	vq->avail_wrap = wrap;
+	return 1;
+}
+
+static void packed_push(struct virtq *vq, uint16_t head, uint32_t written_len)
+{
+	uint8_t *d = vq->desc + 16u * vq->used_idx;
+	uint16_t flags = vq->used_wrap ? (VIRTQ_DESC_F_AVAIL | VIRTQ_DESC_F_USED) : 0;
+	unsigned n = 1;
+
+	if (head < vq->size && inflight_test(vq, head)) {
+		vq->inflight[head / 64] &= ~(1ULL << (head % 64));
+		vq->inflight_count--;
+		n = vq->slots[head];
+		vq->inflight_slots -= n;
+	}
+	/* The slot was consumed by virtq_pop (used_idx never passes
+	 * last_avail), so the driver does not look at it until its flags say
+	 * used. addr is left alone (§2.8.5: not written by the device). */
+	le16_store(d + PDESC_ID, head);
+	le32_store(d + PDESC_LEN, written_len);
+	if (vq->pending_slots == 0) {
+		/* First of a batch: its flags are stored last, by publish. */
+		vq->pending_pos = vq->used_idx;
+		vq->pending_flags = flags;
+	} else {
+		/* Later ones: the driver reads used descriptors in ring order
+		 * and stops at the first one not yet used, so these become
+		 * visible with the first one's release store. */
+		ring_store16(d + PDESC_FLAGS, flags);
+	}
+	vq->pending_slots += n;
+	/* Skip the slots the chain took: the driver advances its last_used by
+	 * the same count for this id (detach_buf_packed). */
+	vq->used_idx += n;
+	if (vq->used_idx >= vq->size) {
+		vq->used_idx -= vq->size;
+		vq->used_wrap = !vq->used_wrap;
+	}
+}
+
+static bool packed_publish(struct virtq *vq)
+{
+	uint16_t new_pos = vq->used_idx, old, off;
+	uint32_t ev;
+	unsigned evflags;
+
+	if (vq->pending_slots == 0)
+		return false;
+	/* Release pairs with the driver's virtio_rmb() in
+	 * virtqueue_get_buf_ctx_packed() after it sees the flags say used:
+	 * the id and len of this descriptor, and all of every later pending
+	 * one, are visible before it. */
+	ring_store16_release(vq->desc + 16u * vq->pending_pos + PDESC_FLAGS, vq->pending_flags);
+	/* Linearise like Linux's vring_need_event use on packed rings: old is
+	 * the position before this batch, possibly "negative" in 16 bits. */
+	old = (uint16_t)(new_pos - vq->pending_slots);
+	vq->pending_slots = 0;
+	/* Full barrier between the flags store and reading the driver event
+	 * suppression. Pairs with the driver's virtio_mb() in
+	 * virtqueue_poll_packed() (after virtqueue_enable_cb_prepare_packed()
+	 * re-armed): either we see its new event, or it sees our used
+	 * descriptor and polls it. */
+	__atomic_thread_fence(__ATOMIC_SEQ_CST);
+	/* One 32-bit load: off_wrap and flags from the same driver update (the
+	 * driver writes off_wrap, virtio_wmb(), then flags). */
+	ev = le32toh(__atomic_load_n((const uint32_t *)(const void *)vq->avail, __ATOMIC_RELAXED));
+	evflags = (ev >> 16) & 3;
+	if (evflags == VIRTQ_EVENT_F_DISABLE)
+		return false;
+	if (evflags != VIRTQ_EVENT_F_DESC || !vq->event_idx)
+		return true;    /* ENABLE, reserved 3, or DESC without EVENT_IDX */
+	off = ev & 0x7fff;
+	/* An event in the other lap is in the previous one (the driver never
+	 * asks for more than a ring ahead of what it has seen). */
+	if (!!(ev & VIRTQ_EVENT_WRAP) != vq->used_wrap)
+		off = (uint16_t)(off - vq->size);
+	return vring_need_event(off, new_pos, old);
+}
+
+static void packed_event_flags_set(struct virtq *vq, uint16_t flags)
+{
+	/* Store only on change: the driver reads this line on every kick. */
+	if (vq->dev_event_flags == flags)
+		return;
+	ring_store16(vq->used + 2, flags);
+	vq->dev_event_flags = flags;
+}
+
+static bool packed_notify_enable(struct virtq *vq)
+{
+	if (vq->event_idx) {
+		/* Kick when the descriptor at last_avail becomes available. The
+		 * off_wrap store precedes flags, like the driver's own order. */
+		ring_store16(vq->used, (uint16_t)(vq->last_avail |
+						  (vq->avail_wrap ? VIRTQ_EVENT_WRAP : 0)));
+		packed_event_flags_set(vq, VIRTQ_EVENT_F_DESC);
+	} else {
+		packed_event_flags_set(vq, VIRTQ_EVENT_F_ENABLE);
+	}
+	/* Full barrier between re-arming and re-reading the next descriptor's
+	 * flags. Pairs with the driver's virtio_mb() in
+	 * virtqueue_kick_prepare_packed() between its head flags store and its
+	 * device event suppression read: either it sees the re-armed event and
+	 * kicks, or we see its descriptor. */
+	__atomic_thread_fence(__ATOMIC_SEQ_CST);
+	return packed_desc_avail(ring_load16(vq->desc + 16u * vq->last_avail + PDESC_FLAGS),
+				 vq->avail_wrap);
+}
+
+/* ---- API: dispatch on the ring layout ---- */
+
 int virtq_pop(struct virtq *vq, struct virtq_chain *chain)
 {
 	if (!vq->ready)
 		return -EINVAL;
-	/* packed ring: dispatch to packed_pop() here */
+	if (vq->packed)
+		return packed_pop(vq, chain);
 	return split_pop(vq, chain);
 }
 
 void virtq_push(struct virtq *vq, uint16_t head, uint32_t written_len)
 {
-	uint8_t *e = vq->used + USED_RING + 8u * (vq->used_idx & (vq->size - 1));
+	uint8_t *e;
+
+	if (vq->packed) {
+		packed_push(vq, head, written_len);
+		return;
+	}
+	e = vq->used + USED_RING + 8u * (vq->used_idx & (vq->size - 1));
 
 	if (head < vq->size && inflight_test(vq, head)) {
 		vq->inflight[head / 64] &= ~(1ULL << (head % 64));
@@ -261,6 +528,8 @@ bool virtq_publish(struct virtq *vq)
 {
 	uint16_t old = vq->published_used, new_idx = vq->used_idx;
 
+	if (vq->packed)
+		return packed_publish(vq);
 	if (old == new_idx)
 		return false;
 	/* Release pairs with the driver's virtio_rmb() in virtqueue_get_buf_ctx_split()
@@ -279,6 +548,11 @@ bool virtq_publish(struct virtq *vq)
 
 void virtq_notify_disable(struct virtq *vq)
 {
+	if (vq->packed) {
+		/* EVENT_IDX or not: DISABLE is honoured by every driver. */
+		packed_event_flags_set(vq, VIRTQ_EVENT_F_DISABLE);
+		return;
+	}
 	/* With EVENT_IDX the driver kicks only when avail.idx crosses
 	 * avail_event; leaving it behind suppresses further kicks. */
 	if (!vq->event_idx)
@@ -287,6 +561,8 @@ void virtq_notify_disable(struct virtq *vq)
 
 bool virtq_notify_enable(struct virtq *vq)
 {
+	if (vq->packed)
+		return packed_notify_enable(vq);
 	if (vq->event_idx)
 		ring_store16(avail_event_ptr(vq), vq->last_avail);
 	else
@@ -301,5 +577,10 @@ bool virtq_notify_enable(struct virtq *vq)
 
 bool virtq_has_work(struct virtq *vq)
 {
-	return vq->ready && ring_load16(vq->avail + AVAIL_IDX) != vq->last_avail;
+	if (!vq->ready)
+		return false;
+	if (vq->packed)
+		return packed_desc_avail(ring_load16(vq->desc + 16u * vq->last_avail + PDESC_FLAGS),
+					 vq->avail_wrap);
+	return ring_load16(vq->avail + AVAIL_IDX) != vq->last_avail;
 }

@@ -1,6 +1,7 @@
-/* Virtqueue, device side. Split ring (virtio 1.2 §2.7) now; the packed ring
- * (§2.8, VIRTIO_F_RING_PACKED) goes behind the same API later (the `packed`
- * flag selects separate internal functions).
+/* Virtqueue, device side: split ring (virtio 1.2 §2.7) and packed ring
+ * (§2.8, VIRTIO_F_RING_PACKED) behind one API; `packed` (set by
+ * virtq_enable from the negotiated features) selects the layout, so a device
+ * model (virtio-blk) is the same code on both.
  *
  * Ownership: the transport fills the configuration fields (size, addresses)
  * and calls virtq_enable/virtq_reset while the queue is NOT started. Between
@@ -32,12 +33,24 @@
 /* §2.7.6 / §2.7.8 ring flags */
 #define VIRTQ_AVAIL_F_NO_INTERRUPT 1
 #define VIRTQ_USED_F_NO_NOTIFY     1
+/* §2.8.1 packed descriptor flags: wrap-counter bits */
+#define VIRTQ_DESC_F_AVAIL (1u << 7)
+#define VIRTQ_DESC_F_USED  (1u << 15)
+/* §2.8.10 event suppression structure: flags values and off_wrap's wrap bit */
+#define VIRTQ_EVENT_F_ENABLE  0
+#define VIRTQ_EVENT_F_DISABLE 1
+#define VIRTQ_EVENT_F_DESC    2
+#define VIRTQ_EVENT_WRAP      (1u << 15)
 
 /* Split ring sizes in bytes for a queue of n entries (including used_event /
  * avail_event, always present in the layout). */
 #define VIRTQ_DESC_BYTES(n)  (16ULL * (n))
 #define VIRTQ_AVAIL_BYTES(n) (6ULL + 2ULL * (n))
 #define VIRTQ_USED_BYTES(n)  (6ULL + 8ULL * (n))
+/* Packed ring: descriptor ring of 16-byte descriptors, and the driver / device
+ * event suppression structures (le16 off_wrap, le16 flags). */
+#define VIRTQ_PACKED_DESC_BYTES(n) (16ULL * (n))
+#define VIRTQ_PACKED_EVENT_BYTES   4ULL
 
 /* One guest buffer, already gmem_ptr-checked: host points at len bytes of
  * guest RAM (wholly inside one RAM region). */
@@ -49,7 +62,8 @@ struct virtq_buf {
 };
 
 struct virtq_chain {
-	uint16_t head;                  /* id to hand back to virtq_push */
+	uint16_t head;                  /* id to hand back to virtq_push (split: head
+					 * descriptor index; packed: buffer id) */
 	unsigned n;                     /* number of buffers */
 	unsigned n_readable;            /* buf[0..n_readable) readable, then writable */
 	uint64_t total_len;             /* sum of len, <= 2^32 */
@@ -61,63 +75,94 @@ struct virtq {
 	uint16_t max_size;              /* QueueNumMax */
 	uint16_t size;                  /* QueueNum */
 	bool ready;                     /* QueueReady: enabled by virtq_enable */
-	bool packed;                    /* VIRTIO_F_RING_PACKED negotiated (future) */
+	bool packed;                    /* VIRTIO_F_RING_PACKED negotiated */
 	uint64_t desc_gpa;              /* descriptor area */
-	uint64_t driver_gpa;            /* driver area (split: avail ring) */
-	uint64_t device_gpa;            /* device area (split: used ring) */
+	uint64_t driver_gpa;            /* driver area (split: avail ring;
+					 * packed: driver event suppression) */
+	uint64_t device_gpa;            /* device area (split: used ring;
+					 * packed: device event suppression) */
 	unsigned index;                 /* queue number, for logs */
 
 	/* --- runtime: owned by the queue thread once started --- */
 	const struct guest_mem *mem;
 	uint8_t *desc;                  /* host pointers to the whole validated areas */
-	uint8_t *avail;
-	uint8_t *used;
+	uint8_t *avail;                 /* packed: driver event suppression */
+	uint8_t *used;                  /* packed: device event suppression */
 	bool event_idx;                 /* VIRTIO_RING_F_EVENT_IDX negotiated */
 	bool indirect;                  /* VIRTIO_RING_F_INDIRECT_DESC negotiated */
-	uint16_t last_avail;            /* next avail ring index to consume */
-	uint16_t used_idx;              /* used.idx including pushed, unpublished entries */
-	uint16_t published_used;        /* used.idx the guest last saw (vring_need_event old) */
+	/* Split: free-running 16-bit ring indices. Packed: ring positions in
+	 * [0, size) with the wrap counters below. */
+	uint16_t last_avail;            /* next avail entry / descriptor to consume */
+	uint16_t used_idx;              /* used.idx / next used slot, incl. unpublished */
+	uint16_t published_used;        /* split: used.idx the guest last saw */
 	unsigned inflight_count;
-	uint64_t inflight[VIRTQ_MAX_SIZE / 64];  /* heads popped and not yet pushed */
-	/* packed ring (later): wrap counters live here too */
+	uint64_t inflight[VIRTQ_MAX_SIZE / 64];  /* heads / ids popped and not yet pushed */
+
+	/* --- packed ring (§2.8) runtime state, same owner --- */
+	bool avail_wrap;                /* Driver Ring Wrap Counter expected at last_avail */
+	bool used_wrap;                 /* Device Ring Wrap Counter at used_idx */
+	uint16_t pending_pos;           /* slot of the first pushed, unpublished used desc */
+	uint16_t pending_flags;         /* its flags, stored last by virtq_publish */
+	unsigned pending_slots;         /* ring slots pushed since the last publish */
+	unsigned inflight_slots;        /* ring slots held by popped, unpushed buffers */
+	uint16_t dev_event_flags;       /* shadow of the device event suppression flags */
+	uint16_t slots[VIRTQ_MAX_SIZE]; /* per in-flight id: ring slots its chain used */
 };
 
 /* Initialise an unconfigured queue (QueueNum = max_size, not ready). */
 void virtq_init(struct virtq *vq, unsigned index, uint16_t max_size);
 /* Back to the post-init state (device reset). Only when not started. */
 void virtq_reset(struct virtq *vq);
-/* Validate the configuration and map the rings: size != 0, power of 2,
- * <= max_size; desc/avail/used aligned 16/2/4 and wholly inside guest RAM
- * (each area in one region). features: the negotiated ones (EVENT_IDX,
- * INDIRECT_DESC, RING_PACKED). 0, -EINVAL (size, alignment, packed not
- * supported) or -EFAULT (outside RAM); the queue is left disabled on error. */
+/* Validate the configuration and map the rings. features: the negotiated
+ * ones (EVENT_IDX, INDIRECT_DESC, RING_PACKED).
+ *  split:  size != 0, power of 2, <= max_size; desc/avail/used aligned
+ *          16/2/4;
+ *  packed: size != 0, <= max_size (any value: §2.8 does not require a power
+ *          of 2, nor does Linux's packed ring); descriptor ring aligned 16,
+ *          both event suppression structures aligned 4;
+ * and every area wholly inside guest RAM (each area in one region). 0,
+ * -EINVAL (size, alignment) or -EFAULT (outside RAM); the queue is left
+ * disabled on error. */
 int virtq_enable(struct virtq *vq, const struct guest_mem *mem, uint64_t features);
 
 /* 1 = a chain was popped, 0 = ring empty, negative errno = the guest broke
  * the ring (the caller then puts the device in NEEDS_RESET):
  *   -EINVAL: avail.idx jumped by more than size; head or next >= size;
- *            indirect descriptor without the feature, with NEXT, nested, or
- *            length not a non-zero multiple of 16 / more entries than size;
+ *            packed: buffer id >= size; indirect descriptor without the
+ *            feature, with NEXT, nested, or length not a non-zero multiple
+ *            of 16 / more entries than size; packed: indirect descriptor
+ *            inside a NEXT chain, or NEXT inside an indirect table;
  *            buffer length 0 or >= 2^31; chain total > 2^32; writable
  *            buffer before a readable one;
  *   -EFAULT: buffer or indirect table not wholly inside one RAM region;
- *   -ELOOP:  descriptor loop / chain longer than the queue size;
+ *   -ELOOP:  descriptor loop / chain longer than the queue size (packed:
+ *            longer than the ring slots not held by in-flight buffers);
  *   -E2BIG:  more than VIRTQ_MAX_CHAIN buffers;
- *   -EBUSY:  head is still in flight (popped, not pushed).
+ *   -EBUSY:  head / buffer id is still in flight (popped, not pushed).
+ * Packed: a descriptor is available only when its AVAIL bit equals the
+ * expected Driver Ring Wrap Counter and its USED bit differs (§2.8.1);
+ * anything else reads as "ring empty".
  * On error nothing is consumed. */
 int virtq_pop(struct virtq *vq, struct virtq_chain *chain);
 /* Record a used element (not yet visible to the guest); clears head's
- * in-flight bit. head must come from virtq_pop. */
+ * in-flight bit. head must come from virtq_pop. Completions may come in any
+ * order; packed: the used descriptor goes to the next used slot, which then
+ * advances by the number of slots head's chain took (§2.8.21). */
 void virtq_push(struct virtq *vq, uint16_t head, uint32_t written_len);
-/* Make pushed elements visible (release store of used.idx) and return whether
- * the guest must be notified: EVENT_IDX -> used_event crossed since the last
- * publish; else avail.flags lacks NO_INTERRUPT. false when nothing new. */
+/* Make pushed elements visible (split: release store of used.idx; packed:
+ * release store of the first pending used descriptor's flags) and return
+ * whether the guest must be notified. Split: EVENT_IDX -> used_event crossed
+ * since the last publish; else avail.flags lacks NO_INTERRUPT. Packed: the
+ * driver event suppression says ENABLE, or DESC (with EVENT_IDX only) and
+ * its off_wrap lies in the slots just published. false when nothing new. */
 bool virtq_publish(struct virtq *vq);
 /* Kick suppression while draining. disable: NO_NOTIFY in used.flags (without
- * EVENT_IDX; with it, avail_event is simply not advanced). enable: re-arm
- * (clear NO_NOTIFY / avail_event = last_avail), full barrier, re-read
- * avail.idx: returns true when buffers arrived meanwhile and the caller must
- * drain again (it would otherwise miss a kick the driver suppressed). */
+ * EVENT_IDX; with it, avail_event is simply not advanced); packed: device
+ * event flags = DISABLE. enable: re-arm (clear NO_NOTIFY / avail_event =
+ * last_avail; packed: ENABLE, or DESC at last_avail with EVENT_IDX), full
+ * barrier, re-read avail.idx / the next descriptor: returns true when
+ * buffers arrived meanwhile and the caller must drain again (it would
+ * otherwise miss a kick the driver suppressed). */
 void virtq_notify_disable(struct virtq *vq);
 bool virtq_notify_enable(struct virtq *vq);
 /* Buffers available and not yet popped (for polling / stats). */

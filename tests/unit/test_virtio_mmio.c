@@ -56,7 +56,8 @@ TEST(offers_version_1_ring_features_and_device_features)
 	CHECK_EQ(rd(v, VIRTIO_MMIO_DEVICE_FEATURES),
 		 (1u << 9) | (1u << VIRTIO_RING_F_EVENT_IDX) | (1u << VIRTIO_RING_F_INDIRECT_DESC));
 	wr(v, VIRTIO_MMIO_DEVICE_FEATURES_SEL, 1);
-	CHECK_EQ(rd(v, VIRTIO_MMIO_DEVICE_FEATURES), 1);        /* VERSION_1, no PACKED */
+	CHECK_EQ(rd(v, VIRTIO_MMIO_DEVICE_FEATURES),            /* VERSION_1, RING_PACKED */
+		 1u | (1u << (VIRTIO_F_RING_PACKED - 32)));
 	wr(v, VIRTIO_MMIO_DEVICE_FEATURES_SEL, 2);
 	CHECK_EQ(rd(v, VIRTIO_MMIO_DEVICE_FEATURES), 0);
 	vnull_free(v);
@@ -78,6 +79,7 @@ TEST(features_ok_refused_for_feature_never_offered)
 
 	CHECK_EQ(vdrv_negotiate_raw(&v->d, V1 | (1ULL << 9), true), -EIO);
 	CHECK_EQ(vdrv_status(&v->d), ACK | DRV);
+	v->dev.no_packed = true;                /* packed=off: RING_PACKED not offered */
 	CHECK_EQ(vdrv_negotiate_raw(&v->d, V1 | VIRTIO_BIT(VIRTIO_F_RING_PACKED), true), -EIO);
 	vnull_free(v);
 }

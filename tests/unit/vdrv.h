@@ -14,7 +14,16 @@
  *   head = vdrv_add(&d, 0, sg, n, false); vdrv_kick(&d, 0);
  *   while (!vdrv_get_used(&d, 0, &id, &len)) ...
  * Tests that build broken rings use vdrv_desc_set / vdrv_avail_add_head
- * directly. */
+ * directly.
+ *
+ * Packed rings (§2.8): when VIRTIO_F_RING_PACKED was negotiated,
+ * vdrv_queue_setup lays out a packed ring and vdrv_add / vdrv_get_used work
+ * on it the way Linux's virtio_ring.c does (virtqueue_add_packed,
+ * virtqueue_get_buf_ctx_packed: buffer ids from a free list, consecutive
+ * ring slots, head flags written last after a write barrier, wrap
+ * counters). vdrv_packed_* add the event suppression side (enable/disable
+ * callbacks, kick_prepare) and vdrv_pdesc_* raw slot access for broken
+ * rings. */
 #ifndef MVM_TESTS_VDRV_H
 #define MVM_TESTS_VDRV_H
 
@@ -48,6 +57,18 @@ struct vdrv_queue {
 	uint16_t num_free;
 	uint16_t free_next[VIRTQ_MAX_SIZE]; /* also the chain links of allocated chains */
 	uint16_t chain_len[VIRTQ_MAX_SIZE]; /* descriptors used by the chain at head */
+	/* packed ring (desc = descriptor ring, avail = driver event
+	 * suppression, used = device event suppression); free_next / chain_len
+	 * are the buffer-id free list and per-id slot counts, as in Linux */
+	bool packed;
+	uint16_t next_avail;            /* next ring slot to fill */
+	bool avail_wrap;                /* driver's avail wrap counter */
+	uint16_t avail_used_flags;      /* AVAIL/USED bits for the current lap */
+	bool used_wrap;                 /* driver's used wrap counter (last_used: slot) */
+	uint16_t num_added;             /* slots added since the last kick_prepare */
+	uint16_t event_flags_shadow;    /* driver event suppression flags written */
+	uint64_t ind_table[VIRTQ_MAX_SIZE]; /* per-id indirect table, reused */
+	uint16_t ind_cap[VIRTQ_MAX_SIZE];
 };
 
 struct vdrv {
@@ -184,9 +205,19 @@ static inline uint32_t vdrv_queue_setup(struct vdrv *d, unsigned q, uint16_t siz
 	vq->num_free = size;
 	for (unsigned i = 0; i < size; i++)
 		vq->free_next[i] = (uint16_t)(i + 1);
-	vq->desc = vdrv_alloc(d, VIRTQ_DESC_BYTES(size), 16);
-	vq->avail = vdrv_alloc(d, VIRTQ_AVAIL_BYTES(size), 2);
-	vq->used = vdrv_alloc(d, VIRTQ_USED_BYTES(size), 4);
+	if (d->features & VIRTIO_BIT(VIRTIO_F_RING_PACKED)) {
+		vq->packed = true;
+		vq->avail_wrap = true;  /* §2.8.1: wrap counters start at 1 */
+		vq->used_wrap = true;
+		vq->avail_used_flags = VIRTQ_DESC_F_AVAIL;
+		vq->desc = vdrv_alloc(d, VIRTQ_PACKED_DESC_BYTES(size), 16);
+		vq->avail = vdrv_alloc(d, VIRTQ_PACKED_EVENT_BYTES, 4);
+		vq->used = vdrv_alloc(d, VIRTQ_PACKED_EVENT_BYTES, 4);
+	} else {
+		vq->desc = vdrv_alloc(d, VIRTQ_DESC_BYTES(size), 16);
+		vq->avail = vdrv_alloc(d, VIRTQ_AVAIL_BYTES(size), 2);
+		vq->used = vdrv_alloc(d, VIRTQ_USED_BYTES(size), 4);
+	}
 	return vdrv_queue_program(d, q, size, vq->desc, vq->avail, vq->used);
 }
 
@@ -271,6 +302,226 @@ static inline uint16_t vdrv_used_idx(struct vdrv *d, unsigned q)
 				       __ATOMIC_ACQUIRE));
 }
 
+
+/* --- packed ring (§2.8), Linux virtio_ring.c style --- */
+
+/* Raw slot access (bad-input tests): descriptor fields at ring slot i. */
+static inline void vdrv_pdesc_set(struct vdrv *d, unsigned q, uint16_t i, uint64_t addr,
+				  uint32_t len, uint16_t id, uint16_t flags)
+{
+	uint8_t *p = vdrv_host(d, d->q[q].desc + 16ULL * i);
+
+	le64_store(p, addr);
+	le32_store(p + 8, len);
+	le16_store(p + 12, id);
+	/* flags last, with release: the device's acquire load pairs with it */
+	__atomic_store_n((uint16_t *)(void *)(p + 14), htole16(flags), __ATOMIC_RELEASE);
+}
+
+static inline uint16_t vdrv_pdesc_flags(struct vdrv *d, unsigned q, uint16_t i)
+{
+	return le16toh(__atomic_load_n((uint16_t *)vdrv_host(d, d->q[q].desc + 16ULL * i + 14),
+				       __ATOMIC_ACQUIRE));
+}
+
+static inline uint16_t vdrv_pdesc_id(struct vdrv *d, unsigned q, uint16_t i)
+{
+	return le16_load(vdrv_host(d, d->q[q].desc + 16ULL * i + 12));
+}
+
+static inline uint32_t vdrv_pdesc_len(struct vdrv *d, unsigned q, uint16_t i)
+{
+	return le32_load(vdrv_host(d, d->q[q].desc + 16ULL * i + 8));
+}
+
+/* AVAIL/USED bits that mark a descriptor available in lap `wrap`. */
+static inline uint16_t vdrv_pavail_bits(bool wrap)
+{
+	return wrap ? VIRTQ_DESC_F_AVAIL : VIRTQ_DESC_F_USED;
+}
+
+/* Driver event suppression (driver area): what the device reads to decide
+ * on interrupts. Written off_wrap first, then flags, like Linux. */
+static inline void vdrv_packed_driver_event_set(struct vdrv *d, unsigned q, uint16_t off_wrap,
+						uint16_t flags)
+{
+	uint8_t *p = vdrv_host(d, d->q[q].avail);
+
+	le16_store(p, off_wrap);
+	__atomic_store_n((uint16_t *)(void *)(p + 2), htole16(flags), __ATOMIC_RELEASE);
+	d->q[q].event_flags_shadow = flags;
+}
+
+/* Device event suppression (device area): flags returned, off_wrap stored. */
+static inline uint16_t vdrv_packed_device_event(struct vdrv *d, unsigned q, uint16_t *off_wrap)
+{
+	uint32_t v = le32toh(__atomic_load_n((uint32_t *)vdrv_host(d, d->q[q].used),
+					     __ATOMIC_ACQUIRE));
+
+	if (off_wrap)
+		*off_wrap = (uint16_t)v;
+	return (uint16_t)(v >> 16);
+}
+
+/* virtqueue_add_packed / virtqueue_add_indirect_packed: returns the buffer
+ * id, or -ENOSPC. */
+static inline int vdrv_add_packed(struct vdrv *d, unsigned q, const struct vdrv_sg *sg,
+				  unsigned n, bool indirect)
+{
+	struct vdrv_queue *vq = &d->q[q];
+	unsigned need = indirect ? 1 : n, i;
+	uint16_t id = vq->free_head, curr = id, pos = vq->next_avail, head = pos;
+	uint16_t head_flags = 0, flags;
+
+	if (n == 0 || need > vq->num_free)
+		return -ENOSPC;
+	if (indirect) {
+		if (vq->ind_cap[id] < n) {
+			vq->ind_table[id] = vdrv_alloc(d, 16ULL * n, 16);
+			vq->ind_cap[id] = (uint16_t)n;
+		}
+		for (i = 0; i < n; i++) {
+			uint8_t *p = vdrv_host(d, vq->ind_table[id] + 16ULL * i);
+
+			le64_store(p, sg[i].gpa);
+			le32_store(p + 8, sg[i].len);
+			le16_store(p + 12, 0);
+			le16_store(p + 14, sg[i].writable ? VIRTQ_DESC_F_WRITE : 0);
+		}
+		uint8_t *p = vdrv_host(d, vq->desc + 16ULL * pos);
+		le64_store(p, vq->ind_table[id]);
+		le32_store(p + 8, 16 * n);
+		le16_store(p + 12, id);
+		head_flags = VIRTQ_DESC_F_INDIRECT | vq->avail_used_flags;
+		if (++pos >= vq->size) {
+			pos = 0;
+			vq->avail_wrap = !vq->avail_wrap;
+			vq->avail_used_flags ^= VIRTQ_DESC_F_AVAIL | VIRTQ_DESC_F_USED;
+		}
+		curr = vq->free_next[curr];
+	} else {
+		for (i = 0; i < n; i++) {
+			uint8_t *p = vdrv_host(d, vq->desc + 16ULL * pos);
+
+			flags = vq->avail_used_flags |
+				(i + 1 < n ? VIRTQ_DESC_F_NEXT : 0) |
+				(sg[i].writable ? VIRTQ_DESC_F_WRITE : 0);
+			le64_store(p, sg[i].gpa);
+			le32_store(p + 8, sg[i].len);
+			le16_store(p + 12, id);
+			if (i == 0)
+				head_flags = flags;
+			else
+				le16_store(p + 14, flags);
+			if (++pos >= vq->size) {
+				pos = 0;
+				vq->avail_wrap = !vq->avail_wrap;
+				vq->avail_used_flags ^= VIRTQ_DESC_F_AVAIL | VIRTQ_DESC_F_USED;
+			}
+			curr = vq->free_next[curr];
+		}
+	}
+	vq->num_free -= need;
+	vq->next_avail = pos;
+	vq->free_head = curr;
+	vq->chain_len[id] = need;
+	vq->num_added += need;
+	/* virtio_wmb() then the head's flags: the device's acquire on them
+	 * sees the whole chain. */
+	__atomic_store_n((uint16_t *)vdrv_host(d, vq->desc + 16ULL * head + 14),
+			 htole16(head_flags), __ATOMIC_RELEASE);
+	return id;
+}
+
+static inline bool vdrv_packed_is_used(struct vdrv *d, unsigned q, uint16_t pos, bool wrap)
+{
+	uint16_t f = vdrv_pdesc_flags(d, q, pos);
+	bool avail = f & VIRTQ_DESC_F_AVAIL, used = f & VIRTQ_DESC_F_USED;
+
+	return avail == used && used == wrap;
+}
+
+/* virtqueue_get_buf_ctx_packed + detach_buf_packed. 1 (id, len filled), 0
+ * when none. A bad id from the device is returned as is (advancing one
+ * slot; the caller checks it). With DESC event suppression in force, moves
+ * the used event along like Linux (virtio_store_mb). */
+static inline int vdrv_get_used_packed(struct vdrv *d, unsigned q, uint32_t *id, uint32_t *len)
+{
+	struct vdrv_queue *vq = &d->q[q];
+	uint16_t pos = vq->last_used, num = 1;
+
+	if (!vdrv_packed_is_used(d, q, pos, vq->used_wrap))   /* acquire */
+		return 0;
+	*id = vdrv_pdesc_id(d, q, pos);
+	*len = vdrv_pdesc_len(d, q, pos);
+	if (*id < vq->size && vq->chain_len[*id]) {
+		uint16_t tail = (uint16_t)*id;
+
+		num = vq->chain_len[*id];
+		for (unsigned i = 1; i < num; i++)
+			tail = vq->free_next[tail];
+		vq->free_next[tail] = vq->free_head;
+		vq->free_head = (uint16_t)*id;
+		vq->num_free += num;
+		vq->chain_len[*id] = 0;
+	}
+	pos += num;
+	if (pos >= vq->size) {
+		pos -= vq->size;
+		vq->used_wrap = !vq->used_wrap;
+	}
+	vq->last_used = pos;
+	if (vq->event_flags_shadow == VIRTQ_EVENT_F_DESC) {
+		le16_store(vdrv_host(d, vq->avail), (uint16_t)(pos | (vq->used_wrap ? VIRTQ_EVENT_WRAP : 0)));
+		__atomic_thread_fence(__ATOMIC_SEQ_CST);
+	}
+	return 1;
+}
+
+/* virtqueue_disable_cb_packed. */
+static inline void vdrv_packed_disable_cb(struct vdrv *d, unsigned q)
+{
+	if (d->q[q].event_flags_shadow != VIRTQ_EVENT_F_DISABLE)
+		vdrv_packed_driver_event_set(d, q, le16_load(vdrv_host(d, d->q[q].avail)),
+					     VIRTQ_EVENT_F_DISABLE);
+}
+
+/* virtqueue_enable_cb_prepare_packed + virtqueue_poll_packed: re-arm
+ * interrupts for the next used descriptor (DESC at last_used with
+ * EVENT_IDX, else ENABLE), full barrier, and return true when a used
+ * descriptor is already there (the caller must poll instead of waiting). */
+static inline bool vdrv_packed_enable_cb(struct vdrv *d, unsigned q)
+{
+	struct vdrv_queue *vq = &d->q[q];
+	bool ev = d->features & VIRTIO_BIT(VIRTIO_RING_F_EVENT_IDX);
+
+	vdrv_packed_driver_event_set(d, q, (uint16_t)(vq->last_used |
+				     (vq->used_wrap ? VIRTQ_EVENT_WRAP : 0)),
+				     ev ? VIRTQ_EVENT_F_DESC : VIRTQ_EVENT_F_ENABLE);
+	__atomic_thread_fence(__ATOMIC_SEQ_CST);        /* virtio_mb in virtqueue_poll */
+	return vdrv_packed_is_used(d, q, vq->last_used, vq->used_wrap);
+}
+
+/* virtqueue_kick_prepare_packed: full barrier, read the device event
+ * suppression, decide whether the slots added since the last call need a
+ * notification. */
+static inline bool vdrv_packed_kick_prepare(struct vdrv *d, unsigned q)
+{
+	struct vdrv_queue *vq = &d->q[q];
+	uint16_t off_wrap, flags, new_pos = vq->next_avail;
+	uint16_t old = (uint16_t)(new_pos - vq->num_added), event;
+
+	__atomic_thread_fence(__ATOMIC_SEQ_CST);
+	flags = vdrv_packed_device_event(d, q, &off_wrap);
+	vq->num_added = 0;
+	if (flags != VIRTQ_EVENT_F_DESC)
+		return flags != VIRTQ_EVENT_F_DISABLE;
+	event = off_wrap & (uint16_t)~VIRTQ_EVENT_WRAP;
+	if (!!(off_wrap & VIRTQ_EVENT_WRAP) != vq->avail_wrap)
+		event = (uint16_t)(event - vq->size);
+	return (uint16_t)(new_pos - event - 1) < (uint16_t)(new_pos - old);
+}
+
 /* --- chains --- */
 
 /* Add a chain of n buffers (readable first, then writable) as direct
@@ -283,6 +534,8 @@ static inline int vdrv_add(struct vdrv *d, unsigned q, const struct vdrv_sg *sg,
 	unsigned need = indirect ? 1 : n, i;
 	uint16_t head = vq->free_head, idx;
 
+	if (vq->packed)
+		return vdrv_add_packed(d, q, sg, n, indirect);
 	if (n == 0 || need > vq->num_free)
 		return -ENOSPC;
 	if (indirect) {
@@ -327,6 +580,8 @@ static inline int vdrv_get_used(struct vdrv *d, unsigned q, uint32_t *id, uint32
 	struct vdrv_queue *vq = &d->q[q];
 	const uint8_t *e;
 
+	if (vq->packed)
+		return vdrv_get_used_packed(d, q, id, len);
 	if (vdrv_used_idx(d, q) == vq->last_used)   /* acquire: pairs with the device's release */
 		return 0;
 	e = vdrv_host(d, vq->used + 4 + 8ULL * (vq->last_used & (vq->size - 1)));
