@@ -71,6 +71,24 @@ static void set_sector(struct vdrv *d, struct breq *r, uint64_t sector)
 	le64_store(h + 8, sector);
 }
 
+/* blk_dev_new, retried while the image is still locked: io_uring drops the
+ * previous run's registered files (and with the last reference, their OFD
+ * lock) asynchronously after that ring's exit. */
+static void dev_new(const struct blk_opts *o, struct vdrv *d, struct virtio_dev **dev)
+{
+	char err[256];
+
+	for (int i = 0;; i++) {
+		int r = blk_dev_new(o, &d->mem, dev, err, sizeof(err));
+
+		if (!r)
+			return;
+		if (r != -EBUSY || i == 200)
+			die_bench(err);
+		usleep(10000);
+	}
+}
+
 static bool need_event(uint16_t event, uint16_t new_idx, uint16_t old)
 {
 	return (uint16_t)(new_idx - event - 1) < (uint16_t)(new_idx - old);
@@ -96,8 +114,7 @@ static int run_device(const char *path, uint64_t size, bool null, unsigned qd, d
 	o.backend = null ? BLK_BACKEND_NULL : BLK_BACKEND_FILE;
 	if (vdrv_ram_init(&d, 0x100000, 8 << 20))
 		die_bench("fake RAM");
-	if (blk_dev_new(&o, &d.mem, &dev, err, sizeof(err)))
-		die_bench(err);
+	dev_new(&o, &d, &dev);
 	if (vdrv_attach(&d, dev) ||
 	    vdrv_negotiate(&d, VIRTIO_BIT(VIRTIO_F_VERSION_1) | VIRTIO_BIT(VIRTIO_RING_F_EVENT_IDX) |
 			   VIRTIO_BIT(VIRTIO_RING_F_INDIRECT_DESC)) ||
@@ -230,8 +247,7 @@ static int run_device_packed(const char *path, uint64_t size, bool null, unsigne
 	o.backend = null ? BLK_BACKEND_NULL : BLK_BACKEND_FILE;
 	if (vdrv_ram_init(&d, 0x100000, 8 << 20))
 		die_bench("fake RAM");
-	if (blk_dev_new(&o, &d.mem, &dev, err, sizeof(err)))
-		die_bench(err);
+	dev_new(&o, &d, &dev);
 	if (vdrv_attach(&d, dev) ||
 	    vdrv_negotiate(&d, VIRTIO_BIT(VIRTIO_F_VERSION_1) | VIRTIO_BIT(VIRTIO_RING_F_EVENT_IDX) |
 			   VIRTIO_BIT(VIRTIO_RING_F_INDIRECT_DESC) |
