@@ -168,8 +168,16 @@ int blk_image_open(const struct blk_opts *o, struct blk_image *img, char *err, s
 	/* OFD locks belong to the open file description, not the process, so
 	 * they survive across our threads and drop exactly when fd closes. */
 	fl.l_type = o->ro ? F_RDLCK : F_WRLCK;
-	if (fcntl(fd, F_OFD_SETLK, &fl) < 0) {
+	/* A VM that just ended may still hold the lock for a moment (the
+	 * kernel drops an io_uring's registered files asynchronously when a
+	 * process dies without tearing its rings down): retry for ~1 s
+	 * before calling the image busy. */
+	for (int tries = 0; fcntl(fd, F_OFD_SETLK, &fl) < 0; tries++) {
 		r = -errno;
+		if ((r == -EAGAIN || r == -EACCES) && tries < 20) {
+			usleep(50 * 1000);
+			continue;
+		}
 		if (r == -EAGAIN || r == -EACCES)
 			r = ERR(-EBUSY, "--disk %s: image is locked by another process%s; "
 			    "stop the other VM or use a copy of the image", o->path,

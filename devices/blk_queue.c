@@ -540,6 +540,11 @@ void blk_queue_stop(struct blk_dev *blk, unsigned qi)
 		abort();        /* a fresh blocking eventfd cannot refuse 1 */
 	pthread_join(q->thread, NULL);
 	q->thread_started = false;
+	/* Drop the ring's references to the image now: a ring's teardown
+	 * releases registered files asynchronously (after close, even after
+	 * process exit), which would hold the image's OFD lock past our
+	 * exit and make an immediate restart on the same image fail. */
+	io_uring_unregister_files(&q->ring);
 	io_uring_queue_exit(&q->ring);
 	close(q->stop_fd);
 	free(q->slots);

@@ -178,7 +178,8 @@ static int run_create_disks(struct vm *vm, const struct mvm_config *cfg, struct 
 		ret = blk_dev_new(&d->opts, &vm->mem, &dev, err, errlen);
 		if (ret)
 			return ret;
-		// PACKED-HOOK dev->no_packed = !d->packed;
+		/* Before the driver reads the features (virtio_dev_init zeroed it). */
+		dev->no_packed = !d->packed;
 		if (d->transport == CLI_TRANSPORT_PCI) {
 			if (!*bus_up) {
 				ret = pci_bus_init(bus, vm);
