@@ -17,12 +17,13 @@ ${CC:-cc} -std=gnu11 -O2 -Wall -Wextra -Werror -o build/nested/kvm-smoke tests/n
 	fail "cannot build tests/nested/kvm-smoke.c"
 
 # Exit status passes through.
-tests/nested/run -- sh -c 'exit 3'
+tests/nested/run --timeout 300 -- sh -c 'exit 3'
 rc=$?
 [ $rc -eq 3 ] || fail "sh -c 'exit 3' under the harness returned $rc"
 
 # One L1 boot for the rest: the script prints facts, we check them here.
-out=$(MVM_SMOKE_MARK=marked tests/nested/run -- bash -c '
+# A debug run: on failure the log shows L1's kernel console too.
+out=$(MVM_NESTED_DEBUG=1 MVM_SMOKE_MARK=marked tests/nested/run --timeout 300 -- bash -c '
 	echo hello
 	echo "args=$#|$1|$2|$3"
 	echo "cwd=$(pwd -P)"
@@ -37,8 +38,10 @@ out=$(MVM_SMOKE_MARK=marked tests/nested/run -- bash -c '
 ' smoke 'a b' '' "it's \"quoted\"" 2>"build/nested/smoke.err")
 rc=$?
 echo "$out"
-cat build/nested/smoke.err
-[ $rc -eq 0 ] || fail "smoke run returned $rc"
+if [ $rc -ne 0 ]; then
+	cat build/nested/smoke.err
+	fail "smoke run returned $rc"
+fi
 expect() { grep -qxF -- "$1" <<<"$out" || fail "expected the line '$1' in the output"; }
 expect hello
 expect "args=3|a b||it's \"quoted\""
