@@ -1,0 +1,5 @@
+#!/usr/bin/env bash
+# virtio-blk over virtio-mmio (the default transport), 1 queue, packed ring
+# (offered by default): fio randwrite+verify passes; the ro disk stays ro.
+. "$(dirname "$0")/lib.sh"
+blk_fio_check 1 1 ""
