@@ -11,6 +11,7 @@
 #include <unistd.h>
 #include <stdlib.h>
 #include <sys/io.h>
+#include <termios.h>
 
 #include "arch/x86/layout.h"
 
@@ -33,6 +34,10 @@ int main(int argc, char **argv)
 	 * outb to port P and works without CONFIG_X86_IOPL_IOPERM; ioperm +
 	 * outb is the fallback. Both need CAP_SYS_RAWIO: /init runs as root. */
 	unsigned char b = (unsigned char)status;
+	/* mvm ends the VM at once on this write: first let the console's
+	 * UART send what the command printed last (no-op when not a tty). */
+	tcdrain(STDOUT_FILENO);
+	tcdrain(STDERR_FILENO);
 	int fd = open("/dev/port", O_WRONLY | O_CLOEXEC);
 	if (fd >= 0) {
 		ssize_t n = pwrite(fd, &b, 1, X86_MVM_EXIT_PORT);
