@@ -59,7 +59,7 @@ void cli_usage(FILE *out)
 	      "  --queues N       virtqueues per disk (default 1) for every disk without\n"
 	      "                   ,queues=; without --cpus, the guest gets as many vCPUs as\n"
 	      "                   the most queues of any disk\n"
-	      "  --transport T    mmio (default) or pci, for every disk without ,transport=\n"
+	      "  --transport T    pci (default) or mmio, for every disk without ,transport=\n"
 	      "  --stats          print exit and device counters as JSON on stderr at exit\n"
 	      "  --help, --version\n"
 	      "Console: the guest's serial port is on stdin/stdout; on a terminal type\n"

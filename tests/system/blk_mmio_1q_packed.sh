@@ -2,4 +2,4 @@
 # virtio-blk over virtio-mmio (the default transport), 1 queue, packed ring
 # (offered by default): fio randwrite+verify passes; the ro disk stays ro.
 . "$(dirname "$0")/lib.sh"
-blk_fio_check 1 1 ""
+blk_fio_check 1 1 ",transport=mmio"

@@ -3,4 +3,4 @@
 # blk-mq sees 4 hardware queues, fio randwrite+verify passes with a job on
 # every vCPU; the ro disk stays ro.
 . "$(dirname "$0")/lib.sh"
-blk_fio_check 4 0 ",packed=off"
+blk_fio_check 4 0 ",packed=off" --transport mmio

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# virtio-blk over virtio-pci with the packed ring, 2 queues on 2 vCPUs: the
+# virtio-blk over virtio-pci (the default) with the packed ring (offered by
+# default), 2 queues on 2 vCPUs: the
 # guest has one MSI-X vector per queue and each counts under fio; fio
 # randwrite+verify passes; the ro disk stays ro.
 . "$(dirname "$0")/lib.sh"
-blk_fio_check 2 1 "" --transport pci
+blk_fio_check 2 1 ""

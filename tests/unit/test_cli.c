@@ -397,16 +397,16 @@ TEST(disks_in_order_with_global_queues_and_transport)
 
 	/* --queues/--transport apply to every disk without its own value,
 	 * wherever they stand (the README's `--disk img --queues 4`). */
-	CHECK_EQ(PARSE(&c, "--disk", "a.img", "--disk", "b.img,ro,queues=2,transport=mmio",
-		       "--queues", "4", "--transport", "pci"), 0);
+	CHECK_EQ(PARSE(&c, "--disk", "a.img", "--disk", "b.img,ro,queues=2,transport=pci",
+		       "--queues", "4", "--transport", "mmio"), 0);
 	CHECK_EQ(c.ndisks, 2);
 	CHECK_STR(c.disks[0].opts.path, "a.img");
 	CHECK_EQ(c.disks[0].opts.queues, 4);
-	CHECK_EQ(c.disks[0].transport, CLI_TRANSPORT_PCI);
+	CHECK_EQ(c.disks[0].transport, CLI_TRANSPORT_MMIO);
 	CHECK(c.disks[0].packed && !c.disks[0].opts.ro);
 	CHECK_STR(c.disks[1].opts.path, "b.img");
 	CHECK_EQ(c.disks[1].opts.queues, 2);
-	CHECK_EQ(c.disks[1].transport, CLI_TRANSPORT_MMIO);
+	CHECK_EQ(c.disks[1].transport, CLI_TRANSPORT_PCI);
 	CHECK(c.disks[1].opts.ro);
 	CHECK_EQ(cli_max_queues(&c), 4);
 }
@@ -415,13 +415,13 @@ TEST(disk_transport_keys_do_not_reach_the_block_layer)
 {
 	struct mvm_config c;
 
-	CHECK_EQ(PARSE(&c, "--disk", "x.img,packed=off,serial=abc,transport=pci,cache=none"), 0);
+	CHECK_EQ(PARSE(&c, "--disk", "x.img,packed=off,serial=abc,transport=mmio,cache=none"), 0);
 	CHECK(!c.disks[0].packed);
-	CHECK_EQ(c.disks[0].transport, CLI_TRANSPORT_PCI);
+	CHECK_EQ(c.disks[0].transport, CLI_TRANSPORT_MMIO);
 	CHECK_STR(c.disks[0].opts.serial, "abc");
 	CHECK_EQ(c.disks[0].opts.cache, BLK_CACHE_NONE);
 	CHECK_EQ(c.disks[0].opts.queues, 1);
-	CHECK_EQ(CLI_DEFAULT_TRANSPORT, CLI_TRANSPORT_MMIO);
+	CHECK_EQ(CLI_DEFAULT_TRANSPORT, CLI_TRANSPORT_PCI);
 }
 
 TEST(bad_disk_options)
