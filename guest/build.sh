@@ -41,15 +41,15 @@ pkg_version() {
 key() { sha256sum | cut -c1-16; }
 
 # Temporary folders live inside the cache (same file system, so the final
-# rename is atomic) and go away on any exit.
+# rename is atomic) and go away on any exit; those of a killed build go at
+# the start of the next one (builds hold a lock on the cache).
 TMPS=()
 cleanup() { [ ${#TMPS[@]} -eq 0 ] || rm -rf "${TMPS[@]}"; }
 trap cleanup EXIT
+# new_tmp NAME: set TMP to a new temporary folder.
 new_tmp() {
-	local t
-	t=$(mktemp -d "$CACHE/.tmp-$1.XXXXXX")
-	TMPS+=("$t")
-	echo "$t"
+	TMP=$(mktemp -d "$CACHE/.tmp-$1.XXXXXX")
+	TMPS+=("$TMP")
 }
 
 # publish DIR ENTRY: make a finished DIR the cache ENTRY. rename(2) onto an
@@ -154,7 +154,7 @@ fio_key() {
 # its source is missing (guest/fetch-sources.sh, run by 'make deps', fetches it).
 fio_binary() {
 	FIO=
-	local ver src k dir tmp
+	local ver src k dir
 	ver=$(pkg_version fio)
 	src=$CACHE/src/fio_$ver
 	if [ ! -f "$src/configure" ]; then
@@ -164,9 +164,9 @@ fio_binary() {
 	k=$(fio_key "$src")
 	dir=$CACHE/fio-$k
 	if [ ! -d "$dir" ]; then
-		tmp=$(new_tmp fio)
-		build_fio "$src" "$tmp"
-		publish "$tmp/out" "$dir"
+		new_tmp fio
+		build_fio "$src" "$TMP"
+		publish "$TMP/out" "$dir"
 	fi
 	FIO=$dir/fio
 }
@@ -212,6 +212,7 @@ build_initramfs() {
 	mkdir -p "$r"/{bin,sbin,usr/bin,usr/sbin,dev,proc,sys,tmp,run,root,etc,mnt}
 	cp /bin/busybox "$r/bin/busybox"
 	for a in $(/bin/busybox --list-full); do
+		[ "$a" = bin/busybox ] && continue
 		mkdir -p "$r/$(dirname "$a")"
 		ln -sf /bin/busybox "$r/$a"
 	done
@@ -228,6 +229,8 @@ build_initramfs() {
 	gcc -static -Os -Wall -Wextra -Werror -I"$ROOT" -o "$r/sbin/mvm-exit" "$GUEST_DIR/mvm-exit.c"
 	strip "$r/sbin/mvm-exit"
 	install -m 0755 "$GUEST_DIR/init" "$r/init"
+	[ -f "$r/bin/busybox" ] && [ ! -L "$r/bin/busybox" ] && [ -L "$r/bin/sh" ] ||
+		fail "initramfs: /bin/busybox must be the binary and /bin/sh a link to it"
 	cpio_list "$r" >"$tmp/cpio.list"
 	mkdir "$tmp/out"
 	"$3" -t 0 "$tmp/cpio.list" | gzip -9n >"$tmp/out/initramfs.cpio.gz"
@@ -254,24 +257,27 @@ expose() {
 }
 
 main() {
-	local kdir idir tmp k
+	local kdir idir k lock
 	mkdir -p "$CACHE" "$OUT"
+	exec {lock}>"$CACHE/.guest-build.lock"
+	flock "$lock"
+	rm -rf "$CACHE"/.tmp-kernel.* "$CACHE"/.tmp-fio.* "$CACHE"/.tmp-initramfs.*
 	[ -r "$KSRC_TAR" ] || fail "$KSRC_TAR is missing; run 'make deps' as root (package $KSRC_PKG)"
 
 	kdir=$CACHE/guest-kernel-$(kernel_key)
 	if [ ! -d "$kdir" ]; then
-		tmp=$(new_tmp kernel)
-		build_kernel "$tmp"
-		publish "$tmp/out" "$kdir"
+		new_tmp kernel
+		build_kernel "$TMP"
+		publish "$TMP/out" "$kdir"
 	fi
 
 	fio_binary
 	k=$(initramfs_key "$FIO")
 	idir=$CACHE/guest-initramfs-$k
 	if [ ! -d "$idir" ]; then
-		tmp=$(new_tmp initramfs)
-		build_initramfs "$tmp" "$FIO" "$kdir/gen_init_cpio"
-		publish "$tmp/out" "$idir"
+		new_tmp initramfs
+		build_initramfs "$TMP" "$FIO" "$kdir/gen_init_cpio"
+		publish "$TMP/out" "$idir"
 	fi
 
 	expose "$kdir/bzImage" bzImage
