@@ -18,7 +18,14 @@ for p in "${pkgs[@]}"; do
 done
 # The test guest's static fio is built from Debian's fio source package,
 # fetched here (once, into the cache) so that building never downloads.
-fetch_guest_sources() { "$(dirname "$0")/../guest/fetch-sources.sh"; }
+# Without /dev/kvm the tests run under the nested harness, whose L1 kernel
+# (a Debian package) is fetched here too, once, into the cache.
+fetch_guest_sources() {
+	"$(dirname "$0")/../guest/fetch-sources.sh"
+	if ! { [ -c /dev/kvm ] && { : <>/dev/kvm; } 2>/dev/null; }; then
+		"$(dirname "$0")/../tests/nested/run" --prepare
+	fi
+}
 [ ${#missing[@]} -eq 0 ] && { fetch_guest_sources; exit 0; }
 if [ "$(id -u)" -ne 0 ]; then
 	echo "mvm: missing packages: ${missing[*]}; run 'make deps' as root or install them with apt-get" >&2
