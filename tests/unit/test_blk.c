@@ -637,9 +637,72 @@ TEST(zero_length_status_descriptor_needs_reset)
 	for (int i = 0; i < 5000 && !(vdrv_status(&t.d) & VIRTIO_STATUS_NEEDS_RESET); i++)
 		usleep(1000);
 	CHECK(vdrv_status(&t.d) & VIRTIO_STATUS_NEEDS_RESET);
+	CHECK(vdrv_rd(&t.d, VIRTIO_MMIO_INTERRUPT_STATUS) & VIRTIO_MMIO_INT_CONFIG);
 	CHECK_EQ(vdrv_used_idx(&t.d, 0), 0);
 	CHECK_EQ(inj.calls, 0);
 	teardown(&t);
+}
+
+/* A broken split ring is no request at all: the queue thread sets
+ * NEEDS_RESET, raises a config interrupt, issues no host I/O and publishes
+ * no used element (the guest must reset the device). */
+static void check_broken_ring_needs_reset(struct t *t)
+{
+	vdrv_kick(&t->d, 0);
+	for (int i = 0; i < 5000 && !(vdrv_status(&t->d) & VIRTIO_STATUS_NEEDS_RESET); i++)
+		usleep(1000);
+	CHECK(vdrv_status(&t->d) & VIRTIO_STATUS_NEEDS_RESET);
+	CHECK(vdrv_rd(&t->d, VIRTIO_MMIO_INTERRUPT_STATUS) & VIRTIO_MMIO_INT_CONFIG);
+	CHECK_EQ(vdrv_used_idx(&t->d, 0), 0);
+	CHECK_EQ(inj.calls, 0);
+	teardown(t);
+}
+
+TEST(descriptor_loop_needs_reset_with_config_interrupt)
+{
+	struct t t;
+
+	setup_inj(&t, "");
+	vdrv_desc_set(&t.d, 0, 0, hdr(&t, VIRTIO_BLK_T_IN, 0), 16, VIRTQ_DESC_F_NEXT, 1);
+	/* Both readable, so the loop (not the readable-after-writable rule) is what
+	 * the ring walk trips over. */
+	vdrv_desc_set(&t.d, 0, 1, status_buf(&t), 1, VIRTQ_DESC_F_NEXT, 0);
+	vdrv_avail_add_head(&t.d, 0, 0);
+	check_broken_ring_needs_reset(&t);
+}
+
+TEST(avail_idx_jump_beyond_queue_size_needs_reset_with_config_interrupt)
+{
+	struct t t;
+
+	setup_inj(&t, "");
+	vdrv_desc_set(&t.d, 0, 0, hdr(&t, VIRTIO_BLK_T_FLUSH, 0), 16, VIRTQ_DESC_F_NEXT, 1);
+	vdrv_desc_set(&t.d, 0, 1, status_buf(&t), 1, VIRTQ_DESC_F_WRITE, 0);
+	vdrv_avail_idx_set(&t.d, 0, QSIZE + 1);
+	check_broken_ring_needs_reset(&t);
+}
+
+TEST(avail_head_out_of_range_needs_reset_with_config_interrupt)
+{
+	struct t t;
+
+	setup_inj(&t, "");
+	vdrv_avail_add_head(&t.d, 0, QSIZE);
+	check_broken_ring_needs_reset(&t);
+}
+
+/* The status buffer runs past the end of guest RAM by one byte. */
+TEST(buffer_crossing_end_of_ram_needs_reset_with_config_interrupt)
+{
+	struct t t;
+	uint64_t ram_end;
+
+	setup_inj(&t, "");
+	ram_end = t.d.ram_gpa + t.d.ram_size;
+	vdrv_desc_set(&t.d, 0, 0, hdr(&t, VIRTIO_BLK_T_FLUSH, 0), 16, VIRTQ_DESC_F_NEXT, 1);
+	vdrv_desc_set(&t.d, 0, 1, ram_end - 1, 2, VIRTQ_DESC_F_WRITE, 0);
+	vdrv_avail_add_head(&t.d, 0, 0);
+	check_broken_ring_needs_reset(&t);
 }
 
 TEST(header_shorter_than_16_bytes_is_ioerr)

@@ -4,6 +4,7 @@
 #include "tests/unit/check.h"
 #include "vmm/cli.h"
 #include "vmm/util.h"
+#include "vmm/byteorder.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -358,6 +359,57 @@ TEST(binary_rejects_bad_files)
 	EXPECT_USAGE("ommand line", "--kernel", k, "--cmdline", (char *)blob);
 	EXPECT_USAGE("RAM + swap", "--kernel", k, "--mem", "1000G");
 	unlink(k); unlink(junk); unlink(big);
+	rmdir(tmpdir);
+}
+
+/* "Unreadable" as root: a path that cannot be read as a file (a directory);
+ * permission bits do not stop root. */
+TEST(binary_rejects_directory_as_kernel_or_initrd)
+{
+	char k[128];
+
+	mvm_bin();
+	mk_tmpdir();
+	snprintf(k, sizeof(k), "%s/bzImage", tmpdir);
+	write_fake_bzimage(k);
+	EXPECT_USAGE("not a regular file", "--kernel", tmpdir);
+	EXPECT_USAGE("not a regular file", "--kernel", k, "--initrd", tmpdir);
+	unlink(k);
+	rmdir(tmpdir);
+}
+
+/* A well-formed x86-64 ELF executable without the Xen PVH entry note is no
+ * kernel mvm can boot. */
+TEST(binary_rejects_elf_without_pvh_note)
+{
+	static uint8_t e[0x1100];
+	char k[128];
+
+	mvm_bin();
+	mk_tmpdir();
+	memset(e, 0, sizeof(e));
+	memcpy(e, "\x7f" "ELF", 4);
+	e[4] = 2; e[5] = 1; e[6] = 1;                 /* ELFCLASS64, LSB, EV_CURRENT */
+	le16_store(e + 16, 2);                        /* ET_EXEC */
+	le16_store(e + 18, 62);                       /* EM_X86_64 */
+	le32_store(e + 20, 1);
+	le64_store(e + 24, 0x1000000);                /* e_entry */
+	le64_store(e + 32, 64);                       /* e_phoff */
+	le16_store(e + 52, 64);                       /* e_ehsize */
+	le16_store(e + 54, 56);                       /* e_phentsize */
+	le16_store(e + 56, 1);                        /* e_phnum */
+	le32_store(e + 64, 1);                        /* PT_LOAD */
+	le32_store(e + 68, 5);
+	le64_store(e + 72, 0x1000);                   /* p_offset */
+	le64_store(e + 80, 0x1000000);                /* p_vaddr */
+	le64_store(e + 88, 0x1000000);                /* p_paddr */
+	le64_store(e + 96, 0x100);                    /* p_filesz */
+	le64_store(e + 104, 0x100);                   /* p_memsz */
+	le64_store(e + 112, 0x1000);                  /* p_align */
+	snprintf(k, sizeof(k), "%s/vmlinux", tmpdir);
+	write_file(k, e, sizeof(e));
+	EXPECT_USAGE("PVH", "--kernel", k);
+	unlink(k);
 	rmdir(tmpdir);
 }
 

@@ -245,6 +245,36 @@ TEST(table_access_widths_and_read_only_pba)
 	tm_free(t);
 }
 
+/* Writes past the table (the gap, the PBA, the end of the BAR, offsets that
+ * wrap) change no vector and touch no memory outside the table. */
+TEST(table_writes_with_bad_address_ignored)
+{
+	struct tmx *t = tm_new();
+	uint32_t before[NVEC * 4];
+	uint8_t b[8];
+	unsigned i;
+
+	ctrl_write(t, MSIX_CTRL_ENABLE);
+	vec_setup(t, NVEC - 1, 0x41);
+	for (i = 0; i < NVEC * 4; i++)
+		before[i] = tab_r32(t, 4ULL * i);
+	memset(b, 0xff, sizeof(b));
+	msix_bar_write(&t->m, NVEC * MSIX_ENTRY_SIZE, b, 4);       /* first byte past */
+	msix_bar_write(&t->m, NVEC * MSIX_ENTRY_SIZE, b, 8);
+	msix_bar_write(&t->m, 0x800 - 8, b, 8);                    /* just below the PBA */
+	msix_bar_write(&t->m, 0x800, b, 8);                        /* the PBA */
+	msix_bar_write(&t->m, 0xffc, b, 4);                        /* end of the BAR */
+	msix_bar_write(&t->m, 0x1000, b, 4);                       /* beyond it */
+	msix_bar_write(&t->m, UINT64_MAX - 3, b, 4);               /* wraps */
+	msix_bar_write(&t->m, UINT64_MAX - 7, b, 8);
+	msix_bar_write(&t->m, (NVEC - 1) * MSIX_ENTRY_SIZE + 12, b, 8); /* misaligned qword */
+	for (i = 0; i < NVEC * 4; i++)
+		CHECK_EQ(tab_r32(t, 4ULL * i), before[i]);
+	CHECK_EQ(tab_r32(t, NVEC * MSIX_ENTRY_SIZE), 0);
+	CHECK(t->m.v[NVEC - 1].routed);
+	tm_free(t);
+}
+
 TEST(init_rejects_bad_layout)
 {
 	struct tmx *t = calloc(1, sizeof(*t));

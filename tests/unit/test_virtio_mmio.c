@@ -324,6 +324,26 @@ TEST(queue_config_after_driver_ok_ignored)
 	vnull_free(v);
 }
 
+/* A queue left unready at DRIVER_OK cannot be configured or enabled later
+ * (§4.2.3.2: queue setup belongs before DRIVER_OK); nothing starts. */
+TEST(queue_config_of_unready_queue_after_driver_ok_ignored)
+{
+	struct vnull *v = negotiated(2);
+
+	CHECK_EQ(vdrv_queue_setup(&v->d, 0, 16), 1);
+	vdrv_driver_ok(&v->d);
+	CHECK(vdrv_status(&v->d) & VIRTIO_STATUS_DRIVER_OK);
+	CHECK_EQ(vdrv_queue_program(&v->d, 1, 16, GOOD_DESC, GOOD_AVAIL, GOOD_USED), 0);
+	CHECK(!v->dev.vqs[1].ready);
+	CHECK_EQ(v->dev.vqs[1].size, VNULL_QMAX);
+	CHECK_EQ(v->dev.vqs[1].desc_gpa, 0);
+	CHECK_EQ(v->dev.vqs[1].driver_gpa, 0);
+	CHECK_EQ(v->dev.vqs[1].device_gpa, 0);
+	CHECK_EQ(v->started[1], 0);
+	CHECK_EQ(v->started[0], 1);
+	vnull_free(v);
+}
+
 TEST(queue_config_while_ready_ignored)
 {
 	struct vnull *v = negotiated(1);

@@ -209,9 +209,17 @@ TEST(queue_config_ignored_while_enabled_or_after_driver_ok)
 	/* After DRIVER_OK, even a disabled queue cannot be configured. */
 	w(t, VIRTIO_PCI_COMMON_Q_SELECT, 2, 1);
 	w(t, VIRTIO_PCI_COMMON_Q_SIZE, 2, 16);
+	w(t, VIRTIO_PCI_COMMON_Q_DESC, 8, 0x40000);
+	w(t, VIRTIO_PCI_COMMON_Q_DRIVER, 8, 0x41000);
+	w(t, VIRTIO_PCI_COMMON_Q_DEVICE, 8, 0x42000);
 	w(t, VIRTIO_PCI_COMMON_Q_MSIX, 2, 2);
 	w(t, VIRTIO_PCI_COMMON_Q_ENABLE, 2, 1);
 	CHECK_EQ(r(t, VIRTIO_PCI_COMMON_Q_SIZE, 2), VNULL_QMAX);
+	CHECK_EQ(r(t, VIRTIO_PCI_COMMON_Q_DESC, 8), 0);
+	CHECK_EQ(r(t, VIRTIO_PCI_COMMON_Q_DRIVER, 8), 0);
+	CHECK_EQ(r(t, VIRTIO_PCI_COMMON_Q_DEVICE, 8), 0);
+	CHECK(!t->v->dev.vqs[1].ready);
+	CHECK_EQ(t->v->started[1], 0);
 	CHECK_EQ(r(t, VIRTIO_PCI_COMMON_Q_MSIX, 2), MSIX_NO_VECTOR);
 	CHECK_EQ(r(t, VIRTIO_PCI_COMMON_Q_ENABLE, 2), 0);
 	tvp_free(t);
