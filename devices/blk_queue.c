@@ -378,8 +378,13 @@ static bool poll_ring(struct blk_queue *q)
 	uint64_t deadline;
 	bool found = false;
 
+	/* With no I/O in flight the only SQE that can be pending is the kick
+	 * read re-armed by reap(): it need not reach the kernel before we
+	 * sleep (kicks accumulate in the eventfd), so it does not stop us
+	 * polling; the enter that goes to sleep submits it. Bailing out on it
+	 * made every other batch sleep and wait for a kick. */
 	if (!q->blk->opts.poll_us || !q->worked || q->inflight || q->broken ||
-	    io_uring_sq_ready(&q->ring) || io_uring_cq_ready(&q->ring))
+	    io_uring_cq_ready(&q->ring))
 		return false;
 	q->worked = false;
 	virtq_notify_disable(q->vq);

@@ -13,8 +13,11 @@
  * indirect table per request, kick_prepare / enable_cb event suppression),
  * printed as packed/split IOPS ratios.
  *
- *   mvm-bench [--seconds S] [--size MiB] [--json]
- */
+ *   mvm-bench [--seconds S] [--size MiB] [--qd N]... [--opts ,KEY=VAL...] [--json]
+ *
+ * --qd limits the run to the given depths among 1/8/32/128 (repeatable),
+ * for quick A/B comparisons; --opts appends disk options (",poll=64") to the
+ * device's disk spec. */
 #include "tests/unit/vdrv.h"
 #include "devices/virtio_blk.h"
 #include "devices/blk_req.h"
@@ -49,8 +52,11 @@ static uint64_t rnd(void)
 
 struct result {
 	double iops;
-	double enters_per_req, irqs_per_req;
+	double enters_per_req, irqs_per_req, batches_per_req, polled_per_req;
 };
+
+/* --opts: appended to the disk spec (e.g. ",poll=64") for experiments. */
+static const char *disk_opts = "";
 
 static void die_bench(const char *what)
 {
@@ -102,14 +108,15 @@ static int run_device(const char *path, uint64_t size, bool null, unsigned qd, d
 	struct blk_opts o;
 	struct blk_queue_stats a, b;
 	struct breq *rq;
-	char err[256];
+	char err[256], spec[512];
 	uint64_t blocks = size / 4096, done = 0;
 	uint16_t kicked_idx;
 	double t0, t1;
 	unsigned i;
 	int irq_fd;
 
-	if (blk_parse_spec(path, 1, &o, err, sizeof(err)))
+	snprintf(spec, sizeof(spec), "%s%s", path, disk_opts);
+	if (blk_parse_spec(spec, 1, &o, err, sizeof(err)))
 		die_bench(err);
 	o.backend = null ? BLK_BACKEND_NULL : BLK_BACKEND_FILE;
 	if (vdrv_ram_init(&d, 0x100000, 8 << 20))
@@ -202,6 +209,8 @@ static int run_device(const char *path, uint64_t size, bool null, unsigned qd, d
 	res->iops = done / (t1 - t0);
 	res->enters_per_req = (double)(b.enters - a.enters) / (double)(b.requests - a.requests);
 	res->irqs_per_req = (double)(b.irqs - a.irqs) / (double)(b.requests - a.requests);
+	res->batches_per_req = (double)(b.batches - a.batches) / (double)(b.requests - a.requests);
+	res->polled_per_req = (double)(b.polled - a.polled) / (double)(b.requests - a.requests);
 
 	vdrv_wr(&d, VIRTIO_MMIO_STATUS, 0);
 	vdrv_detach(&d);
@@ -236,13 +245,14 @@ static int run_device_packed(const char *path, uint64_t size, bool null, unsigne
 	struct blk_queue_stats a, b;
 	struct breq *rq;
 	uint16_t reqof[QMAX];
-	char err[256];
+	char err[256], spec[512];
 	uint64_t blocks = size / 4096, done = 0;
 	double t0, t1;
 	unsigned i;
 	int irq_fd;
 
-	if (blk_parse_spec(path, 1, &o, err, sizeof(err)))
+	snprintf(spec, sizeof(spec), "%s%s", path, disk_opts);
+	if (blk_parse_spec(spec, 1, &o, err, sizeof(err)))
 		die_bench(err);
 	o.backend = null ? BLK_BACKEND_NULL : BLK_BACKEND_FILE;
 	if (vdrv_ram_init(&d, 0x100000, 8 << 20))
@@ -320,6 +330,8 @@ static int run_device_packed(const char *path, uint64_t size, bool null, unsigne
 	res->iops = done / (t1 - t0);
 	res->enters_per_req = (double)(b.enters - a.enters) / (double)(b.requests - a.requests);
 	res->irqs_per_req = (double)(b.irqs - a.irqs) / (double)(b.requests - a.requests);
+	res->batches_per_req = (double)(b.batches - a.batches) / (double)(b.requests - a.requests);
+	res->polled_per_req = (double)(b.polled - a.polled) / (double)(b.requests - a.requests);
 
 	vdrv_wr(&d, VIRTIO_MMIO_STATUS, 0);
 	vdrv_detach(&d);
@@ -390,7 +402,7 @@ int main(int argc, char **argv)
 	static const unsigned qds[] = { 1, 8, 32, 128 };
 	double secs = 1.5;
 	uint64_t size = 256ULL << 20;
-	bool json = false;
+	bool json = false, want[4] = { false, false, false, false }, any = false, first = true;
 	char path[] = "/tmp/mvm-bench-XXXXXX";
 	struct result nul[4], file[4], direct[4], pnul[4], pfile[4];
 	bool pk[4] = { true, false, true, true };       /* packed at QD 1, 32, 128 */
@@ -405,8 +417,19 @@ int main(int argc, char **argv)
 			secs = atof(argv[++i]);
 		else if (!strcmp(argv[i], "--size") && i + 1 < (unsigned)argc)
 			size = strtoull(argv[++i], NULL, 0) << 20;
-		else {
-			fprintf(stderr, "usage: mvm-bench [--seconds S] [--size MiB] [--json]\n");
+		else if (!strcmp(argv[i], "--opts") && i + 1 < (unsigned)argc)
+			disk_opts = argv[++i];
+		else if (!strcmp(argv[i], "--qd") && i + 1 < (unsigned)argc) {
+			unsigned qd = (unsigned)strtoul(argv[++i], NULL, 0), k;
+
+			for (k = 0; k < 4 && qds[k] != qd; k++)
+				;
+			if (k == 4)
+				die_bench("--qd must be 1, 8, 32 or 128");
+			want[k] = any = true;
+		} else {
+			fprintf(stderr, "usage: mvm-bench [--seconds S] [--size MiB] [--qd N]... "
+				"[--opts ,KEY=VAL...] [--json]\n");
 			return 2;
 		}
 	}
@@ -425,7 +448,12 @@ int main(int argc, char **argv)
 	free(buf);
 	close(fd);
 
+	for (i = 0; i < 4; i++)
+		if (!any)
+			want[i] = true;
 	for (i = 0; i < 4; i++) {
+		if (!want[i])
+			continue;
 		run_device(path, size, true, qds[i], secs, &nul[i]);
 		run_device(path, size, false, qds[i], secs, &file[i]);
 		run_direct(path, size, qds[i], secs, &direct[i]);
@@ -439,19 +467,24 @@ int main(int argc, char **argv)
 	if (json) {
 		printf("[");
 		for (i = 0; i < 4; i++) {
+			if (!want[i])
+				continue;
 			printf("%s{\"qd\":%u,\"null_iops\":%.0f,\"device_iops\":%.0f,"
 			       "\"direct_iops\":%.0f,\"ratio\":%.3f,\"enters_per_req\":%.4f,"
 			       "\"irqs_per_req\":%.4f,\"null_enters_per_req\":%.4f,"
-			       "\"null_irqs_per_req\":%.4f", i ? "," : "", qds[i], nul[i].iops,
+			       "\"null_irqs_per_req\":%.4f,\"batches_per_req\":%.4f,"
+			       "\"polled_per_req\":%.4f", first ? "" : ",", qds[i], nul[i].iops,
 			       file[i].iops, direct[i].iops, file[i].iops / direct[i].iops,
 			       file[i].enters_per_req, file[i].irqs_per_req,
-			       nul[i].enters_per_req, nul[i].irqs_per_req);
+			       nul[i].enters_per_req, nul[i].irqs_per_req, file[i].batches_per_req,
+			       file[i].polled_per_req);
 			if (pk[i])
 				printf(",\"packed_null_iops\":%.0f,\"packed_device_iops\":%.0f,"
 				       "\"packed_null_ratio\":%.3f,\"packed_device_ratio\":%.3f",
 				       pnul[i].iops, pfile[i].iops, pnul[i].iops / nul[i].iops,
 				       pfile[i].iops / file[i].iops);
 			printf("}");
+			first = false;
 		}
 		printf("]\n");
 		return 0;
@@ -461,7 +494,8 @@ int main(int argc, char **argv)
 	printf("%5s %12s %12s %12s %7s %13s %12s %13s %12s\n", "QD", "null IOPS", "device IOPS",
 	       "direct IOPS", "ratio", "enter/req", "irq/req", "null enter/r", "null irq/r");
 	for (i = 0; i < 4; i++)
-		printf("%5u %12.0f %12.0f %12.0f %7.2f %13.4f %12.4f %13.4f %12.4f\n", qds[i],
+		if (want[i])
+			printf("%5u %12.0f %12.0f %12.0f %7.2f %13.4f %12.4f %13.4f %12.4f\n", qds[i],
 		       nul[i].iops, file[i].iops, direct[i].iops, file[i].iops / direct[i].iops,
 		       file[i].enters_per_req, file[i].irqs_per_req, nul[i].enters_per_req,
 		       nul[i].irqs_per_req);
@@ -470,7 +504,7 @@ int main(int argc, char **argv)
 	printf("%5s %12s %12s %7s %12s %12s %7s %12s\n", "QD", "split null", "packed null",
 	       "ratio", "split dev", "packed dev", "ratio", "packed irq/r");
 	for (i = 0; i < 4; i++)
-		if (pk[i])
+		if (pk[i] && want[i])
 			printf("%5u %12.0f %12.0f %7.2f %12.0f %12.0f %7.2f %12.4f\n", qds[i],
 			       nul[i].iops, pnul[i].iops, pnul[i].iops / nul[i].iops,
 			       file[i].iops, pfile[i].iops, pfile[i].iops / file[i].iops,
