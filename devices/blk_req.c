@@ -79,7 +79,9 @@ enum blk_verdict blk_req_parse(const struct virtq_chain *c, const struct blk_req
 	unsigned i;
 
 	*used_len = 0;
-	if (c->n_readable >= c->n)
+	/* No writable buffer, or a zero-length one anywhere (the status byte
+	 * might be the empty one): nothing to write the status to. */
+	if (c->n_readable >= c->n || c->has_empty)
 		return BLK_REQ_NO_STATUS;
 	for (i = 0; i < c->n; i++) {
 		if (i < c->n_readable)

@@ -135,15 +135,22 @@ static int chain_add(struct virtq *vq, struct virtq_chain *c, uint64_t addr,
 {
 	void *host;
 
-	if (len == 0 || len >= (1u << 31))
+	if (len >= (1u << 31))
 		return -EINVAL;
 	if (!writable && c->n > c->n_readable)
 		return -EINVAL;         /* §2.7.4.2: readable after writable */
 	if (c->n >= VIRTQ_MAX_CHAIN)
 		return -E2BIG;
-	host = gmem_ptr(vq->mem, addr, len);
-	if (!host)
-		return -EFAULT;
+	if (len == 0) {
+		/* Nothing to map; the device returns the chain with used
+		 * length 0 (see virtq_chain.has_empty). */
+		c->has_empty = true;
+		host = NULL;
+	} else {
+		host = gmem_ptr(vq->mem, addr, len);
+		if (!host)
+			return -EFAULT;
+	}
 	c->total_len += len;
 	if (c->total_len > (1ULL << 32))
 		return -EINVAL;
@@ -220,6 +227,7 @@ static int split_pop(struct virtq *vq, struct virtq_chain *c)
 	c->n = 0;
 	c->n_readable = 0;
 	c->total_len = 0;
+	c->has_empty = false;
 	i = head;
 	for (;;) {
 		const uint8_t *d = vq->desc + 16u * i;
@@ -340,6 +348,7 @@ static int packed_pop(struct virtq *vq, struct virtq_chain *c)
 	c->n = 0;
 	c->n_readable = 0;
 	c->total_len = 0;
+	c->has_empty = false;
 	for (;;) {
 		int ret;
 

@@ -67,6 +67,12 @@ struct virtq_chain {
 	unsigned n;                     /* number of buffers */
 	unsigned n_readable;            /* buf[0..n_readable) readable, then writable */
 	uint64_t total_len;             /* sum of len, <= 2^32 */
+	/* A buffer of length 0 (host NULL) is in the chain: the chain is
+	 * well formed, so it is consumed and its head goes back to the guest,
+	 * but no request can use it — the device completes it with used
+	 * length 0 and touches none of its buffers (e.g. a zero-length
+	 * virtio-blk status descriptor). */
+	bool has_empty;
 	struct virtq_buf buf[VIRTQ_MAX_CHAIN];
 };
 
@@ -132,7 +138,8 @@ int virtq_enable(struct virtq *vq, const struct guest_mem *mem, uint64_t feature
  *            feature, with NEXT, nested, or length not a non-zero multiple
  *            of 16 / more entries than size; packed: indirect descriptor
  *            inside a NEXT chain, or NEXT inside an indirect table;
- *            buffer length 0 or >= 2^31; chain total > 2^32; writable
+ *            buffer length >= 2^31 (length 0 is accepted, see
+ *            has_empty); chain total > 2^32; writable
  *            buffer before a readable one;
  *   -EFAULT: buffer or indirect table not wholly inside one RAM region;
  *   -ELOOP:  descriptor loop / chain longer than the queue size (packed:

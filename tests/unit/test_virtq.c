@@ -277,12 +277,19 @@ TEST(buffer_wrapping_2_64_rejected)
 	vnull_free(v);
 }
 
-TEST(buffer_length_0_rejected)
+/* A zero-length buffer does not break the ring: the chain is consumed and
+ * marked, so the device can hand it back with used length 0. */
+TEST(buffer_length_0_pops_chain_marked_empty)
 {
 	struct vnull *v = setup(8, 0);
 
 	one_desc(v, 0, buf(v, 16), 0, 0);
-	CHECK_EQ(virtq_pop(vq0(v), &chain), -EINVAL);
+	CHECK_EQ(virtq_pop(vq0(v), &chain), 1);
+	CHECK(chain.has_empty);
+	CHECK_EQ(chain.n, 1);
+	CHECK(chain.buf[0].host == NULL && chain.buf[0].len == 0);
+	virtq_push(vq0(v), chain.head, 0);
+	CHECK_EQ(vq0(v)->inflight_count, 0);
 	vnull_free(v);
 }
 
