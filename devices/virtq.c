@@ -164,6 +164,25 @@ static int chain_add(struct virtq *vq, struct virtq_chain *c, uint64_t addr,
 	return 0;
 }
 
+/* Map an indirect descriptor table (split §2.7.5.3, packed §2.8.7): the
+ * feature must be negotiated, the length a non-zero multiple of 16 with at
+ * most queue-size entries, and the whole table inside one RAM region.
+ * Returns the table and its entry count, or NULL with *err set. */
+static const uint8_t *indirect_table(const struct virtq *vq, uint64_t addr, uint32_t len,
+				     unsigned *entries, int *err)
+{
+	const uint8_t *tbl;
+
+	*err = -EINVAL;
+	if (!vq->indirect || len == 0 || len % 16 || len / 16 > vq->size)
+		return NULL;
+	tbl = gmem_ptr(vq->mem, addr, len);
+	if (!tbl)
+		*err = -EFAULT;
+	*entries = len / 16;
+	return tbl;
+}
+
 /* Walk an indirect table (§2.7.5.3): entries are read from guest memory one
  * at a time (the driver must not change them while the chain is available;
  * a driver that does so only hurts itself, every value is still checked). */
@@ -172,17 +191,11 @@ static int walk_indirect(struct virtq *vq, struct virtq_chain *c, uint64_t addr,
 {
 	const uint8_t *tbl;
 	unsigned entries, i = 0, steps = 0;
+	int err;
 
-	if (!vq->indirect)
-		return -EINVAL;
-	if (len == 0 || len % 16)
-		return -EINVAL;
-	entries = len / 16;
-	if (entries > vq->size)
-		return -EINVAL;
-	tbl = gmem_ptr(vq->mem, addr, len);
+	tbl = indirect_table(vq, addr, len, &entries, &err);
 	if (!tbl)
-		return -EFAULT;
+		return err;
 	for (;;) {
 		const uint8_t *d = tbl + 16u * i;
 		uint16_t flags = le16_load(d + 12);
@@ -303,17 +316,11 @@ static int packed_walk_indirect(struct virtq *vq, struct virtq_chain *c,
 {
 	const uint8_t *tbl;
 	unsigned entries, i;
+	int err;
 
-	if (!vq->indirect)
-		return -EINVAL;
-	if (len == 0 || len % 16)
-		return -EINVAL;
-	entries = len / 16;
-	if (entries > vq->size)
-		return -EINVAL;
-	tbl = gmem_ptr(vq->mem, addr, len);
+	tbl = indirect_table(vq, addr, len, &entries, &err);
 	if (!tbl)
-		return -EFAULT;
+		return err;
 	for (i = 0; i < entries; i++) {
 		const uint8_t *d = tbl + 16u * i;
 		uint16_t flags = le16_load(d + PDESC_FLAGS);
