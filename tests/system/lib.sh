@@ -92,6 +92,7 @@ echo MVM-RO-WRITE-RC=$?
 
 # blk_fio_check QUEUES PACKED(0|1) DISKOPTS [MVM-ARGS...]: two disks (rw and
 # ro, each with ",DISKOPTS" appended), QUEUES queues each on as many vCPUs;
+# $BLK_KERNEL_ARGS, when set, goes on the guest kernel command line;
 # runs BLK_GUEST_SCRIPT and checks: QUEUES hardware queues, the ring layout
 # negotiated, fio verify passed, every interrupt of vda (one per queue on
 # pci with MSI-X, one line on mmio) counted under fio, the ro disk refused
@@ -102,7 +103,8 @@ blk_fio_check() {
 	make_image "$SYS_TMP/ro.img" 8 random
 	before=$(sha256sum <"$SYS_TMP/ro.img")
 	sys_run "$SYS_TMP/out" --cpus "$q" --queues "$q" --disk "$SYS_TMP/rw.img$opts" \
-		--disk "$SYS_TMP/ro.img,ro$opts" --stats "$@" --cmdline "$(guest_script "$BLK_GUEST_SCRIPT")"
+		--disk "$SYS_TMP/ro.img,ro$opts" --stats "$@" \
+		--cmdline "${BLK_KERNEL_ARGS:+$BLK_KERNEL_ARGS }$(guest_script "$BLK_GUEST_SCRIPT")"
 	[ "$SYS_RC" -eq 0 ] || fail "mvm exited $SYS_RC, expected 0"
 	expect_line "$SYS_TMP/out" "^MVM-MQ=$q\$"
 	expect_line "$SYS_TMP/out" "^MVM-PACKED=$packed\$"
