@@ -37,15 +37,26 @@ fail() { echo "FAIL: $*"; exit 1; }
 
 # sys_run OUTFILE ARGS...: run mvm with ARGS (stdin /dev/null), output to
 # OUTFILE (also echoed, CRs stripped); sets SYS_RC to mvm's exit status.
+# A guest kernel that stalls before reaching /init (seen about once in fifty
+# nested boots, in early kernel init, with no device activity yet) is a
+# hazard of the software-emulated L1, not of mvm: that one case is retried
+# once, saying so. Any other timeout or failure counts.
 sys_run() {
-	local out=$1; shift
-	local start end
-	start=$(date +%s.%N)
-	timeout -k 5 "${SYS_BOOT_TIMEOUT:-200}" "$MVM" "$@" </dev/null 2>&1 | tr -d '\r' >"$out"
-	SYS_RC=${PIPESTATUS[0]}
-	end=$(date +%s.%N)
-	sed 's/^/    guest| /' "$out" | tail -n "${SYS_SHOW_LINES:-40}"
-	echo "mvm exited $SYS_RC after $(awk -v a="$start" -v b="$end" 'BEGIN{printf "%.1f", b-a}') s: $MVM $*"
+	local out=$1 start end attempt; shift
+	for attempt in 1 2; do
+		start=$(date +%s.%N)
+		timeout -k 5 "${MVM_SYS_BOOT_TIMEOUT:-120}" "$MVM" "$@" </dev/null 2>&1 | tr -d '\r' >"$out"
+		SYS_RC=${PIPESTATUS[0]}
+		end=$(date +%s.%N)
+		# awk ends the last line even when a killed guest left it open.
+		awk '{ print "    guest| " $0 }' "$out" | tail -n "${SYS_SHOW_LINES:-40}"
+		echo "mvm exited $SYS_RC after $(awk -v a="$start" -v b="$end" 'BEGIN{printf "%.1f", b-a}') s: $MVM $*"
+		if [ "$SYS_RC" -eq 124 ] && [ $attempt = 1 ] && ! grep -q 'Run /init as init process' "$out"; then
+			echo "system: the guest kernel stalled before /init (nested emulation); retrying this boot once"
+			continue
+		fi
+		break
+	done
 }
 
 # expect_line OUTFILE REGEX: OUTFILE has a line matching REGEX.
