@@ -13,7 +13,13 @@
  * indirect table per request, kick_prepare / enable_cb event suppression),
  * printed as packed/split IOPS ratios.
  *
- *   mvm-bench [--seconds S] [--size MiB] [--qd N]... [--opts ,KEY=VAL...] [--json]
+ *   mvm-bench [--seconds S] [--rounds N] [--size MiB] [--qd N]... [--halt-poll USEC]
+ *             [--opts ,KEY=VAL...] [--json]
+ *
+ * Each point runs for S seconds in all, split into N rounds (default 3) that
+ * interleave the device and direct runs. The driver waits for interrupts
+ * like a halted vCPU under KVM: it polls the irq eventfd for USEC (default
+ * 200, KVM's halt_poll_ns) before it sleeps (see wait_irq).
  *
  * --qd limits the run to the given depths among 1/8/32/128 (repeatable),
  * for quick A/B comparisons; --opts appends disk options (",poll=64") to the
@@ -51,9 +57,39 @@ static uint64_t rnd(void)
 }
 
 struct result {
-	double iops;
+	double done, secs, iops;
 	double enters_per_req, irqs_per_req, batches_per_req, polled_per_req;
 };
+
+/* A device run's figures from the queue counters before (a) and after (b). */
+static void result_set(struct result *res, uint64_t done, double secs,
+		       const struct blk_queue_stats *a, const struct blk_queue_stats *b)
+{
+	double reqs = (double)(b->requests - a->requests);
+
+	res->done = (double)done;
+	res->secs = secs;
+	res->iops = (double)done / secs;
+	res->enters_per_req = (double)(b->enters - a->enters) / reqs;
+	res->irqs_per_req = (double)(b->irqs - a->irqs) / reqs;
+	res->batches_per_req = (double)(b->batches - a->batches) / reqs;
+	res->polled_per_req = (double)(b->polled - a->polled) / reqs;
+}
+
+/* Fold one round into the running total: IOPS over the summed time, per
+ * request figures weighted by requests. */
+static void result_add(struct result *sum, const struct result *r)
+{
+	double n = sum->done + r->done;
+
+	sum->enters_per_req = (sum->enters_per_req * sum->done + r->enters_per_req * r->done) / n;
+	sum->irqs_per_req = (sum->irqs_per_req * sum->done + r->irqs_per_req * r->done) / n;
+	sum->batches_per_req = (sum->batches_per_req * sum->done + r->batches_per_req * r->done) / n;
+	sum->polled_per_req = (sum->polled_per_req * sum->done + r->polled_per_req * r->done) / n;
+	sum->done = n;
+	sum->secs += r->secs;
+	sum->iops = sum->done / sum->secs;
+}
 
 /* --opts: appended to the disk spec (e.g. ",poll=64") for experiments. */
 static const char *disk_opts = "";
@@ -93,6 +129,36 @@ static void dev_new(const struct blk_opts *o, struct vdrv *d, struct virtio_dev 
 			die_bench(err);
 		usleep(10000);
 	}
+}
+
+/* How the driver waits for the interrupt. It stands in for a vCPU, and a
+ * vCPU that halts to wait is not put to sleep at once: KVM polls it for
+ * pending interrupts for up to halt_poll_ns first (200 us by default on
+ * x86), so an interrupt that comes within that window costs no wake-up.
+ * The driver does the same with the irq eventfd (a non-blocking read is
+ * what "is the interrupt pending?" means here), then sleeps in poll().
+ * --halt-poll 0 models a host with halt polling off. */
+static unsigned halt_poll_us = 200;
+
+static void wait_irq(int fd)
+{
+	uint64_t cnt;
+	double until = now() + halt_poll_us / 1e6;
+
+	for (;;) {
+		if (read(fd, &cnt, sizeof(cnt)) == sizeof(cnt))
+			return;
+		if (errno != EAGAIN)
+			die_bench("irq eventfd read");
+		if (now() >= until)
+			break;
+		__builtin_ia32_pause();
+	}
+	struct pollfd pfd = { .fd = fd, .events = POLLIN };
+	if (poll(&pfd, 1, 5000) <= 0)
+		die_bench("no interrupt within 5 s");
+	if (read(fd, &cnt, sizeof(cnt)) < 0 && errno != EAGAIN)
+		die_bench("irq eventfd read");
 }
 
 static bool need_event(uint16_t event, uint16_t new_idx, uint16_t old)
@@ -169,7 +235,6 @@ static int run_device(const char *path, uint64_t size, bool null, unsigned qd, d
 		uint32_t id, len;
 		uint16_t old = kicked_idx;
 		unsigned got = 0;
-		uint64_t cnt;
 
 		/* Reap everything used; repost each slot with a new random offset. */
 		while (vdrv_get_used(&d, 0, &id, &len)) {
@@ -198,19 +263,11 @@ static int run_device(const char *path, uint64_t size, bool null, unsigned qd, d
 		__atomic_thread_fence(__ATOMIC_SEQ_CST);
 		if (vdrv_used_idx(&d, 0) != d.q[0].last_used)
 			continue;
-		struct pollfd pfd = { .fd = irq_fd, .events = POLLIN };
-		if (poll(&pfd, 1, 5000) <= 0)
-			die_bench("no interrupt within 5 s");
-		if (read(irq_fd, &cnt, sizeof(cnt)) < 0 && errno != EAGAIN)
-			die_bench("irq eventfd read");
+		wait_irq(irq_fd);
 	}
 	t1 = now();
 	blk_get_queue_stats(dev, 0, &b);
-	res->iops = done / (t1 - t0);
-	res->enters_per_req = (double)(b.enters - a.enters) / (double)(b.requests - a.requests);
-	res->irqs_per_req = (double)(b.irqs - a.irqs) / (double)(b.requests - a.requests);
-	res->batches_per_req = (double)(b.batches - a.batches) / (double)(b.requests - a.requests);
-	res->polled_per_req = (double)(b.polled - a.polled) / (double)(b.requests - a.requests);
+	result_set(res, done, t1 - t0, &a, &b);
 
 	vdrv_wr(&d, VIRTIO_MMIO_STATUS, 0);
 	vdrv_detach(&d);
@@ -295,7 +352,6 @@ static int run_device_packed(const char *path, uint64_t size, bool null, unsigne
 	for (;;) {
 		uint32_t id, len;
 		unsigned got = 0;
-		uint64_t cnt;
 
 		while (vdrv_get_used(&d, 0, &id, &len)) {
 			struct breq *r;
@@ -319,19 +375,11 @@ static int run_device_packed(const char *path, uint64_t size, bool null, unsigne
 		/* Interrupt at the next used descriptor; poll once more first. */
 		if (vdrv_packed_enable_cb(&d, 0))
 			continue;
-		struct pollfd pfd = { .fd = irq_fd, .events = POLLIN };
-		if (poll(&pfd, 1, 5000) <= 0)
-			die_bench("packed: no interrupt within 5 s");
-		if (read(irq_fd, &cnt, sizeof(cnt)) < 0 && errno != EAGAIN)
-			die_bench("irq eventfd read");
+		wait_irq(irq_fd);
 	}
 	t1 = now();
 	blk_get_queue_stats(dev, 0, &b);
-	res->iops = done / (t1 - t0);
-	res->enters_per_req = (double)(b.enters - a.enters) / (double)(b.requests - a.requests);
-	res->irqs_per_req = (double)(b.irqs - a.irqs) / (double)(b.requests - a.requests);
-	res->batches_per_req = (double)(b.batches - a.batches) / (double)(b.requests - a.requests);
-	res->polled_per_req = (double)(b.polled - a.polled) / (double)(b.requests - a.requests);
+	result_set(res, done, t1 - t0, &a, &b);
 
 	vdrv_wr(&d, VIRTIO_MMIO_STATUS, 0);
 	vdrv_detach(&d);
@@ -388,9 +436,11 @@ static int run_direct(const char *path, uint64_t size, unsigned qd, double secs,
 			break;
 	}
 	t1 = now();
-	res->iops = done / (t1 - t0);
+	memset(res, 0, sizeof(*res));
+	res->done = (double)done;
+	res->secs = t1 - t0;
+	res->iops = (double)done / (t1 - t0);
 	res->enters_per_req = (double)enters / (double)done;
-	res->irqs_per_req = 0;
 	io_uring_queue_exit(&ring);
 	close(fd);
 	free(bufs);
@@ -401,6 +451,7 @@ int main(int argc, char **argv)
 {
 	static const unsigned qds[] = { 1, 8, 32, 128 };
 	double secs = 1.5;
+	unsigned rounds = 3;
 	uint64_t size = 256ULL << 20;
 	bool json = false, want[4] = { false, false, false, false }, any = false, first = true;
 	char path[] = "/tmp/mvm-bench-XXXXXX";
@@ -417,6 +468,10 @@ int main(int argc, char **argv)
 			secs = atof(argv[++i]);
 		else if (!strcmp(argv[i], "--size") && i + 1 < (unsigned)argc)
 			size = strtoull(argv[++i], NULL, 0) << 20;
+		else if (!strcmp(argv[i], "--rounds") && i + 1 < (unsigned)argc)
+			rounds = (unsigned)strtoul(argv[++i], NULL, 0);
+		else if (!strcmp(argv[i], "--halt-poll") && i + 1 < (unsigned)argc)
+			halt_poll_us = (unsigned)strtoul(argv[++i], NULL, 0);
 		else if (!strcmp(argv[i], "--opts") && i + 1 < (unsigned)argc)
 			disk_opts = argv[++i];
 		else if (!strcmp(argv[i], "--qd") && i + 1 < (unsigned)argc) {
@@ -428,13 +483,13 @@ int main(int argc, char **argv)
 				die_bench("--qd must be 1, 8, 32 or 128");
 			want[k] = any = true;
 		} else {
-			fprintf(stderr, "usage: mvm-bench [--seconds S] [--size MiB] [--qd N]... "
-				"[--opts ,KEY=VAL...] [--json]\n");
+			fprintf(stderr, "usage: mvm-bench [--seconds S] [--rounds N] [--size MiB] "
+				"[--qd N]... [--halt-poll USEC] [--opts ,KEY=VAL...] [--json]\n");
 			return 2;
 		}
 	}
-	if (secs <= 0 || size < (1 << 20))
-		die_bench("--seconds must be > 0 and --size >= 1");
+	if (secs <= 0 || size < (1 << 20) || rounds < 1)
+		die_bench("--seconds must be > 0, --size >= 1 and --rounds >= 1");
 
 	/* The file, written (and so in the page cache) up front. */
 	fd = mkstemp(path);
@@ -451,15 +506,33 @@ int main(int argc, char **argv)
 	for (i = 0; i < 4; i++)
 		if (!any)
 			want[i] = true;
-	for (i = 0; i < 4; i++) {
-		if (!want[i])
-			continue;
-		run_device(path, size, true, qds[i], secs, &nul[i]);
-		run_device(path, size, false, qds[i], secs, &file[i]);
-		run_direct(path, size, qds[i], secs, &direct[i]);
-		if (pk[i]) {
-			run_device_packed(path, size, true, qds[i], secs, &pnul[i]);
-			run_device_packed(path, size, false, qds[i], secs, &pfile[i]);
+	/* Rounds interleave the device and direct runs, so that a drift in
+	 * the machine's speed (noisy neighbours, frequency) hits both sides of
+	 * a ratio alike instead of whichever ran during it. */
+	memset(nul, 0, sizeof(nul));
+	memset(file, 0, sizeof(file));
+	memset(direct, 0, sizeof(direct));
+	memset(pnul, 0, sizeof(pnul));
+	memset(pfile, 0, sizeof(pfile));
+	for (unsigned round = 0; round < rounds; round++) {
+		for (i = 0; i < 4; i++) {
+			struct result r;
+			double t = secs / rounds;
+
+			if (!want[i])
+				continue;
+			run_device(path, size, true, qds[i], t, &r);
+			result_add(&nul[i], &r);
+			run_device(path, size, false, qds[i], t, &r);
+			result_add(&file[i], &r);
+			run_direct(path, size, qds[i], t, &r);
+			result_add(&direct[i], &r);
+			if (pk[i]) {
+				run_device_packed(path, size, true, qds[i], t, &r);
+				result_add(&pnul[i], &r);
+				run_device_packed(path, size, false, qds[i], t, &r);
+				result_add(&pfile[i], &r);
+			}
 		}
 	}
 	unlink(path);
@@ -489,8 +562,9 @@ int main(int argc, char **argv)
 		printf("]\n");
 		return 0;
 	}
-	printf("virtio-blk 4 KiB random reads, %llu MiB page-cached file, %.1f s per point\n",
-	       (unsigned long long)(size >> 20), secs);
+	printf("virtio-blk 4 KiB random reads, %llu MiB page-cached file, %.1f s per point "
+	       "in %u rounds, driver halt-polls %u us\n",
+	       (unsigned long long)(size >> 20), secs, rounds, halt_poll_us);
 	printf("%5s %12s %12s %12s %7s %13s %12s %13s %12s\n", "QD", "null IOPS", "device IOPS",
 	       "direct IOPS", "ratio", "enter/req", "irq/req", "null enter/r", "null irq/r");
 	for (i = 0; i < 4; i++)
