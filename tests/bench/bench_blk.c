@@ -483,9 +483,12 @@ int main(int argc, char **argv)
 				die_bench("--qd must be 1, 8, 32 or 128");
 			want[k] = any = true;
 		} else {
-			fprintf(stderr, "usage: mvm-bench [--seconds S] [--rounds N] [--size MiB] "
-				"[--qd N]... [--halt-poll USEC] [--opts ,KEY=VAL...] [--json]\n");
-			return 2;
+			bool help = !strcmp(argv[i], "--help");
+
+			fprintf(help ? stdout : stderr, "usage: mvm-bench [--seconds S] [--rounds N] "
+				"[--size MiB] [--qd N]... [--halt-poll USEC] [--opts ,KEY=VAL...] "
+				"[--json]\n");
+			return help ? 0 : 2;
 		}
 	}
 	if (secs <= 0 || size < (1 << 20) || rounds < 1)
