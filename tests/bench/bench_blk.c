@@ -37,6 +37,7 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
+#include <sys/mman.h>
 
 #define QMAX 256
 
@@ -419,7 +420,11 @@ static int run_direct(const char *path, uint64_t size, unsigned qd, double secs,
 	fd = open(path, O_RDONLY);
 	if (fd < 0 || io_uring_queue_init(QMAX, &ring, 0) || io_uring_register_files(&ring, &fd, 1))
 		die_bench("direct: io_uring setup");
-	bufs = aligned_alloc(4096, (size_t)qd * 4096);
+	/* Buffers in THP-eligible memory, like the device's (fake) guest RAM. */
+	bufs = aligned_alloc(2u << 20, ((size_t)qd * 4096 + (2u << 20) - 1) & ~(size_t)((2u << 20) - 1));
+	if (!bufs)
+		die_bench("direct: out of memory");
+	madvise(bufs, (size_t)qd * 4096, MADV_HUGEPAGE);
 	t0 = now();
 	t1 = t0 + secs;
 	for (i = 0; i < qd; i++) {

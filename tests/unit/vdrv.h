@@ -32,6 +32,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 #include "devices/virtio.h"
@@ -86,9 +87,11 @@ struct vdrv {
 static inline int vdrv_ram_init(struct vdrv *d, uint64_t gpa, uint64_t size)
 {
 	memset(d, 0, sizeof(*d));
-	d->ram = aligned_alloc(4096, size);
+	/* 2 MiB-aligned and THP-eligible like mvm's own guest RAM (gmem_map). */
+	d->ram = aligned_alloc(2u << 20, (size + (2u << 20) - 1) & ~(uint64_t)((2u << 20) - 1));
 	if (!d->ram)
 		return -ENOMEM;
+	madvise(d->ram, size, MADV_HUGEPAGE);
 	memset(d->ram, 0, size);
 	d->ram_gpa = gpa;
 	d->ram_size = size;
