@@ -186,6 +186,43 @@ static void wait_irq(int fd)
 		die_bench("irq eventfd read");
 }
 
+/* A virtio-blk device on the file (or the null backend) behind the test
+ * driver's virtio-mmio model, one queue of QMAX entries, DRIVER_OK: split
+ * ring, or packed when asked (and then required). */
+static struct virtio_dev *bench_open(struct vdrv *d, const char *path, bool null, bool packed)
+{
+	uint64_t want = VIRTIO_BIT(VIRTIO_F_VERSION_1) | VIRTIO_BIT(VIRTIO_RING_F_EVENT_IDX) |
+			VIRTIO_BIT(VIRTIO_RING_F_INDIRECT_DESC);
+	struct virtio_dev *dev;
+	struct blk_opts o;
+	char err[256], spec[512];
+
+	if (packed)
+		want |= VIRTIO_BIT(VIRTIO_F_RING_PACKED);
+	snprintf(spec, sizeof(spec), "%s%s", path, disk_opts);
+	if (blk_parse_spec(spec, 1, &o, err, sizeof(err)))
+		die_bench(err);
+	o.backend = null ? BLK_BACKEND_NULL : BLK_BACKEND_FILE;
+	if (vdrv_ram_init(d, 0x100000, 8 << 20))
+		die_bench("fake RAM");
+	dev_new(&o, d, &dev);
+	if (vdrv_attach(d, dev) || vdrv_negotiate(d, want) ||
+	    (d->features & VIRTIO_BIT(VIRTIO_F_RING_PACKED)) != (want & VIRTIO_BIT(VIRTIO_F_RING_PACKED)) ||
+	    vdrv_queue_setup(d, 0, QMAX) != 1)
+		die_bench(packed ? "packed device setup failed" : "device setup failed");
+	vdrv_driver_ok(d);
+	return dev;
+}
+
+/* Reset the device (its queue threads stop), then free it and the RAM. */
+static void bench_close(struct vdrv *d, struct virtio_dev *dev)
+{
+	vdrv_wr(d, VIRTIO_MMIO_STATUS, 0);
+	vdrv_detach(d);
+	virtio_dev_destroy(dev);
+	free(d->ram);
+}
+
 static bool need_event(uint16_t event, uint16_t new_idx, uint16_t old)
 {
 	return (uint16_t)(new_idx - event - 1) < (uint16_t)(new_idx - old);
@@ -196,29 +233,15 @@ static int run_device(const char *path, uint64_t size, bool null, unsigned qd, d
 {
 	struct vdrv d;
 	struct virtio_dev *dev;
-	struct blk_opts o;
 	struct blk_queue_stats a, b;
 	struct breq *rq;
-	char err[256], spec[512];
 	uint64_t blocks = size / 4096, done = 0;
 	uint16_t kicked_idx;
 	double t0, t1;
 	unsigned i;
 	int irq_fd;
 
-	snprintf(spec, sizeof(spec), "%s%s", path, disk_opts);
-	if (blk_parse_spec(spec, 1, &o, err, sizeof(err)))
-		die_bench(err);
-	o.backend = null ? BLK_BACKEND_NULL : BLK_BACKEND_FILE;
-	if (vdrv_ram_init(&d, 0x100000, 8 << 20))
-		die_bench("fake RAM");
-	dev_new(&o, &d, &dev);
-	if (vdrv_attach(&d, dev) ||
-	    vdrv_negotiate(&d, VIRTIO_BIT(VIRTIO_F_VERSION_1) | VIRTIO_BIT(VIRTIO_RING_F_EVENT_IDX) |
-			   VIRTIO_BIT(VIRTIO_RING_F_INDIRECT_DESC)) ||
-	    vdrv_queue_setup(&d, 0, QMAX) != 1)
-		die_bench("device setup failed");
-	vdrv_driver_ok(&d);
+	dev = bench_open(&d, path, null, false);
 	irq_fd = d.mmio.irq_fd;
 	t0 = now();
 
@@ -290,11 +313,8 @@ static int run_device(const char *path, uint64_t size, bool null, unsigned qd, d
 	blk_get_queue_stats(dev, 0, &b);
 	result_set(res, done, t1 - t0, &a, &b);
 
-	vdrv_wr(&d, VIRTIO_MMIO_STATUS, 0);
-	vdrv_detach(&d);
-	virtio_dev_destroy(dev);
+	bench_close(&d, dev);
 	free(rq);
-	free(d.ram);
 	return 0;
 }
 
@@ -319,31 +339,15 @@ static int run_device_packed(const char *path, uint64_t size, bool null, unsigne
 {
 	struct vdrv d;
 	struct virtio_dev *dev;
-	struct blk_opts o;
 	struct blk_queue_stats a, b;
 	struct breq *rq;
 	uint16_t reqof[QMAX];
-	char err[256], spec[512];
 	uint64_t blocks = size / 4096, done = 0;
 	double t0, t1;
 	unsigned i;
 	int irq_fd;
 
-	snprintf(spec, sizeof(spec), "%s%s", path, disk_opts);
-	if (blk_parse_spec(spec, 1, &o, err, sizeof(err)))
-		die_bench(err);
-	o.backend = null ? BLK_BACKEND_NULL : BLK_BACKEND_FILE;
-	if (vdrv_ram_init(&d, 0x100000, 8 << 20))
-		die_bench("fake RAM");
-	dev_new(&o, &d, &dev);
-	if (vdrv_attach(&d, dev) ||
-	    vdrv_negotiate(&d, VIRTIO_BIT(VIRTIO_F_VERSION_1) | VIRTIO_BIT(VIRTIO_RING_F_EVENT_IDX) |
-			   VIRTIO_BIT(VIRTIO_RING_F_INDIRECT_DESC) |
-			   VIRTIO_BIT(VIRTIO_F_RING_PACKED)) ||
-	    !(d.features & VIRTIO_BIT(VIRTIO_F_RING_PACKED)) ||
-	    vdrv_queue_setup(&d, 0, QMAX) != 1)
-		die_bench("packed device setup failed");
-	vdrv_driver_ok(&d);
+	dev = bench_open(&d, path, null, true);
 	irq_fd = d.mmio.irq_fd;
 
 	rq = breqs_alloc(&d, qd);
@@ -397,11 +401,8 @@ static int run_device_packed(const char *path, uint64_t size, bool null, unsigne
 	blk_get_queue_stats(dev, 0, &b);
 	result_set(res, done, t1 - t0, &a, &b);
 
-	vdrv_wr(&d, VIRTIO_MMIO_STATUS, 0);
-	vdrv_detach(&d);
-	virtio_dev_destroy(dev);
+	bench_close(&d, dev);
 	free(rq);
-	free(d.ram);
 	return 0;
 }
 
