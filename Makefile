@@ -32,7 +32,9 @@ ALL_LDFLAGS := $(LDFLAGS_SAN) $(LDFLAGS)
 SRCS     := $(sort $(wildcard vmm/*.c devices/*.c arch/x86/*.c))
 MAIN_SRC := vmm/main.c
 LIB_SRCS := $(filter-out $(MAIN_SRC),$(SRCS))
-LIB_OBJS := $(LIB_SRCS:%.c=$(BUILD)/%.o)
+# Assembly: guest payloads that mvm loads (the KVM probe).
+ASM_SRCS := $(sort $(wildcard arch/x86/*.S))
+LIB_OBJS := $(LIB_SRCS:%.c=$(BUILD)/%.o) $(ASM_SRCS:%.S=$(BUILD)/%.o)
 MAIN_OBJ := $(MAIN_SRC:%.c=$(BUILD)/%.o)
 
 UNIT_SRCS  := $(sort $(wildcard tests/unit/test_*.c))
@@ -56,6 +58,11 @@ mvm: $(BUILD)/mvm FORCE
 $(BUILD)/%.o: %.c
 	@mkdir -p $(dir $@)
 	$(E) "  CC      $<"
+	$(Q)$(CC) $(ALL_CFLAGS) -c -o $@ $<
+
+$(BUILD)/%.o: %.S
+	@mkdir -p $(dir $@)
+	$(E) "  AS      $<"
 	$(Q)$(CC) $(ALL_CFLAGS) -c -o $@ $<
 
 $(BUILD)/tests/unit/test_%: $(BUILD)/tests/unit/test_%.o $(CHECK_OBJ) $(LIB_OBJS)

@@ -12,7 +12,7 @@
 enum {
 	OPT_KERNEL = 'k', OPT_INITRD = 'i', OPT_CMDLINE = 'a', OPT_CPUS = 'c',
 	OPT_MEM = 'm', OPT_HELP = 'h', OPT_VERSION = 'V',
-	OPT_STATS = 0x100, OPT_DISK, OPT_QUEUES, OPT_TRANSPORT,
+	OPT_STATS = 0x100, OPT_DISK, OPT_QUEUES, OPT_TRANSPORT, OPT_PROBE_KVM,
 };
 
 /* One row per option; cli_parse switches on .val. */
@@ -26,6 +26,7 @@ static const struct option cli_options[] = {
 	{ "disk",    required_argument, NULL, OPT_DISK },
 	{ "queues",  required_argument, NULL, OPT_QUEUES },
 	{ "transport", required_argument, NULL, OPT_TRANSPORT },
+	{ "probe-kvm", no_argument,     NULL, OPT_PROBE_KVM },
 	{ "help",    no_argument,       NULL, OPT_HELP },
 	{ "version", no_argument,       NULL, OPT_VERSION },
 	{ NULL, 0, NULL, 0 },
@@ -61,6 +62,9 @@ void cli_usage(FILE *out)
 	      "                   the most queues of any disk\n"
 	      "  --transport T    pci (default) or mmio, for every disk without ,transport=\n"
 	      "  --stats          print exit and device counters as JSON on stderr at exit\n"
+	      "  --probe-kvm      say whether this host's /dev/kvm can run guests: prints\n"
+	      "                   'direct: WHY' or 'nested: WHY' (MVM_KVM=direct|nested|auto\n"
+	      "                   overrides; the verdict is cached for this host boot)\n"
 	      "  --help, --version\n"
 	      "Console: the guest's serial port is on stdin/stdout; on a terminal type\n"
 	      "Ctrl-A x to quit, Ctrl-A Ctrl-A to send Ctrl-A.\n"
@@ -149,6 +153,9 @@ int cli_parse(int argc, char **argv, struct mvm_config *cfg, char *err, size_t e
 			break;
 		case OPT_HELP:
 			cfg->help = true;
+			break;
+		case OPT_PROBE_KVM:
+			cfg->probe_kvm = true;
 			break;
 		case OPT_VERSION:
 			cfg->version = true;

@@ -66,6 +66,7 @@ struct mvm_config {
 	enum cli_transport transport; /* --transport */
 	bool help;
 	bool version;
+	bool probe_kvm;         /* --probe-kvm: decide direct or nested, then exit */
 	/* storage for the default guest paths */
 	char kernel_buf[4096];
 	char initrd_buf[4096];

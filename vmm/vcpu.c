@@ -1,6 +1,8 @@
 #include "vmm/vcpu.h"
 #include "vmm/kvm.h"
+#include "vmm/kvm_probe.h"
 #include "vmm/util.h"
+#include "arch/x86/diag.h"
 
 #include <errno.h>
 #include <string.h>
@@ -20,6 +22,55 @@ static const char *vcpu_internal_suberror(uint32_t s)
 	case KVM_INTERNAL_ERROR_DELIVERY_EV: return "exception during event delivery";
 	default: return "unknown suberror";
 	}
+}
+
+void vcpu_describe_exit(const struct kvm_run *run, char *out, size_t outlen)
+{
+	switch (run->exit_reason) {
+	case KVM_EXIT_INTERNAL_ERROR:
+		snprintf(out, outlen, "KVM_EXIT_INTERNAL_ERROR, suberror %u (%s)",
+			 run->internal.suberror, vcpu_internal_suberror(run->internal.suberror));
+		break;
+	case KVM_EXIT_FAIL_ENTRY:
+		snprintf(out, outlen, "KVM_EXIT_FAIL_ENTRY, hardware entry failure reason %#llx "
+			 "(the guest's CPU state is invalid)",
+			 (unsigned long long)run->fail_entry.hardware_entry_failure_reason);
+		break;
+	case KVM_EXIT_SHUTDOWN:
+		snprintf(out, outlen, "KVM_EXIT_SHUTDOWN (triple fault)");
+		break;
+	case KVM_EXIT_HLT:
+		snprintf(out, outlen, "KVM_EXIT_HLT (halted with no in-kernel LAPIC)");
+		break;
+	case KVM_EXIT_IO:
+		snprintf(out, outlen, "KVM_EXIT_IO, port %#x", run->io.port);
+		break;
+	case KVM_EXIT_MMIO:
+		snprintf(out, outlen, "KVM_EXIT_MMIO, address %#llx",
+			 (unsigned long long)run->mmio.phys_addr);
+		break;
+	default:
+		snprintf(out, outlen, "unhandled KVM exit reason %u", run->exit_reason);
+		break;
+	}
+}
+
+/* A vCPU exit mvm cannot handle: say what, and where the guest was (mode,
+ * RIP, the instruction bytes), and on a PVM host why it is not the guest's
+ * fault. Status 126. */
+static int vcpu_fatal(struct vcpu *v, struct kvm_run *run)
+{
+	char what[160], where[256];
+
+	v->exits[VCPU_EXIT_OTHER]++;
+	vcpu_describe_exit(run, what, sizeof(what));
+	x86_describe_vcpu(v->fd, &v->vm->mem, where, sizeof(where));
+	fprintf(stderr, "mvm: vCPU %u: %s; %s\n", v->id, what, where);
+	if (kvm_host_is_pvm("/sys"))
+		fprintf(stderr, "mvm: this host's KVM is PVM (kvm_pvm), which cannot run unmodified "
+			"guests; run mvm under the nested harness instead: MVM_KVM=nested "
+			"tests/with-kvm ./mvm ...\n");
+	return MVM_EXIT_UNHANDLED;
 }
 
 int vcpu_handle_exit(struct vcpu *v, struct kvm_run *run)
@@ -65,22 +116,9 @@ int vcpu_handle_exit(struct vcpu *v, struct kvm_run *run)
 		fprintf(stderr, "mvm: vCPU %u: guest system event %u (crash); stopping\n",
 			v->id, run->system_event.type);
 		return MVM_EXIT_UNHANDLED;
-	case KVM_EXIT_FAIL_ENTRY:
-		v->exits[VCPU_EXIT_OTHER]++;
-		fprintf(stderr, "mvm: vCPU %u: KVM_EXIT_FAIL_ENTRY, hardware entry failure "
-			"reason %#llx; the guest's CPU state is invalid\n", v->id,
-			(unsigned long long)run->fail_entry.hardware_entry_failure_reason);
-		return MVM_EXIT_UNHANDLED;
-	case KVM_EXIT_INTERNAL_ERROR:
-		v->exits[VCPU_EXIT_OTHER]++;
-		fprintf(stderr, "mvm: vCPU %u: KVM_EXIT_INTERNAL_ERROR, suberror %u (%s)\n",
-			v->id, run->internal.suberror, vcpu_internal_suberror(run->internal.suberror));
-		return MVM_EXIT_UNHANDLED;
 	default:
-		v->exits[VCPU_EXIT_OTHER]++;
-		fprintf(stderr, "mvm: vCPU %u: unhandled KVM exit reason %u; stopping\n",
-			v->id, run->exit_reason);
-		return MVM_EXIT_UNHANDLED;
+		/* KVM_EXIT_INTERNAL_ERROR, KVM_EXIT_FAIL_ENTRY, the unknown. */
+		return vcpu_fatal(v, run);
 	}
 }
 

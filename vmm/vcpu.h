@@ -37,6 +37,10 @@ struct vcpu {
  * (a message is printed for 126). Needs no KVM (unit-testable). */
 int vcpu_handle_exit(struct vcpu *v, struct kvm_run *run);
 
+/* The exit in words, for messages: "KVM_EXIT_INTERNAL_ERROR, suberror 1
+ * (instruction emulation failed)", ... */
+void vcpu_describe_exit(const struct kvm_run *run, char *out, size_t outlen);
+
 /* KVM_CREATE_VCPU + mmap of kvm_run. 0 or -errno. */
 int vcpu_create(struct vcpu *v, struct vm *vm, unsigned id);
 void vcpu_destroy(struct vcpu *v);
