@@ -1,29 +1,34 @@
 # Shared by the system tests (tests/system/*.sh). Sourcing this re-executes
-# the calling test where KVM exists: directly when /dev/kvm is usable here,
-# otherwise inside the nested harness (QEMU TCG L1 with KVM) via
-# tests/with-kvm, which says which path it took. Everything after the
-# source line therefore runs on a host with a working /dev/kvm.
+# the calling test where KVM can run the test guest, through tests/with-kvm:
+# directly when this host's /dev/kvm passes mvm's behavioural probe
+# (./mvm --probe-kvm; MVM_KVM=direct|nested overrides it), otherwise inside
+# the nested harness (QEMU TCG L1 with KVM). with-kvm says which path it
+# took and why. Everything after the source line therefore runs on a host
+# whose KVM runs Linux, with MVM_KVM_PATH=direct|nested saying which.
 set -u
 SYS_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 cd "$SYS_ROOT"
-if [ ! -c /dev/kvm ] || [ ! -w /dev/kvm ]; then
-	[ -n "${MVM_NESTED:-}" ] && { echo "system: inside the harness but /dev/kvm is unusable"; exit 1; }
+if [ -z "${MVM_KVM_PATH:-}" ]; then
 	# Each system test takes well under a minute; bound the harness so a
 	# stuck L1 (software-emulated, under load) costs minutes, not the
 	# runner's limit. The harness's own failures (124: timed out, 125: L1
-	# did not run the command) are infrastructure, not mvm: the test is
-	# retried once, saying so; a test that fails twice fails.
+	# did not run the command, or wedged) are infrastructure, not mvm:
+	# under the harness the test is retried once, saying so; a test that
+	# fails twice fails. Run directly, 124/125 are mvm's or the test's own.
 	export MVM_NESTED_TIMEOUT=${MVM_NESTED_TIMEOUT:-300}
 	tests/with-kvm "$0" "$@"
 	rc=$?
-	if [ $rc -eq 124 ] || [ $rc -eq 125 ]; then
+	# The same (cached) verdict with-kvm acted on.
+	path=nested
+	case $("${MVM_BIN:-$SYS_ROOT/mvm}" --probe-kvm 2>/dev/null) in direct:*) path=direct ;; esac
+	if [ $path = nested ] && { [ $rc -eq 124 ] || [ $rc -eq 125 ]; }; then
 		echo "system: the nested harness failed (status $rc); retrying the test once"
 		tests/with-kvm "$0" "$@"
 		rc=$?
 	fi
 	exit $rc
 fi
-if [ -n "${MVM_NESTED:-}" ]; then
+if [ "$MVM_KVM_PATH" = nested ]; then
 	echo "system: running with /dev/kvm inside the nested harness"
 else
 	echo "system: running with /dev/kvm directly"
