@@ -2,6 +2,8 @@
 #   make                         build ./mvm
 #   make SANITIZE=address,undefined   sanitizer build (objects kept apart in build/san/)
 #   make V=1                     show full commands
+#   make lib                     libmvm.a, libmvm.so and mvm.pc in build/plain/
+#   make install PREFIX=/usr DESTDIR=...   mvm, libmvm, mvm.h, mvm.pc
 #   make test                    unit tests (plain + sanitizer) and system tests
 #   make run                     install deps, build mvm + guest, boot the guest to its shell
 #   make guest                   build the test guest kernel + initramfs (cached)
@@ -18,7 +20,7 @@ VARIANT := $(if $(SANITIZE),san,plain)
 BUILD   := build/$(VARIANT)
 
 CFLAGS_BASE := -std=gnu11 -O2 -g -Wall -Wextra -Werror -MMD -MP -D_GNU_SOURCE -pthread -I.
-CFLAGS_BASE += -fno-strict-aliasing
+CFLAGS_BASE += -fno-strict-aliasing -fPIC
 ifneq ($(SANITIZE),)
 CFLAGS_BASE += -fsanitize=$(SANITIZE) -fno-omit-frame-pointer -fno-sanitize-recover=all
 LDFLAGS_SAN := -fsanitize=$(SANITIZE)
@@ -27,29 +29,78 @@ ALL_CFLAGS := $(CFLAGS_BASE) $(CFLAGS)
 LDLIBS  := -luring -lpthread
 ALL_LDFLAGS := $(LDFLAGS_SAN) $(LDFLAGS)
 
-# Every .c under these folders is part of mvm; main.c holds only main() so
-# tests and benchmarks link everything else against their own main().
+# Every .c under these folders is part of mvm. libmvm (the library behind
+# vmm/mvm.h) is all of it but the command line: main.c, cli.c and term.c.
+# Tests and benchmarks link every object but main.o with their own main().
 SRCS     := $(sort $(wildcard vmm/*.c devices/*.c arch/x86/*.c))
 MAIN_SRC := vmm/main.c
+CLI_SRCS := vmm/cli.c vmm/term.c
 LIB_SRCS := $(filter-out $(MAIN_SRC),$(SRCS))
 # Assembly: guest payloads that mvm loads (the KVM probe).
 ASM_SRCS := $(sort $(wildcard arch/x86/*.S))
 LIB_OBJS := $(LIB_SRCS:%.c=$(BUILD)/%.o) $(ASM_SRCS:%.S=$(BUILD)/%.o)
+LIBMVM_OBJS := $(filter-out $(CLI_SRCS:%.c=$(BUILD)/%.o),$(LIB_OBJS))
+CLI_OBJS := $(CLI_SRCS:%.c=$(BUILD)/%.o)
 MAIN_OBJ := $(MAIN_SRC:%.c=$(BUILD)/%.o)
+
+# The shared library's ABI version (its soname) and the package version.
+LIBMVM_SOVER := 1
+LIBMVM_VERSION := 0.2.0
+LIBMVM_A  := $(BUILD)/libmvm.a
+LIBMVM_SO := $(BUILD)/libmvm.so.$(LIBMVM_SOVER).0.0
+PREFIX  ?= /usr/local
+DESTDIR ?=
+LIBDIR  ?= $(PREFIX)/lib
+INCDIR  ?= $(PREFIX)/include
+BINDIR  ?= $(PREFIX)/bin
 
 UNIT_SRCS  := $(sort $(wildcard tests/unit/test_*.c))
 UNIT_BINS  := $(UNIT_SRCS:%.c=$(BUILD)/%)
 CHECK_OBJ  := $(BUILD)/tests/unit/check.o
 BENCH_SRCS := $(sort $(wildcard tests/bench/*.c))
 BENCH_BIN  := $(BUILD)/tests/bench/mvm-bench
+# The embedding example and test: built against an installed copy of the
+# library (make install into EMBED_ROOT, flags from pkg-config), so it can
+# use nothing but the public header and the exported symbols.
+EMBED_ROOT := $(abspath $(BUILD))/embed-root
+EMBED_BIN  := $(BUILD)/tests/embed/mvm-embed
 
 .SECONDARY:
-.PHONY: all clean test unit-tests run guest bench deps FORCE
-all: mvm
+.PHONY: all clean test unit-tests run guest bench deps lib install embed FORCE
+all: mvm lib
 
-$(BUILD)/mvm: $(MAIN_OBJ) $(LIB_OBJS)
+# mvm(1) links libmvm statically: one file to copy, no library path.
+$(BUILD)/mvm: $(MAIN_OBJ) $(CLI_OBJS) $(LIBMVM_A)
 	$(E) "  LD      $@"
 	$(Q)$(CC) $(ALL_CFLAGS) $(ALL_LDFLAGS) -o $@ $^ $(LDLIBS)
+
+lib: $(LIBMVM_A) $(LIBMVM_SO) $(BUILD)/mvm.pc
+
+$(LIBMVM_A): $(LIBMVM_OBJS)
+	$(E) "  AR      $@"
+	$(Q)rm -f $@ && $(AR) rcs $@ $^
+
+# Only mvm_* is exported (vmm/libmvm.map); everything else binds locally.
+$(LIBMVM_SO): $(LIBMVM_OBJS) vmm/libmvm.map
+	$(E) "  LD      $@"
+	$(Q)$(CC) $(ALL_CFLAGS) $(ALL_LDFLAGS) -shared -Wl,-soname,libmvm.so.$(LIBMVM_SOVER) \
+		-Wl,--version-script=vmm/libmvm.map -Wl,--no-undefined -o $@ $(LIBMVM_OBJS) $(LDLIBS)
+	$(Q)ln -sf $(notdir $@) $(BUILD)/libmvm.so.$(LIBMVM_SOVER)
+	$(Q)ln -sf libmvm.so.$(LIBMVM_SOVER) $(BUILD)/libmvm.so
+
+PC_SUBST := -e 's|@PREFIX@|$(PREFIX)|; s|@LIBDIR@|$(LIBDIR)|; s|@INCDIR@|$(INCDIR)|; s|@VERSION@|$(LIBMVM_VERSION)|'
+$(BUILD)/mvm.pc: vmm/mvm.pc.in Makefile
+	$(Q)sed $(PC_SUBST) $< >$@
+
+install: $(BUILD)/mvm lib
+	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(LIBDIR)/pkgconfig $(DESTDIR)$(INCDIR)
+	install -m 755 $(BUILD)/mvm $(DESTDIR)$(BINDIR)/mvm
+	install -m 644 vmm/mvm.h $(DESTDIR)$(INCDIR)/mvm.h
+	install -m 644 $(LIBMVM_A) $(DESTDIR)$(LIBDIR)/libmvm.a
+	install -m 755 $(LIBMVM_SO) $(DESTDIR)$(LIBDIR)/
+	ln -sf $(notdir $(LIBMVM_SO)) $(DESTDIR)$(LIBDIR)/libmvm.so.$(LIBMVM_SOVER)
+	ln -sf libmvm.so.$(LIBMVM_SOVER) $(DESTDIR)$(LIBDIR)/libmvm.so
+	sed $(PC_SUBST) vmm/mvm.pc.in >$(DESTDIR)$(LIBDIR)/pkgconfig/mvm.pc
 
 # ./mvm is always the variant built last.
 mvm: $(BUILD)/mvm FORCE
@@ -75,6 +126,18 @@ $(BENCH_BIN): $(BENCH_SRCS:%.c=$(BUILD)/%.o) $(LIB_OBJS)
 	$(Q)$(CC) $(ALL_CFLAGS) $(ALL_LDFLAGS) -o $@ $^ $(LDLIBS)
 
 unit-tests: $(UNIT_BINS)
+
+embed: $(EMBED_BIN)
+
+$(EMBED_BIN): tests/embed/embed.c $(LIBMVM_A) $(LIBMVM_SO) $(BUILD)/mvm.pc vmm/mvm.h
+	@mkdir -p $(dir $@)
+	$(Q)rm -rf $(EMBED_ROOT)
+	$(Q)$(MAKE) --no-print-directory install DESTDIR=$(EMBED_ROOT) PREFIX=/usr >/dev/null
+	$(E) "  CC      $@ (against the installed libmvm.so)"
+	$(Q)$(CC) -std=gnu11 -O2 -g -Wall -Wextra -Werror -pthread $(LDFLAGS_SAN) \
+		$(if $(SANITIZE),-fsanitize=$(SANITIZE) -fno-omit-frame-pointer) -o $@ $< \
+		$$(PKG_CONFIG_PATH=$(EMBED_ROOT)/usr/lib/pkgconfig PKG_CONFIG_SYSROOT_DIR=$(EMBED_ROOT) \
+		   pkg-config --cflags --libs mvm) -Wl,-rpath,$(EMBED_ROOT)/usr/lib
 
 deps:
 	$(Q)scripts/install-deps.sh

@@ -10,6 +10,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "vmm/log.h"
+
 #define BLK_MAX_QUEUES 64
 #define BLK_SERIAL_MAX 20          /* VIRTIO_BLK_ID_BYTES */
 #define BLK_SECTOR 512ULL          /* virtio-blk sector unit, also our blk_size */
@@ -33,12 +35,6 @@ struct blk_opts {
 	enum blk_backend backend;  /* not reachable from the command line */
 };
 
-/* Parse "PATH[,ro][,serial=ID][,cache=none|writeback][,discard=on|off][,queues=N][,poll=USEC]".
- * default_queues comes from --queues. 0 or -EINVAL with a one-line message
- * in err (what, which value, what to do). */
-int blk_parse_spec(const char *spec, unsigned default_queues, struct blk_opts *o,
-		   char *err, size_t errlen);
-
 struct blk_image {
 	int fd;                    /* O_DIRECT when direct */
 	int fd_buffered;           /* same file without O_DIRECT, or -1 */
@@ -49,8 +45,9 @@ struct blk_image {
 };
 
 /* Open and lock the image. 0 or -errno with a one-line message in err.
- * Warnings (O_DIRECT refused) go to stderr through warnx_mvm(). */
-int blk_image_open(const struct blk_opts *o, struct blk_image *img, char *err, size_t errlen);
+ * Warnings (O_DIRECT refused, no hole punching) go to log (may be NULL). */
+int blk_image_open(const struct blk_opts *o, struct blk_image *img, const struct log_sink *log,
+		   char *err, size_t errlen);
 void blk_image_close(struct blk_image *img);
 
 #endif

@@ -15,6 +15,7 @@
  *      event. */
 #include "devices/blk_queue.h"
 #include "vmm/util.h"
+#include "vmm/log.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -297,7 +298,7 @@ static void drain(struct blk_queue *q)
 			if (r == 0)
 				break;
 			if (r < 0) {
-				warnx_mvm("virtio-blk %s: queue %u: guest broke the ring (%s); "
+				log_warn(q->blk->vdev.log, "virtio-blk %s: queue %u: guest broke the ring (%s); "
 					  "device needs reset", q->blk->opts.path, q->idx,
 					  strerror(-r));
 				q->broken = true;

@@ -19,7 +19,7 @@ static void exitport_write(void *opaque, uint64_t off, const uint8_t *data, unsi
 	/* Only a byte write is a status; wider writes are ignored so a
 	 * stray outw cannot masquerade as an exit code. */
 	if (len == 1)
-		vm_request_stop(opaque, data[0]);
+		vm_request_stop(opaque, VM_STOP_GUEST_STATUS, data[0], NULL);
 }
 
 static void exitport_sink_write(void *opaque, uint64_t off, const uint8_t *data, unsigned len)

@@ -35,7 +35,7 @@ static void i8042_reset_line(struct i8042 *k)
 {
 	k->reset = true;
 	if (k->vm)
-		vm_request_stop(k->vm, MVM_EXIT_OK);
+		vm_request_stop(k->vm, VM_STOP_POWEROFF, MVM_EXIT_OK, NULL);
 }
 
 static void i8042_command(struct i8042 *k, uint8_t cmd)

@@ -1,4 +1,5 @@
 #include "devices/msix.h"
+#include "vmm/log.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -47,7 +48,7 @@ static void sync_route(struct msix *m, unsigned i)
 	if (!addr_valid(v)) {
 		if (!v->bad_addr_logged) {
 			v->bad_addr_logged = true;
-			warnx_mvm("pci %s: MSI-X vector %u has address 0x%" PRIx64
+			log_warn(m->vm ? &m->vm->log : NULL, "pci %s: MSI-X vector %u has address 0x%" PRIx64
 				  " outside the LAPIC window 0xfeexxxxx; vector not routed",
 				  m->pd && m->pd->name ? m->pd->name : "?", i, addr);
 		}
@@ -63,7 +64,7 @@ static void sync_route(struct msix *m, unsigned i)
 		if (ret) {
 			if (!v->route_err_logged) {
 				v->route_err_logged = true;
-				warnx_mvm("pci %s: MSI-X vector %u: routing GSI %u failed: %s",
+				log_warn(m->vm ? &m->vm->log : NULL, "pci %s: MSI-X vector %u: routing GSI %u failed: %s",
 					  m->pd && m->pd->name ? m->pd->name : "?", i,
 					  v->gsi, strerror(-ret));
 			}

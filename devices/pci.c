@@ -1,4 +1,5 @@
 #include "devices/pci.h"
+#include "vmm/log.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -187,7 +188,7 @@ static void bar_map(struct pci_dev *pd, unsigned bar, uint64_t addr)
 	}
 	if (!b->refused_logged) {
 		b->refused_logged = true;
-		warnx_mvm("pci %s: BAR%u at 0x%" PRIx64 " (size 0x%" PRIx64 ") overlaps %s; "
+		log_warn(pd->bus && pd->bus->vm ? &pd->bus->vm->log : NULL, "pci %s: BAR%u at 0x%" PRIx64 " (size 0x%" PRIx64 ") overlaps %s; "
 			  "left unmapped until the guest moves it", pd->name ? pd->name : "?",
 			  bar, addr, b->size, why);
 	}

@@ -86,6 +86,10 @@ static void serial_tx(struct serial *s, uint8_t b)
 		serial_rx_put(s, b);
 		return;
 	}
+	if (s->out_fn) {
+		s->out_fn(s->out_opaque, &b, 1);
+		return;
+	}
 	for (;;) {
 		ssize_t n = write(s->out_fd, &b, 1);
 		if (n == 1 || (n < 0 && errno != EINTR && errno != EAGAIN))

@@ -64,6 +64,9 @@ struct vm;
 struct serial {
 	pthread_mutex_t lock;
 	int out_fd;
+	/* When set, output goes here instead of out_fd (serial_set_output). */
+	void (*out_fn)(void *opaque, const uint8_t *buf, size_t len);
+	void *out_opaque;
 	/* Drives the interrupt line; called under lock on level changes. */
 	void (*set_irq)(void *opaque, bool level);
 	void *irq_opaque;
@@ -82,6 +85,16 @@ extern const struct io_ops serial_io_ops;
 /* Initialise a UART writing to out_fd and signalling through set_irq. */
 int serial_init(struct serial *s, int out_fd, void (*set_irq)(void *, bool), void *opaque);
 void serial_fini(struct serial *s);
+
+/* Send output to fn instead of the fd; before the guest runs. fn is called
+ * from a vCPU thread with the UART's lock held. */
+static inline void serial_set_output(struct serial *s,
+				     void (*fn)(void *opaque, const uint8_t *buf, size_t len),
+				     void *opaque)
+{
+	s->out_fn = fn;
+	s->out_opaque = opaque;
+}
 
 /* Free room in the RX FIFO (the main loop reads at most that from stdin). */
 unsigned serial_rx_room(struct serial *s);

@@ -2,6 +2,7 @@
  * (virtio 1.2 §2.1, §2.2, §3.1). Transport-independent. */
 #include "devices/virtio.h"
 #include "vmm/util.h"
+#include "vmm/log.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -139,7 +140,7 @@ static void driver_ok(struct virtio_dev *dev)
 			continue;
 		ret = dev->ops->queue_start(dev, q);
 		if (ret) {
-			warnx_mvm("%s: cannot start queue %u: %s; device needs reset",
+			log_warn(dev->log, "%s: cannot start queue %u: %s; device needs reset",
 				  dev->ops->name, q, strerror(-ret));
 			virtio_dev_needs_reset(dev);
 			continue;
@@ -230,7 +231,7 @@ int virtio_queue_set_ready(struct virtio_dev *dev, unsigned q, bool ready)
 	}
 	ret = virtq_enable(vq, dev->mem, dev->guest_features);
 	if (ret) {
-		warnx_mvm("%s: queue %u: invalid configuration (size %u of max %u, "
+		log_warn(dev->log, "%s: queue %u: invalid configuration (size %u of max %u, "
 			  "%s ring, desc 0x%llx, driver area 0x%llx, device area 0x%llx): %s; "
 			  "device needs reset",
 			  dev->ops->name, q, vq->size, vq->max_size,

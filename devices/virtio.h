@@ -103,6 +103,7 @@ struct virtio_dev {
 	void *transport;                /* transport private */
 	void *priv;                     /* device private */
 	const struct guest_mem *mem;
+	const struct log_sink *log;     /* the VM's (set by the transport), or NULL */
 
 	uint64_t host_features;         /* ops->features() | VIRTIO_CORE_FEATURES; what
 					 * is offered is virtio_offered_features() */

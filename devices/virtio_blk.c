@@ -2,7 +2,6 @@
  * queue start/stop and --stats. The data path is in blk_queue.c. */
 #include "devices/virtio_blk.h"
 #include "devices/blk_queue.h"
-#include "devices/virtio_mmio.h"
 #include "vmm/byteorder.h"
 #include "vmm/util.h"
 #include "vmm/vm.h"
@@ -172,16 +171,18 @@ static const struct virtio_device_ops blk_ops = {
 	.destroy = blk_destroy,
 };
 
-int blk_dev_new(const struct blk_opts *o, const struct guest_mem *mem,
-		struct virtio_dev **out, char *err, size_t errlen)
+int blk_dev_from_image(const struct blk_opts *o, struct blk_image *img,
+		       const struct guest_mem *mem, struct virtio_dev **out, char *err,
+		       size_t errlen)
 {
 	struct blk_dev *blk;
 	int r;
 
 	if (o->queues < 1 || o->queues > BLK_MAX_QUEUES) {
-		snprintf(err, errlen, "--disk %s: %u queues; use 1 to %u", o->path, o->queues,
+		snprintf(err, errlen, "disk %s: %u queues; use 1 to %u", o->path, o->queues,
 			 BLK_MAX_QUEUES);
-		return -EINVAL;
+		r = -EINVAL;
+		goto close_image;
 	}
 	blk = calloc(1, sizeof(*blk));
 	if (!blk)
@@ -192,47 +193,40 @@ int blk_dev_new(const struct blk_opts *o, const struct guest_mem *mem,
 		free(blk);
 		goto oom;
 	}
-	r = blk_image_open(o, &blk->img, err, errlen);
-	if (r)
-		goto free_queues;
+	blk->img = *img;
+	img->fd = img->fd_buffered = -1;    /* ours now */
 	blk->capacity = blk->img.size / BLK_SECTOR;
 	blk_build_config(blk);
 	r = virtio_dev_init(&blk->vdev, &blk_ops, blk, mem, o->queues, BLK_QUEUE_SIZE_MAX);
 	if (r) {
-		snprintf(err, errlen, "--disk %s: cannot create the virtio device: %s",
+		snprintf(err, errlen, "disk %s: cannot create the virtio device: %s",
 			 o->path, strerror(-r));
-		goto close_image;
+		blk_image_close(&blk->img);
+		free(blk->queues);
+		free(blk);
+		return r;
 	}
 	*out = &blk->vdev;
 	return 0;
 
-close_image:
-	blk_image_close(&blk->img);
-free_queues:
-	free(blk->queues);
-	free(blk);
-	return r;
 oom:
-	snprintf(err, errlen, "--disk %s: out of memory", o->path);
-	return -ENOMEM;
+	snprintf(err, errlen, "disk %s: out of memory", o->path);
+	r = -ENOMEM;
+close_image:
+	blk_image_close(img);
+	return r;
 }
 
-int blk_create(struct vm *vm, const struct blk_opts *o, char *err, size_t errlen)
+int blk_dev_new(const struct blk_opts *o, const struct guest_mem *mem,
+		struct virtio_dev **out, char *err, size_t errlen)
 {
-	struct virtio_dev *dev;
+	struct blk_image img;
 	int r;
 
-	r = blk_dev_new(o, &vm->mem, &dev, err, errlen);
+	r = blk_image_open(o, &img, NULL, err, errlen);
 	if (r)
 		return r;
-	r = virtio_mmio_attach(vm, dev);
-	if (r) {
-		snprintf(err, errlen, "--disk %s: cannot attach virtio-mmio device: %s",
-			 o->path, strerror(-r));
-		virtio_dev_destroy(dev);
-		return r;
-	}
-	return 0;
+	return blk_dev_from_image(o, &img, mem, out, err, errlen);
 }
 
 int blk_get_queue_stats(struct virtio_dev *dev, unsigned q, struct blk_queue_stats *out)

@@ -12,19 +12,19 @@
 #include "devices/blk_image.h"
 #include "devices/virtio.h"
 
-struct vm;
-
 #define BLK_QUEUE_SIZE_MAX 256     /* QueueNumMax of every request queue */
 
-/* Open the image described by o and create the device (not yet bound to a
- * transport). *out is freed by virtio_dev_destroy(). 0 or -errno with a
- * one-line message in err. */
+/* Create the device around an image opened with blk_image_open (taken
+ * over, also on failure: closed then), not yet bound to a transport. *out
+ * is freed by virtio_dev_destroy(). 0 or -errno with a one-line message. */
+int blk_dev_from_image(const struct blk_opts *o, struct blk_image *img,
+		       const struct guest_mem *mem, struct virtio_dev **out, char *err,
+		       size_t errlen);
+
+/* blk_image_open (warnings dropped) + blk_dev_from_image: for tests and
+ * the benchmark. */
 int blk_dev_new(const struct blk_opts *o, const struct guest_mem *mem,
 		struct virtio_dev **out, char *err, size_t errlen);
-
-/* blk_dev_new + virtio_mmio_attach: the VM owns the device afterwards.
- * Before vCPUs start. 0 or -errno with a one-line message in err. */
-int blk_create(struct vm *vm, const struct blk_opts *o, char *err, size_t errlen);
 
 /* Per-queue counters (since the device was created). */
 struct blk_queue_stats {

@@ -2,6 +2,7 @@
 #include "devices/virtio_mmio.h"
 #include "vmm/byteorder.h"
 #include "vmm/util.h"
+#include "vmm/log.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -16,7 +17,7 @@ static void mmio_bad_access(struct virtio_mmio *m, const char *what, uint64_t of
 	if (m->bad_access_logged)
 		return;
 	m->bad_access_logged = true;
-	warnx_mvm("%s (virtio-mmio at 0x%" PRIx64 "): driver made a %u-byte %s at "
+	log_warn(m->dev->log, "%s (virtio-mmio at 0x%" PRIx64 "): driver made a %u-byte %s at "
 		  "offset 0x%" PRIx64 "; ignored (registers are 32-bit, aligned; "
 		  "further bad accesses to this device are not logged)",
 		  m->dev->ops->name, m->base, len, what, off);

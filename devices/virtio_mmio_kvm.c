@@ -71,6 +71,7 @@ int virtio_mmio_attach(struct vm *vm, struct virtio_dev *dev)
 	ret = virtio_mmio_init(m, dev);
 	if (ret)
 		goto free_m;
+	dev->log = &vm->log;
 	m->vm = vm;
 	ret = vm_alloc_virtio_mmio(vm, &m->base);
 	if (ret)

@@ -1,4 +1,5 @@
 #include "devices/virtio_pci.h"
+#include "vmm/log.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -56,7 +57,7 @@ static void log_bad_access(struct virtio_pci *vp, const char *what, uint64_t off
 	if (vp->bad_access_logged)
 		return;
 	vp->bad_access_logged = true;
-	warnx_mvm("%s (virtio-pci): ignoring %u-byte %s at common cfg offset 0x%" PRIx64
+	log_warn(vp->dev->log, "%s (virtio-pci): ignoring %u-byte %s at common cfg offset 0x%" PRIx64
 		  " (wrong width/offset; logged once)", vp->dev->ops->name, len, what, off);
 }
 
@@ -422,7 +423,7 @@ static void vp_bar_map(struct pci_dev *pd, unsigned bar, uint64_t addr, bool map
 		return;
 	ret = notify_bind(vp, addr + VIRTIO_PCI_NOTIFY_OFF);
 	if (ret)
-		warnx_mvm("%s (virtio-pci): cannot bind queue notify ioeventfds at 0x%" PRIx64
+		log_warn(vp->dev->log, "%s (virtio-pci): cannot bind queue notify ioeventfds at 0x%" PRIx64
 			  ": %s; kicks take the slow path", vp->dev->ops->name,
 			  addr + VIRTIO_PCI_NOTIFY_OFF, strerror(-ret));
 }
@@ -651,6 +652,7 @@ int virtio_pci_attach(struct vm *vm, struct pci_bus *bus, struct virtio_dev *dev
 	ret = virtio_pci_init(vp, dev, vm);
 	if (ret)
 		goto free_vp;
+	dev->log = &vm->log;
 	vp->stop_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
 	if (vp->stop_fd < 0) {
 		ret = -errno;

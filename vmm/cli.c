@@ -6,7 +6,6 @@
 #include <stdarg.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <sys/sysinfo.h>
 #include <unistd.h>
 
 enum {
@@ -73,7 +72,7 @@ void cli_usage(FILE *out)
 	      out);
 }
 
-int cli_parse(int argc, char **argv, struct mvm_config *cfg, char *err, size_t errlen)
+int cli_parse(int argc, char **argv, struct cli_config *cfg, char *err, size_t errlen)
 {
 	uint64_t v;
 	int c, ret;
@@ -181,6 +180,102 @@ int cli_parse(int argc, char **argv, struct mvm_config *cfg, char *err, size_t e
 	return 0;
 }
 
+int cli_parse_blk_opts(const char *spec, unsigned default_queues, struct blk_opts *o,
+		   char *err, size_t errlen)
+{
+	const char *p, *comma;
+	size_t n;
+
+	memset(o, 0, sizeof(*o));
+	o->cache = BLK_CACHE_WRITEBACK;
+	o->backend = BLK_BACKEND_FILE;
+	o->queues = default_queues ? default_queues : 1;
+	o->poll_us = BLK_POLL_US_DEFAULT;
+	if (o->queues > BLK_MAX_QUEUES)
+		return cli_err(err, errlen, "--queues %u: at most %u queues per disk; use a smaller number",
+			   default_queues, BLK_MAX_QUEUES);
+	if (!spec || !*spec || *spec == ',')
+		return cli_err(err, errlen, "--disk '%s': missing image path; use --disk PATH[,ro][,serial=ID]"
+			   "[,cache=none|writeback][,discard=on][,queues=N]", spec ? spec : "");
+
+	comma = strchr(spec, ',');
+	n = comma ? (size_t)(comma - spec) : strlen(spec);
+	if (n >= sizeof(o->path))
+		return cli_err(err, errlen, "--disk: image path is longer than %zu bytes; use a shorter path",
+			   sizeof(o->path) - 1);
+	memcpy(o->path, spec, n);
+	o->path[n] = '\0';
+
+	for (p = comma; p; p = comma) {
+		char opt[128];
+		const char *val;
+
+		p++;
+		comma = strchr(p, ',');
+		n = comma ? (size_t)(comma - p) : strlen(p);
+		if (n == 0)
+			return cli_err(err, errlen, "--disk '%s': empty option (two commas or a trailing comma); "
+				   "remove it", spec);
+		if (n >= sizeof(opt))
+			return cli_err(err, errlen, "--disk '%s': option too long; see --help for disk options", spec);
+		memcpy(opt, p, n);
+		opt[n] = '\0';
+		val = strchr(opt, '=');
+		if (val)
+			val++;
+
+		if (!strcmp(opt, "ro")) {
+			o->ro = true;
+		} else if (!strcmp(opt, "rw")) {
+			o->ro = false;
+		} else if (!strncmp(opt, "serial=", 7)) {
+			size_t i, len = strlen(val);
+			if (len > BLK_SERIAL_MAX)
+				return cli_err(err, errlen, "--disk serial '%s' is %zu bytes; at most %u bytes fit "
+					   "the virtio-blk ID, use a shorter serial",
+					   val, len, BLK_SERIAL_MAX);
+			for (i = 0; i < len; i++)
+				if (val[i] < 0x20 || val[i] > 0x7e)
+					return cli_err(err, errlen, "--disk serial '%s': only printable ASCII is allowed",
+						   val);
+			memcpy(o->serial, val, len + 1);
+		} else if (!strncmp(opt, "cache=", 6)) {
+			if (!strcmp(val, "none"))
+				o->cache = BLK_CACHE_NONE;
+			else if (!strcmp(val, "writeback"))
+				o->cache = BLK_CACHE_WRITEBACK;
+			else
+				return cli_err(err, errlen, "--disk cache='%s': unknown cache mode; use cache=none "
+					   "or cache=writeback", val);
+		} else if (!strncmp(opt, "discard=", 8)) {
+			if (!strcmp(val, "on") || !strcmp(val, "unmap"))
+				o->discard = true;
+			else if (!strcmp(val, "off") || !strcmp(val, "ignore"))
+				o->discard = false;
+			else
+				return cli_err(err, errlen, "--disk discard='%s': use discard=on or discard=off", val);
+		} else if (!strncmp(opt, "queues=", 7)) {
+			uint64_t q;
+			int r = parse_uint(val, 1, BLK_MAX_QUEUES, &q);
+			if (r)
+				return cli_err(err, errlen, "--disk queues='%s': %s; use a number from 1 to %u",
+					   val, r == -ERANGE ? "out of range" : "not a number",
+					   BLK_MAX_QUEUES);
+			o->queues = (unsigned)q;
+		} else if (!strncmp(opt, "poll=", 5)) {
+			uint64_t us;
+			if (parse_uint(val, 0, BLK_POLL_US_MAX, &us))
+				return cli_err(err, errlen, "--disk poll='%s': polling window in microseconds; "
+					   "use 0 (off) to %u", val, BLK_POLL_US_MAX);
+			o->poll_us = (unsigned)us;
+		} else {
+			return cli_err(err, errlen, "--disk: unknown option '%s'; valid options are ro, serial=ID, "
+				   "cache=none|writeback, discard=on|off, queues=N, poll=USEC", opt);
+		}
+	}
+	return 0;
+}
+
 int cli_parse_disk(const char *spec, unsigned default_queues, enum cli_transport default_transport,
 		   struct cli_disk *d, char *err, size_t errlen)
 {
@@ -231,10 +326,10 @@ int cli_parse_disk(const char *spec, unsigned default_queues, enum cli_transport
 		}
 	}
 	rest[n] = '\0';
-	return blk_parse_spec(rest, default_queues, &d->opts, err, errlen);
+	return cli_parse_blk_opts(rest, default_queues, &d->opts, err, errlen);
 }
 
-unsigned cli_max_queues(const struct mvm_config *cfg)
+unsigned cli_max_queues(const struct cli_config *cfg)
 {
 	unsigned i, q = 0;
 
@@ -243,7 +338,7 @@ unsigned cli_max_queues(const struct mvm_config *cfg)
 	return q;
 }
 
-bool cli_auto_cpus(struct mvm_config *cfg)
+bool cli_auto_cpus(struct cli_config *cfg)
 {
 	unsigned q = cli_max_queues(cfg);
 
@@ -253,66 +348,7 @@ bool cli_auto_cpus(struct mvm_config *cfg)
 	return true;
 }
 
-int cli_check_host(const struct mvm_config *cfg, unsigned max_vcpus, uint64_t host_mem,
-		   char *err, size_t errlen)
-{
-	if (max_vcpus && cfg->cpus > max_vcpus)
-		return cli_err(err, errlen, "--cpus %u: KVM on this host supports at most %u vCPUs; "
-			       "give --cpus %u or fewer", cfg->cpus, max_vcpus, max_vcpus);
-	/* Guest RAM is split around the 1 GiB hole below 4 GiB, so the top
-	 * guest physical address is mem + 1 GiB when mem > 3 GiB. */
-	if (cfg->mem > CLI_MAX_GPA - GiB)
-		return cli_err(err, errlen, "--mem %llu MiB: above mvm's limit of %llu GiB of guest RAM; "
-			       "give a smaller --mem", (unsigned long long)(cfg->mem >> 20),
-			       (unsigned long long)((CLI_MAX_GPA - GiB) >> 30));
-	if (host_mem && cfg->mem > host_mem)
-		return cli_err(err, errlen, "--mem %llu MiB: more than this host's RAM + swap "
-			       "(%llu MiB); give a smaller --mem", (unsigned long long)(cfg->mem >> 20),
-			       (unsigned long long)(host_mem >> 20));
-	return 0;
-}
-
-uint64_t cli_host_mem(void)
-{
-	struct sysinfo si;
-
-	if (sysinfo(&si))
-		return 0;
-	return ((uint64_t)si.totalram + si.totalswap) * si.mem_unit;
-}
-
-static int cli_check_file(const char *what, const char *path, char *err, size_t errlen)
-{
-	struct stat st;
-	int e;
-
-	if (stat(path, &st)) {
-		e = errno;
-		cli_err(err, errlen, "%s '%s': %s; check the path", what, path, strerror(e));
-		return -e;
-	}
-	if (!S_ISREG(st.st_mode))
-		return cli_err(err, errlen, "%s '%s': not a regular file; give a %s file", what,
-			       path, what + 2);
-	if (access(path, R_OK)) {
-		e = errno;
-		cli_err(err, errlen, "%s '%s': %s; make it readable", what, path, strerror(e));
-		return -e;
-	}
-	return 0;
-}
-
-int cli_check_files(const struct mvm_config *cfg, char *err, size_t errlen)
-{
-	int ret;
-
-	ret = cli_check_file("--kernel", cfg->kernel, err, errlen);
-	if (ret == 0 && cfg->initrd)
-		ret = cli_check_file("--initrd", cfg->initrd, err, errlen);
-	return ret;
-}
-
-int cli_default_guest(struct mvm_config *cfg, const char *exe_dir, char *err, size_t errlen)
+int cli_default_guest(struct cli_config *cfg, const char *exe_dir, char *err, size_t errlen)
 {
 	if (cfg->kernel)
 		return 0;
@@ -330,19 +366,5 @@ int cli_default_guest(struct mvm_config *cfg, const char *exe_dir, char *err, si
 	cfg->kernel = cfg->kernel_buf;
 	if (!cfg->initrd)
 		cfg->initrd = cfg->initrd_buf;
-	return 0;
-}
-
-int cli_compose_cmdline(const char *extra, const char *user, char *out, size_t len)
-{
-	int n;
-
-	while (extra && *extra == ' ')
-		extra++;
-	n = snprintf(out, len, "%s%s%s%s%s", CLI_BASE_CMDLINE,
-		     extra && *extra ? " " : "", extra ? extra : "",
-		     user && *user ? " " : "", user ? user : "");
-	if (n < 0 || (size_t)n >= len)
-		return -ENOSPC;
 	return 0;
 }

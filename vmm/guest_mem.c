@@ -6,26 +6,6 @@
 
 #define GMEM_4G (1ULL << 32)
 
-int gmem_read(const struct guest_mem *gm, uint64_t gpa, void *dst, uint64_t len)
-{
-	void *p = gmem_ptr(gm, gpa, len);
-
-	if (!p)
-		return -EFAULT;
-	memcpy(dst, p, len);
-	return 0;
-}
-
-int gmem_write(const struct guest_mem *gm, uint64_t gpa, const void *src, uint64_t len)
-{
-	void *p = gmem_ptr(gm, gpa, len);
-
-	if (!p)
-		return -EFAULT;
-	memcpy(p, src, len);
-	return 0;
-}
-
 int gmem_add_region(struct guest_mem *gm, uint64_t gpa, uint64_t size, void *hva)
 {
 	unsigned i;

@@ -43,10 +43,6 @@ static inline void *gmem_ptr(const struct guest_mem *gm, uint64_t gpa, uint64_t 
 	return NULL;
 }
 
-/* Copy helpers built on gmem_ptr(): 0 or -EFAULT. */
-int gmem_read(const struct guest_mem *gm, uint64_t gpa, void *dst, uint64_t len);
-int gmem_write(const struct guest_mem *gm, uint64_t gpa, const void *src, uint64_t len);
-
 /* Map `size` bytes of anonymous RAM laid out around the 32-bit MMIO hole
  * [hole_start, 4 GiB): RAM below the hole, the rest from 4 GiB up.
  * 0 or -errno. */

@@ -34,6 +34,8 @@ struct kvm_state {
 	int stop_efd;
 	atomic_bool stopping;
 	atomic_int status;
+	atomic_int reason;                 /* enum vm_stop_reason */
+	char stop_msg[512];                /* written by the winner before stop_efd */
 
 	size_t vcpu_mmap_size;
 	unsigned max_vcpus;
@@ -70,5 +72,8 @@ static inline struct kvm_state *vm_kvm(const struct vm *vm)
 
 /* Status recorded by the first vm_request_stop (or -1 when none). */
 int vm_stop_status(const struct vm *vm);
+/* Its reason and message (after the stop request was seen). */
+enum vm_stop_reason vm_stop_reason(const struct vm *vm);
+const char *vm_stop_message(const struct vm *vm);
 
 #endif

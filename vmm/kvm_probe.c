@@ -109,7 +109,7 @@ static uint64_t probe_now_us(void)
 	return (uint64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
 }
 
-int kvm_probe_run(unsigned timeout_ms, struct kvm_probe_result *res)
+int kvm_probe_run(unsigned timeout_ms, int kick_signal, struct kvm_probe_result *res)
 {
 	struct probe_run r;
 	struct x86_boot_info info;
@@ -147,9 +147,9 @@ int kvm_probe_run(unsigned timeout_ms, struct kvm_probe_result *res)
 		ret = 0;
 		goto fini_vm;
 	}
-	ret = x86_vcpu_init(v.fd, 0, 1, vm_kvm(&vm)->cpuid, &info);
+	ret = x86_vcpu_init(v.fd, 0, 1, vm_kvm(&vm)->cpuid, &info, err, sizeof(err));
 	if (ret) {
-		snprintf(res->reason, sizeof(res->reason), "vCPU setup failed: %s", strerror(-ret));
+		snprintf(res->reason, sizeof(res->reason), "vCPU setup failed: %s", err);
 		ret = 0;
 		goto destroy_vcpu;
 	}
@@ -177,7 +177,7 @@ int kvm_probe_run(unsigned timeout_ms, struct kvm_probe_result *res)
 		 * enter it, the signal one already inside (vcpu_kick). */
 		atomic_store(&r.timed_out, true);
 		__atomic_store_n(&v.run->immediate_exit, 1, __ATOMIC_SEQ_CST);
-		pthread_kill(thread, VCPU_KICK_SIGNAL);
+		pthread_kill(thread, kick_signal);
 	}
 	pthread_join(thread, NULL);
 	ret = 0;

@@ -34,9 +34,9 @@ struct kvm_probe_result {
 /* Run the probe payload in a fresh one-vCPU VM, bounded by timeout_ms.
  * Always fills *res; returns 0, or -errno when the host itself failed
  * (out of memory, no threads), in which case res->verdict is FAILS.
- * Needs VCPU_KICK_SIGNAL's no-op handler (vcpu_signal_setup) so that a
+ * Needs a no-op handler on kick_signal (vcpu_signal_setup) so that a
  * payload that never finishes can be interrupted. */
-int kvm_probe_run(unsigned timeout_ms, struct kvm_probe_result *res);
+int kvm_probe_run(unsigned timeout_ms, int kick_signal, struct kvm_probe_result *res);
 
 /* Whether the host's KVM is PVM (/sys/module/kvm_pvm under sysfs_root,
  * "/sys" on a real host): a KVM that cannot run unmodified guests. */

@@ -1,6 +1,230 @@
-#include "vmm/run.h"
+/* mvm(1): the command line over libmvm (vmm/mvm.h). Parses the options
+ * (vmm/cli.c), builds a struct mvm_config and the disks, owns what is
+ * process-wide — the terminal's raw mode, signals (SIGINT, SIGTERM, SIGHUP
+ * become mvm_stop with status 128+N), SIGPIPE, stderr — and turns errors
+ * into exit statuses. The only place in mvm that exits. */
+#include "vmm/cli.h"
+#include "vmm/mvm.h"
+#include "vmm/term.h"
+#include "vmm/util.h"
+
+#include <errno.h>
+#include <libgen.h>
+#include <limits.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/signalfd.h>
+#include <unistd.h>
+
+__attribute__((noreturn, format(printf, 2, 3)))
+static void die_status(int status, const char *fmt, ...)
+{
+	va_list ap;
+
+	fputs("mvm: ", stderr);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputc('\n', stderr);
+	exit(status);
+}
+#define die(...) die_status(MVM_EXIT_INTERNAL, __VA_ARGS__)
+#define die_usage(...) die_status(MVM_EXIT_USAGE, __VA_ARGS__)
+
+/* The library's messages, as mvm has always printed them. */
+static void main_log(void *opaque, enum mvm_log_level level, const char *msg)
+{
+	(void)opaque;
+	fprintf(stderr, level == MVM_LOG_WARNING ? "mvm: warning: %s\n" : "mvm: %s\n", msg);
+}
+
+/* The library names the config field a message is about first ("kernel
+ * '...': ...", "disk PATH: ..."); on the command line that is an option. */
+static const char *main_option_prefix(const char *msg)
+{
+	static const char *const fields[] = { "kernel ", "initrd ", "cmdline", "cpus ",
+					      "mem ", "disk " };
+	unsigned i;
+
+	for (i = 0; i < ARRAY_SIZE(fields); i++)
+		if (!strncmp(msg, fields[i], strlen(fields[i])))
+			return "--";
+	return "";
+}
+
+static void main_exe_dir(char *dir, size_t len)
+{
+	char path[PATH_MAX];
+	ssize_t n = readlink("/proc/self/exe", path, sizeof(path) - 1);
+
+	if (n <= 0) {
+		snprintf(dir, len, ".");
+		return;
+	}
+	path[n] = '\0';
+	snprintf(dir, len, "%s", dirname(path));
+}
+
+/* --probe-kvm: "direct: WHY" or "nested: WHY" on stdout. The verdict is
+ * cached with mvm's other caches (the guest's, the harness's). */
+static int main_probe_kvm(void)
+{
+	const char *xdg = getenv("XDG_CACHE_HOME"), *home = getenv("HOME");
+	char cache[PATH_MAX] = "", err[MVM_ERR_MAX];
+	struct mvm_kvm_check c;
+
+	if (xdg && *xdg)
+		snprintf(cache, sizeof(cache), "%s/mvm/kvm-verdict", xdg);
+	else if (home && *home)
+		snprintf(cache, sizeof(cache), "%s/.cache/mvm/kvm-verdict", home);
+	if (mvm_check_kvm(getenv("MVM_KVM"), cache[0] ? cache : NULL, SIGUSR1, &c, err,
+			  sizeof(err)))
+		die_usage("%s", err);
+	if (!c.direct && !c.forced && c.pvm)
+		printf("nested: /dev/kvm is PVM (kvm_pvm) and cannot run unmodified guests: %s\n",
+		       c.why);
+	else
+		printf("%s: %s\n", c.direct ? "direct" : "nested", c.why);
+	return 0;
+}
+
+/* Errors of mvm_start: bad input and a missing /dev/kvm are usage errors
+ * (nothing ran); everything else is the host's or KVM's. */
+static int main_start_status(int ret)
+{
+	switch (ret) {
+	case -ENODEV: case -EINVAL: case -ENOSPC: case -ENOEXEC: case -E2BIG:
+		return MVM_EXIT_USAGE;
+	default:
+		return MVM_EXIT_INTERNAL;
+	}
+}
+
+/* Wait for the VM, turning the blocked signals into mvm_stop(128+N). */
+static void main_loop(struct mvm *vm, int sfd)
+{
+	for (;;) {
+		struct pollfd p[2] = {
+			{ .fd = mvm_wait_fd(vm), .events = POLLIN },
+			{ .fd = sfd, .events = POLLIN },
+		};
+
+		if (poll(p, 2, -1) < 0) {
+			if (errno == EINTR)
+				continue;
+			fprintf(stderr, "mvm: poll: %s\n", strerror(errno));
+			mvm_stop(vm, MVM_EXIT_INTERNAL);
+			return;
+		}
+		if (p[0].revents)
+			return;
+		if (p[1].revents & POLLIN) {
+			struct signalfd_siginfo si;
+
+			if (read(sfd, &si, sizeof(si)) == sizeof(si))
+				mvm_stop(vm, 128 + (int)si.ssi_signo);
+		}
+	}
+}
 
 int main(int argc, char **argv)
 {
-	return mvm_main(argc, argv);
+	struct cli_config cfg;
+	struct mvm_config mc;
+	struct mvm_exit ex;
+	struct mvm *vm;
+	char err[MVM_ERR_MAX], exe_dir[PATH_MAX];
+	sigset_t sigs;
+	unsigned i;
+	int sfd, ret;
+
+	if (cli_parse(argc, argv, &cfg, err, sizeof(err)))
+		die_usage("%s", err);
+	if (cfg.help) {
+		cli_usage(stdout);
+		return 0;
+	}
+	if (cfg.version) {
+		printf("mvm %s\n", MVM_VERSION_STRING);
+		return 0;
+	}
+	if (cfg.probe_kvm)
+		return main_probe_kvm();
+	/* Signals become events of the main loop (signalfd). Blocked before
+	 * any thread exists, so every VM thread inherits the mask; a SIGTERM
+	 * during setup waits and is handled by the same teardown. */
+	sigemptyset(&sigs);
+	sigaddset(&sigs, SIGINT);
+	sigaddset(&sigs, SIGTERM);
+	sigaddset(&sigs, SIGHUP);
+	if (pthread_sigmask(SIG_BLOCK, &sigs, NULL))
+		die("pthread_sigmask failed");
+	signal(SIGPIPE, SIG_IGN);   /* a closed stdout must not kill the VM */
+
+	/* A multi-queue disk is only used multi-queue by a guest with as
+	 * many vCPUs (blk-mq caps hardware queues at nr_cpu_ids). */
+	if (cli_auto_cpus(&cfg))
+		fprintf(stderr, "mvm: %u vCPUs so the guest can use all %u queues "
+			"(set --cpus to choose)\n", cfg.cpus, cli_max_queues(&cfg));
+	main_exe_dir(exe_dir, sizeof(exe_dir));
+	if (cli_default_guest(&cfg, exe_dir, err, sizeof(err)))
+		die_usage("%s", err);
+
+	mvm_config_init(&mc);
+	mc.kernel = cfg.kernel;
+	mc.initrd = cfg.initrd;
+	mc.cmdline = cfg.cmdline;
+	mc.cpus = cfg.cpus;
+	mc.mem = cfg.mem;
+	mc.console_in = STDIN_FILENO;
+	mc.console_out = STDOUT_FILENO;
+	mc.log_fn = main_log;
+	/* Ctrl-A x and Ctrl-A Ctrl-A mean something only on a raw terminal
+	 * (restored by atexit on every exit, by term_restore at the end). */
+	mc.console_escape = term_raw(STDIN_FILENO) == 0;
+	if (mvm_create(&mc, &vm, err, sizeof(err)))
+		die_usage("%s%s", main_option_prefix(err), err);
+	for (i = 0; i < cfg.ndisks; i++) {
+		const struct cli_disk *d = &cfg.disks[i];
+		struct mvm_disk md;
+
+		mvm_disk_init(&md, d->opts.path);
+		md.ro = d->opts.ro;
+		md.serial = d->opts.serial[0] ? d->opts.serial : NULL;
+		md.cache = d->opts.cache == BLK_CACHE_NONE ? MVM_CACHE_NONE : MVM_CACHE_WRITEBACK;
+		md.discard = d->opts.discard;
+		md.queues = d->opts.queues;
+		md.poll_us = d->opts.poll_us;
+		md.transport = d->transport == CLI_TRANSPORT_MMIO ? MVM_TRANSPORT_MMIO :
+								    MVM_TRANSPORT_PCI;
+		md.packed = d->packed;
+		if (mvm_add_disk(vm, &md, err, sizeof(err)))
+			die_usage("%s%s", main_option_prefix(err), err);
+	}
+	sfd = signalfd(-1, &sigs, SFD_CLOEXEC | SFD_NONBLOCK);
+	if (sfd < 0)
+		die("signalfd: %s", strerror(errno));
+	ret = mvm_start(vm, err, sizeof(err));
+	if (ret)
+		die_status(main_start_status(ret), "%s%s", main_option_prefix(err), err);
+	if (mc.console_escape)
+		fputs("mvm: console on this terminal; Ctrl-A x quits\r\n", stderr);
+	main_loop(vm, sfd);
+	mvm_wait(vm, -1, &ex);
+	term_restore();
+	if (cfg.stats) {
+		size_t len = 1 << 20;
+		char *json = malloc(len);
+
+		if (json && mvm_stats_json(vm, json, len) >= 0)
+			fprintf(stderr, "%s\n", json);
+		free(json);
+	}
+	mvm_destroy(vm);
+	close(sfd);
+	return ex.status;
 }

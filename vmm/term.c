@@ -1,6 +1,7 @@
 #include "vmm/term.h"
 
 #include <errno.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <termios.h>
 #include <unistd.h>
@@ -44,39 +45,4 @@ int term_raw(int fd)
 		return -errno;
 	}
 	return 0;
-}
-
-bool term_escape_filter(struct term_escape *e, const uint8_t *in, size_t len,
-			uint8_t *out, size_t *outlen)
-{
-	size_t i, n = 0;
-
-	for (i = 0; i < len; i++) {
-		uint8_t c = in[i];
-
-		if (!e->raw) {
-			out[n++] = c;
-			continue;
-		}
-		if (e->pending) {
-			e->pending = false;
-			if (c == 'x' || c == 'X') {
-				*outlen = n;
-				return true;
-			}
-			/* Ctrl-A Ctrl-A: one literal Ctrl-A; Ctrl-A + anything
-			 * else: both bytes, as typed. */
-			out[n++] = TERM_ESCAPE;
-			if (c != TERM_ESCAPE)
-				out[n++] = c;
-			continue;
-		}
-		if (c == TERM_ESCAPE) {
-			e->pending = true;
-			continue;
-		}
-		out[n++] = c;
-	}
-	*outlen = n;
-	return false;
 }

@@ -9,29 +9,6 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-void die_status(int status, const char *fmt, ...)
-{
-	va_list ap;
-
-	fputs("mvm: ", stderr);
-	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
-	va_end(ap);
-	fputc('\n', stderr);
-	exit(status);
-}
-
-void warnx_mvm(const char *fmt, ...)
-{
-	va_list ap;
-
-	fputs("mvm: warning: ", stderr);
-	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
-	va_end(ap);
-	fputc('\n', stderr);
-}
-
 int parse_uint(const char *s, uint64_t min, uint64_t max, uint64_t *out)
 {
 	char *end;

@@ -26,15 +26,6 @@ enum {
 	MVM_EXIT_UNHANDLED = 126, /* guest did something mvm does not handle */
 };
 
-/* Print "mvm: <msg>" to stderr and exit with status. Only before vCPUs run. */
-__attribute__((noreturn, format(printf, 2, 3)))
-void die_status(int status, const char *fmt, ...);
-#define die(...) die_status(MVM_EXIT_INTERNAL, __VA_ARGS__)
-#define die_usage(...) die_status(MVM_EXIT_USAGE, __VA_ARGS__)
-
-/* "mvm: warning: <msg>" on stderr. */
-__attribute__((format(printf, 1, 2))) void warnx_mvm(const char *fmt, ...);
-
 /* Parse "256M", "1G", "4096", "2k" (binary units, optional trailing B/iB).
  * Returns 0 or -EINVAL (malformed) / -ERANGE (overflow). */
 int parse_size(const char *s, uint64_t *out);

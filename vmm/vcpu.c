@@ -65,11 +65,12 @@ static int vcpu_fatal(struct vcpu *v, struct kvm_run *run)
 	v->exits[VCPU_EXIT_OTHER]++;
 	vcpu_describe_exit(run, what, sizeof(what));
 	x86_describe_vcpu(v->fd, &v->vm->mem, where, sizeof(where));
-	fprintf(stderr, "mvm: vCPU %u: %s; %s\n", v->id, what, where);
+	snprintf(v->fatal, sizeof(v->fatal), "vCPU %u: %s; %s", v->id, what, where);
+	log_err(&v->vm->log, "%s", v->fatal);
 	if (kvm_host_is_pvm("/sys"))
-		fprintf(stderr, "mvm: this host's KVM is PVM (kvm_pvm), which cannot run unmodified "
+		log_err(&v->vm->log, "this host's KVM is PVM (kvm_pvm), which cannot run unmodified "
 			"guests; run mvm under the nested harness instead: MVM_KVM=nested "
-			"tests/with-kvm ./mvm ...\n");
+			"tests/with-kvm ./mvm ...");
 	return MVM_EXIT_UNHANDLED;
 }
 
@@ -113,8 +114,9 @@ int vcpu_handle_exit(struct vcpu *v, struct kvm_run *run)
 		if (run->system_event.type == KVM_SYSTEM_EVENT_SHUTDOWN ||
 		    run->system_event.type == KVM_SYSTEM_EVENT_RESET)
 			return MVM_EXIT_OK;
-		fprintf(stderr, "mvm: vCPU %u: guest system event %u (crash); stopping\n",
-			v->id, run->system_event.type);
+		snprintf(v->fatal, sizeof(v->fatal), "vCPU %u: guest system event %u (crash); "
+			 "stopping", v->id, run->system_event.type);
+		log_err(&vm->log, "%s", v->fatal);
 		return MVM_EXIT_UNHANDLED;
 	default:
 		/* KVM_EXIT_INTERNAL_ERROR, KVM_EXIT_FAIL_ENTRY, the unknown. */
@@ -160,7 +162,7 @@ static void vcpu_kick_handler(int sig)
 	(void)sig;
 }
 
-int vcpu_signal_setup(void)
+int vcpu_signal_setup(int sig)
 {
 	struct sigaction sa;
 
@@ -168,7 +170,7 @@ int vcpu_signal_setup(void)
 	sa.sa_handler = vcpu_kick_handler;
 	sigemptyset(&sa.sa_mask);
 	/* No SA_RESTART: KVM_RUN must return EINTR. */
-	return sigaction(VCPU_KICK_SIGNAL, &sa, NULL) ? -errno : 0;
+	return sigaction(sig, &sa, NULL) ? -errno : 0;
 }
 
 static bool vcpu_stopping(const struct vcpu *v)
@@ -190,13 +192,16 @@ static void *vcpu_thread(void *arg)
 				v->exits[VCPU_EXIT_INTR]++;
 				continue;
 			}
-			fprintf(stderr, "mvm: vCPU %u: KVM_RUN: %s\n", v->id, strerror(errno));
-			vm_request_stop(v->vm, MVM_EXIT_INTERNAL);
+			snprintf(v->fatal, sizeof(v->fatal), "vCPU %u: KVM_RUN: %s", v->id,
+				 strerror(errno));
+			log_err(&v->vm->log, "%s", v->fatal);
+			vm_request_stop(v->vm, VM_STOP_HOST_ERROR, MVM_EXIT_INTERNAL, v->fatal);
 			break;
 		}
 		st = vcpu_handle_exit(v, v->run);
 		if (st >= 0) {
-			vm_request_stop(v->vm, st);
+			vm_request_stop(v->vm, st == MVM_EXIT_OK ? VM_STOP_POWEROFF :
+					VM_STOP_GUEST_ERROR, st, v->fatal[0] ? v->fatal : NULL);
 			break;
 		}
 	}
@@ -220,7 +225,7 @@ void vcpu_kick(struct vcpu *v)
 	/* immediate_exit covers a kick that lands just before KVM_RUN is
 	 * entered; the signal covers a vCPU already inside the guest. */
 	__atomic_store_n(&v->run->immediate_exit, 1, __ATOMIC_SEQ_CST);
-	pthread_kill(v->thread, VCPU_KICK_SIGNAL);
+	pthread_kill(v->thread, v->vm->kick_signal);
 }
 
 void vcpu_join(struct vcpu *v)

@@ -1,6 +1,6 @@
 /* vCPU threads: one per vCPU, each looping on KVM_RUN and dispatching port
  * I/O and MMIO exits to the VM's buses. Stopping: the main thread sets
- * kvm_run->immediate_exit and sends VCPU_KICK_SIGNAL (no-op handler) to each
+ * kvm_run->immediate_exit and sends vm->kick_signal (no-op handler) to each
  * thread, then joins it; never pthread_cancel. */
 #ifndef MVM_VCPU_H
 #define MVM_VCPU_H
@@ -13,8 +13,6 @@
 #include <stdio.h>
 
 #include "vmm/vm.h"
-
-#define VCPU_KICK_SIGNAL SIGUSR1
 
 enum vcpu_exit_kind {
 	VCPU_EXIT_IO, VCPU_EXIT_MMIO, VCPU_EXIT_INTR, VCPU_EXIT_HLT, VCPU_EXIT_SHUTDOWN,
@@ -30,6 +28,7 @@ struct vcpu {
 	pthread_t thread;
 	bool started;
 	uint64_t exits[VCPU_EXIT_KINDS];   /* written by the vCPU thread only */
+	char fatal[512];                   /* what a fatal exit was (vcpu_handle_exit) */
 };
 
 /* Handle one KVM exit described by run: dispatch I/O, classify the rest.
@@ -45,8 +44,10 @@ void vcpu_describe_exit(const struct kvm_run *run, char *out, size_t outlen);
 int vcpu_create(struct vcpu *v, struct vm *vm, unsigned id);
 void vcpu_destroy(struct vcpu *v);
 
-/* Install the no-op handler for VCPU_KICK_SIGNAL (once, before any start). */
-int vcpu_signal_setup(void);
+/* Install the no-op handler for sig, the signal vcpu_kick sends (struct
+ * vm's kick_signal), before any vCPU starts. Process-wide by nature: the
+ * embedding program chooses the signal (mvm_config.kick_signal). */
+int vcpu_signal_setup(int sig);
 int vcpu_start(struct vcpu *v);
 /* Kick out of KVM_RUN; the thread then sees the stop and returns. */
 void vcpu_kick(struct vcpu *v);

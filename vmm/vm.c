@@ -6,8 +6,10 @@
 #include "arch/x86/layout.h"
 
 #include <errno.h>
+#include <signal.h>
 #include <fcntl.h>
 #include <stdarg.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
@@ -47,6 +49,8 @@ int vm_init(struct vm *vm, unsigned ncpus)
 		goto free_ks;
 	}
 	atomic_init(&ks->status, -1);
+	atomic_init(&ks->reason, (int)VM_STOP_HOST_ERROR);
+	vm->kick_signal = SIGUSR1;
 	atomic_init(&ks->stopping, false);
 	ret = -pthread_mutex_init(&ks->route_lock, NULL);
 	if (ret)
@@ -430,7 +434,7 @@ int vm_add_device(struct vm *vm, const struct vm_device_ops *ops, void *dev)
 	return 0;
 }
 
-void vm_request_stop(struct vm *vm, int status)
+void vm_request_stop(struct vm *vm, enum vm_stop_reason why, int status, const char *msg)
 {
 	struct kvm_state *ks = vm_kvm(vm);
 	bool expected = false;
@@ -440,6 +444,14 @@ void vm_request_stop(struct vm *vm, int status)
 		return;
 	if (atomic_compare_exchange_strong(&ks->stopping, &expected, true)) {
 		atomic_store(&ks->status, status);
+		atomic_store(&ks->reason, (int)why);
+		/* Not snprintf: this may run in a signal handler. */
+		if (msg) {
+			size_t i;
+			for (i = 0; msg[i] && i < sizeof(ks->stop_msg) - 1; i++)
+				ks->stop_msg[i] = msg[i];
+			ks->stop_msg[i] = '\0';
+		}
 		/* Wakes the main loop; a full counter (impossible here) would
 		 * still leave it readable. */
 		if (write(ks->stop_efd, &one, sizeof(one)) < 0) {
@@ -453,4 +465,32 @@ int vm_stop_status(const struct vm *vm)
 	struct kvm_state *ks = vm_kvm(vm);
 
 	return ks ? atomic_load(&ks->status) : -1;
+}
+
+enum vm_stop_reason vm_stop_reason(const struct vm *vm)
+{
+	struct kvm_state *ks = vm_kvm(vm);
+
+	return ks ? (enum vm_stop_reason)atomic_load(&ks->reason) : VM_STOP_HOST_ERROR;
+}
+
+const char *vm_stop_message(const struct vm *vm)
+{
+	struct kvm_state *ks = vm_kvm(vm);
+
+	return ks ? ks->stop_msg : "";
+}
+
+int vm_compose_cmdline(const char *extra, const char *user, char *out, size_t len)
+{
+	int n;
+
+	while (extra && *extra == ' ')
+		extra++;
+	n = snprintf(out, len, "%s%s%s%s%s", VM_BASE_CMDLINE,
+		     extra && *extra ? " " : "", extra ? extra : "",
+		     user && *user ? " " : "", user ? user : "");
+	if (n < 0 || (size_t)n >= len)
+		return -ENOSPC;
+	return 0;
 }

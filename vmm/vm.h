@@ -16,6 +16,7 @@
 
 #include "vmm/guest_mem.h"
 #include "vmm/iobus.h"
+#include "vmm/log.h"
 
 #define VM_MAX_DEVICES 64
 
@@ -50,6 +51,18 @@ struct vm {
 	unsigned ndevices;
 
 	void *arch;                   /* arch-private state (routing table...) */
+
+	struct log_sink log;          /* where this VM's messages go */
+	int kick_signal;              /* interrupts KVM_RUN (vcpu_kick) */
+};
+
+/* Why the VM stops (same values as enum mvm_exit_reason in vmm/mvm.h). */
+enum vm_stop_reason {
+	VM_STOP_POWEROFF,       /* guest poweroff, reboot, triple fault */
+	VM_STOP_GUEST_STATUS,   /* the guest wrote the exit port */
+	VM_STOP_REQUESTED,      /* mvm_stop, Ctrl-A x */
+	VM_STOP_GUEST_ERROR,    /* an exit mvm cannot handle (status 126) */
+	VM_STOP_HOST_ERROR,     /* KVM or host failure (status 125) */
 };
 
 /* KVM_IOEVENTFD: writes of `len` bytes at addr (port I/O when pio) matching
@@ -80,6 +93,18 @@ int vm_msi_route(struct vm *vm, unsigned gsi, uint64_t addr, uint32_t data, bool
 __attribute__((format(printf, 2, 3)))
 int vm_cmdline_append(struct vm *vm, const char *fmt, ...);
 
+/* Kernel parameters mvm always passes (a lean guest without ACPI): serial
+ * console, reboot through the i8042 (the VM ends with status 0), no PS/2
+ * mouse/mux/PnP probing, no timer check (slow under nested
+ * virtualization). Device fragments follow, the user's part comes last so
+ * it can override. */
+#define VM_BASE_CMDLINE "console=ttyS0 reboot=k panic=-1 i8042.noaux i8042.nomux " \
+	"i8042.nopnp i8042.dumbkbd no_timer_check"
+
+/* VM_BASE_CMDLINE + " " + extra (device fragments, may be empty/NULL) +
+ * " " + user (may be NULL). 0, or -ENOSPC when it does not fit in len. */
+int vm_compose_cmdline(const char *extra, const char *user, char *out, size_t len);
+
 /* Register a device for teardown and stats: 0 or -ENOSPC. */
 int vm_add_device(struct vm *vm, const struct vm_device_ops *ops, void *dev);
 
@@ -87,9 +112,11 @@ int vm_add_device(struct vm *vm, const struct vm_device_ops *ops, void *dev);
  * register-level devices such as the UART. 0 or -errno. */
 int vm_irq_line(struct vm *vm, unsigned gsi, bool level);
 
-/* Ask the VMM to stop the VM and exit with status (guest poweroff, exit
- * port, fatal vCPU exit). The first request wins; callable from any thread,
- * returns at once (vCPUs are stopped by the main thread). */
-void vm_request_stop(struct vm *vm, int status);
+/* Ask the VMM to stop the VM with a reason and the status mvm(1) exits
+ * with (guest poweroff, exit port, fatal vCPU exit); msg (may be NULL)
+ * says what went wrong. The first request wins; callable from any thread
+ * and from a signal handler (lock-free atomics and one eventfd write);
+ * returns at once (the VM's control thread stops the vCPUs). */
+void vm_request_stop(struct vm *vm, enum vm_stop_reason why, int status, const char *msg);
 
 #endif

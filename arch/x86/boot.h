@@ -62,6 +62,6 @@ int x86_boot_load(struct guest_mem *gm, const struct x86_boot_cfg *cfg,
  * ioctl is reported on stderr). */
 int x86_vcpu_init(int vcpu_fd, unsigned id, unsigned ncpus,
 		  const struct kvm_cpuid2 *supported,
-		  const struct x86_boot_info *info);
+		  const struct x86_boot_info *info, char *err, size_t errlen);
 
 #endif

@@ -146,35 +146,39 @@ void x86_bsp_regs(const struct x86_boot_info *info, struct kvm_regs *regs,
 	}
 }
 
-static int vcpu_ioctl(int fd, unsigned long req, void *arg, const char *what, unsigned id)
+static int vcpu_ioctl(int fd, unsigned long req, void *arg, const char *what, unsigned id,
+		      char *err, size_t errlen)
 {
 	if (ioctl(fd, req, arg) < 0) {
 		int ret = -errno;
-		fprintf(stderr, "mvm: vCPU %u: %s: %s\n", id, what, strerror(errno));
+		snprintf(err, errlen, "vCPU %u: %s: %s", id, what, strerror(errno));
 		return ret;
 	}
 	return 0;
 }
 
-static int set_cpuid(int fd, unsigned id, unsigned ncpus, const struct kvm_cpuid2 *supported)
+static int set_cpuid(int fd, unsigned id, unsigned ncpus, const struct kvm_cpuid2 *supported,
+		     char *err, size_t errlen)
 {
 	unsigned cap = supported->nent + 8;
 	struct kvm_cpuid2 *c;
 	int ret;
 
 	c = calloc(1, sizeof(*c) + cap * sizeof(c->entries[0]));
-	if (!c)
+	if (!c) {
+		snprintf(err, errlen, "vCPU %u: out of memory for the CPUID table", id);
 		return -ENOMEM;
+	}
 	ret = x86_cpuid_build(supported, id, ncpus, c, cap);
 	if (ret)
-		fprintf(stderr, "mvm: vCPU %u: CPUID table too large\n", id);
+		snprintf(err, errlen, "vCPU %u: CPUID table too large", id);
 	else
-		ret = vcpu_ioctl(fd, KVM_SET_CPUID2, c, "KVM_SET_CPUID2", id);
+		ret = vcpu_ioctl(fd, KVM_SET_CPUID2, c, "KVM_SET_CPUID2", id, err, errlen);
 	free(c);
 	return ret;
 }
 
-static int set_msrs(int fd, unsigned id)
+static int set_msrs(int fd, unsigned id, char *err, size_t errlen)
 {
 	struct {
 		struct kvm_msrs hdr;
@@ -188,8 +192,8 @@ static int set_msrs(int fd, unsigned id)
 	n = ioctl(fd, KVM_SET_MSRS, &m);
 	if (n < 0 || (unsigned)n != m.hdr.nmsrs) {
 		int ret = n < 0 ? -errno : -EINVAL;
-		fprintf(stderr, "mvm: vCPU %u: KVM_SET_MSRS: MSR 0x%x rejected\n", id,
-			n < 0 ? m.e[0].index : m.e[n].index);
+		snprintf(err, errlen, "vCPU %u: KVM_SET_MSRS: MSR 0x%x rejected", id,
+			 n < 0 ? m.e[0].index : m.e[n].index);
 		return ret;
 	}
 	return 0;
@@ -197,7 +201,7 @@ static int set_msrs(int fd, unsigned id)
 
 int x86_vcpu_init(int vcpu_fd, unsigned id, unsigned ncpus,
 		  const struct kvm_cpuid2 *supported,
-		  const struct x86_boot_info *info)
+		  const struct x86_boot_info *info, char *err, size_t errlen)
 {
 	struct kvm_lapic_state lapic;
 	struct kvm_fpu fpu;
@@ -206,21 +210,21 @@ int x86_vcpu_init(int vcpu_fd, unsigned id, unsigned ncpus,
 	struct kvm_mp_state mp;
 	int ret;
 
-	ret = set_cpuid(vcpu_fd, id, ncpus, supported);
+	ret = set_cpuid(vcpu_fd, id, ncpus, supported, err, errlen);
 	if (ret)
 		return ret;
-	ret = set_msrs(vcpu_fd, id);
+	ret = set_msrs(vcpu_fd, id, err, errlen);
 	if (ret)
 		return ret;
-	ret = vcpu_ioctl(vcpu_fd, KVM_GET_LAPIC, &lapic, "KVM_GET_LAPIC", id);
+	ret = vcpu_ioctl(vcpu_fd, KVM_GET_LAPIC, &lapic, "KVM_GET_LAPIC", id, err, errlen);
 	if (ret)
 		return ret;
 	x86_lapic_set_lints(&lapic);
-	ret = vcpu_ioctl(vcpu_fd, KVM_SET_LAPIC, &lapic, "KVM_SET_LAPIC", id);
+	ret = vcpu_ioctl(vcpu_fd, KVM_SET_LAPIC, &lapic, "KVM_SET_LAPIC", id, err, errlen);
 	if (ret)
 		return ret;
 	x86_fpu_init(&fpu);
-	ret = vcpu_ioctl(vcpu_fd, KVM_SET_FPU, &fpu, "KVM_SET_FPU", id);
+	ret = vcpu_ioctl(vcpu_fd, KVM_SET_FPU, &fpu, "KVM_SET_FPU", id, err, errlen);
 	if (ret)
 		return ret;
 
@@ -229,16 +233,16 @@ int x86_vcpu_init(int vcpu_fd, unsigned id, unsigned ncpus,
 		 * delivers them and starts the vCPU in real mode. */
 		memset(&mp, 0, sizeof(mp));
 		mp.mp_state = KVM_MP_STATE_UNINITIALIZED;
-		return vcpu_ioctl(vcpu_fd, KVM_SET_MP_STATE, &mp, "KVM_SET_MP_STATE", id);
+		return vcpu_ioctl(vcpu_fd, KVM_SET_MP_STATE, &mp, "KVM_SET_MP_STATE", id, err, errlen);
 	}
 	/* Start from KVM's reset sregs so fields we do not set (apic_base,
 	 * interrupt bitmap) keep their values. */
-	ret = vcpu_ioctl(vcpu_fd, KVM_GET_SREGS, &sregs, "KVM_GET_SREGS", id);
+	ret = vcpu_ioctl(vcpu_fd, KVM_GET_SREGS, &sregs, "KVM_GET_SREGS", id, err, errlen);
 	if (ret)
 		return ret;
 	x86_bsp_regs(info, &regs, &sregs);
-	ret = vcpu_ioctl(vcpu_fd, KVM_SET_SREGS, &sregs, "KVM_SET_SREGS", id);
+	ret = vcpu_ioctl(vcpu_fd, KVM_SET_SREGS, &sregs, "KVM_SET_SREGS", id, err, errlen);
 	if (ret)
 		return ret;
-	return vcpu_ioctl(vcpu_fd, KVM_SET_REGS, &regs, "KVM_SET_REGS", id);
+	return vcpu_ioctl(vcpu_fd, KVM_SET_REGS, &regs, "KVM_SET_REGS", id, err, errlen);
 }

@@ -25,6 +25,7 @@
  * for quick A/B comparisons; --opts appends disk options (",poll=64") to the
  * device's disk spec. */
 #include "tests/unit/vdrv.h"
+#include "vmm/cli.h"
 #include "devices/virtio_blk.h"
 #include "devices/blk_req.h"
 
@@ -200,7 +201,7 @@ static struct virtio_dev *bench_open(struct vdrv *d, const char *path, bool null
 	if (packed)
 		want |= VIRTIO_BIT(VIRTIO_F_RING_PACKED);
 	snprintf(spec, sizeof(spec), "%s%s", path, disk_opts);
-	if (blk_parse_spec(spec, 1, &o, err, sizeof(err)))
+	if (cli_parse_blk_opts(spec, 1, &o, err, sizeof(err)))
 		die_bench(err);
 	o.backend = null ? BLK_BACKEND_NULL : BLK_BACKEND_FILE;
 	if (vdrv_ram_init(d, 0x100000, 8 << 20))

@@ -3,6 +3,7 @@
  * virtio-mmio register model. No KVM. */
 #include "tests/unit/check.h"
 #include "tests/unit/vdrv.h"
+#include "vmm/cli.h"
 #include "devices/virtio_blk.h"
 #include "devices/blk_req.h"
 
@@ -62,7 +63,7 @@ static void setup_ex(struct t *t, const char *opts, unsigned nq, uint64_t featur
 	memset(t, 0, sizeof(*t));
 	make_image(t, IMG_SIZE);
 	snprintf(spec, sizeof(spec), "%s%s", t->path, opts);
-	CHECK_EQ(blk_parse_spec(spec, nq, &o, err, sizeof(err)), 0);
+	CHECK_EQ(cli_parse_blk_opts(spec, nq, &o, err, sizeof(err)), 0);
 	CHECK_EQ(vdrv_ram_init(&t->d, 0x1000, 16 << 20), 0);
 	if (blk_dev_new(&o, &t->d.mem, &t->dev, err, sizeof(err))) {
 		fprintf(stderr, "%s\n", err);

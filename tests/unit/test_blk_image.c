@@ -1,5 +1,6 @@
 /* --disk option parsing and image open/lock. */
 #include "tests/unit/check.h"
+#include "vmm/cli.h"
 #include "devices/blk_image.h"
 
 #include <errno.h>
@@ -12,7 +13,7 @@
 static int parse(const char *spec, unsigned defq, struct blk_opts *o, char *err)
 {
 	err[0] = '\0';
-	return blk_parse_spec(spec, defq, o, err, 256);
+	return cli_parse_blk_opts(spec, defq, o, err, 256);
 }
 
 TEST(spec_path_only_gets_defaults)
@@ -111,7 +112,7 @@ TEST(open_reports_size_and_mode)
 	char err[256], *path = make_image(1 << 20);
 
 	CHECK_EQ(parse(path, 1, &o, err), 0);
-	CHECK_EQ(blk_image_open(&o, &img, err, sizeof(err)), 0);
+	CHECK_EQ(blk_image_open(&o, &img, NULL, err, sizeof(err)), 0);
 	CHECK_EQ(img.size, 1 << 20);
 	CHECK(!img.ro);
 	CHECK(!img.direct);
@@ -119,7 +120,7 @@ TEST(open_reports_size_and_mode)
 	blk_image_close(&img);
 
 	o.ro = true;
-	CHECK_EQ(blk_image_open(&o, &img, err, sizeof(err)), 0);
+	CHECK_EQ(blk_image_open(&o, &img, NULL, err, sizeof(err)), 0);
 	CHECK((fcntl(img.fd, F_GETFL) & O_ACCMODE) == O_RDONLY);
 	blk_image_close(&img);
 	unlink(path);
@@ -132,7 +133,7 @@ TEST(open_rejects_size_not_multiple_of_512)
 	char err[256], *path = make_image(1000);
 
 	CHECK_EQ(parse(path, 1, &o, err), 0);
-	CHECK_EQ(blk_image_open(&o, &img, err, sizeof(err)), -EINVAL);
+	CHECK_EQ(blk_image_open(&o, &img, NULL, err, sizeof(err)), -EINVAL);
 	CHECK(strstr(err, "512") != NULL);
 	CHECK(strstr(err, path) != NULL);
 	unlink(path);
@@ -145,7 +146,7 @@ TEST(open_missing_file_names_it)
 	char err[256];
 
 	CHECK_EQ(parse("/nonexistent/mvm.img", 1, &o, err), 0);
-	CHECK_EQ(blk_image_open(&o, &img, err, sizeof(err)), -ENOENT);
+	CHECK_EQ(blk_image_open(&o, &img, NULL, err, sizeof(err)), -ENOENT);
 	CHECK(strstr(err, "/nonexistent/mvm.img") != NULL);
 }
 
@@ -160,16 +161,16 @@ TEST(open_locks_image_against_second_user)
 	CHECK_EQ(parse(path, 1, &o, err), 0);
 	oro = o;
 	oro.ro = true;
-	CHECK_EQ(blk_image_open(&o, &a, err, sizeof(err)), 0);
-	CHECK_EQ(blk_image_open(&o, &b, err, sizeof(err)), -EBUSY);
+	CHECK_EQ(blk_image_open(&o, &a, NULL, err, sizeof(err)), 0);
+	CHECK_EQ(blk_image_open(&o, &b, NULL, err, sizeof(err)), -EBUSY);
 	CHECK(strstr(err, path) != NULL);
-	CHECK_EQ(blk_image_open(&oro, &b, err, sizeof(err)), -EBUSY);
+	CHECK_EQ(blk_image_open(&oro, &b, NULL, err, sizeof(err)), -EBUSY);
 	blk_image_close(&a);
 
 	/* Two read-only users share the image; a writer is then refused. */
-	CHECK_EQ(blk_image_open(&oro, &a, err, sizeof(err)), 0);
-	CHECK_EQ(blk_image_open(&oro, &b, err, sizeof(err)), 0);
-	CHECK_EQ(blk_image_open(&o, &c, err, sizeof(err)), -EBUSY);
+	CHECK_EQ(blk_image_open(&oro, &a, NULL, err, sizeof(err)), 0);
+	CHECK_EQ(blk_image_open(&oro, &b, NULL, err, sizeof(err)), 0);
+	CHECK_EQ(blk_image_open(&o, &c, NULL, err, sizeof(err)), -EBUSY);
 	blk_image_close(&a);
 	blk_image_close(&b);
 	unlink(path);
@@ -183,7 +184,7 @@ TEST(open_cache_none_uses_o_direct_or_falls_back)
 
 	CHECK_EQ(parse(path, 1, &o, err), 0);
 	o.cache = BLK_CACHE_NONE;
-	CHECK_EQ(blk_image_open(&o, &img, err, sizeof(err)), 0);
+	CHECK_EQ(blk_image_open(&o, &img, NULL, err, sizeof(err)), 0);
 	if (img.direct) {
 		CHECK(fcntl(img.fd, F_GETFL) & O_DIRECT);
 		CHECK(img.fd_buffered >= 0);

@@ -23,7 +23,7 @@ static char err[512];
 
 TEST(defaults_are_one_cpu_256m)
 {
-	struct mvm_config c;
+	struct cli_config c;
 	char *argv[] = { "mvm", NULL };
 
 	CHECK_EQ(cli_parse(1, argv, &c, err, sizeof(err)), 0);
@@ -35,7 +35,7 @@ TEST(defaults_are_one_cpu_256m)
 
 TEST(every_option_separate_value)
 {
-	struct mvm_config c;
+	struct cli_config c;
 
 	CHECK_EQ(PARSE(&c, "--kernel", "k", "--initrd", "i", "--cmdline", "-- exit 3",
 		       "--cpus", "4", "--mem", "1G", "--stats"), 0);
@@ -49,7 +49,7 @@ TEST(every_option_separate_value)
 
 TEST(every_option_equals_value)
 {
-	struct mvm_config c;
+	struct cli_config c;
 
 	CHECK_EQ(PARSE(&c, "--kernel=k", "--initrd=i", "--cmdline=quiet", "--cpus=32",
 		       "--mem=5G"), 0);
@@ -62,7 +62,7 @@ TEST(every_option_equals_value)
 
 TEST(help_and_version)
 {
-	struct mvm_config c;
+	struct cli_config c;
 
 	CHECK_EQ(PARSE(&c, "--help"), 0);
 	CHECK(c.help);
@@ -72,7 +72,7 @@ TEST(help_and_version)
 
 TEST(parse_can_run_twice)
 {
-	struct mvm_config c;
+	struct cli_config c;
 
 	CHECK_EQ(PARSE(&c, "--cpus", "2"), 0);
 	CHECK_EQ(PARSE(&c, "--cpus", "3"), 0);
@@ -81,7 +81,7 @@ TEST(parse_can_run_twice)
 
 TEST(bad_cpus)
 {
-	struct mvm_config c;
+	struct cli_config c;
 
 	CHECK_EQ(PARSE(&c, "--cpus", "0"), -EINVAL);
 	CHECK(strstr(err, "--cpus '0'") && strstr(err, "1 to 254"));
@@ -94,7 +94,7 @@ TEST(bad_cpus)
 
 TEST(bad_mem)
 {
-	struct mvm_config c;
+	struct cli_config c;
 
 	CHECK_EQ(PARSE(&c, "--mem", "0"), -EINVAL);
 	CHECK(strstr(err, "--mem '0'") && strstr(err, "too small"));
@@ -110,7 +110,7 @@ TEST(bad_mem)
 
 TEST(unknown_option_missing_value_stray_argument)
 {
-	struct mvm_config c;
+	struct cli_config c;
 
 	CHECK_EQ(PARSE(&c, "--frobnicate"), -EINVAL);
 	CHECK(strstr(err, "unknown option '--frobnicate'"));
@@ -121,46 +121,6 @@ TEST(unknown_option_missing_value_stray_argument)
 	CHECK_EQ(PARSE(&c, "bzImage"), -EINVAL);
 	CHECK(strstr(err, "unexpected argument 'bzImage'"));
 	CHECK_EQ(PARSE(&c, "--kernel="), -EINVAL);
-}
-
-TEST(host_limits_cpus_against_kvm_max)
-{
-	struct mvm_config c;
-
-	CHECK_EQ(PARSE(&c, "--cpus", "32"), 0);
-	CHECK_EQ(cli_check_host(&c, 32, 0, err, sizeof(err)), 0);
-	CHECK_EQ(cli_check_host(&c, 16, 0, err, sizeof(err)), -EINVAL);
-	CHECK(strstr(err, "--cpus 32") && strstr(err, "at most 16"));
-	CHECK_EQ(cli_check_host(&c, 0, 0, err, sizeof(err)), 0);   /* max unknown yet */
-}
-
-TEST(host_limits_mem_against_ram_and_gpa)
-{
-	struct mvm_config c;
-
-	CHECK_EQ(PARSE(&c, "--mem", "8G"), 0);
-	CHECK_EQ(cli_check_host(&c, 0, 16 * GiB, err, sizeof(err)), 0);
-	CHECK_EQ(cli_check_host(&c, 0, 4 * GiB, err, sizeof(err)), -EINVAL);
-	CHECK(strstr(err, "--mem 8192 MiB") && strstr(err, "RAM + swap"));
-	CHECK_EQ(PARSE(&c, "--mem", "1T"), 0);
-	CHECK_EQ(cli_check_host(&c, 0, 0, err, sizeof(err)), -EINVAL);
-	CHECK(strstr(err, "limit"));
-	CHECK(cli_host_mem() > 0);
-}
-
-TEST(cmdline_order_base_devices_user)
-{
-	char out[512];
-
-	CHECK_EQ(cli_compose_cmdline(" virtio_mmio.device=4K@0xd0000000:5", "-- exit 3",
-				     out, sizeof(out)), 0);
-	CHECK_STR(out, CLI_BASE_CMDLINE " virtio_mmio.device=4K@0xd0000000:5 -- exit 3");
-	CHECK_EQ(cli_compose_cmdline(NULL, NULL, out, sizeof(out)), 0);
-	CHECK_STR(out, CLI_BASE_CMDLINE);
-	CHECK_EQ(cli_compose_cmdline("", "quiet", out, sizeof(out)), 0);
-	CHECK_STR(out, CLI_BASE_CMDLINE " quiet");
-	CHECK(strstr(out, "console=ttyS0") && strstr(out, "reboot=k") && strstr(out, "panic=-1"));
-	CHECK_EQ(cli_compose_cmdline(NULL, "quiet", out, sizeof(CLI_BASE_CMDLINE) + 3), -ENOSPC);
 }
 
 /* --- files ------------------------------------------------------------- */
@@ -203,30 +163,9 @@ static void write_fake_bzimage(const char *path)
 	write_file(path, k, sizeof(k));
 }
 
-TEST(check_files_missing_and_not_regular)
-{
-	struct mvm_config c;
-	char path[128];
-
-	mk_tmpdir();
-	CHECK_EQ(PARSE(&c, "--kernel", "/nonexistent/bzImage"), 0);
-	CHECK_EQ(cli_check_files(&c, err, sizeof(err)), -ENOENT);
-	CHECK(strstr(err, "--kernel '/nonexistent/bzImage'"));
-	CHECK_EQ(PARSE(&c, "--kernel", tmpdir), 0);
-	CHECK_EQ(cli_check_files(&c, err, sizeof(err)), -EINVAL);
-	CHECK(strstr(err, "not a regular file"));
-	snprintf(path, sizeof(path), "%s/k", tmpdir);
-	write_fake_bzimage(path);
-	CHECK_EQ(PARSE(&c, "--kernel", path, "--initrd", "/nonexistent/initrd"), 0);
-	CHECK_EQ(cli_check_files(&c, err, sizeof(err)), -ENOENT);
-	CHECK(strstr(err, "--initrd '/nonexistent/initrd'"));
-	unlink(path);
-	rmdir(tmpdir);
-}
-
 TEST(default_guest_missing_says_make_guest)
 {
-	struct mvm_config c;
+	struct cli_config c;
 
 	mk_tmpdir();
 	CHECK_EQ(PARSE(&c, "--cpus", "1"), 0);
@@ -237,7 +176,7 @@ TEST(default_guest_missing_says_make_guest)
 
 TEST(default_guest_found_next_to_binary)
 {
-	struct mvm_config c;
+	struct cli_config c;
 	char path[256];
 
 	mk_tmpdir();
@@ -445,7 +384,7 @@ TEST(binary_help_and_version)
 
 TEST(disks_in_order_with_global_queues_and_transport)
 {
-	struct mvm_config c;
+	struct cli_config c;
 
 	/* --queues/--transport apply to every disk without its own value,
 	 * wherever they stand (the README's `--disk img --queues 4`). */
@@ -465,7 +404,7 @@ TEST(disks_in_order_with_global_queues_and_transport)
 
 TEST(disk_transport_keys_do_not_reach_the_block_layer)
 {
-	struct mvm_config c;
+	struct cli_config c;
 
 	CHECK_EQ(PARSE(&c, "--disk", "x.img,packed=off,serial=abc,transport=mmio,cache=none"), 0);
 	CHECK(!c.disks[0].packed);
@@ -478,7 +417,7 @@ TEST(disk_transport_keys_do_not_reach_the_block_layer)
 
 TEST(bad_disk_options)
 {
-	struct mvm_config c;
+	struct cli_config c;
 	char *many[2 + 2 * (CLI_MAX_DISKS + 1)];
 	int i, n = 0;
 
@@ -504,7 +443,7 @@ TEST(bad_disk_options)
 
 TEST(queues_raise_vcpus_only_without_cpus)
 {
-	struct mvm_config c;
+	struct cli_config c;
 
 	CHECK_EQ(PARSE(&c, "--disk", "x.img", "--queues", "4"), 0);
 	CHECK(cli_auto_cpus(&c));

@@ -3,6 +3,7 @@
  * VIRTIO_F_RING_PACKED. Real io_uring on a temp file, no KVM. */
 #include "tests/unit/check.h"
 #include "tests/unit/vdrv.h"
+#include "vmm/cli.h"
 #include "devices/virtio_blk.h"
 #include "devices/blk_req.h"
 
@@ -40,7 +41,7 @@ static void setup(struct t *t, bool ok)
 	CHECK_EQ(pwrite(t->fd, img, IMG_SIZE, 0), IMG_SIZE);
 	free(img);
 	snprintf(spec, sizeof(spec), "%s", t->path);
-	CHECK_EQ(blk_parse_spec(spec, 1, &o, err, sizeof(err)), 0);
+	CHECK_EQ(cli_parse_blk_opts(spec, 1, &o, err, sizeof(err)), 0);
 	CHECK_EQ(vdrv_ram_init(&t->d, 0x1000, 16 << 20), 0);
 	if (blk_dev_new(&o, &t->d.mem, &t->dev, err, sizeof(err))) {
 		fprintf(stderr, "%s\n", err);

@@ -5,7 +5,7 @@
 #include "tests/unit/check.h"
 #include "vmm/kvm.h"
 #include "vmm/vcpu.h"
-#include "vmm/term.h"
+#include "vmm/console.h"
 #include "vmm/util.h"
 #include "vmm/byteorder.h"
 #include <unistd.h>
@@ -153,8 +153,8 @@ TEST(first_stop_request_wins)
 	uint64_t cnt;
 
 	CHECK_EQ(vm_stop_status(vm), -1);
-	vm_request_stop(vm, 3);
-	vm_request_stop(vm, 0);
+	vm_request_stop(vm, VM_STOP_GUEST_STATUS, 3, NULL);
+	vm_request_stop(vm, VM_STOP_POWEROFF, 0, NULL);
 	CHECK_EQ(vm_stop_status(vm), 3);
 	CHECK_EQ(read(vm_kvm(vm)->stop_efd, &cnt, sizeof(cnt)), sizeof(cnt));
 	CHECK_EQ(cnt, 1);
@@ -303,20 +303,20 @@ TEST(vcpu_exit_status_mapping)
 
 TEST(console_escape_ctrl_a_x_quits)
 {
-	struct term_escape e = { .raw = true };
+	struct console_escape e = { .raw = true };
 	uint8_t out[16];
 	size_t n;
 
-	CHECK(!term_escape_filter(&e, (const uint8_t *)"ab\x03", 3, out, &n));
+	CHECK(!console_escape_filter(&e, (const uint8_t *)"ab\x03", 3, out, &n));
 	CHECK_EQ(n, 3);
 	CHECK_EQ(out[2], 3);                                  /* Ctrl-C reaches the guest */
-	CHECK(!term_escape_filter(&e, (const uint8_t *)"\x01\x01z", 3, out, &n));
+	CHECK(!console_escape_filter(&e, (const uint8_t *)"\x01\x01z", 3, out, &n));
 	CHECK_EQ(n, 2);
 	CHECK(out[0] == 1 && out[1] == 'z');
-	CHECK(!term_escape_filter(&e, (const uint8_t *)"q\x01", 2, out, &n));   /* split */
+	CHECK(!console_escape_filter(&e, (const uint8_t *)"q\x01", 2, out, &n));   /* split */
 	CHECK_EQ(n, 1);
-	CHECK(term_escape_filter(&e, (const uint8_t *)"x", 1, out, &n));
-	e = (struct term_escape){ .raw = false };
-	CHECK(!term_escape_filter(&e, (const uint8_t *)"\x01x", 2, out, &n));   /* not a tty */
+	CHECK(console_escape_filter(&e, (const uint8_t *)"x", 1, out, &n));
+	e = (struct console_escape){ .raw = false };
+	CHECK(!console_escape_filter(&e, (const uint8_t *)"\x01x", 2, out, &n));   /* not a tty */
 	CHECK_EQ(n, 2);
 }

@@ -1,0 +1,349 @@
+/* libmvm's API (vmm/mvm.h) as a caller meets it: every bad config and
+ * every misuse gets -errno and a one-line message naming the field, and
+ * nothing exits. These cases need no KVM; the two that call mvm_start
+ * accept either outcome of the start (no /dev/kvm here, or a KVM that
+ * cannot run the fake kernel) and check what follows it. Booting real
+ * guests from the API is tests/embed (a system test). */
+#include "tests/unit/check.h"
+#include "vmm/mvm.h"
+#include "vmm/vm.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+static char err[MVM_ERR_MAX];
+static char dir[64], kernel[128], image[128];
+
+static void write_file(const char *path, const void *data, size_t len)
+{
+	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+
+	CHECK(fd >= 0);
+	CHECK_EQ(write(fd, data, len), (long long)len);
+	close(fd);
+}
+
+static void cleanup(void)
+{
+	char cmd[96];
+
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
+	if (system(cmd))
+		fprintf(stderr, "cannot remove %s\n", dir);
+}
+
+/* A temporary directory with a minimal bzImage (protocol 2.15, 64-bit
+ * entry, cmdline_size 255) and a 1 MiB raw image. */
+static void setup(void)
+{
+	static uint8_t k[8192];
+
+	snprintf(dir, sizeof(dir), "/tmp/mvm-test-api.XXXXXX");
+	CHECK(mkdtemp(dir));
+	atexit(cleanup);
+	memset(k, 0, sizeof(k));
+	k[0x1f1] = 1;
+	k[0x1fe] = 0x55; k[0x1ff] = 0xaa;
+	memcpy(k + 0x202, "HdrS", 4);
+	k[0x206] = 0x0f; k[0x207] = 0x02;
+	k[0x211] = 0x01;
+	k[0x22e] = 0x40;
+	k[0x232] = 0x20;
+	k[0x236] = 0x01;
+	k[0x238] = 255;
+	k[0x25b] = 0x01;
+	k[0x262] = 0x10;
+	snprintf(kernel, sizeof(kernel), "%s/bzImage", dir);
+	write_file(kernel, k, sizeof(k));
+	snprintf(image, sizeof(image), "%s/disk.img", dir);
+	write_file(image, "", 0);
+	CHECK_EQ(truncate(image, 1 << 20), 0);
+}
+
+static struct mvm_config config(void)
+{
+	struct mvm_config c;
+
+	mvm_config_init(&c);
+	c.kernel = kernel;
+	return c;
+}
+
+/* mvm_create must fail with ret and a message containing want. */
+static void create_fails(const struct mvm_config *c, int ret, const char *want)
+{
+	struct mvm *vm = (struct mvm *)0x1;
+
+	err[0] = '\0';
+	CHECK_EQ(mvm_create(c, &vm, err, sizeof(err)), ret);
+	CHECK(vm == NULL);
+	if (!strstr(err, want)) {
+		fprintf(stderr, "message '%s' lacks '%s'\n", err, want);
+		CHECK(0);
+	}
+}
+
+TEST(defaults)
+{
+	struct mvm_config c;
+	struct mvm_disk d;
+
+	mvm_config_init(&c);
+	CHECK_EQ(c.cpus, 1);
+	CHECK_EQ(c.mem, 256ULL << 20);
+	CHECK_EQ(c.console_in, -1);
+	CHECK_EQ(c.console_out, -1);
+	CHECK_EQ(c.kick_signal, SIGUSR1);
+	CHECK(!c.console_escape);
+	mvm_disk_init(&d, "x.img");
+	CHECK_STR(d.path, "x.img");
+	CHECK_EQ(d.queues, 1);
+	CHECK(d.packed);
+	CHECK_EQ(d.transport, MVM_TRANSPORT_PCI);
+	CHECK_EQ(d.poll_us, 32);
+}
+
+TEST(create_valid_config_and_destroy)
+{
+	struct mvm_config c;
+	struct mvm *vm = NULL;
+
+	setup();
+	c = config();
+	c.cmdline = "quiet -- exit 3";
+	CHECK_EQ(mvm_create(&c, &vm, err, sizeof(err)), 0);
+	CHECK(vm);
+	CHECK_EQ(mvm_wait_fd(vm), -1);
+	mvm_destroy(vm);
+	mvm_destroy(NULL);
+}
+
+TEST(create_rejects_bad_configs)
+{
+	struct mvm_config c;
+	struct mvm *vm;
+
+	setup();
+	CHECK_EQ(mvm_create(NULL, &vm, err, sizeof(err)), -EINVAL);
+	CHECK(strstr(err, "config: NULL"));
+	c = config();
+	CHECK_EQ(mvm_create(&c, NULL, err, sizeof(err)), -EINVAL);
+	c.kernel = NULL;
+	create_fails(&c, -EINVAL, "kernel: not set");
+	c = config();
+	c.cpus = 0;
+	create_fails(&c, -EINVAL, "cpus 0: out of range; give 1 to 254");
+	c.cpus = 255;
+	create_fails(&c, -EINVAL, "cpus 255");
+	c = config();
+	c.mem = 8 << 20;
+	create_fails(&c, -EINVAL, "mem 8388608 bytes: give at least 16 MiB");
+	c.mem = (64 << 20) + 512;
+	create_fails(&c, -EINVAL, "multiple of 4 KiB");
+	c.mem = 1ULL << 40;
+	create_fails(&c, -EINVAL, "above mvm's limit");
+	c.mem = 1000ULL << 30;     /* below the limit, above any test host's RAM */
+	create_fails(&c, -EINVAL, "RAM + swap");
+	c = config();
+	c.kick_signal = SIGKILL;
+	create_fails(&c, -EINVAL, "kick_signal 9");
+	c.kick_signal = 0;
+	create_fails(&c, -EINVAL, "kick_signal 0");
+	c = config();
+	c.console_escape = true;
+	create_fails(&c, -EINVAL, "console_escape: set without console_in");
+}
+
+TEST(create_checks_files_and_kernel)
+{
+	static char big[70000];
+	struct mvm_config c;
+	char path[160];
+
+	setup();
+	c = config();
+	c.kernel = "/nonexistent/bzImage";
+	create_fails(&c, -EINVAL, "kernel '/nonexistent/bzImage': No such file or directory");
+	c.kernel = dir;
+	create_fails(&c, -EINVAL, "not a regular file");
+	c = config();
+	c.initrd = "/nonexistent/initrd";
+	create_fails(&c, -EINVAL, "initrd '/nonexistent/initrd'");
+	/* Not a kernel at all. */
+	snprintf(path, sizeof(path), "%s/notes.txt", dir);
+	write_file(path, "hello", 5);
+	c = config();
+	c.kernel = path;
+	create_fails(&c, -ENOEXEC, "kernel");
+	/* The fake kernel accepts 255 bytes of command line. */
+	memset(big, 'a', 300);
+	c = config();
+	c.cmdline = big;
+	create_fails(&c, -E2BIG, "kernel command line is");
+	memset(big, 'a', sizeof(big) - 1);
+	create_fails(&c, -ENOSPC, "cmdline: too long");
+}
+
+TEST(cmdline_order_base_devices_user)
+{
+	char out[512];
+
+	CHECK_EQ(vm_compose_cmdline(" virtio_mmio.device=4K@0xd0000000:5", "-- exit 3",
+				    out, sizeof(out)), 0);
+	CHECK_STR(out, VM_BASE_CMDLINE " virtio_mmio.device=4K@0xd0000000:5 -- exit 3");
+	CHECK_EQ(vm_compose_cmdline(NULL, NULL, out, sizeof(out)), 0);
+	CHECK_STR(out, VM_BASE_CMDLINE);
+	CHECK_EQ(vm_compose_cmdline("", "quiet", out, sizeof(out)), 0);
+	CHECK_STR(out, VM_BASE_CMDLINE " quiet");
+	CHECK(strstr(out, "console=ttyS0") && strstr(out, "reboot=k") && strstr(out, "panic=-1"));
+	CHECK_EQ(vm_compose_cmdline(NULL, "quiet", out, sizeof(VM_BASE_CMDLINE) + 3), -ENOSPC);
+}
+
+TEST(add_disk_rejects_bad_disks)
+{
+	struct mvm_config c;
+	struct mvm_disk d;
+	struct mvm *vm;
+	char missing[160];
+
+	setup();
+	c = config();
+	CHECK_EQ(mvm_create(&c, &vm, err, sizeof(err)), 0);
+	mvm_disk_init(&d, image);
+	CHECK_EQ(mvm_add_disk(NULL, &d, err, sizeof(err)), -EINVAL);
+	CHECK_EQ(mvm_add_disk(vm, NULL, err, sizeof(err)), -EINVAL);
+	d.queues = 0;
+	CHECK_EQ(mvm_add_disk(vm, &d, err, sizeof(err)), -EINVAL);
+	CHECK(strstr(err, "disk ") == err && strstr(err, "0 queues; give 1 to 64"));
+	d.queues = 65;
+	CHECK_EQ(mvm_add_disk(vm, &d, err, sizeof(err)), -EINVAL);
+	mvm_disk_init(&d, image);
+	d.poll_us = 1001;
+	CHECK_EQ(mvm_add_disk(vm, &d, err, sizeof(err)), -EINVAL);
+	CHECK(strstr(err, "poll 1001 us"));
+	mvm_disk_init(&d, image);
+	d.serial = "012345678901234567890";   /* 21 bytes */
+	CHECK_EQ(mvm_add_disk(vm, &d, err, sizeof(err)), -EINVAL);
+	CHECK(strstr(err, "longer than 20 bytes"));
+	mvm_disk_init(&d, image);
+	d.transport = (enum mvm_transport)7;
+	CHECK_EQ(mvm_add_disk(vm, &d, err, sizeof(err)), -EINVAL);
+	mvm_disk_init(&d, NULL);
+	CHECK_EQ(mvm_add_disk(vm, &d, err, sizeof(err)), -EINVAL);
+	snprintf(missing, sizeof(missing), "%s/missing.img", dir);
+	mvm_disk_init(&d, missing);
+	CHECK_EQ(mvm_add_disk(vm, &d, err, sizeof(err)), -ENOENT);
+	CHECK(strstr(err, "disk ") == err && strstr(err, "cannot open image"));
+	mvm_destroy(vm);
+}
+
+TEST(disk_limit)
+{
+	struct mvm_config c;
+	struct mvm_disk d;
+	struct mvm *vm;
+	unsigned i;
+
+	setup();
+	c = config();
+	CHECK_EQ(mvm_create(&c, &vm, err, sizeof(err)), 0);
+	mvm_disk_init(&d, image);
+	d.ro = true;          /* shared locks: the same image may be added 16 times */
+	for (i = 0; i < MVM_MAX_DISKS; i++)
+		CHECK_EQ(mvm_add_disk(vm, &d, err, sizeof(err)), 0);
+	CHECK_EQ(mvm_add_disk(vm, &d, err, sizeof(err)), -ENOSPC);
+	CHECK(strstr(err, "more than 16 disks"));
+	mvm_destroy(vm);
+}
+
+TEST(two_vms_same_image_second_refused)
+{
+	struct mvm_config c;
+	struct mvm_disk d;
+	struct mvm *a, *b;
+
+	setup();
+	c = config();
+	CHECK_EQ(mvm_create(&c, &a, err, sizeof(err)), 0);
+	CHECK_EQ(mvm_create(&c, &b, err, sizeof(err)), 0);
+	mvm_disk_init(&d, image);
+	CHECK_EQ(mvm_add_disk(a, &d, err, sizeof(err)), 0);
+	CHECK_EQ(mvm_add_disk(b, &d, err, sizeof(err)), -EBUSY);
+	CHECK(strstr(err, "locked by another process"));
+	/* Destroying the first VM releases its lock. */
+	mvm_destroy(a);
+	CHECK_EQ(mvm_add_disk(b, &d, err, sizeof(err)), 0);
+	mvm_destroy(b);
+}
+
+TEST(stop_and_wait_before_start)
+{
+	struct mvm_config c;
+	struct mvm_exit ex;
+	struct mvm_stats st;
+	struct mvm *vm;
+	char json[256];
+
+	setup();
+	c = config();
+	CHECK_EQ(mvm_create(&c, &vm, err, sizeof(err)), 0);
+	CHECK_EQ(mvm_stop(vm, 3), -EINVAL);
+	CHECK_EQ(mvm_wait(vm, 0, &ex), -EINVAL);
+	CHECK_EQ(mvm_stop(NULL, 0), -EINVAL);
+	CHECK_EQ(mvm_wait(NULL, 0, &ex), -EINVAL);
+	/* Statistics of a VM that never ran: zeros, valid JSON. */
+	CHECK_EQ(mvm_get_stats(vm, &st), 0);
+	CHECK_EQ(st.cpus, 1);
+	CHECK_EQ(st.vcpu.exits_io, 0);
+	CHECK_EQ(mvm_get_vcpu_stats(vm, 0, &st.vcpu), -EINVAL);
+	CHECK_EQ(mvm_get_queue_stats(vm, 0, 0, &st.queue), -EINVAL);
+	CHECK(mvm_stats_json(vm, json, sizeof(json)) > 0);
+	CHECK_STR(json, "{\"vcpus\":[],\"devices\":[]}");
+	CHECK_EQ(mvm_stats_json(vm, json, 8), -ENOSPC);
+	mvm_destroy(vm);
+}
+
+/* After mvm_start, whatever it returned, the VM cannot be started again
+ * nor get disks; destroy cleans up either way. */
+TEST(double_start_and_add_after_start)
+{
+	struct mvm_config c;
+	struct mvm_disk d;
+	struct mvm *vm;
+	int ret;
+
+	setup();
+	c = config();
+	CHECK_EQ(mvm_create(&c, &vm, err, sizeof(err)), 0);
+	mvm_disk_init(&d, image);
+	CHECK_EQ(mvm_add_disk(vm, &d, err, sizeof(err)), 0);
+	ret = mvm_start(vm, err, sizeof(err));
+	CHECK(ret == 0 || ret == -ENODEV || ret == -ENOTSUP);
+	CHECK_EQ(mvm_start(vm, err, sizeof(err)), -EBUSY);
+	CHECK(strstr(err, "started already"));
+	CHECK_EQ(mvm_add_disk(vm, &d, err, sizeof(err)), -EBUSY);
+	CHECK(strstr(err, "add disks before mvm_start"));
+	if (ret == 0) {
+		struct mvm_exit ex;
+
+		CHECK(mvm_wait_fd(vm) >= 0);
+		CHECK_EQ(mvm_stop(vm, 42), 0);
+		CHECK_EQ(mvm_wait(vm, -1, &ex), 0);
+		/* Stopped by us, unless the fake kernel ended it first (a KVM
+		 * that cannot run it: 126; a crash: triple fault, status 0). */
+		if (ex.reason == MVM_EXIT_STOPPED)
+			CHECK_EQ(ex.status, 42);
+		else
+			CHECK(ex.reason == MVM_EXIT_GUEST_ERROR || ex.reason == MVM_EXIT_POWEROFF);
+	} else {
+		CHECK_EQ(mvm_stop(vm, 1), -EINVAL);
+	}
+	mvm_destroy(vm);
+	/* The image's lock went with the VM. */
+	CHECK_EQ(mvm_create(&c, &vm, err, sizeof(err)), 0);
+	CHECK_EQ(mvm_add_disk(vm, &d, err, sizeof(err)), 0);
+	mvm_destroy(vm);
+}

@@ -1,0 +1,17 @@
+#include "vmm/log.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+
+void log_msg(const struct log_sink *sink, int level, const char *fmt, ...)
+{
+	char msg[1024];
+	va_list ap;
+
+	if (!sink || !sink->fn)
+		return;
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	sink->fn(sink->opaque, level, msg);
+}

@@ -1,0 +1,788 @@
+/* libmvm: the public API (vmm/mvm.h) over the VM runtime, the devices and
+ * the x86 boot code. A struct mvm owns everything of one VM; nothing here
+ * is process-wide except the kick signal's handler (see mvm.h).
+ *
+ * Lifecycle (state, under vm->lock where two threads may race):
+ *   CREATED  mvm_create: config checked and copied, kernel parsed;
+ *            mvm_add_disk opens and locks images.
+ *   RUNNING  mvm_start: KVM VM, devices, boot tables, vCPU threads and
+ *            the control thread, which polls the stop eventfd and the
+ *            console input, and on a stop request tears the vCPUs and
+ *            device threads down, records the exit, signals wait_efd.
+ *   ENDED    mvm_wait saw wait_efd and joined the control thread.
+ *   FAILED   mvm_start failed and unwound; only mvm_destroy is left.
+ */
+#include "vmm/mvm.h"
+#include "vmm/console.h"
+#include "vmm/kvm.h"
+#include "vmm/kvm_probe.h"
+#include "vmm/log.h"
+#include "vmm/util.h"
+#include "vmm/vcpu.h"
+#include "arch/x86/boot.h"
+#include "arch/x86/layout.h"
+#include "devices/blk_image.h"
+#include "devices/exitport.h"
+#include "devices/i8042.h"
+#include "devices/pci.h"
+#include "devices/serial.h"
+#include "devices/virtio_blk.h"
+#include "devices/virtio_mmio.h"
+#include "devices/virtio_pci.h"
+
+#include <errno.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <sys/stat.h>
+#include <sys/sysinfo.h>
+#include <unistd.h>
+
+#define MVM_MIN_MEM (16ULL << 20)
+#define MVM_MAX_GPA (1ULL << 40)     /* guest RAM + the 1 GiB hole stays below */
+
+enum mvm_state { MVM_CREATED, MVM_RUNNING, MVM_ENDED, MVM_FAILED };
+
+struct mvm_disk_slot {
+	struct blk_opts opts;
+	struct blk_image img;          /* open from mvm_add_disk until mvm_start */
+	enum mvm_transport transport;
+	bool packed;
+	struct virtio_dev *dev;        /* from mvm_start; the VM owns it */
+};
+
+struct mvm {
+	struct mvm_config cfg;         /* copy; its strings point into ours */
+	char *kernel, *initrd, *cmdline;
+	struct log_sink log;
+	atomic_int state;              /* enum mvm_state */
+
+	struct mvm_disk_slot disks[MVM_MAX_DISKS];
+	unsigned ndisks;
+
+	struct vm vm;
+	bool vm_up;
+	struct pci_bus pci;
+	bool pci_up;
+	struct serial *uart;
+	struct vcpu *vcpus;
+	unsigned nvcpus;               /* created */
+	bool threads_stopped;          /* mvm_stop_threads ran: devices stopped */
+
+	/* Console input: console_in -> escape filter -> UART RX FIFO. Bytes
+	 * the FIFO cannot take yet wait in carry. Control thread only. */
+	struct console_escape esc;
+	bool con_open;
+	uint8_t carry[SERIAL_FIFO_SIZE + 1];
+	size_t ncarry;
+
+	pthread_t control;
+	bool control_started;
+	int wait_efd;                  /* readable once the VM has ended */
+	pthread_mutex_t lock;          /* mvm_wait/mvm_destroy: joining */
+	bool joined;
+	struct mvm_exit exit;          /* written by the control thread before wait_efd */
+	char cmdline_buf[X86_CMDLINE_MAX];
+};
+
+__attribute__((format(printf, 4, 5)))
+static int mvm_err(char *err, size_t errlen, int ret, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (err && errlen) {
+		va_start(ap, fmt);
+		vsnprintf(err, errlen, fmt, ap);
+		va_end(ap);
+	}
+	return ret;
+}
+
+/* The caller's log callback behind the library's sink. */
+static void mvm_log_bridge(void *opaque, int level, const char *msg)
+{
+	const struct mvm *m = opaque;
+
+	m->cfg.log_fn(m->cfg.log_opaque, (enum mvm_log_level)level, msg);
+}
+
+void mvm_config_init(struct mvm_config *cfg)
+{
+	memset(cfg, 0, sizeof(*cfg));
+	cfg->cpus = 1;
+	cfg->mem = 256ULL << 20;
+	cfg->console_in = -1;
+	cfg->console_out = -1;
+	cfg->kick_signal = SIGUSR1;
+}
+
+void mvm_disk_init(struct mvm_disk *disk, const char *path)
+{
+	memset(disk, 0, sizeof(*disk));
+	disk->path = path;
+	disk->queues = 1;
+	disk->transport = MVM_TRANSPORT_PCI;
+	disk->packed = true;
+	disk->poll_us = BLK_POLL_US_DEFAULT;
+}
+
+static uint64_t mvm_host_mem(void)
+{
+	struct sysinfo si;
+
+	if (sysinfo(&si))
+		return 0;
+	return ((uint64_t)si.totalram + si.totalswap) * si.mem_unit;
+}
+
+static int mvm_check_file(const char *what, const char *path, char *err, size_t errlen)
+{
+	struct stat st;
+
+	if (stat(path, &st))
+		return mvm_err(err, errlen, -errno, "%s '%s': %s; check the path", what, path,
+			       strerror(errno));
+	if (!S_ISREG(st.st_mode))
+		return mvm_err(err, errlen, -EINVAL, "%s '%s': not a regular file; give a %s file",
+			       what, path, what);
+	if (access(path, R_OK))
+		return mvm_err(err, errlen, -errno, "%s '%s': %s; make it readable", what, path,
+			       strerror(errno));
+	return 0;
+}
+
+/* Everything about a config that needs no KVM. */
+static int mvm_check_config(const struct mvm_config *cfg, char *err, size_t errlen)
+{
+	uint64_t host_mem;
+
+	if (!cfg)
+		return mvm_err(err, errlen, -EINVAL, "config: NULL; fill one with mvm_config_init");
+	if (!cfg->kernel || !*cfg->kernel)
+		return mvm_err(err, errlen, -EINVAL, "kernel: not set; give a bzImage or an ELF "
+			       "vmlinux with a PVH note");
+	if (cfg->cpus < 1 || cfg->cpus > MVM_MAX_CPUS)
+		return mvm_err(err, errlen, -EINVAL, "cpus %u: out of range; give 1 to %u",
+			       cfg->cpus, MVM_MAX_CPUS);
+	if (cfg->mem < MVM_MIN_MEM || cfg->mem % 4096)
+		return mvm_err(err, errlen, -EINVAL, "mem %llu bytes: give at least 16 MiB, a "
+			       "multiple of 4 KiB", (unsigned long long)cfg->mem);
+	if (cfg->mem > MVM_MAX_GPA - GiB)
+		return mvm_err(err, errlen, -EINVAL, "mem %llu MiB: above mvm's limit of %llu GiB "
+			       "of guest RAM; give less", (unsigned long long)(cfg->mem >> 20),
+			       (unsigned long long)((MVM_MAX_GPA - GiB) >> 30));
+	host_mem = mvm_host_mem();
+	if (host_mem && cfg->mem > host_mem)
+		return mvm_err(err, errlen, -EINVAL, "mem %llu MiB: more than this host's RAM + "
+			       "swap (%llu MiB); give less", (unsigned long long)(cfg->mem >> 20),
+			       (unsigned long long)(host_mem >> 20));
+	if (cfg->kick_signal <= 0 || cfg->kick_signal > SIGRTMAX ||
+	    cfg->kick_signal == SIGKILL || cfg->kick_signal == SIGSTOP)
+		return mvm_err(err, errlen, -EINVAL, "kick_signal %d: not a signal a handler can "
+			       "be installed for; give e.g. SIGUSR1", cfg->kick_signal);
+	if (cfg->console_escape && cfg->console_in < 0)
+		return mvm_err(err, errlen, -EINVAL, "console_escape: set without console_in");
+	if (mvm_check_file("kernel", cfg->kernel, err, errlen))
+		return -EINVAL;
+	if (cfg->initrd && mvm_check_file("initrd", cfg->initrd, err, errlen))
+		return -EINVAL;
+	return 0;
+}
+
+static char *mvm_strdup(const char *s, bool *oom)
+{
+	char *d;
+
+	if (!s)
+		return NULL;
+	d = strdup(s);
+	if (!d)
+		*oom = true;
+	return d;
+}
+
+void mvm_destroy(struct mvm *m);
+
+int mvm_create(const struct mvm_config *cfg, struct mvm **out, char *err, size_t errlen)
+{
+	struct x86_boot_cfg bcfg;
+	struct mvm *m;
+	bool oom = false;
+	int ret;
+
+	if (!out)
+		return mvm_err(err, errlen, -EINVAL, "mvm_create: out is NULL");
+	*out = NULL;
+	ret = mvm_check_config(cfg, err, errlen);
+	if (ret)
+		return ret;
+	m = calloc(1, sizeof(*m));
+	if (!m)
+		return mvm_err(err, errlen, -ENOMEM, "out of memory");
+	m->cfg = *cfg;
+	m->kernel = mvm_strdup(cfg->kernel, &oom);
+	m->initrd = mvm_strdup(cfg->initrd, &oom);
+	m->cmdline = mvm_strdup(cfg->cmdline, &oom);
+	m->cfg.kernel = m->kernel;
+	m->cfg.initrd = m->initrd;
+	m->cfg.cmdline = m->cmdline;
+	m->wait_efd = -1;
+	atomic_init(&m->state, MVM_CREATED);
+	if (cfg->log_fn)
+		m->log = (struct log_sink){ .fn = mvm_log_bridge, .opaque = m };
+	ret = -pthread_mutex_init(&m->lock, NULL);
+	if (oom || ret) {
+		free(m->kernel);
+		free(m->initrd);
+		free(m->cmdline);
+		free(m);
+		return mvm_err(err, errlen, oom ? -ENOMEM : ret, "out of memory");
+	}
+	/* The kernel, initrd and command line are checked now (the command
+	 * line without the devices' fragments; mvm_start checks it again). */
+	if (vm_compose_cmdline(NULL, m->cmdline, m->cmdline_buf, sizeof(m->cmdline_buf))) {
+		mvm_destroy(m);
+		return mvm_err(err, errlen, -ENOSPC, "cmdline: too long (%zu bytes); shorten it",
+			       strlen(cfg->cmdline));
+	}
+	bcfg = (struct x86_boot_cfg){
+		.kernel_path = m->kernel, .initrd_path = m->initrd, .cmdline = m->cmdline_buf,
+		.mem_size = cfg->mem, .ncpus = cfg->cpus,
+	};
+	ret = x86_boot_check(&bcfg, err, errlen);
+	if (ret) {
+		mvm_destroy(m);
+		return ret;
+	}
+	*out = m;
+	return 0;
+}
+
+int mvm_add_disk(struct mvm *m, const struct mvm_disk *d, char *err, size_t errlen)
+{
+	struct mvm_disk_slot *s;
+	size_t n;
+	int ret;
+
+	if (!m || !d)
+		return mvm_err(err, errlen, -EINVAL, "mvm_add_disk: %s is NULL", m ? "disk" : "vm");
+	if (atomic_load(&m->state) != MVM_CREATED)
+		return mvm_err(err, errlen, -EBUSY, "disk %s: the VM has been started; add disks "
+			       "before mvm_start", d->path ? d->path : "(null)");
+	if (m->ndisks >= MVM_MAX_DISKS)
+		return mvm_err(err, errlen, -ENOSPC, "disk %s: more than %u disks",
+			       d->path ? d->path : "(null)", MVM_MAX_DISKS);
+	if (!d->path || !*d->path)
+		return mvm_err(err, errlen, -EINVAL, "disk: no path; give a raw image");
+	s = &m->disks[m->ndisks];
+	memset(s, 0, sizeof(*s));
+	n = strlen(d->path);
+	if (n >= sizeof(s->opts.path))
+		return mvm_err(err, errlen, -ENAMETOOLONG, "disk %.64s...: path too long", d->path);
+	memcpy(s->opts.path, d->path, n + 1);
+	if (d->queues < 1 || d->queues > MVM_MAX_QUEUES)
+		return mvm_err(err, errlen, -EINVAL, "disk %s: %u queues; give 1 to %u", d->path,
+			       d->queues, MVM_MAX_QUEUES);
+	if (d->poll_us > BLK_POLL_US_MAX)
+		return mvm_err(err, errlen, -EINVAL, "disk %s: poll %u us; give 0 to %u", d->path,
+			       d->poll_us, BLK_POLL_US_MAX);
+	if (d->serial && strlen(d->serial) > BLK_SERIAL_MAX)
+		return mvm_err(err, errlen, -EINVAL, "disk %s: serial '%s' longer than %u bytes",
+			       d->path, d->serial, BLK_SERIAL_MAX);
+	if (d->cache != MVM_CACHE_WRITEBACK && d->cache != MVM_CACHE_NONE)
+		return mvm_err(err, errlen, -EINVAL, "disk %s: cache %d unknown", d->path, d->cache);
+	if (d->transport != MVM_TRANSPORT_PCI && d->transport != MVM_TRANSPORT_MMIO)
+		return mvm_err(err, errlen, -EINVAL, "disk %s: transport %d unknown", d->path,
+			       d->transport);
+	s->opts.ro = d->ro;
+	s->opts.discard = d->discard;
+	s->opts.cache = d->cache == MVM_CACHE_NONE ? BLK_CACHE_NONE : BLK_CACHE_WRITEBACK;
+	s->opts.queues = d->queues;
+	s->opts.poll_us = d->poll_us;
+	if (d->serial)
+		memcpy(s->opts.serial, d->serial, strlen(d->serial) + 1);
+	s->transport = d->transport;
+	s->packed = d->packed;
+	/* Opened and locked now, once: a busy or odd-sized image fails here,
+	 * before anything is started. */
+	ret = blk_image_open(&s->opts, &s->img, &m->log, err, errlen);
+	if (ret)
+		return ret;
+	m->ndisks++;
+	return 0;
+}
+
+/* Every disk on its transport (vda, vdb, ... in order). The PCI bus exists
+ * only when some disk uses it. Before vCPUs start. */
+static int mvm_attach_disks(struct mvm *m, char *err, size_t errlen)
+{
+	unsigned i;
+	int ret;
+
+	for (i = 0; i < m->ndisks; i++) {
+		struct mvm_disk_slot *s = &m->disks[i];
+		bool pci = s->transport == MVM_TRANSPORT_PCI;
+		struct virtio_dev *dev;
+
+		ret = blk_dev_from_image(&s->opts, &s->img, &m->vm.mem, &dev, err, errlen);
+		if (ret)
+			return ret;
+		/* Before the driver reads the features (virtio_dev_init zeroed it). */
+		dev->no_packed = !s->packed;
+		if (pci && !m->pci_up) {
+			ret = pci_bus_init(&m->pci, &m->vm);
+			if (ret) {
+				virtio_dev_destroy(dev);
+				return mvm_err(err, errlen, ret, "PCI bus: %s", strerror(-ret));
+			}
+			m->pci_up = true;
+		}
+		ret = pci ? virtio_pci_attach(&m->vm, &m->pci, dev) : virtio_mmio_attach(&m->vm, dev);
+		if (ret) {
+			virtio_dev_destroy(dev);
+			return mvm_err(err, errlen, ret, "disk %s: cannot attach the %s device: %s",
+				       s->opts.path, pci ? "virtio-pci" : "virtio-mmio",
+				       strerror(-ret));
+		}
+		s->dev = dev;
+	}
+	return 0;
+}
+
+static void mvm_console_out(void *opaque, const uint8_t *buf, size_t len)
+{
+	const struct mvm *m = opaque;
+
+	m->cfg.console_fn(m->cfg.console_opaque, buf, len);
+}
+
+static void mvm_console_flush(struct mvm *m)
+{
+	size_t n = serial_rx_push(m->uart, m->carry, m->ncarry);
+
+	memmove(m->carry, m->carry + n, m->ncarry - n);
+	m->ncarry -= n;
+}
+
+/* One read of console input; returns true when the user typed Ctrl-A x. */
+static bool mvm_console_read(struct mvm *m)
+{
+	uint8_t in[SERIAL_FIFO_SIZE];
+	size_t outn;
+	ssize_t n;
+	bool quit;
+
+	n = read(m->cfg.console_in, in, sizeof(in));
+	if (n < 0 && (errno == EINTR || errno == EAGAIN))
+		return false;
+	if (n <= 0) {
+		m->con_open = false;    /* EOF or error: the guest just gets no input */
+		return false;
+	}
+	quit = console_escape_filter(&m->esc, in, n, m->carry + m->ncarry, &outn);
+	m->ncarry += outn;
+	mvm_console_flush(m);
+	return quit;
+}
+
+/* Stop what runs: vCPUs first (nothing then touches devices from the guest
+ * side), then every device's threads. */
+static void mvm_stop_threads(struct mvm *m, unsigned started)
+{
+	unsigned i;
+
+	for (i = 0; i < started; i++)
+		vcpu_kick(&m->vcpus[i]);
+	for (i = 0; i < started; i++)
+		vcpu_join(&m->vcpus[i]);
+	for (i = 0; i < m->vm.ndevices; i++)
+		m->vm.devices[i].ops->stop(m->vm.devices[i].dev);
+	m->threads_stopped = true;
+}
+
+/* The control thread: console input until a stop request, then teardown
+ * of the running parts and the exit record. */
+static void *mvm_control(void *arg)
+{
+	struct mvm *m = arg;
+	struct kvm_state *ks = vm_kvm(&m->vm);
+	uint64_t one = 1;
+	int status;
+
+	pthread_setname_np(pthread_self(), "mvm-control");
+	for (;;) {
+		struct pollfd p[2] = {
+			{ .fd = ks->stop_efd, .events = POLLIN },
+			{ .fd = -1, .events = POLLIN },
+		};
+		int timeout = -1;
+
+		if (m->ncarry)
+			mvm_console_flush(m);
+		if (m->con_open) {
+			if (!m->ncarry && serial_rx_room(m->uart))
+				p[1].fd = m->cfg.console_in;
+			else
+				timeout = 10;   /* the guest has not drained the FIFO yet */
+		}
+		if (poll(p, 2, timeout) < 0) {
+			if (errno == EINTR)
+				continue;
+			log_err(&m->log, "poll: %s", strerror(errno));
+			vm_request_stop(&m->vm, VM_STOP_HOST_ERROR, MVM_EXIT_INTERNAL,
+					"the control thread's poll failed");
+			break;
+		}
+		if (p[0].revents)
+			break;
+		if ((p[1].revents & (POLLIN | POLLHUP | POLLERR)) && mvm_console_read(m))
+			vm_request_stop(&m->vm, VM_STOP_REQUESTED, MVM_EXIT_OK, NULL);
+	}
+	mvm_stop_threads(m, m->cfg.cpus);
+	status = vm_stop_status(&m->vm);
+	m->exit.reason = (enum mvm_exit_reason)vm_stop_reason(&m->vm);
+	m->exit.status = status < 0 ? MVM_EXIT_INTERNAL : status;
+	snprintf(m->exit.message, sizeof(m->exit.message), "%s", vm_stop_message(&m->vm));
+	/* Pairs with mvm_wait's poll/read of wait_efd: the exit record is
+	 * complete before the eventfd says so. */
+	if (write(m->wait_efd, &one, sizeof(one)) < 0) {
+		/* cannot fail: a fresh non-blocking eventfd */
+	}
+	return NULL;
+}
+
+int mvm_start(struct mvm *m, char *err, size_t errlen)
+{
+	struct x86_boot_cfg bcfg;
+	struct x86_boot_info info;
+	int expected = MVM_CREATED, kvm_fd, ret;
+	unsigned i, started = 0, max;
+
+	if (!m)
+		return mvm_err(err, errlen, -EINVAL, "mvm_start: vm is NULL");
+	if (!atomic_compare_exchange_strong(&m->state, &expected, MVM_FAILED))
+		return mvm_err(err, errlen, -EBUSY, "mvm_start: the VM was started already");
+	/* From here on, any failure leaves the VM FAILED (destroy only). */
+	kvm_fd = kvm_open(err, errlen);
+	if (kvm_fd < 0)
+		return kvm_fd == -ENOTSUP ? -ENOTSUP : -ENODEV;
+	max = kvm_max_vcpus(kvm_fd);
+	if (max && m->cfg.cpus > max) {
+		close(kvm_fd);
+		return mvm_err(err, errlen, -EINVAL, "cpus %u: KVM on this host supports at most "
+			       "%u vCPUs; give %u or fewer", m->cfg.cpus, max, max);
+	}
+	ret = kvm_vm_create(&m->vm, kvm_fd, m->cfg.mem, m->cfg.cpus, err, errlen);
+	if (ret)
+		return ret;
+	m->vm_up = true;
+	m->vm.log = m->log;
+	m->vm.kick_signal = m->cfg.kick_signal;
+	m->wait_efd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	if (m->wait_efd < 0)
+		return mvm_err(err, errlen, -errno, "eventfd: %s", strerror(errno));
+
+	ret = serial_create(&m->vm, m->cfg.console_out, &m->uart);
+	if (!ret)
+		ret = i8042_create(&m->vm);
+	if (!ret)
+		ret = exitport_create(&m->vm);
+	if (ret)
+		return mvm_err(err, errlen, ret, "legacy devices: %s", strerror(-ret));
+	if (m->cfg.console_fn)
+		serial_set_output(m->uart, mvm_console_out, m);
+	ret = mvm_attach_disks(m, err, errlen);
+	if (ret)
+		return ret;
+
+	if (vm_compose_cmdline(m->vm.cmdline_extra, m->cmdline, m->cmdline_buf,
+			       sizeof(m->cmdline_buf)))
+		return mvm_err(err, errlen, -ENOSPC, "cmdline: too long with the devices' "
+			       "parameters; shorten it");
+	bcfg = (struct x86_boot_cfg){
+		.kernel_path = m->kernel, .initrd_path = m->initrd, .cmdline = m->cmdline_buf,
+		.mem_size = m->cfg.mem, .ncpus = m->cfg.cpus,
+	};
+	ret = x86_boot_check(&bcfg, err, errlen);
+	if (!ret)
+		ret = x86_boot_load(&m->vm.mem, &bcfg, &info, err, errlen);
+	if (ret)
+		return ret;
+
+	m->vcpus = calloc(m->cfg.cpus, sizeof(*m->vcpus));
+	if (!m->vcpus)
+		return mvm_err(err, errlen, -ENOMEM, "out of memory for %u vCPUs", m->cfg.cpus);
+	for (i = 0; i < m->cfg.cpus; i++) {
+		ret = vcpu_create(&m->vcpus[i], &m->vm, i);
+		if (ret)
+			return mvm_err(err, errlen, ret, "vCPU %u: KVM_CREATE_VCPU: %s", i,
+				       strerror(-ret));
+		m->nvcpus++;
+		ret = x86_vcpu_init(m->vcpus[i].fd, i, m->cfg.cpus, vm_kvm(&m->vm)->cpuid, &info,
+				    err, errlen);
+		if (ret)
+			return ret;
+	}
+	ret = vcpu_signal_setup(m->cfg.kick_signal);
+	if (ret)
+		return mvm_err(err, errlen, ret, "sigaction(%d): %s", m->cfg.kick_signal,
+			       strerror(-ret));
+
+	m->con_open = m->cfg.console_in >= 0;
+	m->esc.raw = m->cfg.console_escape;
+	for (i = 0; i < m->cfg.cpus; i++) {
+		ret = vcpu_start(&m->vcpus[i]);
+		if (ret)
+			goto stop_vcpus;
+		started++;
+	}
+	ret = -pthread_create(&m->control, NULL, mvm_control, m);
+	if (ret)
+		goto stop_vcpus;
+	m->control_started = true;
+	atomic_store(&m->state, MVM_RUNNING);
+	return 0;
+
+stop_vcpus:
+	vm_request_stop(&m->vm, VM_STOP_HOST_ERROR, MVM_EXIT_INTERNAL, NULL);
+	mvm_stop_threads(m, started);
+	return mvm_err(err, errlen, ret, "cannot start a thread: %s", strerror(-ret));
+}
+
+int mvm_stop(struct mvm *m, int status)
+{
+	int st;
+
+	if (!m)
+		return -EINVAL;
+	st = atomic_load(&m->state);
+	if (st != MVM_RUNNING && st != MVM_ENDED)
+		return -EINVAL;
+	vm_request_stop(&m->vm, VM_STOP_REQUESTED, status, NULL);
+	return 0;
+}
+
+int mvm_wait_fd(const struct mvm *m)
+{
+	return m ? m->wait_efd : -1;
+}
+
+int mvm_wait(struct mvm *m, int timeout_ms, struct mvm_exit *ex)
+{
+	struct pollfd p;
+	int st, ret;
+
+	if (!m)
+		return -EINVAL;
+	st = atomic_load(&m->state);
+	if (st != MVM_RUNNING && st != MVM_ENDED)
+		return -EINVAL;
+	p = (struct pollfd){ .fd = m->wait_efd, .events = POLLIN };
+	do
+		ret = poll(&p, 1, timeout_ms);
+	while (ret < 0 && errno == EINTR);
+	if (ret < 0)
+		return -errno;
+	if (ret == 0)
+		return -ETIMEDOUT;
+	pthread_mutex_lock(&m->lock);
+	if (!m->joined) {
+		pthread_join(m->control, NULL);
+		m->joined = true;
+		atomic_store(&m->state, MVM_ENDED);
+	}
+	pthread_mutex_unlock(&m->lock);
+	if (ex)
+		*ex = m->exit;
+	return 0;
+}
+
+static void mvm_vcpu_stats_add(struct mvm_vcpu_stats *st, const struct vcpu *v)
+{
+	st->exits_io += v->exits[VCPU_EXIT_IO];
+	st->exits_mmio += v->exits[VCPU_EXIT_MMIO];
+	st->exits_intr += v->exits[VCPU_EXIT_INTR];
+	st->exits_hlt += v->exits[VCPU_EXIT_HLT];
+	st->exits_shutdown += v->exits[VCPU_EXIT_SHUTDOWN];
+	st->exits_system_event += v->exits[VCPU_EXIT_SYSTEM_EVENT];
+	st->exits_other += v->exits[VCPU_EXIT_OTHER];
+}
+
+int mvm_get_vcpu_stats(const struct mvm *m, unsigned vcpu, struct mvm_vcpu_stats *st)
+{
+	if (!m || !st || vcpu >= m->nvcpus)
+		return -EINVAL;
+	memset(st, 0, sizeof(*st));
+	mvm_vcpu_stats_add(st, &m->vcpus[vcpu]);
+	return 0;
+}
+
+int mvm_get_queue_stats(const struct mvm *m, unsigned disk, unsigned queue,
+			struct mvm_queue_stats *st)
+{
+	struct blk_queue_stats b;
+
+	if (!m || !st || disk >= m->ndisks || !m->disks[disk].dev ||
+	    blk_get_queue_stats(m->disks[disk].dev, queue, &b))
+		return -EINVAL;
+	*st = (struct mvm_queue_stats){
+		.requests = b.requests, .batches = b.batches, .enters = b.enters, .irqs = b.irqs,
+		.errors = b.errors, .bytes_read = b.bytes_read, .bytes_written = b.bytes_written,
+		.polled = b.polled,
+	};
+	return 0;
+}
+
+int mvm_get_stats(const struct mvm *m, struct mvm_stats *st)
+{
+	unsigned i, q;
+
+	if (!m || !st)
+		return -EINVAL;
+	memset(st, 0, sizeof(*st));
+	st->cpus = m->cfg.cpus;
+	st->disks = m->ndisks;
+	for (i = 0; i < m->nvcpus; i++)
+		mvm_vcpu_stats_add(&st->vcpu, &m->vcpus[i]);
+	for (i = 0; i < m->ndisks; i++) {
+		for (q = 0; q < m->disks[i].opts.queues; q++) {
+			struct mvm_queue_stats one;
+
+			if (mvm_get_queue_stats(m, i, q, &one))
+				continue;
+			st->queue.requests += one.requests;
+			st->queue.batches += one.batches;
+			st->queue.enters += one.enters;
+			st->queue.irqs += one.irqs;
+			st->queue.errors += one.errors;
+			st->queue.bytes_read += one.bytes_read;
+			st->queue.bytes_written += one.bytes_written;
+			st->queue.polled += one.polled;
+		}
+	}
+	if (m->uart) {
+		st->console_bytes_out = m->uart->tx_bytes;
+		st->console_bytes_in = m->uart->rx_bytes;
+	}
+	return 0;
+}
+
+int mvm_stats_json(const struct mvm *m, char *buf, size_t len)
+{
+	bool first = true;
+	size_t n = 0;
+	FILE *f;
+	unsigned i;
+
+	if (!m || !buf || !len)
+		return -EINVAL;
+	f = fmemopen(buf, len, "w");
+	if (!f)
+		return -errno;
+	fputs("{\"vcpus\":[", f);
+	for (i = 0; i < m->nvcpus; i++) {
+		if (i)
+			fputc(',', f);
+		vcpu_stats_json(&m->vcpus[i], f);
+	}
+	fputs("],\"devices\":[", f);
+	for (i = 0; m->vm_up && i < m->vm.ndevices; i++) {
+		if (!m->vm.devices[i].ops->stats_json)
+			continue;
+		if (!first)
+			fputc(',', f);
+		first = false;
+		m->vm.devices[i].ops->stats_json(m->vm.devices[i].dev, f);
+	}
+	fputs("]}", f);
+	n = (size_t)ftell(f);
+	if (fclose(f) || n + 1 >= len)
+		return -ENOSPC;
+	return (int)n;
+}
+
+void mvm_destroy(struct mvm *m)
+{
+	unsigned i;
+
+	if (!m)
+		return;
+	if (atomic_load(&m->state) == MVM_RUNNING || atomic_load(&m->state) == MVM_ENDED) {
+		vm_request_stop(&m->vm, VM_STOP_REQUESTED, MVM_EXIT_OK, NULL);
+		mvm_wait(m, -1, NULL);
+	}
+	if (m->vm_up) {
+		if (!m->threads_stopped)
+			mvm_stop_threads(m, 0);
+		for (i = m->vm.ndevices; i-- > 0;)
+			m->vm.devices[i].ops->destroy(m->vm.devices[i].dev);
+	}
+	if (m->pci_up)
+		pci_bus_destroy(&m->pci);
+	for (i = 0; i < m->nvcpus; i++)
+		vcpu_destroy(&m->vcpus[i]);
+	free(m->vcpus);
+	/* Images of disks that never became devices (no start, or a start
+	 * that failed before them). */
+	for (i = 0; i < m->ndisks; i++)
+		if (!m->disks[i].dev)
+			blk_image_close(&m->disks[i].img);
+	if (m->vm_up)
+		vm_fini(&m->vm);
+	if (m->wait_efd >= 0)
+		close(m->wait_efd);
+	pthread_mutex_destroy(&m->lock);
+	free(m->kernel);
+	free(m->initrd);
+	free(m->cmdline);
+	free(m);
+}
+
+static int mvm_probe_cb(void *ctx, struct kvm_probe_result *res)
+{
+	/* The payload takes microseconds; a KVM that has not finished it in
+	 * two seconds never will. */
+	return kvm_probe_run(2000, *(const int *)ctx, res);
+}
+
+int mvm_check_kvm(const char *override, const char *cache_path, int kick_signal,
+		  struct mvm_kvm_check *out, char *err, size_t errlen)
+{
+	char boot_id[64] = "", key[128];
+	struct kvm_choice_env env = {
+		.override = override, .cache_path = cache_path, .boot_id = boot_id, .key = key,
+		.probe = mvm_probe_cb, .ctx = &kick_signal,
+	};
+	struct kvm_choice c;
+	FILE *fp;
+	int ret;
+
+	if (!out)
+		return mvm_err(err, errlen, -EINVAL, "mvm_check_kvm: out is NULL");
+	memset(out, 0, sizeof(*out));
+	fp = fopen("/proc/sys/kernel/random/boot_id", "re");
+	if (fp) {
+		if (!fgets(boot_id, sizeof(boot_id), fp))
+			boot_id[0] = '\0';
+		boot_id[strcspn(boot_id, "\n")] = '\0';
+		fclose(fp);
+	}
+	kvm_probe_key(key, sizeof(key));
+	ret = vcpu_signal_setup(kick_signal);
+	if (ret)
+		return mvm_err(err, errlen, ret, "sigaction(%d): %s", kick_signal, strerror(-ret));
+	ret = kvm_choose(&env, &c, err, errlen);
+	if (ret)
+		return ret;
+	out->direct = c.mode == KVM_MODE_DIRECT;
+	out->forced = c.forced;
+	out->cached = c.cached;
+	out->pvm = kvm_host_is_pvm("/sys");
+	snprintf(out->why, sizeof(out->why), "%s", c.why);
+	return 0;
+}

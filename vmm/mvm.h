@@ -1,0 +1,225 @@
+/* libmvm: boot and run Linux microVMs on KVM from your own program.
+ *
+ * One header, one library (libmvm.so / libmvm.a, pkg-config "mvm"). A VM is
+ * a `struct mvm`: create it from a config, add disks, start it, wait for it
+ * to end (or stop it), read its statistics, destroy it. Many VMs may run in
+ * one process at once; each has its own threads (one per vCPU, one per
+ * virtqueue, one control thread) and nothing is shared between them.
+ *
+ *     struct mvm_config cfg;
+ *     struct mvm_disk disk;
+ *     struct mvm *vm;
+ *     struct mvm_exit ex;
+ *     char err[MVM_ERR_MAX];
+ *
+ *     mvm_config_init(&cfg);
+ *     cfg.kernel = "bzImage";
+ *     cfg.initrd = "initramfs.cpio.gz";
+ *     cfg.cmdline = "-- echo hello";
+ *     cfg.console_out = STDOUT_FILENO;
+ *     if (mvm_create(&cfg, &vm, err, sizeof(err)))
+ *         ... err says what is wrong ...
+ *     mvm_disk_init(&disk, "disk.img");
+ *     disk.queues = 2;
+ *     if (mvm_add_disk(vm, &disk, err, sizeof(err)) || mvm_start(vm, err, sizeof(err)))
+ *         ...
+ *     mvm_wait(vm, -1, &ex);          // ex.status: what mvm(1) would exit with
+ *     mvm_destroy(vm);
+ *
+ * Messages about a field of the config or a disk start with its name
+ * ("kernel '...': ...", "mem ...", "disk PATH: ..."), so a command line can
+ * put its own option syntax in front.
+ *
+ * Rules the library keeps:
+ *  - every call returns 0 or a negative errno value, and fills the caller's
+ *    err buffer (when given) with a one-line message: what, which value,
+ *    what to do. Nothing in the library exits, aborts or prints, except
+ *    through the log callback the caller installs;
+ *  - no process-wide state: no globals, no atexit, no signal mask changes.
+ *    The one process-wide thing is the handler of cfg.kick_signal, which
+ *    mvm_start installs (a no-op handler, without SA_RESTART) because KVM
+ *    needs a signal to interrupt a running vCPU: choose a signal the host
+ *    process does not otherwise use;
+ *  - mvm_stop is async-signal-safe and may be called from any thread.
+ *
+ * Threads created by the library inherit the calling thread's signal mask:
+ * block the signals your process handles itself (e.g. with signalfd)
+ * before mvm_start, as mvm(1) does, so they are not delivered to VM threads.
+ */
+#ifndef MVM_H
+#define MVM_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define MVM_VERSION_STRING "0.2"
+#define MVM_ERR_MAX 512          /* enough for any message */
+#define MVM_MAX_DISKS 16
+#define MVM_MAX_QUEUES 64
+#define MVM_MAX_CPUS 254
+
+struct mvm;
+
+enum mvm_log_level { MVM_LOG_ERROR, MVM_LOG_WARNING, MVM_LOG_INFO };
+
+/* A log line, without "mvm: " and without a newline. Called from any of the
+ * VM's threads (vCPU, queue, control) and from the caller's thread; it must
+ * not call back into the library for the same VM. */
+typedef void (*mvm_log_fn)(void *opaque, enum mvm_log_level level, const char *msg);
+
+/* Guest console output, from a vCPU thread; must not block for long (the
+ * vCPU waits). */
+typedef void (*mvm_console_fn)(void *opaque, const uint8_t *buf, size_t len);
+
+struct mvm_config {
+	const char *kernel;     /* bzImage (64-bit boot protocol) or ELF vmlinux with
+				 * a PVH note; required */
+	const char *initrd;     /* initramfs, or NULL */
+	const char *cmdline;    /* appended after mvm's own kernel parameters, or NULL */
+	unsigned cpus;          /* 1..MVM_MAX_CPUS (and KVM's limit); default 1 */
+	uint64_t mem;           /* guest RAM in bytes: >= 16 MiB, a multiple of 4 KiB;
+				 * default 256 MiB */
+	/* Console (the guest's COM1). Output goes to console_fn when set, else
+	 * to console_out when >= 0, else nowhere. Input is read from
+	 * console_in when >= 0 (by the VM's control thread). Defaults: -1. */
+	int console_in;
+	int console_out;
+	mvm_console_fn console_fn;
+	void *console_opaque;
+	/* Interpret Ctrl-A in console_in: Ctrl-A x stops the VM (status 0),
+	 * Ctrl-A Ctrl-A sends one Ctrl-A. Default false. */
+	bool console_escape;
+	/* Messages (warnings about the host, what a guest did wrong). NULL: none. */
+	mvm_log_fn log_fn;
+	void *log_opaque;
+	/* The signal that kicks vCPU threads out of KVM_RUN (see above).
+	 * Default SIGUSR1. */
+	int kick_signal;
+};
+
+enum mvm_transport { MVM_TRANSPORT_PCI, MVM_TRANSPORT_MMIO };
+enum mvm_cache { MVM_CACHE_WRITEBACK, MVM_CACHE_NONE };
+
+struct mvm_disk {
+	const char *path;       /* raw image (size a multiple of 512) or block device */
+	bool ro;                /* read-only: VIRTIO_BLK_F_RO, writes fail */
+	const char *serial;     /* VIRTIO_BLK_T_GET_ID, up to 20 bytes, or NULL */
+	enum mvm_cache cache;   /* MVM_CACHE_NONE: O_DIRECT on the host */
+	bool discard;           /* offer DISCARD (hole punching) when the host can */
+	unsigned queues;        /* virtqueues, 1..MVM_MAX_QUEUES; default 1 */
+	enum mvm_transport transport;   /* default MVM_TRANSPORT_PCI */
+	bool packed;            /* offer the packed ring; default true */
+	unsigned poll_us;       /* queue threads poll this long after work, 0..1000;
+				 * default 32 */
+};
+
+/* Why a VM ended. */
+enum mvm_exit_reason {
+	MVM_EXIT_POWEROFF,      /* the guest powered off or rebooted: status 0 */
+	MVM_EXIT_GUEST_STATUS,  /* the guest wrote its status to the exit port */
+	MVM_EXIT_STOPPED,       /* mvm_stop(), or Ctrl-A x: status as given */
+	MVM_EXIT_GUEST_ERROR,   /* the guest did something mvm cannot handle, or this
+				 * KVM cannot run it: status 126, message says what */
+	MVM_EXIT_HOST_ERROR,    /* a host or KVM failure: status 125 */
+};
+
+struct mvm_exit {
+	enum mvm_exit_reason reason;
+	int status;             /* what mvm(1) exits with for this end */
+	char message[MVM_ERR_MAX];   /* empty unless an error ended the VM */
+};
+
+/* Statistics since mvm_start: sums over vCPUs and over every queue of
+ * every disk; per-vCPU and per-queue figures below. */
+struct mvm_vcpu_stats {
+	uint64_t exits_io, exits_mmio, exits_intr, exits_hlt, exits_shutdown,
+		 exits_system_event, exits_other;
+};
+
+struct mvm_queue_stats {
+	uint64_t requests;      /* requests the guest submitted */
+	uint64_t batches;       /* publishes of completed requests */
+	uint64_t enters;        /* io_uring_enter calls */
+	uint64_t irqs;          /* interrupts sent to the guest */
+	uint64_t errors;        /* requests completed with an error status */
+	uint64_t bytes_read, bytes_written;
+	uint64_t polled;        /* rounds where polling found work */
+};
+
+struct mvm_stats {
+	unsigned cpus, disks;
+	struct mvm_vcpu_stats vcpu;     /* sums */
+	struct mvm_queue_stats queue;   /* sums */
+	uint64_t console_bytes_out, console_bytes_in;
+};
+
+/* Defaults for every field. */
+void mvm_config_init(struct mvm_config *cfg);
+void mvm_disk_init(struct mvm_disk *disk, const char *path);
+
+/* Check cfg and make a VM that is not running yet (the config is copied;
+ * files are checked and the kernel is parsed now). 0 or -errno. */
+int mvm_create(const struct mvm_config *cfg, struct mvm **out, char *err, size_t errlen);
+
+/* Add a virtio-blk disk (vda, vdb, ... in order) before mvm_start. The
+ * image is opened and locked now (an image another VM holds read-write is
+ * refused: -EBUSY). -EBUSY after mvm_start, -ENOSPC past MVM_MAX_DISKS. */
+int mvm_add_disk(struct mvm *vm, const struct mvm_disk *disk, char *err, size_t errlen);
+
+/* Create the KVM VM, load the kernel, start the vCPUs. Once per VM (-EBUSY
+ * again). On failure nothing is left running; the VM can only be
+ * destroyed. -ENODEV: no usable /dev/kvm (missing, no permission);
+ * -ENOTSUP: this KVM lacks what mvm needs; -EINVAL, -ENOSPC, -ENOEXEC,
+ * -E2BIG: the kernel, command line or sizes do not fit; others: host
+ * failures. */
+int mvm_start(struct mvm *vm, char *err, size_t errlen);
+
+/* Ask the VM to stop; it ends with MVM_EXIT_STOPPED and `status` unless it
+ * already ended for another reason. Returns at once (mvm_wait waits).
+ * Async-signal-safe. -EINVAL before mvm_start. */
+int mvm_stop(struct mvm *vm, int status);
+
+/* Wait for the VM to end, at most timeout_ms (-1: forever, 0: poll); the
+ * VM's threads are joined when it returns 0. -ETIMEDOUT, or -EINVAL
+ * before mvm_start. */
+int mvm_wait(struct mvm *vm, int timeout_ms, struct mvm_exit *ex);
+
+/* An eventfd that becomes readable once the VM has ended (then mvm_wait
+ * returns at once), for the caller's poll loop; -1 before mvm_start. */
+int mvm_wait_fd(const struct mvm *vm);
+
+int mvm_get_stats(const struct mvm *vm, struct mvm_stats *st);
+/* One vCPU's or one queue's statistics: -EINVAL for an index out of range. */
+int mvm_get_vcpu_stats(const struct mvm *vm, unsigned vcpu, struct mvm_vcpu_stats *st);
+int mvm_get_queue_stats(const struct mvm *vm, unsigned disk, unsigned queue,
+			struct mvm_queue_stats *st);
+/* The statistics as one JSON object (what mvm --stats prints), into buf
+ * (NUL-terminated). Returns the length, or -ENOSPC when buf is too small. */
+int mvm_stats_json(const struct mvm *vm, char *buf, size_t len);
+
+/* Stop the VM if it runs, wait for it, free everything. NULL is ignored. */
+void mvm_destroy(struct mvm *vm);
+
+/* Can this host's /dev/kvm run a Linux guest? See README "Which KVM runs
+ * the guest". override: MVM_KVM's value (NULL = auto); cache_path: where
+ * the verdict is kept for this host boot (NULL: not cached). */
+struct mvm_kvm_check {
+	bool direct;            /* run guests on /dev/kvm (else: a nested harness) */
+	bool forced;            /* the override decided */
+	bool cached;            /* the verdict came from the cache */
+	bool pvm;               /* the host's KVM is PVM */
+	char why[1024];
+};
+int mvm_check_kvm(const char *override, const char *cache_path, int kick_signal,
+		  struct mvm_kvm_check *out, char *err, size_t errlen);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif
