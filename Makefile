@@ -8,6 +8,7 @@
 #   make run                     install deps, build mvm + guest, boot the guest to its shell
 #   make guest                   build the test guest kernel + initramfs (cached)
 #   make bench                   device benchmark (no KVM needed)
+#   make static                  fully static ./mvm with musl (build/static/)
 #   make clean
 
 V ?= 0
@@ -16,7 +17,9 @@ E := $(if $(filter 1,$(V)),@true,@echo)
 
 CC      ?= cc
 SANITIZE ?=
-VARIANT := $(if $(SANITIZE),san,plain)
+# STATIC=1 (set by `make static`): musl-gcc, fully static, in build/static.
+STATIC  ?=
+VARIANT := $(if $(STATIC),static,$(if $(SANITIZE),san,plain))
 BUILD   := build/$(VARIANT)
 
 CFLAGS_BASE := -std=gnu11 -O2 -g -Wall -Wextra -Werror -MMD -MP -D_GNU_SOURCE -pthread -I.
@@ -25,9 +28,13 @@ ifneq ($(SANITIZE),)
 CFLAGS_BASE += -fsanitize=$(SANITIZE) -fno-omit-frame-pointer -fno-sanitize-recover=all
 LDFLAGS_SAN := -fsanitize=$(SANITIZE)
 endif
+ifneq ($(STATIC),)
+CFLAGS_BASE += -isystem $(MUSL_PREFIX)/kernel-headers -I$(MUSL_PREFIX)/include
+LDFLAGS_STATIC := -static -L$(MUSL_PREFIX)/lib
+endif
 ALL_CFLAGS := $(CFLAGS_BASE) $(CFLAGS)
 LDLIBS  := -luring -lpthread
-ALL_LDFLAGS := $(LDFLAGS_SAN) $(LDFLAGS)
+ALL_LDFLAGS := $(LDFLAGS_SAN) $(LDFLAGS_STATIC) $(LDFLAGS)
 
 # Every .c under these folders is part of mvm. libmvm (the library behind
 # vmm/mvm.h) is all of it but the command line: main.c, cli.c and term.c.
@@ -66,7 +73,7 @@ EMBED_ROOT := $(abspath $(BUILD))/embed-root
 EMBED_BIN  := $(BUILD)/tests/embed/mvm-embed
 
 .SECONDARY:
-.PHONY: all clean test unit-tests run guest bench deps lib install embed FORCE
+.PHONY: all clean test unit-tests run guest bench deps lib install embed static static-bin FORCE
 all: mvm lib
 
 # mvm(1) links libmvm statically: one file to copy, no library path.
@@ -75,6 +82,15 @@ $(BUILD)/mvm: $(MAIN_OBJ) $(CLI_OBJS) $(LIBMVM_A)
 	$(Q)$(CC) $(ALL_CFLAGS) $(ALL_LDFLAGS) -o $@ $^ $(LDLIBS)
 
 lib: $(LIBMVM_A) $(LIBMVM_SO) $(BUILD)/mvm.pc
+
+# A fully static mvm with musl (liburing built for musl by
+# scripts/musl-deps.sh, once, into the cache). static-bin leaves it in
+# build/static/mvm; static also makes it ./mvm, the variant built last.
+static-bin:
+	$(Q)prefix=$$(scripts/musl-deps.sh) && \
+		$(MAKE) --no-print-directory STATIC=1 CC=musl-gcc MUSL_PREFIX=$$prefix build/static/mvm
+static: static-bin
+	$(Q)cp build/static/mvm mvm
 
 $(LIBMVM_A): $(LIBMVM_OBJS)
 	$(E) "  AR      $@"

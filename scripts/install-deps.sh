@@ -10,6 +10,7 @@ pkgs=(
 	busybox-static fio e2fsprogs kmod            # guest userland, images
 	dpkg-dev libaio-dev zlib1g-dev                # guest: static fio from Debian's source package
 	qemu-system-x86 zstd                          # nested harness (no KVM that runs Linux)
+	musl-tools                                    # make static
 	python3 procps util-linux
 )
 missing=()
@@ -25,6 +26,7 @@ done
 # be one that cannot run Linux (PVM).
 fetch_guest_sources() {
 	"$(dirname "$0")/../guest/fetch-sources.sh"
+	"$(dirname "$0")/musl-deps.sh" --fetch
 	if [ "${MVM_KVM:-auto}" != direct ]; then
 		"$(dirname "$0")/../tests/nested/run" --prepare
 	fi
