@@ -90,19 +90,6 @@ struct mvm {
 	char cmdline_buf[X86_CMDLINE_MAX];
 };
 
-__attribute__((format(printf, 4, 5)))
-static int mvm_err(char *err, size_t errlen, int ret, const char *fmt, ...)
-{
-	va_list ap;
-
-	if (err && errlen) {
-		va_start(ap, fmt);
-		vsnprintf(err, errlen, fmt, ap);
-		va_end(ap);
-	}
-	return ret;
-}
-
 /* The caller's log callback behind the library's sink. */
 static void mvm_log_bridge(void *opaque, int level, const char *msg)
 {
@@ -145,13 +132,13 @@ static int mvm_check_file(const char *what, const char *path, char *err, size_t 
 	struct stat st;
 
 	if (stat(path, &st))
-		return mvm_err(err, errlen, -errno, "%s '%s': %s; check the path", what, path,
+		return err_set(err, errlen, -errno, "%s '%s': %s; check the path", what, path,
 			       strerror(errno));
 	if (!S_ISREG(st.st_mode))
-		return mvm_err(err, errlen, -EINVAL, "%s '%s': not a regular file; give a %s file",
+		return err_set(err, errlen, -EINVAL, "%s '%s': not a regular file; give a %s file",
 			       what, path, what);
 	if (access(path, R_OK))
-		return mvm_err(err, errlen, -errno, "%s '%s': %s; make it readable", what, path,
+		return err_set(err, errlen, -errno, "%s '%s': %s; make it readable", what, path,
 			       strerror(errno));
 	return 0;
 }
@@ -162,31 +149,31 @@ static int mvm_check_config(const struct mvm_config *cfg, char *err, size_t errl
 	uint64_t host_mem;
 
 	if (!cfg)
-		return mvm_err(err, errlen, -EINVAL, "config: NULL; fill one with mvm_config_init");
+		return err_set(err, errlen, -EINVAL, "config: NULL; fill one with mvm_config_init");
 	if (!cfg->kernel || !*cfg->kernel)
-		return mvm_err(err, errlen, -EINVAL, "kernel: not set; give a bzImage or an ELF "
+		return err_set(err, errlen, -EINVAL, "kernel: not set; give a bzImage or an ELF "
 			       "vmlinux with a PVH note");
 	if (cfg->cpus < 1 || cfg->cpus > MVM_MAX_CPUS)
-		return mvm_err(err, errlen, -EINVAL, "cpus %u: out of range; give 1 to %u",
+		return err_set(err, errlen, -EINVAL, "cpus %u: out of range; give 1 to %u",
 			       cfg->cpus, MVM_MAX_CPUS);
 	if (cfg->mem < MVM_MIN_MEM || cfg->mem % 4096)
-		return mvm_err(err, errlen, -EINVAL, "mem %llu bytes: give at least 16 MiB, a "
+		return err_set(err, errlen, -EINVAL, "mem %llu bytes: give at least 16 MiB, a "
 			       "multiple of 4 KiB", (unsigned long long)cfg->mem);
 	if (cfg->mem > MVM_MAX_GPA - GiB)
-		return mvm_err(err, errlen, -EINVAL, "mem %llu MiB: above mvm's limit of %llu GiB "
+		return err_set(err, errlen, -EINVAL, "mem %llu MiB: above mvm's limit of %llu GiB "
 			       "of guest RAM; give less", (unsigned long long)(cfg->mem >> 20),
 			       (unsigned long long)((MVM_MAX_GPA - GiB) >> 30));
 	host_mem = mvm_host_mem();
 	if (host_mem && cfg->mem > host_mem)
-		return mvm_err(err, errlen, -EINVAL, "mem %llu MiB: more than this host's RAM + "
+		return err_set(err, errlen, -EINVAL, "mem %llu MiB: more than this host's RAM + "
 			       "swap (%llu MiB); give less", (unsigned long long)(cfg->mem >> 20),
 			       (unsigned long long)(host_mem >> 20));
 	if (cfg->kick_signal <= 0 || cfg->kick_signal > SIGRTMAX ||
 	    cfg->kick_signal == SIGKILL || cfg->kick_signal == SIGSTOP)
-		return mvm_err(err, errlen, -EINVAL, "kick_signal %d: not a signal a handler can "
+		return err_set(err, errlen, -EINVAL, "kick_signal %d: not a signal a handler can "
 			       "be installed for; give e.g. SIGUSR1", cfg->kick_signal);
 	if (cfg->console_escape && cfg->console_in < 0)
-		return mvm_err(err, errlen, -EINVAL, "console_escape: set without console_in");
+		return err_set(err, errlen, -EINVAL, "console_escape: set without console_in");
 	if (mvm_check_file("kernel", cfg->kernel, err, errlen))
 		return -EINVAL;
 	if (cfg->initrd && mvm_check_file("initrd", cfg->initrd, err, errlen))
@@ -216,14 +203,14 @@ int mvm_create(const struct mvm_config *cfg, struct mvm **out, char *err, size_t
 	int ret;
 
 	if (!out)
-		return mvm_err(err, errlen, -EINVAL, "mvm_create: out is NULL");
+		return err_set(err, errlen, -EINVAL, "mvm_create: out is NULL");
 	*out = NULL;
 	ret = mvm_check_config(cfg, err, errlen);
 	if (ret)
 		return ret;
 	m = calloc(1, sizeof(*m));
 	if (!m)
-		return mvm_err(err, errlen, -ENOMEM, "out of memory");
+		return err_set(err, errlen, -ENOMEM, "out of memory");
 	m->cfg = *cfg;
 	m->kernel = mvm_strdup(cfg->kernel, &oom);
 	m->initrd = mvm_strdup(cfg->initrd, &oom);
@@ -241,13 +228,13 @@ int mvm_create(const struct mvm_config *cfg, struct mvm **out, char *err, size_t
 		free(m->initrd);
 		free(m->cmdline);
 		free(m);
-		return mvm_err(err, errlen, oom ? -ENOMEM : ret, "out of memory");
+		return err_set(err, errlen, oom ? -ENOMEM : ret, "out of memory");
 	}
 	/* The kernel, initrd and command line are checked now (the command
 	 * line without the devices' fragments; mvm_start checks it again). */
 	if (vm_compose_cmdline(NULL, m->cmdline, m->cmdline_buf, sizeof(m->cmdline_buf))) {
 		mvm_destroy(m);
-		return mvm_err(err, errlen, -ENOSPC, "cmdline: too long (%zu bytes); shorten it",
+		return err_set(err, errlen, -ENOSPC, "cmdline: too long (%zu bytes); shorten it",
 			       strlen(cfg->cmdline));
 	}
 	bcfg = (struct x86_boot_cfg){
@@ -270,34 +257,34 @@ int mvm_add_disk(struct mvm *m, const struct mvm_disk *d, char *err, size_t errl
 	int ret;
 
 	if (!m || !d)
-		return mvm_err(err, errlen, -EINVAL, "mvm_add_disk: %s is NULL", m ? "disk" : "vm");
+		return err_set(err, errlen, -EINVAL, "mvm_add_disk: %s is NULL", m ? "disk" : "vm");
 	if (atomic_load(&m->state) != MVM_CREATED)
-		return mvm_err(err, errlen, -EBUSY, "disk %s: the VM has been started; add disks "
+		return err_set(err, errlen, -EBUSY, "disk %s: the VM has been started; add disks "
 			       "before mvm_start", d->path ? d->path : "(null)");
 	if (m->ndisks >= MVM_MAX_DISKS)
-		return mvm_err(err, errlen, -ENOSPC, "disk %s: more than %u disks",
+		return err_set(err, errlen, -ENOSPC, "disk %s: more than %u disks",
 			       d->path ? d->path : "(null)", MVM_MAX_DISKS);
 	if (!d->path || !*d->path)
-		return mvm_err(err, errlen, -EINVAL, "disk: no path; give a raw image");
+		return err_set(err, errlen, -EINVAL, "disk: no path; give a raw image");
 	s = &m->disks[m->ndisks];
 	memset(s, 0, sizeof(*s));
 	n = strlen(d->path);
 	if (n >= sizeof(s->opts.path))
-		return mvm_err(err, errlen, -ENAMETOOLONG, "disk %.64s...: path too long", d->path);
+		return err_set(err, errlen, -ENAMETOOLONG, "disk %.64s...: path too long", d->path);
 	memcpy(s->opts.path, d->path, n + 1);
 	if (d->queues < 1 || d->queues > MVM_MAX_QUEUES)
-		return mvm_err(err, errlen, -EINVAL, "disk %s: %u queues; give 1 to %u", d->path,
+		return err_set(err, errlen, -EINVAL, "disk %s: %u queues; give 1 to %u", d->path,
 			       d->queues, MVM_MAX_QUEUES);
 	if (d->poll_us > BLK_POLL_US_MAX)
-		return mvm_err(err, errlen, -EINVAL, "disk %s: poll %u us; give 0 to %u", d->path,
+		return err_set(err, errlen, -EINVAL, "disk %s: poll %u us; give 0 to %u", d->path,
 			       d->poll_us, BLK_POLL_US_MAX);
 	if (d->serial && strlen(d->serial) > BLK_SERIAL_MAX)
-		return mvm_err(err, errlen, -EINVAL, "disk %s: serial '%s' longer than %u bytes",
+		return err_set(err, errlen, -EINVAL, "disk %s: serial '%s' longer than %u bytes",
 			       d->path, d->serial, BLK_SERIAL_MAX);
 	if (d->cache != MVM_CACHE_WRITEBACK && d->cache != MVM_CACHE_NONE)
-		return mvm_err(err, errlen, -EINVAL, "disk %s: cache %d unknown", d->path, d->cache);
+		return err_set(err, errlen, -EINVAL, "disk %s: cache %d unknown", d->path, d->cache);
 	if (d->transport != MVM_TRANSPORT_PCI && d->transport != MVM_TRANSPORT_MMIO)
-		return mvm_err(err, errlen, -EINVAL, "disk %s: transport %d unknown", d->path,
+		return err_set(err, errlen, -EINVAL, "disk %s: transport %d unknown", d->path,
 			       d->transport);
 	s->opts.ro = d->ro;
 	s->opts.discard = d->discard;
@@ -338,14 +325,14 @@ static int mvm_attach_disks(struct mvm *m, char *err, size_t errlen)
 			ret = pci_bus_init(&m->pci, &m->vm);
 			if (ret) {
 				virtio_dev_destroy(dev);
-				return mvm_err(err, errlen, ret, "PCI bus: %s", strerror(-ret));
+				return err_set(err, errlen, ret, "PCI bus: %s", strerror(-ret));
 			}
 			m->pci_up = true;
 		}
 		ret = pci ? virtio_pci_attach(&m->vm, &m->pci, dev) : virtio_mmio_attach(&m->vm, dev);
 		if (ret) {
 			virtio_dev_destroy(dev);
-			return mvm_err(err, errlen, ret, "disk %s: cannot attach the %s device: %s",
+			return err_set(err, errlen, ret, "disk %s: cannot attach the %s device: %s",
 				       s->opts.path, pci ? "virtio-pci" : "virtio-mmio",
 				       strerror(-ret));
 		}
@@ -464,9 +451,9 @@ int mvm_start(struct mvm *m, char *err, size_t errlen)
 	unsigned i, started = 0, max;
 
 	if (!m)
-		return mvm_err(err, errlen, -EINVAL, "mvm_start: vm is NULL");
+		return err_set(err, errlen, -EINVAL, "mvm_start: vm is NULL");
 	if (!atomic_compare_exchange_strong(&m->state, &expected, MVM_FAILED))
-		return mvm_err(err, errlen, -EBUSY, "mvm_start: the VM was started already");
+		return err_set(err, errlen, -EBUSY, "mvm_start: the VM was started already");
 	/* From here on, any failure leaves the VM FAILED (destroy only). */
 	kvm_fd = kvm_open(err, errlen);
 	if (kvm_fd < 0)
@@ -474,7 +461,7 @@ int mvm_start(struct mvm *m, char *err, size_t errlen)
 	max = kvm_max_vcpus(kvm_fd);
 	if (max && m->cfg.cpus > max) {
 		close(kvm_fd);
-		return mvm_err(err, errlen, -EINVAL, "cpus %u: KVM on this host supports at most "
+		return err_set(err, errlen, -EINVAL, "cpus %u: KVM on this host supports at most "
 			       "%u vCPUs; give %u or fewer", m->cfg.cpus, max, max);
 	}
 	ret = kvm_vm_create(&m->vm, kvm_fd, m->cfg.mem, m->cfg.cpus, err, errlen);
@@ -485,7 +472,7 @@ int mvm_start(struct mvm *m, char *err, size_t errlen)
 	m->vm.kick_signal = m->cfg.kick_signal;
 	m->wait_efd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
 	if (m->wait_efd < 0)
-		return mvm_err(err, errlen, -errno, "eventfd: %s", strerror(errno));
+		return err_set(err, errlen, -errno, "eventfd: %s", strerror(errno));
 
 	ret = serial_create(&m->vm, m->cfg.console_out, &m->uart);
 	if (!ret)
@@ -493,7 +480,7 @@ int mvm_start(struct mvm *m, char *err, size_t errlen)
 	if (!ret)
 		ret = exitport_create(&m->vm);
 	if (ret)
-		return mvm_err(err, errlen, ret, "legacy devices: %s", strerror(-ret));
+		return err_set(err, errlen, ret, "legacy devices: %s", strerror(-ret));
 	if (m->cfg.console_fn)
 		serial_set_output(m->uart, mvm_console_out, m);
 	ret = mvm_attach_disks(m, err, errlen);
@@ -502,7 +489,7 @@ int mvm_start(struct mvm *m, char *err, size_t errlen)
 
 	if (vm_compose_cmdline(m->vm.cmdline_extra, m->cmdline, m->cmdline_buf,
 			       sizeof(m->cmdline_buf)))
-		return mvm_err(err, errlen, -ENOSPC, "cmdline: too long with the devices' "
+		return err_set(err, errlen, -ENOSPC, "cmdline: too long with the devices' "
 			       "parameters; shorten it");
 	bcfg = (struct x86_boot_cfg){
 		.kernel_path = m->kernel, .initrd_path = m->initrd, .cmdline = m->cmdline_buf,
@@ -516,11 +503,11 @@ int mvm_start(struct mvm *m, char *err, size_t errlen)
 
 	m->vcpus = calloc(m->cfg.cpus, sizeof(*m->vcpus));
 	if (!m->vcpus)
-		return mvm_err(err, errlen, -ENOMEM, "out of memory for %u vCPUs", m->cfg.cpus);
+		return err_set(err, errlen, -ENOMEM, "out of memory for %u vCPUs", m->cfg.cpus);
 	for (i = 0; i < m->cfg.cpus; i++) {
 		ret = vcpu_create(&m->vcpus[i], &m->vm, i);
 		if (ret)
-			return mvm_err(err, errlen, ret, "vCPU %u: KVM_CREATE_VCPU: %s", i,
+			return err_set(err, errlen, ret, "vCPU %u: KVM_CREATE_VCPU: %s", i,
 				       strerror(-ret));
 		m->nvcpus++;
 		ret = x86_vcpu_init(m->vcpus[i].fd, i, m->cfg.cpus, vm_kvm(&m->vm)->cpuid, &info,
@@ -530,7 +517,7 @@ int mvm_start(struct mvm *m, char *err, size_t errlen)
 	}
 	ret = vcpu_signal_setup(m->cfg.kick_signal);
 	if (ret)
-		return mvm_err(err, errlen, ret, "sigaction(%d): %s", m->cfg.kick_signal,
+		return err_set(err, errlen, ret, "sigaction(%d): %s", m->cfg.kick_signal,
 			       strerror(-ret));
 
 	m->con_open = m->cfg.console_in >= 0;
@@ -551,7 +538,7 @@ int mvm_start(struct mvm *m, char *err, size_t errlen)
 stop_vcpus:
 	vm_request_stop(&m->vm, VM_STOP_HOST_ERROR, MVM_EXIT_INTERNAL, NULL);
 	mvm_stop_threads(m, started);
-	return mvm_err(err, errlen, ret, "cannot start a thread: %s", strerror(-ret));
+	return err_set(err, errlen, ret, "cannot start a thread: %s", strerror(-ret));
 }
 
 int mvm_stop(struct mvm *m, int status)
@@ -763,7 +750,7 @@ int mvm_check_kvm(const char *override, const char *cache_path, int kick_signal,
 	int ret;
 
 	if (!out)
-		return mvm_err(err, errlen, -EINVAL, "mvm_check_kvm: out is NULL");
+		return err_set(err, errlen, -EINVAL, "mvm_check_kvm: out is NULL");
 	memset(out, 0, sizeof(*out));
 	fp = fopen("/proc/sys/kernel/random/boot_id", "re");
 	if (fp) {
@@ -775,7 +762,7 @@ int mvm_check_kvm(const char *override, const char *cache_path, int kick_signal,
 	kvm_probe_key(key, sizeof(key));
 	ret = vcpu_signal_setup(kick_signal);
 	if (ret)
-		return mvm_err(err, errlen, ret, "sigaction(%d): %s", kick_signal, strerror(-ret));
+		return err_set(err, errlen, ret, "sigaction(%d): %s", kick_signal, strerror(-ret));
 	ret = kvm_choose(&env, &c, err, errlen);
 	if (ret)
 		return ret;

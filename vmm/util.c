@@ -9,6 +9,18 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+int err_set(char *err, size_t errlen, int ret, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (err && errlen) {
+		va_start(ap, fmt);
+		vsnprintf(err, errlen, fmt, ap);
+		va_end(ap);
+	}
+	return ret;
+}
+
 int parse_uint(const char *s, uint64_t min, uint64_t max, uint64_t *out)
 {
 	char *end;

@@ -26,6 +26,11 @@ enum {
 	MVM_EXIT_UNHANDLED = 126, /* guest did something mvm does not handle */
 };
 
+/* Format a one-line message into err (when err and errlen are non-zero)
+ * and return ret: `return err_set(err, errlen, -EINVAL, "...", ...);`. */
+__attribute__((format(printf, 4, 5)))
+int err_set(char *err, size_t errlen, int ret, const char *fmt, ...);
+
 /* Parse "256M", "1G", "4096", "2k" (binary units, optional trailing B/iB).
  * Returns 0 or -EINVAL (malformed) / -ERANGE (overflow). */
 int parse_size(const char *s, uint64_t *out);

@@ -19,19 +19,6 @@
 #include <string.h>
 #include <sys/stat.h>
 
-__attribute__((format(printf, 4, 5)))
-static int fail(char *err, size_t errlen, int ret, const char *fmt, ...)
-{
-	va_list ap;
-
-	if (err && errlen) {
-		va_start(ap, fmt);
-		vsnprintf(err, errlen, fmt, ap);
-		va_end(ap);
-	}
-	return ret;
-}
-
 /* ---- e820 ---------------------------------------------------------------- */
 
 uint64_t x86_lowmem_end(uint64_t mem_size)
@@ -83,21 +70,21 @@ static int parse_bzimage(const uint8_t *buf, size_t len, struct x86_kernel *k,
 	k->kind = X86_KERNEL_BZIMAGE;
 	k->version = le16_load(buf + BP_VERSION);
 	if (k->version < X86_BP_MIN_VERSION)
-		return fail(err, errlen, -ENOEXEC,
+		return err_set(err, errlen, -ENOEXEC,
 			    "kernel boot protocol %u.%02u is too old (need 2.12 or later with a 64-bit entry): use a newer kernel",
 			    k->version >> 8, k->version & 0xff);
 	xlf = buf[BP_XLOADFLAGS];
 	lf = buf[BP_LOADFLAGS];
 	if (!(xlf & X86_XLF_KERNEL_64))
-		return fail(err, errlen, -ENOEXEC,
+		return err_set(err, errlen, -ENOEXEC,
 			    "kernel has no 64-bit entry point (xloadflags 0x%x lacks XLF_KERNEL_64): build an x86_64 kernel",
 			    xlf);
 	if (!(lf & X86_LF_LOADED_HIGH))
-		return fail(err, errlen, -ENOEXEC,
+		return err_set(err, errlen, -ENOEXEC,
 			    "kernel is a zImage, not a bzImage (loadflags 0x%x): build a bzImage", lf);
 	k->setup_size = (size_t)(sects + 1) * 512;
 	if (k->setup_size >= len)
-		return fail(err, errlen, -ENOEXEC,
+		return err_set(err, errlen, -ENOEXEC,
 			    "bzImage truncated: %u setup sectors but only %zu bytes in the file",
 			    sects, len);
 	k->cmdline_size = le32_load(buf + BP_CMDLINE_SIZE);
@@ -113,7 +100,7 @@ static int parse_bzimage(const uint8_t *buf, size_t len, struct x86_kernel *k,
 	start = MAX(pref, (uint64_t)X86_HIMEM_START);
 	k->load_end = MAX(X86_HIMEM_START + (len - k->setup_size), start + init_size);
 	if (k->load_end < start)
-		return fail(err, errlen, -ENOEXEC, "bzImage has a bogus pref_address 0x%llx",
+		return err_set(err, errlen, -ENOEXEC, "bzImage has a bogus pref_address 0x%llx",
 			    (unsigned long long)pref);
 	return 0;
 }
@@ -122,7 +109,7 @@ static int parse_pvh_note(const uint8_t *buf, size_t len, uint64_t off, uint64_t
 			  struct x86_kernel *k, bool *found, char *err, size_t errlen)
 {
 	if (off > len || sz > len - off)
-		return fail(err, errlen, -ENOEXEC,
+		return err_set(err, errlen, -ENOEXEC,
 			    "ELF note segment at offset %llu size %llu lies beyond the %zu-byte file",
 			    (unsigned long long)off, (unsigned long long)sz, len);
 	while (sz >= 12) {
@@ -132,7 +119,7 @@ static int parse_pvh_note(const uint8_t *buf, size_t len, uint64_t off, uint64_t
 		uint64_t total = 12 + ALIGN_UP(namesz, 4) + ALIGN_UP(descsz, 4);
 
 		if (total > sz)
-			return fail(err, errlen, -ENOEXEC,
+			return err_set(err, errlen, -ENOEXEC,
 				    "ELF note at offset %llu overruns its segment (name %llu, desc %llu bytes)",
 				    (unsigned long long)off, (unsigned long long)namesz,
 				    (unsigned long long)descsz);
@@ -146,11 +133,11 @@ static int parse_pvh_note(const uint8_t *buf, size_t len, uint64_t off, uint64_t
 			else if (descsz == 8)
 				entry = le64_load(d);
 			else
-				return fail(err, errlen, -ENOEXEC,
+				return err_set(err, errlen, -ENOEXEC,
 					    "PVH entry note has a %llu-byte value (expected 4 or 8)",
 					    (unsigned long long)descsz);
 			if (entry >= 4 * GiB)
-				return fail(err, errlen, -ENOEXEC,
+				return err_set(err, errlen, -ENOEXEC,
 					    "PVH entry point 0x%llx is not a 32-bit address",
 					    (unsigned long long)entry);
 			k->pvh_entry = entry;
@@ -172,23 +159,23 @@ static int parse_elf(const uint8_t *buf, size_t len, struct x86_kernel *k,
 
 	k->kind = X86_KERNEL_PVH;
 	if (len < 64 || buf[4] != 2 /* ELFCLASS64 */ || buf[5] != 1 /* ELFDATA2LSB */)
-		return fail(err, errlen, -ENOEXEC,
+		return err_set(err, errlen, -ENOEXEC,
 			    "ELF kernel is not a little-endian 64-bit ELF file");
 	if (le16_load(buf + 18) != 62 /* EM_X86_64 */)
-		return fail(err, errlen, -ENOEXEC,
+		return err_set(err, errlen, -ENOEXEC,
 			    "ELF kernel is for machine %u, not x86_64 (62)", le16_load(buf + 18));
 	phoff = le64_load(buf + 32);
 	phentsize = le16_load(buf + 54);
 	phnum = le16_load(buf + 56);
 	if (phentsize != 56)
-		return fail(err, errlen, -ENOEXEC,
+		return err_set(err, errlen, -ENOEXEC,
 			    "ELF program header size %u is not 56", phentsize);
 	if (phnum == 0 || phnum > X86_MAX_ELF_PHDRS)
-		return fail(err, errlen, -ENOEXEC,
+		return err_set(err, errlen, -ENOEXEC,
 			    "ELF kernel has %u program headers (expected 1..%u)",
 			    phnum, X86_MAX_ELF_PHDRS);
 	if (phoff > len || (uint64_t)phnum * 56 > len - phoff)
-		return fail(err, errlen, -ENOEXEC,
+		return err_set(err, errlen, -ENOEXEC,
 			    "ELF program headers (offset %llu, %u entries) lie beyond the %zu-byte file",
 			    (unsigned long long)phoff, phnum, len);
 	k->phoff = phoff;
@@ -209,18 +196,18 @@ static int parse_elf(const uint8_t *buf, size_t len, struct x86_kernel *k,
 		if (type != 1 /* PT_LOAD */ || memsz == 0)
 			continue;
 		if (filesz > memsz)
-			return fail(err, errlen, -ENOEXEC,
+			return err_set(err, errlen, -ENOEXEC,
 				    "ELF segment %u has p_filesz %llu > p_memsz %llu", i,
 				    (unsigned long long)filesz, (unsigned long long)memsz);
 		if (off > len || filesz > len - off)
-			return fail(err, errlen, -ENOEXEC,
+			return err_set(err, errlen, -ENOEXEC,
 				    "ELF segment %u (offset %llu, %llu bytes) lies beyond the %zu-byte file",
 				    i, (unsigned long long)off, (unsigned long long)filesz, len);
 		if (paddr + memsz < paddr)
-			return fail(err, errlen, -ENOEXEC,
+			return err_set(err, errlen, -ENOEXEC,
 				    "ELF segment %u wraps around the address space", i);
 		if (paddr < X86_HIMEM_START)
-			return fail(err, errlen, -ENOEXEC,
+			return err_set(err, errlen, -ENOEXEC,
 				    "ELF segment %u at 0x%llx is below 1 MiB, where mvm keeps its boot tables",
 				    i, (unsigned long long)paddr);
 		k->load_start = MIN(k->load_start, paddr);
@@ -228,10 +215,10 @@ static int parse_elf(const uint8_t *buf, size_t len, struct x86_kernel *k,
 		any_load = true;
 	}
 	if (!found)
-		return fail(err, errlen, -ENOEXEC,
+		return err_set(err, errlen, -ENOEXEC,
 			    "ELF kernel has no PVH entry note (XEN_ELFNOTE_PHYS32_ENTRY): build it with CONFIG_PVH=y or use the bzImage");
 	if (!any_load)
-		return fail(err, errlen, -ENOEXEC, "ELF kernel has no loadable segment");
+		return err_set(err, errlen, -ENOEXEC, "ELF kernel has no loadable segment");
 	return 0;
 }
 
@@ -245,7 +232,7 @@ int x86_kernel_parse(const uint8_t *buf, size_t len, struct x86_kernel *k,
 		return parse_bzimage(buf, len, k, err, errlen);
 	if (len >= 4 && memcmp(buf, "\x7f" "ELF", 4) == 0)
 		return parse_elf(buf, len, k, err, errlen);
-	return fail(err, errlen, -ENOEXEC, "kernel: %s", not_a_kernel);
+	return err_set(err, errlen, -ENOEXEC, "kernel: %s", not_a_kernel);
 }
 
 /* ---- checks -------------------------------------------------------------- */
@@ -263,7 +250,7 @@ int x86_initrd_place(const struct x86_kernel *k, uint64_t mem_size,
 		return 0;
 	}
 	if (initrd_size > top || ALIGN_DOWN(top - initrd_size, 4096) < k->load_end)
-		return fail(err, errlen, -E2BIG,
+		return err_set(err, errlen, -E2BIG,
 			    "initrd of %llu bytes does not fit between the kernel end 0x%llx and 0x%llx (%s): use a smaller initrd%s",
 			    (unsigned long long)initrd_size, (unsigned long long)k->load_end,
 			    (unsigned long long)top,
@@ -282,27 +269,27 @@ int x86_kernel_check(const struct x86_kernel *k, uint64_t mem_size,
 	size_t max_cmdline;
 
 	if (ncpus == 0 || ncpus > X86_MAX_VCPUS)
-		return fail(err, errlen, -EINVAL,
+		return err_set(err, errlen, -EINVAL,
 			    "%u vCPUs requested: x86 guests support 1..%u", ncpus, X86_MAX_VCPUS);
 	if (k->load_end > low)
-		return fail(err, errlen, -E2BIG,
+		return err_set(err, errlen, -E2BIG,
 			    "kernel needs RAM up to 0x%llx but the guest has only %llu MiB below 0x%llx: use more --mem",
 			    (unsigned long long)k->load_end, (unsigned long long)(mem_size / MiB),
 			    (unsigned long long)low);
 	if (k->kind == X86_KERNEL_BZIMAGE) {
 		max_cmdline = MIN((size_t)k->cmdline_size, (size_t)X86_CMDLINE_MAX - 1);
 		if (cmdline_len > max_cmdline)
-			return fail(err, errlen, -E2BIG,
+			return err_set(err, errlen, -E2BIG,
 				    "kernel command line is %zu bytes but this kernel accepts at most %zu: shorten it",
 				    cmdline_len, max_cmdline);
 	} else if (cmdline_len > X86_PVH_CMDLINE_MAX - 1) {
-		return fail(err, errlen, -E2BIG,
+		return err_set(err, errlen, -E2BIG,
 			    "kernel command line is %zu bytes but a PVH kernel accepts at most %u: shorten it",
 			    cmdline_len, X86_PVH_CMDLINE_MAX - 1);
 	}
 	if (have_initrd) {
 		if (initrd_size == 0)
-			return fail(err, errlen, -EINVAL, "initrd is empty: pass a real initramfs or none");
+			return err_set(err, errlen, -EINVAL, "initrd is empty: pass a real initramfs or none");
 		return x86_initrd_place(k, mem_size, initrd_size, &addr, err, errlen);
 	}
 	return 0;
@@ -336,7 +323,7 @@ static int load_bzimage(struct guest_mem *gm, uint64_t mem_size, const struct x8
 	dst = gmem_ptr(gm, X86_HIMEM_START, pm_len);
 	zp = gmem_ptr(gm, X86_BOOT_PARAMS, BP_SIZE);
 	if (!dst || !zp)
-		return fail(err, errlen, -E2BIG,
+		return err_set(err, errlen, -E2BIG,
 			    "kernel (%zu bytes) does not fit in guest RAM at 1 MiB: use more --mem", pm_len);
 	memcpy(dst, k->buf + k->setup_size, pm_len);
 
@@ -383,7 +370,7 @@ static int load_pvh(struct guest_mem *gm, uint64_t mem_size, const struct x86_ke
 		/* parse_elf checked offsets and sizes against the file. */
 		dst = gmem_ptr(gm, paddr, memsz);
 		if (!dst)
-			return fail(err, errlen, -E2BIG,
+			return err_set(err, errlen, -E2BIG,
 				    "ELF segment %u [0x%llx, +0x%llx) is outside guest RAM: use more --mem",
 				    i, (unsigned long long)paddr, (unsigned long long)memsz);
 		memcpy(dst, k->buf + off, filesz);
@@ -395,7 +382,7 @@ static int load_pvh(struct guest_mem *gm, uint64_t mem_size, const struct x86_ke
 	mm = gmem_ptr(gm, X86_PVH_MEMMAP, (uint64_t)n * PVH_MEMMAP_ENTRY_SIZE);
 	ml = gmem_ptr(gm, X86_PVH_MODLIST, PVH_MODLIST_ENTRY_SIZE);
 	if (!si || !mm || !ml)
-		return fail(err, errlen, -EFAULT, "guest RAM too small for the PVH start info");
+		return err_set(err, errlen, -EFAULT, "guest RAM too small for the PVH start info");
 	for (i = 0; i < n; i++) {
 		uint8_t *p = mm + i * PVH_MEMMAP_ENTRY_SIZE;
 		le64_store(p, e[i].addr);
@@ -444,14 +431,14 @@ int x86_boot_load_mem(struct guest_mem *gm, uint64_t mem_size, unsigned ncpus,
 			return ret;
 		p = gmem_ptr(gm, initrd_addr, initrd_len);
 		if (!p)
-			return fail(err, errlen, -EFAULT,
+			return err_set(err, errlen, -EFAULT,
 				    "initrd [0x%llx, +%zu) is outside guest RAM",
 				    (unsigned long long)initrd_addr, initrd_len);
 		memcpy(p, initrd, initrd_len);
 	}
 	p = gmem_ptr(gm, X86_CMDLINE_ADDR, cmdlen + 1);
 	if (!p)
-		return fail(err, errlen, -EFAULT, "guest RAM too small for the command line");
+		return err_set(err, errlen, -EFAULT, "guest RAM too small for the command line");
 	memcpy(p, cmdline ? cmdline : "", cmdlen + 1);
 
 	if (k->kind == X86_KERNEL_BZIMAGE)
@@ -464,10 +451,10 @@ int x86_boot_load_mem(struct guest_mem *gm, uint64_t mem_size, unsigned ncpus,
 	if (!ret)
 		ret = x86_pagetables_write(gm);
 	if (ret)
-		return fail(err, errlen, ret, "guest RAM too small for the GDT and page tables");
+		return err_set(err, errlen, ret, "guest RAM too small for the GDT and page tables");
 	ret = x86_mptable_write(gm, ncpus);
 	if (ret)
-		return fail(err, errlen, ret, "cannot write the MP table for %u vCPUs", ncpus);
+		return err_set(err, errlen, ret, "cannot write the MP table for %u vCPUs", ncpus);
 	return 0;
 }
 
@@ -479,22 +466,22 @@ static int read_kernel(const struct x86_boot_cfg *cfg, uint8_t **buf, size_t *le
 	int ret;
 
 	if (!cfg->kernel_path)
-		return fail(err, errlen, -EINVAL, "no kernel given: pass --kernel PATH");
+		return err_set(err, errlen, -EINVAL, "no kernel given: pass --kernel PATH");
 	/* A kernel file larger than guest RAM can never be loaded. */
 	ret = read_file(cfg->kernel_path, MIN(cfg->mem_size, (uint64_t)SIZE_MAX / 2), buf, len);
 	if (ret == -EFBIG)
-		return fail(err, errlen, ret,
+		return err_set(err, errlen, ret,
 			    "kernel %s is larger than guest RAM (%llu MiB): use more --mem",
 			    cfg->kernel_path, (unsigned long long)(cfg->mem_size / MiB));
 	if (ret)
-		return fail(err, errlen, ret, "cannot read kernel %s: %s", cfg->kernel_path,
+		return err_set(err, errlen, ret, "cannot read kernel %s: %s", cfg->kernel_path,
 			    strerror(-ret));
 	ret = x86_kernel_parse(*buf, *len, k, err, errlen);
 	if (ret) {
 		/* Prefix the file name without losing the parser's reason. */
 		char why[256];
 		snprintf(why, sizeof(why), "%s", err ? err : "");
-		fail(err, errlen, ret, "%s: %s", cfg->kernel_path, why);
+		err_set(err, errlen, ret, "%s: %s", cfg->kernel_path, why);
 		free(*buf);
 		*buf = NULL;
 	}
@@ -515,12 +502,12 @@ int x86_boot_check(const struct x86_boot_cfg *cfg, char *err, size_t errlen)
 		return ret;
 	if (cfg->initrd_path) {
 		if (stat(cfg->initrd_path, &st) < 0) {
-			ret = fail(err, errlen, -errno, "cannot open initrd %s: %s",
+			ret = err_set(err, errlen, -errno, "cannot open initrd %s: %s",
 				   cfg->initrd_path, strerror(errno));
 			goto free_buf;
 		}
 		if (!S_ISREG(st.st_mode)) {
-			ret = fail(err, errlen, -EINVAL, "initrd %s is not a regular file",
+			ret = err_set(err, errlen, -EINVAL, "initrd %s is not a regular file",
 				   cfg->initrd_path);
 			goto free_buf;
 		}
@@ -548,7 +535,7 @@ int x86_boot_load(struct guest_mem *gm, const struct x86_boot_cfg *cfg,
 		ret = read_file(cfg->initrd_path, MIN(cfg->mem_size, (uint64_t)SIZE_MAX / 2),
 				&initrd, &initrd_len);
 		if (ret) {
-			fail(err, errlen, ret, "cannot read initrd %s: %s%s", cfg->initrd_path,
+			err_set(err, errlen, ret, "cannot read initrd %s: %s%s", cfg->initrd_path,
 			     strerror(-ret), ret == -EFBIG ? " (larger than guest RAM)" : "");
 			goto free_buf;
 		}

@@ -56,26 +56,24 @@ grep -qxF to-stderr build/nested/smoke.err || fail "stderr did not come through"
 grep -q $'\r' <<<"$out" && fail "output has \\r line endings"
 echo "nested harness: KVM works in L1"
 
-# A wedged L1 ends the run within a minute with 125, not at the timeout:
-# a soft-lockup line on L1's console (written here through /dev/kmsg, as
-# the kernel's watchdog would) ...
-start=$EPOCHSECONDS
-tests/nested/run --timeout 300 -- sh -c \
-	'echo "<2>watchdog: BUG: soft lockup - CPU#0 stuck for 23s! [smoke:1]" >/dev/kmsg; sleep 250' \
-	2>"build/nested/wedge.err"
-rc=$? took=$((EPOCHSECONDS - start))
-cat build/nested/wedge.err
-[ $rc -eq 125 ] || fail "a soft lockup in L1 gave status $rc, expected 125"
-[ $took -lt 90 ] || fail "the soft lockup was noticed only after ${took}s"
-grep -q '^nested: L1 wedged after .*soft lockup' build/nested/wedge.err || fail "no 'L1 wedged' message"
+# A wedged L1 ends the run within a minute with 125, not at the timeout.
+# expect_wedge WHAT MESSAGE-REGEX CMD: runs CMD in L1 and checks that.
+expect_wedge() {
+	local what=$1 re=$2 start rc took
+	shift 2
+	start=$EPOCHSECONDS
+	tests/nested/run --timeout 300 -- sh -c "$1" 2>"build/nested/wedge.err"
+	rc=$? took=$((EPOCHSECONDS - start))
+	cat build/nested/wedge.err
+	[ $rc -eq 125 ] || fail "$what gave status $rc, expected 125"
+	[ $took -lt 90 ] || fail "$what was noticed only after ${took}s"
+	grep -qE "^nested: L1 wedged after .*$re" build/nested/wedge.err || fail "no 'L1 wedged' message for $what"
+}
+# A soft-lockup line on L1's console (written through /dev/kmsg, as the
+# kernel's watchdog would) ...
+expect_wedge "a soft lockup in L1" "soft lockup" \
+	'echo "<2>watchdog: BUG: soft lockup - CPU#0 stuck for 23s! [smoke:1]" >/dev/kmsg; sleep 250'
 # ... and an L1 whose heartbeat stops (its loop frozen with SIGSTOP).
-start=$EPOCHSECONDS
-MVM_NESTED_HEARTBEAT_TIMEOUT=8 tests/nested/run --timeout 300 -- sh -c \
-	'sleep 1; for s in $(pgrep -x sleep); do kill -STOP "$(ps -o ppid= -p "$s")" "$s"; done; sleep 250' \
-	2>"build/nested/wedge.err"
-rc=$? took=$((EPOCHSECONDS - start))
-cat build/nested/wedge.err
-[ $rc -eq 125 ] || fail "a stopped heartbeat gave status $rc, expected 125"
-[ $took -lt 90 ] || fail "the stopped heartbeat was noticed only after ${took}s"
-grep -q '^nested: L1 wedged after .*no heartbeat from L1' build/nested/wedge.err || fail "no heartbeat message"
+MVM_NESTED_HEARTBEAT_TIMEOUT=8 expect_wedge "a stopped heartbeat" "no heartbeat from L1" \
+	'sleep 1; for s in $(pgrep -x sleep); do kill -STOP "$(ps -o ppid= -p "$s")" "$s"; done; sleep 250'
 echo "nested harness: a wedged L1 ends the run with 125 within a minute"
