@@ -58,7 +58,7 @@ struct blk_dev {
 	struct blk_image img;
 	uint64_t capacity;         /* sectors */
 	bool flush_failed;         /* atomic, sticky: a failed fsync fails later flushes */
-	uint8_t config[72];        /* struct virtio_blk_config, little-endian */
+	uint8_t config[sizeof(struct virtio_blk_config)];   /* little-endian */
 	struct blk_queue *queues;  /* vdev.num_queues */
 	blk_inject_fn inject;
 	void *inject_arg;

@@ -12,35 +12,12 @@
 #include <stdint.h>
 #include <sys/uio.h>
 
+#include <linux/virtio_blk.h>
+
 #include "devices/virtq.h"
 
-/* §5.2.3 feature bits */
-#define VIRTIO_BLK_F_SIZE_MAX     1
-#define VIRTIO_BLK_F_SEG_MAX      2
-#define VIRTIO_BLK_F_GEOMETRY     4
-#define VIRTIO_BLK_F_RO           5
-#define VIRTIO_BLK_F_BLK_SIZE     6
-#define VIRTIO_BLK_F_FLUSH        9
-#define VIRTIO_BLK_F_TOPOLOGY     10
-#define VIRTIO_BLK_F_CONFIG_WCE   11
-#define VIRTIO_BLK_F_MQ           12
-#define VIRTIO_BLK_F_DISCARD      13
-#define VIRTIO_BLK_F_WRITE_ZEROES 14
-
-/* §5.2.6 request types and status values */
-#define VIRTIO_BLK_T_IN           0
-#define VIRTIO_BLK_T_OUT          1
-#define VIRTIO_BLK_T_FLUSH        4
-#define VIRTIO_BLK_T_GET_ID       8
-#define VIRTIO_BLK_T_DISCARD      11
-#define VIRTIO_BLK_T_WRITE_ZEROES 13
-
-#define VIRTIO_BLK_S_OK     0
-#define VIRTIO_BLK_S_IOERR  1
-#define VIRTIO_BLK_S_UNSUPP 2
-
-#define VIRTIO_BLK_WRITE_ZEROES_FLAG_UNMAP 1u
-#define VIRTIO_BLK_ID_BYTES 20
+/* Feature bits (§5.2.3), request types and status values (§5.2.6) and
+ * VIRTIO_BLK_ID_BYTES, VIRTIO_BLK_WRITE_ZEROES_FLAG_UNMAP: <linux/virtio_blk.h>. */
 
 #define BLK_REQ_HDR_BYTES 16
 #define BLK_DWZ_SEG_BYTES 16

@@ -20,7 +20,7 @@ static bool addr_valid(const struct msix_vector *v)
 
 static bool usable(const struct msix *m, const struct msix_vector *v)
 {
-	return m->enabled && !m->fmask && !(v->ctrl & MSIX_ENTRY_MASKED);
+	return m->enabled && !m->fmask && !(v->ctrl & PCI_MSIX_ENTRY_CTRL_MASKBIT);
 }
 
 static void pba_set(struct msix *m, unsigned i, bool on)
@@ -112,7 +112,7 @@ int msix_init(struct msix *m, struct pci_dev *pd, struct vm *vm, unsigned nvec,
 	if (nvec == 0 || nvec > MSIX_MAX_VECTORS || bar >= PCI_NUM_BARS ||
 	    (table_off & 7) || (pba_off & 7))
 		return -EINVAL;
-	if (table_off < pba_off ? table_off + nvec * MSIX_ENTRY_SIZE > pba_off
+	if (table_off < pba_off ? table_off + nvec * PCI_MSIX_ENTRY_SIZE > pba_off
 				: pba_off + ALIGN_UP(nvec, 64u) / 8 > table_off)
 		return -EINVAL;
 	m->vm = vm;
@@ -130,7 +130,7 @@ int msix_init(struct msix *m, struct pci_dev *pd, struct vm *vm, unsigned nvec,
 		goto free_arrays;
 	}
 	for (i = 0; i < nvec; i++) {
-		m->v[i].ctrl = MSIX_ENTRY_MASKED;
+		m->v[i].ctrl = PCI_MSIX_ENTRY_CTRL_MASKBIT;
 		m->v[i].fd = -1;
 	}
 	for (i = 0; i < nvec; i++) {
@@ -146,10 +146,10 @@ int msix_init(struct msix *m, struct pci_dev *pd, struct vm *vm, unsigned nvec,
 		goto close_fds;
 	}
 	m->cap = cap;
-	le16_store(&pd->cfg[cap + MSIX_CAP_CTRL], (uint16_t)(nvec - 1));
-	le32_store(&pd->cfg[cap + MSIX_CAP_TABLE], table_off | bar);
-	le32_store(&pd->cfg[cap + MSIX_CAP_PBA], pba_off | bar);
-	pci_set_wmask(pd, cap + MSIX_CAP_CTRL, 2, MSIX_CTRL_ENABLE | MSIX_CTRL_FMASK);
+	le16_store(&pd->cfg[cap + PCI_MSIX_FLAGS], (uint16_t)(nvec - 1));
+	le32_store(&pd->cfg[cap + PCI_MSIX_TABLE], table_off | bar);
+	le32_store(&pd->cfg[cap + PCI_MSIX_PBA], pba_off | bar);
+	pci_set_wmask(pd, cap + PCI_MSIX_FLAGS, 2, PCI_MSIX_FLAGS_ENABLE | PCI_MSIX_FLAGS_MASKALL);
 	return 0;
 close_fds:
 	for (i = 0; i < nvec; i++)
@@ -216,11 +216,11 @@ void msix_config_write(struct msix *m, unsigned off, unsigned len)
 
 	if (!m->v || off >= m->cap + MSIX_CAP_LEN || off + len <= m->cap)
 		return;
-	ctrl = le16_load(&m->pd->cfg[m->cap + MSIX_CAP_CTRL]);
+	ctrl = le16_load(&m->pd->cfg[m->cap + PCI_MSIX_FLAGS]);
 	pthread_mutex_lock(&m->lock);
 	was_live = m->enabled && !m->fmask;
-	m->enabled = ctrl & MSIX_CTRL_ENABLE;
-	m->fmask = ctrl & MSIX_CTRL_FMASK;
+	m->enabled = ctrl & PCI_MSIX_FLAGS_ENABLE;
+	m->fmask = ctrl & PCI_MSIX_FLAGS_MASKALL;
 	live = m->enabled && !m->fmask;
 	if (live && !was_live)
 		for (i = 0; i < m->nvec; i++)
@@ -247,7 +247,7 @@ int msix_signal(struct msix *m, unsigned vec)
 	pthread_mutex_lock(&m->lock);
 	if (!m->enabled) {
 		ret = -ENOTSUP;
-	} else if (m->fmask || (m->v[vec].ctrl & MSIX_ENTRY_MASKED)) {
+	} else if (m->fmask || (m->v[vec].ctrl & PCI_MSIX_ENTRY_CTRL_MASKBIT)) {
 		pba_set(m, vec, true);
 		m->pended++;
 		ret = 1;
@@ -280,16 +280,16 @@ static bool access_ok(uint64_t off, unsigned len)
 static uint32_t *entry_field(struct msix_vector *v, unsigned field)
 {
 	switch (field) {
-	case MSIX_ENTRY_ADDR_LO: return &v->addr_lo;
-	case MSIX_ENTRY_ADDR_HI: return &v->addr_hi;
-	case MSIX_ENTRY_DATA: return &v->data;
+	case PCI_MSIX_ENTRY_LOWER_ADDR: return &v->addr_lo;
+	case PCI_MSIX_ENTRY_UPPER_ADDR: return &v->addr_hi;
+	case PCI_MSIX_ENTRY_DATA: return &v->data;
 	default: return &v->ctrl;
 	}
 }
 
 void msix_bar_read(struct msix *m, uint64_t off, uint8_t *data, unsigned len)
 {
-	uint64_t table_len = (uint64_t)m->nvec * MSIX_ENTRY_SIZE;
+	uint64_t table_len = (uint64_t)m->nvec * PCI_MSIX_ENTRY_SIZE;
 	uint64_t pba_len = ALIGN_UP(m->nvec, 64u) / 8;
 	unsigned k;
 
@@ -300,8 +300,8 @@ void msix_bar_read(struct msix *m, uint64_t off, uint8_t *data, unsigned len)
 	if (off >= m->table_off && off - m->table_off < table_len) {
 		uint64_t t = off - m->table_off;
 		for (k = 0; k < len; k += 4) {
-			struct msix_vector *v = &m->v[(t + k) / MSIX_ENTRY_SIZE];
-			le32_store(data + k, *entry_field(v, (t + k) % MSIX_ENTRY_SIZE));
+			struct msix_vector *v = &m->v[(t + k) / PCI_MSIX_ENTRY_SIZE];
+			le32_store(data + k, *entry_field(v, (t + k) % PCI_MSIX_ENTRY_SIZE));
 		}
 	} else if (off >= m->pba_off && off - m->pba_off < pba_len) {
 		uint64_t word = m->pba[(off - m->pba_off) / 8];
@@ -315,13 +315,13 @@ void msix_bar_read(struct msix *m, uint64_t off, uint8_t *data, unsigned len)
 
 static void table_write32(struct msix *m, uint64_t t, uint32_t val)
 {
-	unsigned i = t / MSIX_ENTRY_SIZE, field = t % MSIX_ENTRY_SIZE;
+	unsigned i = t / PCI_MSIX_ENTRY_SIZE, field = t % PCI_MSIX_ENTRY_SIZE;
 	struct msix_vector *v = &m->v[i];
-	bool was_masked = v->ctrl & MSIX_ENTRY_MASKED;
+	bool was_masked = v->ctrl & PCI_MSIX_ENTRY_CTRL_MASKBIT;
 
-	if (field == MSIX_ENTRY_CTRL) {
-		v->ctrl = val & MSIX_ENTRY_MASKED;       /* other bits reserved */
-		if (was_masked && !(v->ctrl & MSIX_ENTRY_MASKED))
+	if (field == PCI_MSIX_ENTRY_VECTOR_CTRL) {
+		v->ctrl = val & PCI_MSIX_ENTRY_CTRL_MASKBIT;       /* other bits reserved */
+		if (was_masked && !(v->ctrl & PCI_MSIX_ENTRY_CTRL_MASKBIT))
 			unmasked(m, i);
 		return;
 	}
@@ -331,7 +331,7 @@ static void table_write32(struct msix *m, uint64_t t, uint32_t val)
 
 void msix_bar_write(struct msix *m, uint64_t off, const uint8_t *data, unsigned len)
 {
-	uint64_t table_len = (uint64_t)m->nvec * MSIX_ENTRY_SIZE;
+	uint64_t table_len = (uint64_t)m->nvec * PCI_MSIX_ENTRY_SIZE;
 	unsigned k;
 
 	if (!access_ok(off, len) || off < m->table_off || off - m->table_off >= table_len)

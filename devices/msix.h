@@ -33,6 +33,7 @@
 
 #include <pthread.h>
 #include <stdbool.h>
+#include <linux/pci_regs.h>
 #include <stdint.h>
 
 #include "vmm/iobus.h"
@@ -41,24 +42,11 @@ struct vm;
 struct pci_dev;
 
 #define MSIX_MAX_VECTORS     2048u
-#define MSIX_ENTRY_SIZE      16u
 #define MSIX_CAP_LEN         12u
 #define MSIX_NO_VECTOR       0xffffu
 
-/* Capability layout (offsets from the capability). */
-#define MSIX_CAP_CTRL        2          /* message control */
-#define MSIX_CAP_TABLE       4          /* table offset | BIR */
-#define MSIX_CAP_PBA         8          /* PBA offset | BIR */
-#define MSIX_CTRL_ENABLE     0x8000
-#define MSIX_CTRL_FMASK      0x4000
-
-/* Table entry fields. */
-#define MSIX_ENTRY_ADDR_LO   0
-#define MSIX_ENTRY_ADDR_HI   4
-#define MSIX_ENTRY_DATA      8
-#define MSIX_ENTRY_CTRL      12
-#define MSIX_ENTRY_MASKED    1u
-
+/* The capability's layout (PCI_MSIX_FLAGS, _TABLE, _PBA) and the table
+ * entry's (PCI_MSIX_ENTRY_*) are <linux/pci_regs.h>'s. */
 #define MSIX_ADDR_BASE       0xfee00000u   /* x86 LAPIC message window */
 #define MSIX_ADDR_MASK       0xfff00000u
 

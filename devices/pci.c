@@ -33,33 +33,33 @@ void pci_dev_init(struct pci_dev *pd, const char *name, uint16_t vendor, uint16_
 	pd->ops = ops;
 	pd->opaque = opaque;
 	pd->cap_next = PCI_CAP_START;
-	cfg_store(pd, PCI_REG_VENDOR_ID, 2, vendor);
-	cfg_store(pd, PCI_REG_DEVICE_ID, 2, device);
-	pd->cfg[PCI_REG_REVISION] = revision;
-	pd->cfg[PCI_REG_PROG_IF] = class_code & 0xff;
-	pd->cfg[PCI_REG_SUBCLASS] = (class_code >> 8) & 0xff;
+	cfg_store(pd, PCI_VENDOR_ID, 2, vendor);
+	cfg_store(pd, PCI_DEVICE_ID, 2, device);
+	pd->cfg[PCI_REVISION_ID] = revision;
+	pd->cfg[PCI_CLASS_PROG] = class_code & 0xff;
+	pd->cfg[PCI_CLASS_DEVICE] = (class_code >> 8) & 0xff;
 	pd->cfg[PCI_REG_CLASS] = (class_code >> 16) & 0xff;
-	pd->cfg[PCI_REG_HEADER_TYPE] = 0;              /* type 0, single function */
-	cfg_store(pd, PCI_REG_SUBSYS_VENDOR, 2, subsys_vendor);
-	cfg_store(pd, PCI_REG_SUBSYS_ID, 2, subsys_id);
-	pci_set_wmask(pd, PCI_REG_COMMAND, 2,
-		      PCI_CMD_IO | PCI_CMD_MEM | PCI_CMD_MASTER | PCI_CMD_INTX_DISABLE);
-	pci_set_wmask(pd, PCI_REG_INT_LINE, 1, 0xff);
+	pd->cfg[PCI_HEADER_TYPE] = 0;              /* type 0, single function */
+	cfg_store(pd, PCI_SUBSYSTEM_VENDOR_ID, 2, subsys_vendor);
+	cfg_store(pd, PCI_SUBSYSTEM_ID, 2, subsys_id);
+	pci_set_wmask(pd, PCI_COMMAND, 2,
+		      PCI_COMMAND_IO | PCI_COMMAND_MEMORY | PCI_COMMAND_MASTER | PCI_COMMAND_INTX_DISABLE);
+	pci_set_wmask(pd, PCI_INTERRUPT_LINE, 1, 0xff);
 }
 
 int pci_dev_set_bar(struct pci_dev *pd, unsigned bar, uint64_t size, uint32_t flags,
 		    const struct io_ops *ops, void *opaque)
 {
-	bool is64 = flags & PCI_BAR_MEM64;
-	unsigned reg = PCI_REG_BAR0 + 4 * bar;
+	bool is64 = flags & PCI_BASE_ADDRESS_MEM_TYPE_64;
+	unsigned reg = PCI_BASE_ADDRESS_0 + 4 * bar;
 	uint64_t mask;
 
 	if (bar >= PCI_NUM_BARS || (is64 && bar + 1 >= PCI_NUM_BARS) || !ops ||
 	    !IS_POW2(size) || size < 16 || (!is64 && size > 2 * GiB) ||
-	    (flags & ~(uint32_t)(PCI_BAR_MEM64 | PCI_BAR_PREFETCH)) || pd->bus)
+	    (flags & ~(uint32_t)(PCI_BASE_ADDRESS_MEM_TYPE_64 | PCI_BASE_ADDRESS_MEM_PREFETCH)) || pd->bus)
 		return -EINVAL;
 	if (pd->bars[bar].size || (is64 && pd->bars[bar + 1].size) ||
-	    (bar > 0 && (pd->bars[bar - 1].flags & PCI_BAR_MEM64)))
+	    (bar > 0 && (pd->bars[bar - 1].flags & PCI_BASE_ADDRESS_MEM_TYPE_64)))
 		return -EBUSY;
 	pd->bars[bar] = (struct pci_bar){ .size = size, .flags = flags, .ops = ops,
 					  .opaque = opaque };
@@ -82,25 +82,25 @@ int pci_cap_add(struct pci_dev *pd, uint8_t id, unsigned len)
 	pd->cfg[off] = id;
 	pd->cfg[off + 1] = 0;
 	if (pd->ncaps == 0)
-		pd->cfg[PCI_REG_CAP_PTR] = off;
+		pd->cfg[PCI_CAPABILITY_LIST] = off;
 	else
 		pd->cfg[pd->caps[pd->ncaps - 1].off + 1] = off;
 	pd->caps[pd->ncaps++] = (struct pci_cap_range){ off, len };
 	pd->cap_next = off + len;
-	cfg_store(pd, PCI_REG_STATUS, 2,
-		  le16_load(&pd->cfg[PCI_REG_STATUS]) | PCI_STATUS_CAP_LIST);
+	cfg_store(pd, PCI_STATUS, 2,
+		  le16_load(&pd->cfg[PCI_STATUS]) | PCI_STATUS_CAP_LIST);
 	return off;
 }
 
 uint64_t pci_bar_addr(const struct pci_dev *pd, unsigned bar)
 {
-	unsigned reg = PCI_REG_BAR0 + 4 * bar;
+	unsigned reg = PCI_BASE_ADDRESS_0 + 4 * bar;
 	uint64_t a;
 
 	if (bar >= PCI_NUM_BARS)
 		return 0;
 	a = le32_load(&pd->cfg[reg]) & ~0xfull;
-	if (pd->bars[bar].flags & PCI_BAR_MEM64)
+	if (pd->bars[bar].flags & PCI_BASE_ADDRESS_MEM_TYPE_64)
 		a |= (uint64_t)le32_load(&pd->cfg[reg + 4]) << 32;
 	return a;
 }
@@ -198,7 +198,7 @@ static void bar_map(struct pci_dev *pd, unsigned bar, uint64_t addr)
  * BAR registers: unmap what moved or lost decode, then map what should be. */
 static void bars_update(struct pci_dev *pd)
 {
-	bool decode = le16_load(&pd->cfg[PCI_REG_COMMAND]) & PCI_CMD_MEM;
+	bool decode = le16_load(&pd->cfg[PCI_COMMAND]) & PCI_COMMAND_MEMORY;
 	unsigned i;
 
 	if (!pd->bus)
@@ -245,8 +245,8 @@ static void cfg_write_locked(struct pci_dev *pd, unsigned off, const uint8_t *da
 		uint8_t wm = pd->wmask[off + i], w1c = pd->w1c[off + i];
 		*c = (uint8_t)(((*c & ~wm) | (data[i] & wm)) & ~(data[i] & w1c));
 	}
-	remap = range_overlaps(off, len, PCI_REG_COMMAND, 2) ||
-		range_overlaps(off, len, PCI_REG_BAR0, 4 * PCI_NUM_BARS);
+	remap = range_overlaps(off, len, PCI_COMMAND, 2) ||
+		range_overlaps(off, len, PCI_BASE_ADDRESS_0, 4 * PCI_NUM_BARS);
 	if (remap)
 		bars_update(pd);
 	if (pd->ops && pd->ops->config_write)
@@ -446,19 +446,19 @@ int pci_bus_add(struct pci_bus *bus, struct pci_dev *pd)
 	}
 	for (i = 0; i < PCI_NUM_BARS; i++) {
 		uint64_t size = pd->bars[i].size, at;
-		unsigned reg = PCI_REG_BAR0 + 4 * i;
+		unsigned reg = PCI_BASE_ADDRESS_0 + 4 * i;
 		if (!size)
 			continue;
 		at = ALIGN_UP(bus->mmio_next, size);
 		cfg_store(pd, reg, 4, (uint32_t)at | pd->bars[i].flags);
-		if (pd->bars[i].flags & PCI_BAR_MEM64)
+		if (pd->bars[i].flags & PCI_BASE_ADDRESS_MEM_TYPE_64)
 			cfg_store(pd, reg + 4, 4, (uint32_t)(at >> 32));
 		bus->mmio_next = at + size;
 	}
 	pd->bus = bus;
 	pd->slot = s;
-	pd->cfg[PCI_REG_INT_PIN] = 1;               /* INTA# */
-	pd->cfg[PCI_REG_INT_LINE] = pci_intx_pin(s);
+	pd->cfg[PCI_INTERRUPT_PIN] = 1;               /* INTA# */
+	pd->cfg[PCI_INTERRUPT_LINE] = pci_intx_pin(s);
 	bus->slots[s] = pd;
 	ret = 0;
 unlock:

@@ -30,6 +30,7 @@
 
 #include <pthread.h>
 #include <stdbool.h>
+#include <linux/pci_regs.h>
 #include <stdint.h>
 
 #include "vmm/iobus.h"
@@ -47,35 +48,10 @@ struct vm;
 #define PCI_CONF1_DATA_PORT   0xcfc
 #define PCI_CONF1_ENABLE      0x80000000u
 
-/* Type 0 header registers. */
-#define PCI_REG_VENDOR_ID     0x00
-#define PCI_REG_DEVICE_ID     0x02
-#define PCI_REG_COMMAND       0x04
-#define PCI_REG_STATUS        0x06
-#define PCI_REG_REVISION      0x08
-#define PCI_REG_PROG_IF       0x09
-#define PCI_REG_SUBCLASS      0x0a
-#define PCI_REG_CLASS         0x0b
-#define PCI_REG_HEADER_TYPE   0x0e
-#define PCI_REG_BAR0          0x10
-#define PCI_REG_SUBSYS_VENDOR 0x2c
-#define PCI_REG_SUBSYS_ID     0x2e
-#define PCI_REG_CAP_PTR       0x34
-#define PCI_REG_INT_LINE      0x3c
-#define PCI_REG_INT_PIN       0x3d
-
-#define PCI_CMD_IO            0x0001
-#define PCI_CMD_MEM           0x0002
-#define PCI_CMD_MASTER        0x0004
-#define PCI_CMD_INTX_DISABLE  0x0400
-#define PCI_STATUS_INTX       0x0008
-#define PCI_STATUS_CAP_LIST   0x0010
-
-#define PCI_BAR_MEM64         0x4      /* BAR type bits 2:1 = 10b */
-#define PCI_BAR_PREFETCH      0x8
-
-#define PCI_CAP_ID_MSIX       0x11
-#define PCI_CAP_ID_VNDR       0x09
+/* Type 0 header registers, command and status bits, BAR flags and
+ * capability ids are <linux/pci_regs.h>'s; it has no name for the class
+ * code's base byte. */
+#define PCI_REG_CLASS         0x0b     /* PCI_CLASS_DEVICE + 1 */
 
 /* Host bridge identity (class 06/00 is what Linux's conf1 sanity check looks for). */
 #define PCI_HB_VENDOR         0x8086
@@ -96,7 +72,7 @@ struct pci_dev_ops {
 
 struct pci_bar {
 	uint64_t size;             /* 0: unused */
-	uint32_t flags;            /* PCI_BAR_MEM64 | PCI_BAR_PREFETCH */
+	uint32_t flags;            /* PCI_BASE_ADDRESS_MEM_TYPE_64 | PCI_BASE_ADDRESS_MEM_PREFETCH */
 	const struct io_ops *ops;
 	void *opaque;
 	bool mapped;               /* registered on vm->mmio at mapped_addr */
@@ -140,14 +116,14 @@ void pci_dev_init(struct pci_dev *pd, const char *name, uint16_t vendor, uint16_
 		  uint16_t subsys_id, const struct pci_dev_ops *ops, void *opaque);
 
 /* Declare memory BAR bar (0..5; a 64-bit BAR also uses bar+1) of size bytes
- * (power of two, >= 16; <= 2 GiB for 32-bit BARs), flags PCI_BAR_MEM64 /
- * PCI_BAR_PREFETCH, accesses dispatched to ops/opaque with offsets relative
+ * (power of two, >= 16; <= 2 GiB for 32-bit BARs), flags PCI_BASE_ADDRESS_MEM_TYPE_64 /
+ * PCI_BASE_ADDRESS_MEM_PREFETCH, accesses dispatched to ops/opaque with offsets relative
  * to the BAR. Before pci_bus_add. 0 or -EINVAL / -EBUSY. */
 int pci_dev_set_bar(struct pci_dev *pd, unsigned bar, uint64_t size, uint32_t flags,
 		    const struct io_ops *ops, void *opaque);
 
 /* Append a capability of len bytes (>= 2, header included) with id to the
- * list (dword aligned, linked through PCI_REG_CAP_PTR and the next bytes,
+ * list (dword aligned, linked through PCI_CAPABILITY_LIST and the next bytes,
  * sets the status capability bit). Returns its config offset, or -ENOSPC.
  * The body (from off + 2) is the caller's: fill pd->cfg and pd->wmask. */
 int pci_cap_add(struct pci_dev *pd, uint8_t id, unsigned len);

@@ -94,7 +94,7 @@ uint8_t virtio_get_status(const struct virtio_dev *dev)
 	uint8_t s = __atomic_load_n(&dev->status, __ATOMIC_ACQUIRE);
 
 	if (__atomic_load_n(&dev->needs_reset, __ATOMIC_ACQUIRE))
-		s |= VIRTIO_STATUS_NEEDS_RESET;
+		s |= VIRTIO_CONFIG_S_NEEDS_RESET;
 	return s;
 }
 
@@ -165,34 +165,34 @@ void virtio_set_status(struct virtio_dev *dev, uint8_t val)
 		virtio_reset(dev);
 		return;
 	}
-	val &= ~VIRTIO_STATUS_NEEDS_RESET;      /* device-owned bit */
+	val &= ~VIRTIO_CONFIG_S_NEEDS_RESET;      /* device-owned bit */
 	if ((old & val) != old)
 		return;                         /* §2.1.1: driver must not clear bits */
 	set = val & ~old;
 	if (set == 0)
 		return;
-	if (set & VIRTIO_STATUS_FAILED) {
+	if (set & VIRTIO_CONFIG_S_FAILED) {
 		/* The driver gave up; nothing else in this write matters. */
-		__atomic_store_n(&dev->status, old | VIRTIO_STATUS_FAILED, __ATOMIC_RELEASE);
+		__atomic_store_n(&dev->status, old | VIRTIO_CONFIG_S_FAILED, __ATOMIC_RELEASE);
 		return;
 	}
 	/* §3.1.1 order: ACKNOWLEDGE, DRIVER, FEATURES_OK, DRIVER_OK. */
-	if ((val & VIRTIO_STATUS_DRIVER) && !(val & VIRTIO_STATUS_ACKNOWLEDGE))
+	if ((val & VIRTIO_CONFIG_S_DRIVER) && !(val & VIRTIO_CONFIG_S_ACKNOWLEDGE))
 		return;
-	if ((val & VIRTIO_STATUS_FEATURES_OK) && !(val & VIRTIO_STATUS_DRIVER))
+	if ((val & VIRTIO_CONFIG_S_FEATURES_OK) && !(val & VIRTIO_CONFIG_S_DRIVER))
 		return;
-	if ((val & VIRTIO_STATUS_DRIVER_OK) && !(val & VIRTIO_STATUS_FEATURES_OK))
+	if ((val & VIRTIO_CONFIG_S_DRIVER_OK) && !(val & VIRTIO_CONFIG_S_FEATURES_OK))
 		return;
-	if (set & VIRTIO_STATUS_FEATURES_OK) {
+	if (set & VIRTIO_CONFIG_S_FEATURES_OK) {
 		if (!features_acceptable(dev)) {
 			/* Leave FEATURES_OK clear (§2.2.2, §3.1.1 step 6): the driver
 			 * reads the status back and fails the device. */
-			val &= ~(VIRTIO_STATUS_FEATURES_OK | VIRTIO_STATUS_DRIVER_OK);
+			val &= ~(VIRTIO_CONFIG_S_FEATURES_OK | VIRTIO_CONFIG_S_DRIVER_OK);
 			set = val & ~old;
 		}
 	}
 	__atomic_store_n(&dev->status, val, __ATOMIC_RELEASE);
-	if (set & VIRTIO_STATUS_DRIVER_OK)
+	if (set & VIRTIO_CONFIG_S_DRIVER_OK)
 		driver_ok(dev);
 }
 
@@ -208,7 +208,7 @@ void virtio_write_features(struct virtio_dev *dev, uint32_t sel, uint32_t val)
 	uint64_t mask;
 
 	/* Features are frozen once FEATURES_OK was accepted (§2.2.2). */
-	if (sel > 1 || (dev->status & (VIRTIO_STATUS_FEATURES_OK | VIRTIO_STATUS_DRIVER_OK)))
+	if (sel > 1 || (dev->status & (VIRTIO_CONFIG_S_FEATURES_OK | VIRTIO_CONFIG_S_DRIVER_OK)))
 		return;
 	mask = 0xffffffffULL << (32 * sel);
 	dev->guest_features = (dev->guest_features & ~mask) | ((uint64_t)val << (32 * sel));
@@ -222,8 +222,8 @@ int virtio_queue_set_ready(struct virtio_dev *dev, unsigned q, bool ready)
 	if (q >= dev->num_queues)
 		return -EINVAL;
 	vq = &dev->vqs[q];
-	if (!(dev->status & VIRTIO_STATUS_FEATURES_OK) ||
-	    (dev->status & VIRTIO_STATUS_DRIVER_OK))
+	if (!(dev->status & VIRTIO_CONFIG_S_FEATURES_OK) ||
+	    (dev->status & VIRTIO_CONFIG_S_DRIVER_OK))
 		return -EBUSY;
 	if (!ready) {
 		vq->ready = false;

@@ -20,30 +20,17 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include <linux/virtio_config.h>
+#include <linux/virtio_ids.h>
+#include <linux/virtio_ring.h>
+
 #include "devices/virtq.h"
 #include "vmm/guest_mem.h"
 
-/* §2.1 device status bits */
-#define VIRTIO_STATUS_ACKNOWLEDGE  0x01
-#define VIRTIO_STATUS_DRIVER       0x02
-#define VIRTIO_STATUS_DRIVER_OK    0x04
-#define VIRTIO_STATUS_FEATURES_OK  0x08
-#define VIRTIO_STATUS_NEEDS_RESET  0x40
-#define VIRTIO_STATUS_FAILED       0x80
-
-/* §6 reserved feature bits (bit numbers) */
-#define VIRTIO_RING_F_INDIRECT_DESC 28
-#define VIRTIO_RING_F_EVENT_IDX     29
-#define VIRTIO_F_VERSION_1          32
-#define VIRTIO_F_ACCESS_PLATFORM    33
-#define VIRTIO_F_RING_PACKED        34
-#define VIRTIO_F_IN_ORDER           35
-
+/* Status bits (§2.1, VIRTIO_CONFIG_S_*), reserved feature bits (§6,
+ * VIRTIO_F_*, VIRTIO_RING_F_*) and device IDs (§5, VIRTIO_ID_*) come from
+ * the Linux UAPI headers. */
 #define VIRTIO_BIT(b) (1ULL << (b))
-
-/* Device IDs (§5) */
-#define VIRTIO_ID_NET   1
-#define VIRTIO_ID_BLOCK 2
 
 /* Feature bits the core offers on top of ops->features(): the ring features
  * implemented by virtq.c, and VERSION_1. RING_PACKED is withheld from a

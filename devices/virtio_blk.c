@@ -7,29 +7,13 @@
 #include "vmm/vm.h"
 
 #include <errno.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-/* struct virtio_blk_config offsets (§5.2.4) */
-#define CFG_CAPACITY        0
-#define CFG_SIZE_MAX        8
-#define CFG_SEG_MAX         12
-#define CFG_GEOMETRY        16      /* cylinders le16, heads u8, sectors u8: left 0 */
-#define CFG_BLK_SIZE        20
-#define CFG_PHYS_BLOCK_EXP  24
-#define CFG_ALIGN_OFFSET    25
-#define CFG_MIN_IO_SIZE     26
-#define CFG_OPT_IO_SIZE     28
-#define CFG_WRITEBACK       32
-#define CFG_NUM_QUEUES      34
-#define CFG_MAX_DISCARD_SECTORS  36
-#define CFG_MAX_DISCARD_SEG      40
-#define CFG_DISCARD_ALIGN        44
-#define CFG_MAX_WZ_SECTORS       48
-#define CFG_MAX_WZ_SEG           52
-#define CFG_WZ_MAY_UNMAP         56
-/* 60..71: secure erase limits (feature not offered), left 0 */
+/* struct virtio_blk_config (§5.2.4) offsets, from <linux/virtio_blk.h>. */
+#define CFG(field) offsetof(struct virtio_blk_config, field)
 
 static struct blk_dev *to_blk(const struct virtio_dev *dev)
 {
@@ -59,25 +43,25 @@ static void blk_build_config(struct blk_dev *blk)
 	uint8_t *c = blk->config;
 
 	memset(c, 0, sizeof(blk->config));
-	le64_store(c + CFG_CAPACITY, blk->capacity);
-	le32_store(c + CFG_SIZE_MAX, BLK_SIZE_MAX);
-	le32_store(c + CFG_SEG_MAX, BLK_SEG_MAX);
-	le32_store(c + CFG_BLK_SIZE, (uint32_t)BLK_SECTOR);
-	c[CFG_PHYS_BLOCK_EXP] = 0;              /* physical block = logical block */
-	c[CFG_ALIGN_OFFSET] = 0;
-	le16_store(c + CFG_MIN_IO_SIZE, 1);     /* in logical blocks */
-	le32_store(c + CFG_OPT_IO_SIZE, 0);     /* no preference */
-	c[CFG_WRITEBACK] = 0;                   /* CONFIG_WCE not offered */
-	le16_store(c + CFG_NUM_QUEUES, (uint16_t)blk->opts.queues);
+	le64_store(c + CFG(capacity), blk->capacity);
+	le32_store(c + CFG(size_max), BLK_SIZE_MAX);
+	le32_store(c + CFG(seg_max), BLK_SEG_MAX);
+	le32_store(c + CFG(blk_size), (uint32_t)BLK_SECTOR);
+	c[CFG(physical_block_exp)] = 0;              /* physical block = logical block */
+	c[CFG(alignment_offset)] = 0;
+	le16_store(c + CFG(min_io_size), 1);     /* in logical blocks */
+	le32_store(c + CFG(opt_io_size), 0);     /* no preference */
+	c[CFG(wce)] = 0;                   /* CONFIG_WCE not offered */
+	le16_store(c + CFG(num_queues), (uint16_t)blk->opts.queues);
 	if (blk->img.discard) {
-		le32_store(c + CFG_MAX_DISCARD_SECTORS, BLK_DWZ_MAX_SECTORS);
-		le32_store(c + CFG_MAX_DISCARD_SEG, BLK_DWZ_MAX_SEG);
-		le32_store(c + CFG_DISCARD_ALIGN, 4096 / BLK_SECTOR);
+		le32_store(c + CFG(max_discard_sectors), BLK_DWZ_MAX_SECTORS);
+		le32_store(c + CFG(max_discard_seg), BLK_DWZ_MAX_SEG);
+		le32_store(c + CFG(discard_sector_alignment), 4096 / BLK_SECTOR);
 	}
 	if (!blk->img.ro) {
-		le32_store(c + CFG_MAX_WZ_SECTORS, BLK_DWZ_MAX_SECTORS);
-		le32_store(c + CFG_MAX_WZ_SEG, BLK_DWZ_MAX_SEG);
-		c[CFG_WZ_MAY_UNMAP] = blk->img.discard ? 1 : 0;
+		le32_store(c + CFG(max_write_zeroes_sectors), BLK_DWZ_MAX_SECTORS);
+		le32_store(c + CFG(max_write_zeroes_seg), BLK_DWZ_MAX_SEG);
+		c[CFG(write_zeroes_may_unmap)] = blk->img.discard ? 1 : 0;
 	}
 }
 

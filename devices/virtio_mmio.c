@@ -29,7 +29,7 @@ static struct virtq *mmio_writable_queue(struct virtio_mmio *m)
 {
 	struct virtio_dev *dev = m->dev;
 
-	if (m->queue_sel >= dev->num_queues || (dev->status & VIRTIO_STATUS_DRIVER_OK))
+	if (m->queue_sel >= dev->num_queues || (dev->status & VIRTIO_CONFIG_S_DRIVER_OK))
 		return NULL;
 	if (dev->vqs[m->queue_sel].ready)
 		return NULL;
@@ -150,7 +150,7 @@ void virtio_mmio_write(void *opaque, uint64_t off, const uint8_t *data, unsigned
 		break;
 	case VIRTIO_MMIO_QUEUE_READY:
 		if (m->queue_sel >= dev->num_queues || v > 1 ||
-		    (dev->status & VIRTIO_STATUS_DRIVER_OK) ||
+		    (dev->status & VIRTIO_CONFIG_S_DRIVER_OK) ||
 		    dev->vqs[m->queue_sel].ready == (v == 1))
 			break;
 		/* Errors leave the queue not ready and set NEEDS_RESET. */
@@ -177,18 +177,18 @@ void virtio_mmio_write(void *opaque, uint64_t off, const uint8_t *data, unsigned
 		break;
 	case VIRTIO_MMIO_QUEUE_DESC_LOW:
 	case VIRTIO_MMIO_QUEUE_DESC_HIGH:
-	case VIRTIO_MMIO_QUEUE_DRIVER_LOW:
-	case VIRTIO_MMIO_QUEUE_DRIVER_HIGH:
-	case VIRTIO_MMIO_QUEUE_DEVICE_LOW:
-	case VIRTIO_MMIO_QUEUE_DEVICE_HIGH: {
+	case VIRTIO_MMIO_QUEUE_AVAIL_LOW:
+	case VIRTIO_MMIO_QUEUE_AVAIL_HIGH:
+	case VIRTIO_MMIO_QUEUE_USED_LOW:
+	case VIRTIO_MMIO_QUEUE_USED_HIGH: {
 		uint64_t *addr;
 
 		vq = mmio_writable_queue(m);
 		if (!vq)
 			break;
-		if (off < VIRTIO_MMIO_QUEUE_DRIVER_LOW)
+		if (off < VIRTIO_MMIO_QUEUE_AVAIL_LOW)
 			addr = &vq->desc_gpa;
-		else if (off < VIRTIO_MMIO_QUEUE_DEVICE_LOW)
+		else if (off < VIRTIO_MMIO_QUEUE_USED_LOW)
 			addr = &vq->driver_gpa;
 		else
 			addr = &vq->device_gpa;

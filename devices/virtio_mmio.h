@@ -19,6 +19,7 @@
 #ifndef MVM_VIRTIO_MMIO_H
 #define MVM_VIRTIO_MMIO_H
 
+#include <linux/virtio_mmio.h>
 #include <pthread.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -28,38 +29,10 @@
 
 struct vm;
 
-/* §4.2.2 register offsets */
-#define VIRTIO_MMIO_MAGIC_VALUE         0x000
-#define VIRTIO_MMIO_VERSION             0x004
-#define VIRTIO_MMIO_DEVICE_ID           0x008
-#define VIRTIO_MMIO_VENDOR_ID           0x00c
-#define VIRTIO_MMIO_DEVICE_FEATURES     0x010
-#define VIRTIO_MMIO_DEVICE_FEATURES_SEL 0x014
-#define VIRTIO_MMIO_DRIVER_FEATURES     0x020
-#define VIRTIO_MMIO_DRIVER_FEATURES_SEL 0x024
-#define VIRTIO_MMIO_QUEUE_SEL           0x030
-#define VIRTIO_MMIO_QUEUE_NUM_MAX       0x034
-#define VIRTIO_MMIO_QUEUE_NUM           0x038
-#define VIRTIO_MMIO_QUEUE_READY         0x044
-#define VIRTIO_MMIO_QUEUE_NOTIFY        0x050
-#define VIRTIO_MMIO_INTERRUPT_STATUS    0x060
-#define VIRTIO_MMIO_INTERRUPT_ACK       0x064
-#define VIRTIO_MMIO_STATUS              0x070
-#define VIRTIO_MMIO_QUEUE_DESC_LOW      0x080
-#define VIRTIO_MMIO_QUEUE_DESC_HIGH     0x084
-#define VIRTIO_MMIO_QUEUE_DRIVER_LOW    0x090
-#define VIRTIO_MMIO_QUEUE_DRIVER_HIGH   0x094
-#define VIRTIO_MMIO_QUEUE_DEVICE_LOW    0x0a0
-#define VIRTIO_MMIO_QUEUE_DEVICE_HIGH   0x0a4
-#define VIRTIO_MMIO_CONFIG_GENERATION   0x0fc
-#define VIRTIO_MMIO_CONFIG              0x100
-
+/* Register offsets (§4.2.2) and interrupt bits: <linux/virtio_mmio.h>. */
 #define VIRTIO_MMIO_MAGIC   0x74726976u   /* "virt" */
 #define VIRTIO_MMIO_VENDOR  0x4d564d00u   /* "\0MVM" */
 #define VIRTIO_MMIO_WINDOW  0x1000u       /* 4K, as on the kernel command line */
-
-#define VIRTIO_MMIO_INT_VRING  1u
-#define VIRTIO_MMIO_INT_CONFIG 2u
 
 struct virtio_mmio {
 	struct virtio_dev *dev;

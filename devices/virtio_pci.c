@@ -27,8 +27,8 @@ static const struct common_field common_fields[] = {
 	{ VIRTIO_PCI_COMMON_STATUS, 1 }, { VIRTIO_PCI_COMMON_CFGGENERATION, 1 },
 	{ VIRTIO_PCI_COMMON_Q_SELECT, 2 }, { VIRTIO_PCI_COMMON_Q_SIZE, 2 },
 	{ VIRTIO_PCI_COMMON_Q_MSIX, 2 }, { VIRTIO_PCI_COMMON_Q_ENABLE, 2 },
-	{ VIRTIO_PCI_COMMON_Q_NOFF, 2 }, { VIRTIO_PCI_COMMON_Q_DESC, 8 },
-	{ VIRTIO_PCI_COMMON_Q_DRIVER, 8 }, { VIRTIO_PCI_COMMON_Q_DEVICE, 8 },
+	{ VIRTIO_PCI_COMMON_Q_NOFF, 2 }, { VIRTIO_PCI_COMMON_Q_DESCLO, 8 },
+	{ VIRTIO_PCI_COMMON_Q_AVAILLO, 8 }, { VIRTIO_PCI_COMMON_Q_USEDLO, 8 },
 };
 
 /* The field an access hits: its own width, or one aligned dword of a
@@ -76,7 +76,7 @@ static bool queue_selected(struct virtio_pci *vp)
 static bool queue_configurable(struct virtio_pci *vp)
 {
 	return queue_selected(vp) &&
-	       !(vp->dev->status & VIRTIO_STATUS_DRIVER_OK) &&
+	       !(vp->dev->status & VIRTIO_CONFIG_S_DRIVER_OK) &&
 	       !vp->dev->vqs[vp->queue_select].ready;
 }
 
@@ -106,9 +106,9 @@ static uint64_t common_read(struct virtio_pci *vp, unsigned foff)
 		return __atomic_load_n(&vp->queue_vector[vp->queue_select], __ATOMIC_RELAXED);
 	case VIRTIO_PCI_COMMON_Q_ENABLE: return vq->ready;
 	case VIRTIO_PCI_COMMON_Q_NOFF: return vp->queue_select;
-	case VIRTIO_PCI_COMMON_Q_DESC: return vq->desc_gpa;
-	case VIRTIO_PCI_COMMON_Q_DRIVER: return vq->driver_gpa;
-	case VIRTIO_PCI_COMMON_Q_DEVICE: return vq->device_gpa;
+	case VIRTIO_PCI_COMMON_Q_DESCLO: return vq->desc_gpa;
+	case VIRTIO_PCI_COMMON_Q_AVAILLO: return vq->driver_gpa;
+	case VIRTIO_PCI_COMMON_Q_USEDLO: return vq->device_gpa;
 	}
 	return 0;
 }
@@ -167,9 +167,9 @@ static void common_write(struct virtio_pci *vp, unsigned foff, unsigned shift,
 		__atomic_store_n(&vp->queue_vector[vp->queue_select], vector_or_none(vp, val),
 				 __ATOMIC_RELAXED);
 		break;
-	case VIRTIO_PCI_COMMON_Q_DESC: set_u64_part(&vq->desc_gpa, val, shift, len); break;
-	case VIRTIO_PCI_COMMON_Q_DRIVER: set_u64_part(&vq->driver_gpa, val, shift, len); break;
-	case VIRTIO_PCI_COMMON_Q_DEVICE: set_u64_part(&vq->device_gpa, val, shift, len); break;
+	case VIRTIO_PCI_COMMON_Q_DESCLO: set_u64_part(&vq->desc_gpa, val, shift, len); break;
+	case VIRTIO_PCI_COMMON_Q_AVAILLO: set_u64_part(&vq->driver_gpa, val, shift, len); break;
+	case VIRTIO_PCI_COMMON_Q_USEDLO: set_u64_part(&vq->device_gpa, val, shift, len); break;
 	}
 }
 
@@ -238,9 +238,9 @@ static const struct io_ops virtio_pci_bar_ops = { virtio_pci_bar_read, virtio_pc
 
 static bool intx_allowed(struct virtio_pci *vp)
 {
-	uint8_t cmd_hi = __atomic_load_n(&vp->pci.cfg[PCI_REG_COMMAND + 1], __ATOMIC_RELAXED);
+	uint8_t cmd_hi = __atomic_load_n(&vp->pci.cfg[PCI_COMMAND + 1], __ATOMIC_RELAXED);
 
-	return !(cmd_hi & (PCI_CMD_INTX_DISABLE >> 8)) && !msix_enabled(&vp->msix);
+	return !(cmd_hi & (PCI_COMMAND_INTX_DISABLE >> 8)) && !msix_enabled(&vp->msix);
 }
 
 static void intx_raise(struct virtio_pci *vp, uint8_t bit)
@@ -335,16 +335,16 @@ static void vp_config_read(struct pci_dev *pd, unsigned off, unsigned len)
 {
 	struct virtio_pci *vp = pd->opaque;
 	unsigned data_off = vp->cap_pci_cfg + 16;
-	uint16_t status = le16_load(&pd->cfg[PCI_REG_STATUS]);
+	uint16_t status = le16_load(&pd->cfg[PCI_STATUS]);
 	const struct io_ops *ops;
 	uint32_t boff, blen;
 	void *opaque;
 
-	if (overlaps(off, len, PCI_REG_STATUS, 2)) {
-		status &= ~PCI_STATUS_INTX;
+	if (overlaps(off, len, PCI_STATUS, 2)) {
+		status &= ~PCI_STATUS_INTERRUPT;
 		if (__atomic_load_n(&vp->isr, __ATOMIC_RELAXED) && !msix_enabled(&vp->msix))
-			status |= PCI_STATUS_INTX;
-		le16_store(&pd->cfg[PCI_REG_STATUS], status);
+			status |= PCI_STATUS_INTERRUPT;
+		le16_store(&pd->cfg[PCI_STATUS], status);
 	}
 	if (overlaps(off, len, data_off, 4)) {
 		memset(&pd->cfg[data_off], 0, 4);
@@ -496,7 +496,7 @@ int virtio_pci_init(struct virtio_pci *vp, struct virtio_dev *dev, struct vm *vm
 	if (ret)
 		goto close_fds;
 	ret = pci_dev_set_bar(pd, VIRTIO_PCI_BAR, VIRTIO_PCI_BAR_SIZE,
-			      PCI_BAR_MEM64 | PCI_BAR_PREFETCH, &virtio_pci_bar_ops, vp);
+			      PCI_BASE_ADDRESS_MEM_TYPE_64 | PCI_BASE_ADDRESS_MEM_PREFETCH, &virtio_pci_bar_ops, vp);
 	if (ret)
 		goto close_fds;
 	ret = msix_init(&vp->msix, pd, vm, dev->num_queues + 1, VIRTIO_PCI_MSIX_BAR,

@@ -36,6 +36,7 @@
 #ifndef MVM_VIRTIO_PCI_H
 #define MVM_VIRTIO_PCI_H
 
+#include <linux/virtio_pci.h>
 #include <pthread.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -49,30 +50,9 @@ struct vm;
 #define VIRTIO_PCI_VENDOR         0x1af4
 #define VIRTIO_PCI_DEVICE_BASE    0x1040
 
-/* §4.1.4 cfg_type */
-#define VIRTIO_PCI_CAP_COMMON_CFG 1
-#define VIRTIO_PCI_CAP_NOTIFY_CFG 2
-#define VIRTIO_PCI_CAP_ISR_CFG    3
-#define VIRTIO_PCI_CAP_DEVICE_CFG 4
-#define VIRTIO_PCI_CAP_PCI_CFG    5
-
-/* §4.1.4.3 common configuration layout */
-#define VIRTIO_PCI_COMMON_DFSELECT      0x00
-#define VIRTIO_PCI_COMMON_DF            0x04
-#define VIRTIO_PCI_COMMON_GFSELECT      0x08
-#define VIRTIO_PCI_COMMON_GF            0x0c
-#define VIRTIO_PCI_COMMON_MSIX          0x10
-#define VIRTIO_PCI_COMMON_NUMQ          0x12
-#define VIRTIO_PCI_COMMON_STATUS        0x14
-#define VIRTIO_PCI_COMMON_CFGGENERATION 0x15
-#define VIRTIO_PCI_COMMON_Q_SELECT      0x16
-#define VIRTIO_PCI_COMMON_Q_SIZE        0x18
-#define VIRTIO_PCI_COMMON_Q_MSIX        0x1a
-#define VIRTIO_PCI_COMMON_Q_ENABLE      0x1c
-#define VIRTIO_PCI_COMMON_Q_NOFF        0x1e
-#define VIRTIO_PCI_COMMON_Q_DESC        0x20
-#define VIRTIO_PCI_COMMON_Q_DRIVER      0x28
-#define VIRTIO_PCI_COMMON_Q_DEVICE      0x30
+/* cfg_type values (§4.1.4, VIRTIO_PCI_CAP_*_CFG) and the common
+ * configuration layout (§4.1.4.3, VIRTIO_PCI_COMMON_*) are
+ * <linux/virtio_pci.h>'s; mvm implements the layout up to queue_device. */
 #define VIRTIO_PCI_COMMON_LEN           0x38
 
 /* BAR layout */
@@ -90,7 +70,6 @@ struct vm;
 #define VIRTIO_PCI_NOTIFY_MULT    4
 
 #define VIRTIO_PCI_ISR_QUEUE      1u
-#define VIRTIO_PCI_ISR_CONFIG     2u
 
 struct virtio_pci {
 	struct virtio_dev *dev;

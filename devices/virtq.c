@@ -52,11 +52,8 @@ static inline uint8_t *avail_event_ptr(struct virtq *vq)  /* used.ring[size] */
 	return vq->used + USED_RING + 8u * vq->size;
 }
 
-/* §2.7.7.2: notify when new_idx has moved past event since old. */
-static inline bool vring_need_event(uint16_t event, uint16_t new_idx, uint16_t old)
-{
-	return (uint16_t)(new_idx - event - 1) < (uint16_t)(new_idx - old);
-}
+/* vring_need_event (§2.7.7.2: notify when new_idx has moved past event
+ * since old) is <linux/virtio_ring.h>'s. */
 
 void virtq_init(struct virtq *vq, unsigned index, uint16_t max_size)
 {
@@ -203,13 +200,13 @@ static int walk_indirect(struct virtq *vq, struct virtq_chain *c, uint64_t addr,
 
 		if (++steps > entries || ++*visited > vq->size)
 			return -ELOOP;
-		if (flags & VIRTQ_DESC_F_INDIRECT)
+		if (flags & VRING_DESC_F_INDIRECT)
 			return -EINVAL; /* nested indirect */
 		ret = chain_add(vq, c, le64_load(d), le32_load(d + 8),
-				flags & VIRTQ_DESC_F_WRITE);
+				flags & VRING_DESC_F_WRITE);
 		if (ret)
 			return ret;
-		if (!(flags & VIRTQ_DESC_F_NEXT))
+		if (!(flags & VRING_DESC_F_NEXT))
 			return 0;
 		i = le16_load(d + 14);
 		if (i >= entries)
@@ -251,20 +248,20 @@ static int split_pop(struct virtq *vq, struct virtq_chain *c)
 
 		if (++visited > vq->size)
 			return -ELOOP;
-		if (flags & VIRTQ_DESC_F_INDIRECT) {
+		if (flags & VRING_DESC_F_INDIRECT) {
 			/* §2.7.5.3.1: INDIRECT and NEXT together are invalid; the
 			 * WRITE flag of an indirect descriptor is ignored. */
-			if (flags & VIRTQ_DESC_F_NEXT)
+			if (flags & VRING_DESC_F_NEXT)
 				return -EINVAL;
 			ret = walk_indirect(vq, c, addr, len, &visited);
 			if (ret)
 				return ret;
 			break;
 		}
-		ret = chain_add(vq, c, addr, len, flags & VIRTQ_DESC_F_WRITE);
+		ret = chain_add(vq, c, addr, len, flags & VRING_DESC_F_WRITE);
 		if (ret)
 			return ret;
-		if (!(flags & VIRTQ_DESC_F_NEXT))
+		if (!(flags & VRING_DESC_F_NEXT))
 			break;
 		i = le16_load(d + 14);
 		if (i >= vq->size)
@@ -291,7 +288,7 @@ static int split_pop(struct virtq *vq, struct virtq_chain *c)
 
 static inline bool packed_desc_avail(uint16_t flags, bool wrap)
 {
-	bool avail = flags & VIRTQ_DESC_F_AVAIL, used = flags & VIRTQ_DESC_F_USED;
+	bool avail = flags & (1u << VRING_PACKED_DESC_F_AVAIL), used = flags & (1u << VRING_PACKED_DESC_F_USED);
 
 	return avail != used && avail == wrap;
 }
@@ -326,10 +323,10 @@ static int packed_walk_indirect(struct virtq *vq, struct virtq_chain *c,
 		uint16_t flags = le16_load(d + PDESC_FLAGS);
 		int ret;
 
-		if (flags & (VIRTQ_DESC_F_INDIRECT | VIRTQ_DESC_F_NEXT))
+		if (flags & (VRING_DESC_F_INDIRECT | VRING_DESC_F_NEXT))
 			return -EINVAL;
 		ret = chain_add(vq, c, le64_load(d), le32_load(d + PDESC_LEN),
-				flags & VIRTQ_DESC_F_WRITE);
+				flags & VRING_DESC_F_WRITE);
 		if (ret)
 			return ret;
 	}
@@ -364,10 +361,10 @@ static int packed_pop(struct virtq *vq, struct virtq_chain *c)
 		 * overwrote buffers still in flight. Bounds the walk too. */
 		if (++nslots > room)
 			return -ELOOP;
-		if (flags & VIRTQ_DESC_F_INDIRECT) {
+		if (flags & VRING_DESC_F_INDIRECT) {
 			/* §2.8.7: an indirect descriptor is a buffer's only
 			 * descriptor: not after NEXT, not with NEXT. */
-			if (nslots > 1 || (flags & VIRTQ_DESC_F_NEXT))
+			if (nslots > 1 || (flags & VRING_DESC_F_NEXT))
 				return -EINVAL;
 			ret = packed_walk_indirect(vq, c, le64_load(d), le32_load(d + PDESC_LEN));
 			if (ret)
@@ -375,10 +372,10 @@ static int packed_pop(struct virtq *vq, struct virtq_chain *c)
 			break;
 		}
 		ret = chain_add(vq, c, le64_load(d), le32_load(d + PDESC_LEN),
-				flags & VIRTQ_DESC_F_WRITE);
+				flags & VRING_DESC_F_WRITE);
 		if (ret)
 			return ret;
-		if (!(flags & VIRTQ_DESC_F_NEXT))
+		if (!(flags & VRING_DESC_F_NEXT))
 			break;
 		pos = packed_next(vq, pos, &wrap);
 		d = vq->desc + 16u * pos;
@@ -405,7 +402,7 @@ static int packed_pop(struct virtq *vq, struct virtq_chain *c)
 static void packed_push(struct virtq *vq, uint16_t head, uint32_t written_len)
 {
 	uint8_t *d = vq->desc + 16u * vq->used_idx;
-	uint16_t flags = vq->used_wrap ? (VIRTQ_DESC_F_AVAIL | VIRTQ_DESC_F_USED) : 0;
+	uint16_t flags = vq->used_wrap ? ((1u << VRING_PACKED_DESC_F_AVAIL) | (1u << VRING_PACKED_DESC_F_USED)) : 0;
 	unsigned n = 1;
 
 	if (head < vq->size && inflight_test(vq, head)) {
@@ -466,14 +463,14 @@ static bool packed_publish(struct virtq *vq)
 	 * driver writes off_wrap, virtio_wmb(), then flags). */
 	ev = le32toh(__atomic_load_n((const uint32_t *)(const void *)vq->avail, __ATOMIC_RELAXED));
 	evflags = (ev >> 16) & 3;
-	if (evflags == VIRTQ_EVENT_F_DISABLE)
+	if (evflags == VRING_PACKED_EVENT_FLAG_DISABLE)
 		return false;
-	if (evflags != VIRTQ_EVENT_F_DESC || !vq->event_idx)
+	if (evflags != VRING_PACKED_EVENT_FLAG_DESC || !vq->event_idx)
 		return true;    /* ENABLE, reserved 3, or DESC without EVENT_IDX */
 	off = ev & 0x7fff;
 	/* An event in the other lap is in the previous one (the driver never
 	 * asks for more than a ring ahead of what it has seen). */
-	if (!!(ev & VIRTQ_EVENT_WRAP) != vq->used_wrap)
+	if (!!(ev & (1u << VRING_PACKED_EVENT_F_WRAP_CTR)) != vq->used_wrap)
 		off = (uint16_t)(off - vq->size);
 	return vring_need_event(off, new_pos, old);
 }
@@ -493,10 +490,10 @@ static bool packed_notify_enable(struct virtq *vq)
 		/* Kick when the descriptor at last_avail becomes available. The
 		 * off_wrap store precedes flags, like the driver's own order. */
 		ring_store16(vq->used, (uint16_t)(vq->last_avail |
-						  (vq->avail_wrap ? VIRTQ_EVENT_WRAP : 0)));
-		packed_event_flags_set(vq, VIRTQ_EVENT_F_DESC);
+						  (vq->avail_wrap ? (1u << VRING_PACKED_EVENT_F_WRAP_CTR) : 0)));
+		packed_event_flags_set(vq, VRING_PACKED_EVENT_FLAG_DESC);
 	} else {
-		packed_event_flags_set(vq, VIRTQ_EVENT_F_ENABLE);
+		packed_event_flags_set(vq, VRING_PACKED_EVENT_FLAG_ENABLE);
 	}
 	/* Full barrier between re-arming and re-reading the next descriptor's
 	 * flags. Pairs with the driver's virtio_mb() in
@@ -559,20 +556,20 @@ bool virtq_publish(struct virtq *vq)
 	__atomic_thread_fence(__ATOMIC_SEQ_CST);
 	if (vq->event_idx)
 		return vring_need_event(ring_load16(used_event_ptr(vq)), new_idx, old);
-	return !(ring_load16(vq->avail + AVAIL_FLAGS) & VIRTQ_AVAIL_F_NO_INTERRUPT);
+	return !(ring_load16(vq->avail + AVAIL_FLAGS) & VRING_AVAIL_F_NO_INTERRUPT);
 }
 
 void virtq_notify_disable(struct virtq *vq)
 {
 	if (vq->packed) {
 		/* EVENT_IDX or not: DISABLE is honoured by every driver. */
-		packed_event_flags_set(vq, VIRTQ_EVENT_F_DISABLE);
+		packed_event_flags_set(vq, VRING_PACKED_EVENT_FLAG_DISABLE);
 		return;
 	}
 	/* With EVENT_IDX the driver kicks only when avail.idx crosses
 	 * avail_event; leaving it behind suppresses further kicks. */
 	if (!vq->event_idx)
-		ring_store16(vq->used + USED_FLAGS, VIRTQ_USED_F_NO_NOTIFY);
+		ring_store16(vq->used + USED_FLAGS, VRING_USED_F_NO_NOTIFY);
 }
 
 bool virtq_notify_enable(struct virtq *vq)

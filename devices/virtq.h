@@ -17,6 +17,8 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include <linux/virtio_ring.h>
+
 #include "vmm/guest_mem.h"
 
 /* Largest QueueNumMax any device may offer (size of the in-flight bitmap). */
@@ -26,21 +28,10 @@
  * seg_max <= VIRTQ_MAX_CHAIN - 2); a longer chain is a guest error (-E2BIG). */
 #define VIRTQ_MAX_CHAIN 256
 
-/* §2.7.5 descriptor flags */
-#define VIRTQ_DESC_F_NEXT     1
-#define VIRTQ_DESC_F_WRITE    2
-#define VIRTQ_DESC_F_INDIRECT 4
-/* §2.7.6 / §2.7.8 ring flags */
-#define VIRTQ_AVAIL_F_NO_INTERRUPT 1
-#define VIRTQ_USED_F_NO_NOTIFY     1
-/* §2.8.1 packed descriptor flags: wrap-counter bits */
-#define VIRTQ_DESC_F_AVAIL (1u << 7)
-#define VIRTQ_DESC_F_USED  (1u << 15)
-/* §2.8.10 event suppression structure: flags values and off_wrap's wrap bit */
-#define VIRTQ_EVENT_F_ENABLE  0
-#define VIRTQ_EVENT_F_DISABLE 1
-#define VIRTQ_EVENT_F_DESC    2
-#define VIRTQ_EVENT_WRAP      (1u << 15)
+/* Descriptor flags (§2.7.5: VRING_DESC_F_*), ring flags (VRING_AVAIL_F_*,
+ * VRING_USED_F_*) and the packed ring's bit numbers (§2.8:
+ * VRING_PACKED_DESC_F_AVAIL/USED, VRING_PACKED_EVENT_*) are
+ * <linux/virtio_ring.h>'s. */
 
 /* Split ring sizes in bytes for a queue of n entries (including used_event /
  * avail_event, always present in the layout). */

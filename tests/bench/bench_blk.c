@@ -248,12 +248,12 @@ static int run_device(const char *path, uint64_t size, bool null, unsigned qd, d
 
 	rq = breqs_alloc(&d, qd);
 	for (i = 0; i < qd; i++) {
-		vdrv_indirect_set(&d, rq[i].table, 0, rq[i].hdr, 16, VIRTQ_DESC_F_NEXT, 1);
+		vdrv_indirect_set(&d, rq[i].table, 0, rq[i].hdr, 16, VRING_DESC_F_NEXT, 1);
 		vdrv_indirect_set(&d, rq[i].table, 1, rq[i].data, 4096,
-				  VIRTQ_DESC_F_NEXT | VIRTQ_DESC_F_WRITE, 2);
-		vdrv_indirect_set(&d, rq[i].table, 2, rq[i].status, 1, VIRTQ_DESC_F_WRITE, 0);
+				  VRING_DESC_F_NEXT | VRING_DESC_F_WRITE, 2);
+		vdrv_indirect_set(&d, rq[i].table, 2, rq[i].status, 1, VRING_DESC_F_WRITE, 0);
 		/* head i: one descriptor pointing at request i's table */
-		vdrv_desc_set(&d, 0, (uint16_t)i, rq[i].table, 48, VIRTQ_DESC_F_INDIRECT, 0);
+		vdrv_desc_set(&d, 0, (uint16_t)i, rq[i].table, 48, VRING_DESC_F_INDIRECT, 0);
 	}
 
 	/* Warm-up: one round trip so thread start-up is not measured. */

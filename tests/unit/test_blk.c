@@ -614,7 +614,7 @@ TEST(missing_or_readonly_status_returns_len_0_without_leak)
 		CHECK_EQ(st_of(&t, st), 0xff);
 	}
 	CHECK_EQ(inj.calls, 0);
-	CHECK(!(vdrv_status(&t.d) & VIRTIO_STATUS_NEEDS_RESET));
+	CHECK(!(vdrv_status(&t.d) & VIRTIO_CONFIG_S_NEEDS_RESET));
 	/* The queue still works. */
 	uint64_t buf = vdrv_alloc(&t.d, 512, 512);
 	CHECK_EQ(run1(&t, 0, VIRTIO_BLK_T_IN, 0, buf, 512, true, NULL), VIRTIO_BLK_S_OK);
@@ -642,7 +642,7 @@ TEST(zero_length_status_descriptor_returns_len_0_without_leak)
 		CHECK_EQ(st_of(&t, st), 0xff);
 	}
 	CHECK_EQ(inj.calls, 0);
-	CHECK(!(vdrv_status(&t.d) & VIRTIO_STATUS_NEEDS_RESET));
+	CHECK(!(vdrv_status(&t.d) & VIRTIO_CONFIG_S_NEEDS_RESET));
 	uint64_t buf = vdrv_alloc(&t.d, 512, 512);
 	CHECK_EQ(run1(&t, 0, VIRTIO_BLK_T_IN, 0, buf, 512, true, NULL), VIRTIO_BLK_S_OK);
 	teardown(&t);
@@ -654,9 +654,9 @@ TEST(zero_length_status_descriptor_returns_len_0_without_leak)
 static void check_broken_ring_needs_reset(struct t *t)
 {
 	vdrv_kick(&t->d, 0);
-	for (int i = 0; i < 5000 && !(vdrv_status(&t->d) & VIRTIO_STATUS_NEEDS_RESET); i++)
+	for (int i = 0; i < 5000 && !(vdrv_status(&t->d) & VIRTIO_CONFIG_S_NEEDS_RESET); i++)
 		usleep(1000);
-	CHECK(vdrv_status(&t->d) & VIRTIO_STATUS_NEEDS_RESET);
+	CHECK(vdrv_status(&t->d) & VIRTIO_CONFIG_S_NEEDS_RESET);
 	CHECK(vdrv_rd(&t->d, VIRTIO_MMIO_INTERRUPT_STATUS) & VIRTIO_MMIO_INT_CONFIG);
 	CHECK_EQ(vdrv_used_idx(&t->d, 0), 0);
 	CHECK_EQ(inj.calls, 0);
@@ -668,10 +668,10 @@ TEST(descriptor_loop_needs_reset_with_config_interrupt)
 	struct t t;
 
 	setup_inj(&t, "");
-	vdrv_desc_set(&t.d, 0, 0, hdr(&t, VIRTIO_BLK_T_IN, 0), 16, VIRTQ_DESC_F_NEXT, 1);
+	vdrv_desc_set(&t.d, 0, 0, hdr(&t, VIRTIO_BLK_T_IN, 0), 16, VRING_DESC_F_NEXT, 1);
 	/* Both readable, so the loop (not the readable-after-writable rule) is what
 	 * the ring walk trips over. */
-	vdrv_desc_set(&t.d, 0, 1, status_buf(&t), 1, VIRTQ_DESC_F_NEXT, 0);
+	vdrv_desc_set(&t.d, 0, 1, status_buf(&t), 1, VRING_DESC_F_NEXT, 0);
 	vdrv_avail_add_head(&t.d, 0, 0);
 	check_broken_ring_needs_reset(&t);
 }
@@ -681,8 +681,8 @@ TEST(avail_idx_jump_beyond_queue_size_needs_reset_with_config_interrupt)
 	struct t t;
 
 	setup_inj(&t, "");
-	vdrv_desc_set(&t.d, 0, 0, hdr(&t, VIRTIO_BLK_T_FLUSH, 0), 16, VIRTQ_DESC_F_NEXT, 1);
-	vdrv_desc_set(&t.d, 0, 1, status_buf(&t), 1, VIRTQ_DESC_F_WRITE, 0);
+	vdrv_desc_set(&t.d, 0, 0, hdr(&t, VIRTIO_BLK_T_FLUSH, 0), 16, VRING_DESC_F_NEXT, 1);
+	vdrv_desc_set(&t.d, 0, 1, status_buf(&t), 1, VRING_DESC_F_WRITE, 0);
 	vdrv_avail_idx_set(&t.d, 0, QSIZE + 1);
 	check_broken_ring_needs_reset(&t);
 }
@@ -704,8 +704,8 @@ TEST(buffer_crossing_end_of_ram_needs_reset_with_config_interrupt)
 
 	setup_inj(&t, "");
 	ram_end = t.d.ram_gpa + t.d.ram_size;
-	vdrv_desc_set(&t.d, 0, 0, hdr(&t, VIRTIO_BLK_T_FLUSH, 0), 16, VIRTQ_DESC_F_NEXT, 1);
-	vdrv_desc_set(&t.d, 0, 1, ram_end - 1, 2, VIRTQ_DESC_F_WRITE, 0);
+	vdrv_desc_set(&t.d, 0, 0, hdr(&t, VIRTIO_BLK_T_FLUSH, 0), 16, VRING_DESC_F_NEXT, 1);
+	vdrv_desc_set(&t.d, 0, 1, ram_end - 1, 2, VRING_DESC_F_WRITE, 0);
 	vdrv_avail_add_head(&t.d, 0, 0);
 	check_broken_ring_needs_reset(&t);
 }

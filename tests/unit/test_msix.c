@@ -44,7 +44,7 @@ static void tm_free(struct tmx *t)
 
 static void ctrl_write(struct tmx *t, uint16_t v)
 {
-	pci_cfg_write16(&t->pd, t->m.cap + MSIX_CAP_CTRL, v);
+	pci_cfg_write16(&t->pd, t->m.cap + PCI_MSIX_FLAGS, v);
 }
 
 static void tab_w32(struct tmx *t, unsigned vec, unsigned field, uint32_t v)
@@ -52,7 +52,7 @@ static void tab_w32(struct tmx *t, unsigned vec, unsigned field, uint32_t v)
 	uint8_t b[4];
 
 	le32_store(b, v);
-	msix_bar_write(&t->m, vec * MSIX_ENTRY_SIZE + field, b, 4);
+	msix_bar_write(&t->m, vec * PCI_MSIX_ENTRY_SIZE + field, b, 4);
 }
 
 static uint32_t tab_r32(struct tmx *t, uint64_t off)
@@ -66,10 +66,10 @@ static uint32_t tab_r32(struct tmx *t, uint64_t off)
 /* Program vector vec with a valid LAPIC message and unmask it. */
 static void vec_setup(struct tmx *t, unsigned vec, uint32_t data)
 {
-	tab_w32(t, vec, MSIX_ENTRY_ADDR_LO, 0xfee00000 | vec << 12);
-	tab_w32(t, vec, MSIX_ENTRY_ADDR_HI, 0);
-	tab_w32(t, vec, MSIX_ENTRY_DATA, data);
-	tab_w32(t, vec, MSIX_ENTRY_CTRL, 0);
+	tab_w32(t, vec, PCI_MSIX_ENTRY_LOWER_ADDR, 0xfee00000 | vec << 12);
+	tab_w32(t, vec, PCI_MSIX_ENTRY_UPPER_ADDR, 0);
+	tab_w32(t, vec, PCI_MSIX_ENTRY_DATA, data);
+	tab_w32(t, vec, PCI_MSIX_ENTRY_VECTOR_CTRL, 0);
 }
 
 /* How many times vector vec fired since the last call. */
@@ -85,16 +85,16 @@ static uint64_t fired(struct tmx *t, unsigned vec)
 TEST(capability_layout)
 {
 	struct tmx *t = tm_new();
-	unsigned cap = t->pd.cfg[PCI_REG_CAP_PTR];
+	unsigned cap = t->pd.cfg[PCI_CAPABILITY_LIST];
 
 	CHECK_EQ(cap, t->m.cap);
 	CHECK_EQ(t->pd.cfg[cap], PCI_CAP_ID_MSIX);
 	CHECK_EQ(pci_cfg_read32(&t->pd, cap) >> 16, NVEC - 1);      /* table size - 1 */
-	CHECK_EQ(pci_cfg_read32(&t->pd, cap + MSIX_CAP_TABLE), 0 | 1);   /* BIR 1 */
-	CHECK_EQ(pci_cfg_read32(&t->pd, cap + MSIX_CAP_PBA), 0x800 | 1);
+	CHECK_EQ(pci_cfg_read32(&t->pd, cap + PCI_MSIX_TABLE), 0 | 1);   /* BIR 1 */
+	CHECK_EQ(pci_cfg_read32(&t->pd, cap + PCI_MSIX_PBA), 0x800 | 1);
 	/* Only enable and function mask are writable. */
 	ctrl_write(t, 0xffff);
-	CHECK_EQ(pci_cfg_read32(&t->pd, cap) >> 16, MSIX_CTRL_ENABLE | MSIX_CTRL_FMASK | (NVEC - 1));
+	CHECK_EQ(pci_cfg_read32(&t->pd, cap) >> 16, PCI_MSIX_FLAGS_ENABLE | PCI_MSIX_FLAGS_MASKALL | (NVEC - 1));
 	tm_free(t);
 }
 
@@ -103,8 +103,8 @@ TEST(vectors_start_masked_and_signal_sets_pending_bit)
 	struct tmx *t = tm_new();
 
 	for (unsigned i = 0; i < NVEC; i++)
-		CHECK_EQ(tab_r32(t, i * 16 + MSIX_ENTRY_CTRL), MSIX_ENTRY_MASKED);
-	ctrl_write(t, MSIX_CTRL_ENABLE);
+		CHECK_EQ(tab_r32(t, i * 16 + PCI_MSIX_ENTRY_VECTOR_CTRL), PCI_MSIX_ENTRY_CTRL_MASKBIT);
+	ctrl_write(t, PCI_MSIX_FLAGS_ENABLE);
 	CHECK_EQ(msix_signal(&t->m, 2), 1);
 	CHECK(msix_pending(&t->m, 2));
 	CHECK_EQ(tab_r32(t, 0x800), 1u << 2);       /* PBA through the BAR */
@@ -116,13 +116,13 @@ TEST(unmask_fires_pending_vector_once)
 {
 	struct tmx *t = tm_new();
 
-	ctrl_write(t, MSIX_CTRL_ENABLE);
-	tab_w32(t, 1, MSIX_ENTRY_ADDR_LO, 0xfee00000);
-	tab_w32(t, 1, MSIX_ENTRY_DATA, 0x41);
+	ctrl_write(t, PCI_MSIX_FLAGS_ENABLE);
+	tab_w32(t, 1, PCI_MSIX_ENTRY_LOWER_ADDR, 0xfee00000);
+	tab_w32(t, 1, PCI_MSIX_ENTRY_DATA, 0x41);
 	CHECK(!t->m.v[1].routed);                   /* masked: not routed yet */
 	CHECK_EQ(msix_signal(&t->m, 1), 1);
 	CHECK_EQ(msix_signal(&t->m, 1), 1);         /* still one pending bit */
-	tab_w32(t, 1, MSIX_ENTRY_CTRL, 0);          /* unmask */
+	tab_w32(t, 1, PCI_MSIX_ENTRY_VECTOR_CTRL, 0);          /* unmask */
 	CHECK(t->m.v[1].routed);
 	CHECK_EQ(t->m.v[1].route_addr, 0xfee00000);
 	CHECK_EQ(t->m.v[1].route_data, 0x41);
@@ -133,8 +133,8 @@ TEST(unmask_fires_pending_vector_once)
 	CHECK_EQ(msix_signal(&t->m, 1), 0);
 	CHECK_EQ(fired(t, 1), 1);
 	/* Mask again: pends; unmask with nothing pending fires nothing extra. */
-	tab_w32(t, 1, MSIX_ENTRY_CTRL, 1);
-	tab_w32(t, 1, MSIX_ENTRY_CTRL, 0);
+	tab_w32(t, 1, PCI_MSIX_ENTRY_VECTOR_CTRL, 1);
+	tab_w32(t, 1, PCI_MSIX_ENTRY_VECTOR_CTRL, 0);
 	CHECK_EQ(fired(t, 1), 0);
 	tm_free(t);
 }
@@ -143,15 +143,15 @@ TEST(function_mask_defers_all_vectors)
 {
 	struct tmx *t = tm_new();
 
-	ctrl_write(t, MSIX_CTRL_ENABLE);
+	ctrl_write(t, PCI_MSIX_FLAGS_ENABLE);
 	vec_setup(t, 0, 0x30);
 	vec_setup(t, 3, 0x33);
-	ctrl_write(t, MSIX_CTRL_ENABLE | MSIX_CTRL_FMASK);
+	ctrl_write(t, PCI_MSIX_FLAGS_ENABLE | PCI_MSIX_FLAGS_MASKALL);
 	CHECK_EQ(msix_signal(&t->m, 0), 1);
 	CHECK_EQ(msix_signal(&t->m, 3), 1);
 	CHECK_EQ(fired(t, 0) + fired(t, 3), 0);
 	CHECK_EQ(tab_r32(t, 0x800), 0x9);
-	ctrl_write(t, MSIX_CTRL_ENABLE);            /* clear function mask */
+	ctrl_write(t, PCI_MSIX_FLAGS_ENABLE);            /* clear function mask */
 	CHECK_EQ(fired(t, 0), 1);
 	CHECK_EQ(fired(t, 3), 1);
 	CHECK_EQ(tab_r32(t, 0x800), 0);
@@ -166,7 +166,7 @@ TEST(disabled_msix_reports_intx_fallback)
 	CHECK(!msix_enabled(&t->m));
 	CHECK_EQ(msix_signal(&t->m, 0), -ENOTSUP);
 	CHECK_EQ(msix_signal(&t->m, NVEC), -EINVAL);     /* out of range */
-	ctrl_write(t, MSIX_CTRL_ENABLE);
+	ctrl_write(t, PCI_MSIX_FLAGS_ENABLE);
 	CHECK(msix_enabled(&t->m));
 	CHECK_EQ(msix_signal(&t->m, 0), 0);
 	CHECK_EQ(fired(t, 0), 1);
@@ -177,19 +177,19 @@ TEST(bad_address_leaves_vector_unrouted)
 {
 	struct tmx *t = tm_new();
 
-	ctrl_write(t, MSIX_CTRL_ENABLE);
-	tab_w32(t, 2, MSIX_ENTRY_ADDR_LO, 0xfec00000);    /* IOAPIC, not LAPIC */
-	tab_w32(t, 2, MSIX_ENTRY_CTRL, 0);
+	ctrl_write(t, PCI_MSIX_FLAGS_ENABLE);
+	tab_w32(t, 2, PCI_MSIX_ENTRY_LOWER_ADDR, 0xfec00000);    /* IOAPIC, not LAPIC */
+	tab_w32(t, 2, PCI_MSIX_ENTRY_VECTOR_CTRL, 0);
 	CHECK(!t->m.v[2].routed);
 	CHECK(t->m.v[2].bad_addr_logged);
 	CHECK_EQ(msix_signal(&t->m, 2), -EINVAL);
 	CHECK_EQ(fired(t, 2), 0);
 	/* Non-zero high dword is not a LAPIC address either. */
-	tab_w32(t, 2, MSIX_ENTRY_ADDR_LO, 0xfee00000);
+	tab_w32(t, 2, PCI_MSIX_ENTRY_LOWER_ADDR, 0xfee00000);
 	CHECK(t->m.v[2].routed);
-	tab_w32(t, 2, MSIX_ENTRY_ADDR_HI, 1);
+	tab_w32(t, 2, PCI_MSIX_ENTRY_UPPER_ADDR, 1);
 	CHECK(!t->m.v[2].routed);
-	tab_w32(t, 2, MSIX_ENTRY_ADDR_HI, 0);
+	tab_w32(t, 2, PCI_MSIX_ENTRY_UPPER_ADDR, 0);
 	CHECK(t->m.v[2].routed);
 	CHECK_EQ(msix_signal(&t->m, 2), 0);
 	CHECK_EQ(fired(t, 2), 1);
@@ -201,14 +201,14 @@ TEST(message_change_while_running_reroutes)
 	struct tmx *t = tm_new();
 	uint8_t q[8];
 
-	ctrl_write(t, MSIX_CTRL_ENABLE);
+	ctrl_write(t, PCI_MSIX_FLAGS_ENABLE);
 	vec_setup(t, 1, 0x40);
 	CHECK_EQ(t->m.v[1].route_data, 0x40);
 	CHECK_EQ(t->m.v[1].route_addr, 0xfee01000);
 	/* Affinity change: new destination and vector, entry left unmasked. */
 	le64_store(q, 0xfee03000);                  /* aligned qword write */
-	msix_bar_write(&t->m, 1 * 16 + MSIX_ENTRY_ADDR_LO, q, 8);
-	tab_w32(t, 1, MSIX_ENTRY_DATA, 0x51);
+	msix_bar_write(&t->m, 1 * 16 + PCI_MSIX_ENTRY_LOWER_ADDR, q, 8);
+	tab_w32(t, 1, PCI_MSIX_ENTRY_DATA, 0x51);
 	CHECK(t->m.v[1].routed);
 	CHECK_EQ(t->m.v[1].route_addr, 0xfee03000);
 	CHECK_EQ(t->m.v[1].route_data, 0x51);
@@ -222,20 +222,20 @@ TEST(table_access_widths_and_read_only_pba)
 	struct tmx *t = tm_new();
 	uint8_t b[8] = { 0x11, 0x22, 0, 0, 0, 0, 0, 0 };
 
-	tab_w32(t, 0, MSIX_ENTRY_DATA, 0xaabbccdd);
-	msix_bar_write(&t->m, MSIX_ENTRY_DATA, b, 2);     /* word: ignored */
-	CHECK_EQ(tab_r32(t, MSIX_ENTRY_DATA), 0xaabbccdd);
-	msix_bar_write(&t->m, MSIX_ENTRY_DATA + 1, b, 4); /* unaligned: ignored */
-	CHECK_EQ(tab_r32(t, MSIX_ENTRY_DATA), 0xaabbccdd);
-	msix_bar_read(&t->m, MSIX_ENTRY_DATA, b, 2);
+	tab_w32(t, 0, PCI_MSIX_ENTRY_DATA, 0xaabbccdd);
+	msix_bar_write(&t->m, PCI_MSIX_ENTRY_DATA, b, 2);     /* word: ignored */
+	CHECK_EQ(tab_r32(t, PCI_MSIX_ENTRY_DATA), 0xaabbccdd);
+	msix_bar_write(&t->m, PCI_MSIX_ENTRY_DATA + 1, b, 4); /* unaligned: ignored */
+	CHECK_EQ(tab_r32(t, PCI_MSIX_ENTRY_DATA), 0xaabbccdd);
+	msix_bar_read(&t->m, PCI_MSIX_ENTRY_DATA, b, 2);
 	CHECK_EQ(le16_load(b), 0);
 	msix_bar_read(&t->m, 0, b, 8);                    /* qword read of addr lo/hi */
 	CHECK_EQ(le64_load(b), 0);
 	/* Reserved vector control bits read 0. */
-	tab_w32(t, 0, MSIX_ENTRY_CTRL, 0xfffffffe);
-	CHECK_EQ(tab_r32(t, MSIX_ENTRY_CTRL), 0);
+	tab_w32(t, 0, PCI_MSIX_ENTRY_VECTOR_CTRL, 0xfffffffe);
+	CHECK_EQ(tab_r32(t, PCI_MSIX_ENTRY_VECTOR_CTRL), 0);
 	/* PBA writes are ignored. */
-	ctrl_write(t, MSIX_CTRL_ENABLE | MSIX_CTRL_FMASK);
+	ctrl_write(t, PCI_MSIX_FLAGS_ENABLE | PCI_MSIX_FLAGS_MASKALL);
 	CHECK_EQ(msix_signal(&t->m, 0), 1);
 	le32_store(b, 0);
 	msix_bar_write(&t->m, 0x800, b, 4);
@@ -254,23 +254,23 @@ TEST(table_writes_with_bad_address_ignored)
 	uint8_t b[8];
 	unsigned i;
 
-	ctrl_write(t, MSIX_CTRL_ENABLE);
+	ctrl_write(t, PCI_MSIX_FLAGS_ENABLE);
 	vec_setup(t, NVEC - 1, 0x41);
 	for (i = 0; i < NVEC * 4; i++)
 		before[i] = tab_r32(t, 4ULL * i);
 	memset(b, 0xff, sizeof(b));
-	msix_bar_write(&t->m, NVEC * MSIX_ENTRY_SIZE, b, 4);       /* first byte past */
-	msix_bar_write(&t->m, NVEC * MSIX_ENTRY_SIZE, b, 8);
+	msix_bar_write(&t->m, NVEC * PCI_MSIX_ENTRY_SIZE, b, 4);       /* first byte past */
+	msix_bar_write(&t->m, NVEC * PCI_MSIX_ENTRY_SIZE, b, 8);
 	msix_bar_write(&t->m, 0x800 - 8, b, 8);                    /* just below the PBA */
 	msix_bar_write(&t->m, 0x800, b, 8);                        /* the PBA */
 	msix_bar_write(&t->m, 0xffc, b, 4);                        /* end of the BAR */
 	msix_bar_write(&t->m, 0x1000, b, 4);                       /* beyond it */
 	msix_bar_write(&t->m, UINT64_MAX - 3, b, 4);               /* wraps */
 	msix_bar_write(&t->m, UINT64_MAX - 7, b, 8);
-	msix_bar_write(&t->m, (NVEC - 1) * MSIX_ENTRY_SIZE + 12, b, 8); /* misaligned qword */
+	msix_bar_write(&t->m, (NVEC - 1) * PCI_MSIX_ENTRY_SIZE + 12, b, 8); /* misaligned qword */
 	for (i = 0; i < NVEC * 4; i++)
 		CHECK_EQ(tab_r32(t, 4ULL * i), before[i]);
-	CHECK_EQ(tab_r32(t, NVEC * MSIX_ENTRY_SIZE), 0);
+	CHECK_EQ(tab_r32(t, NVEC * PCI_MSIX_ENTRY_SIZE), 0);
 	CHECK(t->m.v[NVEC - 1].routed);
 	tm_free(t);
 }

@@ -109,7 +109,7 @@ static struct tdev *tdev_add(struct tbus *t)
 	CHECK(d);
 	pci_dev_init(&d->pd, "tdev", 0x1234, 0x5678, 0xff0000, 3, 0x1234, 0x0001, NULL, NULL);
 	CHECK_EQ(pci_dev_set_bar(&d->pd, 0, 0x1000, 0, &tdev_ops, d), 0);
-	CHECK_EQ(pci_dev_set_bar(&d->pd, 2, 0x4000, PCI_BAR_MEM64 | PCI_BAR_PREFETCH,
+	CHECK_EQ(pci_dev_set_bar(&d->pd, 2, 0x4000, PCI_BASE_ADDRESS_MEM_TYPE_64 | PCI_BASE_ADDRESS_MEM_PREFETCH,
 				 &tdev_ops, d), 0);
 	CHECK_EQ(pci_bus_add(&t->bus, &d->pd), 0);
 	return d;
@@ -126,12 +126,12 @@ TEST(host_bridge_ids_and_class)
 {
 	struct tbus *t = tbus_new();
 
-	CHECK_EQ(conf1_read(t, 0, PCI_REG_VENDOR_ID, 4),
+	CHECK_EQ(conf1_read(t, 0, PCI_VENDOR_ID, 4),
 		 (uint32_t)PCI_HB_DEVICE << 16 | PCI_HB_VENDOR);
-	CHECK_EQ(conf1_read(t, 0, PCI_REG_REVISION, 4) >> 8, 0x060000);  /* class 06/00/00 */
-	CHECK_EQ(conf1_read(t, 0, PCI_REG_HEADER_TYPE, 1), 0);
-	conf1_write(t, 0, PCI_REG_VENDOR_ID, 4, 0);                       /* read-only */
-	CHECK_EQ(conf1_read(t, 0, PCI_REG_VENDOR_ID, 2), PCI_HB_VENDOR);
+	CHECK_EQ(conf1_read(t, 0, PCI_REVISION_ID, 4) >> 8, 0x060000);  /* class 06/00/00 */
+	CHECK_EQ(conf1_read(t, 0, PCI_HEADER_TYPE, 1), 0);
+	conf1_write(t, 0, PCI_VENDOR_ID, 4, 0);                       /* read-only */
+	CHECK_EQ(conf1_read(t, 0, PCI_VENDOR_ID, 2), PCI_HB_VENDOR);
 	tbus_free(t);
 }
 
@@ -161,9 +161,9 @@ TEST(conf1_disabled_wrong_bus_missing_device_read_all_ones)
 	CHECK_EQ(pio_in(t, PCI_CONF1_DATA_PORT, 4), 0xffffffff);
 	CHECK_EQ(conf1_read(t, 7, 0, 4), 0xffffffff);      /* empty slot */
 	/* Writes through a disabled address do nothing. */
-	pio_out(t, PCI_CONF1_ADDR_PORT, 4, PCI_REG_COMMAND);
-	pio_out(t, PCI_CONF1_DATA_PORT, 2, PCI_CMD_MEM);
-	CHECK_EQ(conf1_read(t, 0, PCI_REG_COMMAND, 2), 0);
+	pio_out(t, PCI_CONF1_ADDR_PORT, 4, PCI_COMMAND);
+	pio_out(t, PCI_CONF1_DATA_PORT, 2, PCI_COMMAND_MEMORY);
+	CHECK_EQ(conf1_read(t, 0, PCI_COMMAND, 2), 0);
 	tbus_free(t);
 }
 
@@ -189,9 +189,9 @@ TEST(device_slot_intx_pin_and_line)
 
 	CHECK_EQ(a->pd.slot, 1);
 	CHECK_EQ(b->pd.slot, 2);
-	CHECK_EQ(conf1_read(t, 1, PCI_REG_VENDOR_ID, 4), 0x56781234);
-	CHECK_EQ(conf1_read(t, 2, PCI_REG_INT_PIN, 1), 1);          /* INTA# */
-	CHECK_EQ(conf1_read(t, 2, PCI_REG_INT_LINE, 1), X86_PCI_INTX_BASE + 2);
+	CHECK_EQ(conf1_read(t, 1, PCI_VENDOR_ID, 4), 0x56781234);
+	CHECK_EQ(conf1_read(t, 2, PCI_INTERRUPT_PIN, 1), 1);          /* INTA# */
+	CHECK_EQ(conf1_read(t, 2, PCI_INTERRUPT_LINE, 1), X86_PCI_INTX_BASE + 2);
 	CHECK_EQ(pci_intx_pin(5), X86_PCI_INTX_BASE + 1);
 	tbus_free(t);
 	free(a); free(b);
@@ -202,13 +202,13 @@ TEST(command_register_write_mask)
 	struct tbus *t = tbus_new();
 	struct tdev *d = tdev_add(t);
 
-	conf1_write(t, 1, PCI_REG_COMMAND, 2, 0xffff);
-	CHECK_EQ(conf1_read(t, 1, PCI_REG_COMMAND, 2),
-		 PCI_CMD_IO | PCI_CMD_MEM | PCI_CMD_MASTER | PCI_CMD_INTX_DISABLE);
-	conf1_write(t, 1, PCI_REG_STATUS, 2, 0xffff);               /* read-only */
-	CHECK_EQ(conf1_read(t, 1, PCI_REG_STATUS, 2), 0);
-	conf1_write(t, 1, PCI_REG_REVISION, 4, 0);                  /* class/rev read-only */
-	CHECK_EQ(conf1_read(t, 1, PCI_REG_REVISION, 1), 3);
+	conf1_write(t, 1, PCI_COMMAND, 2, 0xffff);
+	CHECK_EQ(conf1_read(t, 1, PCI_COMMAND, 2),
+		 PCI_COMMAND_IO | PCI_COMMAND_MEMORY | PCI_COMMAND_MASTER | PCI_COMMAND_INTX_DISABLE);
+	conf1_write(t, 1, PCI_STATUS, 2, 0xffff);               /* read-only */
+	CHECK_EQ(conf1_read(t, 1, PCI_STATUS, 2), 0);
+	conf1_write(t, 1, PCI_REVISION_ID, 4, 0);                  /* class/rev read-only */
+	CHECK_EQ(conf1_read(t, 1, PCI_REVISION_ID, 1), 3);
 	tbus_free(t);
 	free(d);
 }
@@ -218,17 +218,17 @@ TEST(bar_sizing_with_all_ones)
 	struct tbus *t = tbus_new();
 	struct tdev *d = tdev_add(t);
 
-	conf1_write(t, 1, PCI_REG_BAR0, 4, 0xffffffff);
-	CHECK_EQ(conf1_read(t, 1, PCI_REG_BAR0, 4), 0xfffff000);    /* 32-bit, 4 KiB */
-	conf1_write(t, 1, PCI_REG_BAR0 + 8, 4, 0xffffffff);
-	conf1_write(t, 1, PCI_REG_BAR0 + 12, 4, 0xffffffff);
-	CHECK_EQ(conf1_read(t, 1, PCI_REG_BAR0 + 8, 4), 0xffffc000 | PCI_BAR_MEM64 | PCI_BAR_PREFETCH);
-	CHECK_EQ(conf1_read(t, 1, PCI_REG_BAR0 + 12, 4), 0xffffffff);
+	conf1_write(t, 1, PCI_BASE_ADDRESS_0, 4, 0xffffffff);
+	CHECK_EQ(conf1_read(t, 1, PCI_BASE_ADDRESS_0, 4), 0xfffff000);    /* 32-bit, 4 KiB */
+	conf1_write(t, 1, PCI_BASE_ADDRESS_0 + 8, 4, 0xffffffff);
+	conf1_write(t, 1, PCI_BASE_ADDRESS_0 + 12, 4, 0xffffffff);
+	CHECK_EQ(conf1_read(t, 1, PCI_BASE_ADDRESS_0 + 8, 4), 0xffffc000 | PCI_BASE_ADDRESS_MEM_TYPE_64 | PCI_BASE_ADDRESS_MEM_PREFETCH);
+	CHECK_EQ(conf1_read(t, 1, PCI_BASE_ADDRESS_0 + 12, 4), 0xffffffff);
 	/* Unused BARs size to 0. */
-	conf1_write(t, 1, PCI_REG_BAR0 + 4, 4, 0xffffffff);
-	CHECK_EQ(conf1_read(t, 1, PCI_REG_BAR0 + 4, 4), 0);
-	conf1_write(t, 1, PCI_REG_BAR0 + 20, 4, 0xffffffff);
-	CHECK_EQ(conf1_read(t, 1, PCI_REG_BAR0 + 20, 4), 0);
+	conf1_write(t, 1, PCI_BASE_ADDRESS_0 + 4, 4, 0xffffffff);
+	CHECK_EQ(conf1_read(t, 1, PCI_BASE_ADDRESS_0 + 4, 4), 0);
+	conf1_write(t, 1, PCI_BASE_ADDRESS_0 + 20, 4, 0xffffffff);
+	CHECK_EQ(conf1_read(t, 1, PCI_BASE_ADDRESS_0 + 20, 4), 0);
 	tbus_free(t);
 	free(d);
 }
@@ -245,15 +245,15 @@ TEST(bars_placed_in_pci_window_and_mapped_only_with_memory_decode)
 	CHECK_EQ(a0 % 0x1000, 0); CHECK_EQ(a2 % 0x4000, 0); CHECK_EQ(b2 % 0x4000, 0);
 	CHECK(a2 >= a0 + 0x1000 && b0 >= a2 + 0x4000 && b2 >= b0 + 0x1000);
 	CHECK(b2 < 4 * GiB);              /* 64-bit BAR placed below 4 GiB */
-	CHECK_EQ(conf1_read(t, 1, PCI_REG_BAR0 + 12, 4), 0);
+	CHECK_EQ(conf1_read(t, 1, PCI_BASE_ADDRESS_0 + 12, 4), 0);
 	CHECK(!mmio_hits(t, a0));         /* decode off */
-	conf1_write(t, 1, PCI_REG_COMMAND, 2, PCI_CMD_MEM);
+	conf1_write(t, 1, PCI_COMMAND, 2, PCI_COMMAND_MEMORY);
 	CHECK(mmio_hits(t, a0));
 	CHECK(mmio_hits(t, a2 + 0x3ffc));
 	CHECK_EQ(a->reads, 2);
 	CHECK_EQ(a->last_off, 0x3ffc);
 	CHECK(!mmio_hits(t, b0));         /* the other device still off */
-	conf1_write(t, 1, PCI_REG_COMMAND, 2, 0);
+	conf1_write(t, 1, PCI_COMMAND, 2, 0);
 	CHECK(!mmio_hits(t, a0));
 	tbus_free(t);
 	free(a); free(b);
@@ -265,15 +265,15 @@ TEST(bar_move_reregisters_range)
 	struct tdev *d = tdev_add(t);
 	uint64_t old = pci_bar_addr(&d->pd, 2), moved = 0xf0000000;
 
-	conf1_write(t, 1, PCI_REG_COMMAND, 2, PCI_CMD_MEM);
+	conf1_write(t, 1, PCI_COMMAND, 2, PCI_COMMAND_MEMORY);
 	CHECK(mmio_hits(t, old));
-	conf1_write(t, 1, PCI_REG_BAR0 + 8, 4, (uint32_t)moved);
+	conf1_write(t, 1, PCI_BASE_ADDRESS_0 + 8, 4, (uint32_t)moved);
 	CHECK_EQ(pci_bar_addr(&d->pd, 2), moved);
 	CHECK(!mmio_hits(t, old));
 	CHECK(mmio_hits(t, moved + 8));
 	CHECK(d->pd.bars[2].mapped && d->pd.bars[2].mapped_addr == moved);
 	/* 64-bit BAR moved above 4 GiB, clear of RAM there. */
-	conf1_write(t, 1, PCI_REG_BAR0 + 12, 4, 0x10);
+	conf1_write(t, 1, PCI_BASE_ADDRESS_0 + 12, 4, 0x10);
 	CHECK(mmio_hits(t, 0x10ULL << 32 | moved));
 	CHECK(!mmio_hits(t, moved));
 	tbus_free(t);
@@ -286,27 +286,27 @@ TEST(bar_over_ram_or_other_bar_stays_unmapped)
 	struct tdev *a = tdev_add(t), *b = tdev_add(t);
 	uint64_t a2 = pci_bar_addr(&a->pd, 2);
 
-	conf1_write(t, 1, PCI_REG_COMMAND, 2, PCI_CMD_MEM);
-	conf1_write(t, 2, PCI_REG_COMMAND, 2, PCI_CMD_MEM);
+	conf1_write(t, 1, PCI_COMMAND, 2, PCI_COMMAND_MEMORY);
+	conf1_write(t, 2, PCI_COMMAND, 2, PCI_COMMAND_MEMORY);
 	/* Over low RAM. */
-	conf1_write(t, 1, PCI_REG_BAR0, 4, 0x1000);
+	conf1_write(t, 1, PCI_BASE_ADDRESS_0, 4, 0x1000);
 	CHECK(!a->pd.bars[0].mapped);
 	CHECK(a->pd.bars[0].refused_logged);
-	CHECK_EQ(conf1_read(t, 1, PCI_REG_BAR0, 4), 0x1000);   /* value kept */
+	CHECK_EQ(conf1_read(t, 1, PCI_BASE_ADDRESS_0, 4), 0x1000);   /* value kept */
 	/* Over RAM above 4 GiB (64-bit BAR). */
-	conf1_write(t, 2, PCI_REG_BAR0 + 12, 4, 1);
-	conf1_write(t, 2, PCI_REG_BAR0 + 8, 4, 0x4000);
+	conf1_write(t, 2, PCI_BASE_ADDRESS_0 + 12, 4, 1);
+	conf1_write(t, 2, PCI_BASE_ADDRESS_0 + 8, 4, 0x4000);
 	CHECK(!b->pd.bars[2].mapped);
 	/* Over another device's mapped BAR. */
-	conf1_write(t, 2, PCI_REG_BAR0 + 12, 4, 0);
-	conf1_write(t, 2, PCI_REG_BAR0 + 8, 4, (uint32_t)a2);
+	conf1_write(t, 2, PCI_BASE_ADDRESS_0 + 12, 4, 0);
+	conf1_write(t, 2, PCI_BASE_ADDRESS_0 + 8, 4, (uint32_t)a2);
 	CHECK(!b->pd.bars[2].mapped);
 	CHECK(a->pd.bars[2].mapped);
 	CHECK(mmio_hits(t, a2));
 	CHECK_EQ(b->reads, 0);
 	CHECK_EQ(a->reads, 1);
 	/* Moving somewhere free maps it. */
-	conf1_write(t, 1, PCI_REG_BAR0, 4, 0xf8000000);
+	conf1_write(t, 1, PCI_BASE_ADDRESS_0, 4, 0xf8000000);
 	CHECK(a->pd.bars[0].mapped);
 	CHECK(mmio_hits(t, 0xf8000000));
 	tbus_free(t);
@@ -364,12 +364,12 @@ TEST(capability_chain_walk_like_linux)
 
 	CHECK(pd);
 	pci_dev_init(pd, "t", 1, 2, 0, 0, 0, 0, NULL, NULL);
-	CHECK_EQ(pci_cfg_read32(pd, PCI_REG_COMMAND) >> 16 & PCI_STATUS_CAP_LIST, 0);
+	CHECK_EQ(pci_cfg_read32(pd, PCI_COMMAND) >> 16 & PCI_STATUS_CAP_LIST, 0);
 	for (i = 0; i < ARRAY_SIZE(ids); i++)
 		CHECK(pci_cap_add(pd, ids[i], lens[i]) >= (int)PCI_CAP_START);
-	CHECK(le16_load(&pd->cfg[PCI_REG_STATUS]) & PCI_STATUS_CAP_LIST);
+	CHECK(le16_load(&pd->cfg[PCI_STATUS]) & PCI_STATUS_CAP_LIST);
 	/* pci_find_capability: start at 0x34, follow next until 0 (bounded). */
-	ptr = pd->cfg[PCI_REG_CAP_PTR];
+	ptr = pd->cfg[PCI_CAPABILITY_LIST];
 	while (ptr && seen < 48) {
 		uint32_t hdr = pci_cfg_read32(pd, ptr);
 		CHECK(ptr >= PCI_CAP_START && ptr % 4 == 0);
@@ -392,9 +392,9 @@ TEST(bar_declaration_rules)
 	CHECK(pd);
 	pci_dev_init(pd, "t", 1, 2, 0, 0, 0, 0, NULL, NULL);
 	CHECK_EQ(pci_dev_set_bar(pd, 0, 0x1800, 0, &tdev_ops, NULL), -EINVAL);  /* not pow2 */
-	CHECK_EQ(pci_dev_set_bar(pd, 5, 0x1000, PCI_BAR_MEM64, &tdev_ops, NULL), -EINVAL);
+	CHECK_EQ(pci_dev_set_bar(pd, 5, 0x1000, PCI_BASE_ADDRESS_MEM_TYPE_64, &tdev_ops, NULL), -EINVAL);
 	CHECK_EQ(pci_dev_set_bar(pd, 6, 0x1000, 0, &tdev_ops, NULL), -EINVAL);
-	CHECK_EQ(pci_dev_set_bar(pd, 0, 0x1000, PCI_BAR_MEM64, &tdev_ops, NULL), 0);
+	CHECK_EQ(pci_dev_set_bar(pd, 0, 0x1000, PCI_BASE_ADDRESS_MEM_TYPE_64, &tdev_ops, NULL), 0);
 	CHECK_EQ(pci_dev_set_bar(pd, 1, 0x1000, 0, &tdev_ops, NULL), -EBUSY);   /* upper half */
 	free(pd);
 }

@@ -9,10 +9,10 @@
 #include "vmm/vm.h"
 
 #define V1 VIRTIO_BIT(VIRTIO_F_VERSION_1)
-#define ACK VIRTIO_STATUS_ACKNOWLEDGE
-#define DRV VIRTIO_STATUS_DRIVER
-#define FOK VIRTIO_STATUS_FEATURES_OK
-#define DOK VIRTIO_STATUS_DRIVER_OK
+#define ACK VIRTIO_CONFIG_S_ACKNOWLEDGE
+#define DRV VIRTIO_CONFIG_S_DRIVER
+#define FOK VIRTIO_CONFIG_S_FEATURES_OK
+#define DOK VIRTIO_CONFIG_S_DRIVER_OK
 #define RAM_END (VNULL_RAM_GPA + VNULL_RAM_SIZE)
 
 static uint64_t eventfd_count(int fd)
@@ -138,7 +138,7 @@ TEST(driver_cannot_set_needs_reset)
 {
 	struct vnull *v = vnull_new(1, 0);
 
-	wr(v, VIRTIO_MMIO_STATUS, ACK | VIRTIO_STATUS_NEEDS_RESET);
+	wr(v, VIRTIO_MMIO_STATUS, ACK | VIRTIO_CONFIG_S_NEEDS_RESET);
 	CHECK_EQ(vdrv_status(&v->d), ACK);
 	vnull_free(v);
 }
@@ -147,8 +147,8 @@ TEST(failed_is_recorded)
 {
 	struct vnull *v = negotiated(1);
 
-	wr(v, VIRTIO_MMIO_STATUS, ACK | DRV | FOK | VIRTIO_STATUS_FAILED);
-	CHECK_EQ(vdrv_status(&v->d), ACK | DRV | FOK | VIRTIO_STATUS_FAILED);
+	wr(v, VIRTIO_MMIO_STATUS, ACK | DRV | FOK | VIRTIO_CONFIG_S_FAILED);
+	CHECK_EQ(vdrv_status(&v->d), ACK | DRV | FOK | VIRTIO_CONFIG_S_FAILED);
 	vnull_free(v);
 }
 
@@ -177,7 +177,7 @@ TEST(queue_start_failure_sets_needs_reset)
 	CHECK_EQ(vdrv_queue_setup(&v->d, 0, 16), 1);
 	v->start_ret = -ENOMEM;
 	vdrv_driver_ok(&v->d);
-	CHECK(vdrv_status(&v->d) & VIRTIO_STATUS_NEEDS_RESET);
+	CHECK(vdrv_status(&v->d) & VIRTIO_CONFIG_S_NEEDS_RESET);
 	CHECK_EQ(vdrv_irq(&v->d), VIRTIO_MMIO_INT_CONFIG);
 	vnull_free(v);
 }
@@ -237,7 +237,7 @@ TEST(needs_reset_sets_status_and_signals_config_once)
 
 	virtio_dev_needs_reset(&v->dev);
 	virtio_dev_needs_reset(&v->dev);
-	CHECK(vdrv_status(&v->d) & VIRTIO_STATUS_NEEDS_RESET);
+	CHECK(vdrv_status(&v->d) & VIRTIO_CONFIG_S_NEEDS_RESET);
 	CHECK_EQ(eventfd_count(v->d.mmio.irq_fd), 1);
 	CHECK_EQ(rd(v, VIRTIO_MMIO_INTERRUPT_STATUS), VIRTIO_MMIO_INT_CONFIG);
 	wr(v, VIRTIO_MMIO_STATUS, 0);
@@ -253,7 +253,7 @@ static void check_queue_refused(uint32_t size, uint64_t desc, uint64_t avail, ui
 
 	CHECK_EQ(vdrv_queue_program(&v->d, 0, size, desc, avail, used), 0);
 	CHECK(!v->dev.vqs[0].ready);
-	CHECK(vdrv_status(&v->d) & VIRTIO_STATUS_NEEDS_RESET);
+	CHECK(vdrv_status(&v->d) & VIRTIO_CONFIG_S_NEEDS_RESET);
 	vnull_free(v);
 }
 
@@ -266,7 +266,7 @@ TEST(queue_with_good_configuration_becomes_ready)
 	struct vnull *v = negotiated(1);
 
 	CHECK_EQ(vdrv_queue_program(&v->d, 0, 16, GOOD_DESC, GOOD_AVAIL, GOOD_USED), 1);
-	CHECK(!(vdrv_status(&v->d) & VIRTIO_STATUS_NEEDS_RESET));
+	CHECK(!(vdrv_status(&v->d) & VIRTIO_CONFIG_S_NEEDS_RESET));
 	vnull_free(v);
 }
 
@@ -332,7 +332,7 @@ TEST(queue_config_of_unready_queue_after_driver_ok_ignored)
 
 	CHECK_EQ(vdrv_queue_setup(&v->d, 0, 16), 1);
 	vdrv_driver_ok(&v->d);
-	CHECK(vdrv_status(&v->d) & VIRTIO_STATUS_DRIVER_OK);
+	CHECK(vdrv_status(&v->d) & VIRTIO_CONFIG_S_DRIVER_OK);
 	CHECK_EQ(vdrv_queue_program(&v->d, 1, 16, GOOD_DESC, GOOD_AVAIL, GOOD_USED), 0);
 	CHECK(!v->dev.vqs[1].ready);
 	CHECK_EQ(v->dev.vqs[1].size, VNULL_QMAX);
@@ -370,7 +370,7 @@ TEST(queue_sel_beyond_num_queues_selects_nothing)
 	CHECK_EQ(vdrv_queue_program(&v->d, 2, 16, GOOD_DESC, GOOD_AVAIL, GOOD_USED), 0);
 	CHECK_EQ(rd(v, VIRTIO_MMIO_QUEUE_NUM_MAX), 0);
 	CHECK_EQ(vdrv_queue_program(&v->d, 0xffffffff, 16, GOOD_DESC, GOOD_AVAIL, GOOD_USED), 0);
-	CHECK(!(vdrv_status(&v->d) & VIRTIO_STATUS_NEEDS_RESET));
+	CHECK(!(vdrv_status(&v->d) & VIRTIO_CONFIG_S_NEEDS_RESET));
 	CHECK_EQ(v->dev.vqs[0].desc_gpa, 0);
 	CHECK_EQ(v->dev.vqs[1].desc_gpa, 0);
 	vnull_free(v);

@@ -64,13 +64,13 @@ static uint8_t status(struct tvp *t)
 
 static void negotiate(struct tvp *t)
 {
-	w(t, VIRTIO_PCI_COMMON_STATUS, 1, VIRTIO_STATUS_ACKNOWLEDGE);
-	w(t, VIRTIO_PCI_COMMON_STATUS, 1, VIRTIO_STATUS_ACKNOWLEDGE | VIRTIO_STATUS_DRIVER);
+	w(t, VIRTIO_PCI_COMMON_STATUS, 1, VIRTIO_CONFIG_S_ACKNOWLEDGE);
+	w(t, VIRTIO_PCI_COMMON_STATUS, 1, VIRTIO_CONFIG_S_ACKNOWLEDGE | VIRTIO_CONFIG_S_DRIVER);
 	w(t, VIRTIO_PCI_COMMON_GFSELECT, 4, 1);
 	w(t, VIRTIO_PCI_COMMON_GF, 4, 1);           /* VERSION_1 */
-	w(t, VIRTIO_PCI_COMMON_STATUS, 1, VIRTIO_STATUS_ACKNOWLEDGE | VIRTIO_STATUS_DRIVER |
-	  VIRTIO_STATUS_FEATURES_OK);
-	CHECK(status(t) & VIRTIO_STATUS_FEATURES_OK);
+	w(t, VIRTIO_PCI_COMMON_STATUS, 1, VIRTIO_CONFIG_S_ACKNOWLEDGE | VIRTIO_CONFIG_S_DRIVER |
+	  VIRTIO_CONFIG_S_FEATURES_OK);
+	CHECK(status(t) & VIRTIO_CONFIG_S_FEATURES_OK);
 }
 
 /* Program queue q (size 64) the way Linux does: 64-bit addresses as two dwords. */
@@ -83,11 +83,11 @@ static void queue_setup(struct tvp *t, unsigned q, uint16_t vector)
 
 	w(t, VIRTIO_PCI_COMMON_Q_SELECT, 2, q);
 	w(t, VIRTIO_PCI_COMMON_Q_SIZE, 2, 64);
-	w(t, VIRTIO_PCI_COMMON_Q_DESC, 4, (uint32_t)desc);
-	w(t, VIRTIO_PCI_COMMON_Q_DESC + 4, 4, desc >> 32);
-	w(t, VIRTIO_PCI_COMMON_Q_DRIVER, 4, (uint32_t)avail);
-	w(t, VIRTIO_PCI_COMMON_Q_DRIVER + 4, 4, avail >> 32);
-	w(t, VIRTIO_PCI_COMMON_Q_DEVICE, 8, used);
+	w(t, VIRTIO_PCI_COMMON_Q_DESCLO, 4, (uint32_t)desc);
+	w(t, VIRTIO_PCI_COMMON_Q_DESCLO + 4, 4, desc >> 32);
+	w(t, VIRTIO_PCI_COMMON_Q_AVAILLO, 4, (uint32_t)avail);
+	w(t, VIRTIO_PCI_COMMON_Q_AVAILLO + 4, 4, avail >> 32);
+	w(t, VIRTIO_PCI_COMMON_Q_USEDLO, 8, used);
 	w(t, VIRTIO_PCI_COMMON_Q_MSIX, 2, vector);
 	w(t, VIRTIO_PCI_COMMON_Q_ENABLE, 2, 1);
 	CHECK_EQ(r(t, VIRTIO_PCI_COMMON_Q_ENABLE, 2), 1);
@@ -106,13 +106,13 @@ static void msix_enable_vector(struct tvp *t, unsigned vec)
 {
 	uint8_t b[4];
 
-	pci_cfg_write16(&t->vp.pci, t->vp.msix.cap + MSIX_CAP_CTRL, MSIX_CTRL_ENABLE);
+	pci_cfg_write16(&t->vp.pci, t->vp.msix.cap + PCI_MSIX_FLAGS, PCI_MSIX_FLAGS_ENABLE);
 	le32_store(b, 0xfee00000);
-	msix_bar_write(&t->vp.msix, vec * 16 + MSIX_ENTRY_ADDR_LO, b, 4);
+	msix_bar_write(&t->vp.msix, vec * 16 + PCI_MSIX_ENTRY_LOWER_ADDR, b, 4);
 	le32_store(b, 0x40 + vec);
-	msix_bar_write(&t->vp.msix, vec * 16 + MSIX_ENTRY_DATA, b, 4);
+	msix_bar_write(&t->vp.msix, vec * 16 + PCI_MSIX_ENTRY_DATA, b, 4);
 	le32_store(b, 0);
-	msix_bar_write(&t->vp.msix, vec * 16 + MSIX_ENTRY_CTRL, b, 4);
+	msix_bar_write(&t->vp.msix, vec * 16 + PCI_MSIX_ENTRY_VECTOR_CTRL, b, 4);
 }
 
 TEST(pci_identity)
@@ -120,13 +120,13 @@ TEST(pci_identity)
 	struct tvp *t = tvp_new();
 	struct pci_dev *pd = &t->vp.pci;
 
-	CHECK_EQ(pci_cfg_read32(pd, PCI_REG_VENDOR_ID), (0x1040u + 0x7f) << 16 | 0x1af4);
-	CHECK_EQ(pd->cfg[PCI_REG_REVISION], 1);
-	CHECK_EQ(le16_load(&pd->cfg[PCI_REG_SUBSYS_VENDOR]), 0x1af4);
-	CHECK_EQ(le16_load(&pd->cfg[PCI_REG_SUBSYS_ID]), 0x1040 + 0x7f);
+	CHECK_EQ(pci_cfg_read32(pd, PCI_VENDOR_ID), (0x1040u + 0x7f) << 16 | 0x1af4);
+	CHECK_EQ(pd->cfg[PCI_REVISION_ID], 1);
+	CHECK_EQ(le16_load(&pd->cfg[PCI_SUBSYSTEM_VENDOR_ID]), 0x1af4);
+	CHECK_EQ(le16_load(&pd->cfg[PCI_SUBSYSTEM_ID]), 0x1040 + 0x7f);
 	CHECK_EQ(pd->cfg[PCI_REG_CLASS], 0xff);
-	CHECK(pd->bars[VIRTIO_PCI_BAR].flags & PCI_BAR_MEM64);
-	CHECK(pd->bars[VIRTIO_PCI_BAR].flags & PCI_BAR_PREFETCH);
+	CHECK(pd->bars[VIRTIO_PCI_BAR].flags & PCI_BASE_ADDRESS_MEM_TYPE_64);
+	CHECK(pd->bars[VIRTIO_PCI_BAR].flags & PCI_BASE_ADDRESS_MEM_PREFETCH);
 	tvp_free(t);
 }
 
@@ -134,7 +134,7 @@ TEST(capability_chain_as_linux_walks_it)
 {
 	struct tvp *t = tvp_new();
 	struct pci_dev *pd = &t->vp.pci;
-	unsigned ptr = pd->cfg[PCI_REG_CAP_PTR], found = 0, n = 0;
+	unsigned ptr = pd->cfg[PCI_CAPABILITY_LIST], found = 0, n = 0;
 
 	while (ptr && n++ < 48) {
 		uint32_t hdr = pci_cfg_read32(pd, ptr);
@@ -177,7 +177,7 @@ TEST(queue_select_beyond_num_queues_reads_zero_ignores_writes)
 	CHECK_EQ(r(t, VIRTIO_PCI_COMMON_Q_NOFF, 2), 0);
 	CHECK_EQ(r(t, VIRTIO_PCI_COMMON_Q_MSIX, 2), 0);
 	w(t, VIRTIO_PCI_COMMON_Q_SIZE, 2, 16);
-	w(t, VIRTIO_PCI_COMMON_Q_DESC, 8, 0x20000);
+	w(t, VIRTIO_PCI_COMMON_Q_DESCLO, 8, 0x20000);
 	w(t, VIRTIO_PCI_COMMON_Q_ENABLE, 2, 1);
 	CHECK_EQ(r(t, VIRTIO_PCI_COMMON_Q_SIZE, 2), 0);
 	for (unsigned q = 0; q < NQ; q++) {
@@ -198,26 +198,26 @@ TEST(queue_config_ignored_while_enabled_or_after_driver_ok)
 	desc = t->v->dev.vqs[0].desc_gpa;
 	/* Enabled: size/address/vector writes ignored. */
 	w(t, VIRTIO_PCI_COMMON_Q_SIZE, 2, 32);
-	w(t, VIRTIO_PCI_COMMON_Q_DESC, 4, 0x40000);
+	w(t, VIRTIO_PCI_COMMON_Q_DESCLO, 4, 0x40000);
 	w(t, VIRTIO_PCI_COMMON_Q_MSIX, 2, 2);
 	CHECK_EQ(r(t, VIRTIO_PCI_COMMON_Q_SIZE, 2), 64);
-	CHECK_EQ(r(t, VIRTIO_PCI_COMMON_Q_DESC, 8), desc);
+	CHECK_EQ(r(t, VIRTIO_PCI_COMMON_Q_DESCLO, 8), desc);
 	CHECK_EQ(r(t, VIRTIO_PCI_COMMON_Q_MSIX, 2), 1);
-	w(t, VIRTIO_PCI_COMMON_STATUS, 1, status(t) | VIRTIO_STATUS_DRIVER_OK);
-	CHECK(status(t) & VIRTIO_STATUS_DRIVER_OK);
+	w(t, VIRTIO_PCI_COMMON_STATUS, 1, status(t) | VIRTIO_CONFIG_S_DRIVER_OK);
+	CHECK(status(t) & VIRTIO_CONFIG_S_DRIVER_OK);
 	CHECK_EQ(t->v->started[0], 1);
 	/* After DRIVER_OK, even a disabled queue cannot be configured. */
 	w(t, VIRTIO_PCI_COMMON_Q_SELECT, 2, 1);
 	w(t, VIRTIO_PCI_COMMON_Q_SIZE, 2, 16);
-	w(t, VIRTIO_PCI_COMMON_Q_DESC, 8, 0x40000);
-	w(t, VIRTIO_PCI_COMMON_Q_DRIVER, 8, 0x41000);
-	w(t, VIRTIO_PCI_COMMON_Q_DEVICE, 8, 0x42000);
+	w(t, VIRTIO_PCI_COMMON_Q_DESCLO, 8, 0x40000);
+	w(t, VIRTIO_PCI_COMMON_Q_AVAILLO, 8, 0x41000);
+	w(t, VIRTIO_PCI_COMMON_Q_USEDLO, 8, 0x42000);
 	w(t, VIRTIO_PCI_COMMON_Q_MSIX, 2, 2);
 	w(t, VIRTIO_PCI_COMMON_Q_ENABLE, 2, 1);
 	CHECK_EQ(r(t, VIRTIO_PCI_COMMON_Q_SIZE, 2), VNULL_QMAX);
-	CHECK_EQ(r(t, VIRTIO_PCI_COMMON_Q_DESC, 8), 0);
-	CHECK_EQ(r(t, VIRTIO_PCI_COMMON_Q_DRIVER, 8), 0);
-	CHECK_EQ(r(t, VIRTIO_PCI_COMMON_Q_DEVICE, 8), 0);
+	CHECK_EQ(r(t, VIRTIO_PCI_COMMON_Q_DESCLO, 8), 0);
+	CHECK_EQ(r(t, VIRTIO_PCI_COMMON_Q_AVAILLO, 8), 0);
+	CHECK_EQ(r(t, VIRTIO_PCI_COMMON_Q_USEDLO, 8), 0);
 	CHECK(!t->v->dev.vqs[1].ready);
 	CHECK_EQ(t->v->started[1], 0);
 	CHECK_EQ(r(t, VIRTIO_PCI_COMMON_Q_MSIX, 2), MSIX_NO_VECTOR);
@@ -276,7 +276,7 @@ TEST(intx_sets_isr_read_clears_and_resample_reasserts)
 	queue_setup(t, 0, 0);           /* vector set, but MSI-X disabled: INTx */
 	virtio_signal_queue(dev, 0);
 	CHECK_EQ(efd_count(t->vp.intx_fd), 1);
-	CHECK(pci_cfg_read32(&t->vp.pci, PCI_REG_COMMAND) >> 16 & PCI_STATUS_INTX);
+	CHECK(pci_cfg_read32(&t->vp.pci, PCI_COMMAND) >> 16 & PCI_STATUS_INTERRUPT);
 	/* EOI before the handler read ISR: re-assert. */
 	CHECK(virtio_pci_intx_resample(&t->vp));
 	CHECK_EQ(efd_count(t->vp.intx_fd), 1);
@@ -284,10 +284,10 @@ TEST(intx_sets_isr_read_clears_and_resample_reasserts)
 	CHECK_EQ(r(t, VIRTIO_PCI_ISR_OFF, 1), VIRTIO_PCI_ISR_QUEUE | VIRTIO_PCI_ISR_CONFIG);
 	CHECK_EQ(r(t, VIRTIO_PCI_ISR_OFF, 1), 0);        /* read-to-clear */
 	CHECK(!virtio_pci_intx_resample(&t->vp));
-	CHECK(!(pci_cfg_read32(&t->vp.pci, PCI_REG_COMMAND) >> 16 & PCI_STATUS_INTX));
+	CHECK(!(pci_cfg_read32(&t->vp.pci, PCI_COMMAND) >> 16 & PCI_STATUS_INTERRUPT));
 	/* INTx disable in the command register: ISR still set, line not raised. */
 	efd_count(t->vp.intx_fd);
-	pci_cfg_write16(&t->vp.pci, PCI_REG_COMMAND, PCI_CMD_INTX_DISABLE);
+	pci_cfg_write16(&t->vp.pci, PCI_COMMAND, PCI_COMMAND_INTX_DISABLE);
 	virtio_signal_queue(dev, 0);
 	CHECK_EQ(efd_count(t->vp.intx_fd), 0);
 	CHECK_EQ(r(t, VIRTIO_PCI_ISR_OFF, 1), VIRTIO_PCI_ISR_QUEUE);

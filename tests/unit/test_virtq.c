@@ -89,9 +89,9 @@ TEST(direct_descriptors_then_indirect_table)
 	struct vnull *v = setup(8, INDIRECT);
 	uint64_t a = buf(v, 16), b = buf(v, 64), tbl = vdrv_alloc(&v->d, 16, 16);
 
-	vdrv_desc_set(&v->d, 0, 0, a, 16, VIRTQ_DESC_F_NEXT, 1);
-	vdrv_desc_set(&v->d, 0, 1, tbl, 16, VIRTQ_DESC_F_INDIRECT, 0);
-	vdrv_indirect_set(&v->d, tbl, 0, b, 64, VIRTQ_DESC_F_WRITE, 0);
+	vdrv_desc_set(&v->d, 0, 0, a, 16, VRING_DESC_F_NEXT, 1);
+	vdrv_desc_set(&v->d, 0, 1, tbl, 16, VRING_DESC_F_INDIRECT, 0);
+	vdrv_indirect_set(&v->d, tbl, 0, b, 64, VRING_DESC_F_WRITE, 0);
 	vdrv_avail_add_head(&v->d, 0, 0);
 	CHECK_EQ(virtq_pop(vq0(v), &chain), 1);
 	CHECK_EQ(chain.n, 2);
@@ -146,8 +146,8 @@ TEST(descriptor_loop_rejected)
 	struct vnull *v = setup(8, 0);
 	uint64_t a = buf(v, 16);
 
-	vdrv_desc_set(&v->d, 0, 0, a, 16, VIRTQ_DESC_F_NEXT, 1);
-	vdrv_desc_set(&v->d, 0, 1, a, 16, VIRTQ_DESC_F_NEXT, 0);
+	vdrv_desc_set(&v->d, 0, 0, a, 16, VRING_DESC_F_NEXT, 1);
+	vdrv_desc_set(&v->d, 0, 1, a, 16, VRING_DESC_F_NEXT, 0);
 	vdrv_avail_add_head(&v->d, 0, 0);
 	CHECK_EQ(virtq_pop(vq0(v), &chain), -ELOOP);
 	vnull_free(v);
@@ -158,9 +158,9 @@ TEST(indirect_table_loop_rejected)
 	struct vnull *v = setup(8, INDIRECT);
 	uint64_t a = buf(v, 16), tbl = vdrv_alloc(&v->d, 32, 16);
 
-	vdrv_indirect_set(&v->d, tbl, 0, a, 16, VIRTQ_DESC_F_NEXT, 1);
-	vdrv_indirect_set(&v->d, tbl, 1, a, 16, VIRTQ_DESC_F_NEXT, 0);
-	one_desc(v, 0, tbl, 32, VIRTQ_DESC_F_INDIRECT);
+	vdrv_indirect_set(&v->d, tbl, 0, a, 16, VRING_DESC_F_NEXT, 1);
+	vdrv_indirect_set(&v->d, tbl, 1, a, 16, VRING_DESC_F_NEXT, 0);
+	one_desc(v, 0, tbl, 32, VRING_DESC_F_INDIRECT);
 	CHECK_EQ(virtq_pop(vq0(v), &chain), -ELOOP);
 	vnull_free(v);
 }
@@ -171,11 +171,11 @@ TEST(chain_longer_than_queue_size_rejected)
 	struct vnull *v = setup(4, INDIRECT);
 	uint64_t a = buf(v, 16), tbl = vdrv_alloc(&v->d, 32, 16);
 
-	vdrv_desc_set(&v->d, 0, 0, a, 16, VIRTQ_DESC_F_NEXT, 1);
-	vdrv_desc_set(&v->d, 0, 1, a, 16, VIRTQ_DESC_F_NEXT, 2);
-	vdrv_desc_set(&v->d, 0, 2, a, 16, VIRTQ_DESC_F_NEXT, 3);
-	vdrv_desc_set(&v->d, 0, 3, tbl, 32, VIRTQ_DESC_F_INDIRECT, 0);
-	vdrv_indirect_set(&v->d, tbl, 0, a, 16, VIRTQ_DESC_F_NEXT, 1);
+	vdrv_desc_set(&v->d, 0, 0, a, 16, VRING_DESC_F_NEXT, 1);
+	vdrv_desc_set(&v->d, 0, 1, a, 16, VRING_DESC_F_NEXT, 2);
+	vdrv_desc_set(&v->d, 0, 2, a, 16, VRING_DESC_F_NEXT, 3);
+	vdrv_desc_set(&v->d, 0, 3, tbl, 32, VRING_DESC_F_INDIRECT, 0);
+	vdrv_indirect_set(&v->d, tbl, 0, a, 16, VRING_DESC_F_NEXT, 1);
 	vdrv_indirect_set(&v->d, tbl, 1, a, 16, 0, 0);
 	vdrv_avail_add_head(&v->d, 0, 0);
 	CHECK_EQ(virtq_pop(vq0(v), &chain), -ELOOP);
@@ -187,7 +187,7 @@ TEST(next_index_out_of_range_rejected)
 	struct vnull *v = setup(8, 0);
 	uint64_t a = buf(v, 16);
 
-	vdrv_desc_set(&v->d, 0, 0, a, 16, VIRTQ_DESC_F_NEXT, 8);
+	vdrv_desc_set(&v->d, 0, 0, a, 16, VRING_DESC_F_NEXT, 8);
 	vdrv_avail_add_head(&v->d, 0, 0);
 	CHECK_EQ(virtq_pop(vq0(v), &chain), -EINVAL);
 	vnull_free(v);
@@ -254,7 +254,7 @@ TEST(buffer_beyond_ram_rejected)
 {
 	struct vnull *v = setup(8, 0);
 
-	one_desc(v, 0, RAM_END + 4096, 16, VIRTQ_DESC_F_WRITE);
+	one_desc(v, 0, RAM_END + 4096, 16, VRING_DESC_F_WRITE);
 	CHECK_EQ(virtq_pop(vq0(v), &chain), -EFAULT);
 	vnull_free(v);
 }
@@ -263,7 +263,7 @@ TEST(buffer_crossing_ram_region_end_rejected)
 {
 	struct vnull *v = setup(8, 0);
 
-	one_desc(v, 0, RAM_END - 8, 16, VIRTQ_DESC_F_WRITE);
+	one_desc(v, 0, RAM_END - 8, 16, VRING_DESC_F_WRITE);
 	CHECK_EQ(virtq_pop(vq0(v), &chain), -EFAULT);
 	vnull_free(v);
 }
@@ -313,15 +313,15 @@ TEST(chain_total_over_4g_rejected)
 	CHECK(res != MAP_FAILED);
 	CHECK_EQ(gmem_add_region(&v->d.mem, big, blen, res), 0);
 	/* two buffers of 2^31-1 bytes = 2^32-2 bytes: allowed */
-	vdrv_desc_set(&v->d, 0, 0, big, 0x7fffffff, VIRTQ_DESC_F_WRITE | VIRTQ_DESC_F_NEXT, 1);
-	vdrv_desc_set(&v->d, 0, 1, big, 0x7fffffff, VIRTQ_DESC_F_WRITE, 0);
+	vdrv_desc_set(&v->d, 0, 0, big, 0x7fffffff, VRING_DESC_F_WRITE | VRING_DESC_F_NEXT, 1);
+	vdrv_desc_set(&v->d, 0, 1, big, 0x7fffffff, VRING_DESC_F_WRITE, 0);
 	vdrv_avail_add_head(&v->d, 0, 0);
 	CHECK_EQ(virtq_pop(vq0(v), &chain), 1);
 	CHECK_EQ(chain.total_len, 0xfffffffeULL);
 	/* three: > 2^32 */
-	vdrv_desc_set(&v->d, 0, 2, big, 0x7fffffff, VIRTQ_DESC_F_WRITE | VIRTQ_DESC_F_NEXT, 3);
-	vdrv_desc_set(&v->d, 0, 3, big, 0x7fffffff, VIRTQ_DESC_F_WRITE | VIRTQ_DESC_F_NEXT, 4);
-	vdrv_desc_set(&v->d, 0, 4, big, 0x7fffffff, VIRTQ_DESC_F_WRITE, 0);
+	vdrv_desc_set(&v->d, 0, 2, big, 0x7fffffff, VRING_DESC_F_WRITE | VRING_DESC_F_NEXT, 3);
+	vdrv_desc_set(&v->d, 0, 3, big, 0x7fffffff, VRING_DESC_F_WRITE | VRING_DESC_F_NEXT, 4);
+	vdrv_desc_set(&v->d, 0, 4, big, 0x7fffffff, VRING_DESC_F_WRITE, 0);
 	vdrv_avail_add_head(&v->d, 0, 2);
 	CHECK_EQ(virtq_pop(vq0(v), &chain), -EINVAL);
 	vnull_free(v);
@@ -334,7 +334,7 @@ TEST(indirect_without_feature_rejected)
 	uint64_t tbl = vdrv_alloc(&v->d, 16, 16);
 
 	vdrv_indirect_set(&v->d, tbl, 0, buf(v, 16), 16, 0, 0);
-	one_desc(v, 0, tbl, 16, VIRTQ_DESC_F_INDIRECT);
+	one_desc(v, 0, tbl, 16, VRING_DESC_F_INDIRECT);
 	CHECK_EQ(virtq_pop(vq0(v), &chain), -EINVAL);
 	vnull_free(v);
 }
@@ -345,7 +345,7 @@ TEST(indirect_with_next_rejected)
 	uint64_t tbl = vdrv_alloc(&v->d, 16, 16);
 
 	vdrv_indirect_set(&v->d, tbl, 0, buf(v, 16), 16, 0, 0);
-	vdrv_desc_set(&v->d, 0, 0, tbl, 16, VIRTQ_DESC_F_INDIRECT | VIRTQ_DESC_F_NEXT, 1);
+	vdrv_desc_set(&v->d, 0, 0, tbl, 16, VRING_DESC_F_INDIRECT | VRING_DESC_F_NEXT, 1);
 	vdrv_desc_set(&v->d, 0, 1, buf(v, 16), 16, 0, 0);
 	vdrv_avail_add_head(&v->d, 0, 0);
 	CHECK_EQ(virtq_pop(vq0(v), &chain), -EINVAL);
@@ -358,8 +358,8 @@ TEST(nested_indirect_rejected)
 	uint64_t t1 = vdrv_alloc(&v->d, 16, 16), t2 = vdrv_alloc(&v->d, 16, 16);
 
 	vdrv_indirect_set(&v->d, t2, 0, buf(v, 16), 16, 0, 0);
-	vdrv_indirect_set(&v->d, t1, 0, t2, 16, VIRTQ_DESC_F_INDIRECT, 0);
-	one_desc(v, 0, t1, 16, VIRTQ_DESC_F_INDIRECT);
+	vdrv_indirect_set(&v->d, t1, 0, t2, 16, VRING_DESC_F_INDIRECT, 0);
+	one_desc(v, 0, t1, 16, VRING_DESC_F_INDIRECT);
 	CHECK_EQ(virtq_pop(vq0(v), &chain), -EINVAL);
 	vnull_free(v);
 }
@@ -370,7 +370,7 @@ TEST(indirect_length_not_multiple_of_16_rejected)
 	uint64_t tbl = vdrv_alloc(&v->d, 32, 16);
 
 	vdrv_indirect_set(&v->d, tbl, 0, buf(v, 16), 16, 0, 0);
-	one_desc(v, 0, tbl, 24, VIRTQ_DESC_F_INDIRECT);
+	one_desc(v, 0, tbl, 24, VRING_DESC_F_INDIRECT);
 	CHECK_EQ(virtq_pop(vq0(v), &chain), -EINVAL);
 	vnull_free(v);
 }
@@ -381,8 +381,8 @@ TEST(indirect_table_with_more_entries_than_queue_size_rejected)
 	uint64_t a = buf(v, 16), tbl = vdrv_alloc(&v->d, 16 * 5, 16);
 
 	for (uint16_t i = 0; i < 5; i++)
-		vdrv_indirect_set(&v->d, tbl, i, a, 16, i < 4 ? VIRTQ_DESC_F_NEXT : 0, i + 1);
-	one_desc(v, 0, tbl, 16 * 5, VIRTQ_DESC_F_INDIRECT);
+		vdrv_indirect_set(&v->d, tbl, i, a, 16, i < 4 ? VRING_DESC_F_NEXT : 0, i + 1);
+	one_desc(v, 0, tbl, 16 * 5, VRING_DESC_F_INDIRECT);
 	CHECK_EQ(virtq_pop(vq0(v), &chain), -EINVAL);
 	vnull_free(v);
 }
@@ -391,7 +391,7 @@ TEST(indirect_table_outside_ram_rejected)
 {
 	struct vnull *v = setup(8, INDIRECT);
 
-	one_desc(v, 0, RAM_END - 16, 32, VIRTQ_DESC_F_INDIRECT);
+	one_desc(v, 0, RAM_END - 16, 32, VRING_DESC_F_INDIRECT);
 	CHECK_EQ(virtq_pop(vq0(v), &chain), -EFAULT);
 	vnull_free(v);
 }
@@ -401,9 +401,9 @@ TEST(indirect_next_out_of_table_rejected)
 	struct vnull *v = setup(8, INDIRECT);
 	uint64_t tbl = vdrv_alloc(&v->d, 32, 16), a = buf(v, 16);
 
-	vdrv_indirect_set(&v->d, tbl, 0, a, 16, VIRTQ_DESC_F_NEXT, 2);
+	vdrv_indirect_set(&v->d, tbl, 0, a, 16, VRING_DESC_F_NEXT, 2);
 	vdrv_indirect_set(&v->d, tbl, 1, a, 16, 0, 0);
-	one_desc(v, 0, tbl, 32, VIRTQ_DESC_F_INDIRECT);
+	one_desc(v, 0, tbl, 32, VRING_DESC_F_INDIRECT);
 	CHECK_EQ(virtq_pop(vq0(v), &chain), -EINVAL);
 	vnull_free(v);
 }
@@ -413,7 +413,7 @@ TEST(writable_before_readable_rejected)
 	struct vnull *v = setup(8, 0);
 	uint64_t a = buf(v, 16);
 
-	vdrv_desc_set(&v->d, 0, 0, a, 16, VIRTQ_DESC_F_WRITE | VIRTQ_DESC_F_NEXT, 1);
+	vdrv_desc_set(&v->d, 0, 0, a, 16, VRING_DESC_F_WRITE | VRING_DESC_F_NEXT, 1);
 	vdrv_desc_set(&v->d, 0, 1, a, 16, 0, 0);
 	vdrv_avail_add_head(&v->d, 0, 0);
 	CHECK_EQ(virtq_pop(vq0(v), &chain), -EINVAL);
@@ -451,7 +451,7 @@ TEST(publish_honours_no_interrupt_without_event_idx)
 	CHECK_EQ(virtq_pop(vq0(v), &chain), 1);
 	virtq_push(vq0(v), chain.head, 0);
 	CHECK(virtq_publish(vq0(v)));
-	vdrv_avail_flags_set(&v->d, 0, VIRTQ_AVAIL_F_NO_INTERRUPT);
+	vdrv_avail_flags_set(&v->d, 0, VRING_AVAIL_F_NO_INTERRUPT);
 	CHECK_EQ(virtq_pop(vq0(v), &chain), 1);
 	virtq_push(vq0(v), chain.head, 0);
 	CHECK(!virtq_publish(vq0(v)));
@@ -492,7 +492,7 @@ TEST(event_idx_ignores_no_interrupt_flag)
 {
 	struct vnull *v = setup(8, EVENT_IDX);
 
-	vdrv_avail_flags_set(&v->d, 0, VIRTQ_AVAIL_F_NO_INTERRUPT);
+	vdrv_avail_flags_set(&v->d, 0, VRING_AVAIL_F_NO_INTERRUPT);
 	vdrv_used_event_set(&v->d, 0, 0);
 	one_desc(v, 0, buf(v, 16), 16, 0);
 	CHECK_EQ(virtq_pop(vq0(v), &chain), 1);
@@ -506,7 +506,7 @@ TEST(notify_disable_sets_no_notify_and_enable_clears_it)
 	struct vnull *v = setup(8, 0);
 
 	virtq_notify_disable(vq0(v));
-	CHECK_EQ(vdrv_used_flags(&v->d, 0), VIRTQ_USED_F_NO_NOTIFY);
+	CHECK_EQ(vdrv_used_flags(&v->d, 0), VRING_USED_F_NO_NOTIFY);
 	CHECK(!virtq_notify_enable(vq0(v)));
 	CHECK_EQ(vdrv_used_flags(&v->d, 0), 0);
 	vnull_free(v);

@@ -15,11 +15,11 @@
 #define INDIRECT VIRTIO_BIT(VIRTIO_RING_F_INDIRECT_DESC)
 #define EVENT_IDX VIRTIO_BIT(VIRTIO_RING_F_EVENT_IDX)
 #define V1 VIRTIO_BIT(VIRTIO_F_VERSION_1)
-#define AV VIRTQ_DESC_F_AVAIL           /* available in lap 1 (wrap counter 1) */
-#define USED_BITS (VIRTQ_DESC_F_AVAIL | VIRTQ_DESC_F_USED)
-#define F_NEXT VIRTQ_DESC_F_NEXT
-#define F_WRITE VIRTQ_DESC_F_WRITE
-#define F_IND VIRTQ_DESC_F_INDIRECT
+#define AV (1u << VRING_PACKED_DESC_F_AVAIL)           /* available in lap 1 (wrap counter 1) */
+#define USED_BITS ((1u << VRING_PACKED_DESC_F_AVAIL) | (1u << VRING_PACKED_DESC_F_USED))
+#define F_NEXT VRING_DESC_F_NEXT
+#define F_WRITE VRING_DESC_F_WRITE
+#define F_IND VRING_DESC_F_INDIRECT
 
 static struct virtq_chain chain;
 
@@ -131,7 +131,7 @@ TEST(queue_size_0_or_above_max_rejected)
 	uint64_t dsc = vdrv_alloc(&v->d, 16 * 512, 16), ev = vdrv_alloc(&v->d, 8, 4);
 
 	CHECK_EQ(vdrv_queue_program(&v->d, 0, 0, dsc, ev, ev + 4), 0);
-	CHECK(vdrv_status(&v->d) & VIRTIO_STATUS_NEEDS_RESET);
+	CHECK(vdrv_status(&v->d) & VIRTIO_CONFIG_S_NEEDS_RESET);
 	vnull_free(v);
 	v = negotiated();
 	dsc = vdrv_alloc(&v->d, 16 * 512, 16);
@@ -175,7 +175,7 @@ TEST(areas_outside_ram_rejected)
 		struct vnull *v = negotiated();
 
 		CHECK_EQ(vdrv_queue_program(&v->d, 0, 8, c[i].dsc, c[i].drv, c[i].dev), 0);
-		CHECK(vdrv_status(&v->d) & VIRTIO_STATUS_NEEDS_RESET);
+		CHECK(vdrv_status(&v->d) & VIRTIO_CONFIG_S_NEEDS_RESET);
 		vnull_free(v);
 	}
 }
@@ -445,7 +445,7 @@ TEST(descriptor_with_wrong_wrap_bits_not_available)
 {
 	struct vnull *v = setup(8, 0);
 	uint64_t a = buf(v, 16);
-	uint16_t bad[] = { 0, VIRTQ_DESC_F_USED /* lap 0 avail */, USED_BITS /* looks used */ };
+	uint16_t bad[] = { 0, (1u << VRING_PACKED_DESC_F_USED) /* lap 0 avail */, USED_BITS /* looks used */ };
 
 	for (unsigned i = 0; i < 3; i++) {
 		vdrv_pdesc_set(&v->d, 0, 0, a, 16, 0, bad[i]);
@@ -487,7 +487,7 @@ TEST(stale_and_flipped_descriptors_not_reconsumed)
 	CHECK_EQ(vq0(v)->last_avail, 0);
 	CHECK_EQ(vq0(v)->inflight_count, 0);
 	/* The right lap-2 marking is taken exactly once. */
-	vdrv_pdesc_set(&v->d, 0, 0, a, 16, 2, VIRTQ_DESC_F_USED);
+	vdrv_pdesc_set(&v->d, 0, 0, a, 16, 2, (1u << VRING_PACKED_DESC_F_USED));
 	CHECK_EQ(virtq_pop(vq0(v), &chain), 1);
 	CHECK_EQ(chain.head, 2);
 	CHECK_EQ(virtq_pop(vq0(v), &chain), 0);
@@ -517,7 +517,7 @@ TEST(chain_into_slots_still_in_flight_rejected)
 
 	raw(v, 0, a, 16, 0, 0);
 	CHECK_EQ(virtq_pop(vq0(v), &chain), 1);
-	vdrv_pdesc_set(&v->d, 0, 0, a, 16, 1, VIRTQ_DESC_F_USED);   /* lap 2 */
+	vdrv_pdesc_set(&v->d, 0, 0, a, 16, 1, (1u << VRING_PACKED_DESC_F_USED));   /* lap 2 */
 	raw(v, 3, a, 16, 1, F_NEXT);
 	raw(v, 2, a, 16, 1, F_NEXT);
 	raw(v, 1, a, 16, 1, F_NEXT);
@@ -768,9 +768,9 @@ TEST(publish_honours_enable_and_disable)
 	uint64_t a = buf(v, 16);
 
 	add_n(v, 3, a);
-	vdrv_packed_driver_event_set(&v->d, 0, 0, VIRTQ_EVENT_F_ENABLE);
+	vdrv_packed_driver_event_set(&v->d, 0, 0, VRING_PACKED_EVENT_FLAG_ENABLE);
 	CHECK(complete_one(v));
-	vdrv_packed_driver_event_set(&v->d, 0, 0, VIRTQ_EVENT_F_DISABLE);
+	vdrv_packed_driver_event_set(&v->d, 0, 0, VRING_PACKED_EVENT_FLAG_DISABLE);
 	CHECK(!complete_one(v));
 	CHECK_EQ(vdrv_pdesc_flags(&v->d, 0, 1), USED_BITS);     /* published all the same */
 	uint32_t id, len;
@@ -786,7 +786,7 @@ TEST(desc_event_ignored_without_event_idx)
 	struct vnull *v = setup(8, 0);
 
 	add_n(v, 1, buf(v, 16));
-	vdrv_packed_driver_event_set(&v->d, 0, 5 | VIRTQ_EVENT_WRAP, VIRTQ_EVENT_F_DESC);
+	vdrv_packed_driver_event_set(&v->d, 0, 5 | (1u << VRING_PACKED_EVENT_F_WRAP_CTR), VRING_PACKED_EVENT_FLAG_DESC);
 	CHECK(complete_one(v));                 /* treated as ENABLE */
 	vnull_free(v);
 }
@@ -798,7 +798,7 @@ TEST(desc_event_notifies_exactly_when_offset_written)
 	bool n[4];
 
 	add_n(v, 6, a);
-	vdrv_packed_driver_event_set(&v->d, 0, 2 | VIRTQ_EVENT_WRAP, VIRTQ_EVENT_F_DESC);
+	vdrv_packed_driver_event_set(&v->d, 0, 2 | (1u << VRING_PACKED_EVENT_F_WRAP_CTR), VRING_PACKED_EVENT_FLAG_DESC);
 	for (int i = 0; i < 4; i++)
 		n[i] = complete_one(v);
 	CHECK(!n[0]);   /* slot 0 */
@@ -806,7 +806,7 @@ TEST(desc_event_notifies_exactly_when_offset_written)
 	CHECK(n[2]);    /* slot 2: the event */
 	CHECK(!n[3]);
 	/* A batch over the event notifies once. */
-	vdrv_packed_driver_event_set(&v->d, 0, 5 | VIRTQ_EVENT_WRAP, VIRTQ_EVENT_F_DESC);
+	vdrv_packed_driver_event_set(&v->d, 0, 5 | (1u << VRING_PACKED_EVENT_F_WRAP_CTR), VRING_PACKED_EVENT_FLAG_DESC);
 	CHECK_EQ(virtq_pop(vq0(v), &chain), 1);
 	virtq_push(vq0(v), chain.head, 0);
 	CHECK_EQ(virtq_pop(vq0(v), &chain), 1);
@@ -821,17 +821,17 @@ TEST(desc_event_respects_wrap_counter)
 	uint64_t a = buf(v, 16);
 	uint32_t id, len;
 
-	vdrv_packed_driver_event_set(&v->d, 0, 0, VIRTQ_EVENT_F_DISABLE);
+	vdrv_packed_driver_event_set(&v->d, 0, 0, VRING_PACKED_EVENT_FLAG_DISABLE);
 	for (int i = 0; i < 4; i++)             /* lap 1 done */
 		round_trip(v, a);
 	CHECK(!vq0(v)->used_wrap);
 	/* Event at slot 1 of lap 2 (wrap 0): not slot 0, yes slot 1. */
-	vdrv_packed_driver_event_set(&v->d, 0, 1, VIRTQ_EVENT_F_DESC);
+	vdrv_packed_driver_event_set(&v->d, 0, 1, VRING_PACKED_EVENT_FLAG_DESC);
 	add_n(v, 3, a);
 	CHECK(!complete_one(v));
 	CHECK(complete_one(v));
 	/* Event at slot 3 of lap 1 (wrap 1): long past, no notification. */
-	vdrv_packed_driver_event_set(&v->d, 0, 3 | VIRTQ_EVENT_WRAP, VIRTQ_EVENT_F_DESC);
+	vdrv_packed_driver_event_set(&v->d, 0, 3 | (1u << VRING_PACKED_EVENT_F_WRAP_CTR), VRING_PACKED_EVENT_FLAG_DESC);
 	CHECK(!complete_one(v));
 	while (vdrv_get_used(&v->d, 0, &id, &len))
 		;
@@ -863,12 +863,12 @@ TEST(notify_disable_and_enable_control_driver_kicks)
 	uint64_t a = buf(v, 16);
 
 	virtq_notify_disable(vq0(v));
-	CHECK_EQ(vdrv_packed_device_event(&v->d, 0, NULL), VIRTQ_EVENT_F_DISABLE);
+	CHECK_EQ(vdrv_packed_device_event(&v->d, 0, NULL), VRING_PACKED_EVENT_FLAG_DISABLE);
 	add_n(v, 1, a);
 	CHECK(!vdrv_packed_kick_prepare(&v->d, 0));
 	CHECK_EQ(virtq_pop(vq0(v), &chain), 1);
 	CHECK(!virtq_notify_enable(vq0(v)));
-	CHECK_EQ(vdrv_packed_device_event(&v->d, 0, NULL), VIRTQ_EVENT_F_ENABLE);
+	CHECK_EQ(vdrv_packed_device_event(&v->d, 0, NULL), VRING_PACKED_EVENT_FLAG_ENABLE);
 	add_n(v, 1, a);
 	CHECK(vdrv_packed_kick_prepare(&v->d, 0));
 	vnull_free(v);
@@ -883,8 +883,8 @@ TEST(event_idx_notify_enable_sets_desc_event_at_next_slot)
 	for (int i = 0; i < 3; i++)
 		round_trip(v, a);
 	CHECK(!virtq_notify_enable(vq0(v)));
-	CHECK_EQ(vdrv_packed_device_event(&v->d, 0, &off), VIRTQ_EVENT_F_DESC);
-	CHECK_EQ(off, 3 | VIRTQ_EVENT_WRAP);
+	CHECK_EQ(vdrv_packed_device_event(&v->d, 0, &off), VRING_PACKED_EVENT_FLAG_DESC);
+	CHECK_EQ(off, 3 | (1u << VRING_PACKED_EVENT_F_WRAP_CTR));
 	vdrv_packed_kick_prepare(&v->d, 0);      /* driver's kick bookkeeping so far */
 	add_n(v, 2, a);                          /* slots 3 and 0 (lap 2) */
 	CHECK(vdrv_packed_kick_prepare(&v->d, 0));
@@ -896,7 +896,7 @@ TEST(event_idx_notify_enable_sets_desc_event_at_next_slot)
 		heads[i] = chain.head;
 	}
 	CHECK(!virtq_notify_enable(vq0(v)));
-	CHECK_EQ(vdrv_packed_device_event(&v->d, 0, &off), VIRTQ_EVENT_F_DESC);
+	CHECK_EQ(vdrv_packed_device_event(&v->d, 0, &off), VRING_PACKED_EVENT_FLAG_DESC);
 	CHECK_EQ(off, 2);                        /* slot 2, wrap 0 */
 	for (int i = 0; i < 3; i++)
 		virtq_push(vq0(v), heads[i], 0);

@@ -165,7 +165,7 @@ TEST(blk_many_requests_in_flight_over_packed_ring)
 		}
 	}
 	CHECK_EQ(t.d.q[0].num_free, QSIZE);
-	CHECK(!(vdrv_status(&t.d) & VIRTIO_STATUS_NEEDS_RESET));
+	CHECK(!(vdrv_status(&t.d) & VIRTIO_CONFIG_S_NEEDS_RESET));
 	teardown(&t);
 }
 
@@ -183,9 +183,9 @@ TEST(blk_buffer_id_reused_while_in_flight_needs_reset)
 	CHECK(a.id != b.id);
 	le16_store(vdrv_host(&t.d, t.d.q[0].desc + 16 * 5 + 12), (uint16_t)a.id);  /* b's last */
 	vdrv_driver_ok(&t.d);
-	for (int i = 0; i < 5000 && !(vdrv_status(&t.d) & VIRTIO_STATUS_NEEDS_RESET); i++)
+	for (int i = 0; i < 5000 && !(vdrv_status(&t.d) & VIRTIO_CONFIG_S_NEEDS_RESET); i++)
 		usleep(1000);
-	CHECK(vdrv_status(&t.d) & VIRTIO_STATUS_NEEDS_RESET);
+	CHECK(vdrv_status(&t.d) & VIRTIO_CONFIG_S_NEEDS_RESET);
 	teardown(&t);
 }
 
@@ -198,10 +198,10 @@ TEST(blk_broken_packed_chain_needs_reset)
 	setup(&t, false);
 	a = vdrv_alloc(&t.d, 16, 16);
 	for (uint16_t i = QSIZE; i-- > 0;)
-		vdrv_pdesc_set(&t.d, 0, i, a, 16, 0, VIRTQ_DESC_F_NEXT | VIRTQ_DESC_F_AVAIL);
+		vdrv_pdesc_set(&t.d, 0, i, a, 16, 0, VRING_DESC_F_NEXT | (1u << VRING_PACKED_DESC_F_AVAIL));
 	vdrv_driver_ok(&t.d);
-	for (int i = 0; i < 5000 && !(vdrv_status(&t.d) & VIRTIO_STATUS_NEEDS_RESET); i++)
+	for (int i = 0; i < 5000 && !(vdrv_status(&t.d) & VIRTIO_CONFIG_S_NEEDS_RESET); i++)
 		usleep(1000);
-	CHECK(vdrv_status(&t.d) & VIRTIO_STATUS_NEEDS_RESET);
+	CHECK(vdrv_status(&t.d) & VIRTIO_CONFIG_S_NEEDS_RESET);
 	teardown(&t);
 }

@@ -157,8 +157,8 @@ static inline int vdrv_negotiate_raw(struct vdrv *d, uint64_t want, bool force)
 	uint64_t offered, f;
 
 	vdrv_wr(d, VIRTIO_MMIO_STATUS, 0);
-	vdrv_wr(d, VIRTIO_MMIO_STATUS, VIRTIO_STATUS_ACKNOWLEDGE);
-	vdrv_wr(d, VIRTIO_MMIO_STATUS, VIRTIO_STATUS_ACKNOWLEDGE | VIRTIO_STATUS_DRIVER);
+	vdrv_wr(d, VIRTIO_MMIO_STATUS, VIRTIO_CONFIG_S_ACKNOWLEDGE);
+	vdrv_wr(d, VIRTIO_MMIO_STATUS, VIRTIO_CONFIG_S_ACKNOWLEDGE | VIRTIO_CONFIG_S_DRIVER);
 	vdrv_wr(d, VIRTIO_MMIO_DEVICE_FEATURES_SEL, 1);
 	offered = (uint64_t)vdrv_rd(d, VIRTIO_MMIO_DEVICE_FEATURES) << 32;
 	vdrv_wr(d, VIRTIO_MMIO_DEVICE_FEATURES_SEL, 0);
@@ -168,9 +168,9 @@ static inline int vdrv_negotiate_raw(struct vdrv *d, uint64_t want, bool force)
 	vdrv_wr(d, VIRTIO_MMIO_DRIVER_FEATURES, (uint32_t)(f >> 32));
 	vdrv_wr(d, VIRTIO_MMIO_DRIVER_FEATURES_SEL, 0);
 	vdrv_wr(d, VIRTIO_MMIO_DRIVER_FEATURES, (uint32_t)f);
-	vdrv_wr(d, VIRTIO_MMIO_STATUS, VIRTIO_STATUS_ACKNOWLEDGE | VIRTIO_STATUS_DRIVER |
-		VIRTIO_STATUS_FEATURES_OK);
-	if (!(vdrv_status(d) & VIRTIO_STATUS_FEATURES_OK))
+	vdrv_wr(d, VIRTIO_MMIO_STATUS, VIRTIO_CONFIG_S_ACKNOWLEDGE | VIRTIO_CONFIG_S_DRIVER |
+		VIRTIO_CONFIG_S_FEATURES_OK);
+	if (!(vdrv_status(d) & VIRTIO_CONFIG_S_FEATURES_OK))
 		return -EIO;
 	d->features = f;
 	return 0;
@@ -189,10 +189,10 @@ static inline uint32_t vdrv_queue_program(struct vdrv *d, unsigned q, uint32_t s
 	vdrv_wr(d, VIRTIO_MMIO_QUEUE_NUM, size);
 	vdrv_wr(d, VIRTIO_MMIO_QUEUE_DESC_LOW, (uint32_t)desc);
 	vdrv_wr(d, VIRTIO_MMIO_QUEUE_DESC_HIGH, (uint32_t)(desc >> 32));
-	vdrv_wr(d, VIRTIO_MMIO_QUEUE_DRIVER_LOW, (uint32_t)avail);
-	vdrv_wr(d, VIRTIO_MMIO_QUEUE_DRIVER_HIGH, (uint32_t)(avail >> 32));
-	vdrv_wr(d, VIRTIO_MMIO_QUEUE_DEVICE_LOW, (uint32_t)used);
-	vdrv_wr(d, VIRTIO_MMIO_QUEUE_DEVICE_HIGH, (uint32_t)(used >> 32));
+	vdrv_wr(d, VIRTIO_MMIO_QUEUE_AVAIL_LOW, (uint32_t)avail);
+	vdrv_wr(d, VIRTIO_MMIO_QUEUE_AVAIL_HIGH, (uint32_t)(avail >> 32));
+	vdrv_wr(d, VIRTIO_MMIO_QUEUE_USED_LOW, (uint32_t)used);
+	vdrv_wr(d, VIRTIO_MMIO_QUEUE_USED_HIGH, (uint32_t)(used >> 32));
 	vdrv_wr(d, VIRTIO_MMIO_QUEUE_READY, 1);
 	return vdrv_rd(d, VIRTIO_MMIO_QUEUE_READY);
 }
@@ -212,7 +212,7 @@ static inline uint32_t vdrv_queue_setup(struct vdrv *d, unsigned q, uint16_t siz
 		vq->packed = true;
 		vq->avail_wrap = true;  /* §2.8.1: wrap counters start at 1 */
 		vq->used_wrap = true;
-		vq->avail_used_flags = VIRTQ_DESC_F_AVAIL;
+		vq->avail_used_flags = (1u << VRING_PACKED_DESC_F_AVAIL);
 		vq->desc = vdrv_alloc(d, VIRTQ_PACKED_DESC_BYTES(size), 16);
 		vq->avail = vdrv_alloc(d, VIRTQ_PACKED_EVENT_BYTES, 4);
 		vq->used = vdrv_alloc(d, VIRTQ_PACKED_EVENT_BYTES, 4);
@@ -226,7 +226,7 @@ static inline uint32_t vdrv_queue_setup(struct vdrv *d, unsigned q, uint16_t siz
 
 static inline void vdrv_driver_ok(struct vdrv *d)
 {
-	vdrv_wr(d, VIRTIO_MMIO_STATUS, vdrv_status(d) | VIRTIO_STATUS_DRIVER_OK);
+	vdrv_wr(d, VIRTIO_MMIO_STATUS, vdrv_status(d) | VIRTIO_CONFIG_S_DRIVER_OK);
 }
 
 /* --- raw ring access (for building broken rings) --- */
@@ -340,7 +340,7 @@ static inline uint32_t vdrv_pdesc_len(struct vdrv *d, unsigned q, uint16_t i)
 /* AVAIL/USED bits that mark a descriptor available in lap `wrap`. */
 static inline uint16_t vdrv_pavail_bits(bool wrap)
 {
-	return wrap ? VIRTQ_DESC_F_AVAIL : VIRTQ_DESC_F_USED;
+	return wrap ? (1u << VRING_PACKED_DESC_F_AVAIL) : (1u << VRING_PACKED_DESC_F_USED);
 }
 
 /* Driver event suppression (driver area): what the device reads to decide
@@ -389,17 +389,17 @@ static inline int vdrv_add_packed(struct vdrv *d, unsigned q, const struct vdrv_
 			le64_store(p, sg[i].gpa);
 			le32_store(p + 8, sg[i].len);
 			le16_store(p + 12, 0);
-			le16_store(p + 14, sg[i].writable ? VIRTQ_DESC_F_WRITE : 0);
+			le16_store(p + 14, sg[i].writable ? VRING_DESC_F_WRITE : 0);
 		}
 		uint8_t *p = vdrv_host(d, vq->desc + 16ULL * pos);
 		le64_store(p, vq->ind_table[id]);
 		le32_store(p + 8, 16 * n);
 		le16_store(p + 12, id);
-		head_flags = VIRTQ_DESC_F_INDIRECT | vq->avail_used_flags;
+		head_flags = VRING_DESC_F_INDIRECT | vq->avail_used_flags;
 		if (++pos >= vq->size) {
 			pos = 0;
 			vq->avail_wrap = !vq->avail_wrap;
-			vq->avail_used_flags ^= VIRTQ_DESC_F_AVAIL | VIRTQ_DESC_F_USED;
+			vq->avail_used_flags ^= (1u << VRING_PACKED_DESC_F_AVAIL) | (1u << VRING_PACKED_DESC_F_USED);
 		}
 		curr = vq->free_next[curr];
 	} else {
@@ -407,8 +407,8 @@ static inline int vdrv_add_packed(struct vdrv *d, unsigned q, const struct vdrv_
 			uint8_t *p = vdrv_host(d, vq->desc + 16ULL * pos);
 
 			flags = vq->avail_used_flags |
-				(i + 1 < n ? VIRTQ_DESC_F_NEXT : 0) |
-				(sg[i].writable ? VIRTQ_DESC_F_WRITE : 0);
+				(i + 1 < n ? VRING_DESC_F_NEXT : 0) |
+				(sg[i].writable ? VRING_DESC_F_WRITE : 0);
 			le64_store(p, sg[i].gpa);
 			le32_store(p + 8, sg[i].len);
 			le16_store(p + 12, id);
@@ -419,7 +419,7 @@ static inline int vdrv_add_packed(struct vdrv *d, unsigned q, const struct vdrv_
 			if (++pos >= vq->size) {
 				pos = 0;
 				vq->avail_wrap = !vq->avail_wrap;
-				vq->avail_used_flags ^= VIRTQ_DESC_F_AVAIL | VIRTQ_DESC_F_USED;
+				vq->avail_used_flags ^= (1u << VRING_PACKED_DESC_F_AVAIL) | (1u << VRING_PACKED_DESC_F_USED);
 			}
 			curr = vq->free_next[curr];
 		}
@@ -439,7 +439,7 @@ static inline int vdrv_add_packed(struct vdrv *d, unsigned q, const struct vdrv_
 static inline bool vdrv_packed_is_used(struct vdrv *d, unsigned q, uint16_t pos, bool wrap)
 {
 	uint16_t f = vdrv_pdesc_flags(d, q, pos);
-	bool avail = f & VIRTQ_DESC_F_AVAIL, used = f & VIRTQ_DESC_F_USED;
+	bool avail = f & (1u << VRING_PACKED_DESC_F_AVAIL), used = f & (1u << VRING_PACKED_DESC_F_USED);
 
 	return avail == used && used == wrap;
 }
@@ -474,8 +474,8 @@ static inline int vdrv_get_used_packed(struct vdrv *d, unsigned q, uint32_t *id,
 		vq->used_wrap = !vq->used_wrap;
 	}
 	vq->last_used = pos;
-	if (vq->event_flags_shadow == VIRTQ_EVENT_F_DESC) {
-		le16_store(vdrv_host(d, vq->avail), (uint16_t)(pos | (vq->used_wrap ? VIRTQ_EVENT_WRAP : 0)));
+	if (vq->event_flags_shadow == VRING_PACKED_EVENT_FLAG_DESC) {
+		le16_store(vdrv_host(d, vq->avail), (uint16_t)(pos | (vq->used_wrap ? (1u << VRING_PACKED_EVENT_F_WRAP_CTR) : 0)));
 		__atomic_thread_fence(__ATOMIC_SEQ_CST);
 	}
 	return 1;
@@ -484,9 +484,9 @@ static inline int vdrv_get_used_packed(struct vdrv *d, unsigned q, uint32_t *id,
 /* virtqueue_disable_cb_packed. */
 static inline void vdrv_packed_disable_cb(struct vdrv *d, unsigned q)
 {
-	if (d->q[q].event_flags_shadow != VIRTQ_EVENT_F_DISABLE)
+	if (d->q[q].event_flags_shadow != VRING_PACKED_EVENT_FLAG_DISABLE)
 		vdrv_packed_driver_event_set(d, q, le16_load(vdrv_host(d, d->q[q].avail)),
-					     VIRTQ_EVENT_F_DISABLE);
+					     VRING_PACKED_EVENT_FLAG_DISABLE);
 }
 
 /* virtqueue_enable_cb_prepare_packed + virtqueue_poll_packed: re-arm
@@ -499,8 +499,8 @@ static inline bool vdrv_packed_enable_cb(struct vdrv *d, unsigned q)
 	bool ev = d->features & VIRTIO_BIT(VIRTIO_RING_F_EVENT_IDX);
 
 	vdrv_packed_driver_event_set(d, q, (uint16_t)(vq->last_used |
-				     (vq->used_wrap ? VIRTQ_EVENT_WRAP : 0)),
-				     ev ? VIRTQ_EVENT_F_DESC : VIRTQ_EVENT_F_ENABLE);
+				     (vq->used_wrap ? (1u << VRING_PACKED_EVENT_F_WRAP_CTR) : 0)),
+				     ev ? VRING_PACKED_EVENT_FLAG_DESC : VRING_PACKED_EVENT_FLAG_ENABLE);
 	__atomic_thread_fence(__ATOMIC_SEQ_CST);        /* virtio_mb in virtqueue_poll */
 	return vdrv_packed_is_used(d, q, vq->last_used, vq->used_wrap);
 }
@@ -517,10 +517,10 @@ static inline bool vdrv_packed_kick_prepare(struct vdrv *d, unsigned q)
 	__atomic_thread_fence(__ATOMIC_SEQ_CST);
 	flags = vdrv_packed_device_event(d, q, &off_wrap);
 	vq->num_added = 0;
-	if (flags != VIRTQ_EVENT_F_DESC)
-		return flags != VIRTQ_EVENT_F_DISABLE;
-	event = off_wrap & (uint16_t)~VIRTQ_EVENT_WRAP;
-	if (!!(off_wrap & VIRTQ_EVENT_WRAP) != vq->avail_wrap)
+	if (flags != VRING_PACKED_EVENT_FLAG_DESC)
+		return flags != VRING_PACKED_EVENT_FLAG_DISABLE;
+	event = off_wrap & (uint16_t)~(1u << VRING_PACKED_EVENT_F_WRAP_CTR);
+	if (!!(off_wrap & (1u << VRING_PACKED_EVENT_F_WRAP_CTR)) != vq->avail_wrap)
 		event = (uint16_t)(event - vq->size);
 	return (uint16_t)(new_pos - event - 1) < (uint16_t)(new_pos - old);
 }
@@ -546,14 +546,14 @@ static inline int vdrv_add(struct vdrv *d, unsigned q, const struct vdrv_sg *sg,
 
 		for (i = 0; i < n; i++)
 			vdrv_indirect_set(d, table, i, sg[i].gpa, sg[i].len,
-					  (sg[i].writable ? VIRTQ_DESC_F_WRITE : 0) |
-					  (i + 1 < n ? VIRTQ_DESC_F_NEXT : 0), i + 1 < n ? i + 1 : 0);
-		vdrv_desc_set(d, q, head, table, 16 * n, VIRTQ_DESC_F_INDIRECT, 0);
+					  (sg[i].writable ? VRING_DESC_F_WRITE : 0) |
+					  (i + 1 < n ? VRING_DESC_F_NEXT : 0), i + 1 < n ? i + 1 : 0);
+		vdrv_desc_set(d, q, head, table, 16 * n, VRING_DESC_F_INDIRECT, 0);
 	} else {
 		for (i = 0, idx = head; i < n; i++, idx = vq->free_next[idx])
 			vdrv_desc_set(d, q, idx, sg[i].gpa, sg[i].len,
-				      (sg[i].writable ? VIRTQ_DESC_F_WRITE : 0) |
-				      (i + 1 < n ? VIRTQ_DESC_F_NEXT : 0),
+				      (sg[i].writable ? VRING_DESC_F_WRITE : 0) |
+				      (i + 1 < n ? VRING_DESC_F_NEXT : 0),
 				      i + 1 < n ? vq->free_next[idx] : 0);
 	}
 	/* Pop `need` descriptors off the free list (their free_next links stay

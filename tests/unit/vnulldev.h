@@ -100,7 +100,7 @@ static inline struct vnull *vnull_running(unsigned nq, uint16_t qsize, uint64_t 
 	for (unsigned q = 0; q < nq; q++)
 		CHECK_EQ(vdrv_queue_setup(&v->d, q, qsize), 1);
 	vdrv_driver_ok(&v->d);
-	CHECK(vdrv_status(&v->d) & VIRTIO_STATUS_DRIVER_OK);
+	CHECK(vdrv_status(&v->d) & VIRTIO_CONFIG_S_DRIVER_OK);
 	return v;
 }
 
