@@ -478,8 +478,8 @@ int blk_queue_start(struct blk_dev *blk, unsigned qi)
 
 	q->blk = blk;
 	q->idx = qi;
-	q->vq = &dev->vqs[qi];
-	q->kick_fd = dev->kick_fds[qi];
+	q->vq = &dev->queues[qi].vq;
+	q->kick_fd = dev->queues[qi].kick_fd;
 	q->nslots = q->vq->size;
 	q->inflight = q->pushed = 0;
 	q->kick_pending = q->broken = q->more = q->stopping = false;

@@ -31,7 +31,7 @@ struct blk_queue {
 	struct blk_dev *blk;
 	unsigned idx;
 	struct virtq *vq;          /* owned by the thread while running */
-	int kick_fd;               /* dev->kick_fds[idx] */
+	int kick_fd;               /* dev->queues[idx].kick_fd */
 	int stop_fd;               /* eventfd: queue_stop -> thread */
 	struct io_uring ring;
 	bool ring_ok;

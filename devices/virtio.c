@@ -25,19 +25,17 @@ int virtio_dev_init(struct virtio_dev *dev, const struct virtio_device_ops *ops,
 	dev->priv = priv;
 	dev->mem = mem;
 	dev->num_queues = num_queues;
-	dev->vqs = calloc(num_queues, sizeof(*dev->vqs));
-	dev->kick_fds = calloc(num_queues, sizeof(*dev->kick_fds));
-	dev->started = calloc(num_queues, sizeof(*dev->started));
-	if (!dev->vqs || !dev->kick_fds || !dev->started) {
+	dev->queues = calloc(num_queues, sizeof(*dev->queues));
+	if (!dev->queues) {
 		ret = -ENOMEM;
-		goto free_arrays;
+		goto fail;
 	}
 	for (q = 0; q < num_queues; q++)
-		dev->kick_fds[q] = -1;
+		dev->queues[q].kick_fd = -1;
 	for (q = 0; q < num_queues; q++) {
-		virtq_init(&dev->vqs[q], q, queue_max);
-		dev->kick_fds[q] = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
-		if (dev->kick_fds[q] < 0) {
+		virtq_init(&dev->queues[q].vq, q, queue_max);
+		dev->queues[q].kick_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+		if (dev->queues[q].kick_fd < 0) {
 			ret = -errno;
 			goto close_fds;
 		}
@@ -47,12 +45,10 @@ int virtio_dev_init(struct virtio_dev *dev, const struct virtio_device_ops *ops,
 
 close_fds:
 	for (q = 0; q < num_queues; q++)
-		if (dev->kick_fds[q] >= 0)
-			close(dev->kick_fds[q]);
-free_arrays:
-	free(dev->vqs);
-	free(dev->kick_fds);
-	free(dev->started);
+		if (dev->queues[q].kick_fd >= 0)
+			close(dev->queues[q].kick_fd);
+	free(dev->queues);
+fail:
 	memset(dev, 0, sizeof(*dev));
 	return ret;
 }
@@ -62,9 +58,9 @@ void virtio_dev_stop(struct virtio_dev *dev)
 	unsigned q;
 
 	for (q = 0; q < dev->num_queues; q++) {
-		if (dev->started[q]) {
+		if (dev->queues[q].started) {
 			dev->ops->queue_stop(dev, q);
-			dev->started[q] = false;
+			dev->queues[q].started = false;
 		}
 	}
 }
@@ -73,17 +69,13 @@ void virtio_dev_destroy(struct virtio_dev *dev)
 {
 	unsigned q;
 
-	if (!dev->vqs)
+	if (!dev->queues)
 		return;
 	virtio_dev_stop(dev);
 	for (q = 0; q < dev->num_queues; q++)
-		close(dev->kick_fds[q]);
-	free(dev->vqs);
-	free(dev->kick_fds);
-	free(dev->started);
-	dev->vqs = NULL;
-	dev->kick_fds = NULL;
-	dev->started = NULL;
+		close(dev->queues[q].kick_fd);
+	free(dev->queues);
+	dev->queues = NULL;
 	/* Last: the device may free the memory that holds dev. */
 	if (dev->ops->destroy)
 		dev->ops->destroy(dev);
@@ -110,9 +102,9 @@ void virtio_reset(struct virtio_dev *dev)
 		dev->ops->reset(dev);
 	for (q = 0; q < dev->num_queues; q++) {
 		uint64_t junk;
-		virtq_reset(&dev->vqs[q]);
+		virtq_reset(&dev->queues[q].vq);
 		/* Drop stale kicks so a restarted queue does not see them. */
-		while (read(dev->kick_fds[q], &junk, sizeof(junk)) > 0)
+		while (read(dev->queues[q].kick_fd, &junk, sizeof(junk)) > 0)
 			;
 	}
 	dev->guest_features = 0;
@@ -136,7 +128,7 @@ static void driver_ok(struct virtio_dev *dev)
 	for (q = 0; q < dev->num_queues; q++) {
 		int ret;
 
-		if (!dev->vqs[q].ready)
+		if (!dev->queues[q].vq.ready)
 			continue;
 		ret = dev->ops->queue_start(dev, q);
 		if (ret) {
@@ -145,13 +137,13 @@ static void driver_ok(struct virtio_dev *dev)
 			virtio_dev_needs_reset(dev);
 			continue;
 		}
-		dev->started[q] = true;
+		dev->queues[q].started = true;
 		/* One kick per queue: the driver may have made buffers available
 		 * before DRIVER_OK without notifying (or its notification arrived
 		 * before the thread existed). eventfd write cannot fail here
 		 * short of counter overflow, which only means "already kicked". */
 		uint64_t one = 1;
-		if (write(dev->kick_fds[q], &one, sizeof(one)) < 0) {
+		if (write(dev->queues[q].kick_fd, &one, sizeof(one)) < 0) {
 			/* EAGAIN: counter saturated, a kick is pending anyway */
 		}
 	}
@@ -221,7 +213,7 @@ int virtio_queue_set_ready(struct virtio_dev *dev, unsigned q, bool ready)
 
 	if (q >= dev->num_queues)
 		return -EINVAL;
-	vq = &dev->vqs[q];
+	vq = &dev->queues[q].vq;
 	if (!(dev->status & VIRTIO_CONFIG_S_FEATURES_OK) ||
 	    (dev->status & VIRTIO_CONFIG_S_DRIVER_OK))
 		return -EBUSY;

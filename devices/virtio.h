@@ -44,6 +44,15 @@
 
 struct virtio_dev;
 
+/* One virtqueue and what belongs to it, in one place. */
+struct virtio_queue {
+	struct virtq vq;                /* ring state (the queue thread's once started) */
+	int kick_fd;                    /* eventfd, guest -> device notify; bound with
+					 * KVM_IOEVENTFD by the transport */
+	bool started;                   /* queue_start succeeded */
+	uint16_t msix_vector;           /* virtio-pci: queue_msix_vector (atomic) */
+};
+
 /* One const table per device type. All callbacks get the virtio_dev; the
  * device finds its state in dev->priv. */
 struct virtio_device_ops {
@@ -57,7 +66,7 @@ struct virtio_device_ops {
 	void (*config_read)(struct virtio_dev *, uint64_t off, uint8_t *data, unsigned len);
 	void (*config_write)(struct virtio_dev *, uint64_t off, const uint8_t *data, unsigned len);
 	/* DRIVER_OK with queue q enabled: start the queue's thread, which then owns
-	 * dev->vqs[q] and waits on dev->kick_fds[q]. 0 or -errno (the core then
+	 * dev->queues[q].vq and waits on dev->queues[q].kick_fd. 0 or -errno (the core then
 	 * sets NEEDS_RESET). */
 	int (*queue_start)(struct virtio_dev *, unsigned q);
 	/* Stop queue q's thread: wait for or cancel in-flight I/O so that nothing
@@ -108,10 +117,7 @@ struct virtio_dev {
 	uint32_t config_generation;     /* atomic; bumped by virtio_config_changed */
 
 	unsigned num_queues;
-	struct virtq *vqs;              /* num_queues entries */
-	int *kick_fds;                  /* per-queue eventfd (guest -> device notify);
-					 * bound with KVM_IOEVENTFD by the transport */
-	bool *started;                  /* per queue: queue_start succeeded */
+	struct virtio_queue *queues;    /* num_queues entries */
 };
 
 /* Set up dev for a device type: allocates num_queues (1..VIRTIO_MAX_QUEUES)

@@ -31,9 +31,9 @@ static struct virtq *mmio_writable_queue(struct virtio_mmio *m)
 
 	if (m->queue_sel >= dev->num_queues || (dev->status & VIRTIO_CONFIG_S_DRIVER_OK))
 		return NULL;
-	if (dev->vqs[m->queue_sel].ready)
+	if (dev->queues[m->queue_sel].vq.ready)
 		return NULL;
-	return &dev->vqs[m->queue_sel];
+	return &dev->queues[m->queue_sel].vq;
 }
 
 static void set_low(uint64_t *v, uint32_t lo)
@@ -89,10 +89,10 @@ void virtio_mmio_read(void *opaque, uint64_t off, uint8_t *data, unsigned len)
 		v = virtio_read_features(dev, m->device_features_sel);
 		break;
 	case VIRTIO_MMIO_QUEUE_NUM_MAX:
-		v = m->queue_sel < dev->num_queues ? dev->vqs[m->queue_sel].max_size : 0;
+		v = m->queue_sel < dev->num_queues ? dev->queues[m->queue_sel].vq.max_size : 0;
 		break;
 	case VIRTIO_MMIO_QUEUE_READY:
-		v = m->queue_sel < dev->num_queues ? dev->vqs[m->queue_sel].ready : 0;
+		v = m->queue_sel < dev->num_queues ? dev->queues[m->queue_sel].vq.ready : 0;
 		break;
 	case VIRTIO_MMIO_INTERRUPT_STATUS:
 		v = __atomic_load_n(&m->interrupt_status, __ATOMIC_ACQUIRE);
@@ -151,7 +151,7 @@ void virtio_mmio_write(void *opaque, uint64_t off, const uint8_t *data, unsigned
 	case VIRTIO_MMIO_QUEUE_READY:
 		if (m->queue_sel >= dev->num_queues || v > 1 ||
 		    (dev->status & VIRTIO_CONFIG_S_DRIVER_OK) ||
-		    dev->vqs[m->queue_sel].ready == (v == 1))
+		    dev->queues[m->queue_sel].vq.ready == (v == 1))
 			break;
 		/* Errors leave the queue not ready and set NEEDS_RESET. */
 		virtio_queue_set_ready(dev, m->queue_sel, v == 1);
@@ -160,7 +160,7 @@ void virtio_mmio_write(void *opaque, uint64_t off, const uint8_t *data, unsigned
 		/* Normally bound to an ioeventfd and never seen here; this path
 		 * serves unit tests and value mismatches (bad index: ignored). */
 		if (v < dev->num_queues)
-			kick(dev->kick_fds[v]);
+			kick(dev->queues[v].kick_fd);
 		break;
 	case VIRTIO_MMIO_INTERRUPT_ACK:
 		__atomic_fetch_and(&m->interrupt_status, ~v, __ATOMIC_ACQ_REL);

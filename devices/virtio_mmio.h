@@ -63,7 +63,7 @@ extern const struct io_ops virtio_mmio_io_ops;
 extern const struct virtio_transport_ops virtio_mmio_transport_ops;
 
 /* KVM binding: allocate a window and an IRQ, register on vm->mmio, bind each
- * queue's notify to dev->kick_fds[q] with KVM_IOEVENTFD (datamatch q, 4 bytes),
+ * queue's notify to dev->queues[q].kick_fd with KVM_IOEVENTFD (datamatch q, 4 bytes),
  * the interrupt eventfd with KVM_IRQFD, add "virtio_mmio.device=4K@0x...:IRQ"
  * to the kernel command line, and register with vm_add_device: from then on
  * the VM owns dev (virtio_dev_destroy at teardown) and the transport. dev

@@ -17,7 +17,7 @@ static void mmio_unbind(struct virtio_mmio *m)
 	while (m->notify_bound > 0) {
 		uint64_t dm = --m->notify_bound;
 		vm_ioeventfd(m->vm, m->base + VIRTIO_MMIO_QUEUE_NOTIFY, 4, false, &dm,
-			     dev->kick_fds[dm], true);
+			     dev->queues[dm].kick_fd, true);
 	}
 }
 
@@ -83,13 +83,13 @@ int virtio_mmio_attach(struct vm *vm, struct virtio_dev *dev)
 	if (ret)
 		goto destroy_m;
 	/* One ioeventfd per queue: a write of q to QueueNotify signals
-	 * kick_fds[q] inside KVM, waking queue q's thread with no exit to
+	 * queues[q].kick_fd inside KVM, waking queue q's thread with no exit to
 	 * userspace and no vCPU thread running device code. */
 	while (m->notify_bound < dev->num_queues) {
 		uint64_t dm = m->notify_bound;
 
 		ret = vm_ioeventfd(vm, m->base + VIRTIO_MMIO_QUEUE_NOTIFY, 4, false, &dm,
-				   dev->kick_fds[dm], false);
+				   dev->queues[dm].kick_fd, false);
 		if (ret)
 			goto unbind;
 		m->notify_bound++;

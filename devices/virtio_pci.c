@@ -77,13 +77,13 @@ static bool queue_configurable(struct virtio_pci *vp)
 {
 	return queue_selected(vp) &&
 	       !(vp->dev->status & VIRTIO_CONFIG_S_DRIVER_OK) &&
-	       !vp->dev->vqs[vp->queue_select].ready;
+	       !vp->dev->queues[vp->queue_select].vq.ready;
 }
 
 static uint64_t common_read(struct virtio_pci *vp, unsigned foff)
 {
 	struct virtio_dev *dev = vp->dev;
-	struct virtq *vq = queue_selected(vp) ? &dev->vqs[vp->queue_select] : NULL;
+	struct virtq *vq = queue_selected(vp) ? &dev->queues[vp->queue_select].vq : NULL;
 
 	switch (foff) {
 	case VIRTIO_PCI_COMMON_DFSELECT: return vp->dfselect;
@@ -103,7 +103,7 @@ static uint64_t common_read(struct virtio_pci *vp, unsigned foff)
 	switch (foff) {
 	case VIRTIO_PCI_COMMON_Q_SIZE: return vq->size;
 	case VIRTIO_PCI_COMMON_Q_MSIX:
-		return __atomic_load_n(&vp->queue_vector[vp->queue_select], __ATOMIC_RELAXED);
+		return __atomic_load_n(&vp->dev->queues[vp->queue_select].msix_vector, __ATOMIC_RELAXED);
 	case VIRTIO_PCI_COMMON_Q_ENABLE: return vq->ready;
 	case VIRTIO_PCI_COMMON_Q_NOFF: return vp->queue_select;
 	case VIRTIO_PCI_COMMON_Q_DESCLO: return vq->desc_gpa;
@@ -122,7 +122,7 @@ static void transport_reset(struct virtio_pci *vp)
 	vp->queue_select = 0;
 	__atomic_store_n(&vp->config_vector, MSIX_NO_VECTOR, __ATOMIC_RELAXED);
 	for (q = 0; q < vp->dev->num_queues; q++)
-		__atomic_store_n(&vp->queue_vector[q], MSIX_NO_VECTOR, __ATOMIC_RELAXED);
+		__atomic_store_n(&vp->dev->queues[q].msix_vector, MSIX_NO_VECTOR, __ATOMIC_RELAXED);
 	__atomic_store_n(&vp->isr, 0, __ATOMIC_RELAXED);
 }
 
@@ -160,11 +160,11 @@ static void common_write(struct virtio_pci *vp, unsigned foff, unsigned shift,
 	}
 	if (!queue_configurable(vp))
 		return;         /* read-only field, bad select, DRIVER_OK or enabled */
-	vq = &dev->vqs[vp->queue_select];
+	vq = &dev->queues[vp->queue_select].vq;
 	switch (foff) {
 	case VIRTIO_PCI_COMMON_Q_SIZE: vq->size = (uint16_t)val; break;
 	case VIRTIO_PCI_COMMON_Q_MSIX:
-		__atomic_store_n(&vp->queue_vector[vp->queue_select], vector_or_none(vp, val),
+		__atomic_store_n(&vp->dev->queues[vp->queue_select].msix_vector, vector_or_none(vp, val),
 				 __ATOMIC_RELAXED);
 		break;
 	case VIRTIO_PCI_COMMON_Q_DESCLO: set_u64_part(&vq->desc_gpa, val, shift, len); break;
@@ -228,7 +228,7 @@ void virtio_pci_bar_write(void *opaque, uint64_t off, const uint8_t *data, unsig
 		/* Only when no ioeventfd caught the write (unbound, or tests):
 		 * the same eventfd the queue thread waits on. */
 		unsigned q = (unsigned)(off - VIRTIO_PCI_NOTIFY_OFF) / VIRTIO_PCI_NOTIFY_MULT;
-		eventfd_write(vp->dev->kick_fds[q], 1);
+		eventfd_write(vp->dev->queues[q].kick_fd, 1);
 	}
 }
 
@@ -277,7 +277,7 @@ static void vp_signal_queue(struct virtio_dev *dev, unsigned q)
 
 	if (q >= dev->num_queues)
 		return;
-	signal_vector(vp, __atomic_load_n(&vp->queue_vector[q], __ATOMIC_RELAXED),
+	signal_vector(vp, __atomic_load_n(&vp->dev->queues[q].msix_vector, __ATOMIC_RELAXED),
 		      VIRTIO_PCI_ISR_QUEUE);
 }
 
@@ -378,7 +378,7 @@ static void notify_unbind(struct virtio_pci *vp)
 		return;
 	for (q = 0; q < vp->dev->num_queues; q++)
 		vm_ioeventfd(vp->vm, vp->notify_base + VIRTIO_PCI_NOTIFY_MULT * q,
-			     vp->notify_len, false, NULL, vp->dev->kick_fds[q], true);
+			     vp->notify_len, false, NULL, vp->dev->queues[q].kick_fd, true);
 	vp->notify_bound = false;
 }
 
@@ -394,7 +394,7 @@ static int notify_bind(struct virtio_pci *vp, uint64_t base)
 	for (l = 0; l < ARRAY_SIZE(lens); l++) {
 		for (q = 0; q < vp->dev->num_queues; q++) {
 			ret = vm_ioeventfd(vp->vm, base + VIRTIO_PCI_NOTIFY_MULT * q, lens[l],
-					   false, NULL, vp->dev->kick_fds[q], false);
+					   false, NULL, vp->dev->queues[q].kick_fd, false);
 			if (ret)
 				break;
 		}
@@ -406,7 +406,7 @@ static int notify_bind(struct virtio_pci *vp, uint64_t base)
 		}
 		while (q-- > 0)
 			vm_ioeventfd(vp->vm, base + VIRTIO_PCI_NOTIFY_MULT * q, lens[l],
-				     false, NULL, vp->dev->kick_fds[q], true);
+				     false, NULL, vp->dev->queues[q].kick_fd, true);
 	}
 	return ret;
 }
@@ -478,11 +478,6 @@ int virtio_pci_init(struct virtio_pci *vp, struct virtio_dev *dev, struct vm *vm
 	ret = -pthread_mutex_init(&vp->lock, NULL);
 	if (ret)
 		return ret;
-	vp->queue_vector = calloc(dev->num_queues, sizeof(*vp->queue_vector));
-	if (!vp->queue_vector) {
-		ret = -ENOMEM;
-		goto destroy_lock;
-	}
 	vp->intx_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
 	vp->resample_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
 	if (vp->intx_fd < 0 || vp->resample_fd < 0) {
@@ -528,7 +523,7 @@ int virtio_pci_init(struct virtio_pci *vp, struct virtio_dev *dev, struct vm *vm
 
 	vp->config_vector = MSIX_NO_VECTOR;
 	for (q = 0; q < dev->num_queues; q++)
-		vp->queue_vector[q] = MSIX_NO_VECTOR;
+		vp->dev->queues[q].msix_vector = MSIX_NO_VECTOR;
 	dev->transport = vp;
 	dev->tops = &virtio_pci_transport_ops;
 	return 0;
@@ -539,8 +534,6 @@ close_fds:
 		close(vp->intx_fd);
 	if (vp->resample_fd >= 0)
 		close(vp->resample_fd);
-	free(vp->queue_vector);
-destroy_lock:
 	pthread_mutex_destroy(&vp->lock);
 	vp->intx_fd = vp->resample_fd = -1;
 	return ret;
@@ -553,8 +546,6 @@ void virtio_pci_destroy(struct virtio_pci *vp)
 		close(vp->intx_fd);
 	if (vp->resample_fd >= 0)
 		close(vp->resample_fd);
-	free(vp->queue_vector);
-	vp->queue_vector = NULL;
 	vp->intx_fd = vp->resample_fd = -1;
 	pthread_mutex_destroy(&vp->lock);
 }

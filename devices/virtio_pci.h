@@ -9,7 +9,7 @@
  *   0x0000 common cfg (§4.1.4.3)   0x1000 ISR (§4.1.4.5, read-to-clear)
  *   0x2000 device cfg (§4.1.4.6, delegated to the device's config_read/write)
  *   0x3000 notify (§4.1.4.4): queue q at 0x3000 + 4 * q (queue_notify_off = q,
- *          notify_off_multiplier = 4), each bound to dev->kick_fds[q] with a
+ *          notify_off_multiplier = 4), each bound to dev->queues[q].kick_fd with a
  *          KVM_IOEVENTFD (any length, no datamatch) while BAR4 is mapped, so
  *          kicks never reach userspace; a write that does reach the handler
  *          (unbound, tests) signals the same eventfd.
@@ -81,7 +81,6 @@ struct virtio_pci {
 	uint32_t dfselect, gfselect;
 	uint16_t queue_select;
 	uint16_t config_vector;       /* atomic: read by signalling threads */
-	uint16_t *queue_vector;       /* per queue, atomic */
 	bool bad_access_logged;
 
 	uint8_t isr;                  /* atomic: OR'ed by signals, exchanged by reads */

@@ -164,9 +164,9 @@ TEST(driver_ok_starts_ready_queues_and_kicks_each_once)
 	CHECK_EQ(v->started[0], 1);
 	CHECK_EQ(v->started[1], 0);                     /* never made ready */
 	CHECK_EQ(v->started[2], 1);
-	CHECK_EQ(eventfd_count(v->dev.kick_fds[0]), 1);
-	CHECK_EQ(eventfd_count(v->dev.kick_fds[1]), 0);
-	CHECK_EQ(eventfd_count(v->dev.kick_fds[2]), 1);
+	CHECK_EQ(eventfd_count(v->dev.queues[0].kick_fd), 1);
+	CHECK_EQ(eventfd_count(v->dev.queues[1].kick_fd), 0);
+	CHECK_EQ(eventfd_count(v->dev.queues[2].kick_fd), 1);
 	vnull_free(v);
 }
 
@@ -196,7 +196,7 @@ TEST(reset_stops_queues_before_clearing_ring_state)
 	CHECK_EQ(v->dev.guest_features, 0);
 	wr(v, VIRTIO_MMIO_QUEUE_SEL, 0);
 	CHECK_EQ(rd(v, VIRTIO_MMIO_QUEUE_READY), 0);
-	CHECK_EQ(v->dev.vqs[0].size, VNULL_QMAX);
+	CHECK_EQ(v->dev.queues[0].vq.size, VNULL_QMAX);
 	/* reset again: queues are not stopped twice */
 	wr(v, VIRTIO_MMIO_STATUS, 0);
 	CHECK_EQ(v->stopped[0], 1);
@@ -227,7 +227,7 @@ TEST(reset_clears_interrupt_status_selectors_and_stale_kicks)
 	wr(v, VIRTIO_MMIO_STATUS, 0);
 	CHECK_EQ(rd(v, VIRTIO_MMIO_INTERRUPT_STATUS), 0);
 	CHECK_EQ(v->d.mmio.queue_sel, 0);
-	CHECK_EQ(eventfd_count(v->dev.kick_fds[1]), 0);
+	CHECK_EQ(eventfd_count(v->dev.queues[1].kick_fd), 0);
 	vnull_free(v);
 }
 
@@ -252,7 +252,7 @@ static void check_queue_refused(uint32_t size, uint64_t desc, uint64_t avail, ui
 	struct vnull *v = negotiated(1);
 
 	CHECK_EQ(vdrv_queue_program(&v->d, 0, size, desc, avail, used), 0);
-	CHECK(!v->dev.vqs[0].ready);
+	CHECK(!v->dev.queues[0].vq.ready);
 	CHECK(vdrv_status(&v->d) & VIRTIO_CONFIG_S_NEEDS_RESET);
 	vnull_free(v);
 }
@@ -314,13 +314,13 @@ TEST(queue_ready_before_features_ok_ignored)
 TEST(queue_config_after_driver_ok_ignored)
 {
 	struct vnull *v = vnull_running(2, 16, 0);
-	struct virtq before = v->dev.vqs[1];
+	struct virtq before = v->dev.queues[1].vq;
 
 	/* queue 1 is ready; try re-programming it and disabling it */
 	CHECK_EQ(vdrv_queue_program(&v->d, 1, 32, GOOD_DESC, GOOD_AVAIL, GOOD_USED), 1);
 	wr(v, VIRTIO_MMIO_QUEUE_READY, 0);
 	CHECK_EQ(rd(v, VIRTIO_MMIO_QUEUE_READY), 1);
-	CHECK(memcmp(&before, &v->dev.vqs[1], sizeof(before)) == 0);
+	CHECK(memcmp(&before, &v->dev.queues[1].vq, sizeof(before)) == 0);
 	vnull_free(v);
 }
 
@@ -334,11 +334,11 @@ TEST(queue_config_of_unready_queue_after_driver_ok_ignored)
 	vdrv_driver_ok(&v->d);
 	CHECK(vdrv_status(&v->d) & VIRTIO_CONFIG_S_DRIVER_OK);
 	CHECK_EQ(vdrv_queue_program(&v->d, 1, 16, GOOD_DESC, GOOD_AVAIL, GOOD_USED), 0);
-	CHECK(!v->dev.vqs[1].ready);
-	CHECK_EQ(v->dev.vqs[1].size, VNULL_QMAX);
-	CHECK_EQ(v->dev.vqs[1].desc_gpa, 0);
-	CHECK_EQ(v->dev.vqs[1].driver_gpa, 0);
-	CHECK_EQ(v->dev.vqs[1].device_gpa, 0);
+	CHECK(!v->dev.queues[1].vq.ready);
+	CHECK_EQ(v->dev.queues[1].vq.size, VNULL_QMAX);
+	CHECK_EQ(v->dev.queues[1].vq.desc_gpa, 0);
+	CHECK_EQ(v->dev.queues[1].vq.driver_gpa, 0);
+	CHECK_EQ(v->dev.queues[1].vq.device_gpa, 0);
 	CHECK_EQ(v->started[1], 0);
 	CHECK_EQ(v->started[0], 1);
 	vnull_free(v);
@@ -351,13 +351,13 @@ TEST(queue_config_while_ready_ignored)
 	CHECK_EQ(vdrv_queue_program(&v->d, 0, 16, GOOD_DESC, GOOD_AVAIL, GOOD_USED), 1);
 	wr(v, VIRTIO_MMIO_QUEUE_NUM, 32);
 	wr(v, VIRTIO_MMIO_QUEUE_DESC_LOW, 0x5000);
-	CHECK_EQ(v->dev.vqs[0].size, 16);
-	CHECK_EQ(v->dev.vqs[0].desc_gpa, GOOD_DESC);
+	CHECK_EQ(v->dev.queues[0].vq.size, 16);
+	CHECK_EQ(v->dev.queues[0].vq.desc_gpa, GOOD_DESC);
 	/* disabling first (before DRIVER_OK) makes it writable again */
 	wr(v, VIRTIO_MMIO_QUEUE_READY, 0);
 	CHECK_EQ(rd(v, VIRTIO_MMIO_QUEUE_READY), 0);
 	wr(v, VIRTIO_MMIO_QUEUE_NUM, 32);
-	CHECK_EQ(v->dev.vqs[0].size, 32);
+	CHECK_EQ(v->dev.queues[0].vq.size, 32);
 	vnull_free(v);
 }
 
@@ -371,8 +371,8 @@ TEST(queue_sel_beyond_num_queues_selects_nothing)
 	CHECK_EQ(rd(v, VIRTIO_MMIO_QUEUE_NUM_MAX), 0);
 	CHECK_EQ(vdrv_queue_program(&v->d, 0xffffffff, 16, GOOD_DESC, GOOD_AVAIL, GOOD_USED), 0);
 	CHECK(!(vdrv_status(&v->d) & VIRTIO_CONFIG_S_NEEDS_RESET));
-	CHECK_EQ(v->dev.vqs[0].desc_gpa, 0);
-	CHECK_EQ(v->dev.vqs[1].desc_gpa, 0);
+	CHECK_EQ(v->dev.queues[0].vq.desc_gpa, 0);
+	CHECK_EQ(v->dev.queues[1].vq.desc_gpa, 0);
 	vnull_free(v);
 }
 
@@ -380,11 +380,11 @@ TEST(queue_notify_kicks_the_queue_eventfd)
 {
 	struct vnull *v = vnull_running(2, 16, 0);
 
-	eventfd_count(v->dev.kick_fds[0]);              /* the DRIVER_OK kicks */
-	eventfd_count(v->dev.kick_fds[1]);
+	eventfd_count(v->dev.queues[0].kick_fd);              /* the DRIVER_OK kicks */
+	eventfd_count(v->dev.queues[1].kick_fd);
 	wr(v, VIRTIO_MMIO_QUEUE_NOTIFY, 1);
-	CHECK_EQ(eventfd_count(v->dev.kick_fds[1]), 1);
-	CHECK_EQ(eventfd_count(v->dev.kick_fds[0]), 0);
+	CHECK_EQ(eventfd_count(v->dev.queues[1].kick_fd), 1);
+	CHECK_EQ(eventfd_count(v->dev.queues[0].kick_fd), 0);
 	vnull_free(v);
 }
 
@@ -392,12 +392,12 @@ TEST(queue_notify_beyond_num_queues_ignored)
 {
 	struct vnull *v = vnull_running(2, 16, 0);
 
-	eventfd_count(v->dev.kick_fds[0]);
-	eventfd_count(v->dev.kick_fds[1]);
+	eventfd_count(v->dev.queues[0].kick_fd);
+	eventfd_count(v->dev.queues[1].kick_fd);
 	wr(v, VIRTIO_MMIO_QUEUE_NOTIFY, 2);
 	wr(v, VIRTIO_MMIO_QUEUE_NOTIFY, 0x10000);
-	CHECK_EQ(eventfd_count(v->dev.kick_fds[0]), 0);
-	CHECK_EQ(eventfd_count(v->dev.kick_fds[1]), 0);
+	CHECK_EQ(eventfd_count(v->dev.queues[0].kick_fd), 0);
+	CHECK_EQ(eventfd_count(v->dev.queues[1].kick_fd), 0);
 	vnull_free(v);
 }
 

@@ -181,9 +181,9 @@ TEST(queue_select_beyond_num_queues_reads_zero_ignores_writes)
 	w(t, VIRTIO_PCI_COMMON_Q_ENABLE, 2, 1);
 	CHECK_EQ(r(t, VIRTIO_PCI_COMMON_Q_SIZE, 2), 0);
 	for (unsigned q = 0; q < NQ; q++) {
-		CHECK_EQ(t->v->dev.vqs[q].size, VNULL_QMAX);
-		CHECK_EQ(t->v->dev.vqs[q].desc_gpa, 0);
-		CHECK(!t->v->dev.vqs[q].ready);
+		CHECK_EQ(t->v->dev.queues[q].vq.size, VNULL_QMAX);
+		CHECK_EQ(t->v->dev.queues[q].vq.desc_gpa, 0);
+		CHECK(!t->v->dev.queues[q].vq.ready);
 	}
 	tvp_free(t);
 }
@@ -195,7 +195,7 @@ TEST(queue_config_ignored_while_enabled_or_after_driver_ok)
 
 	negotiate(t);
 	queue_setup(t, 0, 1);
-	desc = t->v->dev.vqs[0].desc_gpa;
+	desc = t->v->dev.queues[0].vq.desc_gpa;
 	/* Enabled: size/address/vector writes ignored. */
 	w(t, VIRTIO_PCI_COMMON_Q_SIZE, 2, 32);
 	w(t, VIRTIO_PCI_COMMON_Q_DESCLO, 4, 0x40000);
@@ -218,7 +218,7 @@ TEST(queue_config_ignored_while_enabled_or_after_driver_ok)
 	CHECK_EQ(r(t, VIRTIO_PCI_COMMON_Q_DESCLO, 8), 0);
 	CHECK_EQ(r(t, VIRTIO_PCI_COMMON_Q_AVAILLO, 8), 0);
 	CHECK_EQ(r(t, VIRTIO_PCI_COMMON_Q_USEDLO, 8), 0);
-	CHECK(!t->v->dev.vqs[1].ready);
+	CHECK(!t->v->dev.queues[1].vq.ready);
 	CHECK_EQ(t->v->started[1], 0);
 	CHECK_EQ(r(t, VIRTIO_PCI_COMMON_Q_MSIX, 2), MSIX_NO_VECTOR);
 	CHECK_EQ(r(t, VIRTIO_PCI_COMMON_Q_ENABLE, 2), 0);
@@ -256,14 +256,14 @@ TEST(notify_offsets_unique_and_kick_the_queue_eventfd)
 		CHECK(VIRTIO_PCI_NOTIFY_MULT * offs[q] < NQ * VIRTIO_PCI_NOTIFY_MULT);
 	}
 	for (unsigned q = 0; q < NQ; q++)
-		efd_count(t->v->dev.kick_fds[q]);
+		efd_count(t->v->dev.queues[q].kick_fd);
 	w(t, VIRTIO_PCI_NOTIFY_OFF + VIRTIO_PCI_NOTIFY_MULT * offs[1], 2, 1);
-	CHECK_EQ(efd_count(t->v->dev.kick_fds[1]), 1);
-	CHECK_EQ(efd_count(t->v->dev.kick_fds[0]), 0);
-	CHECK_EQ(efd_count(t->v->dev.kick_fds[2]), 0);
+	CHECK_EQ(efd_count(t->v->dev.queues[1].kick_fd), 1);
+	CHECK_EQ(efd_count(t->v->dev.queues[0].kick_fd), 0);
+	CHECK_EQ(efd_count(t->v->dev.queues[2].kick_fd), 0);
 	w(t, VIRTIO_PCI_NOTIFY_OFF + VIRTIO_PCI_NOTIFY_MULT * NQ, 2, 0);   /* past the end */
 	for (unsigned q = 0; q < NQ; q++)
-		CHECK_EQ(efd_count(t->v->dev.kick_fds[q]), 0);
+		CHECK_EQ(efd_count(t->v->dev.queues[q].kick_fd), 0);
 	tvp_free(t);
 }
 

@@ -22,7 +22,7 @@ static struct vnull *setup(uint16_t qsize, uint64_t features)
 
 static struct virtq *vq0(struct vnull *v)
 {
-	return &v->dev.vqs[0];
+	return &v->dev.queues[0].vq;
 }
 
 /* A data buffer in fake RAM. */

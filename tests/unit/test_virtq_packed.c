@@ -27,13 +27,13 @@ static struct vnull *setup(uint16_t qsize, uint64_t features)
 {
 	struct vnull *v = vnull_running(1, qsize, features | PACKED);
 
-	CHECK(v->dev.vqs[0].packed);
+	CHECK(v->dev.queues[0].vq.packed);
 	return v;
 }
 
 static struct virtq *vq0(struct vnull *v)
 {
-	return &v->dev.vqs[0];
+	return &v->dev.queues[0].vq;
 }
 
 static uint64_t buf(struct vnull *v, uint32_t len)

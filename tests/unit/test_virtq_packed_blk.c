@@ -111,7 +111,7 @@ TEST(blk_read_and_write_over_packed_ring)
 	uint32_t id, len;
 
 	setup(&t, true);
-	CHECK(t.dev->vqs[0].packed);
+	CHECK(t.dev->queues[0].vq.packed);
 	CHECK(post(&t, &w, VIRTIO_BLK_T_OUT, 8, 4096, false) >= 0);
 	memset(vdrv_host(&t.d, w.data), 0x5a, 4096);
 	vdrv_kick(&t.d, 0);

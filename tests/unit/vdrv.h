@@ -572,7 +572,7 @@ static inline void vdrv_kick(struct vdrv *d, unsigned q)
 {
 	uint64_t one = 1;
 
-	if (write(d->dev->kick_fds[q], &one, sizeof(one)) != sizeof(one))
+	if (write(d->dev->queues[q].kick_fd, &one, sizeof(one)) != sizeof(one))
 		abort();
 }
 

@@ -55,7 +55,7 @@ static void vnull_queue_stop(struct virtio_dev *dev, unsigned q)
 	struct vnull *v = dev->priv;
 
 	v->stopped[q]++;
-	v->ready_at_stop = dev->vqs[q].ready;
+	v->ready_at_stop = dev->queues[q].vq.ready;
 }
 
 static void vnull_reset(struct virtio_dev *dev)
