@@ -20,10 +20,6 @@
 
 enum blk_cache { BLK_CACHE_WRITEBACK, BLK_CACHE_NONE };
 
-/* Test/bench-only backends. BLK_BACKEND_NULL runs the whole request path but
- * turns every read/write into IORING_OP_NOP: the device's own cost. */
-enum blk_backend { BLK_BACKEND_FILE, BLK_BACKEND_NULL };
-
 struct blk_opts {
 	char path[4096];
 	bool ro;
@@ -32,7 +28,6 @@ struct blk_opts {
 	unsigned queues;
 	char serial[BLK_SERIAL_MAX + 1];
 	unsigned poll_us;          /* adaptive polling window of each queue thread */
-	enum blk_backend backend;  /* not reachable from the command line */
 };
 
 struct blk_image {

@@ -67,22 +67,12 @@ static void arm_kick(struct blk_queue *q, bool poll)
 	q->kick_pending = true;
 }
 
-/* Queue the (remaining) host I/O of slot `head`. */
-static void slot_submit(struct blk_queue *q, unsigned head)
+static void file_prep(const struct blk_slot *s, int file, struct io_uring_sqe *sqe)
 {
-	struct blk_slot *s = &q->slots[head];
-	struct io_uring_sqe *sqe = get_sqe(q);
-	bool null = q->blk->opts.backend == BLK_BACKEND_NULL;
-	int file = s->buffered ? 1 : 0;
-
-	if (!sqe)
-		abort();        /* cannot happen: see get_sqe */
 	switch (s->req.type) {
 	case VIRTIO_BLK_T_IN:
 	case VIRTIO_BLK_T_OUT:
-		if (null) {
-			io_uring_prep_nop(sqe);
-		} else if (s->req.niov - s->iov_first == 1) {
+		if (s->req.niov - s->iov_first == 1) {
 			/* One segment (the common 4 KiB case): plain READ/WRITE,
 			 * which spares the kernel importing an iovec per request. */
 			const struct iovec *v = &s->req.iov[s->iov_first];
@@ -100,10 +90,7 @@ static void slot_submit(struct blk_queue *q, unsigned head)
 		}
 		break;
 	case VIRTIO_BLK_T_FLUSH:
-		if (null)
-			io_uring_prep_nop(sqe);
-		else
-			io_uring_prep_fsync(sqe, file, 0);
+		io_uring_prep_fsync(sqe, file, 0);
 		break;
 	case VIRTIO_BLK_T_DISCARD:
 		io_uring_prep_fallocate(sqe, file, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE,
@@ -115,6 +102,22 @@ static void slot_submit(struct blk_queue *q, unsigned head)
 					FALLOC_FL_KEEP_SIZE, (off_t)s->off, (off_t)s->left);
 		break;
 	}
+}
+
+const struct blk_backend_ops blk_file_backend = {
+	.name = "file",
+	.prep = file_prep,
+};
+
+/* Queue the (remaining) host I/O of slot `head`. */
+static void slot_submit(struct blk_queue *q, unsigned head)
+{
+	struct io_uring_sqe *sqe = get_sqe(q);
+	const struct blk_slot *s = &q->slots[head];
+
+	if (!sqe)
+		abort();        /* cannot happen: see get_sqe */
+	q->blk->backend->prep(s, s->buffered ? 1 : 0, sqe);
 	if (sqe->opcode != IORING_OP_NOP)
 		sqe->flags |= IOSQE_FIXED_FILE;   /* file index 0/1 in the registered table */
 	io_uring_sqe_set_data64(sqe, UD(TAG_IO, head));
@@ -176,11 +179,8 @@ static void slot_complete(struct blk_queue *q, unsigned head, int res)
 	if (head >= q->nslots || !q->slots[head].busy)
 		return;         /* not ours (cannot happen) */
 	s = &q->slots[head];
-	if (blk->opts.backend == BLK_BACKEND_NULL && res == 0 &&
-	    (s->req.type == VIRTIO_BLK_T_IN || s->req.type == VIRTIO_BLK_T_OUT))
-		res = (int)s->left;     /* NOP stands for a complete transfer */
-	if (blk->inject)
-		res = blk->inject(blk->inject_arg, q->idx, s->req.type, res);
+	if (blk->backend->complete)
+		res = blk->backend->complete(blk->backend_arg, q->idx, s, res);
 	if (q->stopping) {
 		slot_done(q, head, VIRTIO_BLK_S_IOERR);
 		return;

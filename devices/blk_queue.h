@@ -27,6 +27,27 @@ struct blk_slot {
 
 struct blk_dev;
 
+/* A block backend: how a request's host I/O is issued on the queue's
+ * io_uring and how its completion is read. One const table per backend;
+ * the device has the file backend unless blk_set_backend() chose another
+ * (tests and the benchmark: a null backend, fault injection). */
+struct blk_backend_ops {
+	const char *name;
+	/* Fill sqe with slot s's remaining I/O. file is the index of the
+	 * image in the ring's registered files (0: the main fd, 1: the
+	 * buffered fallback); the device adds IOSQE_FIXED_FILE unless the
+	 * sqe is a NOP. */
+	void (*prep)(const struct blk_slot *s, int file, struct io_uring_sqe *sqe);
+	/* The completion's result (bytes or -errno) for slot s on queue q,
+	 * before the device acts on it; returns what the device should see.
+	 * NULL: the result as it is. On the queue's thread. */
+	int (*complete)(void *arg, unsigned q, const struct blk_slot *s, int res);
+};
+
+/* Reads and writes (READ/WRITE for one segment, READV/WRITEV otherwise),
+ * fsync, and fallocate for discard and write-zeroes, on the image. */
+extern const struct blk_backend_ops blk_file_backend;
+
 struct blk_queue {
 	struct blk_dev *blk;
 	unsigned idx;
@@ -60,8 +81,8 @@ struct blk_dev {
 	bool flush_failed;         /* atomic, sticky: a failed fsync fails later flushes */
 	uint8_t config[sizeof(struct virtio_blk_config)];   /* little-endian */
 	struct blk_queue *queues;  /* vdev.num_queues */
-	blk_inject_fn inject;
-	void *inject_arg;
+	const struct blk_backend_ops *backend;   /* blk_file_backend by default */
+	void *backend_arg;
 };
 
 int blk_queue_start(struct blk_dev *blk, unsigned q);

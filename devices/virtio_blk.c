@@ -179,6 +179,7 @@ int blk_dev_from_image(const struct blk_opts *o, struct blk_image *img,
 	}
 	blk->img = *img;
 	img->fd = img->fd_buffered = -1;    /* ours now */
+	blk->backend = &blk_file_backend;
 	blk->capacity = blk->img.size / BLK_SECTOR;
 	blk_build_config(blk);
 	r = virtio_dev_init(&blk->vdev, &blk_ops, blk, mem, o->queues, BLK_QUEUE_SIZE_MAX);
@@ -231,13 +232,13 @@ int blk_get_queue_stats(struct virtio_dev *dev, unsigned q, struct blk_queue_sta
 	return 0;
 }
 
-void blk_set_inject(struct virtio_dev *dev, blk_inject_fn fn, void *arg)
+void blk_set_backend(struct virtio_dev *dev, const struct blk_backend_ops *ops, void *arg)
 {
 	struct blk_dev *blk;
 
 	if (dev->ops != &blk_ops)
 		return;
 	blk = to_blk(dev);
-	blk->inject = fn;
-	blk->inject_arg = arg;
+	blk->backend = ops;
+	blk->backend_arg = arg;
 }

@@ -40,10 +40,10 @@ struct blk_queue_stats {
 /* 0 or -EINVAL (not a blk device / bad queue). Any thread. */
 int blk_get_queue_stats(struct virtio_dev *dev, unsigned q, struct blk_queue_stats *out);
 
-/* Fault injection for tests only: called on the queue thread with every host
- * I/O completion result (bytes or -errno) before the device looks at it; the
- * return value replaces it. Set before DRIVER_OK. */
-typedef int (*blk_inject_fn)(void *arg, unsigned q, uint32_t type, int res);
-void blk_set_inject(struct virtio_dev *dev, blk_inject_fn fn, void *arg);
+/* Use another block backend (devices/blk_queue.h: the null backend of the
+ * benchmark, fault injection in tests) before DRIVER_OK; arg goes to its
+ * complete(). */
+struct blk_backend_ops;
+void blk_set_backend(struct virtio_dev *dev, const struct blk_backend_ops *ops, void *arg);
 
 #endif

@@ -188,7 +188,6 @@ int cli_parse_blk_opts(const char *spec, unsigned default_queues, struct blk_opt
 
 	memset(o, 0, sizeof(*o));
 	o->cache = BLK_CACHE_WRITEBACK;
-	o->backend = BLK_BACKEND_FILE;
 	o->queues = default_queues ? default_queues : 1;
 	o->poll_us = BLK_POLL_US_DEFAULT;
 	if (o->queues > BLK_MAX_QUEUES)

@@ -25,6 +25,7 @@
  * for quick A/B comparisons; --opts appends disk options (",poll=64") to the
  * device's disk spec. */
 #include "tests/unit/vdrv.h"
+#include "tests/unit/blk_null.h"
 #include "vmm/cli.h"
 #include "devices/virtio_blk.h"
 #include "devices/blk_req.h"
@@ -203,10 +204,11 @@ static struct virtio_dev *bench_open(struct vdrv *d, const char *path, bool null
 	snprintf(spec, sizeof(spec), "%s%s", path, disk_opts);
 	if (cli_parse_blk_opts(spec, 1, &o, err, sizeof(err)))
 		die_bench(err);
-	o.backend = null ? BLK_BACKEND_NULL : BLK_BACKEND_FILE;
 	if (vdrv_ram_init(d, 0x100000, 8 << 20))
 		die_bench("fake RAM");
 	dev_new(&o, d, &dev);
+	if (null)
+		blk_set_backend(dev, &blk_null_backend, NULL);
 	if (vdrv_attach(d, dev) || vdrv_negotiate(d, want) ||
 	    (d->features & VIRTIO_BIT(VIRTIO_F_RING_PACKED)) != (want & VIRTIO_BIT(VIRTIO_F_RING_PACKED)) ||
 	    vdrv_queue_setup(d, 0, QMAX) != 1)

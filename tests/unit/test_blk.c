@@ -5,6 +5,7 @@
 #include "tests/unit/vdrv.h"
 #include "vmm/cli.h"
 #include "devices/virtio_blk.h"
+#include "devices/blk_queue.h"
 #include "devices/blk_req.h"
 
 #include <dirent.h>
@@ -543,8 +544,10 @@ static struct {
 	unsigned delay_us;
 } inj;
 
-static int inject(void *arg, unsigned q, uint32_t type, int res)
+static int inject(void *arg, unsigned q, const struct blk_slot *s, int res)
 {
+	uint32_t type = s->req.type;
+
 	(void)arg; (void)q;
 	inj.calls++;
 	if (inj.delay_us)
@@ -569,11 +572,23 @@ static int inject(void *arg, unsigned q, uint32_t type, int res)
 	return res;
 }
 
+static void inject_prep(const struct blk_slot *s, int file, struct io_uring_sqe *sqe)
+{
+	blk_file_backend.prep(s, file, sqe);
+}
+
+/* The file backend with inject() on its completions. */
+static const struct blk_backend_ops inject_backend = {
+	.name = "inject",
+	.prep = inject_prep,
+	.complete = inject,
+};
+
 static void inject_on(struct t *t)
 {
 	memset(&inj, 0, sizeof(inj));
 	inj.only_type = UINT32_MAX;
-	blk_set_inject(t->dev, inject, NULL);
+	blk_set_backend(t->dev, &inject_backend, NULL);
 }
 
 /* A setup with the hook installed before DRIVER_OK. */
