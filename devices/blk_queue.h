@@ -12,6 +12,7 @@
 #include "devices/blk_req.h"
 #include "devices/virtio.h"
 #include "devices/virtio_blk.h"
+#include "devices/virtq_worker.h"
 
 /* One request slot, indexed by the chain's head descriptor. */
 struct blk_slot {
@@ -48,29 +49,22 @@ struct blk_backend_ops {
  * fsync, and fallocate for discard and write-zeroes, on the image. */
 extern const struct blk_backend_ops blk_file_backend;
 
+/* One virtqueue of the device: its worker (thread, io_uring, kicks,
+ * draining, publishing: devices/virtq_worker.c) and the request slots. */
 struct blk_queue {
 	struct blk_dev *blk;
 	unsigned idx;
-	struct virtq *vq;          /* owned by the thread while running */
-	int kick_fd;               /* dev->queues[idx].kick_fd */
-	int stop_fd;               /* eventfd: queue_stop -> thread */
-	struct io_uring ring;
-	bool ring_ok;
-	struct blk_slot *slots;    /* vq->size entries */
+	struct vqw w;              /* serves this queue alone */
+	bool started;
+	struct blk_slot *slots;    /* vq->size entries, indexed by chain head */
 	unsigned nslots;
 	unsigned inflight;         /* slots with host I/O outstanding */
-	unsigned pushed;           /* used entries not yet published */
-	bool kick_pending;         /* a kick read/poll is outstanding */
-	bool broken;               /* guest broke the ring: stop consuming */
-	bool more;                 /* drain stopped at its budget: come back */
-	bool stopping;
-	bool worked;               /* the last drain popped something (for polling) */
-	uint64_t kick_buf, stop_buf;
 	struct blk_req_ctx ctx;
-	pthread_t thread;
-	bool thread_started;
-	struct virtq_chain chain;  /* scratch for virtq_pop */
-	struct blk_queue_stats st; /* written by the thread only (relaxed atomics) */
+	/* Written by the worker's thread only (relaxed atomics). */
+	uint64_t errors, bytes_read, bytes_written;
+	/* The worker's counters of earlier runs (a reset restarts the worker
+	 * and zeroes its own): stats are since the device was created. */
+	struct vqw_stats base;
 };
 
 struct blk_dev {

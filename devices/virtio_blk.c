@@ -216,19 +216,21 @@ int blk_dev_new(const struct blk_opts *o, const struct guest_mem *mem,
 
 int blk_get_queue_stats(struct virtio_dev *dev, unsigned q, struct blk_queue_stats *out)
 {
-	const struct blk_queue_stats *s;
+	const struct blk_queue *bq;
+	struct vqw_stats w;
 
 	if (dev->ops != &blk_ops || q >= dev->num_queues)
 		return -EINVAL;
-	s = &to_blk(dev)->queues[q].st;
-	out->requests = __atomic_load_n(&s->requests, __ATOMIC_RELAXED);
-	out->batches = __atomic_load_n(&s->batches, __ATOMIC_RELAXED);
-	out->enters = __atomic_load_n(&s->enters, __ATOMIC_RELAXED);
-	out->irqs = __atomic_load_n(&s->irqs, __ATOMIC_RELAXED);
-	out->errors = __atomic_load_n(&s->errors, __ATOMIC_RELAXED);
-	out->bytes_read = __atomic_load_n(&s->bytes_read, __ATOMIC_RELAXED);
-	out->bytes_written = __atomic_load_n(&s->bytes_written, __ATOMIC_RELAXED);
-	out->polled = __atomic_load_n(&s->polled, __ATOMIC_RELAXED);
+	bq = &to_blk(dev)->queues[q];
+	vqw_get_stats(&bq->w.q[0], &w);
+	out->requests = bq->base.requests + w.requests;
+	out->batches = bq->base.batches + w.batches;
+	out->enters = bq->base.enters + w.enters;
+	out->irqs = bq->base.irqs + w.irqs;
+	out->polled = bq->base.polled + w.polled;
+	out->errors = __atomic_load_n(&bq->errors, __ATOMIC_RELAXED);
+	out->bytes_read = __atomic_load_n(&bq->bytes_read, __ATOMIC_RELAXED);
+	out->bytes_written = __atomic_load_n(&bq->bytes_written, __ATOMIC_RELAXED);
 	return 0;
 }
 

@@ -1,0 +1,409 @@
+/* The generic per-queue worker: see virtq_worker.h.
+ *
+ * The thread owns the queues' rings, the io_uring and (through the device)
+ * the request state; nothing here takes a lock. It sleeps in exactly one
+ * place, io_uring_enter, for guest kicks, host I/O completions and the
+ * stop request. Each round:
+ *   1. reap every CQE (the device's completions, kick re-arms, stop);
+ *   2. drain each queue's avail ring (bounded by its size), the device
+ *      validating each chain and turning it into SQEs or a completion;
+ *   3. publish each queue's used entries at once, at most one interrupt
+ *      each (virtq_publish decides, honouring EVENT_IDX);
+ *   4. one io_uring_enter that submits everything and waits. */
+#include "devices/virtq_worker.h"
+#include "vmm/log.h"
+#include "vmm/util.h"
+
+#include <errno.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+/* user_data: tag (8 bits) | queue (8 bits) | 16 unused | device data (32). */
+enum { TAG_DEV = 1, TAG_KICK, TAG_KICK_POLL, TAG_STOP, TAG_CANCEL };
+#define UD(tag, q, data) (((uint64_t)(tag) << 56) | ((uint64_t)(q) << 48) | (uint32_t)(data))
+#define UD_TAG(ud) ((unsigned)((ud) >> 56))
+#define UD_Q(ud) ((unsigned)((ud) >> 48) & 0xff)
+
+/* Single writer (the worker), read by statistics at any time. */
+#define STAT_ADD(q, f, n) \
+	__atomic_store_n(&(q)->st.f, (q)->st.f + (n), __ATOMIC_RELAXED)
+
+struct io_uring_sqe *vqw_get_sqe(struct vqw *w)
+{
+	struct io_uring_sqe *sqe = io_uring_get_sqe(&w->ring);
+
+	/* The SQ holds sqes_per_queue per queue plus the kick, stop and cancel
+	 * ones, which is all that is ever pending: a safety net. */
+	if (!sqe) {
+		io_uring_submit(&w->ring);
+		STAT_ADD(&w->q[0], enters, 1);
+		sqe = io_uring_get_sqe(&w->ring);
+	}
+	return sqe;
+}
+
+void vqw_sqe_set_data(struct io_uring_sqe *sqe, const struct vqw_queue *q, uint32_t data)
+{
+	io_uring_sqe_set_data64(sqe, UD(TAG_DEV, q - q->w->q, data));
+}
+
+void vqw_push(struct vqw_queue *q, uint16_t head, uint32_t used_len)
+{
+	if (q->w->stopping)
+		return;
+	virtq_push(q->vq, head, used_len);
+	q->pushed++;
+}
+
+void vqw_broken(struct vqw_queue *q, const char *why)
+{
+	log_warn(q->dev->log, "%s: queue %u: guest broke the ring (%s); device needs reset",
+		 q->w->ops->name, q->idx, why);
+	q->broken = true;
+	virtio_dev_needs_reset(q->dev);
+}
+
+static void arm_kick(struct vqw_queue *q, bool poll)
+{
+	struct io_uring_sqe *sqe = vqw_get_sqe(q->w);
+	unsigned qi = (unsigned)(q - q->w->q);
+
+	if (!sqe)
+		return;
+	if (poll) {
+		io_uring_prep_poll_add(sqe, q->kick_fd, POLLIN);
+		io_uring_sqe_set_data64(sqe, UD(TAG_KICK_POLL, qi, 0));
+	} else {
+		io_uring_prep_read(sqe, q->kick_fd, &q->kick_buf, sizeof(q->kick_buf), 0);
+		io_uring_sqe_set_data64(sqe, UD(TAG_KICK, qi, 0));
+	}
+	q->kick_pending = true;
+}
+
+/* Drain the avail ring: at most one queue's worth per call, so completions
+ * and the other queues are not starved by a driver that keeps refilling. */
+static void drain(struct vqw_queue *q)
+{
+	unsigned budget = q->vq->size;
+	int r;
+
+	q->more = false;
+	if (q->broken)
+		return;
+	for (;;) {
+		virtq_notify_disable(q->vq);
+		while (budget) {
+			r = virtq_pop(q->vq, &q->chain);
+			if (r == 0)
+				break;
+			if (r < 0) {
+				vqw_broken(q, strerror(-r));
+				return;
+			}
+			budget--;
+			q->w->worked = true;
+			STAT_ADD(q, requests, 1);
+			q->w->ops->chain(q, &q->chain);
+			if (q->broken)
+				return;
+		}
+		if (!budget) {
+			q->more = true;  /* notifications stay off; we come back */
+			return;
+		}
+		/* Re-enable, then re-check: buffers made available before the
+		 * driver saw notifications enabled got no kick (see
+		 * virtq_notify_enable's barrier). */
+		if (!virtq_notify_enable(q->vq))
+			return;
+	}
+}
+
+static void publish(struct vqw_queue *q)
+{
+	if (!q->pushed)
+		return;
+	q->pushed = 0;
+	STAT_ADD(q, batches, 1);
+	if (virtq_publish(q->vq)) {
+		virtio_signal_queue(q->dev, q->idx);
+		STAT_ADD(q, irqs, 1);
+	}
+}
+
+static void reap(struct vqw *w)
+{
+	struct io_uring_cqe *cqe;
+	unsigned head, n = 0;
+
+	io_uring_for_each_cqe(&w->ring, head, cqe) {
+		uint64_t ud = io_uring_cqe_get_data64(cqe);
+		struct vqw_queue *q = &w->q[UD_Q(ud) < w->nq ? UD_Q(ud) : 0];
+		int res = cqe->res;
+
+		n++;
+		switch (UD_TAG(ud)) {
+		case TAG_DEV:
+			w->ops->complete(q, (uint32_t)ud, res);
+			break;
+		case TAG_KICK:
+			q->kick_pending = false;
+			if (!w->stopping)
+				/* -EAGAIN: this kernel does not wait on an O_NONBLOCK
+				 * eventfd; wait with a poll, then read. */
+				arm_kick(q, res == -EAGAIN);
+			break;
+		case TAG_KICK_POLL:
+			q->kick_pending = false;
+			if (!w->stopping)
+				arm_kick(q, false);
+			break;
+		case TAG_STOP:
+			w->stopping = true;
+			break;
+		case TAG_CANCEL:
+			break;
+		}
+	}
+	io_uring_cq_advance(&w->ring, n);
+}
+
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
+}
+
+static bool any_inflight(const struct vqw *w)
+{
+	unsigned i;
+
+	for (i = 0; i < w->nq; i++)
+		if (w->ops->inflight(&w->q[i]))
+			return true;
+	return false;
+}
+
+/* Adaptive polling (like an iothread's poll-max-ns): right after a round
+ * that did work, with no host I/O outstanding, watch the avail rings for
+ * poll_us before sleeping. A driver that reposts at once is picked up
+ * without a kick and without a wake-up. Guest notifications stay off while
+ * we poll, and are re-enabled (with the re-check) before we sleep. True
+ * when work showed up. */
+static bool poll_rings(struct vqw *w)
+{
+	uint64_t deadline;
+	bool found = false;
+	unsigned i;
+
+	/* With no I/O in flight the only SQEs that can be pending are kick
+	 * reads re-armed by reap(): they need not reach the kernel before we
+	 * sleep (kicks accumulate in the eventfds), so they do not stop us
+	 * polling; the enter that goes to sleep submits them. */
+	if (!w->poll_us || !w->worked || any_inflight(w) || io_uring_cq_ready(&w->ring))
+		return false;
+	w->worked = false;
+	for (i = 0; i < w->nq; i++)
+		if (!w->q[i].broken)
+			virtq_notify_disable(w->q[i].vq);
+	deadline = now_ns() + w->poll_us * 1000ULL;
+	do {
+		for (i = 0; i < w->nq && !found; i++)
+			found = !w->q[i].broken && virtq_has_work(w->q[i].vq);
+		if (found)
+			break;
+		__builtin_ia32_pause();
+	} while (now_ns() < deadline);
+	for (i = 0; i < w->nq; i++) {
+		if (w->q[i].broken)
+			continue;
+		if (virtq_notify_enable(w->q[i].vq))
+			found = true;
+	}
+	if (found)
+		STAT_ADD(&w->q[0], polled, 1);
+	return found;
+}
+
+static bool any_more(const struct vqw *w)
+{
+	unsigned i;
+
+	for (i = 0; i < w->nq; i++)
+		if (w->q[i].more)
+			return true;
+	return false;
+}
+
+static void *vqw_thread(void *arg)
+{
+	struct vqw *w = arg;
+	struct io_uring_sqe *sqe;
+	unsigned i;
+
+	/* IORING_SETUP_R_DISABLED + SINGLE_ISSUER: this thread becomes the
+	 * ring's only submitter. Without those flags this is a no-op error. */
+	if (w->ring.flags & IORING_SETUP_R_DISABLED)
+		/* liburing 2.3 declares io_uring_enable_rings but does not export it. */
+		syscall(__NR_io_uring_register, w->ring.ring_fd, IORING_REGISTER_ENABLE_RINGS,
+			NULL, 0);
+
+	sqe = vqw_get_sqe(w);
+	io_uring_prep_read(sqe, w->stop_fd, &w->stop_buf, sizeof(w->stop_buf), 0);
+	io_uring_sqe_set_data64(sqe, UD(TAG_STOP, 0, 0));
+	for (i = 0; i < w->nq; i++)
+		arm_kick(&w->q[i], false);
+
+	for (;;) {
+		reap(w);
+		if (w->stopping)
+			break;
+		/* Buffers made available before DRIVER_OK, or since the last
+		 * drain, are picked up here whether or not a kick came. */
+		for (i = 0; i < w->nq; i++) {
+			drain(&w->q[i]);
+			publish(&w->q[i]);
+		}
+		if (!any_more(w) && poll_rings(w))
+			continue;
+		if (any_more(w) || io_uring_cq_ready(&w->ring)) {
+			if (io_uring_sq_ready(&w->ring)) {
+				io_uring_submit(&w->ring);
+				STAT_ADD(&w->q[0], enters, 1);
+			}
+			continue;
+		}
+		io_uring_submit_and_wait(&w->ring, 1);
+		STAT_ADD(&w->q[0], enters, 1);
+	}
+
+	/* Stop: cancel what can be cancelled (kick reads, I/O not yet
+	 * started) and wait for the rest; nothing reaches the guest any more
+	 * (vqw_push checks stopping, the device its own writes). */
+	sqe = vqw_get_sqe(w);
+	io_uring_prep_cancel64(sqe, 0, IORING_ASYNC_CANCEL_ANY);
+	io_uring_sqe_set_data64(sqe, UD(TAG_CANCEL, 0, 0));
+	for (;;) {
+		bool kicks = false;
+		struct io_uring_cqe *cqe;
+
+		for (i = 0; i < w->nq; i++)
+			kicks |= w->q[i].kick_pending;
+		if (!kicks && !any_inflight(w))
+			break;
+		if (io_uring_submit_and_wait(&w->ring, 1) < 0 &&
+		    io_uring_peek_cqe(&w->ring, &cqe) != 0)
+			break;   /* ring unusable: exit tears everything down */
+		reap(w);
+	}
+	return NULL;
+}
+
+int vqw_init(struct vqw *w, const struct vqw_ops *ops, struct virtio_dev *dev,
+	     const unsigned *idx, void *const *opaque, unsigned nq, unsigned sqes_per_queue,
+	     unsigned poll_us, const char *thread_name)
+{
+	struct io_uring_params p;
+	unsigned entries, need = 4, i;
+	int r;
+
+	if (nq < 1 || nq > VQW_MAX_QUEUES)
+		return -EINVAL;
+	memset(w, 0, sizeof(*w));
+	w->ops = ops;
+	w->nq = nq;
+	w->poll_us = poll_us;
+	snprintf(w->thread_name, sizeof(w->thread_name), "%s", thread_name);
+	for (i = 0; i < nq; i++) {
+		struct vqw_queue *q = &w->q[i];
+
+		if (idx[i] >= dev->num_queues)
+			return -EINVAL;
+		q->w = w;
+		q->dev = dev;
+		q->idx = idx[i];
+		q->vq = &dev->queues[idx[i]].vq;
+		q->kick_fd = dev->queues[idx[i]].kick_fd;
+		q->opaque = opaque[i];
+		need += sqes_per_queue + 1;
+	}
+	w->stop_fd = eventfd(0, EFD_CLOEXEC);
+	if (w->stop_fd < 0)
+		return -errno;
+	for (entries = 8; entries < need; entries <<= 1)
+		;
+	memset(&p, 0, sizeof(p));
+	p.flags = IORING_SETUP_CQSIZE | IORING_SETUP_R_DISABLED | IORING_SETUP_SUBMIT_ALL |
+		  IORING_SETUP_SINGLE_ISSUER | IORING_SETUP_DEFER_TASKRUN;
+	p.cq_entries = entries * 2;
+	r = io_uring_queue_init_params(entries, &w->ring, &p);
+	if (r == -EINVAL) {
+		/* Older kernel (< 6.1): plain ring, the thread submits anyway. */
+		memset(&p, 0, sizeof(p));
+		p.flags = IORING_SETUP_CQSIZE;
+		p.cq_entries = entries * 2;
+		r = io_uring_queue_init_params(entries, &w->ring, &p);
+	}
+	if (r < 0) {
+		close(w->stop_fd);
+		return r;
+	}
+	w->ring_ok = true;
+	return 0;
+}
+
+int vqw_start(struct vqw *w)
+{
+	int r = -pthread_create(&w->thread, NULL, vqw_thread, w);
+
+	if (r)
+		return r;
+	w->started = true;
+	/* Named here, not in the thread, so it is visible once we return. */
+	pthread_setname_np(w->thread, w->thread_name);
+	return 0;
+}
+
+void vqw_stop(struct vqw *w)
+{
+	uint64_t one = 1;
+
+	if (!w->started)
+		return;
+	/* Pairs with the thread's read of stop_fd in its ring. */
+	if (write(w->stop_fd, &one, sizeof(one)) != sizeof(one))
+		abort();        /* a fresh blocking eventfd cannot refuse 1 */
+	pthread_join(w->thread, NULL);
+	w->started = false;
+}
+
+void vqw_fini(struct vqw *w)
+{
+	if (!w->ring_ok)
+		return;
+	/* Drop the ring's references to registered files now: a ring's
+	 * teardown releases them asynchronously (after close, even after
+	 * process exit), which would hold e.g. a disk image's OFD lock past
+	 * our exit and make an immediate restart on the same image fail. */
+	io_uring_unregister_files(&w->ring);
+	io_uring_queue_exit(&w->ring);
+	close(w->stop_fd);
+	w->ring_ok = false;
+}
+
+void vqw_get_stats(const struct vqw_queue *q, struct vqw_stats *out)
+{
+	out->requests = __atomic_load_n(&q->st.requests, __ATOMIC_RELAXED);
+	out->batches = __atomic_load_n(&q->st.batches, __ATOMIC_RELAXED);
+	out->enters = __atomic_load_n(&q->st.enters, __ATOMIC_RELAXED);
+	out->irqs = __atomic_load_n(&q->st.irqs, __ATOMIC_RELAXED);
+	out->polled = __atomic_load_n(&q->st.polled, __ATOMIC_RELAXED);
+}

@@ -1,0 +1,125 @@
+/* The generic per-queue worker: one thread, one io_uring, one or more
+ * virtqueues, for any virtio device whose data path is "take a chain, maybe
+ * do host I/O, give the chain back".
+ *
+ * The worker owns the thread and everything about waiting and batching:
+ *  - the guest's kicks: a read of each queue's kick eventfd queued in the
+ *    ring (with the EAGAIN -> poll fallback of kernels that do not wait on
+ *    an O_NONBLOCK eventfd);
+ *  - the stop request: a read of an eventfd of its own, queued in the ring
+ *    too, so the thread sleeps in exactly one place, io_uring_enter;
+ *  - per round: reap every CQE, drain each queue (bounded by its size,
+ *    notifications off while draining, re-enabled and re-checked after),
+ *    publish each queue's used entries at once with at most one interrupt;
+ *  - adaptive polling of the avail rings after a round that found work;
+ *  - at stop: cancel what can be cancelled, wait for the device's host I/O
+ *    to drain, and never touch guest memory again.
+ * The device supplies a const ops table: "handle this chain" and "this
+ * completion arrived" (with the 32 bits of user data it chose), and how
+ * much host I/O it has in flight. A virtio-net-like device can serve its
+ * RX and TX queues of a pair from one worker.
+ *
+ * Threads: everything here runs on the worker's thread, except
+ * vqw_init/vqw_start/vqw_stop/vqw_fini (the device's owner) and the
+ * statistics (any thread, relaxed atomics). */
+#ifndef MVM_VIRTQ_WORKER_H
+#define MVM_VIRTQ_WORKER_H
+
+#include <liburing.h>
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "devices/virtio.h"
+#include "devices/virtq.h"
+
+#define VQW_MAX_QUEUES 8
+
+struct vqw;
+struct vqw_queue;
+
+/* Counters of one queue: single writer (the worker), read at any time. */
+struct vqw_stats {
+	uint64_t requests;         /* chains popped */
+	uint64_t batches;          /* publishes of >= 1 used entry */
+	uint64_t enters;           /* io_uring_enter calls (the worker's, on its first queue) */
+	uint64_t irqs;             /* interrupts signalled */
+	uint64_t polled;           /* rounds where polling found work */
+};
+
+struct vqw_ops {
+	const char *name;          /* for messages: "virtio-blk" */
+	/* A chain popped from q: complete it now (vqw_push) or start host I/O
+	 * (vqw_get_sqe, vqw_sqe_set_data) and vqw_push when it completes. */
+	void (*chain)(struct vqw_queue *q, struct virtq_chain *c);
+	/* The completion of an SQE the device tagged with data. */
+	void (*complete)(struct vqw_queue *q, uint32_t data, int res);
+	/* Host I/O of q still in flight: at stop, the worker waits for 0. */
+	unsigned (*inflight)(const struct vqw_queue *q);
+};
+
+/* One virtqueue served by a worker. */
+struct vqw_queue {
+	struct vqw *w;
+	struct virtio_dev *dev;
+	unsigned idx;              /* the queue's index in dev */
+	struct virtq *vq;
+	int kick_fd;
+	void *opaque;              /* the device's per-queue state */
+	/* worker-private */
+	uint64_t kick_buf;
+	bool kick_pending;         /* a kick read/poll is outstanding */
+	bool broken;               /* the guest broke the ring: stop consuming */
+	bool more;                 /* drain stopped at its budget: come back */
+	unsigned pushed;           /* used entries not yet published */
+	struct virtq_chain chain;  /* scratch for virtq_pop */
+	struct vqw_stats st;
+};
+
+struct vqw {
+	const struct vqw_ops *ops;
+	struct vqw_queue q[VQW_MAX_QUEUES];
+	unsigned nq;
+	unsigned poll_us;          /* adaptive polling window, 0: none */
+	struct io_uring ring;
+	bool ring_ok;
+	int stop_fd;
+	uint64_t stop_buf;
+	bool stopping;
+	bool worked;               /* the last round popped something */
+	pthread_t thread;
+	bool started;
+	char thread_name[16];
+};
+
+/* Set up the worker for the queues of dev listed in idx (1..VQW_MAX_QUEUES),
+ * each with its opaque state, and a ring with room for sqes_per_queue
+ * device SQEs per queue. Register files etc. on vqw_ring() before
+ * vqw_start. 0 or -errno. */
+int vqw_init(struct vqw *w, const struct vqw_ops *ops, struct virtio_dev *dev,
+	     const unsigned *idx, void *const *opaque, unsigned nq, unsigned sqes_per_queue,
+	     unsigned poll_us, const char *thread_name);
+static inline struct io_uring *vqw_ring(struct vqw *w) { return &w->ring; }
+/* Start the thread (the queues' rings must be enabled: DRIVER_OK). */
+int vqw_start(struct vqw *w);
+/* Stop the thread: cancel, wait for the device's host I/O, join. After it
+ * returns nothing touches guest memory. Then vqw_fini frees the ring. */
+void vqw_stop(struct vqw *w);
+void vqw_fini(struct vqw *w);
+
+/* For the device, on the worker's thread: */
+struct io_uring_sqe *vqw_get_sqe(struct vqw *w);
+/* Tag sqe with the device's 32 bits for q: ops->complete gets them back. */
+void vqw_sqe_set_data(struct io_uring_sqe *sqe, const struct vqw_queue *q, uint32_t data);
+/* Hand chain head back to the guest with used_len (published at the end
+ * of the round). Ignored while stopping: the ring is being reset. */
+void vqw_push(struct vqw_queue *q, uint16_t head, uint32_t used_len);
+static inline bool vqw_stopping(const struct vqw_queue *q) { return q->w->stopping; }
+/* The guest broke the ring (or the device found a chain it cannot track):
+ * stop consuming q and put the device in NEEDS_RESET. */
+void vqw_broken(struct vqw_queue *q, const char *why);
+
+/* Counters, any thread. */
+void vqw_get_stats(const struct vqw_queue *q, struct vqw_stats *out);
+
+#endif
