@@ -1,0 +1,234 @@
+/* The generic per-queue worker (devices/virtq_worker.c) with a device of
+ * the shape virtio-net has: an RX/TX pair served by ONE worker thread.
+ * "RX" chains are filled and returned at once; "TX" chains go through host
+ * I/O on the worker's io_uring (a NOP, or a timeout standing in for slow
+ * I/O) and return when it completes. Driven by the test driver over
+ * virtio-mmio; no KVM. */
+#include "tests/unit/check.h"
+#include "tests/unit/vdrv.h"
+#include "devices/virtq_worker.h"
+
+#include <pthread.h>
+#include <time.h>
+
+#define QSIZE 16
+#define RX 0
+#define TX 1
+
+struct pair {
+	struct virtio_dev dev;
+	struct vdrv d;
+	struct vqw w;
+	bool running;
+	bool slow_tx;                    /* TX "host I/O" never ends by itself */
+	unsigned inflight;               /* TX I/O outstanding (worker thread) */
+	pthread_t seen[2];               /* the thread that handled each queue */
+	struct __kernel_timespec forever;
+};
+
+static void pair_chain(struct vqw_queue *q, struct virtq_chain *c)
+{
+	struct pair *p = q->opaque;
+	unsigned qi = q->idx;
+
+	p->seen[qi] = pthread_self();
+	if (qi == RX) {
+		/* Fill the writable buffer: what a NIC's receive would do. */
+		memset(c->buf[0].host, 0x5a, c->buf[0].len);
+		vqw_push(q, c->head, c->buf[0].len);
+		return;
+	}
+	{
+		struct io_uring_sqe *sqe = vqw_get_sqe(q->w);
+
+		if (p->slow_tx)
+			io_uring_prep_timeout(sqe, &p->forever, 0, 0);
+		else
+			io_uring_prep_nop(sqe);
+		vqw_sqe_set_data(sqe, q, c->head);
+		p->inflight++;
+	}
+}
+
+static void pair_complete(struct vqw_queue *q, uint32_t head, int res)
+{
+	struct pair *p = q->opaque;
+
+	(void)res;
+	p->inflight--;
+	vqw_push(q, (uint16_t)head, 0);
+}
+
+static unsigned pair_inflight(const struct vqw_queue *q)
+{
+	const struct pair *p = q->opaque;
+
+	return q->idx == TX ? p->inflight : 0;
+}
+
+static const struct vqw_ops pair_vqw_ops = {
+	.name = "pair",
+	.chain = pair_chain,
+	.complete = pair_complete,
+	.inflight = pair_inflight,
+};
+
+/* The worker serves both queues: started with the last, stopped with the
+ * first. */
+static int pair_queue_start(struct virtio_dev *dev, unsigned q)
+{
+	struct pair *p = dev->priv;
+	static const unsigned idx[2] = { RX, TX };
+	void *opaque[2] = { p, p };
+	int r;
+
+	if (q != TX)
+		return 0;
+	r = vqw_init(&p->w, &pair_vqw_ops, dev, idx, opaque, 2, QSIZE, 0, "test-pair");
+	if (!r)
+		r = vqw_start(&p->w);
+	p->running = r == 0;
+	return r;
+}
+
+static void pair_queue_stop(struct virtio_dev *dev, unsigned q)
+{
+	struct pair *p = dev->priv;
+
+	if (q != RX || !p->running)
+		return;
+	vqw_stop(&p->w);
+	vqw_fini(&p->w);
+	p->running = false;
+}
+
+static const struct virtio_device_ops pair_ops = {
+	.name = "pair",
+	.device_id = VIRTIO_ID_NET,
+	.queue_start = pair_queue_start,
+	.queue_stop = pair_queue_stop,
+};
+
+static struct pair *pair_new(bool slow_tx)
+{
+	struct pair *p = calloc(1, sizeof(*p));
+	unsigned q;
+
+	CHECK(p);
+	p->slow_tx = slow_tx;
+	p->forever.tv_sec = 60;
+	CHECK_EQ(vdrv_ram_init(&p->d, 0x1000, 4 << 20), 0);
+	CHECK_EQ(virtio_dev_init(&p->dev, &pair_ops, p, &p->d.mem, 2, QSIZE), 0);
+	CHECK_EQ(vdrv_attach(&p->d, &p->dev), 0);
+	CHECK_EQ(vdrv_negotiate(&p->d, VIRTIO_BIT(VIRTIO_F_VERSION_1)), 0);
+	for (q = 0; q < 2; q++)
+		CHECK_EQ(vdrv_queue_setup(&p->d, q, QSIZE), 1);
+	vdrv_driver_ok(&p->d);
+	CHECK(p->running);
+	return p;
+}
+
+static void pair_free(struct pair *p)
+{
+	vdrv_detach(&p->d);
+	virtio_dev_destroy(&p->dev);
+	free(p->d.ram);
+	free(p);
+}
+
+/* Wait up to 5 s for n used entries on q; returns how many came. */
+static unsigned wait_used(struct pair *p, unsigned q, unsigned n, uint32_t *lens)
+{
+	struct timespec start, now;
+	unsigned got = 0;
+	uint32_t id, len;
+
+	clock_gettime(CLOCK_MONOTONIC, &start);
+	do {
+		while (got < n && vdrv_get_used(&p->d, q, &id, &len) == 1)
+			lens[got++] = len;
+		if (got == n)
+			break;
+		usleep(1000);
+		clock_gettime(CLOCK_MONOTONIC, &now);
+	} while (now.tv_sec - start.tv_sec < 5);
+	return got;
+}
+
+TEST(one_worker_serves_an_rx_tx_pair)
+{
+	struct pair *p = pair_new(false);
+	uint64_t rx[8], tx[8];
+	uint32_t lens[8];
+	struct vqw_stats st;
+	unsigned i;
+
+	for (i = 0; i < 8; i++) {
+		struct vdrv_sg r = { .gpa = rx[i] = vdrv_alloc(&p->d, 64, 8), .len = 64,
+				     .writable = true };
+		struct vdrv_sg t = { .gpa = tx[i] = vdrv_alloc(&p->d, 32, 8), .len = 32 };
+
+		CHECK(vdrv_add(&p->d, RX, &r, 1, false) >= 0);
+		CHECK(vdrv_add(&p->d, TX, &t, 1, false) >= 0);
+	}
+	vdrv_kick(&p->d, RX);
+	vdrv_kick(&p->d, TX);
+	CHECK_EQ(wait_used(p, RX, 8, lens), 8);
+	for (i = 0; i < 8; i++) {
+		CHECK_EQ(lens[i], 64);
+		CHECK_EQ(((uint8_t *)vdrv_host(&p->d, rx[i]))[63], 0x5a);
+	}
+	CHECK_EQ(wait_used(p, TX, 8, lens), 8);
+	for (i = 0; i < 8; i++)
+		CHECK_EQ(lens[i], 0);
+	/* Both queues on the same thread, and it is not ours. */
+	CHECK(pthread_equal(p->seen[RX], p->seen[TX]));
+	CHECK(!pthread_equal(p->seen[RX], pthread_self()));
+	vqw_get_stats(&p->w.q[0], &st);
+	CHECK_EQ(st.requests, 8);
+	vqw_get_stats(&p->w.q[1], &st);
+	CHECK_EQ(st.requests, 8);
+	CHECK(st.irqs >= 1);
+	pair_free(p);
+}
+
+TEST(stop_cancels_host_io_and_returns_nothing_after)
+{
+	struct pair *p = pair_new(true);
+	struct vdrv_sg t;
+	struct timespec a, b;
+	uint32_t lens[4];
+	unsigned i;
+
+	for (i = 0; i < 4; i++) {
+		t = (struct vdrv_sg){ .gpa = vdrv_alloc(&p->d, 32, 8), .len = 32 };
+		CHECK(vdrv_add(&p->d, TX, &t, 1, false) >= 0);
+	}
+	vdrv_kick(&p->d, TX);
+	/* Let the worker take the chains and start their (endless) I/O. */
+	for (i = 0; i < 500 && __atomic_load_n(&p->w.q[1].st.requests, __ATOMIC_RELAXED) < 4; i++)
+		usleep(1000);
+	CHECK_EQ(p->w.q[1].st.requests, 4);
+	clock_gettime(CLOCK_MONOTONIC, &a);
+	vdrv_wr(&p->d, VIRTIO_MMIO_STATUS, 0);     /* reset: queue_stop -> vqw_stop */
+	clock_gettime(CLOCK_MONOTONIC, &b);
+	CHECK(!p->running);
+	CHECK_EQ(p->inflight, 0);                  /* cancelled and reaped */
+	CHECK(b.tv_sec - a.tv_sec < 5);            /* not the 60 s timeout */
+	CHECK_EQ(wait_used(p, TX, 1, lens), 0);    /* nothing pushed while stopping */
+	pair_free(p);
+}
+
+TEST(init_rejects_bad_queue_sets)
+{
+	struct pair *p = pair_new(false);
+	struct vqw w;
+	unsigned idx[VQW_MAX_QUEUES + 1] = { 0 }, bad = 7;
+	void *opaque[VQW_MAX_QUEUES + 1] = { 0 };
+
+	CHECK_EQ(vqw_init(&w, &pair_vqw_ops, &p->dev, idx, opaque, 0, 4, 0, "x"), -EINVAL);
+	CHECK_EQ(vqw_init(&w, &pair_vqw_ops, &p->dev, idx, opaque, VQW_MAX_QUEUES + 1, 4, 0, "x"),
+		 -EINVAL);
+	CHECK_EQ(vqw_init(&w, &pair_vqw_ops, &p->dev, &bad, opaque, 1, 4, 0, "x"), -EINVAL);
+	pair_free(p);
+}
