@@ -193,8 +193,6 @@ static char *mvm_strdup(const char *s, bool *oom)
 	return d;
 }
 
-void mvm_destroy(struct mvm *m);
-
 int mvm_create(const struct mvm_config *cfg, struct mvm **out, char *err, size_t errlen)
 {
 	struct x86_boot_cfg bcfg;
