@@ -3,6 +3,7 @@
 #include "vmm/byteorder.h"
 #include "vmm/util.h"
 #include "vmm/log.h"
+#include "vmm/vm.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -14,20 +15,14 @@
 static void mmio_bad_access(struct virtio_mmio *m, const char *what, uint64_t off,
 			    unsigned len)
 {
-	if (m->bad_access_logged)
-		return;
-	m->bad_access_logged = true;
-	log_warn(m->dev->log, "%s (virtio-mmio at 0x%" PRIx64 "): driver made a %u-byte %s at "
-		  "offset 0x%" PRIx64 "; ignored (registers are 32-bit, aligned; "
-		  "further bad accesses to this device are not logged)",
-		  m->dev->ops->name, m->base, len, what, off);
+	vtr_bad_access(&m->t, what, "register", off, len, "registers are 32-bit, aligned");
 }
 
 /* Queue registers may change only before DRIVER_OK and while the selected
  * queue is not ready (§4.2.3.2); QueueSel past the last queue selects nothing. */
 static struct virtq *mmio_writable_queue(struct virtio_mmio *m)
 {
-	struct virtio_dev *dev = m->dev;
+	struct virtio_dev *dev = m->t.dev;
 
 	if (m->queue_sel >= dev->num_queues || (dev->status & VIRTIO_CONFIG_S_DRIVER_OK))
 		return NULL;
@@ -46,26 +41,16 @@ static void set_high(uint64_t *v, uint32_t hi)
 	*v = (*v & 0xffffffffULL) | ((uint64_t)hi << 32);
 }
 
-static void kick(int fd)
-{
-	uint64_t one = 1;
-
-	/* EAGAIN only when the counter is saturated: a kick is pending anyway. */
-	if (write(fd, &one, sizeof(one)) < 0) {
-	}
-}
-
 void virtio_mmio_read(void *opaque, uint64_t off, uint8_t *data, unsigned len)
 {
 	struct virtio_mmio *m = opaque;
-	struct virtio_dev *dev = m->dev;
+	struct virtio_dev *dev = m->t.dev;
 	uint32_t v = 0;
 
 	memset(data, 0, len);
-	pthread_mutex_lock(&m->lock);
+	pthread_mutex_lock(&m->t.lock);
 	if (off >= VIRTIO_MMIO_CONFIG) {
-		if (dev->ops->config_read)
-			dev->ops->config_read(dev, off - VIRTIO_MMIO_CONFIG, data, len);
+		vtr_config_read(&m->t, off - VIRTIO_MMIO_CONFIG, data, len);
 		goto out;
 	}
 	if (len != 4 || off % 4) {
@@ -109,20 +94,19 @@ void virtio_mmio_read(void *opaque, uint64_t off, uint8_t *data, unsigned len)
 	}
 	le32_store(data, v);
 out:
-	pthread_mutex_unlock(&m->lock);
+	pthread_mutex_unlock(&m->t.lock);
 }
 
 void virtio_mmio_write(void *opaque, uint64_t off, const uint8_t *data, unsigned len)
 {
 	struct virtio_mmio *m = opaque;
-	struct virtio_dev *dev = m->dev;
+	struct virtio_dev *dev = m->t.dev;
 	struct virtq *vq;
 	uint32_t v;
 
-	pthread_mutex_lock(&m->lock);
+	pthread_mutex_lock(&m->t.lock);
 	if (off >= VIRTIO_MMIO_CONFIG) {
-		if (dev->ops->config_write)
-			dev->ops->config_write(dev, off - VIRTIO_MMIO_CONFIG, data, len);
+		vtr_config_write(&m->t, off - VIRTIO_MMIO_CONFIG, data, len);
 		goto out;
 	}
 	if (len != 4 || off % 4) {
@@ -159,21 +143,13 @@ void virtio_mmio_write(void *opaque, uint64_t off, const uint8_t *data, unsigned
 	case VIRTIO_MMIO_QUEUE_NOTIFY:
 		/* Normally bound to an ioeventfd and never seen here; this path
 		 * serves unit tests and value mismatches (bad index: ignored). */
-		if (v < dev->num_queues)
-			kick(dev->queues[v].kick_fd);
+		vtr_kick(&m->t, v);
 		break;
 	case VIRTIO_MMIO_INTERRUPT_ACK:
 		__atomic_fetch_and(&m->interrupt_status, ~v, __ATOMIC_ACQ_REL);
 		break;
 	case VIRTIO_MMIO_STATUS:
-		virtio_set_status(dev, (uint8_t)v);
-		if ((uint8_t)v == 0) {
-			/* Transport state is part of the device reset (§4.2.3.1). */
-			m->device_features_sel = 0;
-			m->driver_features_sel = 0;
-			m->queue_sel = 0;
-			__atomic_store_n(&m->interrupt_status, 0, __ATOMIC_RELEASE);
-		}
+		vtr_set_status(&m->t, (uint8_t)v);
 		break;
 	case VIRTIO_MMIO_QUEUE_DESC_LOW:
 	case VIRTIO_MMIO_QUEUE_DESC_HIGH:
@@ -203,7 +179,7 @@ void virtio_mmio_write(void *opaque, uint64_t off, const uint8_t *data, unsigned
 		break;
 	}
 out:
-	pthread_mutex_unlock(&m->lock);
+	pthread_mutex_unlock(&m->t.lock);
 }
 
 const struct io_ops virtio_mmio_io_ops = {
@@ -239,28 +215,120 @@ const struct virtio_transport_ops virtio_mmio_transport_ops = {
 	.signal_config = mmio_signal_config,
 };
 
+/* Transport state is part of the device reset (§4.2.3.1). */
+static void mmio_reset(struct vtr *t)
+{
+	struct virtio_mmio *m = container_of(t, struct virtio_mmio, t);
+
+	m->device_features_sel = 0;
+	m->driver_features_sel = 0;
+	m->queue_sel = 0;
+	__atomic_store_n(&m->interrupt_status, 0, __ATOMIC_RELEASE);
+}
+
+static void mmio_unbind(struct vtr *t)
+{
+	struct virtio_mmio *m = container_of(t, struct virtio_mmio, t);
+
+	if (m->irqfd_bound)
+		vm_irqfd(t->vm, m->gsi, m->irq_fd, true);
+	m->irqfd_bound = false;
+	if (m->window_bound)
+		iobus_unregister(&t->vm->mmio, m->base, m);
+	m->window_bound = false;
+}
+
+static void mmio_stats_json(struct vtr *t, FILE *out)
+{
+	struct virtio_mmio *m = container_of(t, struct virtio_mmio, t);
+
+	fprintf(out, ",\"base\":\"0x%" PRIx64 "\",\"irq\":%u", m->base, m->gsi);
+}
+
+static void mmio_free(struct vtr *t)
+{
+	struct virtio_mmio *m = container_of(t, struct virtio_mmio, t);
+
+	virtio_mmio_destroy(m);
+	free(m);
+}
+
+static const struct vtr_ops mmio_vtr_ops = {
+	.kind = "virtio-mmio",
+	.reset = mmio_reset,
+	.unbind = mmio_unbind,
+	.stats_json = mmio_stats_json,
+	.free = mmio_free,
+};
+
 int virtio_mmio_init(struct virtio_mmio *m, struct virtio_dev *dev)
 {
 	int ret;
 
 	memset(m, 0, sizeof(*m));
-	m->dev = dev;
 	m->irq_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
 	if (m->irq_fd < 0)
 		return -errno;
-	ret = pthread_mutex_init(&m->lock, NULL);
+	ret = vtr_init(&m->t, &mmio_vtr_ops, dev, &virtio_mmio_transport_ops, m);
 	if (ret) {
 		close(m->irq_fd);
-		return -ret;
+		return ret;
 	}
-	dev->transport = m;
-	dev->tops = &virtio_mmio_transport_ops;
 	return 0;
 }
 
 void virtio_mmio_destroy(struct virtio_mmio *m)
 {
-	pthread_mutex_destroy(&m->lock);
+	vtr_destroy(&m->t);
 	close(m->irq_fd);
 	m->irq_fd = -1;
+}
+
+int virtio_mmio_attach(struct vm *vm, struct virtio_dev *dev)
+{
+	struct virtio_mmio *m;
+	uint64_t base;
+	int ret;
+
+	m = malloc(sizeof(*m));
+	if (!m)
+		return -ENOMEM;
+	ret = virtio_mmio_init(m, dev);
+	if (ret) {
+		free(m);
+		return ret;
+	}
+	vtr_attach(&m->t, vm);
+	ret = vm_alloc_virtio_mmio(vm, &base);
+	if (ret)
+		goto abort;
+	ret = vm_alloc_irq(vm, &m->gsi);
+	if (ret)
+		goto abort;
+	ret = iobus_register(&vm->mmio, base, VIRTIO_MMIO_WINDOW, &virtio_mmio_io_ops, m);
+	if (ret)
+		goto abort;
+	m->base = base;
+	m->window_bound = true;
+	snprintf(m->t.name, sizeof(m->t.name), "virtio-mmio at 0x%" PRIx64, base);
+	/* One ioeventfd per queue on QueueNotify, matching the queue index. */
+	ret = vtr_notify_bind(&m->t, &(struct vtr_notify){
+		.space = VM_IO_MMIO, .addr = base + VIRTIO_MMIO_QUEUE_NOTIFY,
+		.len = 4, .datamatch = true });
+	if (ret)
+		goto abort;
+	ret = vm_irqfd(vm, m->gsi, m->irq_fd, false);
+	if (ret)
+		goto abort;
+	m->irqfd_bound = true;
+	ret = vm_cmdline_append(vm, "virtio_mmio.device=4K@0x%" PRIx64 ":%u", base, m->gsi);
+	if (ret)
+		goto abort;
+	ret = vtr_register(&m->t);
+	if (ret)
+		goto abort;
+	return 0;
+abort:
+	vtr_abort(&m->t);
+	return ret;
 }

@@ -25,6 +25,7 @@
 #include <stdint.h>
 
 #include "devices/virtio.h"
+#include "devices/virtio_transport.h"
 #include "vmm/iobus.h"
 
 struct vm;
@@ -35,19 +36,16 @@ struct vm;
 #define VIRTIO_MMIO_WINDOW  0x1000u       /* 4K, as on the kernel command line */
 
 struct virtio_mmio {
-	struct virtio_dev *dev;
-	pthread_mutex_t lock;           /* serialises register accesses (vCPU threads) */
+	struct vtr t;                   /* lock, dev, notify binding, attach/stop/destroy */
 	uint32_t device_features_sel;
 	uint32_t driver_features_sel;
 	uint32_t queue_sel;
 	uint32_t interrupt_status;      /* atomic: set by queue threads, ACKed by vCPUs */
 	int irq_fd;                     /* eventfd: written to raise the interrupt */
-	bool bad_access_logged;         /* log a misbehaving driver once, not per access */
 	/* KVM binding (virtio_mmio_attach only) */
-	struct vm *vm;
 	uint64_t base;
 	unsigned gsi;
-	unsigned notify_bound;          /* queues with an ioeventfd bound */
+	bool window_bound;              /* registered on vm->mmio */
 	bool irqfd_bound;
 };
 

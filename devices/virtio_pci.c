@@ -14,6 +14,8 @@
 #include "vmm/vm.h"
 #include "vmm/vm_pci.h"
 
+static const struct vtr_ops vp_vtr_ops;
+
 /* ---- common cfg (§4.1.4.3) ---------------------------------------------- */
 
 struct common_field {
@@ -54,11 +56,7 @@ static const struct common_field *common_field_at(uint64_t off, unsigned len, un
 
 static void log_bad_access(struct virtio_pci *vp, const char *what, uint64_t off, unsigned len)
 {
-	if (vp->bad_access_logged)
-		return;
-	vp->bad_access_logged = true;
-	log_warn(vp->dev->log, "%s (virtio-pci): ignoring %u-byte %s at common cfg offset 0x%" PRIx64
-		  " (wrong width/offset; logged once)", vp->dev->ops->name, len, what, off);
+	vtr_bad_access(&vp->t, what, "common cfg", off, len, "each field has its own width");
 }
 
 static uint16_t vector_or_none(struct virtio_pci *vp, uint64_t v)
@@ -68,7 +66,7 @@ static uint16_t vector_or_none(struct virtio_pci *vp, uint64_t v)
 
 static bool queue_selected(struct virtio_pci *vp)
 {
-	return vp->queue_select < vp->dev->num_queues;
+	return vp->queue_select < vp->t.dev->num_queues;
 }
 
 /* §4.1.4.3.2: the driver configures a queue only before DRIVER_OK and
@@ -76,13 +74,13 @@ static bool queue_selected(struct virtio_pci *vp)
 static bool queue_configurable(struct virtio_pci *vp)
 {
 	return queue_selected(vp) &&
-	       !(vp->dev->status & VIRTIO_CONFIG_S_DRIVER_OK) &&
-	       !vp->dev->queues[vp->queue_select].vq.ready;
+	       !(vp->t.dev->status & VIRTIO_CONFIG_S_DRIVER_OK) &&
+	       !vp->t.dev->queues[vp->queue_select].vq.ready;
 }
 
 static uint64_t common_read(struct virtio_pci *vp, unsigned foff)
 {
-	struct virtio_dev *dev = vp->dev;
+	struct virtio_dev *dev = vp->t.dev;
 	struct virtq *vq = queue_selected(vp) ? &dev->queues[vp->queue_select].vq : NULL;
 
 	switch (foff) {
@@ -103,7 +101,7 @@ static uint64_t common_read(struct virtio_pci *vp, unsigned foff)
 	switch (foff) {
 	case VIRTIO_PCI_COMMON_Q_SIZE: return vq->size;
 	case VIRTIO_PCI_COMMON_Q_MSIX:
-		return __atomic_load_n(&vp->dev->queues[vp->queue_select].msix_vector, __ATOMIC_RELAXED);
+		return __atomic_load_n(&vp->t.dev->queues[vp->queue_select].msix_vector, __ATOMIC_RELAXED);
 	case VIRTIO_PCI_COMMON_Q_ENABLE: return vq->ready;
 	case VIRTIO_PCI_COMMON_Q_NOFF: return vp->queue_select;
 	case VIRTIO_PCI_COMMON_Q_DESCLO: return vq->desc_gpa;
@@ -114,15 +112,16 @@ static uint64_t common_read(struct virtio_pci *vp, unsigned foff)
 }
 
 /* Transport state the device reset (§2.1.2, §4.1.4.3.1) returns to default. */
-static void transport_reset(struct virtio_pci *vp)
+static void vp_reset(struct vtr *t)
 {
+	struct virtio_pci *vp = container_of(t, struct virtio_pci, t);
 	unsigned q;
 
 	vp->dfselect = vp->gfselect = 0;
 	vp->queue_select = 0;
 	__atomic_store_n(&vp->config_vector, MSIX_NO_VECTOR, __ATOMIC_RELAXED);
-	for (q = 0; q < vp->dev->num_queues; q++)
-		__atomic_store_n(&vp->dev->queues[q].msix_vector, MSIX_NO_VECTOR, __ATOMIC_RELAXED);
+	for (q = 0; q < vp->t.dev->num_queues; q++)
+		__atomic_store_n(&vp->t.dev->queues[q].msix_vector, MSIX_NO_VECTOR, __ATOMIC_RELAXED);
 	__atomic_store_n(&vp->isr, 0, __ATOMIC_RELAXED);
 }
 
@@ -136,7 +135,7 @@ static void set_u64_part(uint64_t *field, uint64_t val, unsigned shift, unsigned
 static void common_write(struct virtio_pci *vp, unsigned foff, unsigned shift,
 			 unsigned len, uint64_t val)
 {
-	struct virtio_dev *dev = vp->dev;
+	struct virtio_dev *dev = vp->t.dev;
 	struct virtq *vq;
 
 	switch (foff) {
@@ -147,9 +146,7 @@ static void common_write(struct virtio_pci *vp, unsigned foff, unsigned shift,
 		__atomic_store_n(&vp->config_vector, vector_or_none(vp, val), __ATOMIC_RELAXED);
 		return;
 	case VIRTIO_PCI_COMMON_STATUS:
-		virtio_set_status(dev, (uint8_t)val);
-		if ((uint8_t)val == 0)
-			transport_reset(vp);
+		vtr_set_status(&vp->t, (uint8_t)val);
 		return;
 	case VIRTIO_PCI_COMMON_Q_SELECT: vp->queue_select = (uint16_t)val; return;
 	case VIRTIO_PCI_COMMON_Q_ENABLE:
@@ -164,7 +161,7 @@ static void common_write(struct virtio_pci *vp, unsigned foff, unsigned shift,
 	switch (foff) {
 	case VIRTIO_PCI_COMMON_Q_SIZE: vq->size = (uint16_t)val; break;
 	case VIRTIO_PCI_COMMON_Q_MSIX:
-		__atomic_store_n(&vp->dev->queues[vp->queue_select].msix_vector, vector_or_none(vp, val),
+		__atomic_store_n(&vp->t.dev->queues[vp->queue_select].msix_vector, vector_or_none(vp, val),
 				 __ATOMIC_RELAXED);
 		break;
 	case VIRTIO_PCI_COMMON_Q_DESCLO: set_u64_part(&vq->desc_gpa, val, shift, len); break;
@@ -183,23 +180,22 @@ void virtio_pci_bar_read(void *opaque, uint64_t off, uint8_t *data, unsigned len
 
 	memset(data, 0, len);
 	if (off < VIRTIO_PCI_COMMON_OFF + VIRTIO_PCI_COMMON_LEN) {
-		pthread_mutex_lock(&vp->lock);
+		pthread_mutex_lock(&vp->t.lock);
 		f = common_field_at(off, len, &shift);
 		if (f)
 			le_store_n(data, len, common_read(vp, f->off) >> shift);
 		else
 			log_bad_access(vp, "read", off, len);
-		pthread_mutex_unlock(&vp->lock);
+		pthread_mutex_unlock(&vp->t.lock);
 	} else if (off == VIRTIO_PCI_ISR_OFF && len == 1) {
 		/* §4.1.4.5: reading ISR clears it (and so de-asserts INTx at the
 		 * next EOI/resample). */
 		data[0] = __atomic_exchange_n(&vp->isr, 0, __ATOMIC_ACQ_REL);
 	} else if (off >= VIRTIO_PCI_DEVICE_OFF &&
 		   off + len <= VIRTIO_PCI_DEVICE_OFF + VIRTIO_PCI_DEVICE_LEN) {
-		pthread_mutex_lock(&vp->lock);
-		if (vp->dev->ops->config_read)
-			vp->dev->ops->config_read(vp->dev, off - VIRTIO_PCI_DEVICE_OFF, data, len);
-		pthread_mutex_unlock(&vp->lock);
+		pthread_mutex_lock(&vp->t.lock);
+		vtr_config_read(&vp->t, off - VIRTIO_PCI_DEVICE_OFF, data, len);
+		pthread_mutex_unlock(&vp->t.lock);
 	}
 }
 
@@ -210,25 +206,23 @@ void virtio_pci_bar_write(void *opaque, uint64_t off, const uint8_t *data, unsig
 	unsigned shift;
 
 	if (off < VIRTIO_PCI_COMMON_OFF + VIRTIO_PCI_COMMON_LEN) {
-		pthread_mutex_lock(&vp->lock);
+		pthread_mutex_lock(&vp->t.lock);
 		f = common_field_at(off, len, &shift);
 		if (f)
 			common_write(vp, f->off, shift, len, le_load_n(data, len));
 		else
 			log_bad_access(vp, "write", off, len);
-		pthread_mutex_unlock(&vp->lock);
+		pthread_mutex_unlock(&vp->t.lock);
 	} else if (off >= VIRTIO_PCI_DEVICE_OFF &&
 		   off + len <= VIRTIO_PCI_DEVICE_OFF + VIRTIO_PCI_DEVICE_LEN) {
-		pthread_mutex_lock(&vp->lock);
-		if (vp->dev->ops->config_write)
-			vp->dev->ops->config_write(vp->dev, off - VIRTIO_PCI_DEVICE_OFF, data, len);
-		pthread_mutex_unlock(&vp->lock);
+		pthread_mutex_lock(&vp->t.lock);
+		vtr_config_write(&vp->t, off - VIRTIO_PCI_DEVICE_OFF, data, len);
+		pthread_mutex_unlock(&vp->t.lock);
 	} else if (off >= VIRTIO_PCI_NOTIFY_OFF &&
-		   off < VIRTIO_PCI_NOTIFY_OFF + (uint64_t)VIRTIO_PCI_NOTIFY_MULT * vp->dev->num_queues) {
+		   off < VIRTIO_PCI_NOTIFY_OFF + (uint64_t)VIRTIO_PCI_NOTIFY_MULT * vp->t.dev->num_queues) {
 		/* Only when no ioeventfd caught the write (unbound, or tests):
 		 * the same eventfd the queue thread waits on. */
-		unsigned q = (unsigned)(off - VIRTIO_PCI_NOTIFY_OFF) / VIRTIO_PCI_NOTIFY_MULT;
-		eventfd_write(vp->dev->queues[q].kick_fd, 1);
+		vtr_kick(&vp->t, (off - VIRTIO_PCI_NOTIFY_OFF) / VIRTIO_PCI_NOTIFY_MULT);
 	}
 }
 
@@ -277,7 +271,7 @@ static void vp_signal_queue(struct virtio_dev *dev, unsigned q)
 
 	if (q >= dev->num_queues)
 		return;
-	signal_vector(vp, __atomic_load_n(&vp->dev->queues[q].msix_vector, __ATOMIC_RELAXED),
+	signal_vector(vp, __atomic_load_n(&vp->t.dev->queues[q].msix_vector, __ATOMIC_RELAXED),
 		      VIRTIO_PCI_ISR_QUEUE);
 }
 
@@ -370,43 +364,18 @@ static void vp_config_write(struct pci_dev *pd, unsigned off, unsigned len)
 	}
 }
 
-static void notify_unbind(struct virtio_pci *vp)
-{
-	unsigned q;
-
-	if (!vp->notify_bound)
-		return;
-	for (q = 0; q < vp->dev->num_queues; q++)
-		vm_ioeventfd(vp->vm, vp->notify_base + VIRTIO_PCI_NOTIFY_MULT * q,
-			     vp->notify_len, false, NULL, vp->dev->queues[q].kick_fd, true);
-	vp->notify_bound = false;
-}
-
 /* Bind each queue's notify address to its kick eventfd. Length 0 (any write
  * width, KVM's fast MMIO path) when the kernel supports it, else the 2-byte
  * writes Linux's driver uses (§4.1.5.2 without NOTIFICATION_DATA). */
 static int notify_bind(struct virtio_pci *vp, uint64_t base)
 {
-	static const unsigned lens[] = { 0, 2 };
-	unsigned q, l;
-	int ret = -EINVAL;
+	struct vtr_notify n = { .space = VM_IO_MMIO, .addr = base,
+				.stride = VIRTIO_PCI_NOTIFY_MULT, .len = 0 };
+	int ret = vtr_notify_bind(&vp->t, &n);
 
-	for (l = 0; l < ARRAY_SIZE(lens); l++) {
-		for (q = 0; q < vp->dev->num_queues; q++) {
-			ret = vm_ioeventfd(vp->vm, base + VIRTIO_PCI_NOTIFY_MULT * q, lens[l],
-					   false, NULL, vp->dev->queues[q].kick_fd, false);
-			if (ret)
-				break;
-		}
-		if (!ret) {
-			vp->notify_base = base;
-			vp->notify_len = lens[l];
-			vp->notify_bound = true;
-			return 0;
-		}
-		while (q-- > 0)
-			vm_ioeventfd(vp->vm, base + VIRTIO_PCI_NOTIFY_MULT * q, lens[l],
-				     false, NULL, vp->dev->queues[q].kick_fd, true);
+	if (ret) {
+		n.len = 2;
+		ret = vtr_notify_bind(&vp->t, &n);
 	}
 	return ret;
 }
@@ -418,13 +387,13 @@ static void vp_bar_map(struct pci_dev *pd, unsigned bar, uint64_t addr, bool map
 
 	if (bar != VIRTIO_PCI_BAR || !vp->bus)
 		return;             /* ioeventfds only in the KVM binding */
-	notify_unbind(vp);
+	vtr_notify_unbind(&vp->t);
 	if (!mapped)
 		return;
 	ret = notify_bind(vp, addr + VIRTIO_PCI_NOTIFY_OFF);
 	if (ret)
-		log_warn(vp->dev->log, "%s (virtio-pci): cannot bind queue notify ioeventfds at 0x%" PRIx64
-			  ": %s; kicks take the slow path", vp->dev->ops->name,
+		log_warn(vp->t.dev->log, "%s (virtio-pci): cannot bind queue notify ioeventfds at 0x%" PRIx64
+			  ": %s; kicks take the slow path", vp->t.dev->ops->name,
 			  addr + VIRTIO_PCI_NOTIFY_OFF, strerror(-ret));
 }
 
@@ -470,12 +439,10 @@ int virtio_pci_init(struct virtio_pci *vp, struct virtio_dev *dev, struct vm *vm
 	int ret, cap;
 
 	memset(vp, 0, sizeof(*vp));
-	vp->dev = dev;
-	vp->vm = vm;
 	vp->intx_fd = vp->resample_fd = vp->stop_fd = -1;
 	if (dev->num_queues == 0 || dev->num_queues > VIRTIO_MAX_QUEUES)
 		return -EINVAL;
-	ret = -pthread_mutex_init(&vp->lock, NULL);
+	ret = vtr_init(&vp->t, &vp_vtr_ops, dev, &virtio_pci_transport_ops, vp);
 	if (ret)
 		return ret;
 	vp->intx_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
@@ -523,9 +490,7 @@ int virtio_pci_init(struct virtio_pci *vp, struct virtio_dev *dev, struct vm *vm
 
 	vp->config_vector = MSIX_NO_VECTOR;
 	for (q = 0; q < dev->num_queues; q++)
-		vp->dev->queues[q].msix_vector = MSIX_NO_VECTOR;
-	dev->transport = vp;
-	dev->tops = &virtio_pci_transport_ops;
+		vp->t.dev->queues[q].msix_vector = MSIX_NO_VECTOR;
 	return 0;
 destroy_msix:
 	msix_destroy(&vp->msix);
@@ -534,8 +499,10 @@ close_fds:
 		close(vp->intx_fd);
 	if (vp->resample_fd >= 0)
 		close(vp->resample_fd);
-	pthread_mutex_destroy(&vp->lock);
 	vp->intx_fd = vp->resample_fd = -1;
+	vtr_destroy(&vp->t);
+	dev->tops = NULL;
+	dev->transport = NULL;
 	return ret;
 }
 
@@ -547,7 +514,7 @@ void virtio_pci_destroy(struct virtio_pci *vp)
 	if (vp->resample_fd >= 0)
 		close(vp->resample_fd);
 	vp->intx_fd = vp->resample_fd = -1;
-	pthread_mutex_destroy(&vp->lock);
+	vtr_destroy(&vp->t);
 }
 
 /* ---- KVM binding -------------------------------------------------------- */
@@ -574,63 +541,57 @@ static void *intx_thread(void *arg)
 	return NULL;
 }
 
-static void vp_stop(void *opaque)
+static void vp_stop(struct vtr *t)
 {
-	struct virtio_pci *vp = opaque;
+	struct virtio_pci *vp = container_of(t, struct virtio_pci, t);
 
 	if (vp->intx_thread_started) {
 		eventfd_write(vp->stop_fd, 1);
 		pthread_join(vp->intx_thread, NULL);
 		vp->intx_thread_started = false;
 	}
-	/* Stops every started queue (ops->queue_stop) before anything is freed. */
-	virtio_dev_stop(vp->dev);
 }
 
-static void vp_unbind(struct virtio_pci *vp)
+static void vp_unbind(struct vtr *t)
 {
+	struct virtio_pci *vp = container_of(t, struct virtio_pci, t);
+
 	if (vp->bus)
-		pci_bus_remove(vp->bus, &vp->pci);   /* unmaps BARs: notify ioeventfds go */
+		pci_bus_remove(vp->bus, &vp->pci);   /* unmaps BARs */
 	vp->bus = NULL;
 	if (vp->intx_bound)
-		vm_irqfd_resample(vp->vm, vp->intx_gsi, vp->intx_fd, vp->resample_fd, true);
+		vm_irqfd_resample(t->vm, vp->intx_gsi, vp->intx_fd, vp->resample_fd, true);
 	vp->intx_bound = false;
 	if (vp->stop_fd >= 0)
 		close(vp->stop_fd);
 	vp->stop_fd = -1;
 }
 
-static void vp_destroy(void *opaque)
+static void vp_stats_json(struct vtr *t, FILE *out)
 {
-	struct virtio_pci *vp = opaque;
-	struct virtio_dev *dev = vp->dev;
+	struct virtio_pci *vp = container_of(t, struct virtio_pci, t);
 
-	vp_unbind(vp);                 /* uses dev: before it may be freed */
-	virtio_dev_destroy(dev);       /* ops->destroy may free dev itself */
+	pthread_mutex_lock(&vp->msix.lock);
+	fprintf(out, ",\"slot\":%u,\"msix_fired\":%" PRIu64 ",\"msix_pended\":%" PRIu64,
+		vp->pci.slot, vp->msix.fired, vp->msix.pended);
+	pthread_mutex_unlock(&vp->msix.lock);
+}
+
+static void vp_free(struct vtr *t)
+{
+	struct virtio_pci *vp = container_of(t, struct virtio_pci, t);
+
 	virtio_pci_destroy(vp);
 	free(vp);
 }
 
-static void vp_stats_json(void *opaque, FILE *out)
-{
-	struct virtio_pci *vp = opaque;
-
-	pthread_mutex_lock(&vp->msix.lock);
-	fprintf(out, "{\"transport\":\"virtio-pci\",\"slot\":%u,\"msix_fired\":%" PRIu64
-		",\"msix_pended\":%" PRIu64, vp->pci.slot, vp->msix.fired, vp->msix.pended);
-	pthread_mutex_unlock(&vp->msix.lock);
-	if (vp->dev->ops->stats_json) {
-		fputs(",\"device\":", out);
-		vp->dev->ops->stats_json(vp->dev, out);
-	}
-	fputc('}', out);
-}
-
-static const struct vm_device_ops virtio_pci_vm_ops = {
+static const struct vtr_ops vp_vtr_ops = {
 	.kind = "virtio-pci",
+	.reset = vp_reset,
 	.stop = vp_stop,
+	.unbind = vp_unbind,
 	.stats_json = vp_stats_json,
-	.destroy = vp_destroy,
+	.free = vp_free,
 };
 
 int virtio_pci_attach(struct vm *vm, struct pci_bus *bus, struct virtio_dev *dev)
@@ -641,45 +602,39 @@ int virtio_pci_attach(struct vm *vm, struct pci_bus *bus, struct virtio_dev *dev
 	if (!vp)
 		return -ENOMEM;
 	ret = virtio_pci_init(vp, dev, vm);
-	if (ret)
-		goto free_vp;
-	dev->log = &vm->log;
+	if (ret) {
+		free(vp);
+		return ret;
+	}
+	vtr_attach(&vp->t, vm);
 	vp->stop_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
 	if (vp->stop_fd < 0) {
 		ret = -errno;
-		goto destroy_vp;
+		goto abort;
 	}
 	ret = msix_bind(&vp->msix);
 	if (ret)
-		goto unbind;
+		goto abort;
+	/* Placing BAR4 binds the notify ioeventfds (vp_bar_map). */
 	ret = pci_bus_add(bus, &vp->pci);
 	if (ret)
-		goto unbind;
+		goto abort;
 	vp->bus = bus;
+	snprintf(vp->t.name, sizeof(vp->t.name), "virtio-pci 00:%02x.0", vp->pci.slot);
 	vp->intx_gsi = pci_intx_pin(vp->pci.slot);
 	ret = vm_irqfd_resample(vm, vp->intx_gsi, vp->intx_fd, vp->resample_fd, false);
 	if (ret)
-		goto unbind;
+		goto abort;
 	vp->intx_bound = true;
 	ret = -pthread_create(&vp->intx_thread, NULL, intx_thread, vp);
 	if (ret)
-		goto unbind;
+		goto abort;
 	vp->intx_thread_started = true;
-	ret = vm_add_device(vm, &virtio_pci_vm_ops, vp);
+	ret = vtr_register(&vp->t);
 	if (ret)
-		goto stop_thread;
+		goto abort;
 	return 0;
-stop_thread:
-	eventfd_write(vp->stop_fd, 1);
-	pthread_join(vp->intx_thread, NULL);
-	vp->intx_thread_started = false;
-unbind:
-	vp_unbind(vp);
-destroy_vp:
-	virtio_pci_destroy(vp);
-	dev->tops = NULL;
-	dev->transport = NULL;
-free_vp:
-	free(vp);
+abort:
+	vtr_abort(&vp->t);
 	return ret;
 }

@@ -44,6 +44,7 @@
 #include "devices/msix.h"
 #include "devices/pci.h"
 #include "devices/virtio.h"
+#include "devices/virtio_transport.h"
 
 struct vm;
 
@@ -72,29 +73,23 @@ struct vm;
 #define VIRTIO_PCI_ISR_QUEUE      1u
 
 struct virtio_pci {
-	struct virtio_dev *dev;
+	struct vtr t;                 /* lock (common and device cfg), dev, notify binding */
 	struct pci_dev pci;
 	struct msix msix;             /* num_queues + 1 vectors */
 	unsigned cap_pci_cfg;         /* config offset of the PCI_CFG capability */
 
-	pthread_mutex_t lock;         /* common cfg registers (vCPU threads) */
 	uint32_t dfselect, gfselect;
 	uint16_t queue_select;
 	uint16_t config_vector;       /* atomic: read by signalling threads */
-	bool bad_access_logged;
 
 	uint8_t isr;                  /* atomic: OR'ed by signals, exchanged by reads */
 	int intx_fd;                  /* eventfd: asserts INTA# (resampling irqfd) */
 	int resample_fd;              /* eventfd: KVM signals it on EOI */
 
 	/* KVM binding (virtio_pci_attach only) */
-	struct vm *vm;
 	struct pci_bus *bus;
 	unsigned intx_gsi;
 	bool intx_bound;
-	uint64_t notify_base;         /* guest address of the notify area while bound */
-	unsigned notify_len;          /* ioeventfd length used (0 = any) */
-	bool notify_bound;
 	int stop_fd;                  /* stops the INTx resample thread */
 	pthread_t intx_thread;
 	bool intx_thread_started;

@@ -7,6 +7,9 @@
 #include <stdbool.h>
 
 #define ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
+/* The struct holding `member` at ptr (type-checked). */
+#define container_of(ptr, type, member) \
+	((type *)((char *)(1 ? (ptr) : &((type *)0)->member) - offsetof(type, member)))
 #define ALIGN_UP(x, a) (((x) + ((a) - 1)) & ~((__typeof__(x))(a) - 1))
 #define ALIGN_DOWN(x, a) ((x) & ~((__typeof__(x))(a) - 1))
 #define IS_POW2(x) ((x) != 0 && ((x) & ((x) - 1)) == 0)

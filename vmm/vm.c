@@ -320,7 +320,7 @@ fini:
 	return ret;
 }
 
-int vm_ioeventfd(struct vm *vm, uint64_t addr, unsigned len, bool pio,
+int vm_ioeventfd(struct vm *vm, enum vm_io_space space, uint64_t addr, unsigned len,
 		 const uint64_t *datamatch, int fd, bool deassign)
 {
 	struct kvm_ioeventfd io = {
@@ -329,8 +329,10 @@ int vm_ioeventfd(struct vm *vm, uint64_t addr, unsigned len, bool pio,
 		.fd = fd,
 	};
 
-	if (pio)
+	if (space == VM_IO_PIO)
 		io.flags |= KVM_IOEVENTFD_FLAG_PIO;
+	else if (space == VM_IO_CCW)
+		io.flags |= KVM_IOEVENTFD_FLAG_VIRTIO_CCW_NOTIFY;
 	if (datamatch) {
 		io.flags |= KVM_IOEVENTFD_FLAG_DATAMATCH;
 		io.datamatch = *datamatch;

@@ -65,10 +65,18 @@ enum vm_stop_reason {
 	VM_STOP_HOST_ERROR,     /* KVM or host failure (status 125) */
 };
 
-/* KVM_IOEVENTFD: writes of `len` bytes at addr (port I/O when pio) matching
- * *datamatch (any value when datamatch is NULL) signal fd without a VM exit
- * reaching userspace. 0 or -errno. */
-int vm_ioeventfd(struct vm *vm, uint64_t addr, unsigned len, bool pio,
+/* The address space a guest notify is written in. */
+enum vm_io_space {
+	VM_IO_MMIO,             /* memory-mapped (virtio-mmio, virtio-pci BARs) */
+	VM_IO_PIO,              /* x86 port I/O */
+	VM_IO_CCW,              /* s390 virtio-ccw notify hypercall: addr is the
+				 * subchannel id, the value the queue index */
+};
+
+/* KVM_IOEVENTFD: writes of `len` bytes at addr in space matching *datamatch
+ * (any value when datamatch is NULL) signal fd without a VM exit reaching
+ * userspace. 0 or -errno. */
+int vm_ioeventfd(struct vm *vm, enum vm_io_space space, uint64_t addr, unsigned len,
 		 const uint64_t *datamatch, int fd, bool deassign);
 
 /* KVM_IRQFD: a write to fd injects an edge on gsi. 0 or -errno. */

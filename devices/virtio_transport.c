@@ -1,0 +1,180 @@
+/* The part of a virtio transport that does not depend on its register
+ * layout: see virtio_transport.h. */
+#include "devices/virtio_transport.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/eventfd.h>
+
+#include "vmm/log.h"
+
+int vtr_init(struct vtr *t, const struct vtr_ops *ops, struct virtio_dev *dev,
+	     const struct virtio_transport_ops *tops, void *transport)
+{
+	int ret;
+
+	memset(t, 0, sizeof(*t));
+	t->ops = ops;
+	t->dev = dev;
+	snprintf(t->name, sizeof(t->name), "%s", ops->kind);
+	ret = pthread_mutex_init(&t->lock, NULL);
+	if (ret)
+		return -ret;
+	dev->transport = transport;
+	dev->tops = tops;
+	return 0;
+}
+
+void vtr_destroy(struct vtr *t)
+{
+	pthread_mutex_destroy(&t->lock);
+}
+
+void vtr_bad_access(struct vtr *t, const char *what, const char *where, uint64_t off,
+		    unsigned len, const char *rule)
+{
+	if (t->bad_access_logged)
+		return;
+	t->bad_access_logged = true;
+	log_warn(t->dev->log, "%s (%s): driver made a %u-byte %s at %s offset 0x%" PRIx64
+		 "; ignored (%s; further bad accesses to this device are not logged)",
+		 t->dev->ops->name, t->name, len, what, where, off, rule);
+}
+
+void vtr_set_status(struct vtr *t, uint8_t val)
+{
+	virtio_set_status(t->dev, val);
+	/* The transport's registers are part of the device reset (§2.1.2,
+	 * §4.1.4.3.1, §4.2.3.1): after the core stopped the queues. */
+	if (val == 0 && t->ops->reset)
+		t->ops->reset(t);
+}
+
+void vtr_config_read(struct vtr *t, uint64_t off, uint8_t *data, unsigned len)
+{
+	if (t->dev->ops->config_read)
+		t->dev->ops->config_read(t->dev, off, data, len);
+}
+
+void vtr_config_write(struct vtr *t, uint64_t off, const uint8_t *data, unsigned len)
+{
+	if (t->dev->ops->config_write)
+		t->dev->ops->config_write(t->dev, off, data, len);
+}
+
+void vtr_kick(struct vtr *t, uint64_t q)
+{
+	/* EAGAIN only when the counter is saturated: a kick is pending anyway. */
+	if (q < t->dev->num_queues)
+		eventfd_write(t->dev->queues[q].kick_fd, 1);
+}
+
+void vtr_attach(struct vtr *t, struct vm *vm)
+{
+	t->vm = vm;
+	t->dev->log = &vm->log;
+}
+
+static int notify_one(struct vtr *t, const struct vtr_notify *n, unsigned q, bool deassign)
+{
+	uint64_t dm = q;
+
+	return vm_ioeventfd(t->vm, n->space, n->addr + q * n->stride, n->len,
+			    n->datamatch ? &dm : NULL, t->dev->queues[q].kick_fd, deassign);
+}
+
+int vtr_notify_bind(struct vtr *t, const struct vtr_notify *n)
+{
+	int ret;
+
+	vtr_notify_unbind(t);
+	t->notify = *n;
+	while (t->notify_bound < t->dev->num_queues) {
+		ret = notify_one(t, n, t->notify_bound, false);
+		if (ret) {
+			vtr_notify_unbind(t);
+			return ret;
+		}
+		t->notify_bound++;
+	}
+	return 0;
+}
+
+void vtr_notify_unbind(struct vtr *t)
+{
+	while (t->notify_bound > 0)
+		notify_one(t, &t->notify, --t->notify_bound, true);
+}
+
+/* ---- the VM's view: stop, stats, destroy (vm_device_ops) ---------------- */
+
+static void vtr_vm_stop(void *opaque)
+{
+	struct vtr *t = opaque;
+
+	if (t->ops->stop)
+		t->ops->stop(t);
+	/* Every started queue stops (ops->queue_stop) before anything is freed;
+	 * under the register lock, so no vCPU starts one meanwhile. */
+	pthread_mutex_lock(&t->lock);
+	virtio_dev_stop(t->dev);
+	pthread_mutex_unlock(&t->lock);
+}
+
+static void vtr_vm_stats(void *opaque, FILE *out)
+{
+	struct vtr *t = opaque;
+
+	fprintf(out, "{\"transport\":\"%s\"", t->ops->kind);
+	if (t->ops->stats_json)
+		t->ops->stats_json(t, out);
+	if (t->dev->ops->stats_json) {
+		fputs(",\"device\":", out);
+		t->dev->ops->stats_json(t->dev, out);
+	} else {
+		fprintf(out, ",\"device\":{\"kind\":\"%s\"}", t->dev->ops->name);
+	}
+	fputc('}', out);
+}
+
+static void vtr_unbind(struct vtr *t)
+{
+	vtr_notify_unbind(t);
+	if (t->ops->unbind)
+		t->ops->unbind(t);
+}
+
+static void vtr_vm_destroy(void *opaque)
+{
+	struct vtr *t = opaque;
+
+	vtr_unbind(t);                  /* uses dev: before it may be freed */
+	virtio_dev_destroy(t->dev);     /* ops->destroy may free dev itself */
+	t->ops->free(t);
+}
+
+static const struct vm_device_ops vtr_vm_ops = {
+	.kind = "virtio",
+	.stop = vtr_vm_stop,
+	.stats_json = vtr_vm_stats,
+	.destroy = vtr_vm_destroy,
+};
+
+int vtr_register(struct vtr *t)
+{
+	return vm_add_device(t->vm, &vtr_vm_ops, t);
+}
+
+void vtr_abort(struct vtr *t)
+{
+	struct virtio_dev *dev = t->dev;
+
+	if (t->ops->stop)
+		t->ops->stop(t);        /* no queue runs yet: only transport threads */
+	vtr_unbind(t);
+	dev->tops = NULL;
+	dev->transport = NULL;
+	t->ops->free(t);
+}
