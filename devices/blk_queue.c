@@ -80,34 +80,36 @@ static void slot_submit(struct blk_queue *q, unsigned head)
 	vqw_sqe_set_data(sqe, &q->w.q[0], head);
 }
 
-/* Hand a finished request back to the guest (published at the end of the
+/* The one place a request ends: write its status byte (when it has one)
+ * and hand its head back with the used length (published at the end of the
  * worker's round). While stopping, nothing is written to guest memory: the
  * ring is being reset. */
-static void finish(struct blk_queue *q, unsigned head, uint8_t status, uint32_t used_len)
+static void finish(struct blk_queue *q, unsigned head, uint8_t *status_byte, uint8_t status,
+		   uint32_t used_len)
 {
 	if (vqw_stopping(&q->w.q[0]))
 		return;
+	if (status_byte)
+		*status_byte = status;
 	if (status != VIRTIO_BLK_S_OK)
 		STAT_ADD(q, errors, 1);
 	vqw_push(&q->w.q[0], (uint16_t)head, used_len);
 }
 
+/* A slot's host I/O is over: free the slot and complete its request. */
 static void slot_done(struct blk_queue *q, unsigned head, uint8_t status)
 {
 	struct blk_slot *s = &q->slots[head];
 
 	s->busy = false;
 	q->inflight--;
-	if (!vqw_stopping(&q->w.q[0])) {
-		*s->req.status = status;
-		if (status == VIRTIO_BLK_S_OK) {
-			if (s->req.type == VIRTIO_BLK_T_IN)
-				STAT_ADD(q, bytes_read, s->req.len);
-			else if (s->req.type == VIRTIO_BLK_T_OUT)
-				STAT_ADD(q, bytes_written, s->req.len);
-		}
+	if (status == VIRTIO_BLK_S_OK) {
+		if (s->req.type == VIRTIO_BLK_T_IN)
+			STAT_ADD(q, bytes_read, s->req.len);
+		else if (s->req.type == VIRTIO_BLK_T_OUT)
+			STAT_ADD(q, bytes_written, s->req.len);
 	}
-	finish(q, head, status, status == VIRTIO_BLK_S_OK ? s->used_len : 1);
+	finish(q, head, s->req.status, status, status == VIRTIO_BLK_S_OK ? s->used_len : 1);
 }
 
 /* Advance the slot's iov past n transferred bytes (short read/write). */
@@ -211,18 +213,17 @@ static void blk_chain(struct vqw_queue *wq, struct virtq_chain *c)
 	s = &q->slots[c->head];
 	switch (blk_req_parse(c, &q->ctx, &s->req, &status, &used_len)) {
 	case BLK_REQ_NO_STATUS:
-		finish(q, c->head, VIRTIO_BLK_S_IOERR, 0);
+		finish(q, c->head, NULL, VIRTIO_BLK_S_IOERR, 0);
 		return;
 	case BLK_REQ_DONE:
-		finish(q, c->head, status, used_len);
+		finish(q, c->head, s->req.status, status, used_len);
 		return;
 	case BLK_REQ_SUBMIT:
 		break;
 	}
 	if (s->req.type == VIRTIO_BLK_T_FLUSH &&
 	    __atomic_load_n(&q->blk->flush_failed, __ATOMIC_ACQUIRE)) {
-		*s->req.status = VIRTIO_BLK_S_IOERR;
-		finish(q, c->head, VIRTIO_BLK_S_IOERR, 1);
+		finish(q, c->head, s->req.status, VIRTIO_BLK_S_IOERR, 1);
 		return;
 	}
 	s->busy = true;

@@ -1,68 +1,11 @@
 /* virtio-blk request validation: see blk_req.h. */
 #include "devices/blk_req.h"
 #include "devices/blk_image.h"
+#include "devices/iov.h"
 #include "vmm/byteorder.h"
 
 #include <errno.h>
 #include <string.h>
-
-#define MIN_U64(a, b) ((uint64_t)(a) < (uint64_t)(b) ? (uint64_t)(a) : (uint64_t)(b))
-
-/* The readable buffers [0, n_readable) and the writable ones [n_readable, n)
- * each form one byte stream; `skip` bytes into the stream [first, end). */
-struct blk_span {
-	unsigned first, end;
-};
-
-/* Copy len bytes at stream offset skip (caller checked the stream is long
- * enough). Direction: to_guest copies src into guest memory. */
-static void span_copy(const struct virtq_chain *c, struct blk_span s, uint64_t skip,
-		      void *host, uint64_t len, bool to_guest)
-{
-	uint8_t *p = host;
-	unsigned i;
-
-	for (i = s.first; i < s.end && len; i++) {
-		uint64_t blen = c->buf[i].len, n;
-		if (skip >= blen) {
-			skip -= blen;
-			continue;
-		}
-		n = MIN_U64(blen - skip, len);
-		if (to_guest)
-			memcpy((uint8_t *)c->buf[i].host + skip, p, n);
-		else
-			memcpy(p, (uint8_t *)c->buf[i].host + skip, n);
-		p += n;
-		len -= n;
-		skip = 0;
-	}
-}
-
-/* Describe len bytes at stream offset skip as iovecs; -E2BIG past BLK_SEG_MAX. */
-static int span_iov(const struct virtq_chain *c, struct blk_span s, uint64_t skip,
-		    uint64_t len, struct blk_req *r)
-{
-	unsigned i;
-
-	r->niov = 0;
-	for (i = s.first; i < s.end && len; i++) {
-		uint64_t blen = c->buf[i].len, n;
-		if (skip >= blen) {
-			skip -= blen;
-			continue;
-		}
-		if (r->niov == BLK_SEG_MAX)
-			return -E2BIG;
-		n = MIN_U64(blen - skip, len);
-		r->iov[r->niov].iov_base = (uint8_t *)c->buf[i].host + skip;
-		r->iov[r->niov].iov_len = n;
-		r->niov++;
-		len -= n;
-		skip = 0;
-	}
-	return 0;
-}
 
 static bool range_ok(const struct blk_req_ctx *ctx, uint64_t sector, uint64_t nsec)
 {
@@ -72,32 +15,31 @@ static bool range_ok(const struct blk_req_ctx *ctx, uint64_t sector, uint64_t ns
 enum blk_verdict blk_req_parse(const struct virtq_chain *c, const struct blk_req_ctx *ctx,
 			       struct blk_req *req, uint8_t *status_out, uint32_t *used_len)
 {
-	struct blk_span rd = { 0, c->n_readable }, wr = { c->n_readable, c->n };
-	uint64_t rlen = 0, wlen = 0, dlen;
+	/* The chain's two byte streams: device-readable, then device-writable. */
+	const struct iovec *rd = c->iov, *wr = c->iov + c->n_readable;
+	unsigned nrd = c->n_readable, nwr = c->n - c->n_readable;
+	uint64_t rlen, wlen, dlen;
 	uint8_t hdr[BLK_REQ_HDR_BYTES];
 	uint8_t st = VIRTIO_BLK_S_IOERR;
-	unsigned i;
+	int niov;
 
 	*used_len = 0;
+	req->status = NULL;
 	/* No writable buffer, or a zero-length one anywhere (the status byte
 	 * might be the empty one): nothing to write the status to. */
-	if (c->n_readable >= c->n || c->has_empty)
+	if (nwr == 0 || c->has_empty)
 		return BLK_REQ_NO_STATUS;
-	for (i = 0; i < c->n; i++) {
-		if (i < c->n_readable)
-			rlen += c->buf[i].len;
-		else
-			wlen += c->buf[i].len;
-	}
+	rlen = iov_len(rd, nrd);
+	wlen = iov_len(wr, nwr);
 	/* The status byte: last byte of the last writable buffer. */
-	req->status = (uint8_t *)c->buf[c->n - 1].host + c->buf[c->n - 1].len - 1;
+	req->status = (uint8_t *)c->iov[c->n - 1].iov_base + c->iov[c->n - 1].iov_len - 1;
 	wlen -= 1;
 	*used_len = 1;
 
 	if (rlen < BLK_REQ_HDR_BYTES)
 		goto done;
 	/* Copy the header once; the guest may rewrite it meanwhile. */
-	span_copy(c, rd, 0, hdr, sizeof(hdr), false);
+	iov_read(rd, nrd, 0, hdr, sizeof(hdr));
 	req->type = le32_load(hdr);
 	req->sector = le64_load(hdr + 8);
 	req->niov = 0;
@@ -119,8 +61,12 @@ enum blk_verdict blk_req_parse(const struct virtq_chain *c, const struct blk_req
 			goto done;
 		if (!range_ok(ctx, req->sector, dlen / BLK_SECTOR))
 			goto done;
-		if (span_iov(c, in ? wr : rd, in ? 0 : BLK_REQ_HDR_BYTES, dlen, req))
+		/* The data: a slice of the chain's iovec, no second walk. */
+		niov = in ? iov_slice(wr, nwr, 0, dlen, req->iov, BLK_SEG_MAX)
+			  : iov_slice(rd, nrd, BLK_REQ_HDR_BYTES, dlen, req->iov, BLK_SEG_MAX);
+		if (niov < 0)
 			goto done;
+		req->niov = (unsigned)niov;
 		req->len = dlen;
 		return BLK_REQ_SUBMIT;
 	}
@@ -133,7 +79,7 @@ enum blk_verdict blk_req_parse(const struct virtq_chain *c, const struct blk_req
 		if (wlen < sizeof(id))
 			goto done;
 		memcpy(id, ctx->serial, n);
-		span_copy(c, wr, 0, id, sizeof(id), true);
+		iov_write(wr, nwr, 0, id, sizeof(id));
 		*used_len = sizeof(id) + 1;
 		st = VIRTIO_BLK_S_OK;
 		goto done;
@@ -156,7 +102,7 @@ enum blk_verdict blk_req_parse(const struct virtq_chain *c, const struct blk_req
 		if (segbytes == 0 || segbytes % BLK_DWZ_SEG_BYTES ||
 		    segbytes / BLK_DWZ_SEG_BYTES > BLK_DWZ_MAX_SEG)
 			goto done;
-		span_copy(c, rd, BLK_REQ_HDR_BYTES, seg, sizeof(seg), false);
+		iov_read(rd, nrd, BLK_REQ_HDR_BYTES, seg, sizeof(seg));
 		req->sector = le64_load(seg);
 		nsec = le32_load(seg + 8);
 		req->dwz_flags = le32_load(seg + 12);
@@ -177,7 +123,6 @@ enum blk_verdict blk_req_parse(const struct virtq_chain *c, const struct blk_req
 	}
 
 done:
-	*req->status = st;
 	*status_out = st;
 	return BLK_REQ_DONE;
 }

@@ -40,7 +40,8 @@ struct blk_req_ctx {
 struct blk_req {
 	uint32_t type;
 	uint64_t sector;           /* from the header copy */
-	uint8_t *status;           /* host pointer of the status byte */
+	uint8_t *status;           /* host pointer of the status byte (NULL: none);
+				    * written when the request completes */
 	uint64_t len;              /* IN/OUT: data bytes; DISCARD/WZ: range bytes */
 	uint32_t dwz_flags;        /* DISCARD/WZ segment flags */
 	unsigned niov;
@@ -53,8 +54,11 @@ enum blk_verdict {
 	BLK_REQ_NO_STATUS,         /* no device-writable byte for a status: used len 0 */
 };
 
-/* Validate the chain. On BLK_REQ_DONE *status_out holds the status written
- * and *used_len the bytes written to the guest (GET_ID id + status, or 1). */
+/* Validate the chain; touches no guest memory but to copy the header (and
+ * discard/write-zeroes segment) out and, for GET_ID, the id in. On
+ * BLK_REQ_DONE *status_out holds the status to complete with and *used_len
+ * the bytes written to the guest (GET_ID id + status, or 1); the caller
+ * writes the status byte (req->status) when it completes the request. */
 enum blk_verdict blk_req_parse(const struct virtq_chain *c, const struct blk_req_ctx *ctx,
 			       struct blk_req *req, uint8_t *status_out, uint32_t *used_len);
 

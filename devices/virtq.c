@@ -151,10 +151,8 @@ static int chain_add(struct virtq *vq, struct virtq_chain *c, uint64_t addr,
 	c->total_len += len;
 	if (c->total_len > (1ULL << 32))
 		return -EINVAL;
-	c->buf[c->n].host = host;
-	c->buf[c->n].gpa = addr;
-	c->buf[c->n].len = len;
-	c->buf[c->n].writable = writable;
+	c->iov[c->n].iov_base = host;
+	c->iov[c->n].iov_len = len;
 	c->n++;
 	if (!writable)
 		c->n_readable = c->n;

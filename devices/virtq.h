@@ -16,6 +16,7 @@
 
 #include <stdbool.h>
 #include <stdint.h>
+#include <sys/uio.h>
 
 #include <linux/virtio_ring.h>
 
@@ -43,20 +44,12 @@
 #define VIRTQ_PACKED_DESC_BYTES(n) (16ULL * (n))
 #define VIRTQ_PACKED_EVENT_BYTES   4ULL
 
-/* One guest buffer, already gmem_ptr-checked: host points at len bytes of
- * guest RAM (wholly inside one RAM region). */
-struct virtq_buf {
-	void *host;
-	uint64_t gpa;
-	uint32_t len;
-	bool writable;
-};
-
 struct virtq_chain {
 	uint16_t head;                  /* id to hand back to virtq_push (split: head
 					 * descriptor index; packed: buffer id) */
 	unsigned n;                     /* number of buffers */
-	unsigned n_readable;            /* buf[0..n_readable) readable, then writable */
+	unsigned n_readable;            /* iov[0..n_readable) device-readable, the
+					 * rest device-writable (§2.7.4.2 order) */
 	uint64_t total_len;             /* sum of len, <= 2^32 */
 	/* A buffer of length 0 (host NULL) is in the chain: the chain is
 	 * well formed, so it is consumed and its head goes back to the guest,
@@ -64,7 +57,10 @@ struct virtq_chain {
 	 * length 0 and touches none of its buffers (e.g. a zero-length
 	 * virtio-blk status descriptor). */
 	bool has_empty;
-	struct virtq_buf buf[VIRTQ_MAX_CHAIN];
+	/* The chain as host memory, made once while walking the descriptors:
+	 * each entry is gmem_ptr-checked (wholly inside one RAM region), so a
+	 * device hands slices of it straight to readv/writev/io_uring. */
+	struct iovec iov[VIRTQ_MAX_CHAIN];
 };
 
 struct virtq {

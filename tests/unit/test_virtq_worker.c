@@ -34,8 +34,8 @@ static void pair_chain(struct vqw_queue *q, struct virtq_chain *c)
 	p->seen[qi] = pthread_self();
 	if (qi == RX) {
 		/* Fill the writable buffer: what a NIC's receive would do. */
-		memset(c->buf[0].host, 0x5a, c->buf[0].len);
-		vqw_push(q, c->head, c->buf[0].len);
+		memset(c->iov[0].iov_base, 0x5a, c->iov[0].iov_len);
+		vqw_push(q, c->head, (uint32_t)c->iov[0].iov_len);
 		return;
 	}
 	{
