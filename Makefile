@@ -17,6 +17,14 @@ E := $(if $(filter 1,$(V)),@true,@echo)
 
 CC      ?= cc
 SANITIZE ?=
+# The architecture: the one arch/<ARCH>/ that implements arch/arch.h (x86
+# or s390; x86_64 and s390x say the same), from the compiler's target
+# unless given.
+ARCH    ?= $(firstword $(subst -, ,$(shell $(CC) -dumpmachine)))
+override ARCH := $(patsubst x86_64,x86,$(patsubst s390x,s390,$(ARCH)))
+ifeq ($(wildcard arch/$(ARCH)/arch.c),)
+$(error ARCH=$(ARCH): no arch/$(ARCH)/arch.c; give one of: $(patsubst arch/%/arch.c,%,$(wildcard arch/*/arch.c)))
+endif
 # STATIC=1 (set by `make static`): musl-gcc, fully static, in build/static.
 STATIC  ?=
 VARIANT := $(if $(STATIC),static,$(if $(SANITIZE),san,plain))
@@ -39,12 +47,12 @@ ALL_LDFLAGS := $(LDFLAGS_SAN) $(LDFLAGS_STATIC) $(LDFLAGS)
 # Every .c under these folders is part of mvm. libmvm (the library behind
 # vmm/mvm.h) is all of it but the command line: main.c, cli.c and term.c.
 # Tests and benchmarks link every object but main.o with their own main().
-SRCS     := $(sort $(wildcard vmm/*.c devices/*.c arch/x86/*.c))
+SRCS     := $(sort $(wildcard vmm/*.c devices/*.c arch/$(ARCH)/*.c))
 MAIN_SRC := vmm/main.c
 CLI_SRCS := vmm/cli.c vmm/term.c
 LIB_SRCS := $(filter-out $(MAIN_SRC),$(SRCS))
 # Assembly: guest payloads that mvm loads (the KVM probe).
-ASM_SRCS := $(sort $(wildcard arch/x86/*.S))
+ASM_SRCS := $(sort $(wildcard arch/$(ARCH)/*.S))
 LIB_OBJS := $(LIB_SRCS:%.c=$(BUILD)/%.o) $(ASM_SRCS:%.S=$(BUILD)/%.o)
 LIBMVM_OBJS := $(filter-out $(CLI_SRCS:%.c=$(BUILD)/%.o),$(LIB_OBJS))
 CLI_OBJS := $(CLI_SRCS:%.c=$(BUILD)/%.o)
@@ -61,7 +69,9 @@ LIBDIR  ?= $(PREFIX)/lib
 INCDIR  ?= $(PREFIX)/include
 BINDIR  ?= $(PREFIX)/bin
 
-UNIT_SRCS  := $(sort $(wildcard tests/unit/test_*.c))
+# Unit tests named test_<other arch>_* test that architecture's code only.
+OTHER_ARCHES := $(filter-out $(ARCH),x86 s390)
+UNIT_SRCS  := $(filter-out $(foreach a,$(OTHER_ARCHES),tests/unit/test_$(a)_%.c),$(sort $(wildcard tests/unit/test_*.c)))
 UNIT_BINS  := $(UNIT_SRCS:%.c=$(BUILD)/%)
 CHECK_OBJ  := $(BUILD)/tests/unit/check.o
 BENCH_SRCS := $(sort $(wildcard tests/bench/*.c))

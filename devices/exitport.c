@@ -1,10 +1,7 @@
 #include "devices/exitport.h"
 #include "vmm/vm.h"
-#include "arch/x86/layout.h"
 
 #include <string.h>
-
-#define EXITPORT_POST 0x80
 
 static void exitport_read(void *opaque, uint64_t off, uint8_t *data, unsigned len)
 {
@@ -40,15 +37,15 @@ const struct io_ops exitport_sink_ops = {
 	.write = exitport_sink_write,
 };
 
-int exitport_create(struct vm *vm)
+int exitport_create(struct vm *vm, uint16_t port, uint16_t sink_port)
 {
 	int ret;
 
-	ret = iobus_register(&vm->pio, X86_MVM_EXIT_PORT, 1, &exitport_io_ops, vm);
+	ret = iobus_register(&vm->pio, port, 1, &exitport_io_ops, vm);
 	if (ret)
 		return ret;
-	ret = iobus_register(&vm->pio, EXITPORT_POST, 1, &exitport_sink_ops, vm);
+	ret = iobus_register(&vm->pio, sink_port, 1, &exitport_sink_ops, vm);
 	if (ret)
-		iobus_unregister(&vm->pio, X86_MVM_EXIT_PORT, vm);
+		iobus_unregister(&vm->pio, port, vm);
 	return ret;
 }

@@ -1,7 +1,6 @@
 #include "devices/i8042.h"
 #include "vmm/util.h"
 #include "vmm/vm.h"
-#include "arch/x86/layout.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -157,7 +156,7 @@ static void i8042_destroy(void *dev)
 {
 	struct i8042 *k = dev;
 
-	iobus_unregister(&k->vm->pio, X86_I8042_DATA_PORT, k);
+	iobus_unregister(&k->vm->pio, k->port, k);
 	pthread_mutex_destroy(&k->lock);
 	free(k);
 }
@@ -169,7 +168,7 @@ static const struct vm_device_ops i8042_vm_ops = {
 	.destroy = i8042_destroy,
 };
 
-int i8042_create(struct vm *vm)
+int i8042_create(struct vm *vm, uint16_t port)
 {
 	struct i8042 *k = calloc(1, sizeof(*k));
 	int ret;
@@ -179,9 +178,10 @@ int i8042_create(struct vm *vm)
 	ret = i8042_init(k, vm);
 	if (ret)
 		goto free_k;
+	k->port = port;
 	/* One range 0x60-0x64; 0x61 (port B) is KVM's PIT speaker port,
 	 * handled in the kernel before it reaches us. */
-	ret = iobus_register(&vm->pio, X86_I8042_DATA_PORT, 5, &i8042_io_ops, k);
+	ret = iobus_register(&vm->pio, port, 5, &i8042_io_ops, k);
 	if (ret)
 		goto destroy_lock;
 	ret = vm_add_device(vm, &i8042_vm_ops, k);
@@ -189,7 +189,7 @@ int i8042_create(struct vm *vm)
 		goto unregister;
 	return 0;
 unregister:
-	iobus_unregister(&vm->pio, X86_I8042_DATA_PORT, k);
+	iobus_unregister(&vm->pio, port, k);
 destroy_lock:
 	pthread_mutex_destroy(&k->lock);
 free_k:

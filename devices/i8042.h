@@ -30,13 +30,15 @@ struct i8042 {
 	unsigned out_head, out_count;
 	bool irq_level;
 	bool reset;            /* set when the guest pulsed the reset line */
+	uint16_t port;         /* i8042_create's data port */
 };
 
 extern const struct io_ops i8042_io_ops;
 
 /* vm may be NULL (unit tests): then the reset is only recorded in ->reset. */
 int i8042_init(struct i8042 *k, struct vm *vm);
-/* Ports 0x60 and 0x64 on the VM, registered for teardown. */
-int i8042_create(struct vm *vm);
+/* Ports port..port+4 on the VM (x86: 0x60, command port 0x64), registered
+ * for teardown. */
+int i8042_create(struct vm *vm, uint16_t port);
 
 #endif

@@ -5,7 +5,7 @@
 #include <inttypes.h>
 #include <string.h>
 
-#include "arch/x86/layout.h"
+#include "arch/arch.h"
 #include "vmm/byteorder.h"
 #include "vmm/util.h"
 #include "vmm/vm.h"
@@ -375,7 +375,7 @@ const struct io_ops pci_conf1_data_ops = { conf1_data_read, conf1_data_write };
 
 unsigned pci_intx_pin(unsigned slot)
 {
-	return X86_PCI_INTX_BASE + slot % 4;
+	return arch_layout.pci_intx_base + slot % 4;
 }
 
 int pci_bus_init(struct pci_bus *bus, struct vm *vm)
@@ -384,7 +384,7 @@ int pci_bus_init(struct pci_bus *bus, struct vm *vm)
 
 	memset(bus, 0, sizeof(*bus));
 	bus->vm = vm;
-	bus->mmio_next = X86_PCI_MMIO32_BASE;
+	bus->mmio_next = arch_layout.pci_mmio_base;
 	ret = -pthread_mutex_init(&bus->lock, NULL);
 	if (ret)
 		return ret;
@@ -440,7 +440,7 @@ int pci_bus_add(struct pci_bus *bus, struct pci_dev *pd)
 		if (!size)
 			continue;
 		at = ALIGN_UP(next, size);
-		if (at + size > X86_PCI_MMIO32_END || at + size < at)
+		if (at + size > arch_layout.pci_mmio_end || at + size < at)
 			goto unlock;
 		next = at + size;
 	}

@@ -13,7 +13,7 @@
  * BARs: memory BARs only (32-bit or 64-bit, optionally prefetchable), power
  * of two sized, sized by the guest with the usual all-ones write (the write
  * mask makes the size bits read back as zero). mvm acts as the firmware and
- * places every BAR in [X86_PCI_MMIO32_BASE, X86_PCI_MMIO32_END) when the
+ * places every BAR in [arch_layout.pci_mmio_base, pci_mmio_end) when the
  * device is added; the guest may move them. A BAR's range is registered on
  * vm->mmio only while memory decode is enabled in the command register, and
  * is re-registered when the guest moves it. A BAR placed over guest RAM, over
@@ -156,7 +156,7 @@ uint64_t pci_bar_addr(const struct pci_dev *pd, unsigned bar);
 /* The conf1 port handlers, exposed for tests (opaque = bus). */
 extern const struct io_ops pci_conf1_addr_ops, pci_conf1_data_ops;
 
-/* IOAPIC pin of a bus-0 device's INTA#: X86_PCI_INTX_BASE + slot % 4. */
+/* IOAPIC pin of a bus-0 device's INTA#: arch_layout.pci_intx_base + slot % 4. */
 unsigned pci_intx_pin(unsigned slot);
 
 #endif

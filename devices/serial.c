@@ -4,7 +4,6 @@
 #include "devices/serial.h"
 #include "vmm/util.h"
 #include "vmm/vm.h"
-#include "arch/x86/layout.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -254,13 +253,15 @@ size_t serial_rx_push(struct serial *s, const uint8_t *buf, size_t len)
 struct serial_vm {
 	struct serial s;
 	struct vm *vm;
+	uint16_t port;          /* base I/O port (8 registers) */
+	unsigned irq;           /* interrupt line */
 };
 
 static void serial_vm_set_irq(void *opaque, bool level)
 {
 	struct serial_vm *sv = opaque;
 
-	vm_irq_line(sv->vm, X86_COM1_IRQ, level);
+	vm_irq_line(sv->vm, sv->irq, level);
 }
 
 static void serial_vm_stop(void *dev)
@@ -273,7 +274,7 @@ static void serial_vm_stats(void *dev, FILE *out)
 	struct serial_vm *sv = dev;
 
 	fprintf(out, "{\"kind\":\"serial\",\"port\":%d,\"tx_bytes\":%llu,\"rx_bytes\":%llu}",
-		X86_COM1_PORT, (unsigned long long)sv->s.tx_bytes,
+		sv->port, (unsigned long long)sv->s.tx_bytes,
 		(unsigned long long)sv->s.rx_bytes);
 }
 
@@ -281,7 +282,7 @@ static void serial_vm_destroy(void *dev)
 {
 	struct serial_vm *sv = dev;
 
-	iobus_unregister(&sv->vm->pio, X86_COM1_PORT, &sv->s);
+	iobus_unregister(&sv->vm->pio, sv->port, &sv->s);
 	serial_fini(&sv->s);
 	free(sv);
 }
@@ -293,7 +294,7 @@ static const struct vm_device_ops serial_vm_ops = {
 	.destroy = serial_vm_destroy,
 };
 
-int serial_create(struct vm *vm, int out_fd, struct serial **out)
+int serial_create(struct vm *vm, uint16_t port, unsigned irq, int out_fd, struct serial **out)
 {
 	struct serial_vm *sv;
 	int ret;
@@ -302,10 +303,12 @@ int serial_create(struct vm *vm, int out_fd, struct serial **out)
 	if (!sv)
 		return -ENOMEM;
 	sv->vm = vm;
+	sv->port = port;
+	sv->irq = irq;
 	ret = serial_init(&sv->s, out_fd, serial_vm_set_irq, sv);
 	if (ret)
 		goto free_sv;
-	ret = iobus_register(&vm->pio, X86_COM1_PORT, 8, &serial_io_ops, &sv->s);
+	ret = iobus_register(&vm->pio, port, 8, &serial_io_ops, &sv->s);
 	if (ret)
 		goto fini;
 	ret = vm_add_device(vm, &serial_vm_ops, sv);
@@ -314,7 +317,7 @@ int serial_create(struct vm *vm, int out_fd, struct serial **out)
 	*out = &sv->s;
 	return 0;
 unregister:
-	iobus_unregister(&vm->pio, X86_COM1_PORT, &sv->s);
+	iobus_unregister(&vm->pio, port, &sv->s);
 fini:
 	serial_fini(&sv->s);
 free_sv:

@@ -101,8 +101,9 @@ unsigned serial_rx_room(struct serial *s);
 /* Queue received bytes; returns how many were taken. */
 size_t serial_rx_push(struct serial *s, const uint8_t *buf, size_t len);
 
-/* COM1 on the VM: I/O ports 0x3f8-0x3ff, IRQ 4 via KVM_IRQ_LINE, registered
- * with the VM for stats/teardown. */
-int serial_create(struct vm *vm, int out_fd, struct serial **out);
+/* A UART on the VM at I/O ports port..port+7, interrupt line irq via
+ * KVM_IRQ_LINE (x86 COM1: 0x3f8, 4), registered with the VM for
+ * stats/teardown. */
+int serial_create(struct vm *vm, uint16_t port, unsigned irq, int out_fd, struct serial **out);
 
 #endif

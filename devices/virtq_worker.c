@@ -11,6 +11,7 @@
  *      each (virtq_publish decides, honouring EVENT_IDX);
  *   4. one io_uring_enter that submits everything and waits. */
 #include "devices/virtq_worker.h"
+#include "arch/arch.h"
 #include "vmm/log.h"
 #include "vmm/util.h"
 
@@ -220,7 +221,7 @@ static bool poll_rings(struct vqw *w)
 			found = !w->q[i].broken && virtq_has_work(w->q[i].vq);
 		if (found)
 			break;
-		__builtin_ia32_pause();
+		arch_cpu_relax();
 	} while (now_ns() < deadline);
 	for (i = 0; i < w->nq; i++) {
 		if (w->q[i].broken)

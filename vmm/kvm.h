@@ -11,8 +11,9 @@
 
 #include "vmm/vm.h"
 
-/* GSIs 0..23 are the IOAPIC pins (0..15 also the PICs); MSI routes use
- * KVM_MSI_GSI_FIRST.. up to KVM_MSI_GSI_END (exclusive). */
+/* GSIs below arch_irq_pins() are the interrupt controller's pins (x86:
+ * 0..23 the IOAPIC, 0..15 also the PICs); MSI routes use KVM_MSI_GSI_FIRST..
+ * up to KVM_MSI_GSI_END (exclusive). */
 #define KVM_MSI_GSI_FIRST 24
 #define KVM_MSI_GSI_END   1024
 
@@ -39,7 +40,7 @@ struct kvm_state {
 
 	size_t vcpu_mmap_size;
 	unsigned max_vcpus;
-	struct kvm_cpuid2 *cpuid;   /* KVM_GET_SUPPORTED_CPUID */
+	void *arch_state;           /* arch_vm_init's (x86: supported CPUID) */
 };
 
 /* Set up struct vm without KVM (buses, allocators, stop eventfd, routing
@@ -54,8 +55,9 @@ int kvm_open(char *err, size_t errlen);
 /* Most vCPUs this KVM supports (KVM_CAP_MAX_VCPUS, else NR_VCPUS). */
 unsigned kvm_max_vcpus(int kvm_fd);
 
-/* Create the VM on kvm_fd (taken over): TSS, identity map, irqchip, PIT,
- * GSI routing, guest RAM, supported CPUID. 0 or -errno + message. */
+/* Create the VM on kvm_fd (taken over): arch_vm_init (x86: TSS, identity
+ * map, irqchip, PIT, supported CPUID), GSI routing, guest RAM. 0 or
+ * -errno + message. */
 int kvm_vm_create(struct vm *vm, int kvm_fd, uint64_t mem, unsigned ncpus,
 		  char *err, size_t errlen);
 

@@ -1,5 +1,5 @@
 /* libmvm: the public API (vmm/mvm.h) over the VM runtime, the devices and
- * the x86 boot code. A struct mvm owns everything of one VM; nothing here
+ * the architecture's boot code (arch/arch.h). A struct mvm owns everything of one VM; nothing here
  * is process-wide except the kick signal's handler (see mvm.h).
  *
  * Lifecycle (state, under vm->lock where two threads may race):
@@ -19,11 +19,8 @@
 #include "vmm/log.h"
 #include "vmm/util.h"
 #include "vmm/vcpu.h"
-#include "arch/x86/boot.h"
-#include "arch/x86/layout.h"
+#include "arch/arch.h"
 #include "devices/blk_image.h"
-#include "devices/exitport.h"
-#include "devices/i8042.h"
 #include "devices/pci.h"
 #include "devices/serial.h"
 #include "devices/virtio_blk.h"
@@ -56,6 +53,10 @@ struct mvm_disk_slot {
 	struct virtio_dev *dev;        /* from mvm_start; the VM owns it */
 };
 
+/* Room for the composed kernel command line; the kernel's own limit is
+ * checked by arch_boot_check/arch_boot_load. */
+#define MVM_CMDLINE_MAX 65536
+
 struct mvm {
 	struct mvm_config cfg;         /* copy; its strings point into ours */
 	char *kernel, *initrd, *cmdline;
@@ -70,6 +71,7 @@ struct mvm {
 	struct pci_bus pci;
 	bool pci_up;
 	struct serial *uart;
+	struct arch_boot *boot;        /* how the vCPUs start (arch_boot_load) */
 	struct vcpu *vcpus;
 	unsigned nvcpus;               /* created */
 	bool threads_stopped;          /* mvm_stop_threads ran: devices stopped */
@@ -87,7 +89,7 @@ struct mvm {
 	pthread_mutex_t lock;          /* mvm_wait/mvm_destroy: joining */
 	bool joined;
 	struct mvm_exit exit;          /* written by the control thread before wait_efd */
-	char cmdline_buf[X86_CMDLINE_MAX];
+	char cmdline_buf[MVM_CMDLINE_MAX];
 };
 
 /* The caller's log callback behind the library's sink. */
@@ -153,9 +155,9 @@ static int mvm_check_config(const struct mvm_config *cfg, char *err, size_t errl
 	if (!cfg->kernel || !*cfg->kernel)
 		return err_set(err, errlen, -EINVAL, "kernel: not set; give a bzImage or an ELF "
 			       "vmlinux with a PVH note");
-	if (cfg->cpus < 1 || cfg->cpus > MVM_MAX_CPUS)
+	if (cfg->cpus < 1 || cfg->cpus > MIN(MVM_MAX_CPUS, arch_layout.max_vcpus))
 		return err_set(err, errlen, -EINVAL, "cpus %u: out of range; give 1 to %u",
-			       cfg->cpus, MVM_MAX_CPUS);
+			       cfg->cpus, MIN(MVM_MAX_CPUS, arch_layout.max_vcpus));
 	if (cfg->mem < MVM_MIN_MEM || cfg->mem % 4096)
 		return err_set(err, errlen, -EINVAL, "mem %llu bytes: give at least 16 MiB, a "
 			       "multiple of 4 KiB", (unsigned long long)cfg->mem);
@@ -195,7 +197,7 @@ static char *mvm_strdup(const char *s, bool *oom)
 
 int mvm_create(const struct mvm_config *cfg, struct mvm **out, char *err, size_t errlen)
 {
-	struct x86_boot_cfg bcfg;
+	struct arch_boot_cfg bcfg;
 	struct mvm *m;
 	bool oom = false;
 	int ret;
@@ -235,11 +237,11 @@ int mvm_create(const struct mvm_config *cfg, struct mvm **out, char *err, size_t
 		return err_set(err, errlen, -ENOSPC, "cmdline: too long (%zu bytes); shorten it",
 			       strlen(cfg->cmdline));
 	}
-	bcfg = (struct x86_boot_cfg){
+	bcfg = (struct arch_boot_cfg){
 		.kernel_path = m->kernel, .initrd_path = m->initrd, .cmdline = m->cmdline_buf,
 		.mem_size = cfg->mem, .ncpus = cfg->cpus,
 	};
-	ret = x86_boot_check(&bcfg, err, errlen);
+	ret = arch_boot_check(&bcfg, err, errlen);
 	if (ret) {
 		mvm_destroy(m);
 		return ret;
@@ -443,8 +445,7 @@ static void *mvm_control(void *arg)
 
 int mvm_start(struct mvm *m, char *err, size_t errlen)
 {
-	struct x86_boot_cfg bcfg;
-	struct x86_boot_info info;
+	struct arch_boot_cfg bcfg;
 	int expected = MVM_CREATED, kvm_fd, ret;
 	unsigned i, started = 0, max;
 
@@ -472,13 +473,9 @@ int mvm_start(struct mvm *m, char *err, size_t errlen)
 	if (m->wait_efd < 0)
 		return err_set(err, errlen, -errno, "eventfd: %s", strerror(errno));
 
-	ret = serial_create(&m->vm, m->cfg.console_out, &m->uart);
-	if (!ret)
-		ret = i8042_create(&m->vm);
-	if (!ret)
-		ret = exitport_create(&m->vm);
+	ret = arch_board_create(&m->vm, m->cfg.console_out, &m->uart);
 	if (ret)
-		return err_set(err, errlen, ret, "legacy devices: %s", strerror(-ret));
+		return err_set(err, errlen, ret, "board devices: %s", strerror(-ret));
 	if (m->cfg.console_fn)
 		serial_set_output(m->uart, mvm_console_out, m);
 	ret = mvm_attach_disks(m, err, errlen);
@@ -489,13 +486,13 @@ int mvm_start(struct mvm *m, char *err, size_t errlen)
 			       sizeof(m->cmdline_buf)))
 		return err_set(err, errlen, -ENOSPC, "cmdline: too long with the devices' "
 			       "parameters; shorten it");
-	bcfg = (struct x86_boot_cfg){
+	bcfg = (struct arch_boot_cfg){
 		.kernel_path = m->kernel, .initrd_path = m->initrd, .cmdline = m->cmdline_buf,
 		.mem_size = m->cfg.mem, .ncpus = m->cfg.cpus,
 	};
-	/* x86_boot_load checks the kernel against the final command line
+	/* arch_boot_load checks the kernel against the final command line
 	 * (mvm_create checked everything else already). */
-	ret = x86_boot_load(&m->vm.mem, &bcfg, &info, err, errlen);
+	ret = arch_boot_load(&m->vm, &bcfg, &m->boot, err, errlen);
 	if (ret)
 		return ret;
 
@@ -508,8 +505,7 @@ int mvm_start(struct mvm *m, char *err, size_t errlen)
 			return err_set(err, errlen, ret, "vCPU %u: KVM_CREATE_VCPU: %s", i,
 				       strerror(-ret));
 		m->nvcpus++;
-		ret = x86_vcpu_init(m->vcpus[i].fd, i, m->cfg.cpus, vm_kvm(&m->vm)->cpuid, &info,
-				    err, errlen);
+		ret = arch_vcpu_init(&m->vcpus[i], m->cfg.cpus, m->boot, err, errlen);
 		if (ret)
 			return ret;
 	}
@@ -712,6 +708,7 @@ void mvm_destroy(struct mvm *m)
 	for (i = 0; i < m->nvcpus; i++)
 		vcpu_destroy(&m->vcpus[i]);
 	free(m->vcpus);
+	arch_boot_free(m->boot);
 	/* Images of disks that never became devices (no start, or a start
 	 * that failed before them). */
 	for (i = 0; i < m->ndisks; i++)

@@ -3,7 +3,7 @@
  * request. */
 #include "vmm/kvm.h"
 #include "vmm/util.h"
-#include "arch/x86/layout.h"
+#include "arch/arch.h"
 
 #include <errno.h>
 #include <signal.h>
@@ -15,8 +15,6 @@
 #include <sys/eventfd.h>
 #include <sys/ioctl.h>
 #include <unistd.h>
-
-static const unsigned vm_virtio_irqs[] = X86_VIRTIO_IRQS;
 
 __attribute__((format(printf, 3, 4)))
 static int vm_err(char *err, size_t errlen, const char *fmt, ...)
@@ -88,7 +86,7 @@ void vm_fini(struct vm *vm)
 		iobus_destroy(&vm->pio);
 		pthread_mutex_destroy(&ks->route_lock);
 		close(ks->stop_efd);
-		free(ks->cpuid);
+		arch_vm_fini(ks->arch_state);
 		free(ks);
 	}
 	vm->arch = NULL;
@@ -97,18 +95,15 @@ void vm_fini(struct vm *vm)
 
 int kvm_open(char *err, size_t errlen)
 {
-	static const struct { int cap; const char *name; } caps[] = {
-		{ KVM_CAP_IRQCHIP, "IRQCHIP" },
+	static const struct arch_kvm_cap caps[] = {
 		{ KVM_CAP_IOEVENTFD, "IOEVENTFD" },
 		{ KVM_CAP_IRQFD, "IRQFD" },
 		{ KVM_CAP_USER_MEMORY, "USER_MEMORY" },
-		{ KVM_CAP_SET_TSS_ADDR, "SET_TSS_ADDR" },
-		{ KVM_CAP_SET_IDENTITY_MAP_ADDR, "SET_IDENTITY_MAP_ADDR" },
-		{ KVM_CAP_PIT2, "PIT2" },
 		{ KVM_CAP_IRQ_ROUTING, "IRQ_ROUTING" },
-		{ KVM_CAP_EXT_CPUID, "EXT_CPUID" },
 		{ KVM_CAP_IMMEDIATE_EXIT, "IMMEDIATE_EXIT" },
+		{ 0, NULL },
 	};
+	const struct arch_kvm_cap *lists[] = { caps, arch_kvm_caps }, *c;
 	unsigned i;
 	int fd, v;
 
@@ -129,12 +124,14 @@ int kvm_open(char *err, size_t errlen)
 		close(fd);
 		return -ENOTSUP;
 	}
-	for (i = 0; i < ARRAY_SIZE(caps); i++) {
-		if (ioctl(fd, KVM_CHECK_EXTENSION, caps[i].cap) <= 0) {
-			snprintf(err, errlen, "KVM on this host lacks KVM_CAP_%s, which mvm needs",
-				 caps[i].name);
-			close(fd);
-			return -ENOTSUP;
+	for (i = 0; i < ARRAY_SIZE(lists); i++) {
+		for (c = lists[i]; c->name; c++) {
+			if (ioctl(fd, KVM_CHECK_EXTENSION, c->cap) <= 0) {
+				snprintf(err, errlen, "KVM on this host lacks KVM_CAP_%s, which "
+					 "mvm needs", c->name);
+				close(fd);
+				return -ENOTSUP;
+			}
 		}
 	}
 	return fd;
@@ -154,27 +151,9 @@ unsigned kvm_max_vcpus(int kvm_fd)
 unsigned kvm_build_routes(const struct kvm_state *ks, struct kvm_irq_routing_entry *r,
 			  unsigned cap)
 {
-	unsigned n = 0, i;
+	unsigned n, i;
 
-#define KVM_ADD_ROUTE(g, chip, p)                                           \
-	do {                                                                \
-		if (n < cap) {                                              \
-			memset(&r[n], 0, sizeof(r[n]));                     \
-			r[n].gsi = (g);                                     \
-			r[n].type = KVM_IRQ_ROUTING_IRQCHIP;                \
-			r[n].u.irqchip.irqchip = (chip);                    \
-			r[n].u.irqchip.pin = (p);                           \
-		}                                                           \
-		n++;                                                        \
-	} while (0)
-	/* KVM's default wiring, which the MP table describes (ISA IRQ n ->
-	 * IOAPIC pin n, the PIT on GSI 0 -> pin 0): GSI 0-15 reach the PICs,
-	 * GSI 0-23 the IOAPIC pin of the same number. */
-	for (i = 0; i < 16; i++)
-		KVM_ADD_ROUTE(i, i < 8 ? KVM_IRQCHIP_PIC_MASTER : KVM_IRQCHIP_PIC_SLAVE, i % 8);
-	for (i = 0; i < X86_IOAPIC_PINS; i++)
-		KVM_ADD_ROUTE(i, KVM_IRQCHIP_IOAPIC, i);
-#undef KVM_ADD_ROUTE
+	n = arch_irq_routes(r, cap);
 	for (i = 0; i < ARRAY_SIZE(ks->msi); i++) {
 		if (!ks->msi[i].active)
 			continue;
@@ -210,32 +189,9 @@ static int kvm_set_routes(struct vm *vm)
 	return ret;
 }
 
-static int kvm_get_cpuid(struct vm *vm)
-{
-	struct kvm_state *ks = vm_kvm(vm);
-	unsigned nent = 128;
-
-	for (;;) {
-		struct kvm_cpuid2 *c = calloc(1, sizeof(*c) + nent * sizeof(c->entries[0]));
-		if (!c)
-			return -ENOMEM;
-		c->nent = nent;
-		if (ioctl(vm->kvm_fd, KVM_GET_SUPPORTED_CPUID, c) == 0) {
-			ks->cpuid = c;
-			return 0;
-		}
-		free(c);
-		if (errno != E2BIG || nent >= 4096)
-			return -errno;
-		nent *= 2;
-	}
-}
-
 int kvm_vm_create(struct vm *vm, int kvm_fd, uint64_t mem, unsigned ncpus,
 		  char *err, size_t errlen)
 {
-	struct kvm_pit_config pit = { .flags = KVM_PIT_SPEAKER_DUMMY };
-	uint64_t idmap = X86_KVM_IDMAP_ADDR;
 	struct kvm_state *ks;
 	unsigned i;
 	int ret, n;
@@ -262,23 +218,9 @@ int kvm_vm_create(struct vm *vm, int kvm_fd, uint64_t mem, unsigned ncpus,
 		ret = vm_err(err, errlen, "KVM_CREATE_VM: %s", strerror(errno));
 		goto fini;
 	}
-	/* Both must precede vCPU creation (Intel needs them for real mode). */
-	if (ioctl(vm->vm_fd, KVM_SET_TSS_ADDR, (unsigned long)X86_KVM_TSS_ADDR) < 0) {
-		ret = vm_err(err, errlen, "KVM_SET_TSS_ADDR: %s", strerror(errno));
+	ret = arch_vm_init(vm, &ks->arch_state, err, errlen);
+	if (ret)
 		goto fini;
-	}
-	if (ioctl(vm->vm_fd, KVM_SET_IDENTITY_MAP_ADDR, &idmap) < 0) {
-		ret = vm_err(err, errlen, "KVM_SET_IDENTITY_MAP_ADDR: %s", strerror(errno));
-		goto fini;
-	}
-	if (ioctl(vm->vm_fd, KVM_CREATE_IRQCHIP, 0) < 0) {
-		ret = vm_err(err, errlen, "KVM_CREATE_IRQCHIP: %s", strerror(errno));
-		goto fini;
-	}
-	if (ioctl(vm->vm_fd, KVM_CREATE_PIT2, &pit) < 0) {
-		ret = vm_err(err, errlen, "KVM_CREATE_PIT2: %s", strerror(errno));
-		goto fini;
-	}
 	pthread_mutex_lock(&ks->route_lock);
 	ret = kvm_set_routes(vm);
 	pthread_mutex_unlock(&ks->route_lock);
@@ -287,7 +229,7 @@ int kvm_vm_create(struct vm *vm, int kvm_fd, uint64_t mem, unsigned ncpus,
 		ret = vm_err(err, errlen, "KVM_SET_GSI_ROUTING: %s", strerror(-ret));
 		goto fini;
 	}
-	ret = gmem_map(&vm->mem, mem, X86_MMIO_HOLE_START);
+	ret = gmem_map(&vm->mem, mem, arch_layout.ram_hole);
 	if (ret) {
 		errno = -ret;
 		ret = vm_err(err, errlen, "guest RAM of %llu MiB: %s; give a smaller --mem",
@@ -307,12 +249,6 @@ int kvm_vm_create(struct vm *vm, int kvm_fd, uint64_t mem, unsigned ncpus,
 				     (unsigned long long)r.memory_size, strerror(errno));
 			goto fini;
 		}
-	}
-	ret = kvm_get_cpuid(vm);
-	if (ret) {
-		errno = -ret;
-		ret = vm_err(err, errlen, "KVM_GET_SUPPORTED_CPUID: %s", strerror(-ret));
-		goto fini;
 	}
 	return 0;
 fini:
@@ -362,17 +298,17 @@ int vm_irq_line(struct vm *vm, unsigned gsi, bool level)
 
 int vm_alloc_irq(struct vm *vm, unsigned *gsi)
 {
-	if (vm->next_virtio_irq >= ARRAY_SIZE(vm_virtio_irqs))
+	if (vm->next_virtio_irq >= arch_layout.nvirtio_irqs)
 		return -ENOSPC;
-	*gsi = vm_virtio_irqs[vm->next_virtio_irq++];
+	*gsi = arch_layout.virtio_irqs[vm->next_virtio_irq++];
 	return 0;
 }
 
 int vm_alloc_virtio_mmio(struct vm *vm, uint64_t *base)
 {
-	if (vm->next_virtio_mmio >= X86_VIRTIO_MMIO_MAX)
+	if (vm->next_virtio_mmio >= arch_layout.virtio_mmio_max)
 		return -ENOSPC;
-	*base = X86_VIRTIO_MMIO_BASE + vm->next_virtio_mmio++ * X86_VIRTIO_MMIO_SIZE;
+	*base = arch_layout.virtio_mmio_base + vm->next_virtio_mmio++ * arch_layout.virtio_mmio_size;
 	return 0;
 }
 
@@ -489,7 +425,7 @@ int vm_compose_cmdline(const char *extra, const char *user, char *out, size_t le
 
 	while (extra && *extra == ' ')
 		extra++;
-	n = snprintf(out, len, "%s%s%s%s%s", VM_BASE_CMDLINE,
+	n = snprintf(out, len, "%s%s%s%s%s", arch_layout.base_cmdline,
 		     extra && *extra ? " " : "", extra ? extra : "",
 		     user && *user ? " " : "", user ? user : "");
 	if (n < 0 || (size_t)n >= len)

@@ -40,7 +40,7 @@ struct vm {
 	char cmdline_extra[4096];
 	size_t cmdline_extra_len;
 
-	unsigned next_virtio_irq;     /* index into X86_VIRTIO_IRQS */
+	unsigned next_virtio_irq;     /* index into arch_layout.virtio_irqs */
 	unsigned next_virtio_mmio;    /* index of the next free virtio-mmio slot */
 	unsigned next_gsi;            /* next free GSI for MSI routes */
 
@@ -101,15 +101,7 @@ int vm_msi_route(struct vm *vm, unsigned gsi, uint64_t addr, uint32_t data, bool
 __attribute__((format(printf, 2, 3)))
 int vm_cmdline_append(struct vm *vm, const char *fmt, ...);
 
-/* Kernel parameters mvm always passes (a lean guest without ACPI): serial
- * console, reboot through the i8042 (the VM ends with status 0), no PS/2
- * mouse/mux/PnP probing, no timer check (slow under nested
- * virtualization). Device fragments follow, the user's part comes last so
- * it can override. */
-#define VM_BASE_CMDLINE "console=ttyS0 reboot=k panic=-1 i8042.noaux i8042.nomux " \
-	"i8042.nopnp i8042.dumbkbd no_timer_check"
-
-/* VM_BASE_CMDLINE + " " + extra (device fragments, may be empty/NULL) +
+/* arch_layout.base_cmdline + " " + extra (device fragments, may be empty/NULL) +
  * " " + user (may be NULL). 0, or -ENOSPC when it does not fit in len. */
 int vm_compose_cmdline(const char *extra, const char *user, char *out, size_t len);
 

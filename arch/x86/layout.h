@@ -44,6 +44,7 @@
 /* mvm exit port: the guest writes one byte, its exit status, with
  * `outb status, $0x501`; mvm then exits with that status. */
 #define X86_MVM_EXIT_PORT    0x501
+#define X86_POST_PORT        0x80         /* Linux's I/O delay writes */
 
 /* IOAPIC pins for virtio-mmio devices (edge), in order of creation; the legacy
  * ISA pins in use (0 timer, 1 kbd, 2 cascade, 3/4 serial, 8 rtc) are skipped. */

@@ -30,6 +30,11 @@ const char *x86_probe_step_name(unsigned step);
  * were not offered by the guest's CPUID), as "cx16 xsave bmi2". */
 void x86_probe_tested(const struct guest_mem *gm, char *out, size_t outlen);
 
+struct vcpu;
+/* arch_vcpu_init for a boot described by info (the probe's, or a kernel's). */
+int x86_arch_vcpu_init(struct vcpu *v, unsigned ncpus, const struct x86_boot_info *info,
+		       char *err, size_t errlen);
+
 /* A hash of the payload's bytes: part of the key a cached verdict is
  * stored under, so a changed probe probes again. */
 uint64_t x86_probe_hash(void);

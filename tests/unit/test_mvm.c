@@ -6,6 +6,7 @@
  * guests from the API is tests/embed (a system test). */
 #include "tests/unit/check.h"
 #include "vmm/mvm.h"
+#include "arch/arch.h"
 #include "vmm/vm.h"
 
 #include <errno.h>
@@ -189,17 +190,20 @@ TEST(create_checks_files_and_kernel)
 
 TEST(cmdline_order_base_devices_user)
 {
-	char out[512];
+	const char *base = arch_layout.base_cmdline;
+	char out[512], want[512];
 
 	CHECK_EQ(vm_compose_cmdline(" virtio_mmio.device=4K@0xd0000000:5", "-- exit 3",
 				    out, sizeof(out)), 0);
-	CHECK_STR(out, VM_BASE_CMDLINE " virtio_mmio.device=4K@0xd0000000:5 -- exit 3");
+	snprintf(want, sizeof(want), "%s virtio_mmio.device=4K@0xd0000000:5 -- exit 3", base);
+	CHECK_STR(out, want);
 	CHECK_EQ(vm_compose_cmdline(NULL, NULL, out, sizeof(out)), 0);
-	CHECK_STR(out, VM_BASE_CMDLINE);
+	CHECK_STR(out, base);
 	CHECK_EQ(vm_compose_cmdline("", "quiet", out, sizeof(out)), 0);
-	CHECK_STR(out, VM_BASE_CMDLINE " quiet");
+	snprintf(want, sizeof(want), "%s quiet", base);
+	CHECK_STR(out, want);
 	CHECK(strstr(out, "console=ttyS0") && strstr(out, "reboot=k") && strstr(out, "panic=-1"));
-	CHECK_EQ(vm_compose_cmdline(NULL, "quiet", out, sizeof(VM_BASE_CMDLINE) + 3), -ENOSPC);
+	CHECK_EQ(vm_compose_cmdline(NULL, "quiet", out, strlen(base) + 4), -ENOSPC);
 }
 
 TEST(add_disk_rejects_bad_disks)

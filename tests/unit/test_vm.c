@@ -11,7 +11,7 @@
 #include <unistd.h>
 #include "devices/exitport.h"
 #include "devices/i8042.h"
-#include "arch/x86/layout.h"
+#include "arch/arch.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -31,16 +31,16 @@ static void rmvm(struct vm *vm)
 	free(vm);
 }
 
-TEST(alloc_virtio_irqs_skip_legacy_and_run_out)
+TEST(alloc_virtio_irqs_in_layout_order_and_run_out)
 {
-	static const unsigned want[] = X86_VIRTIO_IRQS;
 	struct vm *vm = mkvm();
 	unsigned gsi, i;
 
-	for (i = 0; i < ARRAY_SIZE(want); i++) {
+	CHECK(arch_layout.nvirtio_irqs > 0);
+	for (i = 0; i < arch_layout.nvirtio_irqs; i++) {
 		CHECK_EQ(vm_alloc_irq(vm, &gsi), 0);
-		CHECK_EQ(gsi, want[i]);
-		CHECK(gsi != 0 && gsi != 1 && gsi != 2 && gsi != 3 && gsi != 4 && gsi != 8);
+		CHECK_EQ(gsi, arch_layout.virtio_irqs[i]);
+		CHECK(gsi < arch_irq_pins());
 	}
 	CHECK_EQ(vm_alloc_irq(vm, &gsi), -ENOSPC);
 	rmvm(vm);
@@ -52,22 +52,24 @@ TEST(alloc_virtio_mmio_windows)
 	uint64_t base;
 	unsigned i;
 
-	for (i = 0; i < X86_VIRTIO_MMIO_MAX; i++) {
+	for (i = 0; i < arch_layout.virtio_mmio_max; i++) {
 		CHECK_EQ(vm_alloc_virtio_mmio(vm, &base), 0);
-		CHECK_EQ(base, X86_VIRTIO_MMIO_BASE + i * X86_VIRTIO_MMIO_SIZE);
+		CHECK_EQ(base, arch_layout.virtio_mmio_base + i * arch_layout.virtio_mmio_size);
+		/* Never RAM: inside the hole below 4 GiB. */
+		CHECK(base >= arch_layout.ram_hole && base + arch_layout.virtio_mmio_size <= (1ULL << 32));
 	}
 	CHECK_EQ(vm_alloc_virtio_mmio(vm, &base), -ENOSPC);
 	rmvm(vm);
 }
 
-TEST(alloc_msi_gsis_above_ioapic)
+TEST(alloc_msi_gsis_above_the_irqchip_pins)
 {
 	struct vm *vm = mkvm();
 	unsigned a, b;
 
 	CHECK_EQ(vm_alloc_msi_gsi(vm, &a), 0);
 	CHECK_EQ(vm_alloc_msi_gsi(vm, &b), 0);
-	CHECK_EQ(a, X86_IOAPIC_PINS);
+	CHECK_EQ(a, arch_irq_pins());
 	CHECK_EQ(b, a + 1);
 	vm->next_gsi = KVM_MSI_GSI_END;
 	CHECK_EQ(vm_alloc_msi_gsi(vm, &a), -ENOSPC);
@@ -166,12 +168,12 @@ TEST(exit_port_byte_is_the_status_post_port_ignored)
 	struct vm *vm = mkvm();
 	uint8_t b = 42, w[2] = { 7, 0 }, r[4];
 
-	CHECK_EQ(exitport_create(vm), 0);
+	CHECK_EQ(exitport_create(vm, 0x501, 0x80), 0);
 	CHECK(iobus_access(&vm->pio, 0x80, &b, 1, true));
 	CHECK_EQ(vm_stop_status(vm), -1);
-	CHECK(iobus_access(&vm->pio, X86_MVM_EXIT_PORT, w, 2, true) == false ||
+	CHECK(iobus_access(&vm->pio, 0x501, w, 2, true) == false ||
 	      vm_stop_status(vm) == -1);       /* word write: not a status */
-	CHECK(iobus_access(&vm->pio, X86_MVM_EXIT_PORT, &b, 1, true));
+	CHECK(iobus_access(&vm->pio, 0x501, &b, 1, true));
 	CHECK_EQ(vm_stop_status(vm), 42);
 	CHECK(!iobus_access(&vm->pio, 0x2f8, r, 1, false));   /* COM2 absent */
 	CHECK_EQ(r[0], 0xff);

@@ -3,6 +3,7 @@
 #include "tests/unit/check.h"
 #include "arch/x86/x86.h"
 #include "arch/x86/layout.h"
+#include "arch/arch.h"
 #include "vmm/byteorder.h"
 #include "vmm/util.h"
 
@@ -298,4 +299,28 @@ TEST(gdt_flat_segments)
 	CHECK_EQ((tss >> 40) & 0xff, 0x8b);      /* present busy TSS */
 	CHECK_EQ(x86_gdt_entry(0x12345678, 0xabcde, 0xc093), 0x12ca93345678bcdeULL);
 	free(low);
+}
+
+TEST(layout_virtio_irqs_avoid_legacy_and_pci_pins)
+{
+	unsigned i;
+
+	CHECK_EQ(arch_irq_pins(), X86_IOAPIC_PINS);
+	CHECK(arch_layout.pci_intx_base + 3 < X86_IOAPIC_PINS);
+	for (i = 0; i < arch_layout.nvirtio_irqs; i++) {
+		unsigned g = arch_layout.virtio_irqs[i];
+
+		/* 0 timer, 1 keyboard, 2 cascade, 3/4 serial, 8 rtc */
+		CHECK(g != 0 && g != 1 && g != 2 && g != 3 && g != 4 && g != 8);
+		CHECK(g < arch_layout.pci_intx_base);
+	}
+}
+
+TEST(layout_windows_inside_the_mmio_hole)
+{
+	CHECK_EQ(arch_layout.ram_hole, X86_MMIO_HOLE_START);
+	CHECK(arch_layout.virtio_mmio_base >= X86_MMIO_HOLE_START);
+	CHECK(arch_layout.pci_mmio_base >= arch_layout.virtio_mmio_base +
+	      arch_layout.virtio_mmio_max * arch_layout.virtio_mmio_size);
+	CHECK(arch_layout.pci_mmio_end <= X86_IOAPIC_ADDR);
 }

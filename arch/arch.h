@@ -1,0 +1,107 @@
+/* What vmm/ and devices/ ask of the architecture. Exactly one arch/<name>/
+ * implements this header (the Makefile's ARCH: x86 or s390); nothing
+ * outside arch/ includes an architecture's own headers or has an #ifdef
+ * for one.
+ *
+ * Order at VM start (vmm/vm.c, vmm/mvm.c):
+ *   KVM_CREATE_VM -> arch_vm_init -> guest RAM (below arch_layout.ram_hole
+ *   and from 4 GiB) -> arch_board_create -> the disks -> arch_boot_load ->
+ *   per vCPU: KVM_CREATE_VCPU, arch_vcpu_init -> vCPU threads. */
+#ifndef MVM_ARCH_H
+#define MVM_ARCH_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+struct guest_mem;
+struct kvm_irq_routing_entry;
+struct kvm_run;
+struct serial;
+struct vcpu;
+struct vm;
+
+/* The guest's address map and interrupt assignments. */
+struct arch_layout {
+	const char *name;               /* "x86_64": messages */
+	/* Guest RAM is [0, ram_hole); RAM beyond it continues at 4 GiB.
+	 * UINT64_MAX: one block from 0. */
+	uint64_t ram_hole;
+	/* virtio-mmio windows: base + i * size, i < virtio_mmio_max, each
+	 * with the interrupt line virtio_irqs[i] (nvirtio_irqs of them). */
+	uint64_t virtio_mmio_base, virtio_mmio_size;
+	unsigned virtio_mmio_max;
+	const unsigned *virtio_irqs;
+	unsigned nvirtio_irqs;
+	/* PCI: the 32-bit BAR window [pci_mmio_base, pci_mmio_end), and
+	 * slot s's INTA# on interrupt line pci_intx_base + s % 4. */
+	uint64_t pci_mmio_base, pci_mmio_end;
+	unsigned pci_intx_base;
+	/* Kernel parameters mvm always passes; device fragments follow, the
+	 * user's part comes last so it can override. */
+	const char *base_cmdline;
+	/* Most vCPUs a guest may have. */
+	unsigned max_vcpus;
+};
+extern const struct arch_layout arch_layout;
+
+/* KVM capabilities mvm needs on this architecture (besides the generic
+ * ones vmm/vm.c checks), ending with { 0, NULL }. */
+struct arch_kvm_cap {
+	int cap;
+	const char *name;
+};
+extern const struct arch_kvm_cap arch_kvm_caps[];
+
+/* VM-wide setup between KVM_CREATE_VM and guest RAM (x86: TSS and
+ * identity map, irqchip, PIT, supported CPUID). Arch state for the VM goes
+ * to *state (freed by arch_vm_fini). 0 or -errno + message. */
+int arch_vm_init(struct vm *vm, void **state, char *err, size_t errlen);
+void arch_vm_fini(void *state);
+
+/* The interrupt controller's fixed routes (x86: PIC and IOAPIC pins),
+ * into r (room for cap); returns how many there are. MSI routes follow. */
+unsigned arch_irq_routes(struct kvm_irq_routing_entry *r, unsigned cap);
+/* Lines arch_irq_routes covers: GSIs below it are pins, MSI GSIs start
+ * at or above it. */
+unsigned arch_irq_pins(void);
+
+/* The board's own devices, before the disks: the console (its UART in
+ * *uart, writing to console_out), the reset line and mvm's exit port.
+ * Registered with vm_add_device. 0 or -errno. */
+int arch_board_create(struct vm *vm, int console_out, struct serial **uart);
+
+/* Booting a Linux kernel. */
+struct arch_boot_cfg {
+	const char *kernel_path;
+	const char *initrd_path;        /* may be NULL */
+	const char *cmdline;            /* complete command line, may be NULL */
+	uint64_t mem_size;              /* guest RAM bytes */
+	unsigned ncpus;
+};
+struct arch_boot;                       /* how to start the vCPUs */
+
+/* Check kernel, initrd and command line before anything starts: 0 or
+ * -errno with a one-line message (what, which value, what to do). */
+int arch_boot_check(const struct arch_boot_cfg *cfg, char *err, size_t errlen);
+/* Load everything the guest reads at boot into guest RAM; *boot says how
+ * to start the vCPUs (arch_boot_free). 0 or -errno + message. */
+int arch_boot_load(struct vm *vm, const struct arch_boot_cfg *cfg, struct arch_boot **boot,
+		   char *err, size_t errlen);
+void arch_boot_free(struct arch_boot *boot);
+/* One vCPU's architectural state, before any vCPU runs. 0 or -errno. */
+int arch_vcpu_init(struct vcpu *v, unsigned ncpus, const struct arch_boot *boot, char *err,
+		   size_t errlen);
+
+/* Where a vCPU stopped, in words ("RIP 0x... (64-bit long mode), bytes at
+ * RIP: ..."), for the message of a fatal exit. */
+void arch_describe_vcpu(const struct vcpu *v, char *out, size_t outlen);
+
+/* Inside a spin-wait: let the sibling hyperthread run (x86: PAUSE). */
+void arch_cpu_relax(void);
+
+/* A hash of the KVM probe's guest payload (vmm/kvm_probe.c caches
+ * verdicts under it). The probe itself: kvm_probe_run in arch/. */
+uint64_t arch_probe_hash(void);
+
+#endif

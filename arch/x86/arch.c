@@ -1,0 +1,235 @@
+/* arch/arch.h for x86-64: the address map, the in-kernel irqchip and PIT,
+ * the board's legacy devices (COM1, i8042, exit port), booting through
+ * arch/x86/boot.c, and the PAUSE hint. */
+#include "arch/arch.h"
+#include "arch/x86/boot.h"
+#include "arch/x86/diag.h"
+#include "arch/x86/layout.h"
+#include "arch/x86/probe.h"
+#include "devices/exitport.h"
+#include "devices/i8042.h"
+#include "devices/serial.h"
+#include "vmm/kvm.h"
+#include "vmm/util.h"
+#include "vmm/vcpu.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+
+static const unsigned x86_virtio_irqs[] = X86_VIRTIO_IRQS;
+
+const struct arch_layout arch_layout = {
+	.name = "x86_64",
+	.ram_hole = X86_MMIO_HOLE_START,
+	.virtio_mmio_base = X86_VIRTIO_MMIO_BASE,
+	.virtio_mmio_size = X86_VIRTIO_MMIO_SIZE,
+	.virtio_mmio_max = X86_VIRTIO_MMIO_MAX,
+	.virtio_irqs = x86_virtio_irqs,
+	.nvirtio_irqs = ARRAY_SIZE(x86_virtio_irqs),
+	.pci_mmio_base = X86_PCI_MMIO32_BASE,
+	.pci_mmio_end = X86_PCI_MMIO32_END,
+	.pci_intx_base = X86_PCI_INTX_BASE,
+	/* Serial console, reboot through the i8042 (the VM ends with status
+	 * 0), no PS/2 mouse/mux/PnP probing, no timer check (slow under
+	 * nested virtualization): a lean guest without ACPI. */
+	.base_cmdline = "console=ttyS0 reboot=k panic=-1 i8042.noaux i8042.nomux "
+			"i8042.nopnp i8042.dumbkbd no_timer_check",
+	.max_vcpus = X86_MAX_VCPUS,
+};
+
+const struct arch_kvm_cap arch_kvm_caps[] = {
+	{ KVM_CAP_IRQCHIP, "IRQCHIP" },
+	{ KVM_CAP_SET_TSS_ADDR, "SET_TSS_ADDR" },
+	{ KVM_CAP_SET_IDENTITY_MAP_ADDR, "SET_IDENTITY_MAP_ADDR" },
+	{ KVM_CAP_PIT2, "PIT2" },
+	{ KVM_CAP_EXT_CPUID, "EXT_CPUID" },
+	{ 0, NULL },
+};
+
+/* Per-VM x86 state: what KVM_GET_SUPPORTED_CPUID said, for every vCPU. */
+struct x86_vm {
+	struct kvm_cpuid2 *cpuid;
+};
+
+static int x86_get_cpuid(int kvm_fd, struct kvm_cpuid2 **out)
+{
+	unsigned nent = 128;
+
+	for (;;) {
+		struct kvm_cpuid2 *c = calloc(1, sizeof(*c) + nent * sizeof(c->entries[0]));
+
+		if (!c)
+			return -ENOMEM;
+		c->nent = nent;
+		if (ioctl(kvm_fd, KVM_GET_SUPPORTED_CPUID, c) == 0) {
+			*out = c;
+			return 0;
+		}
+		free(c);
+		if (errno != E2BIG || nent >= 4096)
+			return -errno;
+		nent *= 2;
+	}
+}
+
+int arch_vm_init(struct vm *vm, void **state, char *err, size_t errlen)
+{
+	struct kvm_pit_config pit = { .flags = KVM_PIT_SPEAKER_DUMMY };
+	uint64_t idmap = X86_KVM_IDMAP_ADDR;
+	struct x86_vm *xv;
+	const char *what;
+	int ret;
+
+	/* Both must precede vCPU creation (Intel needs them for real mode). */
+	what = "KVM_SET_TSS_ADDR";
+	if (ioctl(vm->vm_fd, KVM_SET_TSS_ADDR, (unsigned long)X86_KVM_TSS_ADDR) < 0)
+		goto fail;
+	what = "KVM_SET_IDENTITY_MAP_ADDR";
+	if (ioctl(vm->vm_fd, KVM_SET_IDENTITY_MAP_ADDR, &idmap) < 0)
+		goto fail;
+	what = "KVM_CREATE_IRQCHIP";
+	if (ioctl(vm->vm_fd, KVM_CREATE_IRQCHIP, 0) < 0)
+		goto fail;
+	what = "KVM_CREATE_PIT2";
+	if (ioctl(vm->vm_fd, KVM_CREATE_PIT2, &pit) < 0)
+		goto fail;
+	xv = calloc(1, sizeof(*xv));
+	if (!xv)
+		return err_set(err, errlen, -ENOMEM, "out of memory");
+	ret = x86_get_cpuid(vm->kvm_fd, &xv->cpuid);
+	if (ret) {
+		free(xv);
+		return err_set(err, errlen, ret, "KVM_GET_SUPPORTED_CPUID: %s", strerror(-ret));
+	}
+	*state = xv;
+	return 0;
+fail:
+	ret = -errno;
+	return err_set(err, errlen, ret, "%s: %s", what, strerror(-ret));
+}
+
+void arch_vm_fini(void *state)
+{
+	struct x86_vm *xv = state;
+
+	if (xv)
+		free(xv->cpuid);
+	free(xv);
+}
+
+static void route(struct kvm_irq_routing_entry *r, unsigned n, unsigned cap, unsigned gsi,
+		  unsigned chip, unsigned pin)
+{
+	if (n >= cap)
+		return;
+	memset(&r[n], 0, sizeof(r[n]));
+	r[n].gsi = gsi;
+	r[n].type = KVM_IRQ_ROUTING_IRQCHIP;
+	r[n].u.irqchip.irqchip = chip;
+	r[n].u.irqchip.pin = pin;
+}
+
+unsigned arch_irq_routes(struct kvm_irq_routing_entry *r, unsigned cap)
+{
+	unsigned n = 0, i;
+
+	/* KVM's default wiring, which the MP table describes (ISA IRQ n ->
+	 * IOAPIC pin n, the PIT on GSI 0 -> pin 0): GSI 0-15 reach the PICs,
+	 * GSI 0-23 the IOAPIC pin of the same number. */
+	for (i = 0; i < 16; i++, n++)
+		route(r, n, cap, i, i < 8 ? KVM_IRQCHIP_PIC_MASTER : KVM_IRQCHIP_PIC_SLAVE, i % 8);
+	for (i = 0; i < X86_IOAPIC_PINS; i++, n++)
+		route(r, n, cap, i, KVM_IRQCHIP_IOAPIC, i);
+	return n;
+}
+
+unsigned arch_irq_pins(void)
+{
+	return X86_IOAPIC_PINS;
+}
+
+int arch_board_create(struct vm *vm, int console_out, struct serial **uart)
+{
+	int ret;
+
+	ret = serial_create(vm, X86_COM1_PORT, X86_COM1_IRQ, console_out, uart);
+	if (!ret)
+		ret = i8042_create(vm, X86_I8042_DATA_PORT);
+	if (!ret)
+		ret = exitport_create(vm, X86_MVM_EXIT_PORT, X86_POST_PORT);
+	return ret;
+}
+
+struct arch_boot {
+	struct x86_boot_info info;
+};
+
+static struct x86_boot_cfg x86_cfg(const struct arch_boot_cfg *cfg)
+{
+	return (struct x86_boot_cfg){
+		.kernel_path = cfg->kernel_path, .initrd_path = cfg->initrd_path,
+		.cmdline = cfg->cmdline, .mem_size = cfg->mem_size, .ncpus = cfg->ncpus,
+	};
+}
+
+int arch_boot_check(const struct arch_boot_cfg *cfg, char *err, size_t errlen)
+{
+	struct x86_boot_cfg c = x86_cfg(cfg);
+
+	return x86_boot_check(&c, err, errlen);
+}
+
+int arch_boot_load(struct vm *vm, const struct arch_boot_cfg *cfg, struct arch_boot **boot,
+		   char *err, size_t errlen)
+{
+	struct x86_boot_cfg c = x86_cfg(cfg);
+	struct arch_boot *b = calloc(1, sizeof(*b));
+	int ret;
+
+	if (!b)
+		return err_set(err, errlen, -ENOMEM, "out of memory");
+	ret = x86_boot_load(&vm->mem, &c, &b->info, err, errlen);
+	if (ret) {
+		free(b);
+		return ret;
+	}
+	*boot = b;
+	return 0;
+}
+
+void arch_boot_free(struct arch_boot *boot)
+{
+	free(boot);
+}
+
+int x86_arch_vcpu_init(struct vcpu *v, unsigned ncpus, const struct x86_boot_info *info,
+		       char *err, size_t errlen)
+{
+	const struct x86_vm *xv = vm_kvm(v->vm)->arch_state;
+
+	return x86_vcpu_init(v->fd, v->id, ncpus, xv->cpuid, info, err, errlen);
+}
+
+int arch_vcpu_init(struct vcpu *v, unsigned ncpus, const struct arch_boot *boot, char *err,
+		   size_t errlen)
+{
+	return x86_arch_vcpu_init(v, ncpus, &boot->info, err, errlen);
+}
+
+void arch_describe_vcpu(const struct vcpu *v, char *out, size_t outlen)
+{
+	x86_describe_vcpu(v->fd, &v->vm->mem, out, outlen);
+}
+
+void arch_cpu_relax(void)
+{
+	__builtin_ia32_pause();
+}
+
+uint64_t arch_probe_hash(void)
+{
+	return x86_probe_hash();
+}

@@ -1,0 +1,193 @@
+/* kvm_probe_run (vmm/kvm_probe.h) for x86: boot the probe payload
+ * (probe_payload.S) in a one-vCPU VM made with mvm's own VM and vCPU setup,
+ * and follow its step reports on X86_PROBE_PORT until it says done, computes
+ * a wrong result, or KVM fails it. */
+#include "vmm/kvm_probe.h"
+#include "vmm/kvm.h"
+#include "vmm/vcpu.h"
+#include "arch/x86/diag.h"
+#include "arch/x86/probe.h"
+
+#include <errno.h>
+#include <poll.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <sys/ioctl.h>
+#include <time.h>
+#include <unistd.h>
+
+/* The vCPU thread's state; the caller reads it after joining. */
+struct probe_run {
+	struct vm *vm;
+	struct vcpu *v;
+	int done_efd;
+	atomic_bool timed_out;
+	unsigned timeout_ms;
+	unsigned step;          /* last step the payload reported */
+	bool done;              /* X86_PROBE_DONE seen */
+	char fail[KVM_REASON_MAX];
+};
+
+/* r->fail = "step N (what it checks): detail". */
+static void probe_fail_step(struct probe_run *r, const char *detail)
+{
+	if (r->step)
+		snprintf(r->fail, sizeof(r->fail), "step %u (%s): %.600s", r->step,
+			 x86_probe_step_name(r->step), detail);
+	else
+		snprintf(r->fail, sizeof(r->fail), "before the first instruction: %.600s", detail);
+}
+
+static void *probe_thread(void *arg)
+{
+	struct probe_run *r = arg;
+	struct kvm_run *run = r->v->run;
+	char exit_desc[160], where[256], both[sizeof(exit_desc) + sizeof(where) + 2];
+	uint64_t one = 1;
+
+	for (;;) {
+		if (ioctl(r->v->fd, KVM_RUN, 0) < 0) {
+			if ((errno == EINTR || errno == EAGAIN) && !atomic_load(&r->timed_out))
+				continue;
+			if (atomic_load(&r->timed_out)) {
+				snprintf(exit_desc, sizeof(exit_desc), "did not finish within %u ms",
+					 r->timeout_ms);
+			} else {
+				snprintf(exit_desc, sizeof(exit_desc), "KVM_RUN failed: %s",
+					 strerror(errno));
+			}
+			probe_fail_step(r, exit_desc);
+			break;
+		}
+		if (run->exit_reason == KVM_EXIT_INTR)
+			continue;
+		if (run->exit_reason == KVM_EXIT_IO && run->io.port == X86_PROBE_PORT &&
+		    run->io.direction == KVM_EXIT_IO_OUT && run->io.size == 1 &&
+		    run->io.count == 1) {
+			uint8_t b = *((uint8_t *)run + run->io.data_offset);
+
+			if (b == X86_PROBE_DONE) {
+				r->done = true;
+				break;
+			}
+			if (b & X86_PROBE_WRONG) {
+				r->step = b & ~X86_PROBE_WRONG;
+				probe_fail_step(r, "the guest computed a wrong result");
+				break;
+			}
+			r->step = b;
+			continue;
+		}
+		/* Anything else is a failure of this KVM: say what and where. */
+		vcpu_describe_exit(run, exit_desc, sizeof(exit_desc));
+		x86_describe_vcpu(r->v->fd, &r->vm->mem, where, sizeof(where));
+		snprintf(both, sizeof(both), "%s; %s", exit_desc, where);
+		probe_fail_step(r, both);
+		break;
+	}
+	if (write(r->done_efd, &one, sizeof(one)) < 0) {
+		/* The caller's poll then times out and joins us anyway. */
+	}
+	return NULL;
+}
+
+static uint64_t probe_now_us(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
+}
+
+int kvm_probe_run(unsigned timeout_ms, int kick_signal, struct kvm_probe_result *res)
+{
+	struct probe_run r;
+	struct x86_boot_info info;
+	struct vcpu v;
+	struct vm vm;
+	struct pollfd p;
+	pthread_t thread;
+	char err[KVM_REASON_MAX / 2], tested[96];
+	uint64_t t0 = probe_now_us();
+	int kvm_fd, ret;
+
+	memset(res, 0, sizeof(*res));
+	res->verdict = KVM_VERDICT_FAILS;
+	kvm_fd = kvm_open(err, sizeof(err));
+	if (kvm_fd < 0) {
+		res->verdict = KVM_VERDICT_ABSENT;
+		snprintf(res->reason, sizeof(res->reason), "%s", err);
+		return 0;
+	}
+	/* kvm_vm_create takes kvm_fd over, also on failure. */
+	ret = kvm_vm_create(&vm, kvm_fd, X86_PROBE_MEM, 1, err, sizeof(err));
+	if (ret) {
+		snprintf(res->reason, sizeof(res->reason), "cannot create a VM: %s", err);
+		return 0;
+	}
+	ret = x86_probe_load(&vm.mem, &info);
+	if (ret) {
+		snprintf(res->reason, sizeof(res->reason), "cannot load the probe: %s",
+			 strerror(-ret));
+		goto fini_vm;
+	}
+	ret = vcpu_create(&v, &vm, 0);
+	if (ret) {
+		snprintf(res->reason, sizeof(res->reason), "KVM_CREATE_VCPU: %s", strerror(-ret));
+		ret = 0;
+		goto fini_vm;
+	}
+	ret = x86_arch_vcpu_init(&v, 1, &info, err, sizeof(err));
+	if (ret) {
+		snprintf(res->reason, sizeof(res->reason), "vCPU setup failed: %s", err);
+		ret = 0;
+		goto destroy_vcpu;
+	}
+	memset(&r, 0, sizeof(r));
+	r.vm = &vm;
+	r.v = &v;
+	r.timeout_ms = timeout_ms;
+	atomic_init(&r.timed_out, false);
+	r.done_efd = eventfd(0, EFD_CLOEXEC);
+	if (r.done_efd < 0) {
+		ret = -errno;
+		snprintf(res->reason, sizeof(res->reason), "eventfd: %s", strerror(errno));
+		goto destroy_vcpu;
+	}
+	ret = -pthread_create(&thread, NULL, probe_thread, &r);
+	if (ret) {
+		snprintf(res->reason, sizeof(res->reason), "probe thread: %s", strerror(-ret));
+		goto close_efd;
+	}
+	p = (struct pollfd){ .fd = r.done_efd, .events = POLLIN };
+	while ((ret = poll(&p, 1, (int)timeout_ms)) < 0 && errno == EINTR)
+		;
+	if (ret <= 0) {
+		/* Out of KVM_RUN: immediate_exit covers a thread about to
+		 * enter it, the signal one already inside (vcpu_kick). */
+		atomic_store(&r.timed_out, true);
+		__atomic_store_n(&v.run->immediate_exit, 1, __ATOMIC_SEQ_CST);
+		pthread_kill(thread, kick_signal);
+	}
+	pthread_join(thread, NULL);
+	ret = 0;
+	if (r.done) {
+		res->verdict = KVM_VERDICT_RUNS;
+		x86_probe_tested(&vm.mem, tested, sizeof(tested));
+		snprintf(res->reason, sizeof(res->reason),
+			 "the probe guest ran 64-bit code with paging, string ops, CPUID and %s "
+			 "(%llu us)", tested, (unsigned long long)(probe_now_us() - t0));
+	} else {
+		snprintf(res->reason, sizeof(res->reason), "%s", r.fail);
+	}
+close_efd:
+	close(r.done_efd);
+destroy_vcpu:
+	vcpu_destroy(&v);
+fini_vm:
+	vm_fini(&vm);
+	return ret;
+}
