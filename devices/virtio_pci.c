@@ -431,6 +431,18 @@ static int add_vcap(struct pci_dev *pd, uint8_t type, unsigned caplen, uint8_t b
 	return cap;
 }
 
+/* The INTx eventfds, then the shared transport state (init's last steps
+ * undone in reverse). */
+static void vp_release(struct virtio_pci *vp)
+{
+	if (vp->intx_fd >= 0)
+		close(vp->intx_fd);
+	if (vp->resample_fd >= 0)
+		close(vp->resample_fd);
+	vp->intx_fd = vp->resample_fd = -1;
+	vtr_destroy(&vp->t);
+}
+
 int virtio_pci_init(struct virtio_pci *vp, struct virtio_dev *dev, struct vm *vm)
 {
 	struct pci_dev *pd = &vp->pci;
@@ -495,12 +507,7 @@ int virtio_pci_init(struct virtio_pci *vp, struct virtio_dev *dev, struct vm *vm
 destroy_msix:
 	msix_destroy(&vp->msix);
 close_fds:
-	if (vp->intx_fd >= 0)
-		close(vp->intx_fd);
-	if (vp->resample_fd >= 0)
-		close(vp->resample_fd);
-	vp->intx_fd = vp->resample_fd = -1;
-	vtr_destroy(&vp->t);
+	vp_release(vp);
 	dev->tops = NULL;
 	dev->transport = NULL;
 	return ret;
@@ -509,12 +516,7 @@ close_fds:
 void virtio_pci_destroy(struct virtio_pci *vp)
 {
 	msix_destroy(&vp->msix);
-	if (vp->intx_fd >= 0)
-		close(vp->intx_fd);
-	if (vp->resample_fd >= 0)
-		close(vp->resample_fd);
-	vp->intx_fd = vp->resample_fd = -1;
-	vtr_destroy(&vp->t);
+	vp_release(vp);
 }
 
 /* ---- KVM binding -------------------------------------------------------- */
