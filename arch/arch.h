@@ -17,7 +17,7 @@
 struct guest_mem;
 struct kvm_irq_routing_entry;
 struct kvm_run;
-struct serial;
+struct vm_console;
 struct vcpu;
 struct vm;
 
@@ -66,10 +66,10 @@ unsigned arch_irq_routes(struct kvm_irq_routing_entry *r, unsigned cap);
  * at or above it. */
 unsigned arch_irq_pins(void);
 
-/* The board's own devices, before the disks: the console (its UART in
- * *uart, writing to console_out), the reset line and mvm's exit port.
- * Registered with vm_add_device. 0 or -errno. */
-int arch_board_create(struct vm *vm, int console_out, struct serial **uart);
+/* The board's own devices, before the disks: the console (written to
+ * console_out; *con says how to drive it), the reset line and mvm's exit
+ * port. Registered with vm_add_device. 0 or -errno. */
+int arch_board_create(struct vm *vm, int console_out, struct vm_console *con);
 
 /* Booting a Linux kernel. */
 struct arch_boot_cfg {

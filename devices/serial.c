@@ -294,6 +294,37 @@ static const struct vm_device_ops serial_vm_ops = {
 	.destroy = serial_vm_destroy,
 };
 
+static size_t serial_con_rx_room(void *dev)
+{
+	return serial_rx_room(dev);
+}
+
+static size_t serial_con_rx_push(void *dev, const uint8_t *buf, size_t len)
+{
+	return serial_rx_push(dev, buf, len);
+}
+
+static void serial_con_set_output(void *dev, void (*fn)(void *, const uint8_t *, size_t),
+				  void *opaque)
+{
+	serial_set_output(dev, fn, opaque);
+}
+
+static void serial_con_counters(void *dev, uint64_t *out, uint64_t *in)
+{
+	struct serial *s = dev;
+
+	*out = __atomic_load_n(&s->tx_bytes, __ATOMIC_RELAXED);
+	*in = __atomic_load_n(&s->rx_bytes, __ATOMIC_RELAXED);
+}
+
+const struct vm_console_ops serial_console_ops = {
+	.rx_room = serial_con_rx_room,
+	.rx_push = serial_con_rx_push,
+	.set_output = serial_con_set_output,
+	.counters = serial_con_counters,
+};
+
 int serial_create(struct vm *vm, uint16_t port, unsigned irq, int out_fd, struct serial **out)
 {
 	struct serial_vm *sv;

@@ -101,6 +101,9 @@ unsigned serial_rx_room(struct serial *s);
 /* Queue received bytes; returns how many were taken. */
 size_t serial_rx_push(struct serial *s, const uint8_t *buf, size_t len);
 
+/* The UART as the VM's console (struct vm_console): dev is a struct serial. */
+extern const struct vm_console_ops serial_console_ops;
+
 /* A UART on the VM at I/O ports port..port+7, interrupt line irq via
  * KVM_IRQ_LINE (x86 COM1: 0x3f8, 4), registered with the VM for
  * stats/teardown. */

@@ -22,7 +22,6 @@
 #include "arch/arch.h"
 #include "devices/blk_image.h"
 #include "devices/pci.h"
-#include "devices/serial.h"
 #include "devices/virtio_blk.h"
 #include "devices/virtio_mmio.h"
 #include "devices/virtio_pci.h"
@@ -56,6 +55,10 @@ struct mvm_disk_slot {
 /* Room for the composed kernel command line; the kernel's own limit is
  * checked by arch_boot_check/arch_boot_load. */
 #define MVM_CMDLINE_MAX 65536
+/* Console input is read in chunks of this many bytes, each only when the
+ * device has taken everything before it (carry: the escape filter may
+ * turn a chunk into one byte more). */
+#define MVM_CONSOLE_CHUNK 16
 
 struct mvm {
 	struct mvm_config cfg;         /* copy; its strings point into ours */
@@ -70,7 +73,7 @@ struct mvm {
 	bool vm_up;
 	struct pci_bus pci;
 	bool pci_up;
-	struct serial *uart;
+	struct vm_console con;         /* the board's console device */
 	struct arch_boot *boot;        /* how the vCPUs start (arch_boot_load) */
 	struct vcpu *vcpus;
 	unsigned nvcpus;               /* created */
@@ -80,7 +83,7 @@ struct mvm {
 	 * the FIFO cannot take yet wait in carry. Control thread only. */
 	struct console_escape esc;
 	bool con_open;
-	uint8_t carry[SERIAL_FIFO_SIZE + 1];
+	uint8_t carry[MVM_CONSOLE_CHUNK + 1];
 	size_t ncarry;
 
 	pthread_t control;
@@ -350,7 +353,7 @@ static void mvm_console_out(void *opaque, const uint8_t *buf, size_t len)
 
 static void mvm_console_flush(struct mvm *m)
 {
-	size_t n = serial_rx_push(m->uart, m->carry, m->ncarry);
+	size_t n = m->con.ops->rx_push(m->con.dev, m->carry, m->ncarry);
 
 	memmove(m->carry, m->carry + n, m->ncarry - n);
 	m->ncarry -= n;
@@ -359,7 +362,7 @@ static void mvm_console_flush(struct mvm *m)
 /* One read of console input; returns true when the user typed Ctrl-A x. */
 static bool mvm_console_read(struct mvm *m)
 {
-	uint8_t in[SERIAL_FIFO_SIZE];
+	uint8_t in[MVM_CONSOLE_CHUNK];
 	size_t outn;
 	ssize_t n;
 	bool quit;
@@ -412,7 +415,7 @@ static void *mvm_control(void *arg)
 		if (m->ncarry)
 			mvm_console_flush(m);
 		if (m->con_open) {
-			if (!m->ncarry && serial_rx_room(m->uart))
+			if (!m->ncarry && m->con.ops->rx_room(m->con.dev))
 				p[1].fd = m->cfg.console_in;
 			else
 				timeout = 10;   /* the guest has not drained the FIFO yet */
@@ -473,11 +476,11 @@ int mvm_start(struct mvm *m, char *err, size_t errlen)
 	if (m->wait_efd < 0)
 		return err_set(err, errlen, -errno, "eventfd: %s", strerror(errno));
 
-	ret = arch_board_create(&m->vm, m->cfg.console_out, &m->uart);
+	ret = arch_board_create(&m->vm, m->cfg.console_out, &m->con);
 	if (ret)
 		return err_set(err, errlen, ret, "board devices: %s", strerror(-ret));
 	if (m->cfg.console_fn)
-		serial_set_output(m->uart, mvm_console_out, m);
+		m->con.ops->set_output(m->con.dev, mvm_console_out, m);
 	ret = mvm_attach_disks(m, err, errlen);
 	if (ret)
 		return ret;
@@ -646,9 +649,8 @@ int mvm_get_stats(const struct mvm *m, struct mvm_stats *st)
 			st->queue.polled += one.polled;
 		}
 	}
-	if (m->uart) {
-		st->console_bytes_out = m->uart->tx_bytes;
-		st->console_bytes_in = m->uart->rx_bytes;
+	if (m->con.ops) {
+		m->con.ops->counters(m->con.dev, &st->console_bytes_out, &st->console_bytes_in);
 	}
 	return 0;
 }

@@ -56,6 +56,28 @@ struct vm {
 	int kick_signal;              /* interrupts KVM_RUN (vcpu_kick) */
 };
 
+/* The guest's console device (x86: the COM1 UART; s390: the SCLP
+ * console) as the VM's control thread drives it: input from the console
+ * fd goes in through rx_push; output goes to the console fd, or to a
+ * callback. One const table per device type. */
+struct vm_console_ops {
+	/* Bytes of input the device takes now (0: its buffer is full). */
+	size_t (*rx_room)(void *dev);
+	/* Queue input for the guest; returns how many bytes were taken. */
+	size_t (*rx_push)(void *dev, const uint8_t *buf, size_t len);
+	/* Send output to fn instead of the console fd; before the guest runs.
+	 * fn is called from a vCPU thread. */
+	void (*set_output)(void *dev, void (*fn)(void *opaque, const uint8_t *buf, size_t len),
+			   void *opaque);
+	/* Bytes the guest wrote and read so far. */
+	void (*counters)(void *dev, uint64_t *out, uint64_t *in);
+};
+
+struct vm_console {
+	const struct vm_console_ops *ops;
+	void *dev;
+};
+
 /* Why the VM stops (same values as enum mvm_exit_reason in vmm/mvm.h). */
 enum vm_stop_reason {
 	VM_STOP_POWEROFF,       /* guest poweroff, reboot, triple fault */
