@@ -93,6 +93,14 @@ void arch_boot_free(struct arch_boot *boot);
 int arch_vcpu_init(struct vcpu *v, unsigned ncpus, const struct arch_boot *boot, char *err,
 		   size_t errlen);
 
+/* A KVM exit vmm/vcpu.c does not handle itself (s390:
+ * KVM_EXIT_S390_SIEIC and friends), on the vCPU's thread: -1 to keep
+ * running, an exit status (MVM_EXIT_*, >= 0) to stop the VM with (a guest
+ * error says why in v->fatal), or ARCH_EXIT_UNKNOWN for an exit the
+ * architecture does not know either (vcpu.c then reports it as fatal). */
+#define ARCH_EXIT_UNKNOWN (-2)
+int arch_vcpu_exit(struct vcpu *v, struct kvm_run *run);
+
 /* Where a vCPU stopped, in words ("RIP 0x... (64-bit long mode), bytes at
  * RIP: ..."), for the message of a fatal exit. */
 void arch_describe_vcpu(const struct vcpu *v, char *out, size_t outlen);

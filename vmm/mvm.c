@@ -595,6 +595,7 @@ static void mvm_vcpu_stats_add(struct mvm_vcpu_stats *st, const struct vcpu *v)
 	st->exits_shutdown += v->exits[VCPU_EXIT_SHUTDOWN];
 	st->exits_system_event += v->exits[VCPU_EXIT_SYSTEM_EVENT];
 	st->exits_other += v->exits[VCPU_EXIT_OTHER];
+	st->exits_arch += v->exits[VCPU_EXIT_ARCH];
 }
 
 int mvm_get_vcpu_stats(const struct mvm *m, unsigned vcpu, struct mvm_vcpu_stats *st)

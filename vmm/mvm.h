@@ -139,6 +139,7 @@ struct mvm_exit {
 struct mvm_vcpu_stats {
 	uint64_t exits_io, exits_mmio, exits_intr, exits_hlt, exits_shutdown,
 		 exits_system_event, exits_other;
+	uint64_t exits_arch;    /* the architecture's own (s390: intercepted instructions) */
 };
 
 struct mvm_queue_stats {

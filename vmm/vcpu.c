@@ -11,7 +11,7 @@
 #include <unistd.h>
 
 static const char *const vcpu_exit_names[VCPU_EXIT_KINDS] = {
-	"io", "mmio", "intr", "hlt", "shutdown", "system_event", "other",
+	"io", "mmio", "intr", "hlt", "shutdown", "system_event", "other", "arch",
 };
 
 static const char *vcpu_internal_suberror(uint32_t s)
@@ -118,9 +118,16 @@ int vcpu_handle_exit(struct vcpu *v, struct kvm_run *run)
 			 "stopping", v->id, run->system_event.type);
 		log_err(&vm->log, "%s", v->fatal);
 		return MVM_EXIT_UNHANDLED;
-	default:
-		/* KVM_EXIT_INTERNAL_ERROR, KVM_EXIT_FAIL_ENTRY, the unknown. */
-		return vcpu_fatal(v, run);
+	default: {
+		/* The architecture's own exits (s390 intercepts); then
+		 * KVM_EXIT_INTERNAL_ERROR, KVM_EXIT_FAIL_ENTRY, the unknown. */
+		int st = arch_vcpu_exit(v, run);
+
+		if (st == ARCH_EXIT_UNKNOWN)
+			return vcpu_fatal(v, run);
+		v->exits[VCPU_EXIT_ARCH]++;
+		return st;
+	}
 	}
 }
 

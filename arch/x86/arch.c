@@ -222,6 +222,15 @@ int arch_vcpu_init(struct vcpu *v, unsigned ncpus, const struct arch_boot *boot,
 	return x86_arch_vcpu_init(v, ncpus, &boot->info, err, errlen);
 }
 
+int arch_vcpu_exit(struct vcpu *v, struct kvm_run *run)
+{
+	/* Port I/O, MMIO, HLT, shutdown and system events are vcpu.c's; x86
+	 * has no exit of its own. */
+	(void)v;
+	(void)run;
+	return ARCH_EXIT_UNKNOWN;
+}
+
 void arch_describe_vcpu(const struct vcpu *v, char *out, size_t outlen)
 {
 	x86_describe_vcpu(v->fd, &v->vm->mem, out, outlen);
