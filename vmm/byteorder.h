@@ -1,4 +1,5 @@
-/* Guest-visible fields are little-endian (virtio 1.x, x86 boot protocol).
+/* Guest-visible fields are little-endian (virtio 1.x, x86 boot protocol)
+ * or big-endian (s390 channel I/O and SCLP).
  * Every load/store of a guest-visible field goes through these accessors so
  * that a big-endian host (s390x, later) needs no other change. They take an
  * unaligned pointer: guest structures are not guaranteed aligned for us. */
@@ -45,6 +46,47 @@ static inline void le32_store(void *p, uint32_t v)
 static inline void le64_store(void *p, uint64_t v)
 {
 	v = htole64(v);
+	memcpy(p, &v, sizeof(v));
+}
+
+/* Big-endian fields: s390's channel subsystem (CCW, ORB, SCHIB, IRB) and
+ * SCLP structures, and virtio-ccw's own command data. */
+static inline uint16_t be16_load(const void *p)
+{
+	uint16_t v;
+	memcpy(&v, p, sizeof(v));
+	return be16toh(v);
+}
+
+static inline uint32_t be32_load(const void *p)
+{
+	uint32_t v;
+	memcpy(&v, p, sizeof(v));
+	return be32toh(v);
+}
+
+static inline uint64_t be64_load(const void *p)
+{
+	uint64_t v;
+	memcpy(&v, p, sizeof(v));
+	return be64toh(v);
+}
+
+static inline void be16_store(void *p, uint16_t v)
+{
+	v = htobe16(v);
+	memcpy(p, &v, sizeof(v));
+}
+
+static inline void be32_store(void *p, uint32_t v)
+{
+	v = htobe32(v);
+	memcpy(p, &v, sizeof(v));
+}
+
+static inline void be64_store(void *p, uint64_t v)
+{
+	v = htobe64(v);
 	memcpy(p, &v, sizeof(v));
 }
 

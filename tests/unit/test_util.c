@@ -82,3 +82,20 @@ TEST(le_accessors)
 	CHECK_EQ(buf[0], 8);
 	CHECK_EQ(le64_load(buf), 0x0102030405060708ULL);
 }
+
+TEST(be_accessors)
+{
+	uint8_t buf[9] = {0};
+
+	be32_store(buf + 1, 0x11223344);   /* unaligned */
+	CHECK_EQ(buf[1], 0x11); CHECK_EQ(buf[4], 0x44);
+	CHECK_EQ(be32_load(buf + 1), 0x11223344);
+	be16_store(buf, 0xabcd);
+	CHECK_EQ(buf[0], 0xab); CHECK_EQ(buf[1], 0xcd);
+	CHECK_EQ(be16_load(buf), 0xabcd);
+	be64_store(buf + 1, 0x0102030405060708ULL);
+	CHECK_EQ(buf[1], 1); CHECK_EQ(buf[8], 8);
+	CHECK_EQ(be64_load(buf + 1), 0x0102030405060708ULL);
+	/* The same bytes read the other way round. */
+	CHECK_EQ(le64_load(buf + 1), 0x0807060504030201ULL);
+}
