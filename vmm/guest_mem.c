@@ -5,6 +5,10 @@
 #include <sys/mman.h>
 
 #define GMEM_4G (1ULL << 32)
+/* Guest RAM starts on a 2 MiB boundary of the host mapping: a huge page
+ * can back it from its first byte (x86), and s390 KVM requires memory
+ * slots aligned to its 1 MiB segments. */
+#define GMEM_HOST_ALIGN (2ULL << 20)
 
 int gmem_add_region(struct guest_mem *gm, uint64_t gpa, uint64_t size, void *hva)
 {
@@ -37,10 +41,22 @@ int gmem_map(struct guest_mem *gm, uint64_t size, uint64_t hole_start)
 	if (size == 0 || hole_start == 0 || hole_start > GMEM_4G)
 		return -EINVAL;
 	memset(gm, 0, sizeof(*gm));
-	base = mmap(NULL, size, PROT_READ | PROT_WRITE,
+	if (size > UINT64_MAX - GMEM_HOST_ALIGN)
+		return -EINVAL;
+	base = mmap(NULL, size + GMEM_HOST_ALIGN, PROT_READ | PROT_WRITE,
 		    MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
 	if (base == MAP_FAILED)
 		return -errno;
+	/* Keep the aligned part only. */
+	{
+		uintptr_t b = (uintptr_t)base, a = (b + GMEM_HOST_ALIGN - 1) & ~(GMEM_HOST_ALIGN - 1);
+
+		if (a > b)
+			munmap(base, a - b);
+		if (GMEM_HOST_ALIGN - (a - b))
+			munmap((void *)(a + size), GMEM_HOST_ALIGN - (a - b));
+		base = (void *)a;
+	}
 	/* THP for guest RAM: fewer EPT/NPT misses; failure is harmless. */
 	madvise(base, size, MADV_HUGEPAGE);
 	/* Guest RAM must not end up in host core dumps. */

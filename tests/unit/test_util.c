@@ -70,6 +70,23 @@ TEST(gmem_map_splits_around_hole)
 	gmem_unmap(&gm);
 }
 
+TEST(gmem_map_host_base_is_2mib_aligned)
+{
+	struct guest_mem gm;
+	unsigned i;
+
+	/* Several times: the mapping lands at different addresses. */
+	for (i = 0; i < 8; i++) {
+		CHECK_EQ(gmem_map(&gm, 16 * MiB + 4096 * i, 4 * GiB), 0);
+		CHECK_EQ(gm.nr, 1);
+		CHECK_EQ((uintptr_t)gm.r[0].hva % (2 * MiB), 0);
+		/* The whole range is usable: first and last byte. */
+		*(volatile uint8_t *)gmem_ptr(&gm, 0, 1) = 1;
+		*(volatile uint8_t *)gmem_ptr(&gm, gm.r[0].size - 1, 1) = 1;
+		gmem_unmap(&gm);
+	}
+}
+
 TEST(le_accessors)
 {
 	uint8_t buf[8] = {0};
