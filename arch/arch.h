@@ -24,8 +24,8 @@ struct vm;
 /* The guest's address map and interrupt assignments. */
 struct arch_layout {
 	const char *name;               /* "x86_64": messages */
-	/* Guest RAM is [0, ram_hole); RAM beyond it continues at 4 GiB.
-	 * UINT64_MAX: one block from 0. */
+	/* Guest RAM is [0, ram_hole); RAM beyond it continues at 4 GiB
+	 * (4 GiB: no hole, one contiguous block from 0). */
 	uint64_t ram_hole;
 	/* virtio-mmio windows: base + i * size, i < virtio_mmio_max, each
 	 * with the interrupt line virtio_irqs[i] (nvirtio_irqs of them). */
@@ -103,7 +103,8 @@ int arch_vcpu_exit(struct vcpu *v, struct kvm_run *run);
 
 /* Where a vCPU stopped, in words ("RIP 0x... (64-bit long mode), bytes at
  * RIP: ..."), for the message of a fatal exit. */
-void arch_describe_vcpu(const struct vcpu *v, char *out, size_t outlen);
+void arch_describe_vcpu(const struct vcpu *v, const struct kvm_run *run, char *out,
+			size_t outlen);
 
 /* Inside a spin-wait: let the sibling hyperthread run (x86: PAUSE). */
 void arch_cpu_relax(void);

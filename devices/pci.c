@@ -5,7 +5,6 @@
 #include <inttypes.h>
 #include <string.h>
 
-#include "arch/arch.h"
 #include "vmm/byteorder.h"
 #include "vmm/util.h"
 #include "vmm/vm.h"
@@ -373,18 +372,21 @@ const struct io_ops pci_conf1_data_ops = { conf1_data_read, conf1_data_write };
 
 /* ---- bus ---------------------------------------------------------------- */
 
-unsigned pci_intx_pin(unsigned slot)
+unsigned pci_intx_pin(const struct pci_bus *bus, unsigned slot)
 {
-	return arch_layout.pci_intx_base + slot % 4;
+	return bus->intx_base + slot % 4;
 }
 
-int pci_bus_init(struct pci_bus *bus, struct vm *vm)
+int pci_bus_init(struct pci_bus *bus, struct vm *vm, uint64_t mmio_base, uint64_t mmio_end,
+		 unsigned intx_base)
 {
 	int ret;
 
 	memset(bus, 0, sizeof(*bus));
 	bus->vm = vm;
-	bus->mmio_next = arch_layout.pci_mmio_base;
+	bus->mmio_next = mmio_base;
+	bus->mmio_end = mmio_end;
+	bus->intx_base = intx_base;
 	ret = -pthread_mutex_init(&bus->lock, NULL);
 	if (ret)
 		return ret;
@@ -440,7 +442,7 @@ int pci_bus_add(struct pci_bus *bus, struct pci_dev *pd)
 		if (!size)
 			continue;
 		at = ALIGN_UP(next, size);
-		if (at + size > arch_layout.pci_mmio_end || at + size < at)
+		if (at + size > bus->mmio_end || at + size < at)
 			goto unlock;
 		next = at + size;
 	}
@@ -458,7 +460,7 @@ int pci_bus_add(struct pci_bus *bus, struct pci_dev *pd)
 	pd->bus = bus;
 	pd->slot = s;
 	pd->cfg[PCI_INTERRUPT_PIN] = 1;               /* INTA# */
-	pd->cfg[PCI_INTERRUPT_LINE] = pci_intx_pin(s);
+	pd->cfg[PCI_INTERRUPT_LINE] = pci_intx_pin(bus, s);
 	bus->slots[s] = pd;
 	ret = 0;
 unlock:

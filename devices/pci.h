@@ -13,7 +13,7 @@
  * BARs: memory BARs only (32-bit or 64-bit, optionally prefetchable), power
  * of two sized, sized by the guest with the usual all-ones write (the write
  * mask makes the size bits read back as zero). mvm acts as the firmware and
- * places every BAR in [arch_layout.pci_mmio_base, pci_mmio_end) when the
+ * places every BAR in the bus's window (pci_bus_init) when the
  * device is added; the guest may move them. A BAR's range is registered on
  * vm->mmio only while memory decode is enabled in the command register, and
  * is re-registered when the guest moves it. A BAR placed over guest RAM, over
@@ -106,6 +106,8 @@ struct pci_bus {
 	struct pci_dev host_bridge;
 	struct pci_dev *slots[PCI_MAX_SLOTS];
 	uint64_t mmio_next;        /* firmware BAR placement cursor */
+	uint64_t mmio_end;         /* end of the 32-bit BAR window (exclusive) */
+	unsigned intx_base;        /* slot s's INTA# is line intx_base + s % 4 */
 };
 
 /* Set up a function's header: ids, class (0xCCSSPP: class, subclass,
@@ -131,8 +133,11 @@ int pci_cap_add(struct pci_dev *pd, uint8_t id, unsigned len);
 /* Write mask for a little-endian field of len (1, 2, 4) bytes at off. */
 void pci_set_wmask(struct pci_dev *pd, unsigned off, unsigned len, uint32_t mask);
 
-/* Bus lifetime: registers conf1 ports on vm->pio, adds the host bridge. */
-int pci_bus_init(struct pci_bus *bus, struct vm *vm);
+/* Bus lifetime: registers conf1 ports on vm->pio, adds the host bridge.
+ * The board says where BARs go ([mmio_base, mmio_end)) and where slot 0's
+ * INTA# is wired (intx_base). */
+int pci_bus_init(struct pci_bus *bus, struct vm *vm, uint64_t mmio_base, uint64_t mmio_end,
+		 unsigned intx_base);
 void pci_bus_destroy(struct pci_bus *bus);
 
 /* Put pd on the next free slot (1..31), place its BARs in the 32-bit PCI
@@ -156,7 +161,7 @@ uint64_t pci_bar_addr(const struct pci_dev *pd, unsigned bar);
 /* The conf1 port handlers, exposed for tests (opaque = bus). */
 extern const struct io_ops pci_conf1_addr_ops, pci_conf1_data_ops;
 
-/* IOAPIC pin of a bus-0 device's INTA#: arch_layout.pci_intx_base + slot % 4. */
-unsigned pci_intx_pin(unsigned slot);
+/* Interrupt line of a bus-0 device's INTA#: intx_base + slot % 4. */
+unsigned pci_intx_pin(const struct pci_bus *bus, unsigned slot);
 
 #endif

@@ -623,7 +623,7 @@ int virtio_pci_attach(struct vm *vm, struct pci_bus *bus, struct virtio_dev *dev
 		goto abort;
 	vp->bus = bus;
 	snprintf(vp->t.name, sizeof(vp->t.name), "virtio-pci 00:%02x.0", vp->pci.slot);
-	vp->intx_gsi = pci_intx_pin(vp->pci.slot);
+	vp->intx_gsi = pci_intx_pin(bus, vp->pci.slot);
 	ret = vm_irqfd_resample(vm, vp->intx_gsi, vp->intx_fd, vp->resample_fd, false);
 	if (ret)
 		goto abort;

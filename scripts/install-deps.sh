@@ -11,6 +11,8 @@ pkgs=(
 	dpkg-dev libaio-dev zlib1g-dev                # guest: static fio from Debian's source package
 	qemu-system-x86 zstd                          # nested harness (no KVM that runs Linux)
 	musl-tools                                    # make static
+	gcc-s390x-linux-gnu libc6-dev-s390x-cross linux-libc-dev-s390x-cross  # make ARCH=s390
+	qemu-user-static                              # s390x unit tests (big-endian)
 	python3 procps util-linux
 )
 missing=()
@@ -27,6 +29,7 @@ done
 fetch_guest_sources() {
 	"$(dirname "$0")/../guest/fetch-sources.sh"
 	"$(dirname "$0")/musl-deps.sh" --fetch
+	"$(dirname "$0")/s390x-deps.sh" --fetch
 	if [ "${MVM_KVM:-auto}" != direct ]; then
 		"$(dirname "$0")/../tests/nested/run" --prepare
 	fi

@@ -289,6 +289,11 @@ int mvm_add_disk(struct mvm *m, const struct mvm_disk *d, char *err, size_t errl
 	if (d->transport != MVM_TRANSPORT_PCI && d->transport != MVM_TRANSPORT_MMIO)
 		return err_set(err, errlen, -EINVAL, "disk %s: transport %d unknown", d->path,
 			       d->transport);
+	if ((d->transport == MVM_TRANSPORT_PCI && arch_layout.pci_mmio_end == 0) ||
+	    (d->transport == MVM_TRANSPORT_MMIO && arch_layout.virtio_mmio_max == 0))
+		return err_set(err, errlen, -EINVAL, "disk %s: transport %s: %s guests have no "
+			       "such bus in this version of mvm", d->path,
+			       d->transport == MVM_TRANSPORT_PCI ? "pci" : "mmio", arch_layout.name);
 	s->opts.ro = d->ro;
 	s->opts.discard = d->discard;
 	s->opts.cache = d->cache == MVM_CACHE_NONE ? BLK_CACHE_NONE : BLK_CACHE_WRITEBACK;
@@ -325,7 +330,8 @@ static int mvm_attach_disks(struct mvm *m, char *err, size_t errlen)
 		/* Before the driver reads the features (virtio_dev_init zeroed it). */
 		dev->no_packed = !s->packed;
 		if (pci && !m->pci_up) {
-			ret = pci_bus_init(&m->pci, &m->vm);
+			ret = pci_bus_init(&m->pci, &m->vm, arch_layout.pci_mmio_base,
+					   arch_layout.pci_mmio_end, arch_layout.pci_intx_base);
 			if (ret) {
 				virtio_dev_destroy(dev);
 				return err_set(err, errlen, ret, "PCI bus: %s", strerror(-ret));

@@ -64,7 +64,7 @@ static int vcpu_fatal(struct vcpu *v, struct kvm_run *run)
 
 	v->exits[VCPU_EXIT_OTHER]++;
 	vcpu_describe_exit(run, what, sizeof(what));
-	arch_describe_vcpu(v, where, sizeof(where));
+	arch_describe_vcpu(v, run, where, sizeof(where));
 	snprintf(v->fatal, sizeof(v->fatal), "vCPU %u: %s; %s", v->id, what, where);
 	log_err(&v->vm->log, "%s", v->fatal);
 	if (kvm_host_is_pvm("/sys"))

@@ -231,8 +231,10 @@ int arch_vcpu_exit(struct vcpu *v, struct kvm_run *run)
 	return ARCH_EXIT_UNKNOWN;
 }
 
-void arch_describe_vcpu(const struct vcpu *v, char *out, size_t outlen)
+void arch_describe_vcpu(const struct vcpu *v, const struct kvm_run *run, char *out,
+			size_t outlen)
 {
+	(void)run;      /* the registers come from KVM_GET_REGS/SREGS */
 	x86_describe_vcpu(v->fd, &v->vm->mem, out, outlen);
 }
 

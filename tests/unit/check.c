@@ -1,6 +1,9 @@
 #include "tests/unit/check.h"
 
+#include <errno.h>
+#include <linux/io_uring.h>
 #include <signal.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -21,6 +24,22 @@ void check_register(const char *name, void (*fn)(void))
 	cases[ncases].name = name;
 	cases[ncases].fn = fn;
 	ncases++;
+}
+
+void check_need_io_uring(void)
+{
+	struct io_uring_params p;
+	long fd;
+
+	memset(&p, 0, sizeof(p));
+	fd = syscall(__NR_io_uring_setup, 1, &p);
+	if (fd >= 0) {
+		close((int)fd);
+		return;
+	}
+	if (errno == ENOSYS)
+		CHECK_SKIP("io_uring is not available (ENOSYS: qemu-user does not emulate it); "
+			   "this case runs on a native kernel");
 }
 
 int check_fork(void (*fn)(void *), void *arg, char *out, size_t outlen)

@@ -53,6 +53,19 @@ void check_register(const char *name, void (*fn)(void));
 		}                                                         \
 	} while (0)
 
+/* End this case as skipped (exit 77): only for what truly cannot run
+ * here, saying why. */
+#define CHECK_SKIP(...)                                                   \
+	do {                                                              \
+		printf("skip: " __VA_ARGS__);                             \
+		printf("\n");                                             \
+		exit(77);                                                 \
+	} while (0)
+
+/* Skip the case when this host has no io_uring: qemu-user (the s390x
+ * unit tests on x86) does not emulate it and answers ENOSYS. */
+void check_need_io_uring(void);
+
 /* Run `argv0 args...` style: fork, run fn in the child, return the child's
  * exit status (or 128+signal). Lets a case check that code exits/dies. */
 int check_fork(void (*fn)(void *), void *arg, char *out, size_t outlen);

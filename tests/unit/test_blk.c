@@ -61,6 +61,7 @@ static void setup_ex(struct t *t, const char *opts, unsigned nq, uint64_t featur
 	struct blk_opts o;
 	unsigned q;
 
+	check_need_io_uring();
 	memset(t, 0, sizeof(*t));
 	make_image(t, IMG_SIZE);
 	snprintf(spec, sizeof(spec), "%s%s", t->path, opts);

@@ -7,6 +7,7 @@
 #include "tests/unit/check.h"
 #include "vmm/mvm.h"
 #include "arch/arch.h"
+#include "vmm/util.h"
 #include "vmm/vm.h"
 
 #include <errno.h>
@@ -36,11 +37,13 @@ static void cleanup(void)
 		fprintf(stderr, "cannot remove %s\n", dir);
 }
 
-/* A temporary directory with a minimal bzImage (protocol 2.15, 64-bit
- * entry, cmdline_size 255) and a 1 MiB raw image. */
+/* A temporary directory with a minimal kernel and a 1 MiB raw image. The
+ * kernel is both a bzImage (protocol 2.15, 64-bit entry, cmdline_size 255)
+ * and an s390x image ("S390EP" at 0x10008, 256 bytes of command line), so
+ * the API tests run on either architecture. */
 static void setup(void)
 {
-	static uint8_t k[8192];
+	static uint8_t k[0x10480 + 4096];
 
 	snprintf(dir, sizeof(dir), "/tmp/mvm-test-api.XXXXXX");
 	CHECK(mkdtemp(dir));
@@ -57,6 +60,8 @@ static void setup(void)
 	k[0x238] = 255;
 	k[0x25b] = 0x01;
 	k[0x262] = 0x10;
+	memcpy(k + 0x10008, "S390EP", 6);
+	k[0x10430 + 6] = 0x01;          /* max_command_line_size 256, big-endian */
 	snprintf(kernel, sizeof(kernel), "%s/bzImage", dir);
 	write_file(kernel, k, sizeof(k));
 	snprintf(image, sizeof(image), "%s/disk.img", dir);
@@ -71,6 +76,15 @@ static struct mvm_config config(void)
 	mvm_config_init(&c);
 	c.kernel = kernel;
 	return c;
+}
+
+/* Disks need a transport the architecture has (s390x: virtio-ccw, not
+ * in this version yet). */
+static void need_disk_transport(void)
+{
+	if (arch_layout.pci_mmio_end == 0 && arch_layout.virtio_mmio_max == 0)
+		CHECK_SKIP("%s guests have no disk transport in this version of mvm",
+			   arch_layout.name);
 }
 
 /* mvm_create must fail with ret and a message containing want. */
@@ -126,6 +140,7 @@ TEST(create_rejects_bad_configs)
 {
 	struct mvm_config c;
 	struct mvm *vm;
+	char want[64];
 
 	setup();
 	CHECK_EQ(mvm_create(NULL, &vm, err, sizeof(err)), -EINVAL);
@@ -136,9 +151,12 @@ TEST(create_rejects_bad_configs)
 	create_fails(&c, -EINVAL, "kernel: not set");
 	c = config();
 	c.cpus = 0;
-	create_fails(&c, -EINVAL, "cpus 0: out of range; give 1 to 254");
-	c.cpus = 255;
-	create_fails(&c, -EINVAL, "cpus 255");
+	snprintf(want, sizeof(want), "cpus 0: out of range; give 1 to %u",
+		 MIN(MVM_MAX_CPUS, arch_layout.max_vcpus));
+	create_fails(&c, -EINVAL, want);
+	c.cpus = MIN(MVM_MAX_CPUS, arch_layout.max_vcpus) + 1;
+	snprintf(want, sizeof(want), "cpus %u", c.cpus);
+	create_fails(&c, -EINVAL, want);
 	c = config();
 	c.mem = 8 << 20;
 	create_fails(&c, -EINVAL, "mem 8388608 bytes: give at least 16 MiB");
@@ -202,7 +220,7 @@ TEST(cmdline_order_base_devices_user)
 	CHECK_EQ(vm_compose_cmdline("", "quiet", out, sizeof(out)), 0);
 	snprintf(want, sizeof(want), "%s quiet", base);
 	CHECK_STR(out, want);
-	CHECK(strstr(out, "console=ttyS0") && strstr(out, "reboot=k") && strstr(out, "panic=-1"));
+	CHECK(strstr(out, "panic=-1"));         /* a crashed guest ends mvm */
 	CHECK_EQ(vm_compose_cmdline(NULL, "quiet", out, strlen(base) + 4), -ENOSPC);
 }
 
@@ -212,6 +230,8 @@ TEST(add_disk_rejects_bad_disks)
 	struct mvm_disk d;
 	struct mvm *vm;
 	char missing[160];
+
+	need_disk_transport();
 
 	setup();
 	c = config();
@@ -251,6 +271,8 @@ TEST(disk_limit)
 	struct mvm *vm;
 	unsigned i;
 
+	need_disk_transport();
+
 	setup();
 	c = config();
 	CHECK_EQ(mvm_create(&c, &vm, err, sizeof(err)), 0);
@@ -268,6 +290,8 @@ TEST(two_vms_same_image_second_refused)
 	struct mvm_config c;
 	struct mvm_disk d;
 	struct mvm *a, *b;
+
+	need_disk_transport();
 
 	setup();
 	c = config();
@@ -318,6 +342,8 @@ TEST(double_start_and_add_after_start)
 	struct mvm_disk d;
 	struct mvm *vm;
 	int ret;
+
+	need_disk_transport();
 
 	setup();
 	c = config();

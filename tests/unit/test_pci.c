@@ -5,10 +5,14 @@
 
 #include "tests/unit/check.h"
 #include "devices/pci.h"
-#include "arch/arch.h"
 #include "vmm/byteorder.h"
 #include "vmm/util.h"
 #include "vmm/vm.h"
+
+/* The board's PCI window and INTx wiring for these tests (x86's values). */
+#define T_MMIO_BASE 0xe0000000ULL
+#define T_MMIO_END  0xfe000000ULL
+#define T_INTX_BASE 20
 
 struct tbus {
 	struct vm vm;
@@ -28,7 +32,7 @@ static struct tbus *tbus_new(void)
 	CHECK(t->ram);
 	CHECK_EQ(gmem_add_region(&t->vm.mem, 0, MiB, t->ram), 0);
 	CHECK_EQ(gmem_add_region(&t->vm.mem, 4 * GiB, MiB, t->ram + MiB), 0);
-	CHECK_EQ(pci_bus_init(&t->bus, &t->vm), 0);
+	CHECK_EQ(pci_bus_init(&t->bus, &t->vm, T_MMIO_BASE, T_MMIO_END, T_INTX_BASE), 0);
 	return t;
 }
 
@@ -191,8 +195,8 @@ TEST(device_slot_intx_pin_and_line)
 	CHECK_EQ(b->pd.slot, 2);
 	CHECK_EQ(conf1_read(t, 1, PCI_VENDOR_ID, 4), 0x56781234);
 	CHECK_EQ(conf1_read(t, 2, PCI_INTERRUPT_PIN, 1), 1);          /* INTA# */
-	CHECK_EQ(conf1_read(t, 2, PCI_INTERRUPT_LINE, 1), arch_layout.pci_intx_base + 2);
-	CHECK_EQ(pci_intx_pin(5), arch_layout.pci_intx_base + 1);
+	CHECK_EQ(conf1_read(t, 2, PCI_INTERRUPT_LINE, 1), T_INTX_BASE + 2);
+	CHECK_EQ(pci_intx_pin(&t->bus, 5), T_INTX_BASE + 1);
 	tbus_free(t);
 	free(a); free(b);
 }
@@ -240,8 +244,8 @@ TEST(bars_placed_in_pci_window_and_mapped_only_with_memory_decode)
 	uint64_t a0 = pci_bar_addr(&a->pd, 0), a2 = pci_bar_addr(&a->pd, 2);
 	uint64_t b0 = pci_bar_addr(&b->pd, 0), b2 = pci_bar_addr(&b->pd, 2);
 
-	CHECK(a0 >= arch_layout.pci_mmio_base && a0 + 0x1000 <= arch_layout.pci_mmio_end);
-	CHECK(b2 >= arch_layout.pci_mmio_base && b2 + 0x4000 <= arch_layout.pci_mmio_end);
+	CHECK(a0 >= T_MMIO_BASE && a0 + 0x1000 <= T_MMIO_END);
+	CHECK(b2 >= T_MMIO_BASE && b2 + 0x4000 <= T_MMIO_END);
 	CHECK_EQ(a0 % 0x1000, 0); CHECK_EQ(a2 % 0x4000, 0); CHECK_EQ(b2 % 0x4000, 0);
 	CHECK(a2 >= a0 + 0x1000 && b0 >= a2 + 0x4000 && b2 >= b0 + 0x1000);
 	CHECK(b2 < 4 * GiB);              /* 64-bit BAR placed below 4 GiB */

@@ -216,8 +216,8 @@ TEST(notify_bind_failure_leaves_nothing_bound)
 	vm.vm_fd = -1;          /* no KVM: the first KVM_IOEVENTFD fails */
 	vtr_attach(&x->t, &vm);
 	CHECK(x->v->dev.log == &vm.log);
-	CHECK_EQ(vtr_notify_bind(&x->t, &(struct vtr_notify){
-		.space = VM_IO_CCW, .addr = 0x10000, .len = 8, .datamatch = true }), -EBADF);
+	CHECK(vtr_notify_bind(&x->t, &(struct vtr_notify){
+		.space = VM_IO_CCW, .addr = 0x10000, .len = 8, .datamatch = true }) < 0);
 	CHECK_EQ(x->t.notify_bound, 0);
 	vtr_notify_unbind(&x->t);               /* nothing bound: no-op */
 	CHECK_EQ(x->t.notify_bound, 0);

@@ -32,6 +32,7 @@ static void setup(struct t *t, bool ok)
 	struct blk_opts o;
 	uint8_t *img = malloc(IMG_SIZE);
 
+	check_need_io_uring();
 	memset(t, 0, sizeof(*t));
 	strcpy(t->path, "/tmp/mvm-test-pblk-XXXXXX");
 	t->fd = mkstemp(t->path);

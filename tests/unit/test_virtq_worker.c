@@ -115,6 +115,7 @@ static struct pair *pair_new(bool slow_tx)
 	unsigned q;
 
 	CHECK(p);
+	check_need_io_uring();
 	p->slow_tx = slow_tx;
 	p->forever.tv_sec = 60;
 	CHECK_EQ(vdrv_ram_init(&p->d, 0x1000, 4 << 20), 0);

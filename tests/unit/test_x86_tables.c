@@ -324,3 +324,32 @@ TEST(layout_windows_inside_the_mmio_hole)
 	      arch_layout.virtio_mmio_max * arch_layout.virtio_mmio_size);
 	CHECK(arch_layout.pci_mmio_end <= X86_IOAPIC_ADDR);
 }
+
+static const struct kvm_irq_routing_entry *find_chip_route(const struct kvm_irq_routing_entry *r,
+							   unsigned n, unsigned gsi, unsigned chip)
+{
+	for (unsigned i = 0; i < n; i++)
+		if (r[i].gsi == gsi && r[i].type == KVM_IRQ_ROUTING_IRQCHIP &&
+		    r[i].u.irqchip.irqchip == chip)
+			return &r[i];
+	return NULL;
+}
+
+TEST(irq_routes_pic_and_ioapic_pins)
+{
+	struct kvm_irq_routing_entry r[64];
+	const struct kvm_irq_routing_entry *e;
+	unsigned n, g;
+
+	n = arch_irq_routes(r, 64);
+	CHECK_EQ(n, 16 + 24);          /* PIC: ISA IRQs 0-15; IOAPIC: pins 0-23 */
+	/* GSI n -> pin n, as the MP table says (the PIT on pin 0). */
+	for (g = 0; g < 24; g++) {
+		e = find_chip_route(r, n, g, KVM_IRQCHIP_IOAPIC);
+		CHECK(e && e->u.irqchip.pin == g);
+	}
+	e = find_chip_route(r, n, 9, KVM_IRQCHIP_PIC_SLAVE);
+	CHECK(e && e->u.irqchip.pin == 1);
+	/* A short table: the count is still the full one, nothing overruns. */
+	CHECK_EQ(arch_irq_routes(r, 4), 16 + 24);
+}

@@ -1,0 +1,591 @@
+/* arch/arch.h for s390x on KVM: RAM from 0, the SCLP console, the channel
+ * subsystem's instructions, booting a Linux image, and the intercepts
+ * (SERVC, I/O instructions, DIAG, stop, disabled wait, reset) through
+ * which the guest talks to mvm.
+ *
+ * vCPU states: KVM manages them (no KVM_SET_MP_STATE): KVM_RUN starts a
+ * stopped vCPU, so after a stop intercept the vCPU is not run again.
+ * Secondary vCPUs need SIGP START/RESTART/resets in user space, which mvm
+ * does not do yet: one vCPU. */
+#include "arch/arch.h"
+#include "arch/s390/boot.h"
+#include "arch/s390/css.h"
+#include "arch/s390/intercept.h"
+#include "arch/s390/layout.h"
+#include "arch/s390/sclp.h"
+#include "vmm/kvm.h"
+#include "vmm/log.h"
+#include "vmm/mvm.h"
+#include "vmm/util.h"
+#include "vmm/vcpu.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/stat.h>
+
+/* The test guest's exit status: DIAG 0x500 with this in GPR1 (any value
+ * but 3, KVM's virtio-ccw notify) and the status in GPR2. Documented in
+ * README ("The test guest"). */
+#define S390_DIAG_MVM_EXIT   0x4d564d00u   /* "MVM\0" */
+#define S390_DIAG_HYPERCALL  0x500
+#define S390_DIAG_IPL        0x308
+
+const struct arch_layout arch_layout = {
+	.name = "s390x",
+	.ram_hole = 1ULL << 32,         /* no hole: RAM is one block from 0 */
+	.virtio_mmio_max = 0,
+	.nvirtio_irqs = 0,
+	.pci_mmio_base = 0,
+	.pci_mmio_end = 0,
+	/* The SCLP VT220 console; reboot on panic, which ends mvm. */
+	.base_cmdline = "console=ttysclp0 panic=-1",
+	.max_vcpus = 1,
+};
+
+const struct arch_kvm_cap arch_kvm_caps[] = {
+	{ KVM_CAP_SYNC_REGS, "SYNC_REGS" },
+	{ KVM_CAP_S390_CSS_SUPPORT, "S390_CSS_SUPPORT" },
+	{ KVM_CAP_S390_IRQCHIP, "S390_IRQCHIP" },
+	{ 0, NULL },
+};
+
+/* Per-VM s390 state. */
+struct s390_vm {
+	struct sclp *sclp;              /* the board's, once created */
+};
+
+static struct s390_vm *s390_vm(const struct vm *vm)
+{
+	return vm_kvm(vm)->arch_state;
+}
+
+int arch_vm_init(struct vm *vm, void **state, char *err, size_t errlen)
+{
+	struct kvm_enable_cap cap = { .cap = KVM_CAP_S390_IRQCHIP };
+	struct s390_vm *sv;
+
+	/* Interrupt routing (irqfd, adapter routes) needs the in-kernel
+	 * FLIC's irqchip mode, enabled before any vCPU exists. */
+	if (ioctl(vm->vm_fd, KVM_ENABLE_CAP, &cap) < 0)
+		return err_set(err, errlen, -errno, "KVM_ENABLE_CAP(S390_IRQCHIP): %s",
+			       strerror(errno));
+	sv = calloc(1, sizeof(*sv));
+	if (!sv)
+		return err_set(err, errlen, -ENOMEM, "out of memory");
+	*state = sv;
+	return 0;
+}
+
+void arch_vm_fini(void *state)
+{
+	free(state);
+}
+
+unsigned arch_irq_routes(struct kvm_irq_routing_entry *r, unsigned cap)
+{
+	/* No interrupt controller pins: I/O interrupts are floating
+	 * interrupts and adapter routes. */
+	(void)r;
+	(void)cap;
+	return 0;
+}
+
+unsigned arch_irq_pins(void)
+{
+	return 0;
+}
+
+/* ---- board: the SCLP console ------------------------------------------- */
+
+struct s390_console {
+	struct sclp sclp;
+	struct vm *vm;
+};
+
+static void service_signal(void *opaque, uint32_t parm)
+{
+	struct s390_console *c = opaque;
+	struct kvm_s390_interrupt irq = { .type = KVM_S390_INT_SERVICE, .parm = parm };
+
+	if (ioctl(c->vm->vm_fd, KVM_S390_INTERRUPT, &irq) < 0)
+		log_err(&c->vm->log, "SCLP: cannot inject the service signal: %s; the guest "
+			"will wait for it", strerror(errno));
+}
+
+static size_t con_rx_room(void *dev)
+{
+	return sclp_rx_room(dev);
+}
+
+static size_t con_rx_push(void *dev, const uint8_t *buf, size_t len)
+{
+	return sclp_rx_push(dev, buf, len);
+}
+
+static void con_set_output(void *dev, void (*fn)(void *, const uint8_t *, size_t), void *opaque)
+{
+	struct sclp *s = dev;
+
+	s->out_fn = fn;
+	s->out_opaque = opaque;
+}
+
+static void con_counters(void *dev, uint64_t *out, uint64_t *in)
+{
+	struct sclp *s = dev;
+
+	*out = __atomic_load_n(&s->tx_bytes, __ATOMIC_RELAXED);
+	*in = __atomic_load_n(&s->rx_bytes, __ATOMIC_RELAXED);
+}
+
+static const struct vm_console_ops sclp_console_ops = {
+	.rx_room = con_rx_room,
+	.rx_push = con_rx_push,
+	.set_output = con_set_output,
+	.counters = con_counters,
+};
+
+static void console_stop(void *dev)
+{
+	(void)dev;              /* no threads of its own */
+}
+
+static void console_stats(void *dev, FILE *out)
+{
+	struct s390_console *c = dev;
+	uint64_t o, i;
+
+	con_counters(&c->sclp, &o, &i);
+	fprintf(out, "{\"kind\":\"sclp-console\",\"tx_bytes\":%" PRIu64 ",\"rx_bytes\":%" PRIu64 "}",
+		o, i);
+}
+
+static void console_destroy(void *dev)
+{
+	struct s390_console *c = dev;
+
+	s390_vm(c->vm)->sclp = NULL;
+	sclp_fini(&c->sclp);
+	free(c);
+}
+
+static const struct vm_device_ops console_vm_ops = {
+	.kind = "sclp-console",
+	.stop = console_stop,
+	.stats_json = console_stats,
+	.destroy = console_destroy,
+};
+
+int arch_board_create(struct vm *vm, int console_out, struct vm_console *con)
+{
+	struct s390_console *c = calloc(1, sizeof(*c));
+	int ret;
+
+	if (!c)
+		return -ENOMEM;
+	c->vm = vm;
+	ret = sclp_init(&c->sclp, &vm->mem, vm->mem.total, vm->ncpus, console_out,
+			service_signal, c);
+	if (ret)
+		goto free_c;
+	ret = vm_add_device(vm, &console_vm_ops, c);
+	if (ret)
+		goto fini;
+	s390_vm(vm)->sclp = &c->sclp;
+	*con = (struct vm_console){ .ops = &sclp_console_ops, .dev = &c->sclp };
+	if (ioctl(vm->kvm_fd, KVM_CHECK_EXTENSION, KVM_CAP_S390_COW) <= 0)
+		log_warn(&vm->log, "KVM on this host lacks KVM_CAP_S390_COW (no ESOP facility, as "
+			 "under Hercules): the guest runs, but its kernel cannot protect "
+			 "read-only pages by suppression");
+	return 0;
+fini:
+	sclp_fini(&c->sclp);
+free_c:
+	free(c);
+	return ret;
+}
+
+/* ---- boot -------------------------------------------------------------- */
+
+struct arch_boot {
+	uint64_t entry;
+};
+
+static int read_kernel(const struct arch_boot_cfg *cfg, uint8_t **buf, size_t *len,
+		       struct s390_kernel *k, char *err, size_t errlen)
+{
+	char why[256];
+	int ret;
+
+	if (!cfg->kernel_path)
+		return err_set(err, errlen, -EINVAL, "no kernel given: pass --kernel PATH");
+	ret = read_file(cfg->kernel_path, MIN(cfg->mem_size, (uint64_t)SIZE_MAX / 2), buf, len);
+	if (ret == -EFBIG)
+		return err_set(err, errlen, ret, "kernel %s is larger than guest RAM (%llu MiB): "
+			       "use more --mem", cfg->kernel_path,
+			       (unsigned long long)(cfg->mem_size / MiB));
+	if (ret)
+		return err_set(err, errlen, ret, "cannot read kernel %s: %s", cfg->kernel_path,
+			       strerror(-ret));
+	ret = s390_kernel_parse(*buf, *len, k, why, sizeof(why));
+	if (ret) {
+		err_set(err, errlen, ret, "%s: %s", cfg->kernel_path, why);
+		free(*buf);
+		*buf = NULL;
+	}
+	return ret;
+}
+
+static int check_mem(const struct arch_boot_cfg *cfg, char *err, size_t errlen)
+{
+	if (cfg->mem_size % S390_RAM_ALIGN)
+		return err_set(err, errlen, -EINVAL, "mem %llu bytes: s390x guest RAM comes in "
+			       "1 MiB storage increments; give a multiple of 1 MiB",
+			       (unsigned long long)cfg->mem_size);
+	return 0;
+}
+
+int arch_boot_check(const struct arch_boot_cfg *cfg, char *err, size_t errlen)
+{
+	struct s390_kernel k;
+	uint64_t initrd_size = 0;
+	uint8_t *buf = NULL;
+	size_t len;
+	int ret;
+
+	ret = check_mem(cfg, err, errlen);
+	if (ret)
+		return ret;
+	ret = read_kernel(cfg, &buf, &len, &k, err, errlen);
+	if (ret)
+		return ret;
+	if (cfg->initrd_path) {
+		struct stat st;
+
+		errno = 0;
+		if (stat(cfg->initrd_path, &st) < 0 || !S_ISREG(st.st_mode)) {
+			ret = err_set(err, errlen, errno ? -errno : -EINVAL, "cannot open initrd %s: "
+				      "%s", cfg->initrd_path,
+				      errno ? strerror(errno) : "not a regular file");
+			goto free_buf;
+		}
+		initrd_size = (uint64_t)st.st_size;
+	}
+	ret = s390_kernel_check(&k, cfg->mem_size, cfg->cmdline ? strlen(cfg->cmdline) : 0,
+				initrd_size, err, errlen);
+free_buf:
+	free(buf);
+	return ret;
+}
+
+int arch_boot_load(struct vm *vm, const struct arch_boot_cfg *cfg, struct arch_boot **boot,
+		   char *err, size_t errlen)
+{
+	struct s390_kernel k;
+	uint8_t *buf = NULL, *initrd = NULL;
+	size_t len, initrd_len = 0;
+	struct arch_boot *b;
+	int ret;
+
+	b = calloc(1, sizeof(*b));
+	if (!b)
+		return err_set(err, errlen, -ENOMEM, "out of memory");
+	ret = read_kernel(cfg, &buf, &len, &k, err, errlen);
+	if (ret)
+		goto free_b;
+	if (cfg->initrd_path) {
+		ret = read_file(cfg->initrd_path, MIN(cfg->mem_size, (uint64_t)SIZE_MAX / 2),
+				&initrd, &initrd_len);
+		if (ret) {
+			err_set(err, errlen, ret, "cannot read initrd %s: %s%s", cfg->initrd_path,
+				strerror(-ret), ret == -EFBIG ? " (larger than guest RAM)" : "");
+			goto free_buf;
+		}
+	}
+	ret = s390_boot_load_mem(&vm->mem, cfg->mem_size, &k, cfg->cmdline, initrd, initrd_len,
+				 &b->entry, err, errlen);
+	free(initrd);
+free_buf:
+	free(buf);
+	if (!ret) {
+		*boot = b;
+		return 0;
+	}
+free_b:
+	free(b);
+	return ret;
+}
+
+void arch_boot_free(struct arch_boot *boot)
+{
+	free(boot);
+}
+
+/* A vCPU after KVM_CREATE_VCPU: channel I/O to user space, the
+ * architected reset state, and for the boot CPU the start PSW. */
+static int s390_vcpu_setup(struct vcpu *v, uint64_t entry, char *err, size_t errlen)
+{
+	struct kvm_enable_cap css = { .cap = KVM_CAP_S390_CSS_SUPPORT };
+
+	/* On a vCPU fd (the VM fd refuses it), VM-wide in effect. */
+	if (ioctl(v->fd, KVM_ENABLE_CAP, &css) < 0)
+		return err_set(err, errlen, -errno, "vCPU %u: KVM_ENABLE_CAP(S390_CSS_SUPPORT): %s",
+			       v->id, strerror(errno));
+	/* CR0 and CR14 get their architected values only from a reset. */
+	if (ioctl(v->fd, KVM_S390_INITIAL_RESET, 0) < 0)
+		return err_set(err, errlen, -errno, "vCPU %u: KVM_S390_INITIAL_RESET: %s", v->id,
+			       strerror(errno));
+	v->run->psw_mask = S390_PSW_MASK_64;
+	v->run->psw_addr = entry;
+	v->run->s.regs.prefix = 0;
+	v->run->kvm_dirty_regs |= KVM_SYNC_PREFIX;
+	return 0;
+}
+
+int arch_vcpu_init(struct vcpu *v, unsigned ncpus, const struct arch_boot *boot, char *err,
+		   size_t errlen)
+{
+	if (ncpus > 1)
+		return err_set(err, errlen, -EINVAL, "cpus %u: an s390x guest has one vCPU in "
+			       "this version of mvm; give --cpus 1", ncpus);
+	return s390_vcpu_setup(v, boot->entry, err, errlen);
+}
+
+/* ---- intercepts -------------------------------------------------------- */
+
+uint64_t s390_ipb_addr(uint64_t base, uint32_t ipb, uint64_t psw_mask)
+{
+	uint64_t a = base + ((ipb >> 16) & 0xfff);
+
+	if (!(psw_mask & S390_PSW_MASK_EA))
+		a &= (psw_mask & S390_PSW_MASK_BA) ? 0x7fffffffULL : 0xffffffULL;
+	return a;
+}
+
+static void set_cc(struct kvm_run *run, unsigned cc)
+{
+	run->psw_mask = s390_psw_set_cc(run->psw_mask, cc);
+}
+
+/* Deliver a program exception for the intercepted instruction. */
+static int program_exception(struct vcpu *v, unsigned code)
+{
+	struct kvm_s390_interrupt irq = { .type = KVM_S390_PROGRAM_INT, .parm = code };
+
+	if (ioctl(v->fd, KVM_S390_INTERRUPT, &irq) < 0) {
+		snprintf(v->fatal, sizeof(v->fatal), "vCPU %u: cannot deliver program exception "
+			 "0x%04x: %s", v->id, code, strerror(errno));
+		log_err(&v->vm->log, "%s", v->fatal);
+		return MVM_EXIT_INTERNAL;
+	}
+	return -1;
+}
+
+static int vmem_op(void *opaque, uint64_t addr, unsigned ar, void *buf, uint32_t len,
+		   uint32_t op)
+{
+	struct vcpu *v = opaque;
+	struct kvm_s390_mem_op mop = {
+		.gaddr = addr, .size = len, .op = op, .buf = (uintptr_t)buf, .ar = (uint8_t)ar,
+		.flags = KVM_S390_MEMOP_F_INJECT_EXCEPTION,
+	};
+	int r = ioctl(v->fd, KVM_S390_MEM_OP, &mop);
+
+	if (r < 0)
+		return -errno;
+	return r > 0 ? S390_ACCESS_INJECTED : 0;
+}
+
+static int vmem_read(void *opaque, uint64_t addr, unsigned ar, void *buf, uint32_t len)
+{
+	return vmem_op(opaque, addr, ar, buf, len, KVM_S390_MEMOP_LOGICAL_READ);
+}
+
+static int vmem_write(void *opaque, uint64_t addr, unsigned ar, const void *buf, uint32_t len)
+{
+	return vmem_op(opaque, addr, ar, (void *)buf, len, KVM_S390_MEMOP_LOGICAL_WRITE);
+}
+
+/* An instruction's result: a condition code, a program exception, or a
+ * host failure. */
+static int finish(struct vcpu *v, int r, const char *what)
+{
+	if (r >= 0) {
+		set_cc(v->run, (unsigned)r);
+		return -1;
+	}
+	if (r == CSS_INJECTED)
+		return -1;
+	if (r == CSS_HOST_ERROR) {
+		snprintf(v->fatal, sizeof(v->fatal), "vCPU %u: %s: KVM_S390_MEM_OP failed on the "
+			 "instruction's operand", v->id, what);
+		log_err(&v->vm->log, "%s", v->fatal);
+		return MVM_EXIT_INTERNAL;
+	}
+	return program_exception(v, (unsigned)-r);
+}
+
+static int handle_servc(struct vcpu *v, struct kvm_run *run)
+{
+	struct sclp *s = s390_vm(v->vm)->sclp;
+	uint32_t ipb = run->s390_sieic.ipb;
+	__u64 *g = run->s.regs.gprs;
+
+	if (!s)
+		return finish(v, 3, "SERVC");   /* no SCLP: not operational */
+	return finish(v, sclp_service_call(s, (uint32_t)g[s390_rre_r1(ipb)], g[s390_rre_r2(ipb)],
+					   run->psw_mask & S390_PSW_MASK_PSTATE), "SERVC");
+}
+
+static int handle_io(struct vcpu *v, struct kvm_run *run, unsigned op)
+{
+	const struct s390_vmem vm = { vmem_read, vmem_write, v };
+	uint32_t ipb = run->s390_sieic.ipb;
+	__u64 *g = run->s.regs.gprs;
+	uint64_t addr;
+	unsigned ar;
+	int r;
+
+	if (op == CSS_OP_CHSC) {
+		ar = s390_rre_r1(ipb);
+		addr = g[ar];
+	} else {
+		ar = s390_ipb_b2(ipb);
+		addr = s390_ipb_addr(ar ? g[ar] : 0, ipb, run->psw_mask);
+	}
+	r = css_instruction(&vm, op, (uint32_t)g[1], addr, ar);
+	/* SCHM and SAL set no condition code. */
+	if (r == 0 && (op == CSS_OP_SCHM || op == CSS_OP_SAL))
+		return -1;
+	return finish(v, r, "I/O instruction");
+}
+
+/* DIAG 0x308 subcodes other than 3 and 4 (which KVM turns into
+ * KVM_EXIT_S390_RESET): Linux asks for its IPL parameter block at boot. */
+static int handle_diag308(struct vcpu *v, struct kvm_run *run)
+{
+	unsigned r1 = s390_rs_r1(run->s390_sieic.ipa), r3 = s390_rs_r3(run->s390_sieic.ipa);
+	__u64 *g = run->s.regs.gprs;
+
+	switch (g[r3] & 0xffff) {
+	case 5:         /* SET an IPL block: mvm keeps none (a re-IPL ends it) */
+	case 6:         /* STORE it */
+		if ((r1 & 1) || (g[r1] & 0xfff))
+			return program_exception(v, S390_PGM_SPECIFICATION);
+		g[r1 + 1] = (g[r3] & 0xffff) == 6 ? 0x0102 /* no configuration */
+						  : 0x0402 /* invalid */;
+		run->kvm_dirty_regs |= KVM_SYNC_GPRS;
+		return -1;
+	case 0:         /* clear reset */
+	case 1:         /* load normal with reset */
+	case 7:         /* load normal */
+		return MVM_EXIT_OK;     /* a reboot, as on x86: the VM ends */
+	default:
+		return program_exception(v, S390_PGM_SPECIFICATION);
+	}
+}
+
+static int handle_diag(struct vcpu *v, struct kvm_run *run)
+{
+	__u64 *g = run->s.regs.gprs;
+	uint32_t ipb = run->s390_sieic.ipb;
+	unsigned b2 = s390_ipb_b2(ipb);
+	unsigned code = (unsigned)(s390_ipb_addr(b2 ? g[b2] : 0, ipb, ~0ULL) & 0xffff);
+
+	if (run->psw_mask & S390_PSW_MASK_PSTATE)
+		return program_exception(v, S390_PGM_PRIVILEGED);
+	if (code == S390_DIAG_IPL)
+		return handle_diag308(v, run);
+	if (code == S390_DIAG_HYPERCALL && (uint32_t)g[1] == S390_DIAG_MVM_EXIT) {
+		vm_request_stop(v->vm, VM_STOP_GUEST_STATUS,
+				(int)(g[s390_rs_r3(run->s390_sieic.ipa)] & 0xff), NULL);
+		return -1;
+	}
+	return program_exception(v, S390_PGM_SPECIFICATION);
+}
+
+static int handle_instruction(struct vcpu *v, struct kvm_run *run)
+{
+	uint16_t ipa = run->s390_sieic.ipa;
+
+	switch (ipa >> 8) {
+	case 0xb2:
+		if ((ipa & 0xff) == 0x20)
+			return handle_servc(v, run);
+		if (((ipa & 0xff) >= CSS_OP_CSCH && (ipa & 0xff) <= CSS_OP_SCHM) ||
+		    (ipa & 0xff) == CSS_OP_CHSC || (ipa & 0xff) == CSS_OP_XSCH)
+			return handle_io(v, run, ipa & 0xff);
+		break;
+	case 0x83:
+		return handle_diag(v, run);
+	case 0xae:      /* SIGP orders KVM leaves to user space: no secondary CPUs */
+		run->s.regs.gprs[s390_rs_r1(ipa)] =
+			(run->s.regs.gprs[s390_rs_r1(ipa)] & ~0xffffffffULL) | 0x02; /* invalid order */
+		run->kvm_dirty_regs |= KVM_SYNC_GPRS;
+		set_cc(run, 1);
+		return -1;
+	}
+	return program_exception(v, S390_PGM_OPERATION);
+}
+
+int arch_vcpu_exit(struct vcpu *v, struct kvm_run *run)
+{
+	switch (run->exit_reason) {
+	case KVM_EXIT_S390_SIEIC:
+		switch (run->s390_sieic.icptcode) {
+		case S390_ICPT_INST:
+			return handle_instruction(v, run);
+		case S390_ICPT_STOP:
+			/* The only vCPU stopped itself (poweroff, halt). */
+			return MVM_EXIT_OK;
+		case S390_ICPT_WAIT:
+			/* A disabled wait at ...fff is Linux's quiesced
+			 * shutdown; anywhere else it is a crash (panic). */
+			if ((run->psw_addr & 0xfff) == 0xfff)
+				return MVM_EXIT_OK;
+			snprintf(v->fatal, sizeof(v->fatal), "vCPU %u: the guest stopped in a "
+				 "disabled wait (PSW 0x%016llx 0x%016llx): it crashed", v->id,
+				 (unsigned long long)run->psw_mask,
+				 (unsigned long long)run->psw_addr);
+			log_err(&v->vm->log, "%s", v->fatal);
+			return MVM_EXIT_UNHANDLED;
+		}
+		return ARCH_EXIT_UNKNOWN;
+	case KVM_EXIT_S390_RESET:
+		return MVM_EXIT_OK;     /* re-IPL (reboot): the VM ends, as on x86 */
+	case KVM_EXIT_S390_TSCH:
+		/* TSCH for a subchannel without a device (no I/O interrupt can
+		 * have been dequeued: none is ever made): not operational. */
+		{
+			const struct s390_vmem vm = { vmem_read, vmem_write, v };
+			uint32_t ipb = run->s390_tsch.ipb;
+			unsigned b2 = s390_ipb_b2(ipb);
+			uint64_t addr = s390_ipb_addr(b2 ? run->s.regs.gprs[b2] : 0, ipb,
+						      run->psw_mask);
+
+			return finish(v, css_instruction(&vm, CSS_OP_TSCH,
+							 (uint32_t)run->s.regs.gprs[1], addr, b2),
+				      "TSCH");
+		}
+	}
+	return ARCH_EXIT_UNKNOWN;
+}
+
+void arch_describe_vcpu(const struct vcpu *v, const struct kvm_run *run, char *out,
+			size_t outlen)
+{
+	(void)v;
+	snprintf(out, outlen, "PSW 0x%016llx 0x%016llx (%s)", (unsigned long long)run->psw_mask,
+		 (unsigned long long)run->psw_addr,
+		 run->psw_mask & (1ULL << (63 - 5)) ? "DAT on" : "DAT off");
+}
+
+void arch_cpu_relax(void)
+{
+	/* No spin-wait hint on z/Architecture; keep the compiler honest. */
+	__asm__ __volatile__("" ::: "memory");
+}

@@ -1,0 +1,303 @@
+/* The SCLP model: see sclp.h. Every SCCB is copied out of guest memory once,
+ * processed on the copy and written back whole, so a guest rewriting it
+ * meanwhile changes nothing we decided on. */
+#include "arch/s390/sclp.h"
+#include "vmm/byteorder.h"
+#include "vmm/util.h"
+
+#include <errno.h>
+#include <string.h>
+#include <unistd.h>
+
+/* SCCBs may span three pages for Read SCP Info on machines with the
+ * extended-length-SCCB facility; otherwise one page, not crossing it. */
+#define SCCB_EXT_MAX_LEN (3 * 4096)
+
+/* What we accept from the guest and can send to it: VT220 only. */
+#define SCLP_OUR_MASK sclp_evtyp_bit(SCLP_EVTYP_VT220)
+
+int sclp_init(struct sclp *s, const struct guest_mem *mem, uint64_t mem_size, unsigned ncpus,
+	      int out_fd, void (*service_signal)(void *, uint32_t), void *opaque)
+{
+	memset(s, 0, sizeof(*s));
+	s->mem = mem;
+	s->mem_size = mem_size;
+	s->ncpus = ncpus;
+	s->out_fd = out_fd;
+	s->service_signal = service_signal;
+	s->signal_opaque = opaque;
+	return -pthread_mutex_init(&s->lock, NULL);
+}
+
+void sclp_fini(struct sclp *s)
+{
+	pthread_mutex_destroy(&s->lock);
+}
+
+static void set_rc(uint8_t *sccb, uint16_t rc)
+{
+	be16_store(sccb + 6, rc);
+}
+
+static void read_scp_info(struct sclp *s, uint8_t *sccb, unsigned len)
+{
+	unsigned need = SCLP_INFO_CPU_ENTRIES + s->ncpus * SCLP_CPU_ENTRY_LEN, i;
+	uint64_t incr = s->mem_size >> 20;     /* 1 MiB storage increments */
+
+	if (len < need) {
+		set_rc(sccb, SCLP_RC_INSUFFICIENT_SCCB_LENGTH);
+		return;
+	}
+	memset(sccb + SCCB_HDR_LEN, 0, len - SCCB_HDR_LEN);
+	sccb[SCLP_INFO_RNSIZE] = 1;
+	if (incr <= 0xffff)
+		be16_store(sccb + SCLP_INFO_RNMAX, (uint16_t)incr);
+	else
+		be64_store(sccb + SCLP_INFO_RNMAX2, incr);
+	be16_store(sccb + SCLP_INFO_NCPURL, (uint16_t)s->ncpus);
+	be16_store(sccb + SCLP_INFO_CPUOFF, SCLP_INFO_CPU_ENTRIES);
+	be16_store(sccb + SCLP_INFO_HCPUA, (uint16_t)(s->ncpus - 1));
+	for (i = 0; i < s->ncpus; i++) {
+		uint8_t *e = sccb + SCLP_INFO_CPU_ENTRIES + i * SCLP_CPU_ENTRY_LEN;
+
+		e[0] = (uint8_t)i;      /* core id = CPU address */
+		e[14] = 0;              /* type: CP */
+	}
+	set_rc(sccb, SCLP_RC_NORMAL_READ_COMPLETION);
+}
+
+/* Write Event Mask: u16 reserved, u16 mask length, then the guest's
+ * receive and send masks and (ours) the SCLP's receive and send masks. */
+static void write_event_mask(struct sclp *s, uint8_t *sccb, unsigned len)
+{
+	unsigned ml, i;
+	uint8_t *m;
+
+	if (len < 12) {
+		set_rc(sccb, SCLP_RC_INSUFFICIENT_SCCB_LENGTH);
+		return;
+	}
+	ml = be16_load(sccb + 10);
+	if (ml == 0 || ml > SCLP_MASK_LEN_MAX) {
+		set_rc(sccb, SCLP_RC_INVALID_MASK_LENGTH);
+		return;
+	}
+	if (len < 12 + 4 * ml) {
+		set_rc(sccb, SCLP_RC_INSUFFICIENT_SCCB_LENGTH);
+		return;
+	}
+	m = sccb + 12;
+	s->guest_receive = s->guest_send = 0;
+	/* Only event types 1..32 exist for us: the first four bytes. */
+	for (i = 0; i < 4 && i < ml; i++) {
+		s->guest_receive |= (uint32_t)m[i] << (24 - 8 * i);
+		s->guest_send |= (uint32_t)m[ml + i] << (24 - 8 * i);
+	}
+	memset(m + 2 * ml, 0, 2 * ml);
+	for (i = 0; i < 4 && i < ml; i++) {
+		m[2 * ml + i] = (uint8_t)(SCLP_OUR_MASK >> (24 - 8 * i));   /* we receive */
+		m[3 * ml + i] = (uint8_t)(SCLP_OUR_MASK >> (24 - 8 * i));   /* we send */
+	}
+	set_rc(sccb, SCLP_RC_NORMAL_COMPLETION);
+}
+
+static void console_out(struct sclp *s, const uint8_t *buf, size_t len)
+{
+	__atomic_add_fetch(&s->tx_bytes, len, __ATOMIC_RELAXED);
+	if (s->out_fn) {
+		s->out_fn(s->out_opaque, buf, len);
+		return;
+	}
+	while (len && s->out_fd >= 0) {
+		ssize_t n = write(s->out_fd, buf, len);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			return;         /* console gone: the guest's output is dropped */
+		buf += n;
+		len -= (size_t)n;
+	}
+}
+
+/* Write Event Data: event buffers from offset 8 to the SCCB's length. */
+static void write_event_data(struct sclp *s, uint8_t *sccb, unsigned len)
+{
+	unsigned off = SCCB_HDR_LEN;
+
+	if (sccb[2] != 0) {             /* function code: normal write */
+		set_rc(sccb, SCLP_RC_INVALID_FUNCTION);
+		return;
+	}
+	if (len == SCCB_HDR_LEN) {
+		set_rc(sccb, SCLP_RC_EVENT_BUFFER_SYNTAX_ERROR);
+		return;
+	}
+	/* Check every buffer before acting on any. */
+	while (off < len) {
+		unsigned el = off + 2 <= len ? be16_load(sccb + off) : 0;
+
+		if (el < SCLP_EVBUF_HDR_LEN || el > len - off) {
+			set_rc(sccb, SCLP_RC_EVENT_BUFFER_SYNTAX_ERROR);
+			return;
+		}
+		/* Linux sends a Store Data event (0x0c) at boot whatever the
+		 * masks say; "event not supported" (0x73f0) keeps it quiet. */
+		if (sccb[off + 2] == SCLP_EVTYP_STORE_DATA) {
+			set_rc(sccb, SCLP_RC_EVENT_BUFFER_SYNTAX_ERROR);
+			return;
+		}
+		if (sccb[off + 2] != SCLP_EVTYP_VT220 ||
+		    !(s->guest_send & sclp_evtyp_bit(SCLP_EVTYP_VT220))) {
+			set_rc(sccb, SCLP_RC_INVALID_FUNCTION);
+			return;
+		}
+		off += el;
+	}
+	for (off = SCCB_HDR_LEN; off < len; off += be16_load(sccb + off)) {
+		unsigned el = be16_load(sccb + off);
+
+		console_out(s, sccb + off + SCLP_EVBUF_HDR_LEN, el - SCLP_EVBUF_HDR_LEN);
+		sccb[off + 3] |= SCLP_EVBUF_ACCEPTED;
+	}
+	set_rc(sccb, SCLP_RC_NORMAL_COMPLETION);
+}
+
+static bool input_pending(const struct sclp *s)
+{
+	return s->rx_count && (s->guest_receive & sclp_evtyp_bit(SCLP_EVTYP_VT220));
+}
+
+/* Read Event Data: pending console input as one VT220 event buffer. */
+static void read_event_data(struct sclp *s, uint8_t *sccb, unsigned len)
+{
+	unsigned room, n, i;
+	uint8_t *e = sccb + SCCB_HDR_LEN;
+
+	/* 0x00 unconditional, 0x01 selective (we have one event type). */
+	if ((sccb[2] & 0x7f) > 1) {
+		set_rc(sccb, SCLP_RC_INVALID_FUNCTION);
+		return;
+	}
+	s->pending_signalled = false;
+	if (!input_pending(s)) {
+		set_rc(sccb, SCLP_RC_NO_EVENT_BUFFERS_STORED);
+		return;
+	}
+	if (len != SCCB_MAX_LEN) {      /* a whole page, as Linux sends */
+		set_rc(sccb, SCLP_RC_INSUFFICIENT_SCCB_LENGTH);
+		return;
+	}
+	/* VT220 input: a session byte (0x00: session data), then the bytes. */
+	room = len - SCCB_HDR_LEN - SCLP_EVBUF_HDR_LEN - 1;
+	n = MIN(room, s->rx_count);
+	e[SCLP_EVBUF_HDR_LEN] = 0x00;
+	for (i = 0; i < n; i++)
+		e[SCLP_EVBUF_HDR_LEN + 1 + i] = s->rx[(s->rx_head + i) % SCLP_RX_SIZE];
+	s->rx_head = (s->rx_head + n) % SCLP_RX_SIZE;
+	s->rx_count -= n;
+	__atomic_add_fetch(&s->rx_bytes, n, __ATOMIC_RELAXED);
+	be16_store(e, (uint16_t)(SCLP_EVBUF_HDR_LEN + 1 + n));
+	e[2] = SCLP_EVTYP_VT220;
+	e[3] = 0;
+	be16_store(e + 4, 0);
+	/* Variable-length response: the SCCB ends after the buffer. */
+	if (sccb[5] & 0x80) {
+		sccb[5] &= 0x7f;
+		be16_store(sccb, (uint16_t)(SCCB_HDR_LEN + SCLP_EVBUF_HDR_LEN + 1 + n));
+	}
+	set_rc(sccb, SCLP_RC_NORMAL_COMPLETION);
+}
+
+int sclp_service_call(struct sclp *s, uint32_t cmd, uint64_t sccb, bool problem)
+{
+	uint8_t buf[SCCB_EXT_MAX_LEN];
+	uint8_t *g;
+	unsigned len;
+
+	if (problem)
+		return -SCLP_PGM_PRIVILEGED;
+	/* Doubleword aligned, below 2 GiB, not in the first 8 KiB (the
+	 * lowcore: mvm's vCPUs run with prefix 0 until Linux moves it, and an
+	 * SCCB never lives there). */
+	if ((sccb & ~0x7ffffff8ULL) || (sccb & ~0x1fffULL) == 0)
+		return -SCLP_PGM_SPECIFICATION;
+	cmd &= 0xffff00ffu;     /* bits 16-23 select a resource, not the command */
+	g = gmem_ptr(s->mem, sccb, SCCB_HDR_LEN);
+	if (!g)
+		return -SCLP_PGM_ADDRESSING;
+	len = be16_load(g);
+	if (len < SCCB_HDR_LEN)
+		return -SCLP_PGM_SPECIFICATION;
+	pthread_mutex_lock(&s->lock);
+	if (((sccb & 0xfff) + len > 4096 &&
+	     !((sccb & 0xfff) == 0 && len <= SCCB_EXT_MAX_LEN && (cmd == SCLP_CMDW_READ_SCP_INFO ||
+							       cmd == SCLP_CMDW_READ_SCP_INFO_FORCED)))) {
+		/* Crosses a page: only the header is ours to answer in. */
+		memcpy(buf, g, SCCB_HDR_LEN);
+		set_rc(buf, SCLP_RC_SCCB_BOUNDARY_VIOLATION);
+		memcpy(g, buf, SCCB_HDR_LEN);
+		goto signal;
+	}
+	g = gmem_ptr(s->mem, sccb, len);
+	if (!g) {
+		pthread_mutex_unlock(&s->lock);
+		return -SCLP_PGM_ADDRESSING;
+	}
+	memcpy(buf, g, len);
+	switch (cmd) {
+	case SCLP_CMDW_READ_SCP_INFO:
+	case SCLP_CMDW_READ_SCP_INFO_FORCED:
+		read_scp_info(s, buf, len);
+		break;
+	case SCLP_CMDW_WRITE_EVENT_MASK:
+		write_event_mask(s, buf, len);
+		break;
+	case SCLP_CMDW_WRITE_EVENT_DATA:
+		write_event_data(s, buf, len);
+		break;
+	case SCLP_CMDW_READ_EVENT_DATA:
+		read_event_data(s, buf, len);
+		break;
+	default:
+		set_rc(buf, SCLP_RC_INVALID_SCLP_COMMAND);
+		break;
+	}
+	memcpy(g, buf, len);
+signal:
+	/* The SCCB is complete before the interrupt that says so (the
+	 * injection is a syscall: a full barrier for the guest's view). */
+	s->service_signal(s->signal_opaque, (uint32_t)sccb | (input_pending(s) ? 1 : 0));
+	if (input_pending(s))
+		s->pending_signalled = true;
+	pthread_mutex_unlock(&s->lock);
+	return 0;
+}
+
+size_t sclp_rx_room(struct sclp *s)
+{
+	size_t room;
+
+	pthread_mutex_lock(&s->lock);
+	room = SCLP_RX_SIZE - s->rx_count;
+	pthread_mutex_unlock(&s->lock);
+	return room;
+}
+
+size_t sclp_rx_push(struct sclp *s, const uint8_t *buf, size_t len)
+{
+	size_t n, i;
+
+	pthread_mutex_lock(&s->lock);
+	n = MIN(len, (size_t)(SCLP_RX_SIZE - s->rx_count));
+	for (i = 0; i < n; i++)
+		s->rx[(s->rx_head + s->rx_count + i) % SCLP_RX_SIZE] = buf[i];
+	s->rx_count += (unsigned)n;
+	/* Tell the guest once; it reads until nothing is left. */
+	if (n && input_pending(s) && !s->pending_signalled) {
+		s->pending_signalled = true;
+		s->service_signal(s->signal_opaque, 1);
+	}
+	pthread_mutex_unlock(&s->lock);
+	return n;
+}

@@ -1,0 +1,292 @@
+/* The SCLP model (arch/s390/sclp.c) as Linux drives it: Read SCP Info,
+ * the event masks, VT220 output and input, the service signal after every
+ * command, and the checks on a SERVC's operands. Big-endian fields; runs
+ * under qemu-s390x-static on x86. */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "arch/s390/sclp.h"
+#include "tests/unit/check.h"
+#include "vmm/byteorder.h"
+#include "vmm/util.h"
+
+#define RAM (64ULL << 20)
+#define SCCB 0x20000ULL
+
+struct t {
+	struct guest_mem gm;
+	struct sclp s;
+	uint32_t signals[16];
+	unsigned nsignals;
+	int pipe[2];
+	uint8_t out[4096];
+	size_t nout;
+};
+
+static void on_signal(void *opaque, uint32_t parm)
+{
+	struct t *t = opaque;
+
+	CHECK(t->nsignals < ARRAY_SIZE(t->signals));
+	t->signals[t->nsignals++] = parm;
+}
+
+static void on_output(void *opaque, const uint8_t *buf, size_t len)
+{
+	struct t *t = opaque;
+
+	CHECK(t->nout + len <= sizeof(t->out));
+	memcpy(t->out + t->nout, buf, len);
+	t->nout += len;
+}
+
+static struct t *setup(unsigned ncpus)
+{
+	struct t *t = calloc(1, sizeof(*t));
+
+	CHECK(t);
+	CHECK_EQ(gmem_map(&t->gm, RAM, 1ULL << 32), 0);
+	CHECK_EQ(sclp_init(&t->s, &t->gm, RAM, ncpus, -1, on_signal, t), 0);
+	t->s.out_fn = on_output;
+	t->s.out_opaque = t;
+	return t;
+}
+
+static void teardown(struct t *t)
+{
+	sclp_fini(&t->s);
+	gmem_unmap(&t->gm);
+	free(t);
+}
+
+static uint8_t *sccb(struct t *t, uint64_t at, unsigned len)
+{
+	uint8_t *p = gmem_ptr(&t->gm, at, len);
+
+	CHECK(p);
+	memset(p, 0, len);
+	be16_store(p, (uint16_t)len);
+	return p;
+}
+
+static uint16_t rc(const uint8_t *p)
+{
+	return be16_load(p + 6);
+}
+
+/* Enable VT220 both ways, as Linux's console driver does (8-byte masks). */
+static void enable_vt220(struct t *t)
+{
+	uint8_t *p = sccb(t, SCCB, 12 + 4 * 8);
+
+	be16_store(p + 10, 8);
+	p[12 + 3] = 0x40;               /* guest receive mask: type 0x1a */
+	p[12 + 8 + 3] = 0x40;           /* guest send mask */
+	CHECK_EQ(sclp_service_call(&t->s, SCLP_CMDW_WRITE_EVENT_MASK, SCCB, false), 0);
+	CHECK_EQ(rc(p), SCLP_RC_NORMAL_COMPLETION);
+	/* The SCLP's own masks: it receives and sends VT220, nothing else. */
+	CHECK_EQ(p[12 + 16 + 3], 0x40);
+	CHECK_EQ(p[12 + 24 + 3], 0x40);
+	CHECK_EQ(p[12 + 16], 0);
+	CHECK_EQ(p[12 + 16 + 7], 0);
+}
+
+TEST(read_scp_info_reports_memory_and_cpus)
+{
+	struct t *t = setup(2);
+	uint8_t *p = sccb(t, SCCB, 4096);
+
+	p[2] = 0x80;
+	CHECK_EQ(sclp_service_call(&t->s, SCLP_CMDW_READ_SCP_INFO_FORCED, SCCB, false), 0);
+	CHECK_EQ(rc(p), SCLP_RC_NORMAL_READ_COMPLETION);
+	CHECK_EQ(p[SCLP_INFO_RNSIZE], 1);                       /* 1 MiB increments */
+	CHECK_EQ(be16_load(p + SCLP_INFO_RNMAX), RAM >> 20);
+	CHECK_EQ(be16_load(p + SCLP_INFO_NCPURL), 2);
+	CHECK_EQ(be16_load(p + SCLP_INFO_CPUOFF), SCLP_INFO_CPU_ENTRIES);
+	CHECK_EQ(p[SCLP_INFO_CPU_ENTRIES], 0);                   /* core ids 0, 1 */
+	CHECK_EQ(p[SCLP_INFO_CPU_ENTRIES + SCLP_CPU_ENTRY_LEN], 1);
+	/* The service signal follows, naming the SCCB. */
+	CHECK_EQ(t->nsignals, 1);
+	CHECK_EQ(t->signals[0], SCCB);
+	teardown(t);
+}
+
+TEST(read_scp_info_too_short_and_unknown_command)
+{
+	struct t *t = setup(1);
+	uint8_t *p = sccb(t, SCCB, 64);
+
+	CHECK_EQ(sclp_service_call(&t->s, SCLP_CMDW_READ_SCP_INFO, SCCB, false), 0);
+	CHECK_EQ(rc(p), SCLP_RC_INSUFFICIENT_SCCB_LENGTH);
+	p = sccb(t, SCCB, 64);
+	CHECK_EQ(sclp_service_call(&t->s, 0x00990001, SCCB, false), 0);
+	CHECK_EQ(rc(p), SCLP_RC_INVALID_SCLP_COMMAND);
+	CHECK_EQ(t->nsignals, 2);
+	teardown(t);
+}
+
+TEST(servc_operand_checks_are_program_exceptions)
+{
+	struct t *t = setup(1);
+
+	sccb(t, SCCB, 4096);
+	CHECK_EQ(sclp_service_call(&t->s, SCLP_CMDW_READ_SCP_INFO, SCCB, true),
+		 -SCLP_PGM_PRIVILEGED);
+	CHECK_EQ(sclp_service_call(&t->s, SCLP_CMDW_READ_SCP_INFO, SCCB + 4, false),
+		 -SCLP_PGM_SPECIFICATION);                      /* not 8-aligned */
+	CHECK_EQ(sclp_service_call(&t->s, SCLP_CMDW_READ_SCP_INFO, 0x1000, false),
+		 -SCLP_PGM_SPECIFICATION);                      /* the lowcore */
+	CHECK_EQ(sclp_service_call(&t->s, SCLP_CMDW_READ_SCP_INFO, 1ULL << 31, false),
+		 -SCLP_PGM_SPECIFICATION);                      /* not below 2 GiB */
+	CHECK_EQ(sclp_service_call(&t->s, SCLP_CMDW_READ_SCP_INFO, RAM + 0x1000 - RAM % 8, false),
+		 RAM < (1ULL << 31) ? -SCLP_PGM_ADDRESSING : -SCLP_PGM_SPECIFICATION);
+	be16_store(gmem_ptr(&t->gm, SCCB, 8), 4);               /* length < header */
+	CHECK_EQ(sclp_service_call(&t->s, SCLP_CMDW_READ_SCP_INFO, SCCB, false),
+		 -SCLP_PGM_SPECIFICATION);
+	CHECK_EQ(t->nsignals, 0);       /* suppressed: no interrupt */
+	teardown(t);
+}
+
+TEST(sccb_crossing_a_page_is_a_boundary_violation)
+{
+	struct t *t = setup(1);
+	uint8_t *p = sccb(t, SCCB + 0xf00, 512);
+
+	CHECK_EQ(sclp_service_call(&t->s, SCLP_CMDW_WRITE_EVENT_MASK, SCCB + 0xf00, false), 0);
+	CHECK_EQ(rc(p), SCLP_RC_SCCB_BOUNDARY_VIOLATION);
+	CHECK_EQ(t->nsignals, 1);
+	teardown(t);
+}
+
+TEST(event_mask_length_is_checked)
+{
+	struct t *t = setup(1);
+	uint8_t *p = sccb(t, SCCB, 64);
+
+	be16_store(p + 10, 0);
+	CHECK_EQ(sclp_service_call(&t->s, SCLP_CMDW_WRITE_EVENT_MASK, SCCB, false), 0);
+	CHECK_EQ(rc(p), SCLP_RC_INVALID_MASK_LENGTH);
+	p = sccb(t, SCCB, 16);
+	be16_store(p + 10, 8);                                  /* 4 masks of 8 > 16 */
+	CHECK_EQ(sclp_service_call(&t->s, SCLP_CMDW_WRITE_EVENT_MASK, SCCB, false), 0);
+	CHECK_EQ(rc(p), SCLP_RC_INSUFFICIENT_SCCB_LENGTH);
+	teardown(t);
+}
+
+static uint8_t *vt220_write(struct t *t, const char *text)
+{
+	size_t n = strlen(text);
+	uint8_t *p = sccb(t, SCCB, (unsigned)(8 + 6 + n));
+
+	be16_store(p + 8, (uint16_t)(6 + n));
+	p[10] = SCLP_EVTYP_VT220;
+	memcpy(p + 14, text, n);
+	CHECK_EQ(sclp_service_call(&t->s, SCLP_CMDW_WRITE_EVENT_DATA, SCCB, false), 0);
+	return p;
+}
+
+TEST(vt220_output_reaches_the_console_once_enabled)
+{
+	struct t *t = setup(1);
+	uint8_t *p;
+
+	p = vt220_write(t, "early");
+	CHECK_EQ(rc(p), SCLP_RC_INVALID_FUNCTION);              /* not enabled yet */
+	CHECK_EQ(t->nout, 0);
+	enable_vt220(t);
+	p = vt220_write(t, "hello\r\n");
+	CHECK_EQ(rc(p), SCLP_RC_NORMAL_COMPLETION);
+	CHECK(p[11] & SCLP_EVBUF_ACCEPTED);
+	CHECK_EQ(t->nout, 7);
+	CHECK(memcmp(t->out, "hello\r\n", 7) == 0);
+	CHECK_EQ(__atomic_load_n(&t->s.tx_bytes, __ATOMIC_RELAXED), 7);
+	teardown(t);
+}
+
+TEST(store_data_event_is_refused_quietly)
+{
+	struct t *t = setup(1);
+	uint8_t *p = sccb(t, SCCB, 8 + 6 + 4);
+
+	enable_vt220(t);
+	p = sccb(t, SCCB, 8 + 6 + 4);
+	be16_store(p + 8, 6 + 4);
+	p[10] = SCLP_EVTYP_STORE_DATA;
+	CHECK_EQ(sclp_service_call(&t->s, SCLP_CMDW_WRITE_EVENT_DATA, SCCB, false), 0);
+	CHECK_EQ(rc(p), SCLP_RC_EVENT_BUFFER_SYNTAX_ERROR);
+	CHECK_EQ(t->nout, 0);
+	teardown(t);
+}
+
+TEST(malformed_event_buffers_write_nothing)
+{
+	struct t *t = setup(1);
+	uint8_t *p;
+
+	enable_vt220(t);
+	/* A good buffer, then one whose length runs past the SCCB. */
+	p = sccb(t, SCCB, 8 + 8 + 8);
+	be16_store(p + 8, 8);
+	p[10] = SCLP_EVTYP_VT220;
+	memcpy(p + 14, "ok", 2);
+	be16_store(p + 16, 200);
+	p[18] = SCLP_EVTYP_VT220;
+	CHECK_EQ(sclp_service_call(&t->s, SCLP_CMDW_WRITE_EVENT_DATA, SCCB, false), 0);
+	CHECK_EQ(rc(p), SCLP_RC_EVENT_BUFFER_SYNTAX_ERROR);
+	CHECK_EQ(t->nout, 0);                                   /* checked before any output */
+	/* A buffer shorter than its own header. */
+	p = sccb(t, SCCB, 8 + 8);
+	be16_store(p + 8, 3);
+	CHECK_EQ(sclp_service_call(&t->s, SCLP_CMDW_WRITE_EVENT_DATA, SCCB, false), 0);
+	CHECK_EQ(rc(p), SCLP_RC_EVENT_BUFFER_SYNTAX_ERROR);
+	teardown(t);
+}
+
+TEST(vt220_input_signals_then_reads_with_session_byte)
+{
+	struct t *t = setup(1);
+	uint8_t *p;
+
+	CHECK_EQ(sclp_rx_push(&t->s, (const uint8_t *)"ls\n", 3), 3);
+	CHECK_EQ(t->nsignals, 0);                /* the guest has not enabled input */
+	enable_vt220(t);
+	/* Input was pending when the mask command completed: its signal
+	 * says so (bit 0 of the parameter). */
+	CHECK_EQ(t->signals[t->nsignals - 1], SCCB | 1);
+	p = sccb(t, SCCB, 4096);
+	p[5] = 0x80;                                            /* variable length */
+	CHECK_EQ(sclp_service_call(&t->s, SCLP_CMDW_READ_EVENT_DATA, SCCB, false), 0);
+	CHECK_EQ(rc(p), SCLP_RC_NORMAL_COMPLETION);
+	CHECK_EQ(be16_load(p), 8 + 6 + 1 + 3);
+	CHECK_EQ(be16_load(p + 8), 6 + 1 + 3);
+	CHECK_EQ(p[10], SCLP_EVTYP_VT220);
+	CHECK_EQ(p[14], 0x00);                                  /* session data */
+	CHECK(memcmp(p + 15, "ls\n", 3) == 0);
+	CHECK_EQ(t->signals[t->nsignals - 1], SCCB);            /* nothing left */
+	/* Nothing pending now. */
+	p = sccb(t, SCCB, 4096);
+	CHECK_EQ(sclp_service_call(&t->s, SCLP_CMDW_READ_EVENT_DATA, SCCB, false), 0);
+	CHECK_EQ(rc(p), SCLP_RC_NO_EVENT_BUFFERS_STORED);
+	/* New input while idle: one signal with parameter 1, not one per byte. */
+	t->nsignals = 0;
+	CHECK_EQ(sclp_rx_push(&t->s, (const uint8_t *)"a", 1), 1);
+	CHECK_EQ(sclp_rx_push(&t->s, (const uint8_t *)"b", 1), 1);
+	CHECK_EQ(t->nsignals, 1);
+	CHECK_EQ(t->signals[0], 1);
+	teardown(t);
+}
+
+TEST(input_buffer_is_bounded)
+{
+	struct t *t = setup(1);
+	uint8_t big[SCLP_RX_SIZE + 10];
+
+	memset(big, 'x', sizeof(big));
+	CHECK_EQ(sclp_rx_push(&t->s, big, sizeof(big)), SCLP_RX_SIZE);
+	CHECK_EQ(sclp_rx_room(&t->s), 0);
+	CHECK_EQ(sclp_rx_push(&t->s, big, 1), 0);
+	teardown(t);
+}
