@@ -116,6 +116,13 @@ static void service_signal(void *opaque, uint32_t parm)
 			"will wait for it", strerror(errno));
 }
 
+static void guest_exit(void *opaque, int status)
+{
+	struct s390_console *c = opaque;
+
+	vm_request_stop(c->vm, VM_STOP_GUEST_STATUS, status, NULL);
+}
+
 static size_t con_rx_room(void *dev)
 {
 	return sclp_rx_room(dev);
@@ -192,6 +199,7 @@ int arch_board_create(struct vm *vm, int console_out, struct vm_console *con)
 			service_signal, c);
 	if (ret)
 		goto free_c;
+	c->sclp.guest_exit = guest_exit;
 	ret = vm_add_device(vm, &console_vm_ops, c);
 	if (ret)
 		goto fini;

@@ -13,8 +13,14 @@
  * extended-length-SCCB facility; otherwise one page, not crossing it. */
 #define SCCB_EXT_MAX_LEN (3 * 4096)
 
-/* What we accept from the guest and can send to it: VT220 only. */
-#define SCLP_OUR_MASK sclp_evtyp_bit(SCLP_EVTYP_VT220)
+/* What we accept from the guest: VT220 data and its identification; what
+ * we send it: VT220 data. */
+#define SCLP_OUR_RECEIVE (sclp_evtyp_bit(SCLP_EVTYP_VT220) | sclp_evtyp_bit(SCLP_EVTYP_CTLPROGIDENT))
+#define SCLP_OUR_SEND    sclp_evtyp_bit(SCLP_EVTYP_VT220)
+
+/* "MVMEXIT " in EBCDIC (the letters are the same in code pages 037 and
+ * 500, which Linux uses). */
+static const uint8_t cpi_mvmexit[8] = { 0xd4, 0xe5, 0xd4, 0xc5, 0xe7, 0xc9, 0xe3, 0x40 };
 
 int sclp_init(struct sclp *s, const struct guest_mem *mem, uint64_t mem_size, unsigned ncpus,
 	      int out_fd, void (*service_signal)(void *, uint32_t), void *opaque)
@@ -95,8 +101,8 @@ static void write_event_mask(struct sclp *s, uint8_t *sccb, unsigned len)
 	}
 	memset(m + 2 * ml, 0, 2 * ml);
 	for (i = 0; i < 4 && i < ml; i++) {
-		m[2 * ml + i] = (uint8_t)(SCLP_OUR_MASK >> (24 - 8 * i));   /* we receive */
-		m[3 * ml + i] = (uint8_t)(SCLP_OUR_MASK >> (24 - 8 * i));   /* we send */
+		m[2 * ml + i] = (uint8_t)(SCLP_OUR_RECEIVE >> (24 - 8 * i));
+		m[3 * ml + i] = (uint8_t)(SCLP_OUR_SEND >> (24 - 8 * i));
 	}
 	set_rc(sccb, SCLP_RC_NORMAL_COMPLETION);
 }
@@ -147,8 +153,15 @@ static void write_event_data(struct sclp *s, uint8_t *sccb, unsigned len)
 			set_rc(sccb, SCLP_RC_EVENT_BUFFER_SYNTAX_ERROR);
 			return;
 		}
-		if (sccb[off + 2] != SCLP_EVTYP_VT220 ||
-		    !(s->guest_send & sclp_evtyp_bit(SCLP_EVTYP_VT220))) {
+		/* Identification is taken whatever the masks (Linux sends it
+		 * from its own registration); VT220 once the guest enabled it. */
+		if (sccb[off + 2] == SCLP_EVTYP_CTLPROGIDENT) {
+			if (el < SCLP_CPI_LEN) {
+				set_rc(sccb, SCLP_RC_EVENT_BUFFER_SYNTAX_ERROR);
+				return;
+			}
+		} else if (sccb[off + 2] != SCLP_EVTYP_VT220 ||
+			   !(s->guest_send & sclp_evtyp_bit(SCLP_EVTYP_VT220))) {
 			set_rc(sccb, SCLP_RC_INVALID_FUNCTION);
 			return;
 		}
@@ -156,9 +169,16 @@ static void write_event_data(struct sclp *s, uint8_t *sccb, unsigned len)
 	}
 	for (off = SCCB_HDR_LEN; off < len; off += be16_load(sccb + off)) {
 		unsigned el = be16_load(sccb + off);
+		uint8_t *e = sccb + off;
 
-		console_out(s, sccb + off + SCLP_EVBUF_HDR_LEN, el - SCLP_EVBUF_HDR_LEN);
-		sccb[off + 3] |= SCLP_EVBUF_ACCEPTED;
+		if (e[2] == SCLP_EVTYP_CTLPROGIDENT) {
+			if (!memcmp(e + SCLP_CPI_SYSTEM_NAME, cpi_mvmexit, 8) && s->guest_exit)
+				s->guest_exit(s->signal_opaque,
+					      (int)(be64_load(e + SCLP_CPI_SYSTEM_LEVEL) & 0xff));
+		} else {
+			console_out(s, e + SCLP_EVBUF_HDR_LEN, el - SCLP_EVBUF_HDR_LEN);
+		}
+		e[3] |= SCLP_EVBUF_ACCEPTED;
 	}
 	set_rc(sccb, SCLP_RC_NORMAL_COMPLETION);
 }

@@ -8,7 +8,12 @@
  *
  * Only the VT220 console is offered (event type 0x1a): Linux then uses
  * ttysclp0 and its early printk through VT220, and never the line-mode
- * (EBCDIC, MDB/MTO) messages. All SCCB fields are big-endian.
+ * (EBCDIC, MDB/MTO) messages. The SCLP also takes Control-Program
+ * Identification events (0x0b, Linux's /sys/firmware/cpi): the one way a
+ * stock Linux lets user space tell the hypervisor something. A guest that
+ * identifies as system name "MVMEXIT" ends the VM with its system level as
+ * exit status: the s390x test guest's counterpart of the x86 exit port
+ * (see README). All SCCB fields are big-endian.
  *
  * Threads: SERVC from any vCPU and input from the VM's control thread;
  * one lock. The console output is written from the vCPU thread. */
@@ -42,6 +47,7 @@
 #define SCLP_RC_INVALID_MASK_LENGTH     0x74f0
 
 /* Event types, and the buffer flag saying one was taken. */
+#define SCLP_EVTYP_CTLPROGIDENT         0x0b
 #define SCLP_EVTYP_STORE_DATA           0x0c
 #define SCLP_EVTYP_VT220                0x1a
 #define SCLP_EVBUF_ACCEPTED             0x80
@@ -51,6 +57,10 @@
 #define SCCB_HDR_LEN                    8
 #define SCCB_MAX_LEN                    4096    /* one page */
 #define SCLP_EVBUF_HDR_LEN              6
+/* Control-Program Identification event buffer (Linux sclp_cpi_sys.c). */
+#define SCLP_CPI_LEN                    80
+#define SCLP_CPI_SYSTEM_NAME            24      /* 8 bytes EBCDIC, blank padded */
+#define SCLP_CPI_SYSTEM_LEVEL           40      /* u64 */
 
 /* Read SCP Info: fixed part and where the CPU entries (16 bytes) start. */
 #define SCLP_INFO_RNMAX      8      /* u16: storage increments (0: see rnmax2) */
@@ -80,6 +90,9 @@ struct sclp {
 	 * pending (Linux then reads them). Called with the lock held. */
 	void (*service_signal)(void *opaque, uint32_t parm);
 	void *signal_opaque;
+	/* The guest identified as "MVMEXIT": status = its system level & 0xff.
+	 * Same opaque; may be NULL. */
+	void (*guest_exit)(void *opaque, int status);
 
 	/* Event masks the guest set (first 4 bytes, big-endian bit order:
 	 * event type t is bit 0x80000000 >> (t - 1)). */

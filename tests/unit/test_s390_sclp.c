@@ -21,7 +21,7 @@ struct t {
 	struct sclp s;
 	uint32_t signals[16];
 	unsigned nsignals;
-	int pipe[2];
+	int exit_status;                /* -1: none */
 	uint8_t out[4096];
 	size_t nout;
 };
@@ -32,6 +32,11 @@ static void on_signal(void *opaque, uint32_t parm)
 
 	CHECK(t->nsignals < ARRAY_SIZE(t->signals));
 	t->signals[t->nsignals++] = parm;
+}
+
+static void on_exit_status(void *opaque, int status)
+{
+	((struct t *)opaque)->exit_status = status;
 }
 
 static void on_output(void *opaque, const uint8_t *buf, size_t len)
@@ -50,6 +55,8 @@ static struct t *setup(unsigned ncpus)
 	CHECK(t);
 	CHECK_EQ(gmem_map(&t->gm, RAM, 1ULL << 32), 0);
 	CHECK_EQ(sclp_init(&t->s, &t->gm, RAM, ncpus, -1, on_signal, t), 0);
+	t->s.guest_exit = on_exit_status;
+	t->exit_status = -1;
 	t->s.out_fn = on_output;
 	t->s.out_opaque = t;
 	return t;
@@ -87,9 +94,12 @@ static void enable_vt220(struct t *t)
 	p[12 + 8 + 3] = 0x40;           /* guest send mask */
 	CHECK_EQ(sclp_service_call(&t->s, SCLP_CMDW_WRITE_EVENT_MASK, SCCB, false), 0);
 	CHECK_EQ(rc(p), SCLP_RC_NORMAL_COMPLETION);
-	/* The SCLP's own masks: it receives and sends VT220, nothing else. */
+	/* The SCLP's own masks: it receives VT220 and the control-program
+	 * identification (0x0b), and sends VT220, nothing else. */
 	CHECK_EQ(p[12 + 16 + 3], 0x40);
+	CHECK_EQ(p[12 + 16 + 1], 0x20);
 	CHECK_EQ(p[12 + 24 + 3], 0x40);
+	CHECK_EQ(p[12 + 24 + 1], 0);
 	CHECK_EQ(p[12 + 16], 0);
 	CHECK_EQ(p[12 + 16 + 7], 0);
 }
@@ -288,5 +298,41 @@ TEST(input_buffer_is_bounded)
 	CHECK_EQ(sclp_rx_push(&t->s, big, sizeof(big)), SCLP_RX_SIZE);
 	CHECK_EQ(sclp_rx_room(&t->s), 0);
 	CHECK_EQ(sclp_rx_push(&t->s, big, 1), 0);
+	teardown(t);
+}
+
+/* Linux's /sys/firmware/cpi: system name in EBCDIC, blank padded. */
+static uint8_t *cpi_write(struct t *t, const uint8_t name[8], uint64_t level, unsigned evlen)
+{
+	uint8_t *p = sccb(t, SCCB, 8 + evlen);
+
+	be16_store(p + 8, (uint16_t)evlen);
+	p[10] = SCLP_EVTYP_CTLPROGIDENT;
+	if (evlen >= SCLP_CPI_LEN) {
+		memcpy(p + 8 + SCLP_CPI_SYSTEM_NAME, name, 8);
+		be64_store(p + 8 + SCLP_CPI_SYSTEM_LEVEL, level);
+	}
+	CHECK_EQ(sclp_service_call(&t->s, SCLP_CMDW_WRITE_EVENT_DATA, SCCB, false), 0);
+	return p;
+}
+
+TEST(identification_as_mvmexit_is_the_exit_status)
+{
+	static const uint8_t mvmexit[8] = { 0xd4, 0xe5, 0xd4, 0xc5, 0xe7, 0xc9, 0xe3, 0x40 };
+	static const uint8_t linux_[8] = { 0xd3, 0xc9, 0xd5, 0xe4, 0xe7, 0x40, 0x40, 0x40 };
+	struct t *t = setup(1);
+	uint8_t *p;
+
+	p = cpi_write(t, linux_, 0x0601, SCLP_CPI_LEN);  /* an ordinary identification */
+	CHECK_EQ(rc(p), SCLP_RC_NORMAL_COMPLETION);
+	CHECK(p[11] & SCLP_EVBUF_ACCEPTED);
+	CHECK_EQ(t->exit_status, -1);
+	p = cpi_write(t, mvmexit, 0x12a, SCLP_CPI_LEN);  /* status: the low byte */
+	CHECK_EQ(rc(p), SCLP_RC_NORMAL_COMPLETION);
+	CHECK_EQ(t->exit_status, 0x2a);
+	t->exit_status = -1;
+	p = cpi_write(t, mvmexit, 7, SCLP_CPI_LEN - 1);  /* truncated buffer */
+	CHECK_EQ(rc(p), SCLP_RC_EVENT_BUFFER_SYNTAX_ERROR);
+	CHECK_EQ(t->exit_status, -1);
 	teardown(t);
 }
