@@ -13,6 +13,7 @@ pkgs=(
 	musl-tools                                    # make static
 	gcc-s390x-linux-gnu libc6-dev-s390x-cross linux-libc-dev-s390x-cross  # make ARCH=s390
 	qemu-user-static                              # s390x unit tests (big-endian)
+	hercules                                      # s390x system tests (s390 KVM in L1)
 	python3 procps util-linux
 )
 missing=()
@@ -30,6 +31,7 @@ fetch_guest_sources() {
 	"$(dirname "$0")/../guest/fetch-sources.sh"
 	"$(dirname "$0")/musl-deps.sh" --fetch
 	"$(dirname "$0")/s390x-deps.sh" --fetch
+	"$(dirname "$0")/../tests/s390/run" --prepare
 	if [ "${MVM_KVM:-auto}" != direct ]; then
 		"$(dirname "$0")/../tests/nested/run" --prepare
 	fi
