@@ -109,7 +109,7 @@ EMBED_BIN  := $(BUILD)/tests/embed/mvm-embed
 
 .SECONDARY:
 .PHONY: all clean test unit-tests run guest bench deps lib install embed static static-bin FORCE
-all: mvm lib
+all: mvm $(if $(CROSS),$(BUILD)/mvm) lib
 
 # mvm(1) links libmvm statically: one file to copy, no library path.
 $(BUILD)/mvm: $(MAIN_OBJ) $(CLI_OBJS) $(LIBMVM_A)
@@ -159,7 +159,9 @@ ifeq ($(CROSS),)
 mvm: $(BUILD)/mvm FORCE
 	$(Q)cmp -s $< $@ || cp $< $@
 else
-mvm: $(BUILD)/mvm
+# Named directly: with .SECONDARY, a missing build/s390/mvm behind an
+# up-to-date ./mvm would not be made.
+mvm: $(BUILD)/mvm FORCE
 endif
 
 $(BUILD)/%.o: %.c
