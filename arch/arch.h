@@ -37,6 +37,8 @@ struct arch_layout {
 	 * slot s's INTA# on interrupt line pci_intx_base + s % 4. */
 	uint64_t pci_mmio_base, pci_mmio_end;
 	unsigned pci_intx_base;
+	/* A channel subsystem for virtio-ccw (s390). */
+	bool has_ccw;
 	/* Kernel parameters mvm always passes; device fragments follow, the
 	 * user's part comes last so it can override. */
 	const char *base_cmdline;
@@ -70,6 +72,12 @@ unsigned arch_irq_pins(void);
  * console_out; *con says how to drive it), the reset line and mvm's exit
  * port. Registered with vm_add_device. 0 or -errno. */
 int arch_board_create(struct vm *vm, int console_out, struct vm_console *con);
+
+/* Put a virtio device on the channel subsystem (virtio-ccw), where the
+ * architecture has one (arch_layout.has_ccw): from then on the VM owns dev,
+ * as with virtio_pci_attach. 0 or -errno (-ENODEV without one). */
+struct virtio_dev;
+int arch_attach_ccw(struct vm *vm, struct virtio_dev *dev);
 
 /* Booting a Linux kernel. */
 struct arch_boot_cfg {

@@ -3,7 +3,8 @@
 # s390x, fetched by tests/s390/run --prepare), the same /init as the x86
 # guest (guest/init: runs the command after " -- ", reports its status with
 # mvm-exit) and the s390x mvm-exit (guest/s390/mvm-exit). The kernel is, for
-# now, Debian's s390x kernel (console on SCLP VT220: ttysclp0).
+# now, Debian's s390x kernel (console on SCLP VT220: ttysclp0), whose
+# virtio_blk.ko the initramfs carries and /init loads.
 # Prints the initramfs' path; rebuilt only when an input changed.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd -P)
@@ -11,7 +12,8 @@ cache=${XDG_CACHE_HOME:-$HOME/.cache}/mvm/s390x
 bb=$cache/l1/busybox
 [ -f "$bb" ] || { echo "guest: no s390x busybox in $cache/l1; run tests/s390/run --prepare (make deps)" >&2; exit 1; }
 command -v qemu-s390x-static >/dev/null || { echo "guest: qemu-s390x-static not found (make deps)" >&2; exit 1; }
-key=$(cat "$bb" "$here/init" "$here/s390/mvm-exit" "$0" | sha256sum | cut -c1-16)
+key=$(cat "$bb" "$cache/l1/virtio_blk.ko" "$here/init" "$here/s390/mvm-exit" "$0" |
+	sha256sum | cut -c1-16)
 out=$cache/guest-$key/initrd.gz
 if [ ! -f "$out" ]; then
 	tmp=$(mktemp -d "${TMPDIR:-/tmp}/mvm-s390-guest.XXXXXX")
@@ -24,6 +26,9 @@ if [ ! -f "$out" ]; then
 		mkdir -p "$tmp/root/$(dirname "$a")"
 		ln -sf /bin/busybox "$tmp/root/$a"
 	done
+	mkdir -p "$tmp/root/lib/mvm-modules"
+	cp "$cache/l1/virtio_blk.ko" "$tmp/root/lib/mvm-modules/"
+	echo virtio_blk.ko >"$tmp/root/lib/mvm-modules/order"
 	cp "$here/init" "$tmp/root/init"
 	cp "$here/s390/mvm-exit" "$tmp/root/bin/mvm-exit"
 	chmod 755 "$tmp/root/init" "$tmp/root/bin/mvm-exit"

@@ -1,4 +1,5 @@
 #include "vmm/cli.h"
+#include "arch/arch.h"
 #include "vmm/util.h"
 
 #include <errno.h>
@@ -54,12 +55,13 @@ void cli_usage(FILE *out)
 	      "  --mem SIZE       guest RAM, e.g. 512M, 4G (default 256M; at least 16M, at most\n"
 	      "                   the host's RAM + swap and below 1 TiB)\n"
 	      "  --disk PATH[,ro][,serial=ID][,cache=none|writeback][,discard=on][,queues=N]\n"
-	      "       [,poll=USEC][,transport=mmio|pci][,packed=on|off]\n"
+	      "       [,poll=USEC][,transport=mmio|pci|ccw][,packed=on|off]\n"
 	      "                   raw disk image as virtio-blk (vda, vdb, ... in order; up to 16)\n"
 	      "  --queues N       virtqueues per disk (default 1) for every disk without\n"
 	      "                   ,queues=; without --cpus, the guest gets as many vCPUs as\n"
 	      "                   the most queues of any disk\n"
-	      "  --transport T    pci (default) or mmio, for every disk without ,transport=\n"
+	      "  --transport T    pci, mmio or ccw, for every disk without ,transport=\n"
+	      "                   (default: pci on x86, ccw on s390x)\n"
 	      "  --stats          print exit and device counters as JSON on stderr at exit\n"
 	      "  --probe-kvm      say whether this host's /dev/kvm can run guests: prints\n"
 	      "                   'direct: WHY' or 'nested: WHY' (MVM_KVM=direct|nested|auto\n"
@@ -146,9 +148,11 @@ int cli_parse(int argc, char **argv, struct cli_config *cfg, char *err, size_t e
 				cfg->transport = CLI_TRANSPORT_MMIO;
 			else if (!strcmp(optarg, "pci"))
 				cfg->transport = CLI_TRANSPORT_PCI;
+			else if (!strcmp(optarg, "ccw"))
+				cfg->transport = CLI_TRANSPORT_CCW;
 			else
-				return cli_err(err, errlen, "--transport '%s': unknown; give mmio or pci",
-					       optarg);
+				return cli_err(err, errlen, "--transport '%s': unknown; give mmio, pci "
+					       "or ccw", optarg);
 			break;
 		case OPT_HELP:
 			cfg->help = true;
@@ -305,9 +309,12 @@ int cli_parse_disk(const char *spec, unsigned default_queues, enum cli_transport
 		} else if (klen == 13 && !strncmp(key, "transport=pci", klen)) {
 			d->transport = CLI_TRANSPORT_PCI;
 			d->transport_set = true;
+		} else if (klen == 13 && !strncmp(key, "transport=ccw", klen)) {
+			d->transport = CLI_TRANSPORT_CCW;
+			d->transport_set = true;
 		} else if (klen > 10 && !strncmp(key, "transport=", 10)) {
 			return cli_err(err, errlen, "--disk '%s': transport '%.*s' unknown; "
-				       "give transport=mmio or transport=pci", spec,
+				       "give transport=mmio, transport=pci or transport=ccw", spec,
 				       (int)(klen - 10), key + 10);
 		} else if (klen == 9 && !strncmp(key, "packed=on", klen)) {
 			d->packed = true;
@@ -339,11 +346,11 @@ unsigned cli_max_queues(const struct cli_config *cfg)
 
 bool cli_auto_cpus(struct cli_config *cfg)
 {
-	unsigned q = cli_max_queues(cfg);
+	unsigned q = cli_max_queues(cfg), max = MIN(CLI_MAX_CPUS, arch_layout.max_vcpus);
 
-	if (cfg->cpus_given || q <= cfg->cpus)
+	if (cfg->cpus_given || q <= cfg->cpus || cfg->cpus >= max)
 		return false;
-	cfg->cpus = MIN(q, CLI_MAX_CPUS);
+	cfg->cpus = MIN(q, max);
 	return true;
 }
 

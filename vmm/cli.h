@@ -23,14 +23,16 @@
 #define CLI_MAX_DISKS 16
 
 /* Which virtio transport a disk sits on. */
-enum cli_transport { CLI_TRANSPORT_MMIO, CLI_TRANSPORT_PCI };
-/* virtio-pci by default on x86: each queue gets its own MSI-X vector, so
- * completions interrupt the vCPU that submitted and an interrupt costs no
- * exit to mvm (virtio-mmio has one shared line, and every interrupt makes
- * the guest read InterruptStatus and write InterruptACK: two MMIO exits);
- * it is also what distribution kernels have built in. virtio-mmio stays
- * for minimal kernels without PCI (--transport mmio). */
-#define CLI_DEFAULT_TRANSPORT CLI_TRANSPORT_PCI
+enum cli_transport { CLI_TRANSPORT_MMIO, CLI_TRANSPORT_PCI, CLI_TRANSPORT_CCW,
+		     CLI_TRANSPORT_DEFAULT };
+/* By default the library's choice for the architecture (mvm_disk_init):
+ * virtio-pci on x86 (each queue gets its own MSI-X vector, so completions
+ * interrupt the vCPU that submitted and an interrupt costs no exit to mvm;
+ * virtio-mmio has one shared line, and every interrupt makes the guest read
+ * InterruptStatus and write InterruptACK: two MMIO exits; and distribution
+ * kernels have it built in), virtio-ccw on s390x. virtio-mmio stays for
+ * minimal kernels without PCI (--transport mmio). */
+#define CLI_DEFAULT_TRANSPORT CLI_TRANSPORT_DEFAULT
 
 struct cli_disk {
 	const char *spec;               /* the --disk argument, for messages */

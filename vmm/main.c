@@ -199,8 +199,13 @@ int main(int argc, char **argv)
 		md.discard = d->opts.discard;
 		md.queues = d->opts.queues;
 		md.poll_us = d->opts.poll_us;
-		md.transport = d->transport == CLI_TRANSPORT_MMIO ? MVM_TRANSPORT_MMIO :
-								    MVM_TRANSPORT_PCI;
+		if (d->transport == CLI_TRANSPORT_MMIO)
+			md.transport = MVM_TRANSPORT_MMIO;
+		else if (d->transport == CLI_TRANSPORT_PCI)
+			md.transport = MVM_TRANSPORT_PCI;
+		else if (d->transport == CLI_TRANSPORT_CCW)
+			md.transport = MVM_TRANSPORT_CCW;
+		/* else mvm_disk_init's: the architecture's own */
 		md.packed = d->packed;
 		if (mvm_add_disk(vm, &md, err, sizeof(err)))
 			die_usage("%s%s", main_option_prefix(err), err);

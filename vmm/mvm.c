@@ -118,7 +118,7 @@ void mvm_disk_init(struct mvm_disk *disk, const char *path)
 	memset(disk, 0, sizeof(*disk));
 	disk->path = path;
 	disk->queues = 1;
-	disk->transport = MVM_TRANSPORT_PCI;
+	disk->transport = arch_layout.has_ccw ? MVM_TRANSPORT_CCW : MVM_TRANSPORT_PCI;
 	disk->packed = true;
 	disk->poll_us = BLK_POLL_US_DEFAULT;
 }
@@ -286,14 +286,18 @@ int mvm_add_disk(struct mvm *m, const struct mvm_disk *d, char *err, size_t errl
 			       d->path, d->serial, BLK_SERIAL_MAX);
 	if (d->cache != MVM_CACHE_WRITEBACK && d->cache != MVM_CACHE_NONE)
 		return err_set(err, errlen, -EINVAL, "disk %s: cache %d unknown", d->path, d->cache);
-	if (d->transport != MVM_TRANSPORT_PCI && d->transport != MVM_TRANSPORT_MMIO)
+	if (d->transport != MVM_TRANSPORT_PCI && d->transport != MVM_TRANSPORT_MMIO &&
+	    d->transport != MVM_TRANSPORT_CCW)
 		return err_set(err, errlen, -EINVAL, "disk %s: transport %d unknown", d->path,
 			       d->transport);
 	if ((d->transport == MVM_TRANSPORT_PCI && arch_layout.pci_mmio_end == 0) ||
-	    (d->transport == MVM_TRANSPORT_MMIO && arch_layout.virtio_mmio_max == 0))
+	    (d->transport == MVM_TRANSPORT_MMIO && arch_layout.virtio_mmio_max == 0) ||
+	    (d->transport == MVM_TRANSPORT_CCW && !arch_layout.has_ccw))
 		return err_set(err, errlen, -EINVAL, "disk %s: transport %s: %s guests have no "
-			       "such bus in this version of mvm", d->path,
-			       d->transport == MVM_TRANSPORT_PCI ? "pci" : "mmio", arch_layout.name);
+			       "such bus; give transport=%s", d->path,
+			       d->transport == MVM_TRANSPORT_PCI ? "pci" :
+			       d->transport == MVM_TRANSPORT_MMIO ? "mmio" : "ccw", arch_layout.name,
+			       arch_layout.has_ccw ? "ccw" : "pci or transport=mmio");
 	s->opts.ro = d->ro;
 	s->opts.discard = d->discard;
 	s->opts.cache = d->cache == MVM_CACHE_NONE ? BLK_CACHE_NONE : BLK_CACHE_WRITEBACK;
@@ -338,11 +342,16 @@ static int mvm_attach_disks(struct mvm *m, char *err, size_t errlen)
 			}
 			m->pci_up = true;
 		}
-		ret = pci ? virtio_pci_attach(&m->vm, &m->pci, dev) : virtio_mmio_attach(&m->vm, dev);
+		if (s->transport == MVM_TRANSPORT_CCW)
+			ret = arch_attach_ccw(&m->vm, dev);
+		else
+			ret = pci ? virtio_pci_attach(&m->vm, &m->pci, dev) :
+				    virtio_mmio_attach(&m->vm, dev);
 		if (ret) {
 			virtio_dev_destroy(dev);
 			return err_set(err, errlen, ret, "disk %s: cannot attach the %s device: %s",
-				       s->opts.path, pci ? "virtio-pci" : "virtio-mmio",
+				       s->opts.path, pci ? "virtio-pci" :
+				       s->transport == MVM_TRANSPORT_CCW ? "virtio-ccw" : "virtio-mmio",
 				       strerror(-ret));
 		}
 		s->dev = dev;

@@ -102,7 +102,7 @@ struct mvm_config {
 	int kick_signal;
 };
 
-enum mvm_transport { MVM_TRANSPORT_PCI, MVM_TRANSPORT_MMIO };
+enum mvm_transport { MVM_TRANSPORT_PCI, MVM_TRANSPORT_MMIO, MVM_TRANSPORT_CCW };
 enum mvm_cache { MVM_CACHE_WRITEBACK, MVM_CACHE_NONE };
 
 struct mvm_disk {
@@ -112,7 +112,8 @@ struct mvm_disk {
 	enum mvm_cache cache;   /* MVM_CACHE_NONE: O_DIRECT on the host */
 	bool discard;           /* offer DISCARD (hole punching) when the host can */
 	unsigned queues;        /* virtqueues, 1..MVM_MAX_QUEUES; default 1 */
-	enum mvm_transport transport;   /* default MVM_TRANSPORT_PCI */
+	enum mvm_transport transport;   /* default: the architecture's (x86:
+					 * MVM_TRANSPORT_PCI, s390x: _CCW) */
 	bool packed;            /* offer the packed ring; default true */
 	unsigned poll_us;       /* queue threads poll this long after work, 0..1000;
 				 * default 32 */

@@ -13,6 +13,7 @@
 #include "arch/s390/intercept.h"
 #include "arch/s390/layout.h"
 #include "arch/s390/sclp.h"
+#include "devices/virtio_ccw.h"
 #include "vmm/kvm.h"
 #include "vmm/log.h"
 #include "vmm/mvm.h"
@@ -43,6 +44,7 @@ const struct arch_layout arch_layout = {
 	.pci_mmio_end = 0,
 	/* The SCLP VT220 console; reboot on panic, which ends mvm. */
 	.base_cmdline = "console=ttysclp0 panic=-1",
+	.has_ccw = true,
 	.max_vcpus = 1,
 };
 
@@ -55,12 +57,31 @@ const struct arch_kvm_cap arch_kvm_caps[] = {
 
 /* Per-VM s390 state. */
 struct s390_vm {
+	struct vm *vm;
 	struct sclp *sclp;              /* the board's, once created */
+	struct css css;                 /* the channel subsystem */
 };
 
 static struct s390_vm *s390_vm(const struct vm *vm)
 {
 	return vm_kvm(vm)->arch_state;
+}
+
+/* A floating I/O interrupt for subchannel 0.0.schno: the subchannel id
+ * and number, the interruption parameter and the ISC's bit in the
+ * interruption-identification word (KVM queues it by ISC). */
+static void io_interrupt(void *opaque, unsigned schno, uint32_t intparm, unsigned isc)
+{
+	struct s390_vm *sv = opaque;
+	struct kvm_s390_interrupt irq = {
+		.type = KVM_S390_INT_IO(0, 0, 0, schno),
+		.parm = (0x0001u << 16) | schno,
+		.parm64 = ((uint64_t)intparm << 32) | ((uint64_t)(isc & 7) << 27),
+	};
+
+	if (ioctl(sv->vm->vm_fd, KVM_S390_INTERRUPT, &irq) < 0)
+		log_err(&sv->vm->log, "subchannel 0.0.%04x: cannot inject its I/O interrupt: %s",
+			schno, strerror(errno));
 }
 
 int arch_vm_init(struct vm *vm, void **state, char *err, size_t errlen)
@@ -76,13 +97,22 @@ int arch_vm_init(struct vm *vm, void **state, char *err, size_t errlen)
 	sv = calloc(1, sizeof(*sv));
 	if (!sv)
 		return err_set(err, errlen, -ENOMEM, "out of memory");
+	sv->vm = vm;
+	if (css_init(&sv->css, &vm->mem, io_interrupt, sv)) {
+		free(sv);
+		return err_set(err, errlen, -ENOMEM, "channel subsystem: out of resources");
+	}
 	*state = sv;
 	return 0;
 }
 
 void arch_vm_fini(void *state)
 {
-	free(state);
+	struct s390_vm *sv = state;
+
+	if (sv)
+		css_fini(&sv->css);
+	free(sv);
 }
 
 unsigned arch_irq_routes(struct kvm_irq_routing_entry *r, unsigned cap)
@@ -214,6 +244,95 @@ fini:
 	sclp_fini(&c->sclp);
 free_c:
 	free(c);
+	return ret;
+}
+
+/* ---- virtio-ccw ---------------------------------------------------------- */
+
+/* One virtio-ccw device and where it sits. */
+struct s390_ccw {
+	struct virtio_ccw vc;
+	struct s390_vm *sv;
+	unsigned schno;
+};
+
+/* Adapter (thin) interrupt: the device set its indicator and the summary
+ * byte, which was clear: one floating I/O interrupt for the ISC, with the
+ * adapter bit in the interruption-identification word. */
+static void ccw_adapter_irq(void *opaque, uint8_t isc)
+{
+	struct s390_ccw *d = opaque;
+	struct kvm_s390_interrupt irq = {
+		.type = KVM_S390_INT_IO(1, 0, 0, 0),
+		.parm64 = 0x80000000ULL | ((uint64_t)(isc & 7) << 27),
+	};
+
+	if (ioctl(d->sv->vm->vm_fd, KVM_S390_INTERRUPT, &irq) < 0)
+		log_err(&d->sv->vm->log, "virtio-ccw 0.0.%04x: cannot inject an adapter interrupt: %s",
+			d->schno, strerror(errno));
+}
+
+/* Classic indicators and config changes: status on the subchannel. */
+static void ccw_subchannel_irq(void *opaque)
+{
+	struct s390_ccw *d = opaque;
+
+	css_notify(&d->sv->css, d->schno);
+}
+
+static void ccw_free(void *opaque, struct virtio_ccw *vc)
+{
+	(void)vc;
+	free(opaque);
+}
+
+static const struct virtio_ccw_irq_ops ccw_irq_ops = {
+	.adapter = ccw_adapter_irq,
+	.subchannel = ccw_subchannel_irq,
+	.free = ccw_free,
+};
+
+int arch_attach_ccw(struct vm *vm, struct virtio_dev *dev)
+{
+	struct s390_vm *sv = s390_vm(vm);
+	struct s390_ccw *d = calloc(1, sizeof(*d));
+	struct vtr_notify notify;
+	int ret, schno;
+
+	if (!d)
+		return -ENOMEM;
+	d->sv = sv;
+	ret = virtio_ccw_init(&d->vc, dev, &vm->mem, &ccw_irq_ops, d);
+	if (ret) {
+		free(d);
+		return ret;
+	}
+	vtr_attach(&d->vc.t, vm);
+	pthread_mutex_lock(&sv->css.lock);
+	schno = css_attach(&sv->css, &virtio_ccw_dev_ops, &d->vc, VIRTIO_CCW_CU_TYPE,
+			   virtio_ccw_cu_model(&d->vc));
+	pthread_mutex_unlock(&sv->css.lock);
+	if (schno < 0) {
+		ret = schno;
+		goto abort;
+	}
+	d->schno = (unsigned)schno;
+	virtio_ccw_set_schid(&d->vc, css_schid(d->schno));
+	/* Kicks (DIAG 0x500 subcode 3 for this subchannel, the queue index in
+	 * GPR3) signal each queue's eventfd inside KVM. */
+	notify = virtio_ccw_notify(css_schid(d->schno));
+	ret = vtr_notify_bind(&d->vc.t, &notify);
+	if (ret)
+		goto abort;
+	ret = vtr_register(&d->vc.t);
+	if (ret)
+		goto abort;
+	return 0;
+abort:
+	/* The subchannel stays taken and points at the freed device: a
+	 * failed attach fails mvm_start, so no vCPU ever reaches it, and the
+	 * channel subsystem goes with the VM. */
+	vtr_abort(&d->vc.t);
 	return ret;
 }
 
@@ -465,7 +584,7 @@ static int handle_io(struct vcpu *v, struct kvm_run *run, unsigned op)
 		ar = s390_ipb_b2(ipb);
 		addr = s390_ipb_addr(ar ? g[ar] : 0, ipb, run->psw_mask);
 	}
-	r = css_instruction(&vm, op, (uint32_t)g[1], addr, ar);
+	r = css_instruction(&s390_vm(v->vm)->css, &vm, op, (uint32_t)g[1], addr, ar);
 	/* SCHM and SAL set no condition code. */
 	if (r == 0 && (op == CSS_OP_SCHM || op == CSS_OP_SAL))
 		return -1;
@@ -566,8 +685,6 @@ int arch_vcpu_exit(struct vcpu *v, struct kvm_run *run)
 	case KVM_EXIT_S390_RESET:
 		return MVM_EXIT_OK;     /* re-IPL (reboot): the VM ends, as on x86 */
 	case KVM_EXIT_S390_TSCH:
-		/* TSCH for a subchannel without a device (no I/O interrupt can
-		 * have been dequeued: none is ever made): not operational. */
 		{
 			const struct s390_vmem vm = { vmem_read, vmem_write, v };
 			uint32_t ipb = run->s390_tsch.ipb;
@@ -575,9 +692,17 @@ int arch_vcpu_exit(struct vcpu *v, struct kvm_run *run)
 			uint64_t addr = s390_ipb_addr(b2 ? run->s.regs.gprs[b2] : 0, ipb,
 						      run->psw_mask);
 
-			return finish(v, css_instruction(&vm, CSS_OP_TSCH,
-							 (uint32_t)run->s.regs.gprs[1], addr, b2),
-				      "TSCH");
+			struct s390_vm *sv = s390_vm(v->vm);
+			int r = css_instruction(&sv->css, &vm, CSS_OP_TSCH,
+						(uint32_t)run->s.regs.gprs[1], addr, b2);
+
+			/* KVM took the interrupt off its queue for this TSCH;
+			 * an instruction that did not complete leaves it due. */
+			if (r < 0 && run->s390_tsch.dequeued)
+				io_interrupt(sv, run->s390_tsch.subchannel_nr,
+					     run->s390_tsch.io_int_parm,
+					     (run->s390_tsch.io_int_word >> 27) & 7);
+			return finish(v, r, "TSCH");
 		}
 	}
 	return ARCH_EXIT_UNKNOWN;

@@ -1,9 +1,80 @@
-/* The channel subsystem's instructions: see css.h. */
+/* The channel subsystem: see css.h. */
 #include "arch/s390/css.h"
-#include "arch/s390/intercept.h"
 #include "vmm/byteorder.h"
 
+#include <errno.h>
 #include <string.h>
+
+/* PMCW flag bits (SCHIB bytes 4-5). */
+#define PMCW_ISC_SHIFT 11
+#define PMCW_ISC       0x3800
+#define PMCW_ENA       0x0080
+#define PMCW_MME       0x0018
+#define PMCW_MP        0x0004
+#define PMCW_DNV       0x0001
+#define PMCW_INVALID   0xc300   /* bits a guest may not set */
+#define PMCW_SETTABLE  (PMCW_ISC | PMCW_ENA | PMCW_MME | PMCW_MP)
+#define PMCW_CHARS_INVALID 0xff1ffff8u
+#define PMCW_CSENSE    0x00000001u
+
+/* ORB bits (bytes 4-5 and 7). */
+#define ORB_FMT        0x0080   /* format-1 CCWs */
+#define ORB_C64        0x0002   /* format-2 (64-bit) IDAWs */
+#define ORB_I2K        0x0001   /* 2 KiB IDAW blocks */
+#define ORB_SPND       0x0800
+#define ORB_CTRL0_RESERVED 0x0004
+#define ORB_CTRL1_INVALID  0x3e
+#define ORB_MIDAW      0x40
+
+#define SNS0_CMD_REJECT 0x80
+#define SCSW_FLAGS_ESWF 0x0400
+#define SCSW_FLAGS_ECTL 0x0002
+#define ERW_CONS        0x01000000u
+
+int css_init(struct css *c, const struct guest_mem *mem,
+	     void (*io_interrupt)(void *, unsigned, uint32_t, unsigned), void *opaque)
+{
+	pthread_mutexattr_t a;
+	int ret;
+
+	memset(c, 0, sizeof(*c));
+	c->mem = mem;
+	c->io_interrupt = io_interrupt;
+	c->opaque = opaque;
+	/* Recursive: a device may need attention (css_notify, e.g. a
+	 * config change for NEEDS_RESET) while it executes a command of a
+	 * channel program, under this lock. */
+	ret = pthread_mutexattr_init(&a);
+	if (ret)
+		return -ret;
+	ret = pthread_mutexattr_settype(&a, PTHREAD_MUTEX_RECURSIVE);
+	if (!ret)
+		ret = pthread_mutex_init(&c->lock, &a);
+	pthread_mutexattr_destroy(&a);
+	return -ret;
+}
+
+void css_fini(struct css *c)
+{
+	pthread_mutex_destroy(&c->lock);
+}
+
+int css_attach(struct css *c, const struct ccw_dev_ops *ops, void *dev, uint16_t cu_type,
+	       uint8_t cu_model)
+{
+	struct css_subchannel *s;
+
+	if (c->nsch == CSS_MAX_SCH)
+		return -ENOSPC;
+	s = &c->sch[c->nsch];
+	memset(s, 0, sizeof(*s));
+	s->ops = ops;
+	s->dev = dev;
+	s->cu_type = cu_type;
+	s->cu_model = cu_model;
+	s->lpm = 0x80;          /* one path, chpid 0 */
+	return (int)c->nsch++;
+}
 
 int css_schid_valid(uint32_t gpr1)
 {
@@ -11,14 +82,355 @@ int css_schid_valid(uint32_t gpr1)
 	return (gpr1 >> 16) == 0x0001;
 }
 
-/* CHSC: the request block (page aligned) starts with its length and
- * command code; the response follows it. No command is implemented: each
- * gets "not supported", which Linux handles (it then scans with STSCH). */
 static int access_result(int r)
 {
 	return r == S390_ACCESS_INJECTED ? CSS_INJECTED : CSS_HOST_ERROR;
 }
 
+static bool status_pending(const struct css_subchannel *s)
+{
+	return s->scsw_ctrl & SCSW_STCTL_PENDING;
+}
+
+static bool enabled(const struct css_subchannel *s)
+{
+	return s->pmcw_flags & PMCW_ENA;
+}
+
+static unsigned isc_of(const struct css_subchannel *s)
+{
+	return (s->pmcw_flags & PMCW_ISC) >> PMCW_ISC_SHIFT;
+}
+
+static void interrupt(struct css *c, unsigned schno)
+{
+	struct css_subchannel *s = &c->sch[schno];
+
+	if (c->io_interrupt)
+		c->io_interrupt(c->opaque, schno, s->intparm, isc_of(s));
+}
+
+/* ---- SCHIB ------------------------------------------------------------- */
+
+static void build_scsw(const struct css_subchannel *s, uint8_t *p)
+{
+	be16_store(p, s->scsw_flags);
+	be16_store(p + 2, s->scsw_ctrl);
+	be32_store(p + 4, s->scsw_cpa);
+	p[8] = s->dstat;
+	p[9] = s->cstat;
+	be16_store(p + 10, s->count);
+}
+
+static void build_schib(const struct css_subchannel *s, unsigned schno, uint8_t *p)
+{
+	memset(p, 0, CSS_SCHIB_LEN);
+	be32_store(p, s->intparm);
+	be16_store(p + 4, (uint16_t)(s->pmcw_flags | PMCW_DNV));
+	be16_store(p + 6, (uint16_t)schno);     /* device number */
+	p[8] = s->lpm;
+	p[11] = 0x80;                           /* path installed: chpid 0 */
+	be16_store(p + 12, s->mbi);
+	p[14] = 0xff;                           /* path operational */
+	p[15] = 0x80;                           /* path available */
+	be32_store(p + 24, s->chars);           /* subchannel type 0: I/O */
+	build_scsw(s, p + 28);
+}
+
+static int stsch(struct css *c, const struct s390_vmem *vm, unsigned schno, uint64_t addr,
+		 unsigned ar)
+{
+	uint8_t schib[CSS_SCHIB_LEN];
+	int r;
+
+	build_schib(&c->sch[schno], schno, schib);
+	r = vm->write(vm->opaque, addr, ar, schib, sizeof(schib));
+	return r ? access_result(r) : 0;
+}
+
+static int msch(struct css *c, const struct s390_vmem *vm, unsigned schno, uint64_t addr,
+		unsigned ar)
+{
+	struct css_subchannel *s = &c->sch[schno];
+	uint8_t schib[CSS_SCHIB_LEN];
+	uint16_t flags;
+	uint32_t chars;
+	bool was = enabled(s);
+	int r;
+
+	r = vm->read(vm->opaque, addr, ar, schib, sizeof(schib));
+	if (r)
+		return access_result(r);
+	flags = be16_load(schib + 4);
+	chars = be32_load(schib + 24);
+	if ((flags & PMCW_INVALID) || (chars & PMCW_CHARS_INVALID))
+		return -S390_PGM_OPERAND;
+	if (status_pending(s))
+		return 1;
+	s->intparm = be32_load(schib);
+	s->pmcw_flags = flags & PMCW_SETTABLE;
+	s->lpm = schib[8];
+	s->mbi = be16_load(schib + 12);
+	s->chars = chars;
+	if (was != enabled(s) && s->ops->enable)
+		s->ops->enable(s->dev, enabled(s));
+	return 0;
+}
+
+/* ---- channel programs -------------------------------------------------- */
+
+struct ccw {
+	uint8_t cmd, flags;
+	uint16_t count;
+	uint32_t cda;
+};
+
+/* Resolve a CCW's data area into d: one range, or an IDAW list (format-1:
+ * 31-bit words; format-2: 64-bit). The first IDAW may start anywhere in a
+ * block, the others must start on a block boundary. false: channel program
+ * check. */
+static bool resolve_data(struct css *c, const struct ccw *w, uint16_t orb_ctrl,
+			 struct ccw_data *d)
+{
+	uint64_t left = w->count, addr, block;
+	unsigned idaw_len = (orb_ctrl & ORB_C64) ? 8 : 4, i;
+	const uint8_t *list;
+	void *p;
+
+	d->count = w->count;
+	d->n = 0;
+	if (w->count == 0)
+		return true;
+	if (!(w->flags & CCW_FLAG_IDA)) {
+		p = gmem_ptr(c->mem, w->cda, w->count);
+		if (!p)
+			return false;
+		d->seg[0] = (struct iovec){ p, w->count };
+		d->n = 1;
+		return true;
+	}
+	block = ((orb_ctrl & ORB_C64) && !(orb_ctrl & ORB_I2K)) ? 4096 : 2048;
+	if (w->cda % idaw_len)
+		return false;
+	for (i = 0; left; i++) {
+		uint64_t n;
+
+		if (i == CCW_MAX_SEGS)
+			return false;
+		list = gmem_ptr(c->mem, (uint64_t)w->cda + (uint64_t)i * idaw_len, idaw_len);
+		if (!list)
+			return false;
+		addr = idaw_len == 8 ? be64_load(list) : be32_load(list);
+		if (idaw_len == 4 && (addr & 0x80000000u))
+			return false;
+		if (i > 0 && addr % block)
+			return false;
+		n = block - addr % block;
+		if (n > left)
+			n = left;
+		p = gmem_ptr(c->mem, addr, n);
+		if (!p)
+			return false;
+		d->seg[i] = (struct iovec){ p, n };
+		d->n = i + 1;
+		left -= n;
+	}
+	return true;
+}
+
+static bool read_ccw(struct css *c, uint64_t addr, bool fmt1, struct ccw *w)
+{
+	const uint8_t *b;
+
+	if (addr == 0 || (addr & 7) || addr > (fmt1 ? 0x7fffffffULL : 0xffffffULL))
+		return false;
+	b = gmem_ptr(c->mem, addr, 8);
+	if (!b)
+		return false;
+	if (fmt1) {
+		w->cmd = b[0];
+		w->flags = b[1];
+		w->count = be16_load(b + 2);
+		w->cda = be32_load(b + 4);
+		if (w->cda & 0x80000000u)
+			return false;
+	} else {
+		w->cmd = b[0];
+		w->cda = (uint32_t)b[1] << 16 | (uint32_t)b[2] << 8 | b[3];
+		w->flags = b[4];
+		w->count = be16_load(b + 6);
+	}
+	return true;
+}
+
+/* The channel's own commands; -ENOENT for a device command. */
+static int channel_command(struct css_subchannel *s, const struct ccw *w, struct ccw_data *d)
+{
+	uint8_t id[8] = { 0xff, (uint8_t)(s->cu_type >> 8), (uint8_t)s->cu_type, s->cu_model };
+	uint32_t n;
+
+	switch (w->cmd) {
+	case CCW_CMD_NOOP:
+		return 0;
+	case CCW_CMD_SENSE_ID:
+		if (!(w->flags & CCW_FLAG_SLI) && w->count != sizeof(id))
+			return CCW_PROGRAM_CHECK;
+		return (int)ccw_data_write(d, id, sizeof(id));
+	case CCW_CMD_BASIC_SENSE:
+		if (!(w->flags & CCW_FLAG_SLI) && w->count != sizeof(s->sense))
+			return CCW_PROGRAM_CHECK;
+		n = ccw_data_write(d, s->sense, sizeof(s->sense));
+		memset(s->sense, 0, sizeof(s->sense));
+		return (int)n;
+	}
+	return -ENOENT;
+}
+
+/* Run the channel program at cpa to its end; fill the SCSW. */
+static void run_program(struct css *c, struct css_subchannel *s, uint32_t cpa, uint16_t orb_ctrl)
+{
+	bool fmt1 = orb_ctrl & ORB_FMT, tic_last = false;
+	uint64_t addr = cpa, last = cpa;
+	struct ccw_data d;
+	struct ccw w = { 0 };
+	int n = 0, r;
+	unsigned i;
+
+	s->dstat = s->cstat = 0;
+	for (i = 0; i < CSS_MAX_CCWS; i++) {
+		if (!read_ccw(c, addr, fmt1, &w))
+			goto program_check;
+		last = addr;
+		if ((w.cmd & 0x0f) == CCW_CMD_TIC) {
+			/* No TIC to a TIC, no bits but the address. */
+			if (tic_last || (fmt1 && (w.cmd & 0xf0)))
+				goto program_check;
+			tic_last = true;
+			addr = w.cda;
+			continue;
+		}
+		tic_last = false;
+		if ((w.cmd & 0x0f) == 0 || (w.flags & (CCW_FLAG_MIDA | CCW_FLAG_CD)) ||
+		    ((w.flags & CCW_FLAG_S) && !(orb_ctrl & ORB_SPND)) || (!fmt1 && w.count == 0))
+			goto program_check;
+		if (!resolve_data(c, &w, orb_ctrl, &d))
+			goto program_check;
+		r = channel_command(s, &w, &d);
+		if (r == -ENOENT)
+			r = s->ops->command(s->dev, w.cmd, w.flags & CCW_FLAG_SLI, &d);
+		if (r == CCW_REJECT) {
+			memset(s->sense, 0, sizeof(s->sense));
+			s->sense[0] = SNS0_CMD_REJECT;
+			s->dstat = SCSW_DSTAT_UC;
+			n = 0;
+			goto end;
+		}
+		if (r < 0 || (uint32_t)r > w.count)
+			goto program_check;
+		n = r;
+		if (!(w.flags & CCW_FLAG_CC))
+			break;
+		addr += 8;
+	}
+	if (i == CSS_MAX_CCWS)
+		goto program_check;
+	s->dstat = SCSW_DSTAT_CE | SCSW_DSTAT_DE;
+end:
+	s->scsw_ctrl = SCSW_FCTL_START | SCSW_STCTL_PRIMARY | SCSW_STCTL_SECONDARY |
+		       SCSW_STCTL_PENDING | (s->dstat & SCSW_DSTAT_UC ? SCSW_STCTL_ALERT : 0);
+	s->scsw_cpa = (uint32_t)(last + 8);
+	s->count = (uint16_t)(w.count - n);
+	return;
+program_check:
+	s->cstat = SCSW_CSTAT_PROG;
+	s->dstat = 0;
+	n = 0;
+	w.count = 0;
+	s->scsw_ctrl = SCSW_FCTL_START | SCSW_STCTL_PRIMARY | SCSW_STCTL_SECONDARY |
+		       SCSW_STCTL_PENDING | SCSW_STCTL_ALERT;
+	s->scsw_cpa = (uint32_t)(last + 8);
+	s->count = 0;
+}
+
+static int ssch(struct css *c, const struct s390_vmem *vm, unsigned schno, uint64_t addr,
+		unsigned ar)
+{
+	struct css_subchannel *s = &c->sch[schno];
+	uint8_t orb[12];
+	uint16_t ctrl0;
+	uint32_t cpa;
+	int r;
+
+	r = vm->read(vm->opaque, addr, ar, orb, sizeof(orb));
+	if (r)
+		return access_result(r);
+	ctrl0 = be16_load(orb + 4);
+	cpa = be32_load(orb + 8);
+	if ((ctrl0 & ORB_CTRL0_RESERVED) || (orb[7] & (ORB_CTRL1_INVALID | ORB_MIDAW)) ||
+	    (cpa & 0x80000000u))
+		return -S390_PGM_OPERAND;
+	if (!enabled(s))
+		return 3;
+	if (status_pending(s))
+		return 1;
+	s->intparm = be32_load(orb);
+	s->scsw_flags = (uint16_t)(ctrl0 & 0xf0f0);     /* key, fmt, pfch, isic, alcc */
+	run_program(c, s, cpa, ctrl0);
+	interrupt(c, schno);
+	return 0;
+}
+
+static int tsch(struct css *c, const struct s390_vmem *vm, unsigned schno, uint64_t addr,
+		unsigned ar)
+{
+	struct css_subchannel *s = &c->sch[schno];
+	uint8_t irb[CSS_IRB_LEN];
+	bool pending = status_pending(s);
+	uint16_t flags = s->scsw_flags;
+	int r;
+
+	memset(irb, 0, sizeof(irb));
+	be32_store(irb + 12, 0x00800000u);              /* ESW: last path used 0x80 */
+	if (pending && (s->dstat & SCSW_DSTAT_UC) && (s->chars & PMCW_CSENSE)) {
+		/* Concurrent sense: the sense bytes come with the status. */
+		s->scsw_flags |= SCSW_FLAGS_ESWF | SCSW_FLAGS_ECTL;
+		be32_store(irb + 16, ERW_CONS | (32u << 16));
+		memcpy(irb + 32, s->sense, sizeof(s->sense));
+	}
+	build_scsw(s, irb);
+	s->scsw_flags = flags;
+	r = vm->write(vm->opaque, addr, ar, irb, sizeof(irb));
+	if (r)
+		return access_result(r);
+	if (!pending)
+		return 1;
+	if (irb[16] & 0x01)
+		memset(s->sense, 0, sizeof(s->sense));
+	/* Status withdrawn: the functions are over. */
+	s->scsw_ctrl = 0;
+	s->dstat = s->cstat = 0;
+	return 0;
+}
+
+void css_notify(struct css *c, unsigned schno)
+{
+	struct css_subchannel *s;
+
+	pthread_mutex_lock(&c->lock);
+	if (schno < c->nsch) {
+		s = &c->sch[schno];
+		if (enabled(s) && !status_pending(s)) {
+			s->scsw_ctrl = SCSW_STCTL_ALERT | SCSW_STCTL_PENDING;
+			s->dstat = s->cstat = 0;
+			interrupt(c, schno);
+		}
+	}
+	pthread_mutex_unlock(&c->lock);
+}
+
+/* CHSC: the request block (page aligned) starts with its length and
+ * command code; the response follows it. No command is implemented: each
+ * gets "not supported", which Linux handles (it then scans with STSCH). */
 static int chsc(const struct s390_vmem *vm, uint64_t addr, unsigned ar)
 {
 	uint8_t hdr[4], resp[8];
@@ -40,14 +452,57 @@ static int chsc(const struct s390_vmem *vm, uint64_t addr, unsigned ar)
 	return r ? access_result(r) : 0;
 }
 
-int css_instruction(const struct s390_vmem *vm, unsigned op, uint32_t gpr1,
+static int subchannel_op(struct css *c, const struct s390_vmem *vm, unsigned op, unsigned schno,
+			 uint64_t addr, unsigned ar)
+{
+	struct css_subchannel *s = &c->sch[schno];
+
+	switch (op) {
+	case CSS_OP_STSCH:
+		return stsch(c, vm, schno, addr, ar);
+	case CSS_OP_MSCH:
+		return msch(c, vm, schno, addr, ar);
+	case CSS_OP_SSCH:
+		return ssch(c, vm, schno, addr, ar);
+	case CSS_OP_TSCH:
+		return tsch(c, vm, schno, addr, ar);
+	}
+	if (!enabled(s))
+		return 3;
+	switch (op) {
+	case CSS_OP_CSCH:
+		/* Clear: whatever was pending goes; the clear's own status
+		 * is pending and interrupts. */
+		s->scsw_ctrl = SCSW_FCTL_CLEAR | SCSW_STCTL_PENDING;
+		s->dstat = s->cstat = 0;
+		memset(s->sense, 0, sizeof(s->sense));
+		interrupt(c, schno);
+		return 0;
+	case CSS_OP_HSCH:
+		if (status_pending(s))
+			return 1;
+		s->scsw_ctrl = SCSW_FCTL_HALT | SCSW_STCTL_PENDING;
+		s->dstat = s->cstat = 0;
+		interrupt(c, schno);
+		return 0;
+	case CSS_OP_XSCH:
+	case CSS_OP_RSCH:
+		/* Programs run to their end at once: nothing is ever start-
+		 * pending or suspended. */
+		return status_pending(s) ? 1 : 2;
+	}
+	return -S390_PGM_OPERATION;
+}
+
+int css_instruction(struct css *c, const struct s390_vmem *vm, unsigned op, uint32_t gpr1,
 		    uint64_t addr, unsigned ar)
 {
 	static const uint8_t no_crw[4];
+	unsigned schno = gpr1 & 0xffff;
 	int r;
 
 	switch (op) {
-	case CSS_OP_STSCH:      /* SCHIB: 52 bytes, word aligned */
+	case CSS_OP_STSCH:      /* SCHIB */
 	case CSS_OP_MSCH:
 	case CSS_OP_SSCH:       /* ORB */
 	case CSS_OP_TSCH:       /* IRB */
@@ -60,7 +515,11 @@ int css_instruction(const struct s390_vmem *vm, unsigned op, uint32_t gpr1,
 	case CSS_OP_XSCH:
 		if (!css_schid_valid(gpr1))
 			return -S390_PGM_OPERAND;
-		return 3;               /* no device there: not operational */
+		pthread_mutex_lock(&c->lock);
+		r = schno < c->nsch ? subchannel_op(c, vm, op, schno, addr, ar)
+				    : 3;        /* no device there: not operational */
+		pthread_mutex_unlock(&c->lock);
+		return r;
 	case CSS_OP_STCRW:
 		/* No channel report is ever pending: store zeros, cc 1. */
 		if (addr & 3)
@@ -70,7 +529,7 @@ int css_instruction(const struct s390_vmem *vm, unsigned op, uint32_t gpr1,
 	case CSS_OP_CHSC:
 		return chsc(vm, addr, ar);
 	case CSS_OP_SCHM:
-		/* Channel measurement: nothing is measured; bit 0-26 of GPR1
+		/* Channel measurement: nothing is measured; bits 0-29 of GPR1
 		 * must be zero apart from the mode bits. */
 		if (gpr1 & 0xfffffffc)
 			return -S390_PGM_OPERAND;

@@ -1,18 +1,35 @@
 /* The s390 channel subsystem as the guest's I/O instructions see it (z/Arch
- * Principles of Operation, ch. 14-16). KVM (with KVM_CAP_S390_CSS_SUPPORT)
- * hands every I/O instruction but TPI to user space; css_instruction()
- * answers it: operand checks first (a bad subchannel id is an operand
- * exception, a misaligned operand a specification exception), then the
- * condition code. A subchannel id no device uses is "not operational"
- * (cc 3); Linux stops scanning a subchannel set at the first such id.
- * No device model sits on a subchannel yet (virtio-ccw comes next), so
- * every id is not operational. KVM-free, for unit tests. */
+ * Principles of Operation, ch. 14-16, as Linux's cio and QEMU read them).
+ * KVM (with KVM_CAP_S390_CSS_SUPPORT) hands every I/O instruction but TPI
+ * to user space; css_instruction() answers it: operand checks first (a bad
+ * subchannel id is an operand exception, a misaligned operand a
+ * specification exception), then the condition code.
+ *
+ * Devices sit on subchannels 0.0.0000, 0.0.0001, ... in the order they were
+ * attached (devno = subchannel number); the first id past them is not
+ * operational (cc 3), which ends Linux's scan of subchannel set 0. A start
+ * (SSCH) runs the whole channel program at once on the vCPU that issued
+ * it: every CCW, IDAW and data address is checked against guest RAM before
+ * the device sees the command, and the end of the program is reported
+ * through status pending and an I/O interrupt, as a real channel would
+ * after the device finished. SENSE ID, BASIC SENSE, NOOP and TIC are the
+ * channel's; other commands go to the device (devices/ccw.h).
+ *
+ * All structures (SCHIB, ORB, SCSW, IRB, CCW) are big-endian. Operands are
+ * logical addresses (struct s390_vmem); CCWs, IDAWs and data are absolute.
+ * One (recursive) lock serialises the subchannels: vCPUs' instructions and
+ * devices' unsolicited interrupts (css_notify), which a device may raise
+ * while it executes a command. KVM-free, for unit tests. */
 #ifndef MVM_S390_CSS_H
 #define MVM_S390_CSS_H
 
+#include <pthread.h>
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "arch/s390/intercept.h"
+#include "devices/ccw.h"
+#include "vmm/guest_mem.h"
 
 /* The second byte of the B2xx opcodes. */
 #define CSS_OP_CSCH  0x30
@@ -36,13 +53,81 @@
 #define CHSC_RC_INVALID_REQ   0x0003
 #define CHSC_RC_NOT_SUPPORTED 0x0004
 
+/* SCSW control: function, activity and status control bits. */
+#define SCSW_FCTL_START   0x4000
+#define SCSW_FCTL_HALT    0x2000
+#define SCSW_FCTL_CLEAR   0x1000
+#define SCSW_STCTL_ALERT  0x0010
+#define SCSW_STCTL_PRIMARY 0x0004
+#define SCSW_STCTL_SECONDARY 0x0002
+#define SCSW_STCTL_PENDING 0x0001
+#define SCSW_DSTAT_CE     0x08
+#define SCSW_DSTAT_DE     0x04
+#define SCSW_DSTAT_UC     0x02
+#define SCSW_CSTAT_PROG   0x20
+
+#define CSS_SCHIB_LEN 52
+#define CSS_IRB_LEN   64
+#define CSS_MAX_SCH   64
+#define CSS_MAX_CCWS  1024      /* per channel program: a TIC loop ends in a check */
+
 /* What an I/O instruction ends with besides a cc or -program code. */
 #define CSS_INJECTED   (-1000)  /* an operand access raised an exception, delivered */
 #define CSS_HOST_ERROR (-1001)  /* the host could not reach guest memory */
 
+struct css_subchannel {
+	const struct ccw_dev_ops *ops;
+	void *dev;
+	uint16_t cu_type;               /* SENSE ID */
+	uint8_t cu_model;
+	/* PMCW as the guest set it (MSCH) */
+	uint32_t intparm;
+	uint16_t pmcw_flags;            /* ISC, ENA, MME, MP (DNV is always on) */
+	uint8_t lpm;
+	uint16_t mbi;
+	uint32_t chars;                 /* MBFC, XMWME, CSENSE */
+	/* SCSW */
+	uint16_t scsw_flags, scsw_ctrl;
+	uint32_t scsw_cpa;
+	uint8_t dstat, cstat;
+	uint16_t count;
+	uint8_t sense[32];
+};
+
+struct css {
+	pthread_mutex_t lock;
+	const struct guest_mem *mem;
+	unsigned nsch;
+	struct css_subchannel sch[CSS_MAX_SCH];
+	/* An I/O interrupt for subchannel schno (interruption parameter and
+	 * ISC from its PMCW). Called with the lock held. */
+	void (*io_interrupt)(void *opaque, unsigned schno, uint32_t intparm, unsigned isc);
+	void *opaque;
+};
+
+int css_init(struct css *c, const struct guest_mem *mem,
+	     void (*io_interrupt)(void *, unsigned, uint32_t, unsigned), void *opaque);
+void css_fini(struct css *c);
+
+/* Put a device on the next subchannel; returns its number, or -ENOSPC. */
+int css_attach(struct css *c, const struct ccw_dev_ops *ops, void *dev, uint16_t cu_type,
+	       uint8_t cu_model);
+
+/* The subchannel-id word of subchannel schno (GPR1's format). */
+static inline uint32_t css_schid(unsigned schno)
+{
+	return 0x00010000u | schno;
+}
+
 /* Is gpr1 a valid subchannel-id word (bit 15 one, no multiple-subchannel-
  * set extension: subchannel set 0 only)? */
 int css_schid_valid(uint32_t gpr1);
+
+/* The device needs attention (classic virtio indicators, a config
+ * change): an unsolicited status and I/O interrupt, unless the subchannel
+ * is disabled or already has status pending (the guest's TSCH then finds
+ * the indicators anyway). Any thread. */
+void css_notify(struct css *c, unsigned schno);
 
 /* The guest executed I/O instruction 0xb2<op> (or 0xb276 XSCH) with
  * general register 1 = gpr1 and second-operand address addr in access
@@ -50,7 +135,7 @@ int css_schid_valid(uint32_t gpr1);
  * reached through vm. Returns the condition code, -code for a program
  * exception to deliver (the instruction is suppressed), CSS_INJECTED or
  * CSS_HOST_ERROR. */
-int css_instruction(const struct s390_vmem *vm, unsigned op, uint32_t gpr1,
+int css_instruction(struct css *c, const struct s390_vmem *vm, unsigned op, uint32_t gpr1,
 		    uint64_t addr, unsigned ar);
 
 #endif

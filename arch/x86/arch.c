@@ -166,6 +166,13 @@ int arch_board_create(struct vm *vm, int console_out, struct vm_console *con)
 	return ret;
 }
 
+int arch_attach_ccw(struct vm *vm, struct virtio_dev *dev)
+{
+	(void)vm;
+	(void)dev;
+	return -ENODEV;         /* no channel subsystem on a PC */
+}
+
 struct arch_boot {
 	struct x86_boot_info info;
 };

@@ -1,9 +1,12 @@
 #!/usr/bin/env bash
 # s390x end to end, inside Hercules' s390 KVM (tests/s390/run): mvm's probe
 # says the KVM runs guests; Debian's s390x kernel boots under mvm with the
-# s390x test guest, its console (SCLP VT220) is mvm's stdout, the command's
-# exit status (SCLP control-program identification) is mvm's, and a kernel
-# panic (a disabled wait) ends mvm with 126 and says so.
+# s390x test guest and two virtio-ccw disks, its console (SCLP VT220) is
+# mvm's stdout; the guest reads what the host put on the rw disk and writes
+# a marker the host then finds in the image; the ro disk refuses a write and
+# is unchanged; the command's exit status (SCLP control-program
+# identification) is mvm's; a kernel panic (a disabled wait) ends mvm with
+# 126 and says so.
 set -u
 cd "$(dirname "$0")/../.."
 fail() { echo "FAIL: $*"; exit 1; }
@@ -12,9 +15,30 @@ trap 'rm -rf "$t"' EXIT
 cat >"$t/test" <<'EOF2'
 /mvm --probe-kvm
 echo "PROBE-RC=$?"
+dd if=/dev/zero of=/tmp/rw.img bs=1M count=8 2>/dev/null
+echo HOSTDATA | dd of=/tmp/rw.img conv=notrunc 2>/dev/null
+dd if=/dev/zero of=/tmp/ro.img bs=1M count=1 2>/dev/null
+echo RODATA | dd of=/tmp/ro.img conv=notrunc 2>/dev/null
+# The guest's script travels base64-encoded: Linux passes init at most 32
+# words of command line.
+cat >/tmp/guest.sh <<'EOF3'
+echo MVM-S390-HELLO $((6 * 7))
+echo MVM-RW-SECTORS=$(cat /sys/block/vda/size)
+echo MVM-RW-HEAD=$(head -c 8 /dev/vda)
+echo GUESTDATA | dd of=/dev/vda bs=512 seek=1 conv=fsync 2>/dev/null
+echo MVM-RW-WRITE-RC=$?
+echo MVM-RO=$(cat /sys/block/vdb/ro)
+blockdev --setrw /dev/vdb
+dd if=/dev/zero of=/dev/vdb bs=512 count=1 oflag=direct conv=fsync 2>/dev/null
+echo MVM-RO-WRITE-RC=$?
+exit 42
+EOF3
 /mvm --kernel /guest/vmlinuz --initrd /guest/initrd.gz --mem 256M \
-	--cmdline '-- echo MVM-S390-HELLO $((6 * 7)); exit 42'
+	--disk /tmp/rw.img --disk /tmp/ro.img,ro \
+	--cmdline "-- echo $(base64 -w0 /tmp/guest.sh) | base64 -d | sh"
 echo "MVM-RC=$?"
+echo "HOST-RW-SECTOR1=$(dd if=/tmp/rw.img bs=512 skip=1 count=1 2>/dev/null | head -c 9)"
+echo "HOST-RO-HEAD=$(head -c 6 /tmp/ro.img)"
 /mvm --kernel /guest/vmlinuz --initrd /guest/initrd.gz --mem 256M \
 	--cmdline 'panic=0 -- echo c >/proc/sysrq-trigger' >/tmp/panic 2>&1
 echo "PANIC-RC=$?"
@@ -34,6 +58,13 @@ fi
 grep -q '^direct: ' "$t/out" || fail "mvm --probe-kvm in L1 did not say direct"
 grep -q '^MVM-S390-HELLO 42' "$t/out" || fail "no output from the guest's command"
 grep -q '^MVM-RC=42$' "$t/out" || fail "mvm did not exit with the guest's status 42"
+grep -q '^MVM-RW-SECTORS=16384$' "$t/out" || fail "the guest did not see an 8 MiB vda"
+grep -q '^MVM-RW-HEAD=HOSTDATA$' "$t/out" || fail "the guest did not read what the host wrote"
+grep -q '^MVM-RW-WRITE-RC=0$' "$t/out" || fail "the guest's write to vda failed"
+grep -q '^HOST-RW-SECTOR1=GUESTDATA$' "$t/out" || fail "the guest's write did not reach the image"
+grep -q '^MVM-RO=1$' "$t/out" || fail "vdb is not read-only in the guest"
+grep -qE '^MVM-RO-WRITE-RC=[1-9]' "$t/out" || fail "a write to the ro disk did not fail"
+grep -q '^HOST-RO-HEAD=RODATA$' "$t/out" || fail "the ro image changed"
 grep -q '^PANIC-RC=126$' "$t/out" || fail "a panicking guest did not end mvm with 126"
 grep -q 'disabled wait' "$t/out" || fail "mvm did not say the guest stopped in a disabled wait"
-echo "s390x: guest booted under mvm in Hercules' KVM; exit status 42 and a panic (126) reached mvm"
+echo "s390x: guest booted under mvm in Hercules' KVM with two virtio-ccw disks (rw round trip, ro refused); exit status 42 and a panic (126) reached mvm"

@@ -82,7 +82,7 @@ static struct mvm_config config(void)
  * in this version yet). */
 static void need_disk_transport(void)
 {
-	if (arch_layout.pci_mmio_end == 0 && arch_layout.virtio_mmio_max == 0)
+	if (arch_layout.pci_mmio_end == 0 && arch_layout.virtio_mmio_max == 0 && !arch_layout.has_ccw)
 		CHECK_SKIP("%s guests have no disk transport in this version of mvm",
 			   arch_layout.name);
 }
@@ -117,7 +117,7 @@ TEST(defaults)
 	CHECK_STR(d.path, "x.img");
 	CHECK_EQ(d.queues, 1);
 	CHECK(d.packed);
-	CHECK_EQ(d.transport, MVM_TRANSPORT_PCI);
+	CHECK_EQ(d.transport, arch_layout.has_ccw ? MVM_TRANSPORT_CCW : MVM_TRANSPORT_PCI);
 	CHECK_EQ(d.poll_us, 32);
 }
 
