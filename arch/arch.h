@@ -109,6 +109,11 @@ int arch_vcpu_init(struct vcpu *v, unsigned ncpus, const struct arch_boot *boot,
 #define ARCH_EXIT_UNKNOWN (-2)
 int arch_vcpu_exit(struct vcpu *v, struct kvm_run *run);
 
+/* Before each KVM_RUN, on the vCPU's thread: wait while the architecture
+ * keeps this vCPU stopped (s390: a secondary CPU until the guest starts it
+ * with SIGP). 0: run it; nonzero: the VM is stopping, end the thread. */
+int arch_vcpu_before_run(struct vcpu *v);
+
 /* Where a vCPU stopped, in words ("RIP 0x... (64-bit long mode), bytes at
  * RIP: ..."), for the message of a fatal exit. */
 void arch_describe_vcpu(const struct vcpu *v, const struct kvm_run *run, char *out,

@@ -194,6 +194,8 @@ static void *vcpu_thread(void *arg)
 	snprintf(name, sizeof(name), "mvm-vcpu%u", v->id);
 	pthread_setname_np(pthread_self(), name);
 	while (!vcpu_stopping(v)) {
+		if (arch_vcpu_before_run(v))
+			break;
 		if (ioctl(v->fd, KVM_RUN, 0) < 0) {
 			if (errno == EINTR || errno == EAGAIN) {
 				v->exits[VCPU_EXIT_INTR]++;

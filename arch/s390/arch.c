@@ -3,10 +3,12 @@
  * (SERVC, I/O instructions, DIAG, stop, disabled wait, reset) through
  * which the guest talks to mvm.
  *
- * vCPU states: KVM manages them (no KVM_SET_MP_STATE): KVM_RUN starts a
- * stopped vCPU, so after a stop intercept the vCPU is not run again.
- * Secondary vCPUs need SIGP START/RESTART/resets in user space, which mvm
- * does not do yet: one vCPU. */
+ * vCPU states: KVM keeps the architected ones (no KVM_SET_MP_STATE), and
+ * KVM_RUN starts a stopped vCPU; so mvm runs a vCPU only while it should
+ * operate: the boot CPU from the start, a secondary after the guest's SIGP
+ * START or RESTART (the orders KVM leaves to user space, with the resets),
+ * and none after its stop intercept until it is started again. When the
+ * last operating vCPU stops, the guest powered off. */
 #include "arch/arch.h"
 #include "arch/s390/boot.h"
 #include "arch/s390/css.h"
@@ -26,6 +28,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
+#include <unistd.h>
+#include <sys/eventfd.h>
+#include <poll.h>
 #include <sys/stat.h>
 
 /* The test guest's exit status: DIAG 0x500 with this in GPR1 (any value
@@ -45,7 +50,7 @@ const struct arch_layout arch_layout = {
 	/* The SCLP VT220 console; reboot on panic, which ends mvm. */
 	.base_cmdline = "console=ttysclp0 panic=-1",
 	.has_ccw = true,
-	.max_vcpus = 1,
+	.max_vcpus = S390_MAX_VCPUS,
 };
 
 const struct arch_kvm_cap arch_kvm_caps[] = {
@@ -55,11 +60,21 @@ const struct arch_kvm_cap arch_kvm_caps[] = {
 	{ 0, NULL },
 };
 
+/* One vCPU's run state (the CPU's own thread waits on start_efd while
+ * stopped; SIGP from another vCPU's thread starts it). */
+struct s390_cpu {
+	struct vcpu *v;
+	bool operating;                 /* atomic */
+	int start_efd;
+};
+
 /* Per-VM s390 state. */
 struct s390_vm {
 	struct vm *vm;
 	struct sclp *sclp;              /* the board's, once created */
 	struct css css;                 /* the channel subsystem */
+	struct s390_cpu cpu[S390_MAX_VCPUS];
+	unsigned operating;             /* atomic: vCPUs operating */
 };
 
 static struct s390_vm *s390_vm(const struct vm *vm)
@@ -98,6 +113,8 @@ int arch_vm_init(struct vm *vm, void **state, char *err, size_t errlen)
 	if (!sv)
 		return err_set(err, errlen, -ENOMEM, "out of memory");
 	sv->vm = vm;
+	for (unsigned i = 0; i < S390_MAX_VCPUS; i++)
+		sv->cpu[i].start_efd = -1;
 	if (css_init(&sv->css, &vm->mem, io_interrupt, sv)) {
 		free(sv);
 		return err_set(err, errlen, -ENOMEM, "channel subsystem: out of resources");
@@ -110,8 +127,12 @@ void arch_vm_fini(void *state)
 {
 	struct s390_vm *sv = state;
 
-	if (sv)
-		css_fini(&sv->css);
+	if (!sv)
+		return;
+	for (unsigned i = 0; i < S390_MAX_VCPUS; i++)
+		if (sv->cpu[i].start_efd >= 0)
+			close(sv->cpu[i].start_efd);
+	css_fini(&sv->css);
 	free(sv);
 }
 
@@ -476,11 +497,73 @@ static int s390_vcpu_setup(struct vcpu *v, uint64_t entry, char *err, size_t err
 int arch_vcpu_init(struct vcpu *v, unsigned ncpus, const struct arch_boot *boot, char *err,
 		   size_t errlen)
 {
-	if (ncpus > 1)
-		return err_set(err, errlen, -EINVAL, "cpus %u: an s390x guest has one vCPU in "
-			       "this version of mvm; give --cpus 1", ncpus);
-	return s390_vcpu_setup(v, boot->entry, err, errlen);
+	struct s390_vm *sv = s390_vm(v->vm);
+	struct s390_cpu *c;
+	int ret;
+
+	if (v->id >= S390_MAX_VCPUS || ncpus > S390_MAX_VCPUS)
+		return err_set(err, errlen, -EINVAL, "cpus %u: give at most %u", ncpus,
+			       S390_MAX_VCPUS);
+	c = &sv->cpu[v->id];
+	c->v = v;
+	c->start_efd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	if (c->start_efd < 0)
+		return err_set(err, errlen, -errno, "vCPU %u: eventfd: %s", v->id, strerror(errno));
+	ret = s390_vcpu_setup(v, boot->entry, err, errlen);
+	if (ret)
+		return ret;
+	/* The boot CPU starts at the kernel's entry; the others wait in the
+	 * stopped state for the guest's SIGP (KVM created them stopped). */
+	if (v->id == 0) {
+		__atomic_store_n(&c->operating, true, __ATOMIC_RELEASE);
+		__atomic_add_fetch(&sv->operating, 1, __ATOMIC_ACQ_REL);
+	}
+	return 0;
 }
+
+int arch_vcpu_before_run(struct vcpu *v)
+{
+	struct s390_cpu *c = &s390_vm(v->vm)->cpu[v->id];
+	struct pollfd p[2] = {
+		{ .fd = c->start_efd, .events = POLLIN },
+		{ .fd = vm_kvm(v->vm)->stop_efd, .events = POLLIN },
+	};
+	eventfd_t n;
+
+	/* operating is set before start_efd is written (SIGP START's
+	 * thread): a start between the check and the poll still wakes us. */
+	while (!__atomic_load_n(&c->operating, __ATOMIC_ACQUIRE)) {
+		if (poll(p, 2, -1) < 0 && errno != EINTR)
+			return 1;
+		if (p[1].revents)
+			return 1;       /* the VM is stopping */
+		if (p[0].revents)
+			eventfd_read(c->start_efd, &n);
+	}
+	return 0;
+}
+
+/* The vCPU stopped (its stop intercept): true when it was the last one
+ * operating, which is the guest's poweroff. */
+static bool cpu_stopped(struct s390_vm *sv, unsigned id)
+{
+	struct s390_cpu *c = &sv->cpu[id];
+
+	if (!__atomic_exchange_n(&c->operating, false, __ATOMIC_ACQ_REL))
+		return false;
+	return __atomic_sub_fetch(&sv->operating, 1, __ATOMIC_ACQ_REL) == 0;
+}
+
+static void cpu_start(struct s390_vm *sv, unsigned id)
+{
+	struct s390_cpu *c = &sv->cpu[id];
+
+	if (__atomic_exchange_n(&c->operating, true, __ATOMIC_ACQ_REL))
+		return;
+	__atomic_add_fetch(&sv->operating, 1, __ATOMIC_ACQ_REL);
+	eventfd_write(c->start_efd, 1);
+}
+
 
 /* ---- intercepts -------------------------------------------------------- */
 
@@ -635,6 +718,78 @@ static int handle_diag(struct vcpu *v, struct kvm_run *run)
 	return program_exception(v, S390_PGM_SPECIFICATION);
 }
 
+/* SIGP orders KVM leaves to user space (arch/s390/kvm/sigp.c): START,
+ * RESTART, the two resets; anything else is an invalid order. R1 gets the
+ * status on cc 1; R3 names the target CPU; the order is the second
+ * operand's address. */
+#define SIGP_START              0x04
+#define SIGP_RESTART            0x06
+#define SIGP_INITIAL_CPU_RESET  0x0b
+#define SIGP_CPU_RESET          0x0c
+#define SIGP_STATUS_INVALID_ORDER 0x00000002u
+#define SIGP_STATUS_INCORRECT_STATE 0x00000200u
+
+static int handle_sigp(struct vcpu *v, struct kvm_run *run)
+{
+	struct s390_vm *sv = s390_vm(v->vm);
+	uint16_t ipa = run->s390_sieic.ipa;
+	uint32_t ipb = run->s390_sieic.ipb;
+	__u64 *g = run->s.regs.gprs;
+	unsigned r1 = s390_rs_r1(ipa), b2 = s390_ipb_b2(ipb);
+	unsigned order = (unsigned)(s390_ipb_addr(b2 ? g[b2] : 0, ipb, ~0ULL) & 0xff);
+	unsigned target = (unsigned)(g[s390_rs_r3(ipa)] & 0xffff);
+	struct s390_cpu *t;
+	uint32_t status = 0;
+
+	if (run->psw_mask & S390_PSW_MASK_PSTATE)
+		return program_exception(v, S390_PGM_PRIVILEGED);
+	if (target >= S390_MAX_VCPUS || !sv->cpu[target].v) {
+		set_cc(run, 3);         /* no such CPU */
+		return -1;
+	}
+	t = &sv->cpu[target];
+	switch (order) {
+	case SIGP_START:
+		cpu_start(sv, target);
+		break;
+	case SIGP_RESTART: {
+		struct kvm_s390_irq irq = { .type = KVM_S390_RESTART };
+
+		/* KVM delivers it (old PSW to lowcore 0x120, new from 0x1a0
+		 * of the target's prefix area) when the CPU next runs. */
+		if (ioctl(t->v->fd, KVM_S390_IRQ, &irq) < 0) {
+			set_cc(run, 2);         /* busy: the guest retries */
+			return -1;
+		}
+		cpu_start(sv, target);
+		break;
+	}
+	case SIGP_INITIAL_CPU_RESET:
+	case SIGP_CPU_RESET:
+		/* Only on a stopped CPU: its thread is not in KVM_RUN. */
+		if (__atomic_load_n(&t->operating, __ATOMIC_ACQUIRE)) {
+			status = SIGP_STATUS_INCORRECT_STATE;
+			break;
+		}
+		if (ioctl(t->v->fd, KVM_S390_INITIAL_RESET, 0) < 0) {
+			set_cc(run, 2);
+			return -1;
+		}
+		break;
+	default:
+		status = SIGP_STATUS_INVALID_ORDER;
+		break;
+	}
+	if (status) {
+		g[r1] = (g[r1] & ~0xffffffffULL) | status;
+		run->kvm_dirty_regs |= KVM_SYNC_GPRS;
+		set_cc(run, 1);
+	} else {
+		set_cc(run, 0);
+	}
+	return -1;
+}
+
 static int handle_instruction(struct vcpu *v, struct kvm_run *run)
 {
 	uint16_t ipa = run->s390_sieic.ipa;
@@ -649,12 +804,8 @@ static int handle_instruction(struct vcpu *v, struct kvm_run *run)
 		break;
 	case 0x83:
 		return handle_diag(v, run);
-	case 0xae:      /* SIGP orders KVM leaves to user space: no secondary CPUs */
-		run->s.regs.gprs[s390_rs_r1(ipa)] =
-			(run->s.regs.gprs[s390_rs_r1(ipa)] & ~0xffffffffULL) | 0x02; /* invalid order */
-		run->kvm_dirty_regs |= KVM_SYNC_GPRS;
-		set_cc(run, 1);
-		return -1;
+	case 0xae:
+		return handle_sigp(v, run);
 	}
 	return program_exception(v, S390_PGM_OPERATION);
 }
@@ -667,8 +818,9 @@ int arch_vcpu_exit(struct vcpu *v, struct kvm_run *run)
 		case S390_ICPT_INST:
 			return handle_instruction(v, run);
 		case S390_ICPT_STOP:
-			/* The only vCPU stopped itself (poweroff, halt). */
-			return MVM_EXIT_OK;
+			/* Stopped (SIGP STOP, from itself or another CPU): not
+			 * run again until started; the last one is poweroff. */
+			return cpu_stopped(s390_vm(v->vm), v->id) ? MVM_EXIT_OK : -1;
 		case S390_ICPT_WAIT:
 			/* A disabled wait at ...fff is Linux's quiesced
 			 * shutdown; anywhere else it is a crash (panic). */

@@ -229,6 +229,12 @@ int arch_vcpu_init(struct vcpu *v, unsigned ncpus, const struct arch_boot *boot,
 	return x86_arch_vcpu_init(v, ncpus, &boot->info, err, errlen);
 }
 
+int arch_vcpu_before_run(struct vcpu *v)
+{
+	(void)v;        /* the in-kernel LAPIC holds APs in wait-for-SIPI */
+	return 0;
+}
+
 int arch_vcpu_exit(struct vcpu *v, struct kvm_run *run)
 {
 	/* Port I/O, MMIO, HLT, shutdown and system events are vcpu.c's; x86

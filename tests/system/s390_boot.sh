@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
 # s390x end to end, inside Hercules' s390 KVM (tests/s390/run): mvm's probe
 # says the KVM runs guests; Debian's s390x kernel boots under mvm with the
-# s390x test guest and two virtio-ccw disks, its console (SCLP VT220) is
-# mvm's stdout; the guest reads what the host put on the rw disk and writes
+# s390x test guest, two vCPUs (SIGP bring-up) and two virtio-ccw disks, the
+# first with two queues that the guest uses as two hardware queues; its
+# console (SCLP VT220) is mvm's stdout; the guest reads what the host put on the rw disk and writes
 # a marker the host then finds in the image; the ro disk refuses a write and
 # is unchanged; the command's exit status (SCLP control-program
-# identification) is mvm's; a kernel panic (a disabled wait) ends mvm with
-# 126 and says so.
+# identification) is mvm's; a poweroff with two vCPUs ends mvm with 0; a
+# kernel panic (a disabled wait) ends mvm with 126 and says so.
 set -u
 cd "$(dirname "$0")/../.."
 fail() { echo "FAIL: $*"; exit 1; }
@@ -23,6 +24,7 @@ echo RODATA | dd of=/tmp/ro.img conv=notrunc 2>/dev/null
 # words of command line.
 cat >/tmp/guest.sh <<'EOF3'
 echo MVM-S390-HELLO $((6 * 7))
+echo MVM-NPROC=$(nproc) MVM-MQ=$(ls /sys/block/vda/mq | wc -l)
 echo MVM-RW-SECTORS=$(cat /sys/block/vda/size)
 echo MVM-RW-HEAD=$(head -c 8 /dev/vda)
 echo GUESTDATA | dd of=/dev/vda bs=512 seek=1 conv=fsync 2>/dev/null
@@ -34,11 +36,14 @@ echo MVM-RO-WRITE-RC=$?
 exit 42
 EOF3
 /mvm --kernel /guest/vmlinuz --initrd /guest/initrd.gz --mem 256M \
-	--disk /tmp/rw.img --disk /tmp/ro.img,ro \
+	--disk /tmp/rw.img,queues=2 --disk /tmp/ro.img,ro \
 	--cmdline "-- echo $(base64 -w0 /tmp/guest.sh) | base64 -d | sh"
 echo "MVM-RC=$?"
 echo "HOST-RW-SECTOR1=$(dd if=/tmp/rw.img bs=512 skip=1 count=1 2>/dev/null | head -c 9)"
 echo "HOST-RO-HEAD=$(head -c 6 /tmp/ro.img)"
+/mvm --kernel /guest/vmlinuz --initrd /guest/initrd.gz --mem 256M --cpus 2 \
+	--cmdline '-- poweroff -f'
+echo "POWEROFF-RC=$?"
 /mvm --kernel /guest/vmlinuz --initrd /guest/initrd.gz --mem 256M \
 	--cmdline 'panic=0 -- echo c >/proc/sysrq-trigger' >/tmp/panic 2>&1
 echo "PANIC-RC=$?"
@@ -58,6 +63,8 @@ fi
 grep -q '^direct: ' "$t/out" || fail "mvm --probe-kvm in L1 did not say direct"
 grep -q '^MVM-S390-HELLO 42' "$t/out" || fail "no output from the guest's command"
 grep -q '^MVM-RC=42$' "$t/out" || fail "mvm did not exit with the guest's status 42"
+grep -q '^MVM-NPROC=2 MVM-MQ=2$' "$t/out" || fail "the guest did not get 2 vCPUs and 2 hardware queues on vda"
+grep -q '^POWEROFF-RC=0$' "$t/out" || fail "a guest powering off with 2 vCPUs did not end mvm with 0"
 grep -q '^MVM-RW-SECTORS=16384$' "$t/out" || fail "the guest did not see an 8 MiB vda"
 grep -q '^MVM-RW-HEAD=HOSTDATA$' "$t/out" || fail "the guest did not read what the host wrote"
 grep -q '^MVM-RW-WRITE-RC=0$' "$t/out" || fail "the guest's write to vda failed"
@@ -67,4 +74,4 @@ grep -qE '^MVM-RO-WRITE-RC=[1-9]' "$t/out" || fail "a write to the ro disk did n
 grep -q '^HOST-RO-HEAD=RODATA$' "$t/out" || fail "the ro image changed"
 grep -q '^PANIC-RC=126$' "$t/out" || fail "a panicking guest did not end mvm with 126"
 grep -q 'disabled wait' "$t/out" || fail "mvm did not say the guest stopped in a disabled wait"
-echo "s390x: guest booted under mvm in Hercules' KVM with two virtio-ccw disks (rw round trip, ro refused); exit status 42 and a panic (126) reached mvm"
+echo "s390x: guest booted under mvm in Hercules' KVM with 2 vCPUs and two virtio-ccw disks (2 hardware queues, rw round trip, ro refused); exit status 42, poweroff (0) and a panic (126) reached mvm"
