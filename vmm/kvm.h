@@ -17,10 +17,14 @@
 #define KVM_MSI_GSI_FIRST 24
 #define KVM_MSI_GSI_END   1024
 
+/* A GSI routed to an MSI message (PCI MSI-X) or, on s390, to an I/O
+ * adapter's indicator bits (virtio-ccw adapter interrupts). */
 struct kvm_msi_slot {
 	bool active;
+	bool adapter;                   /* an s390 adapter route, not MSI */
 	uint64_t addr;
 	uint32_t data;
+	struct kvm_irq_routing_s390_adapter ad;
 };
 
 struct kvm_state {

@@ -160,10 +160,15 @@ unsigned kvm_build_routes(const struct kvm_state *ks, struct kvm_irq_routing_ent
 		if (n < cap) {
 			memset(&r[n], 0, sizeof(r[n]));
 			r[n].gsi = KVM_MSI_GSI_FIRST + i;
-			r[n].type = KVM_IRQ_ROUTING_MSI;
-			r[n].u.msi.address_lo = (uint32_t)ks->msi[i].addr;
-			r[n].u.msi.address_hi = (uint32_t)(ks->msi[i].addr >> 32);
-			r[n].u.msi.data = ks->msi[i].data;
+			if (ks->msi[i].adapter) {
+				r[n].type = KVM_IRQ_ROUTING_S390_ADAPTER;
+				r[n].u.adapter = ks->msi[i].ad;
+			} else {
+				r[n].type = KVM_IRQ_ROUTING_MSI;
+				r[n].u.msi.address_lo = (uint32_t)ks->msi[i].addr;
+				r[n].u.msi.address_hi = (uint32_t)(ks->msi[i].addr >> 32);
+				r[n].u.msi.data = ks->msi[i].data;
+			}
 		}
 		n++;
 	}
@@ -335,8 +340,33 @@ int vm_msi_route(struct vm *vm, unsigned gsi, uint64_t addr, uint32_t data, bool
 	s = &ks->msi[gsi - KVM_MSI_GSI_FIRST];
 	pthread_mutex_lock(&ks->route_lock);
 	s->active = !masked;
+	s->adapter = false;
 	s->addr = addr;
 	s->data = data;
+	ret = vm->vm_fd >= 0 ? kvm_set_routes(vm) : 0;
+	pthread_mutex_unlock(&ks->route_lock);
+	return ret;
+}
+
+int vm_adapter_route(struct vm *vm, unsigned gsi, uint64_t ind_addr, uint64_t summary_addr,
+		     uint64_t ind_offset, uint32_t summary_offset, uint32_t adapter_id, bool remove)
+{
+	struct kvm_state *ks = vm_kvm(vm);
+	struct kvm_msi_slot *s;
+	int ret;
+
+	if (!ks)
+		return -ENODEV;
+	if (gsi < KVM_MSI_GSI_FIRST || gsi >= KVM_MSI_GSI_END)
+		return -EINVAL;
+	s = &ks->msi[gsi - KVM_MSI_GSI_FIRST];
+	pthread_mutex_lock(&ks->route_lock);
+	s->active = !remove;
+	s->adapter = true;
+	s->ad = (struct kvm_irq_routing_s390_adapter){
+		.ind_addr = ind_addr, .summary_addr = summary_addr, .ind_offset = ind_offset,
+		.summary_offset = summary_offset, .adapter_id = adapter_id,
+	};
 	ret = vm->vm_fd >= 0 ? kvm_set_routes(vm) : 0;
 	pthread_mutex_unlock(&ks->route_lock);
 	return ret;

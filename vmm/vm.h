@@ -118,6 +118,15 @@ int vm_alloc_msi_gsi(struct vm *vm, unsigned *gsi);
  * removes the route so irqfd writes are dropped. 0 or -errno. */
 int vm_msi_route(struct vm *vm, unsigned gsi, uint64_t addr, uint32_t data, bool masked);
 
+/* Point gsi (from vm_alloc_msi_gsi) at an s390 I/O adapter's indicators:
+ * an irqfd write on it makes KVM set bit ind_offset of the indicators at
+ * guest address ind_addr and bit summary_offset of the summary at
+ * summary_addr and, when the summary bit was clear, inject the adapter's
+ * interrupt (KVM_IRQ_ROUTING_S390_ADAPTER). remove drops the route.
+ * 0 or -errno. */
+int vm_adapter_route(struct vm *vm, unsigned gsi, uint64_t ind_addr, uint64_t summary_addr,
+		     uint64_t ind_offset, uint32_t summary_offset, uint32_t adapter_id, bool remove);
+
 /* Append " <text>" to the guest kernel command line. Before boot only.
  * 0 or -ENOSPC. */
 __attribute__((format(printf, 2, 3)))

@@ -75,7 +75,11 @@ struct s390_vm {
 	struct css css;                 /* the channel subsystem */
 	struct s390_cpu cpu[S390_MAX_VCPUS];
 	unsigned operating;             /* atomic: vCPUs operating */
+	int flic_fd;                    /* KVM's floating-interrupt controller, -1: none */
 };
+
+/* virtio-ccw's I/O adapters: one per interruption subclass, id = ISC. */
+#define S390_ADAPTERS 8
 
 static struct s390_vm *s390_vm(const struct vm *vm)
 {
@@ -99,6 +103,32 @@ static void io_interrupt(void *opaque, unsigned schno, uint32_t intparm, unsigne
 			schno, strerror(errno));
 }
 
+/* The FLIC with one I/O adapter per ISC, which KVM's adapter routes name:
+ * an irqfd on such a route sets a virtio-ccw queue's indicator bits and
+ * injects the adapter interrupt in the kernel, with no user-space thread
+ * involved. swap: Linux numbers indicator bits from the most significant
+ * end (bit_inv). Without it (-1), virtio-ccw sets the bits itself. */
+static int flic_create(struct vm *vm)
+{
+	struct kvm_create_device cd = { .type = KVM_DEV_TYPE_FLIC };
+	unsigned isc;
+
+	if (ioctl(vm->vm_fd, KVM_CREATE_DEVICE, &cd) < 0)
+		return -1;
+	for (isc = 0; isc < S390_ADAPTERS; isc++) {
+		struct kvm_s390_io_adapter a = { .id = isc, .isc = (uint8_t)isc, .swap = 1 };
+		struct kvm_device_attr attr = {
+			.group = KVM_DEV_FLIC_ADAPTER_REGISTER, .addr = (uintptr_t)&a,
+		};
+
+		if (ioctl((int)cd.fd, KVM_SET_DEVICE_ATTR, &attr) < 0) {
+			close((int)cd.fd);
+			return -1;
+		}
+	}
+	return (int)cd.fd;
+}
+
 int arch_vm_init(struct vm *vm, void **state, char *err, size_t errlen)
 {
 	struct kvm_enable_cap cap = { .cap = KVM_CAP_S390_IRQCHIP };
@@ -115,6 +145,7 @@ int arch_vm_init(struct vm *vm, void **state, char *err, size_t errlen)
 	sv->vm = vm;
 	for (unsigned i = 0; i < S390_MAX_VCPUS; i++)
 		sv->cpu[i].start_efd = -1;
+	sv->flic_fd = flic_create(vm);
 	if (css_init(&sv->css, &vm->mem, io_interrupt, sv)) {
 		free(sv);
 		return err_set(err, errlen, -ENOMEM, "channel subsystem: out of resources");
@@ -132,6 +163,8 @@ void arch_vm_fini(void *state)
 	for (unsigned i = 0; i < S390_MAX_VCPUS; i++)
 		if (sv->cpu[i].start_efd >= 0)
 			close(sv->cpu[i].start_efd);
+	if (sv->flic_fd >= 0)
+		close(sv->flic_fd);
 	css_fini(&sv->css);
 	free(sv);
 }
@@ -275,6 +308,7 @@ struct s390_ccw {
 	struct virtio_ccw vc;
 	struct s390_vm *sv;
 	unsigned schno;
+	unsigned gsi[VIRTIO_MAX_QUEUES];        /* adapter routes, 0: none yet */
 };
 
 /* Adapter (thin) interrupt: the device set its indicator and the summary
@@ -301,6 +335,66 @@ static void ccw_subchannel_irq(void *opaque)
 	css_notify(&d->sv->css, d->schno);
 }
 
+static void ccw_unbind_adapter(void *opaque, struct virtio_ccw *vc)
+{
+	struct s390_ccw *d = opaque;
+	struct vm *vm = d->sv->vm;
+	unsigned q;
+
+	for (q = 0; q < vc->t.dev->num_queues; q++) {
+		if (vc->irq_fd[q] < 0)
+			continue;
+		vm_irqfd(vm, d->gsi[q], vc->irq_fd[q], true);
+		vm_adapter_route(vm, d->gsi[q], 0, 0, 0, 0, 0, true);
+		close(vc->irq_fd[q]);
+		vc->irq_fd[q] = -1;
+	}
+}
+
+/* Route each queue's interrupt through an irqfd: KVM sets bit
+ * ind_bit + q of the indicators and bit 7 (mask 0x01, with swap) of the
+ * summary byte, and injects the adapter interrupt when the summary was
+ * clear, exactly what the device's own path does. */
+static int ccw_bind_adapter(void *opaque, struct virtio_ccw *vc)
+{
+	struct s390_ccw *d = opaque;
+	struct vm *vm = d->sv->vm;
+	unsigned q;
+	int ret = 0;
+
+	if (d->sv->flic_fd < 0)
+		return -ENODEV;
+	for (q = 0; q < vc->t.dev->num_queues; q++) {
+		int fd;
+
+		if (!d->gsi[q]) {
+			ret = vm_alloc_msi_gsi(vm, &d->gsi[q]);
+			if (ret)
+				break;
+		}
+		ret = vm_adapter_route(vm, d->gsi[q], vc->ind_gpa, vc->summary_gpa, vc->ind_bit + q,
+				       7, vc->isc, false);
+		if (ret)
+			break;
+		fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+		if (fd < 0) {
+			ret = -errno;
+			vm_adapter_route(vm, d->gsi[q], 0, 0, 0, 0, 0, true);
+			break;
+		}
+		ret = vm_irqfd(vm, d->gsi[q], fd, false);
+		if (ret) {
+			close(fd);
+			vm_adapter_route(vm, d->gsi[q], 0, 0, 0, 0, 0, true);
+			break;
+		}
+		vc->irq_fd[q] = fd;
+	}
+	if (ret)
+		ccw_unbind_adapter(opaque, vc);
+	return ret;
+}
+
 static void ccw_free(void *opaque, struct virtio_ccw *vc)
 {
 	(void)vc;
@@ -310,6 +404,8 @@ static void ccw_free(void *opaque, struct virtio_ccw *vc)
 static const struct virtio_ccw_irq_ops ccw_irq_ops = {
 	.adapter = ccw_adapter_irq,
 	.subchannel = ccw_subchannel_irq,
+	.bind_adapter = ccw_bind_adapter,
+	.unbind_adapter = ccw_unbind_adapter,
 	.free = ccw_free,
 };
 

@@ -145,6 +145,40 @@ TEST(routing_table_keeps_irqchip_routes_with_msi)
 	rmvm(vm);
 }
 
+TEST(adapter_routes_join_the_table_and_leave_it)
+{
+	struct vm *vm = mkvm();
+	struct kvm_state *ks = vm_kvm(vm);
+	struct kvm_irq_routing_entry r[128], chip[128];
+	unsigned base, gsi, i, n;
+	const struct kvm_irq_routing_entry *e = NULL;
+
+	base = arch_irq_routes(chip, ARRAY_SIZE(chip));
+	CHECK_EQ(vm_alloc_msi_gsi(vm, &gsi), 0);
+	CHECK_EQ(vm_adapter_route(vm, gsi, 0x12340, 0x5670, 65, 7, 3, false), 0);
+	n = kvm_build_routes(ks, r, ARRAY_SIZE(r));
+	CHECK_EQ(n, base + 1);
+	for (i = 0; i < n; i++)
+		if (r[i].gsi == gsi)
+			e = &r[i];
+	CHECK(e && e->type == KVM_IRQ_ROUTING_S390_ADAPTER);
+	CHECK_EQ(e->u.adapter.ind_addr, 0x12340);
+	CHECK_EQ(e->u.adapter.summary_addr, 0x5670);
+	CHECK_EQ(e->u.adapter.ind_offset, 65);
+	CHECK_EQ(e->u.adapter.summary_offset, 7);
+	CHECK_EQ(e->u.adapter.adapter_id, 3);
+	/* The same GSI as an MSI route again: the adapter fields go. */
+	CHECK_EQ(vm_msi_route(vm, gsi, 0xfee00000, 0x41, false), 0);
+	n = kvm_build_routes(ks, r, ARRAY_SIZE(r));
+	for (i = 0; i < n; i++)
+		if (r[i].gsi == gsi)
+			CHECK_EQ(r[i].type, KVM_IRQ_ROUTING_MSI);
+	CHECK_EQ(vm_adapter_route(vm, gsi, 0, 0, 0, 0, 0, true), 0);
+	CHECK_EQ(kvm_build_routes(ks, r, ARRAY_SIZE(r)), base);
+	CHECK_EQ(vm_adapter_route(vm, 3, 0, 0, 0, 0, 0, false), -EINVAL);   /* not ours */
+	rmvm(vm);
+}
+
 TEST(first_stop_request_wins)
 {
 	struct vm *vm = mkvm();
