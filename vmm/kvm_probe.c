@@ -4,8 +4,12 @@
 #include "vmm/kvm.h"
 #include "vmm/util.h"
 #include "arch/arch.h"
+#include "vmm/vcpu.h"
 
 #include <errno.h>
+#include <sys/eventfd.h>
+#include <pthread.h>
+#include <poll.h>
 #include <fcntl.h>
 #include <limits.h>
 #include <stdio.h>
@@ -180,4 +184,57 @@ void kvm_probe_key(char *out, size_t outlen)
 	else
 		snprintf(out, outlen, "p%d-%016llx-nokvm", KVM_PROBE_VERSION,
 			 (unsigned long long)arch_probe_hash());
+}
+
+struct probe_thread {
+	void (*fn)(void *arg);
+	void *arg;
+	int done_efd;
+};
+
+static void *probe_thread_main(void *p)
+{
+	struct probe_thread *t = p;
+
+	t->fn(t->arg);
+	if (eventfd_write(t->done_efd, 1) < 0) {
+		/* cannot fail on a fresh eventfd; the caller's poll times out */
+	}
+	return NULL;
+}
+
+int kvm_probe_vcpu_thread(struct vcpu *v, unsigned timeout_ms, int kick_signal,
+			  void (*fn)(void *arg), void *arg, atomic_bool *timed_out,
+			  char *reason, size_t len)
+{
+	struct probe_thread t = { fn, arg, -1 };
+	struct pollfd p;
+	pthread_t thread;
+	int ret;
+
+	t.done_efd = eventfd(0, EFD_CLOEXEC);
+	if (t.done_efd < 0) {
+		ret = -errno;
+		snprintf(reason, len, "eventfd: %s", strerror(errno));
+		return ret;
+	}
+	ret = -pthread_create(&thread, NULL, probe_thread_main, &t);
+	if (ret) {
+		snprintf(reason, len, "probe thread: %s", strerror(-ret));
+		close(t.done_efd);
+		return ret;
+	}
+	p = (struct pollfd){ .fd = t.done_efd, .events = POLLIN };
+	while ((ret = poll(&p, 1, (int)timeout_ms)) < 0 && errno == EINTR)
+		;
+	if (ret <= 0) {
+		/* Out of KVM_RUN: immediate_exit covers a thread about to
+		 * enter it, the signal one already inside (vcpu_kick). */
+		atomic_store(timed_out, true);
+		__atomic_store_n(&v->run->immediate_exit, 1, __ATOMIC_SEQ_CST);
+		pthread_kill(thread, kick_signal);
+	}
+	pthread_join(thread, NULL);
+	close(t.done_efd);
+	return 0;
 }

@@ -15,6 +15,7 @@
 #ifndef MVM_KVM_PROBE_H
 #define MVM_KVM_PROBE_H
 
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
 
@@ -37,6 +38,16 @@ struct kvm_probe_result {
  * Needs a no-op handler on kick_signal (vcpu_signal_setup) so that a
  * payload that never finishes can be interrupted. */
 int kvm_probe_run(unsigned timeout_ms, int kick_signal, struct kvm_probe_result *res);
+
+/* For kvm_probe_run's implementations (arch/): run fn(arg) on a new thread
+ * that drives vCPU v, for at most timeout_ms. Past that, *timed_out is set
+ * and the vCPU is kicked out of KVM_RUN (immediate_exit, kick_signal), so fn
+ * sees KVM_RUN fail and returns; the thread is always joined. 0, or -errno
+ * with a reason when the thread could not start. */
+struct vcpu;
+int kvm_probe_vcpu_thread(struct vcpu *v, unsigned timeout_ms, int kick_signal,
+			  void (*fn)(void *arg), void *arg, atomic_bool *timed_out,
+			  char *reason, size_t len);
 
 /* Whether the host's KVM is PVM (/sys/module/kvm_pvm under sysfs_root,
  * "/sys" on a real host): a KVM that cannot run unmodified guests. */

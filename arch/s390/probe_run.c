@@ -11,12 +11,9 @@
 #include "arch/s390/layout.h"
 
 #include <errno.h>
-#include <poll.h>
-#include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <string.h>
-#include <sys/eventfd.h>
 #include <sys/ioctl.h>
 #include <unistd.h>
 
@@ -45,19 +42,17 @@ uint64_t arch_probe_hash(void)
 
 struct probe_run {
 	struct vcpu *v;
-	int done_efd;
 	atomic_bool timed_out;
 	unsigned timeout_ms;
 	bool ok;
 	char fail[KVM_REASON_MAX];
 };
 
-static void *probe_thread(void *arg)
+static void probe_thread(void *arg)
 {
 	struct probe_run *r = arg;
 	struct kvm_run *run = r->v->run;
 	char what[160];
-	uint64_t one = 1;
 
 	for (;;) {
 		if (ioctl(r->v->fd, KVM_RUN, 0) < 0) {
@@ -91,10 +86,6 @@ static void *probe_thread(void *arg)
 			 (unsigned long long)run->psw_mask, (unsigned long long)run->psw_addr);
 		break;
 	}
-	if (write(r->done_efd, &one, sizeof(one)) < 0) {
-		/* the caller's poll times out and joins us anyway */
-	}
-	return NULL;
 }
 
 int kvm_probe_run(unsigned timeout_ms, int kick_signal, struct kvm_probe_result *res)
@@ -102,9 +93,7 @@ int kvm_probe_run(unsigned timeout_ms, int kick_signal, struct kvm_probe_result 
 	struct probe_run r;
 	struct vcpu v;
 	struct vm vm;
-	struct pollfd p;
 	struct kvm_enable_cap css = { .cap = KVM_CAP_S390_CSS_SUPPORT };
-	pthread_t thread;
 	char err[KVM_REASON_MAX / 2];
 	uint8_t *code;
 	int kvm_fd, ret;
@@ -141,26 +130,10 @@ int kvm_probe_run(unsigned timeout_ms, int kick_signal, struct kvm_probe_result 
 	r.v = &v;
 	r.timeout_ms = timeout_ms;
 	atomic_init(&r.timed_out, false);
-	r.done_efd = eventfd(0, EFD_CLOEXEC);
-	if (r.done_efd < 0) {
-		ret = -errno;
-		snprintf(res->reason, sizeof(res->reason), "eventfd: %s", strerror(errno));
+	ret = kvm_probe_vcpu_thread(&v, timeout_ms, kick_signal, probe_thread, &r, &r.timed_out,
+				    res->reason, sizeof(res->reason));
+	if (ret)
 		goto destroy_vcpu;
-	}
-	ret = -pthread_create(&thread, NULL, probe_thread, &r);
-	if (ret) {
-		snprintf(res->reason, sizeof(res->reason), "probe thread: %s", strerror(-ret));
-		goto close_efd;
-	}
-	p = (struct pollfd){ .fd = r.done_efd, .events = POLLIN };
-	while ((ret = poll(&p, 1, (int)timeout_ms)) < 0 && errno == EINTR)
-		;
-	if (ret <= 0) {
-		atomic_store(&r.timed_out, true);
-		__atomic_store_n(&v.run->immediate_exit, 1, __ATOMIC_SEQ_CST);
-		pthread_kill(thread, kick_signal);
-	}
-	pthread_join(thread, NULL);
 	ret = 0;
 	if (r.ok) {
 		res->verdict = KVM_VERDICT_RUNS;
@@ -169,8 +142,6 @@ int kvm_probe_run(unsigned timeout_ms, int kick_signal, struct kvm_probe_result 
 	} else {
 		snprintf(res->reason, sizeof(res->reason), "%s", r.fail);
 	}
-close_efd:
-	close(r.done_efd);
 destroy_vcpu:
 	vcpu_destroy(&v);
 fini_vm:

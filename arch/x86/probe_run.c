@@ -9,12 +9,9 @@
 #include "arch/x86/probe.h"
 
 #include <errno.h>
-#include <poll.h>
-#include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <string.h>
-#include <sys/eventfd.h>
 #include <sys/ioctl.h>
 #include <time.h>
 #include <unistd.h>
@@ -23,7 +20,6 @@
 struct probe_run {
 	struct vm *vm;
 	struct vcpu *v;
-	int done_efd;
 	atomic_bool timed_out;
 	unsigned timeout_ms;
 	unsigned step;          /* last step the payload reported */
@@ -41,12 +37,11 @@ static void probe_fail_step(struct probe_run *r, const char *detail)
 		snprintf(r->fail, sizeof(r->fail), "before the first instruction: %.600s", detail);
 }
 
-static void *probe_thread(void *arg)
+static void probe_thread(void *arg)
 {
 	struct probe_run *r = arg;
 	struct kvm_run *run = r->v->run;
 	char exit_desc[160], where[256], both[sizeof(exit_desc) + sizeof(where) + 2];
-	uint64_t one = 1;
 
 	for (;;) {
 		if (ioctl(r->v->fd, KVM_RUN, 0) < 0) {
@@ -88,10 +83,6 @@ static void *probe_thread(void *arg)
 		probe_fail_step(r, both);
 		break;
 	}
-	if (write(r->done_efd, &one, sizeof(one)) < 0) {
-		/* The caller's poll then times out and joins us anyway. */
-	}
-	return NULL;
 }
 
 static uint64_t probe_now_us(void)
@@ -108,8 +99,6 @@ int kvm_probe_run(unsigned timeout_ms, int kick_signal, struct kvm_probe_result 
 	struct x86_boot_info info;
 	struct vcpu v;
 	struct vm vm;
-	struct pollfd p;
-	pthread_t thread;
 	char err[KVM_REASON_MAX / 2], tested[96];
 	uint64_t t0 = probe_now_us();
 	int kvm_fd, ret;
@@ -151,28 +140,10 @@ int kvm_probe_run(unsigned timeout_ms, int kick_signal, struct kvm_probe_result 
 	r.v = &v;
 	r.timeout_ms = timeout_ms;
 	atomic_init(&r.timed_out, false);
-	r.done_efd = eventfd(0, EFD_CLOEXEC);
-	if (r.done_efd < 0) {
-		ret = -errno;
-		snprintf(res->reason, sizeof(res->reason), "eventfd: %s", strerror(errno));
+	ret = kvm_probe_vcpu_thread(&v, timeout_ms, kick_signal, probe_thread, &r, &r.timed_out,
+				    res->reason, sizeof(res->reason));
+	if (ret)
 		goto destroy_vcpu;
-	}
-	ret = -pthread_create(&thread, NULL, probe_thread, &r);
-	if (ret) {
-		snprintf(res->reason, sizeof(res->reason), "probe thread: %s", strerror(-ret));
-		goto close_efd;
-	}
-	p = (struct pollfd){ .fd = r.done_efd, .events = POLLIN };
-	while ((ret = poll(&p, 1, (int)timeout_ms)) < 0 && errno == EINTR)
-		;
-	if (ret <= 0) {
-		/* Out of KVM_RUN: immediate_exit covers a thread about to
-		 * enter it, the signal one already inside (vcpu_kick). */
-		atomic_store(&r.timed_out, true);
-		__atomic_store_n(&v.run->immediate_exit, 1, __ATOMIC_SEQ_CST);
-		pthread_kill(thread, kick_signal);
-	}
-	pthread_join(thread, NULL);
 	ret = 0;
 	if (r.done) {
 		res->verdict = KVM_VERDICT_RUNS;
@@ -183,8 +154,6 @@ int kvm_probe_run(unsigned timeout_ms, int kick_signal, struct kvm_probe_result 
 	} else {
 		snprintf(res->reason, sizeof(res->reason), "%s", r.fail);
 	}
-close_efd:
-	close(r.done_efd);
 destroy_vcpu:
 	vcpu_destroy(&v);
 fini_vm:
