@@ -327,49 +327,38 @@ int vm_alloc_msi_gsi(struct vm *vm, unsigned *gsi)
 	return 0;
 }
 
-int vm_msi_route(struct vm *vm, unsigned gsi, uint64_t addr, uint32_t data, bool masked)
+/* Replace the route of an MSI-range GSI and reinstall the table. */
+static int route_set(struct vm *vm, unsigned gsi, const struct kvm_msi_slot *slot)
 {
 	struct kvm_state *ks = vm_kvm(vm);
-	struct kvm_msi_slot *s;
 	int ret;
 
 	if (!ks)
 		return -ENODEV;
 	if (gsi < KVM_MSI_GSI_FIRST || gsi >= KVM_MSI_GSI_END)
 		return -EINVAL;
-	s = &ks->msi[gsi - KVM_MSI_GSI_FIRST];
 	pthread_mutex_lock(&ks->route_lock);
-	s->active = !masked;
-	s->adapter = false;
-	s->addr = addr;
-	s->data = data;
+	ks->msi[gsi - KVM_MSI_GSI_FIRST] = *slot;
 	ret = vm->vm_fd >= 0 ? kvm_set_routes(vm) : 0;
 	pthread_mutex_unlock(&ks->route_lock);
 	return ret;
 }
 
+int vm_msi_route(struct vm *vm, unsigned gsi, uint64_t addr, uint32_t data, bool masked)
+{
+	return route_set(vm, gsi, &(struct kvm_msi_slot){ .active = !masked, .addr = addr,
+							  .data = data });
+}
+
 int vm_adapter_route(struct vm *vm, unsigned gsi, uint64_t ind_addr, uint64_t summary_addr,
 		     uint64_t ind_offset, uint32_t summary_offset, uint32_t adapter_id, bool remove)
 {
-	struct kvm_state *ks = vm_kvm(vm);
-	struct kvm_msi_slot *s;
-	int ret;
-
-	if (!ks)
-		return -ENODEV;
-	if (gsi < KVM_MSI_GSI_FIRST || gsi >= KVM_MSI_GSI_END)
-		return -EINVAL;
-	s = &ks->msi[gsi - KVM_MSI_GSI_FIRST];
-	pthread_mutex_lock(&ks->route_lock);
-	s->active = !remove;
-	s->adapter = true;
-	s->ad = (struct kvm_irq_routing_s390_adapter){
-		.ind_addr = ind_addr, .summary_addr = summary_addr, .ind_offset = ind_offset,
-		.summary_offset = summary_offset, .adapter_id = adapter_id,
-	};
-	ret = vm->vm_fd >= 0 ? kvm_set_routes(vm) : 0;
-	pthread_mutex_unlock(&ks->route_lock);
-	return ret;
+	return route_set(vm, gsi, &(struct kvm_msi_slot){
+		.active = !remove, .adapter = true,
+		.ad = { .ind_addr = ind_addr, .summary_addr = summary_addr,
+			.ind_offset = ind_offset, .summary_offset = summary_offset,
+			.adapter_id = adapter_id },
+	});
 }
 
 int vm_cmdline_append(struct vm *vm, const char *fmt, ...)
