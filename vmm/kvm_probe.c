@@ -238,3 +238,24 @@ int kvm_probe_vcpu_thread(struct vcpu *v, unsigned timeout_ms, int kick_signal,
 	close(t.done_efd);
 	return 0;
 }
+
+bool kvm_probe_vm(struct vm *vm, uint64_t mem, struct kvm_probe_result *res)
+{
+	char err[KVM_REASON_MAX / 2];
+	int kvm_fd;
+
+	memset(res, 0, sizeof(*res));
+	res->verdict = KVM_VERDICT_FAILS;
+	kvm_fd = kvm_open(err, sizeof(err));
+	if (kvm_fd < 0) {
+		res->verdict = KVM_VERDICT_ABSENT;
+		snprintf(res->reason, sizeof(res->reason), "%s", err);
+		return false;
+	}
+	/* kvm_vm_create takes kvm_fd over, also on failure. */
+	if (kvm_vm_create(vm, kvm_fd, mem, 1, err, sizeof(err))) {
+		snprintf(res->reason, sizeof(res->reason), "cannot create a VM: %s", err);
+		return false;
+	}
+	return true;
+}

@@ -16,6 +16,7 @@
 #define MVM_KVM_PROBE_H
 
 #include <stdatomic.h>
+#include <stdint.h>
 #include <stdbool.h>
 #include <stddef.h>
 
@@ -38,6 +39,13 @@ struct kvm_probe_result {
  * Needs a no-op handler on kick_signal (vcpu_signal_setup) so that a
  * payload that never finishes can be interrupted. */
 int kvm_probe_run(unsigned timeout_ms, int kick_signal, struct kvm_probe_result *res);
+
+/* For kvm_probe_run's implementations (arch/): open /dev/kvm and create a
+ * one-vCPU VM with mem bytes of RAM. false with res filled (ABSENT: no
+ * usable /dev/kvm; FAILS: no VM); true with res->verdict FAILS until the
+ * probe says otherwise, and vm to vm_fini. */
+struct vm;
+bool kvm_probe_vm(struct vm *vm, uint64_t mem, struct kvm_probe_result *res);
 
 /* For kvm_probe_run's implementations (arch/): run fn(arg) on a new thread
  * that drives vCPU v, for at most timeout_ms. Past that, *timed_out is set

@@ -117,3 +117,14 @@ close_fd:
 	close(fd);
 	return ret;
 }
+
+int read_initrd(const char *path, uint64_t mem_size, uint8_t **buf, size_t *len, char *err,
+		size_t errlen)
+{
+	int ret = read_file(path, MIN(mem_size, (uint64_t)SIZE_MAX / 2), buf, len);
+
+	if (ret)
+		err_set(err, errlen, ret, "cannot read initrd %s: %s%s", path, strerror(-ret),
+			ret == -EFBIG ? " (larger than guest RAM)" : "");
+	return ret;
+}

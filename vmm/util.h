@@ -45,4 +45,9 @@ int parse_uint(const char *s, uint64_t min, uint64_t max, uint64_t *out);
  * (-EFBIG when larger than max). */
 int read_file(const char *path, size_t max, uint8_t **buf, size_t *len);
 
+/* Read the initrd at path (no larger than guest RAM, mem_size) for a boot
+ * loader. 0, or -errno with "cannot read initrd PATH: why" in err. */
+int read_initrd(const char *path, uint64_t mem_size, uint8_t **buf, size_t *len, char *err,
+		size_t errlen);
+
 #endif

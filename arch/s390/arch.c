@@ -542,13 +542,10 @@ int arch_boot_load(struct vm *vm, const struct arch_boot_cfg *cfg, struct arch_b
 	if (ret)
 		goto free_b;
 	if (cfg->initrd_path) {
-		ret = read_file(cfg->initrd_path, MIN(cfg->mem_size, (uint64_t)SIZE_MAX / 2),
-				&initrd, &initrd_len);
-		if (ret) {
-			err_set(err, errlen, ret, "cannot read initrd %s: %s%s", cfg->initrd_path,
-				strerror(-ret), ret == -EFBIG ? " (larger than guest RAM)" : "");
+		ret = read_initrd(cfg->initrd_path, cfg->mem_size, &initrd, &initrd_len, err,
+				  errlen);
+		if (ret)
 			goto free_buf;
-		}
 	}
 	ret = s390_boot_load_mem(&vm->mem, cfg->mem_size, &k, cfg->cmdline, initrd, initrd_len,
 				 &b->entry, err, errlen);

@@ -94,23 +94,11 @@ int kvm_probe_run(unsigned timeout_ms, int kick_signal, struct kvm_probe_result 
 	struct vcpu v;
 	struct vm vm;
 	struct kvm_enable_cap css = { .cap = KVM_CAP_S390_CSS_SUPPORT };
-	char err[KVM_REASON_MAX / 2];
 	uint8_t *code;
-	int kvm_fd, ret;
+	int ret;
 
-	memset(res, 0, sizeof(*res));
-	res->verdict = KVM_VERDICT_FAILS;
-	kvm_fd = kvm_open(err, sizeof(err));
-	if (kvm_fd < 0) {
-		res->verdict = KVM_VERDICT_ABSENT;
-		snprintf(res->reason, sizeof(res->reason), "%s", err);
+	if (!kvm_probe_vm(&vm, PROBE_MEM, res))
 		return 0;
-	}
-	ret = kvm_vm_create(&vm, kvm_fd, PROBE_MEM, 1, err, sizeof(err));
-	if (ret) {
-		snprintf(res->reason, sizeof(res->reason), "cannot create a VM: %s", err);
-		return 0;
-	}
 	code = gmem_ptr(&vm.mem, S390_KERNEL_ENTRY, sizeof(probe_payload));
 	memcpy(code, probe_payload, sizeof(probe_payload));
 	ret = vcpu_create(&v, &vm, 0);

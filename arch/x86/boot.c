@@ -532,13 +532,10 @@ int x86_boot_load(struct guest_mem *gm, const struct x86_boot_cfg *cfg,
 	if (ret)
 		return ret;
 	if (cfg->initrd_path) {
-		ret = read_file(cfg->initrd_path, MIN(cfg->mem_size, (uint64_t)SIZE_MAX / 2),
-				&initrd, &initrd_len);
-		if (ret) {
-			err_set(err, errlen, ret, "cannot read initrd %s: %s%s", cfg->initrd_path,
-			     strerror(-ret), ret == -EFBIG ? " (larger than guest RAM)" : "");
+		ret = read_initrd(cfg->initrd_path, cfg->mem_size, &initrd, &initrd_len, err,
+				  errlen);
+		if (ret)
 			goto free_buf;
-		}
 	}
 	ret = x86_boot_load_mem(gm, cfg->mem_size, cfg->ncpus, &k, cfg->cmdline,
 				initrd, initrd_len, info, err, errlen);

@@ -101,22 +101,10 @@ int kvm_probe_run(unsigned timeout_ms, int kick_signal, struct kvm_probe_result 
 	struct vm vm;
 	char err[KVM_REASON_MAX / 2], tested[96];
 	uint64_t t0 = probe_now_us();
-	int kvm_fd, ret;
+	int ret;
 
-	memset(res, 0, sizeof(*res));
-	res->verdict = KVM_VERDICT_FAILS;
-	kvm_fd = kvm_open(err, sizeof(err));
-	if (kvm_fd < 0) {
-		res->verdict = KVM_VERDICT_ABSENT;
-		snprintf(res->reason, sizeof(res->reason), "%s", err);
+	if (!kvm_probe_vm(&vm, X86_PROBE_MEM, res))
 		return 0;
-	}
-	/* kvm_vm_create takes kvm_fd over, also on failure. */
-	ret = kvm_vm_create(&vm, kvm_fd, X86_PROBE_MEM, 1, err, sizeof(err));
-	if (ret) {
-		snprintf(res->reason, sizeof(res->reason), "cannot create a VM: %s", err);
-		return 0;
-	}
 	ret = x86_probe_load(&vm.mem, &info);
 	if (ret) {
 		snprintf(res->reason, sizeof(res->reason), "cannot load the probe: %s",
