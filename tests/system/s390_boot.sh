@@ -23,15 +23,20 @@ echo RODATA | dd of=/tmp/ro.img conv=notrunc 2>/dev/null
 # The guest's script travels base64-encoded: Linux passes init at most 32
 # words of command line.
 cat >/tmp/guest.sh <<'EOF3'
+# virtio-ccw devices probe concurrently, so vda is not always the first
+# --disk: name each by its subchannel's device number (mvm gives the
+# disks 0.0.0000, 0.0.0001... in command-line order), as udev's by-path does.
+rw=$(basename /sys/bus/ccw/devices/0.0.0000/virtio*/block/*)
+ro=$(basename /sys/bus/ccw/devices/0.0.0001/virtio*/block/*)
 echo MVM-S390-HELLO $((6 * 7))
-echo MVM-NPROC=$(nproc) MVM-MQ=$(ls /sys/block/vda/mq | wc -l)
-echo MVM-RW-SECTORS=$(cat /sys/block/vda/size)
-echo MVM-RW-HEAD=$(head -c 8 /dev/vda)
-echo GUESTDATA | dd of=/dev/vda bs=512 seek=1 conv=fsync 2>/dev/null
+echo MVM-NPROC=$(nproc) MVM-MQ=$(ls /sys/block/$rw/mq | wc -l)
+echo MVM-RW-SECTORS=$(cat /sys/block/$rw/size)
+echo MVM-RW-HEAD=$(head -c 8 /dev/$rw)
+echo GUESTDATA | dd of=/dev/$rw bs=512 seek=1 conv=fsync 2>/dev/null
 echo MVM-RW-WRITE-RC=$?
-echo MVM-RO=$(cat /sys/block/vdb/ro)
-blockdev --setrw /dev/vdb
-dd if=/dev/zero of=/dev/vdb bs=512 count=1 oflag=direct conv=fsync 2>/dev/null
+echo MVM-RO=$(cat /sys/block/$ro/ro)
+blockdev --setrw /dev/$ro
+dd if=/dev/zero of=/dev/$ro bs=512 count=1 oflag=direct conv=fsync 2>/dev/null
 echo MVM-RO-WRITE-RC=$?
 exit 42
 EOF3
@@ -63,13 +68,13 @@ fi
 grep -q '^direct: ' "$t/out" || fail "mvm --probe-kvm in L1 did not say direct"
 grep -q '^MVM-S390-HELLO 42' "$t/out" || fail "no output from the guest's command"
 grep -q '^MVM-RC=42$' "$t/out" || fail "mvm did not exit with the guest's status 42"
-grep -q '^MVM-NPROC=2 MVM-MQ=2$' "$t/out" || fail "the guest did not get 2 vCPUs and 2 hardware queues on vda"
+grep -q '^MVM-NPROC=2 MVM-MQ=2$' "$t/out" || fail "the guest did not get 2 vCPUs and 2 hardware queues on the rw disk"
 grep -q '^POWEROFF-RC=0$' "$t/out" || fail "a guest powering off with 2 vCPUs did not end mvm with 0"
-grep -q '^MVM-RW-SECTORS=16384$' "$t/out" || fail "the guest did not see an 8 MiB vda"
+grep -q '^MVM-RW-SECTORS=16384$' "$t/out" || fail "the guest did not see an 8 MiB rw disk"
 grep -q '^MVM-RW-HEAD=HOSTDATA$' "$t/out" || fail "the guest did not read what the host wrote"
-grep -q '^MVM-RW-WRITE-RC=0$' "$t/out" || fail "the guest's write to vda failed"
+grep -q '^MVM-RW-WRITE-RC=0$' "$t/out" || fail "the guest's write to the rw disk failed"
 grep -q '^HOST-RW-SECTOR1=GUESTDATA$' "$t/out" || fail "the guest's write did not reach the image"
-grep -q '^MVM-RO=1$' "$t/out" || fail "vdb is not read-only in the guest"
+grep -q '^MVM-RO=1$' "$t/out" || fail "the ro disk is not read-only in the guest"
 grep -qE '^MVM-RO-WRITE-RC=[1-9]' "$t/out" || fail "a write to the ro disk did not fail"
 grep -q '^HOST-RO-HEAD=RODATA$' "$t/out" || fail "the ro image changed"
 grep -q '^PANIC-RC=126$' "$t/out" || fail "a panicking guest did not end mvm with 126"
