@@ -106,8 +106,12 @@ int vcpu_handle_exit(struct vcpu *v, struct kvm_run *run)
 		v->exits[VCPU_EXIT_HLT]++;
 		return MVM_EXIT_OK;
 	case KVM_EXIT_SHUTDOWN:
-		/* Triple fault: what a PC does on reboot. */
+		/* Triple fault: what a PC does on reboot, and what a kernel
+		 * that crashes before it has a console does. Still a reboot
+		 * (status 0), but the exit record says which kind. */
 		v->exits[VCPU_EXIT_SHUTDOWN]++;
+		snprintf(v->fatal, sizeof(v->fatal), "vCPU %u reset the machine with a triple "
+			 "fault (a reboot, or a crash too early to report)", v->id);
 		return MVM_EXIT_OK;
 	case KVM_EXIT_SYSTEM_EVENT:
 		v->exits[VCPU_EXIT_SYSTEM_EVENT]++;

@@ -333,6 +333,27 @@ TEST(vcpu_exit_status_mapping)
 	exit_with(KVM_EXIT_INTR, -1);
 }
 
+/* A triple fault ends the VM like a reboot (status 0), but the exit
+ * record tells it from an orderly one: embedders see a guest that crashed
+ * before it had a console. */
+TEST(vcpu_exit_triple_fault_is_a_reboot_that_says_so)
+{
+	struct vm *vm = mkvm();
+	struct vcpu v = { .vm = vm, .id = 3 };
+	static uint8_t page[4096];
+	struct kvm_run *run = (struct kvm_run *)page;
+
+	memset(page, 0, sizeof(page));
+	run->exit_reason = KVM_EXIT_SYSTEM_EVENT;
+	run->system_event.type = KVM_SYSTEM_EVENT_SHUTDOWN;
+	CHECK_EQ(vcpu_handle_exit(&v, run), MVM_EXIT_OK);
+	CHECK_EQ(v.fatal[0], '\0');
+	run->exit_reason = KVM_EXIT_SHUTDOWN;
+	CHECK_EQ(vcpu_handle_exit(&v, run), MVM_EXIT_OK);
+	CHECK(strstr(v.fatal, "vCPU 3") && strstr(v.fatal, "triple fault"));
+	rmvm(vm);
+}
+
 TEST(console_escape_ctrl_a_x_quits)
 {
 	struct console_escape e = { .raw = true };
