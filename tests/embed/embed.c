@@ -177,7 +177,7 @@ static long status_field(const char *name)
 
 int main(int argc, char **argv)
 {
-	unsigned sequential = 50, rounds = 2, i, j, fds0 = 0;
+	unsigned sequential = 20, rounds = 2, i, j, fds0 = 0;
 	long threads0 = 0, rss0 = 0, rss_mid = 0, rss_seq = 0, t0;
 	struct run r;
 
@@ -216,8 +216,8 @@ int main(int argc, char **argv)
 	printf("embed: %u VMs in a row, every exit status right (%.1f s each); RSS %ld kB after "
 	       "the first, %ld halfway, %ld after the last\n", sequential,
 	       (now_ms() - t0) / 1000.0 / sequential, rss0, rss_mid, rss_seq);
-	/* Per-VM growth would show between halfway and the end (25 VMs of
-	 * the default 50): allow 16 MiB of allocator noise, far below one
+	/* Per-VM growth would show between halfway and the end (10 VMs of
+	 * the default 20): allow 16 MiB of allocator noise, far below one
 	 * guest's RAM (128 MiB). */
 	if (rss_seq - rss_mid > 16 * 1024)
 		FAIL("RSS grew from %ld to %ld kB over the second half of the VMs in a row",
