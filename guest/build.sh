@@ -23,86 +23,16 @@ OUT=$ROOT/build/guest
 KSRC_PKG=linux-source-6.1
 KSRC_TAR=/usr/src/linux-source-6.1.tar.xz
 JOBS=${MVM_GUEST_JOBS:-$(nproc)}
-# fio: only the engines the tests use need to work (psync, libaio,
-# io_uring); everything that would pull in extra libraries is off.
-FIO_CONFIGURE=(--build-static --disable-native --disable-numa --disable-rdma
-	--disable-rados --disable-rbd --disable-http --disable-gfapi --disable-pmem
-	--disable-xnvme --disable-libzbc --disable-tcmalloc --disable-dfs
-	--disable-libnfs --disable-lex)
-
-log() { echo "guest: $*" >&2; }
-fail() { echo "guest: error: $*" >&2; exit 1; }
-
-pkg_version() {
-	dpkg-query -W -f='${Version}' "$1" 2>/dev/null ||
-		fail "Debian package $1 is not installed; run 'make deps' as root"
-}
-
-key() { sha256sum | cut -c1-16; }
-
-# Temporary folders live inside the cache (same file system, so the final
-# rename is atomic) and go away on any exit; those of a killed build go at
-# the start of the next one (builds hold a lock on the cache).
-TMPS=()
-cleanup() { [ ${#TMPS[@]} -eq 0 ] || rm -rf "${TMPS[@]}"; }
-trap cleanup EXIT
-# new_tmp NAME: set TMP to a new temporary folder.
-new_tmp() {
-	TMP=$(mktemp -d "$CACHE/.tmp-$1.XXXXXX")
-	TMPS+=("$TMP")
-}
-
-# publish DIR ENTRY: make a finished DIR the cache ENTRY. rename(2) onto an
-# existing non-empty folder fails: then a concurrent build won; keep its.
-publish() {
-	find "$1" -type f -exec chmod a-w {} +
-	mv -T "$1" "$2" 2>/dev/null || [ -d "$2" ] || fail "cannot move $1 to $2"
-}
-
-# run_logged LOG CMD...: run quietly; on failure show the end of the log.
-run_logged() {
-	local logf=$1; shift
-	if ! "$@" >"$logf" 2>&1; then
-		tail -n 40 "$logf" >&2
-		fail "'$*' failed (full log above; the temporary folder is removed)"
-	fi
-}
+. "$GUEST_DIR/lib.sh"
 
 # ---------------------------------------------------------------- kernel --
-
-# verify_config CONFIG: every option of guest/kernel.config must be in the
-# final configuration exactly as written (olddefconfig silently drops
-# options whose dependencies are missing).
-verify_config() {
-	local line k v bad=0
-	while IFS= read -r line; do
-		case $line in '' | '#'*) continue ;; esac
-		k=${line%%=*} v=${line#*=}
-		if [ "$v" = n ]; then
-			grep -q "^$k=" "$1" || continue
-		else
-			grep -qxF -- "$line" "$1" && continue
-		fi
-		echo "guest: kernel option did not stick: want $line, got: $(grep -E "^(# )?$k[= ]" "$1" || echo unset)" >&2
-		bad=1
-	done <"$GUEST_DIR/kernel.config"
-	[ $bad -eq 0 ] || fail "guest/kernel.config does not apply (missing dependencies?); fix the options above"
-}
 
 # build_kernel TMP: build into TMP/out: bzImage, vmlinux, config and the
 # kernel's gen_init_cpio (used to write the initramfs without root).
 build_kernel() {
 	local tmp=$1 src=$1/linux-source-6.1
 	log "building the kernel from $KSRC_TAR with $JOBS jobs (several minutes; cached afterwards)"
-	tar -xJf "$KSRC_TAR" -C "$tmp"
-	# More than 32 words after " -- " would panic the kernel ("Too many boot
-	# init vars"); the limit has no prompt, so raise its default. /init gets
-	# long shell command lines that way.
-	sed -i 's/^\tdefault 32 if !UML$/\tdefault 256 if !UML/' "$src/init/Kconfig"
-	run_logged "$tmp/config.log" make -C "$src" tinyconfig
-	grep -v -E '^[[:space:]]*(#|$)' "$GUEST_DIR/kernel.config" >>"$src/.config"
-	run_logged "$tmp/config.log" make -C "$src" olddefconfig
-	verify_config "$src/.config"
+	kernel_configure "$tmp" "$GUEST_DIR/kernel.config"
 	run_logged "$tmp/build.log" make -C "$src" -j"$JOBS" \
 		KBUILD_BUILD_USER=mvm KBUILD_BUILD_HOST=mvm bzImage vmlinux
 	# PVH boot needs XEN_ELFNOTE_PHYS32_ENTRY (type 18) in vmlinux.
@@ -120,25 +50,11 @@ kernel_key() {
 		echo "$KSRC_PKG $(pkg_version "$KSRC_PKG")"
 		gcc --version | head -n 1
 		cat "$GUEST_DIR/kernel.config"
-		declare -f verify_config build_kernel run_logged
+		declare -f verify_config kernel_configure build_kernel run_logged
 	} | key
 }
 
 # ------------------------------------------------------------------- fio --
-
-# build_fio SRC TMP: a static fio from Debian's source package into TMP/out.
-build_fio() {
-	local tmp=$2
-	log "building a static fio from $1"
-	cp -a "$1" "$tmp/fio"
-	run_logged "$tmp/fio.log" sh -c 'cd "$1" && shift && ./configure "$@"' sh "$tmp/fio" "${FIO_CONFIGURE[@]}"
-	run_logged "$tmp/fio.log" make -C "$tmp/fio" -j"$JOBS" fio
-	mkdir "$tmp/out"
-	strip -o "$tmp/out/fio" "$tmp/fio/fio"
-	"$tmp/out/fio" --enghelp | grep -qw io_uring || fail "the fio built has no io_uring engine"
-	"$tmp/out/fio" --enghelp | grep -qw libaio || fail "the fio built has no libaio engine"
-	rm -rf "$tmp/fio"
-}
 
 fio_key() {
 	{
