@@ -9,6 +9,7 @@
 #   make ARCH=s390               cross build for s390x hosts (build/s390/mvm, static)
 #   make run                     install deps, build mvm + guest, boot the guest to its shell
 #   make guest                   build the test guest kernel + initramfs (cached)
+#   make guest-s390              the same for the s390x test guest (cross-built)
 #   make bench                   device benchmark (no KVM needed)
 #   make static                  fully static ./mvm with musl (build/static/)
 #   make clean
@@ -108,7 +109,7 @@ EMBED_ROOT := $(abspath $(BUILD))/embed-root
 EMBED_BIN  := $(BUILD)/tests/embed/mvm-embed
 
 .SECONDARY:
-.PHONY: all clean test unit-tests run guest bench deps lib install embed static static-bin FORCE
+.PHONY: all clean test unit-tests run guest guest-s390 bench deps lib install embed static static-bin FORCE
 all: mvm $(if $(CROSS),$(BUILD)/mvm) lib
 
 # mvm(1) links libmvm statically: one file to copy, no library path.
@@ -203,6 +204,9 @@ deps:
 guest: deps
 	$(Q)guest/build.sh
 
+guest-s390: deps
+	$(Q)guest/build-s390.sh >/dev/null
+
 # make test: both variants' unit tests, then system tests (real KVM or the
 # nested harness), all through one runner that prints "N passed, N failed".
 test: deps
@@ -211,6 +215,7 @@ test: deps
 	$(Q)$(MAKE) --no-print-directory ARCH=s390 all unit-tests
 	$(Q)$(MAKE) --no-print-directory all
 	$(Q)guest/build.sh
+	$(Q)guest/build-s390.sh >/dev/null
 	$(Q)tests/run
 
 run: deps

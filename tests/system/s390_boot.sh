@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # s390x end to end, inside Hercules' s390 KVM (tests/s390/run): mvm's probe
-# says the KVM runs guests; Debian's s390x kernel boots under mvm with the
-# s390x test guest, two vCPUs (SIGP bring-up) and two virtio-ccw disks, the
+# says the KVM runs guests; the s390x test guest (guest/build-s390.sh)
+# boots under mvm with two vCPUs (SIGP bring-up) and two virtio-ccw disks, the
 # first with two queues that the guest uses as two hardware queues; its
 # console (SCLP VT220) is mvm's stdout; the guest reads what the host put on the rw disk and writes
 # a marker the host then finds in the image; the ro disk refuses a write and
@@ -10,10 +10,8 @@
 # kernel panic (a disabled wait) ends mvm with 126 and says so.
 set -u
 cd "$(dirname "$0")/../.."
-fail() { echo "FAIL: $*"; exit 1; }
-t=$(mktemp -d "${TMPDIR:-/tmp}/mvm-s390-sys.XXXXXX")
-trap 'rm -rf "$t"' EXIT
-cat >"$t/test" <<'EOF2'
+. tests/s390/lib.sh
+cat >"$S390_TMP/test" <<'EOF2'
 /mvm --probe-kvm
 echo "PROBE-RC=$?"
 dd if=/dev/zero of=/tmp/rw.img bs=1M count=8 2>/dev/null
@@ -54,29 +52,20 @@ echo "POWEROFF-RC=$?"
 echo "PANIC-RC=$?"
 grep -o 'disabled wait.*crashed' /tmp/panic
 EOF2
-run() {
-	tests/s390/run "$t/test" >"$t/out"
-	rc=$?
-	cat "$t/out"
-}
-run
-if [ $rc -eq 125 ]; then
-	echo "system: the s390 harness failed (status 125); retrying the test once"
-	run
-fi
-[ $rc -eq 0 ] || fail "the script in L1 ended with $rc"
-grep -q '^direct: ' "$t/out" || fail "mvm --probe-kvm in L1 did not say direct"
-grep -q '^MVM-S390-HELLO 42' "$t/out" || fail "no output from the guest's command"
-grep -q '^MVM-RC=42$' "$t/out" || fail "mvm did not exit with the guest's status 42"
-grep -q '^MVM-NPROC=2 MVM-MQ=2$' "$t/out" || fail "the guest did not get 2 vCPUs and 2 hardware queues on the rw disk"
-grep -q '^POWEROFF-RC=0$' "$t/out" || fail "a guest powering off with 2 vCPUs did not end mvm with 0"
-grep -q '^MVM-RW-SECTORS=16384$' "$t/out" || fail "the guest did not see an 8 MiB rw disk"
-grep -q '^MVM-RW-HEAD=HOSTDATA$' "$t/out" || fail "the guest did not read what the host wrote"
-grep -q '^MVM-RW-WRITE-RC=0$' "$t/out" || fail "the guest's write to the rw disk failed"
-grep -q '^HOST-RW-SECTOR1=GUESTDATA$' "$t/out" || fail "the guest's write did not reach the image"
-grep -q '^MVM-RO=1$' "$t/out" || fail "the ro disk is not read-only in the guest"
-grep -qE '^MVM-RO-WRITE-RC=[1-9]' "$t/out" || fail "a write to the ro disk did not fail"
-grep -q '^HOST-RO-HEAD=RODATA$' "$t/out" || fail "the ro image changed"
-grep -q '^PANIC-RC=126$' "$t/out" || fail "a panicking guest did not end mvm with 126"
-grep -q 'disabled wait' "$t/out" || fail "mvm did not say the guest stopped in a disabled wait"
+s390_run "$S390_TMP/test"
+out=$S390_TMP/out
+grep -q '^direct: ' "$out" || fail "mvm --probe-kvm in L1 did not say direct"
+grep -q '^MVM-S390-HELLO 42' "$out" || fail "no output from the guest's command"
+grep -q '^MVM-RC=42$' "$out" || fail "mvm did not exit with the guest's status 42"
+grep -q '^MVM-NPROC=2 MVM-MQ=2$' "$out" || fail "the guest did not get 2 vCPUs and 2 hardware queues on the rw disk"
+grep -q '^POWEROFF-RC=0$' "$out" || fail "a guest powering off with 2 vCPUs did not end mvm with 0"
+grep -q '^MVM-RW-SECTORS=16384$' "$out" || fail "the guest did not see an 8 MiB rw disk"
+grep -q '^MVM-RW-HEAD=HOSTDATA$' "$out" || fail "the guest did not read what the host wrote"
+grep -q '^MVM-RW-WRITE-RC=0$' "$out" || fail "the guest's write to the rw disk failed"
+grep -q '^HOST-RW-SECTOR1=GUESTDATA$' "$out" || fail "the guest's write did not reach the image"
+grep -q '^MVM-RO=1$' "$out" || fail "the ro disk is not read-only in the guest"
+grep -qE '^MVM-RO-WRITE-RC=[1-9]' "$out" || fail "a write to the ro disk did not fail"
+grep -q '^HOST-RO-HEAD=RODATA$' "$out" || fail "the ro image changed"
+grep -q '^PANIC-RC=126$' "$out" || fail "a panicking guest did not end mvm with 126"
+grep -q 'disabled wait' "$out" || fail "mvm did not say the guest stopped in a disabled wait"
 echo "s390x: guest booted under mvm in Hercules' KVM with 2 vCPUs and two virtio-ccw disks (2 hardware queues, rw round trip, ro refused); exit status 42, poweroff (0) and a panic (126) reached mvm"
