@@ -263,27 +263,34 @@ static bool read_ccw(struct css *c, uint64_t addr, bool fmt1, struct ccw *w)
 	return true;
 }
 
-/* The channel's own commands; -ENOENT for a device command. */
-static int channel_command(struct css_subchannel *s, const struct ccw *w, struct ccw_data *d)
+/* The channel's own commands: true with *r the command's result (as a
+ * device's, devices/ccw.h), false for a device command. (Not an errno:
+ * CCW_PROGRAM_CHECK is -2, which is -ENOENT.) */
+static bool channel_command(struct css_subchannel *s, const struct ccw *w, struct ccw_data *d,
+			    int *r)
 {
 	uint8_t id[8] = { 0xff, (uint8_t)(s->cu_type >> 8), (uint8_t)s->cu_type, s->cu_model };
-	uint32_t n;
 
 	switch (w->cmd) {
 	case CCW_CMD_NOOP:
-		return 0;
+		*r = 0;
+		return true;
 	case CCW_CMD_SENSE_ID:
 		if (!(w->flags & CCW_FLAG_SLI) && w->count != sizeof(id))
-			return CCW_PROGRAM_CHECK;
-		return (int)ccw_data_write(d, id, sizeof(id));
+			*r = CCW_PROGRAM_CHECK;
+		else
+			*r = (int)ccw_data_write(d, id, sizeof(id));
+		return true;
 	case CCW_CMD_BASIC_SENSE:
-		if (!(w->flags & CCW_FLAG_SLI) && w->count != sizeof(s->sense))
-			return CCW_PROGRAM_CHECK;
-		n = ccw_data_write(d, s->sense, sizeof(s->sense));
-		memset(s->sense, 0, sizeof(s->sense));
-		return (int)n;
+		if (!(w->flags & CCW_FLAG_SLI) && w->count != sizeof(s->sense)) {
+			*r = CCW_PROGRAM_CHECK;
+		} else {
+			*r = (int)ccw_data_write(d, s->sense, sizeof(s->sense));
+			memset(s->sense, 0, sizeof(s->sense));
+		}
+		return true;
 	}
-	return -ENOENT;
+	return false;
 }
 
 /* Run the channel program at cpa to its end; fill the SCSW. */
@@ -315,8 +322,7 @@ static void run_program(struct css *c, struct css_subchannel *s, uint32_t cpa, u
 			goto program_check;
 		if (!resolve_data(c, &w, orb_ctrl, &d))
 			goto program_check;
-		r = channel_command(s, &w, &d);
-		if (r == -ENOENT)
+		if (!channel_command(s, &w, &d, &r))
 			r = s->ops->command(s->dev, w.cmd, w.flags & CCW_FLAG_SLI, &d);
 		if (r == CCW_REJECT) {
 			memset(s->sense, 0, sizeof(s->sense));
