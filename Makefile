@@ -8,6 +8,7 @@
 #                                system tests
 #   make ARCH=s390               cross build for s390x hosts (build/s390/mvm, static)
 #   make run                     install deps, build mvm + guest, boot the guest to its shell
+#                                (ARCH=s390 on x86: the s390x guest's, in Hercules' KVM)
 #   make guest                   build the test guest kernel + initramfs (cached)
 #   make guest-s390              the same for the s390x test guest (cross-built)
 #   make bench                   device benchmark (no KVM needed)
@@ -218,10 +219,17 @@ test: deps
 	$(Q)guest/build-s390.sh >/dev/null
 	$(Q)tests/run
 
+# make run ARCH=s390 on another host: the s390x guest's shell through the
+# Hercules harness (tests/s390/run --shell).
 run: deps
 	$(Q)$(MAKE) --no-print-directory all
+ifeq ($(CROSS),s390)
+	$(Q)guest/build-s390.sh >/dev/null
+	$(Q)tests/s390/run --shell
+else
 	$(Q)guest/build.sh
 	$(Q)scripts/run-guest.sh
+endif
 
 bench: $(BENCH_BIN)
 	$(Q)$(BENCH_BIN)
