@@ -5,6 +5,8 @@
 #include "vmm/log.h"
 
 #include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
@@ -132,8 +134,9 @@ static void driver_ok(struct virtio_dev *dev)
 			continue;
 		ret = dev->ops->queue_start(dev, q);
 		if (ret) {
-			log_warn(dev->log, "%s: cannot start queue %u: %s; device needs reset",
-				  dev->ops->name, q, strerror(-ret));
+			virtio_guest_warn(dev, VIRTIO_GW_QUEUE_START,
+					  "%s: cannot start queue %u: %s; device needs reset",
+					  dev->ops->name, q, strerror(-ret));
 			virtio_dev_needs_reset(dev);
 			continue;
 		}
@@ -223,7 +226,8 @@ int virtio_queue_set_ready(struct virtio_dev *dev, unsigned q, bool ready)
 	}
 	ret = virtq_enable(vq, dev->mem, dev->guest_features);
 	if (ret) {
-		log_warn(dev->log, "%s: queue %u: invalid configuration (size %u of max %u, "
+		virtio_guest_warn(dev, VIRTIO_GW_QUEUE_CONFIG,
+			  "%s: queue %u: invalid configuration (size %u of max %u, "
 			  "%s ring, desc 0x%llx, driver area 0x%llx, device area 0x%llx): %s; "
 			  "device needs reset",
 			  dev->ops->name, q, vq->size, vq->max_size,
@@ -251,4 +255,19 @@ void virtio_config_changed(struct virtio_dev *dev)
 	__atomic_fetch_add(&dev->config_generation, 1, __ATOMIC_ACQ_REL);
 	if (dev->tops && dev->tops->signal_config)
 		dev->tops->signal_config(dev);
+}
+
+void virtio_guest_warn(struct virtio_dev *dev, unsigned kind, const char *fmt, ...)
+{
+	char msg[768];
+	va_list ap;
+
+	__atomic_fetch_add(&dev->guest_errors, 1, __ATOMIC_RELAXED);
+	if (__atomic_fetch_or(&dev->guest_warned, 1u << kind, __ATOMIC_RELAXED) & (1u << kind))
+		return;
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	log_warn(dev->log, "%s (the first of its kind on this device: the rest are only counted, "
+		 "as guest_errors in --stats)", msg);
 }

@@ -118,7 +118,28 @@ struct virtio_dev {
 
 	unsigned num_queues;
 	struct virtio_queue *queues;    /* num_queues entries */
+
+	/* What the guest got wrong (virtio_guest_warn): a bit per kind
+	 * already logged, and how many times in all (both atomic: vCPU and
+	 * queue threads). */
+	unsigned guest_warned;
+	unsigned long long guest_errors;
 };
+
+/* Kinds of guest mistakes, each logged once per device. */
+enum {
+	VIRTIO_GW_ACCESS,               /* a bad register access or command */
+	VIRTIO_GW_QUEUE_CONFIG,         /* a queue enabled with a bad configuration */
+	VIRTIO_GW_QUEUE_START,          /* a queue that could not start */
+	VIRTIO_GW_RING,                 /* the guest broke a ring */
+};
+
+/* Something the guest can repeat at will (a write per VM exit, a ring it
+ * breaks after every reset) must not flood the host's log: the first of
+ * each kind on a device is logged, with a note that the rest are only
+ * counted (guest_errors, in --stats). Any thread. */
+__attribute__((format(printf, 3, 4)))
+void virtio_guest_warn(struct virtio_dev *dev, unsigned kind, const char *fmt, ...);
 
 /* Set up dev for a device type: allocates num_queues (1..VIRTIO_MAX_QUEUES)
  * virtqueues with QueueNumMax queue_max (power of 2, <= VIRTQ_MAX_SIZE) and

@@ -371,15 +371,11 @@ static int vccw_command(void *opaque, uint8_t cmd, bool sli, struct ccw_data *d)
 
 	pthread_mutex_lock(&vc->t.lock);
 	r = command(vc, cmd, sli, d);
-	if (r.ret < 0 && !vc->t.bad_access_logged) {
-		/* One message per device, not per command: a looping driver
-		 * must not flood the log. */
-		vc->t.bad_access_logged = true;
-		log_warn(vc->t.dev->log, "%s (%s): driver's command 0x%02x (count %u%s) %s: %s "
-			 "(further bad commands to this device are not logged)",
-			 vc->t.dev->ops->name, vc->t.name, cmd, d->count, sli ? ", SLI" : "",
-			 r.ret == CCW_REJECT ? "rejected" : "is a program check", r.why);
-	}
+	if (r.ret < 0)
+		virtio_guest_warn(vc->t.dev, VIRTIO_GW_ACCESS, "%s (%s): driver's command 0x%02x "
+				  "(count %u%s) %s: %s", vc->t.dev->ops->name, vc->t.name, cmd,
+				  d->count, sli ? ", SLI" : "",
+				  r.ret == CCW_REJECT ? "rejected" : "is a program check", r.why);
 	pthread_mutex_unlock(&vc->t.lock);
 	return r.ret;
 }

@@ -35,12 +35,9 @@ void vtr_destroy(struct vtr *t)
 void vtr_bad_access(struct vtr *t, const char *what, const char *where, uint64_t off,
 		    unsigned len, const char *rule)
 {
-	if (t->bad_access_logged)
-		return;
-	t->bad_access_logged = true;
-	log_warn(t->dev->log, "%s (%s): driver made a %u-byte %s at %s offset 0x%" PRIx64
-		 "; ignored (%s; further bad accesses to this device are not logged)",
-		 t->dev->ops->name, t->name, len, what, where, off, rule);
+	virtio_guest_warn(t->dev, VIRTIO_GW_ACCESS, "%s (%s): driver made a %u-byte %s at %s "
+			  "offset 0x%" PRIx64 "; ignored (%s)", t->dev->ops->name, t->name, len,
+			  what, where, off, rule);
 }
 
 void vtr_set_status(struct vtr *t, uint8_t val)
@@ -127,7 +124,8 @@ static void vtr_vm_stats(void *opaque, FILE *out)
 {
 	struct vtr *t = opaque;
 
-	fprintf(out, "{\"transport\":\"%s\"", t->ops->kind);
+	fprintf(out, "{\"transport\":\"%s\",\"guest_errors\":%llu", t->ops->kind,
+		__atomic_load_n(&t->dev->guest_errors, __ATOMIC_RELAXED));
 	if (t->ops->stats_json)
 		t->ops->stats_json(t, out);
 	if (t->dev->ops->stats_json) {

@@ -61,7 +61,6 @@ struct vtr {
 	struct virtio_dev *dev;
 	pthread_mutex_t lock;           /* serialises register accesses (vCPU threads) */
 	char name[48];                  /* "virtio-mmio at 0xd0000000": log messages */
-	bool bad_access_logged;         /* one message per device, not per access */
 	/* KVM binding (vtr_attach onwards) */
 	struct vm *vm;
 	struct vtr_notify notify;

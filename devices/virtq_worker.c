@@ -64,8 +64,8 @@ void vqw_push(struct vqw_queue *q, uint16_t head, uint32_t used_len)
 
 void vqw_broken(struct vqw_queue *q, const char *why)
 {
-	log_warn(q->dev->log, "%s: queue %u: guest broke the ring (%s); device needs reset",
-		 q->w->ops->name, q->idx, why);
+	virtio_guest_warn(q->dev, VIRTIO_GW_RING, "%s: queue %u: guest broke the ring (%s); "
+			  "device needs reset", q->w->ops->name, q->idx, why);
 	q->broken = true;
 	virtio_dev_needs_reset(q->dev);
 }

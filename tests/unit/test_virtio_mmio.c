@@ -502,6 +502,29 @@ TEST(bad_register_accesses_ignored_and_logged_once)
 	vnull_free(v);
 }
 
+/* A driver that enables a badly configured queue over and over: one VM
+ * exit each, the same mistake each time. */
+static void bad_queue_ready_flood(struct vnull *v)
+{
+	unsigned i;
+
+	CHECK_EQ(vdrv_negotiate(&v->d, V1), 0);
+	wr(v, VIRTIO_MMIO_QUEUE_SEL, 0);
+	wr(v, VIRTIO_MMIO_QUEUE_NUM, 3);                /* not a power of 2 */
+	for (i = 0; i < 1000; i++)
+		wr(v, VIRTIO_MMIO_QUEUE_READY, 1);
+}
+
+TEST(bad_queue_config_flood_logs_one_line_and_counts_all)
+{
+	struct vnull *v = vnull_new(1, 0);
+
+	CHECK_EQ(log_lines(bad_queue_ready_flood, v), 1);
+	CHECK_EQ(v->dev.guest_errors, 1000);
+	CHECK(vdrv_status(&v->d) & VIRTIO_CONFIG_S_NEEDS_RESET);
+	vnull_free(v);
+}
+
 static void good_accesses(struct vnull *v)
 {
 	CHECK_EQ(vdrv_negotiate(&v->d, V1), 0);

@@ -187,7 +187,7 @@ static void record_line(void *opaque, int level, const char *msg)
 	lines++;
 }
 
-TEST(bad_access_logged_once_per_device_with_its_name)
+TEST(guest_mistakes_logged_once_per_kind_and_device_then_counted)
 {
 	struct ttr *x = ttr_new(1);
 	struct ttr *y = ttr_new(1);
@@ -198,12 +198,18 @@ TEST(bad_access_logged_once_per_device_with_its_name)
 	lines = 0;
 	vtr_bad_access(&x->t, "read", "register", 0x12, 2, "registers are 64-bit");
 	CHECK_STR(last_line, "virtio-null (virtio-test 0.0.0001): driver made a 2-byte read at "
-		  "register offset 0x12; ignored (registers are 64-bit; further bad accesses "
-		  "to this device are not logged)");
+		  "register offset 0x12; ignored (registers are 64-bit) (the first of its kind "
+		  "on this device: the rest are only counted, as guest_errors in --stats)");
 	vtr_bad_access(&x->t, "write", "register", 0x13, 1, "registers are 64-bit");
 	CHECK_EQ(lines, 1);
+	CHECK_EQ(x->v->dev.guest_errors, 2);
 	vtr_bad_access(&y->t, "write", "register", 0x13, 1, "registers are 64-bit");
 	CHECK_EQ(lines, 2);     /* another device: its own message */
+	virtio_guest_warn(&x->v->dev, VIRTIO_GW_RING, "queue 0: broken");
+	CHECK_EQ(lines, 3);     /* another kind: its own message */
+	virtio_guest_warn(&x->v->dev, VIRTIO_GW_RING, "queue 0: broken");
+	CHECK_EQ(lines, 3);
+	CHECK_EQ(x->v->dev.guest_errors, 4);
 	ttr_drop(x);
 	ttr_drop(y);
 }
@@ -276,9 +282,10 @@ TEST(stats_have_one_shape_transport_fields_then_device)
 	vtr_attach(&x->t, &vm);
 	vm.ndevices = 0;
 	CHECK_EQ(vtr_register(&x->t), 0);
+	vtr_bad_access(&x->t, "read", "register", 0, 1, "none");
 	vm.devices[0].ops->stats_json(vm.devices[0].dev, f);
 	fclose(f);
-	CHECK_STR(buf, "{\"transport\":\"virtio-test\",\"doorbells\":7,"
+	CHECK_STR(buf, "{\"transport\":\"virtio-test\",\"guest_errors\":1,\"doorbells\":7,"
 		  "\"device\":{\"kind\":\"virtio-null\"}}");
 	free(buf);
 	ttr_drop(x);
