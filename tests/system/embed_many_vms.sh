@@ -15,11 +15,10 @@ if [ -z "${MVM_KVM_PATH:-}" ]; then
 	# Each nested boot risks the emulated L1 hanging (about one in fifty):
 	# MVM_EMBED_VMS=50 makes a longer soak of the same test.
 	export MVM_NESTED_TIMEOUT=${MVM_NESTED_TIMEOUT:-840}
-	# Every guest here has one vCPU. L1's default 4 vCPUs overcommit a
-	# 2-core host under TCG: with 4 guests at once its vCPU threads starved
-	# each other (RCU stalls in L1, no heartbeat for 46 s) in 3 of the last 5
-	# attempts. One L1 vCPU per host core, and a heartbeat allowance for
-	# the stalls that remain, fit the load.
+	# Every guest here has one vCPU, so L1 needs no more vCPUs than host
+	# cores (TCG runs one thread per L1 vCPU), and a heartbeat allowance
+	# for L1's RCU stalls under this load. Neither prevents L1's rare
+	# hangs (seen with 2 and with 4 L1 vCPUs alike); fewer boots do.
 	host_cpus=$(nproc)
 	export MVM_NESTED_CPUS=${MVM_NESTED_CPUS:-$((host_cpus < 4 ? host_cpus : 4))}
 	export MVM_NESTED_HEARTBEAT_TIMEOUT=${MVM_NESTED_HEARTBEAT_TIMEOUT:-90}
