@@ -14,6 +14,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "vmm/sandbox.h"
+
 struct guest_mem;
 struct kvm_irq_routing_entry;
 struct kvm_run;
@@ -118,6 +120,18 @@ int arch_vcpu_before_run(struct vcpu *v);
  * RIP: ..."), for the message of a fatal exit. */
 void arch_describe_vcpu(const struct vcpu *v, const struct kvm_run *run, char *out,
 			size_t outlen);
+
+/* seccomp (vmm/sandbox.c): this architecture's system-call conventions,
+ * and the ioctls each kind of thread issues at run time besides the
+ * generic KVM ones (lists end with 0; NULL: none). */
+struct arch_sandbox {
+	uint32_t audit_arch;            /* AUDIT_ARCH_* of this build's calls */
+	uint32_t syscall_nr_limit;      /* numbers at or above it are refused (0: none) */
+	int mmap_prot_arg;              /* mmap's prot argument, -1: in memory (unchecked) */
+	int clone_flags_arg;            /* clone's flags argument */
+	const unsigned long *ioctls[SANDBOX_KINDS];
+};
+extern const struct arch_sandbox arch_sandbox;
 
 /* Inside a spin-wait: let the sibling hyperthread run (x86: PAUSE). */
 void arch_cpu_relax(void);

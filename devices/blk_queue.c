@@ -64,6 +64,7 @@ static void file_prep(const struct blk_slot *s, int file, struct io_uring_sqe *s
 const struct blk_backend_ops blk_file_backend = {
 	.name = "file",
 	.prep = file_prep,
+	.sqe_ops = BLK_FILE_SQE_OPS,
 };
 
 /* Queue the (remaining) host I/O of slot `head`. */
@@ -74,9 +75,9 @@ static void slot_submit(struct blk_queue *q, unsigned head)
 
 	if (!sqe)
 		abort();        /* cannot happen: see vqw_get_sqe */
+	/* File index 0/1 in the registered table (vqw_sqe_set_data marks
+	 * the SQE fixed-file). */
 	q->blk->backend->prep(s, s->buffered ? 1 : 0, sqe);
-	if (sqe->opcode != IORING_OP_NOP)
-		sqe->flags |= IOSQE_FIXED_FILE;   /* file index 0/1 in the registered table */
 	vqw_sqe_set_data(sqe, &q->w.q[0], head);
 }
 
@@ -287,7 +288,7 @@ int blk_queue_start(struct blk_dev *blk, unsigned qi)
 	fds[0] = blk->img.fd;
 	fds[1] = blk->img.fd_buffered;
 	nfds = fds[1] >= 0 ? 2 : 1;
-	r = io_uring_register_files(vqw_ring(&q->w), fds, nfds);
+	r = vqw_set_io(&q->w, fds, nfds, blk->backend->sqe_ops);
 	if (r < 0)
 		goto fini_worker;
 	r = vqw_start(&q->w);

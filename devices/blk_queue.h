@@ -43,7 +43,14 @@ struct blk_backend_ops {
 	 * before the device acts on it; returns what the device should see.
 	 * NULL: the result as it is. On the queue's thread. */
 	int (*complete)(void *arg, unsigned q, const struct blk_slot *s, int res);
+	/* Every IORING_OP_* prep may use, a bit each: the queue's ring
+	 * refuses the others (vqw_set_io). */
+	uint64_t sqe_ops;
 };
+
+#define BLK_FILE_SQE_OPS ((1ULL << IORING_OP_READ) | (1ULL << IORING_OP_WRITE) | \
+			  (1ULL << IORING_OP_READV) | (1ULL << IORING_OP_WRITEV) | \
+			  (1ULL << IORING_OP_FSYNC) | (1ULL << IORING_OP_FALLOCATE))
 
 /* Reads and writes (READ/WRITE for one segment, READV/WRITEV otherwise),
  * fsync, and fallocate for discard and write-zeroes, on the image. */

@@ -108,6 +108,9 @@ struct virtio_dev {
 	 * device owner after virtio_dev_init and before the driver reads the
 	 * features; the driver then gets split rings only. */
 	bool no_packed;
+	/* Its threads enter their seccomp filters (the VM's sandbox, set by
+	 * the transport at attach). */
+	bool sandbox;
 
 	/* §2.1 status as written by the driver (transport lock). NEEDS_RESET is
 	 * kept apart in `needs_reset` (atomic: set from queue threads);

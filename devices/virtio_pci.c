@@ -1,5 +1,6 @@
 #include "devices/virtio_pci.h"
 #include "vmm/log.h"
+#include "vmm/sandbox.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -531,7 +532,19 @@ static void *intx_thread(void *arg)
 		{ .fd = vp->stop_fd, .events = POLLIN },
 	};
 	eventfd_t v;
+	int r;
 
+	pthread_setname_np(pthread_self(), "mvm-pci-intx");
+	if (vp->t.vm->sandbox) {
+		r = sandbox_enter(SANDBOX_QUEUE);
+		if (r) {
+			log_err(&vp->t.vm->log, "%s: INTx thread: cannot enter its seccomp "
+				"filter: %s", vp->t.name, strerror(-r));
+			vm_request_stop(vp->t.vm, VM_STOP_HOST_ERROR, MVM_EXIT_INTERNAL,
+					"a device thread could not enter its seccomp filter");
+			return NULL;
+		}
+	}
 	for (;;) {
 		if (poll(pfd, 2, -1) < 0)
 			continue;       /* EINTR */
@@ -541,6 +554,17 @@ static void *intx_thread(void *arg)
 			virtio_pci_intx_resample(vp);
 	}
 	return NULL;
+}
+
+static int vp_start(struct vtr *t)
+{
+	struct virtio_pci *vp = container_of(t, struct virtio_pci, t);
+	int ret = -pthread_create(&vp->intx_thread, NULL, intx_thread, vp);
+
+	if (ret)
+		return ret;
+	vp->intx_thread_started = true;
+	return 0;
 }
 
 static void vp_stop(struct vtr *t)
@@ -590,6 +614,7 @@ static void vp_free(struct vtr *t)
 static const struct vtr_ops vp_vtr_ops = {
 	.kind = "virtio-pci",
 	.reset = vp_reset,
+	.start = vp_start,
 	.stop = vp_stop,
 	.unbind = vp_unbind,
 	.stats_json = vp_stats_json,
@@ -628,10 +653,7 @@ int virtio_pci_attach(struct vm *vm, struct pci_bus *bus, struct virtio_dev *dev
 	if (ret)
 		goto abort;
 	vp->intx_bound = true;
-	ret = -pthread_create(&vp->intx_thread, NULL, intx_thread, vp);
-	if (ret)
-		goto abort;
-	vp->intx_thread_started = true;
+	/* The INTx thread starts with the VM (vp_start). */
 	ret = vtr_register(&vp->t);
 	if (ret)
 		goto abort;

@@ -72,6 +72,7 @@ void vtr_attach(struct vtr *t, struct vm *vm)
 {
 	t->vm = vm;
 	t->dev->log = &vm->log;
+	t->dev->sandbox = vm->sandbox;
 }
 
 static int notify_one(struct vtr *t, const struct vtr_notify *n, unsigned q, bool deassign)
@@ -106,6 +107,13 @@ void vtr_notify_unbind(struct vtr *t)
 }
 
 /* ---- the VM's view: stop, stats, destroy (vm_device_ops) ---------------- */
+
+static int vtr_vm_start(void *opaque)
+{
+	struct vtr *t = opaque;
+
+	return t->ops->start ? t->ops->start(t) : 0;
+}
 
 static void vtr_vm_stop(void *opaque)
 {
@@ -155,6 +163,7 @@ static void vtr_vm_destroy(void *opaque)
 
 static const struct vm_device_ops vtr_vm_ops = {
 	.kind = "virtio",
+	.start = vtr_vm_start,
 	.stop = vtr_vm_stop,
 	.stats_json = vtr_vm_stats,
 	.destroy = vtr_vm_destroy,

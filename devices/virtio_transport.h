@@ -33,6 +33,9 @@ struct vtr_ops {
 	/* The transport's registers back to their reset values (§2.1.2), after
 	 * the device reset. Register lock held. May be NULL. */
 	void (*reset)(struct vtr *);
+	/* Start the transport's own threads, before the vCPUs run. May be
+	 * NULL. 0 or -errno. */
+	int (*start)(struct vtr *);
 	/* Stop the transport's own threads (before the queues stop). May be NULL. */
 	void (*stop)(struct vtr *);
 	/* Undo the transport's own KVM binding (irqfds, bus slot), after the

@@ -13,6 +13,7 @@
 #include "devices/virtq_worker.h"
 #include "arch/arch.h"
 #include "vmm/log.h"
+#include "vmm/sandbox.h"
 #include "vmm/util.h"
 
 #include <errno.h>
@@ -51,6 +52,8 @@ struct io_uring_sqe *vqw_get_sqe(struct vqw *w)
 
 void vqw_sqe_set_data(struct io_uring_sqe *sqe, const struct vqw_queue *q, uint32_t data)
 {
+	/* Every SQE names a registered file (the ring's restrictions). */
+	sqe->flags |= IOSQE_FIXED_FILE;
 	io_uring_sqe_set_data64(sqe, UD(TAG_DEV, q - q->w->q, data));
 }
 
@@ -78,12 +81,14 @@ static void arm_kick(struct vqw_queue *q, bool poll)
 	if (!sqe)
 		return;
 	if (poll) {
-		io_uring_prep_poll_add(sqe, q->kick_fd, POLLIN);
+		io_uring_prep_poll_add(sqe, q->w->file_base + VQW_FILE_KICK0 + qi, POLLIN);
 		io_uring_sqe_set_data64(sqe, UD(TAG_KICK_POLL, qi, 0));
 	} else {
-		io_uring_prep_read(sqe, q->kick_fd, &q->kick_buf, sizeof(q->kick_buf), 0);
+		io_uring_prep_read(sqe, q->w->file_base + VQW_FILE_KICK0 + qi, &q->kick_buf,
+				   sizeof(q->kick_buf), 0);
 		io_uring_sqe_set_data64(sqe, UD(TAG_KICK, qi, 0));
 	}
+	sqe->flags |= IOSQE_FIXED_FILE;
 	q->kick_pending = true;
 }
 
@@ -250,15 +255,27 @@ static void *vqw_thread(void *arg)
 	struct io_uring_sqe *sqe;
 	unsigned i;
 
+	int r;
+
+	/* Named here: naming another thread opens a file in /proc. */
+	pthread_setname_np(pthread_self(), w->thread_name);
 	/* IORING_SETUP_R_DISABLED + SINGLE_ISSUER: this thread becomes the
-	 * ring's only submitter. Without those flags this is a no-op error. */
-	if (w->ring.flags & IORING_SETUP_R_DISABLED)
-		/* liburing 2.3 declares io_uring_enable_rings but does not export it. */
-		syscall(__NR_io_uring_register, w->ring.ring_fd, IORING_REGISTER_ENABLE_RINGS,
-			NULL, 0);
+	 * ring's only submitter; its restrictions (vqw_set_io) hold from now.
+	 * liburing 2.3 declares io_uring_enable_rings but does not export it. */
+	r = syscall(__NR_io_uring_register, w->ring.ring_fd, IORING_REGISTER_ENABLE_RINGS,
+		    NULL, 0) ? -errno : 0;
+	/* The guest's data is touched only after the filter is on. */
+	if (!r && w->sandbox)
+		r = sandbox_enter(SANDBOX_QUEUE);
+	/* Pairs with vqw_start's wait: w->start_err is written before. */
+	w->start_err = r;
+	sem_post(&w->started_sem);
+	if (r)
+		return NULL;
 
 	sqe = vqw_get_sqe(w);
-	io_uring_prep_read(sqe, w->stop_fd, &w->stop_buf, sizeof(w->stop_buf), 0);
+	io_uring_prep_read(sqe, w->file_base + VQW_FILE_STOP, &w->stop_buf, sizeof(w->stop_buf), 0);
+	sqe->flags |= IOSQE_FIXED_FILE;
 	io_uring_sqe_set_data64(sqe, UD(TAG_STOP, 0, 0));
 	for (i = 0; i < w->nq; i++)
 		arm_kick(&w->q[i], false);
@@ -290,7 +307,10 @@ static void *vqw_thread(void *arg)
 	 * started) and wait for the rest; nothing reaches the guest any more
 	 * (vqw_push checks stopping, the device its own writes). */
 	sqe = vqw_get_sqe(w);
+	/* CANCEL_ANY: Linux 5.19, below the 6.1 that vqw_init requires. The
+	 * fixed-file flag means nothing to a cancel; the ring requires it. */
 	io_uring_prep_cancel64(sqe, 0, IORING_ASYNC_CANCEL_ANY);
+	sqe->flags |= IOSQE_FIXED_FILE;
 	io_uring_sqe_set_data64(sqe, UD(TAG_CANCEL, 0, 0));
 	for (;;) {
 		bool kicks = false;
@@ -322,6 +342,7 @@ int vqw_init(struct vqw *w, const struct vqw_ops *ops, struct virtio_dev *dev,
 	w->ops = ops;
 	w->nq = nq;
 	w->poll_us = poll_us;
+	w->sandbox = dev->sandbox;
 	snprintf(w->thread_name, sizeof(w->thread_name), "%s", thread_name);
 	for (i = 0; i < nq; i++) {
 		struct vqw_queue *q = &w->q[i];
@@ -342,17 +363,9 @@ int vqw_init(struct vqw *w, const struct vqw_ops *ops, struct virtio_dev *dev,
 	for (entries = 8; entries < need; entries <<= 1)
 		;
 	memset(&p, 0, sizeof(p));
-	p.flags = IORING_SETUP_CQSIZE | IORING_SETUP_R_DISABLED | IORING_SETUP_SUBMIT_ALL |
-		  IORING_SETUP_SINGLE_ISSUER | IORING_SETUP_DEFER_TASKRUN;
+	p.flags = VQW_RING_FLAGS;
 	p.cq_entries = entries * 2;
 	r = io_uring_queue_init_params(entries, &w->ring, &p);
-	if (r == -EINVAL) {
-		/* Older kernel (< 6.1): plain ring, the thread submits anyway. */
-		memset(&p, 0, sizeof(p));
-		p.flags = IORING_SETUP_CQSIZE;
-		p.cq_entries = entries * 2;
-		r = io_uring_queue_init_params(entries, &w->ring, &p);
-	}
 	if (r < 0) {
 		close(w->stop_fd);
 		return r;
@@ -361,16 +374,101 @@ int vqw_init(struct vqw *w, const struct vqw_ops *ops, struct virtio_dev *dev,
 	return 0;
 }
 
+int vqw_probe(void)
+{
+	struct io_uring_params p;
+	struct io_uring ring;
+	int r;
+
+	memset(&p, 0, sizeof(p));
+	p.flags = VQW_RING_FLAGS;
+	p.cq_entries = 16;
+	r = io_uring_queue_init_params(8, &ring, &p);
+	if (r < 0)
+		return r;
+	io_uring_queue_exit(&ring);
+	return 0;
+}
+
+int vqw_set_io(struct vqw *w, const int *files, unsigned nfiles, uint64_t sqe_ops)
+{
+	int table[VQW_MAX_FILES];
+	struct io_uring_restriction res[64 + 3];
+	unsigned i, n = 0, op;
+	uint64_t ops;
+	int r;
+
+	if (w->io_set || nfiles + VQW_FILE_KICK0 + w->nq > VQW_MAX_FILES)
+		return -EINVAL;
+	/* The device's files first (its SQEs name 0..nfiles-1), then the
+	 * worker's: the stop eventfd and each queue's kick eventfd. */
+	for (i = 0; i < nfiles; i++)
+		table[n++] = files[i];
+	table[n++] = w->stop_fd;
+	for (i = 0; i < w->nq; i++)
+		table[n++] = w->q[i].kick_fd;
+	w->file_base = nfiles;
+	r = io_uring_register_files(&w->ring, table, n);
+	if (r < 0)
+		return r;
+	/* Restrictions (Linux 5.10), in force from IORING_REGISTER_ENABLE_RINGS:
+	 * only the opcodes the device declared plus the worker's own, every SQE
+	 * on a registered file, and of the register calls only the one that
+	 * vqw_fini makes. A device bug, or code that took over the thread, can
+	 * then do no I/O on other files and no other kind of I/O. */
+	ops = sqe_ops | (1ULL << IORING_OP_READ) | (1ULL << IORING_OP_POLL_ADD) |
+	      (1ULL << IORING_OP_ASYNC_CANCEL);
+	i = 0;
+	for (op = 0; op < 64; op++)
+		if (ops & (1ULL << op))
+			res[i++] = (struct io_uring_restriction){
+				.opcode = IORING_RESTRICTION_SQE_OP, .sqe_op = (uint8_t)op };
+	res[i++] = (struct io_uring_restriction){
+		.opcode = IORING_RESTRICTION_SQE_FLAGS_REQUIRED, .sqe_flags = IOSQE_FIXED_FILE };
+	res[i++] = (struct io_uring_restriction){
+		.opcode = IORING_RESTRICTION_REGISTER_OP, .register_op = IORING_UNREGISTER_FILES };
+	/* liburing 2.3 does not export io_uring_register_restrictions. */
+	r = syscall(__NR_io_uring_register, w->ring.ring_fd, IORING_REGISTER_RESTRICTIONS, res,
+		    i) ? -errno : 0;
+	if (r < 0) {
+		io_uring_unregister_files(&w->ring);
+		return r;
+	}
+	w->io_set = true;
+	return 0;
+}
+
 int vqw_start(struct vqw *w)
 {
-	int r = -pthread_create(&w->thread, NULL, vqw_thread, w);
+	int r;
 
+	if (!w->io_set) {
+		r = vqw_set_io(w, NULL, 0, 0);
+		if (r)
+			return r;
+	}
+	r = sem_init(&w->started_sem, 0, 0) ? -errno : 0;
 	if (r)
 		return r;
+	r = -pthread_create(&w->thread, NULL, vqw_thread, w);
+	if (r)
+		goto destroy_sem;
+	/* Until the thread runs with its ring enabled and its filter on (and
+	 * its name set): a failure is the queue start's. */
+	while (sem_wait(&w->started_sem) && errno == EINTR)
+		;
+	r = w->start_err;
+	if (r) {
+		pthread_join(w->thread, NULL);
+		goto destroy_sem;
+	}
 	w->started = true;
-	/* Named here, not in the thread, so it is visible once we return. */
-	pthread_setname_np(w->thread, w->thread_name);
+	sem_destroy(&w->started_sem);
 	return 0;
+
+destroy_sem:
+	sem_destroy(&w->started_sem);
+	return r;
 }
 
 void vqw_stop(struct vqw *w)

@@ -27,6 +27,7 @@
 
 #include <liburing.h>
 #include <pthread.h>
+#include <semaphore.h>
 #include <stdbool.h>
 #include <stdint.h>
 
@@ -34,6 +35,15 @@
 #include "devices/virtq.h"
 
 #define VQW_MAX_QUEUES 8
+/* The ring's registered files: the device's, then the worker's. */
+#define VQW_MAX_FILES 16
+enum { VQW_FILE_STOP, VQW_FILE_KICK0 };    /* after the device's files */
+/* What every ring is created with: disabled until its thread enables it
+ * (restrictions first), that thread its only submitter, completions run
+ * when it waits. Linux 6.1. */
+#define VQW_RING_FLAGS (IORING_SETUP_CQSIZE | IORING_SETUP_R_DISABLED | \
+			IORING_SETUP_SUBMIT_ALL | IORING_SETUP_SINGLE_ISSUER | \
+			IORING_SETUP_DEFER_TASKRUN)
 
 struct vqw;
 struct vqw_queue;
@@ -87,20 +97,35 @@ struct vqw {
 	uint64_t stop_buf;
 	bool stopping;
 	bool worked;               /* the last round popped something */
+	unsigned file_base;        /* the worker's first registered file */
+	bool io_set;               /* vqw_set_io ran: files and restrictions */
+	bool sandbox;              /* the thread enters SANDBOX_QUEUE */
 	pthread_t thread;
 	bool started;
+	sem_t started_sem;         /* vqw_start waits for the thread's setup */
+	int start_err;
 	char thread_name[16];
 };
 
 /* Set up the worker for the queues of dev listed in idx (1..VQW_MAX_QUEUES),
  * each with its opaque state, and a ring with room for sqes_per_queue
- * device SQEs per queue. Register files etc. on vqw_ring() before
- * vqw_start. 0 or -errno. */
+ * device SQEs per queue (VQW_RING_FLAGS: -EINVAL before Linux 6.1). The
+ * thread enters the queue thread's seccomp filter when dev->sandbox is
+ * set. 0 or -errno. */
 int vqw_init(struct vqw *w, const struct vqw_ops *ops, struct virtio_dev *dev,
 	     const unsigned *idx, void *const *opaque, unsigned nq, unsigned sqes_per_queue,
 	     unsigned poll_us, const char *thread_name);
-static inline struct io_uring *vqw_ring(struct vqw *w) { return &w->ring; }
-/* Start the thread (the queues' rings must be enabled: DRIVER_OK). */
+/* The device's host I/O, once, before vqw_start: the files its SQEs name
+ * (as registered-file indexes 0..nfiles-1) and the IORING_OP_* it uses (a
+ * bit each). The ring refuses every other opcode and any SQE on an
+ * unregistered file. Without a call, the device has neither. 0 or -errno. */
+int vqw_set_io(struct vqw *w, const int *files, unsigned nfiles, uint64_t sqe_ops);
+/* Whether this host's io_uring can give workers their rings: 0, or the
+ * -errno of creating one (-EINVAL: Linux older than 6.1; -EPERM: io_uring
+ * disabled by sysctl). */
+int vqw_probe(void);
+/* Start the thread (the queues' rings must be enabled: DRIVER_OK) and wait
+ * until it has its ring enabled and its filter on. 0 or -errno. */
 int vqw_start(struct vqw *w);
 /* Stop the thread: cancel, wait for the device's host I/O, join. After it
  * returns nothing touches guest memory. Then vqw_fini frees the ring. */
@@ -109,7 +134,8 @@ void vqw_fini(struct vqw *w);
 
 /* For the device, on the worker's thread: */
 struct io_uring_sqe *vqw_get_sqe(struct vqw *w);
-/* Tag sqe with the device's 32 bits for q: ops->complete gets them back. */
+/* Tag sqe with the device's 32 bits for q: ops->complete gets them back.
+ * Marks it IOSQE_FIXED_FILE: its fd is an index into vqw_set_io's files. */
 void vqw_sqe_set_data(struct io_uring_sqe *sqe, const struct vqw_queue *q, uint32_t data);
 /* Hand chain head back to the guest with used_len (published at the end
  * of the round). Ignored while stopping: the ring is being reset. */

@@ -5,7 +5,9 @@
  * Lifecycle (state, under vm->lock where two threads may race):
  *   CREATED  mvm_create: config checked and copied, kernel parsed;
  *            mvm_add_disk opens and locks images.
- *   RUNNING  mvm_start: KVM VM, devices, boot tables, vCPU threads and
+ *   PREPARED mvm_prepare: KVM VM, devices, boot tables, vCPUs; no thread
+ *            yet, so the caller may still drop privileges (mvm(1) does).
+ *   RUNNING  mvm_start (preparing first if needed): device threads, vCPU threads and
  *            the control thread, which polls the stop eventfd and the
  *            console input, and on a stop request tears the vCPUs and
  *            device threads down, records the exit, signals wait_efd.
@@ -17,6 +19,7 @@
 #include "vmm/kvm.h"
 #include "vmm/kvm_probe.h"
 #include "vmm/log.h"
+#include "vmm/sandbox.h"
 #include "vmm/util.h"
 #include "vmm/vcpu.h"
 #include "arch/arch.h"
@@ -25,6 +28,7 @@
 #include "devices/virtio_blk.h"
 #include "devices/virtio_mmio.h"
 #include "devices/virtio_pci.h"
+#include "devices/virtq_worker.h"
 
 #include <errno.h>
 #include <poll.h>
@@ -42,7 +46,7 @@
 #define MVM_MIN_MEM (16ULL << 20)
 #define MVM_MAX_GPA (1ULL << 40)     /* guest RAM + the 1 GiB hole stays below */
 
-enum mvm_state { MVM_CREATED, MVM_RUNNING, MVM_ENDED, MVM_FAILED };
+enum mvm_state { MVM_CREATED, MVM_PREPARED, MVM_RUNNING, MVM_ENDED, MVM_FAILED };
 
 struct mvm_disk_slot {
 	struct blk_opts opts;
@@ -420,6 +424,16 @@ static void *mvm_control(void *arg)
 	int status;
 
 	pthread_setname_np(pthread_self(), "mvm-control");
+	if (m->cfg.sandbox) {
+		int r = sandbox_enter(SANDBOX_CONTROL);
+
+		if (r) {
+			log_err(&m->log, "the control thread cannot enter its seccomp filter: %s",
+				strerror(-r));
+			vm_request_stop(&m->vm, VM_STOP_HOST_ERROR, MVM_EXIT_INTERNAL,
+					"the control thread could not enter its seccomp filter");
+		}
+	}
 	for (;;) {
 		struct pollfd p[2] = {
 			{ .fd = ks->stop_efd, .events = POLLIN },
@@ -461,17 +475,26 @@ static void *mvm_control(void *arg)
 	return NULL;
 }
 
-int mvm_start(struct mvm *m, char *err, size_t errlen)
+int mvm_prepare(struct mvm *m, char *err, size_t errlen)
 {
 	struct arch_boot_cfg bcfg;
 	int expected = MVM_CREATED, kvm_fd, ret;
-	unsigned i, started = 0, max;
+	unsigned i, max;
 
 	if (!m)
-		return err_set(err, errlen, -EINVAL, "mvm_start: vm is NULL");
+		return err_set(err, errlen, -EINVAL, "mvm_prepare: vm is NULL");
 	if (!atomic_compare_exchange_strong(&m->state, &expected, MVM_FAILED))
-		return err_set(err, errlen, -EBUSY, "mvm_start: the VM was started already");
+		return err_set(err, errlen, -EBUSY, "mvm_prepare: the VM was prepared already");
 	/* From here on, any failure leaves the VM FAILED (destroy only). */
+	if (m->ndisks) {
+		/* Said now, not as a queue that fails at the guest's DRIVER_OK. */
+		ret = vqw_probe();
+		if (ret)
+			return err_set(err, errlen, -ENOTSUP, "io_uring: cannot create a queue "
+				       "thread's ring (%s); mvm needs Linux 6.1 or newer with "
+				       "io_uring enabled (sysctl kernel.io_uring_disabled=0)",
+				       strerror(-ret));
+	}
 	kvm_fd = kvm_open(err, errlen);
 	if (kvm_fd < 0)
 		return kvm_fd == -ENOTSUP ? -ENOTSUP : -ENODEV;
@@ -487,6 +510,7 @@ int mvm_start(struct mvm *m, char *err, size_t errlen)
 	m->vm_up = true;
 	m->vm.log = m->log;
 	m->vm.kick_signal = m->cfg.kick_signal;
+	m->vm.sandbox = m->cfg.sandbox;     /* before the devices copy it */
 	m->wait_efd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
 	if (m->wait_efd < 0)
 		return err_set(err, errlen, -errno, "eventfd: %s", strerror(errno));
@@ -534,6 +558,31 @@ int mvm_start(struct mvm *m, char *err, size_t errlen)
 
 	m->con_open = m->cfg.console_in >= 0;
 	m->esc.raw = m->cfg.console_escape;
+	atomic_store(&m->state, MVM_PREPARED);
+	return 0;
+}
+
+int mvm_start(struct mvm *m, char *err, size_t errlen)
+{
+	int expected = MVM_PREPARED, ret;
+	unsigned i, started = 0;
+
+	if (!m)
+		return err_set(err, errlen, -EINVAL, "mvm_start: vm is NULL");
+	if (atomic_load(&m->state) == MVM_CREATED) {
+		ret = mvm_prepare(m, err, errlen);
+		if (ret)
+			return ret;
+	}
+	if (!atomic_compare_exchange_strong(&m->state, &expected, MVM_FAILED))
+		return err_set(err, errlen, -EBUSY, "mvm_start: the VM was started already");
+	for (i = 0; i < m->vm.ndevices; i++) {
+		if (!m->vm.devices[i].ops->start)
+			continue;
+		ret = m->vm.devices[i].ops->start(m->vm.devices[i].dev);
+		if (ret)
+			goto stop_vcpus;
+	}
 	for (i = 0; i < m->cfg.cpus; i++) {
 		ret = vcpu_start(&m->vcpus[i]);
 		if (ret)

@@ -100,6 +100,12 @@ struct mvm_config {
 	/* The signal that kicks vCPU threads out of KVM_RUN (see above).
 	 * Default SIGUSR1. */
 	int kick_signal;
+	/* Each of the VM's threads (vCPUs, queues, device helpers, control)
+	 * installs a seccomp filter for its kind before it handles anything
+	 * of the guest's: a forbidden system call kills the process with
+	 * SIGSYS. Off by default: turning it on is the host program's choice,
+	 * and its own threads are never filtered. Needs Linux seccomp. */
+	bool sandbox;
 };
 
 enum mvm_transport { MVM_TRANSPORT_PCI, MVM_TRANSPORT_MMIO, MVM_TRANSPORT_CCW };
@@ -173,12 +179,21 @@ int mvm_create(const struct mvm_config *cfg, struct mvm **out, char *err, size_t
  * refused: -EBUSY). -EBUSY after mvm_start, -ENOSPC past MVM_MAX_DISKS. */
 int mvm_add_disk(struct mvm *vm, const struct mvm_disk *disk, char *err, size_t errlen);
 
-/* Create the KVM VM, load the kernel, start the vCPUs. Once per VM (-EBUSY
- * again). On failure nothing is left running; the VM can only be
- * destroyed. -ENODEV: no usable /dev/kvm (missing, no permission);
- * -ENOTSUP: this KVM lacks what mvm needs; -EINVAL, -ENOSPC, -ENOEXEC,
- * -E2BIG: the kernel, command line or sizes do not fit; others: host
- * failures. */
+/* Everything of mvm_start that opens or creates something, and no thread:
+ * open /dev/kvm, create the KVM VM, its devices and vCPUs, load the kernel.
+ * Optional: for a caller that drops privileges (chroot, setuid) between
+ * the two, while the process still has one thread. Once per VM (-EBUSY
+ * again); errors as mvm_start's, and on failure the VM can only be
+ * destroyed. */
+int mvm_prepare(struct mvm *vm, char *err, size_t errlen);
+
+/* Start the VM: mvm_prepare unless done, then the devices' threads, the
+ * vCPUs and the VM's control thread. Once per VM (-EBUSY again). On
+ * failure nothing is left running; the VM can only be destroyed.
+ * -ENODEV: no usable /dev/kvm (missing, no permission); -ENOTSUP: this
+ * KVM or kernel lacks what mvm needs (io_uring: Linux 6.1); -EINVAL,
+ * -ENOSPC, -ENOEXEC, -E2BIG: the kernel, command line or sizes do not
+ * fit; others: host failures. */
 int mvm_start(struct mvm *vm, char *err, size_t errlen);
 
 /* Ask the VM to stop; it ends with MVM_EXIT_STOPPED and `status` unless it

@@ -1,4 +1,5 @@
 #include "vmm/vcpu.h"
+#include "vmm/sandbox.h"
 #include "vmm/kvm.h"
 #include "vmm/kvm_probe.h"
 #include "vmm/util.h"
@@ -197,6 +198,19 @@ static void *vcpu_thread(void *arg)
 
 	snprintf(name, sizeof(name), "mvm-vcpu%u", v->id);
 	pthread_setname_np(pthread_self(), name);
+	/* Before the guest's first instruction: from here on, everything this
+	 * thread does on the guest's behalf is inside the filter. */
+	if (v->vm->sandbox) {
+		st = sandbox_enter(SANDBOX_VCPU);
+		if (st) {
+			snprintf(v->fatal, sizeof(v->fatal), "vCPU %u: cannot enter its seccomp "
+				 "filter: %s; run with --sandbox=off to go without", v->id,
+				 strerror(-st));
+			log_err(&v->vm->log, "%s", v->fatal);
+			vm_request_stop(v->vm, VM_STOP_HOST_ERROR, MVM_EXIT_INTERNAL, v->fatal);
+			return NULL;
+		}
+	}
 	while (!vcpu_stopping(v)) {
 		if (arch_vcpu_before_run(v))
 			break;

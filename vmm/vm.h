@@ -23,6 +23,8 @@
 /* A device model registered with the VM, for orderly teardown and --stats. */
 struct vm_device_ops {
 	const char *kind;                              /* "virtio-blk", ... */
+	int (*start)(void *dev);                       /* start its threads, before the vCPUs
+							* run; may be NULL; 0 or -errno */
 	void (*stop)(void *dev);                       /* stop threads; called once, vCPUs stopped */
 	void (*stats_json)(void *dev, FILE *out);      /* one JSON object, may be NULL */
 	void (*destroy)(void *dev);                    /* free everything; after stop */
@@ -54,6 +56,8 @@ struct vm {
 
 	struct log_sink log;          /* where this VM's messages go */
 	int kick_signal;              /* interrupts KVM_RUN (vcpu_kick) */
+	bool sandbox;                 /* every thread of the VM enters its seccomp
+				       * filter (vmm/sandbox.h) */
 };
 
 /* The guest's console device (x86: the COM1 UART; s390: the SCLP

@@ -23,6 +23,7 @@
 #include "vmm/vcpu.h"
 
 #include <errno.h>
+#include <linux/audit.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -961,6 +962,24 @@ void arch_describe_vcpu(const struct vcpu *v, const struct kvm_run *run, char *o
 		 (unsigned long long)run->psw_addr,
 		 run->psw_mask & (1ULL << (63 - 5)) ? "DAT on" : "DAT off");
 }
+
+/* s390x: mmap takes its arguments in memory (old_mmap), clone its flags
+ * second. Floating interrupts are injected from the thread that raises
+ * them: I/O and SIGP on vCPUs, adapter interrupts without an irqfd route
+ * on queue threads, the SCLP's service signal for console input on the
+ * control thread. */
+static const unsigned long s390_vcpu_ioctls[] = {
+	KVM_S390_INTERRUPT, KVM_S390_IRQ, KVM_S390_INITIAL_RESET, KVM_S390_MEM_OP, 0
+};
+static const unsigned long s390_other_ioctls[] = { KVM_S390_INTERRUPT, 0 };
+
+const struct arch_sandbox arch_sandbox = {
+	.audit_arch = AUDIT_ARCH_S390X,
+	.mmap_prot_arg = -1,
+	.clone_flags_arg = 1,
+	.ioctls = { [SANDBOX_VCPU] = s390_vcpu_ioctls, [SANDBOX_QUEUE] = s390_other_ioctls,
+		    [SANDBOX_CONTROL] = s390_other_ioctls },
+};
 
 void arch_cpu_relax(void)
 {

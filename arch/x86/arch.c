@@ -11,6 +11,8 @@
 #include "devices/serial.h"
 #include "vmm/kvm.h"
 #include "vmm/util.h"
+
+#include <linux/audit.h>
 #include "vmm/vcpu.h"
 
 #include <errno.h>
@@ -250,6 +252,18 @@ void arch_describe_vcpu(const struct vcpu *v, const struct kvm_run *run, char *o
 	(void)run;      /* the registers come from KVM_GET_REGS/SREGS */
 	x86_describe_vcpu(v->fd, &v->vm->mem, out, outlen);
 }
+
+/* x86-64's calls; x32's share AUDIT_ARCH_X86_64 with bit 30 set. A vCPU
+ * reads its registers to describe a fatal exit (diag.c). */
+static const unsigned long x86_vcpu_ioctls[] = { KVM_GET_REGS, KVM_GET_SREGS, 0 };
+
+const struct arch_sandbox arch_sandbox = {
+	.audit_arch = AUDIT_ARCH_X86_64,
+	.syscall_nr_limit = 0x40000000,         /* __X32_SYSCALL_BIT */
+	.mmap_prot_arg = 2,
+	.clone_flags_arg = 0,
+	.ioctls = { [SANDBOX_VCPU] = x86_vcpu_ioctls },
+};
 
 void arch_cpu_relax(void)
 {

@@ -35,6 +35,7 @@ static const struct blk_backend_ops blk_null_backend = {
 	.name = "null",
 	.prep = blk_null_prep,
 	.complete = blk_null_complete,
+	.sqe_ops = BLK_FILE_SQE_OPS | (1ULL << IORING_OP_NOP),
 };
 
 #endif

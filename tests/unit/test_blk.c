@@ -583,6 +583,7 @@ static const struct blk_backend_ops inject_backend = {
 	.name = "inject",
 	.prep = inject_prep,
 	.complete = inject,
+	.sqe_ops = BLK_FILE_SQE_OPS,
 };
 
 static void inject_on(struct t *t)

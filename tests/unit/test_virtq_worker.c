@@ -8,6 +8,7 @@
 #include "tests/unit/vdrv.h"
 #include "devices/virtq_worker.h"
 
+#include <dirent.h>
 #include <pthread.h>
 #include <time.h>
 
@@ -23,6 +24,8 @@ struct pair {
 	bool slow_tx;                    /* TX "host I/O" never ends by itself */
 	unsigned inflight;               /* TX I/O outstanding (worker thread) */
 	pthread_t seen[2];               /* the thread that handled each queue */
+	uint64_t sqe_ops;                /* what the device declares (vqw_set_io) */
+	int res[QSIZE];                  /* TX completions' results, by chain head */
 	struct __kernel_timespec forever;
 };
 
@@ -54,7 +57,7 @@ static void pair_complete(struct vqw_queue *q, uint32_t head, int res)
 {
 	struct pair *p = q->opaque;
 
-	(void)res;
+	p->res[head % QSIZE] = res;
 	p->inflight--;
 	vqw_push(q, (uint16_t)head, 0);
 }
@@ -86,6 +89,8 @@ static int pair_queue_start(struct virtio_dev *dev, unsigned q)
 		return 0;
 	r = vqw_init(&p->w, &pair_vqw_ops, dev, idx, opaque, 2, QSIZE, 0, "test-pair");
 	if (!r)
+		r = vqw_set_io(&p->w, NULL, 0, p->sqe_ops);
+	if (!r)
 		r = vqw_start(&p->w);
 	p->running = r == 0;
 	return r;
@@ -109,7 +114,7 @@ static const struct virtio_device_ops pair_ops = {
 	.queue_stop = pair_queue_stop,
 };
 
-static struct pair *pair_new(bool slow_tx)
+static struct pair *pair_new_ops(bool slow_tx, uint64_t sqe_ops)
 {
 	struct pair *p = calloc(1, sizeof(*p));
 	unsigned q;
@@ -117,6 +122,7 @@ static struct pair *pair_new(bool slow_tx)
 	CHECK(p);
 	check_need_io_uring();
 	p->slow_tx = slow_tx;
+	p->sqe_ops = sqe_ops;
 	p->forever.tv_sec = 60;
 	CHECK_EQ(vdrv_ram_init(&p->d, 0x1000, 4 << 20), 0);
 	CHECK_EQ(virtio_dev_init(&p->dev, &pair_ops, p, &p->d.mem, 2, QSIZE), 0);
@@ -127,6 +133,11 @@ static struct pair *pair_new(bool slow_tx)
 	vdrv_driver_ok(&p->d);
 	CHECK(p->running);
 	return p;
+}
+
+static struct pair *pair_new(bool slow_tx)
+{
+	return pair_new_ops(slow_tx, (1ULL << IORING_OP_NOP) | (1ULL << IORING_OP_TIMEOUT));
 }
 
 static void pair_free(struct pair *p)
@@ -231,5 +242,104 @@ TEST(init_rejects_bad_queue_sets)
 	CHECK_EQ(vqw_init(&w, &pair_vqw_ops, &p->dev, idx, opaque, VQW_MAX_QUEUES + 1, 4, 0, "x"),
 		 -EINVAL);
 	CHECK_EQ(vqw_init(&w, &pair_vqw_ops, &p->dev, &bad, opaque, 1, 4, 0, "x"), -EINVAL);
+	pair_free(p);
+}
+
+/* The ring's restrictions: a device's SQE with an opcode it did not
+ * declare never runs; it completes with -EACCES. Declared ones run. */
+TEST(undeclared_opcode_completes_with_eacces)
+{
+	struct pair *p = pair_new_ops(true, 1ULL << IORING_OP_NOP);   /* TX uses TIMEOUT */
+	struct vdrv_sg t = { .gpa = vdrv_alloc(&p->d, 32, 8), .len = 32 };
+	uint32_t lens[1];
+	int head = vdrv_add(&p->d, TX, &t, 1, false);
+
+	CHECK(head >= 0);
+	vdrv_kick(&p->d, TX);
+	CHECK_EQ(wait_used(p, TX, 1, lens), 1);     /* not the 60 s timeout */
+	CHECK_EQ(p->res[head], -EACCES);
+	pair_free(p);
+}
+
+TEST(declared_opcode_runs)
+{
+	struct pair *p = pair_new(false);            /* NOP, declared */
+	struct vdrv_sg t = { .gpa = vdrv_alloc(&p->d, 32, 8), .len = 32 };
+	uint32_t lens[1];
+	int head = vdrv_add(&p->d, TX, &t, 1, false);
+
+	CHECK(head >= 0);
+	p->res[head] = -1;
+	vdrv_kick(&p->d, TX);
+	CHECK_EQ(wait_used(p, TX, 1, lens), 1);
+	CHECK_EQ(p->res[head], 0);
+	pair_free(p);
+}
+
+/* "Seccomp:" of the task named name in this process: 0 none, 2 filter;
+ * -1 no such task. */
+static int task_seccomp_mode(const char *name)
+{
+	char path[300], buf[256];
+	struct dirent *e;
+	int mode = -1;
+	DIR *d = opendir("/proc/self/task");
+
+	CHECK(d);
+	while (mode < 0 && (e = readdir(d))) {
+		FILE *f;
+
+		if (e->d_name[0] == '.')
+			continue;
+		snprintf(path, sizeof(path), "/proc/self/task/%s/comm", e->d_name);
+		f = fopen(path, "re");
+		if (!f)
+			continue;
+		if (!fgets(buf, sizeof(buf), f) || strncmp(buf, name, strlen(name))) {
+			fclose(f);
+			continue;
+		}
+		fclose(f);
+		snprintf(path, sizeof(path), "/proc/self/task/%s/status", e->d_name);
+		f = fopen(path, "re");
+		CHECK(f);
+		while (fgets(buf, sizeof(buf), f))
+			if (!strncmp(buf, "Seccomp:", 8))
+				mode = atoi(buf + 8);
+		fclose(f);
+	}
+	closedir(d);
+	return mode;
+}
+
+/* With the device's sandbox on, the worker thread (and only it) runs in
+ * the queue thread's seccomp filter, named before vqw_start returns, and
+ * still serves its queues. */
+TEST(worker_serves_its_queues_inside_the_queue_filter)
+{
+	struct pair *p = calloc(1, sizeof(*p));
+	struct vdrv_sg t;
+	uint32_t lens[1];
+	unsigned q;
+
+	CHECK(p);
+	check_need_io_uring();
+	p->sqe_ops = 1ULL << IORING_OP_NOP;
+	CHECK_EQ(vdrv_ram_init(&p->d, 0x1000, 4 << 20), 0);
+	CHECK_EQ(virtio_dev_init(&p->dev, &pair_ops, p, &p->d.mem, 2, QSIZE), 0);
+	CHECK_EQ(vdrv_attach(&p->d, &p->dev), 0);
+	p->dev.sandbox = true;
+	CHECK_EQ(vdrv_negotiate(&p->d, VIRTIO_BIT(VIRTIO_F_VERSION_1)), 0);
+	for (q = 0; q < 2; q++)
+		CHECK_EQ(vdrv_queue_setup(&p->d, q, QSIZE), 1);
+	vdrv_driver_ok(&p->d);
+	if (!p->running)
+		CHECK_SKIP("the worker could not enter its filter: no seccomp here (qemu-user?)");
+	CHECK_EQ(task_seccomp_mode("test-pair"), 2);
+	CHECK_EQ(task_seccomp_mode("test_virtq_work"), 0);    /* this thread: untouched */
+	t = (struct vdrv_sg){ .gpa = vdrv_alloc(&p->d, 32, 8), .len = 32 };
+	CHECK(vdrv_add(&p->d, TX, &t, 1, false) >= 0);
+	vdrv_kick(&p->d, TX);
+	CHECK_EQ(wait_used(p, TX, 1, lens), 1);
 	pair_free(p);
 }
