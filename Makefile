@@ -76,7 +76,7 @@ ALL_LDFLAGS := $(LDFLAGS_SAN) $(LDFLAGS_STATIC) $(LDFLAGS_CROSS) $(LDFLAGS)
 # Tests and benchmarks link every object but main.o with their own main().
 SRCS     := $(sort $(wildcard vmm/*.c devices/*.c arch/$(ARCH)/*.c))
 MAIN_SRC := vmm/main.c
-CLI_SRCS := vmm/cli.c vmm/term.c
+CLI_SRCS := vmm/cli.c vmm/term.c vmm/jail.c
 LIB_SRCS := $(filter-out $(MAIN_SRC),$(SRCS))
 # Assembly: guest payloads that mvm loads (the KVM probe).
 ASM_SRCS := $(sort $(wildcard arch/$(ARCH)/*.S))

@@ -13,6 +13,7 @@ enum {
 	OPT_KERNEL = 'k', OPT_INITRD = 'i', OPT_CMDLINE = 'a', OPT_CPUS = 'c',
 	OPT_MEM = 'm', OPT_HELP = 'h', OPT_VERSION = 'V',
 	OPT_STATS = 0x100, OPT_DISK, OPT_QUEUES, OPT_TRANSPORT, OPT_PROBE_KVM,
+	OPT_SANDBOX, OPT_CHROOT, OPT_UID, OPT_GID,
 };
 
 /* One row per option; cli_parse switches on .val. */
@@ -27,6 +28,10 @@ static const struct option cli_options[] = {
 	{ "queues",  required_argument, NULL, OPT_QUEUES },
 	{ "transport", required_argument, NULL, OPT_TRANSPORT },
 	{ "probe-kvm", no_argument,     NULL, OPT_PROBE_KVM },
+	{ "sandbox", required_argument, NULL, OPT_SANDBOX },
+	{ "chroot",  required_argument, NULL, OPT_CHROOT },
+	{ "uid",     required_argument, NULL, OPT_UID },
+	{ "gid",     required_argument, NULL, OPT_GID },
 	{ "help",    no_argument,       NULL, OPT_HELP },
 	{ "version", no_argument,       NULL, OPT_VERSION },
 	{ NULL, 0, NULL, 0 },
@@ -63,6 +68,11 @@ void cli_usage(FILE *out)
 	      "  --transport T    pci, mmio or ccw, for every disk without ,transport=\n"
 	      "                   (default: pci on x86, ccw on s390x)\n"
 	      "  --stats          print exit and device counters as JSON on stderr at exit\n"
+	      "  --sandbox on|off seccomp filters per thread, resource limits, no new\n"
+	      "                   privileges (default on; off only to debug)\n"
+	      "  --chroot DIR     run in DIR once /dev/kvm, the kernel and the disks are open\n"
+	      "  --uid N --gid N  then run as this user and group (give both; a uid of its own\n"
+	      "                   per VM: RLIMIT_NPROC counts the user's other threads)\n"
 	      "  --probe-kvm      say whether this host's /dev/kvm can run guests: prints\n"
 	      "                   'direct: WHY' or 'nested: WHY' (MVM_KVM=direct|nested|auto\n"
 	      "                   overrides; the verdict is cached for this host boot)\n"
@@ -80,6 +90,7 @@ int cli_parse(int argc, char **argv, struct cli_config *cfg, char *err, size_t e
 	int c, ret;
 
 	const char *disk_specs[CLI_MAX_DISKS];
+	bool uid_given = false, gid_given = false;
 	unsigned i;
 
 	memset(cfg, 0, sizeof(*cfg));
@@ -87,6 +98,7 @@ int cli_parse(int argc, char **argv, struct cli_config *cfg, char *err, size_t e
 	cfg->queues = 1;
 	cfg->transport = CLI_DEFAULT_TRANSPORT;
 	cfg->mem = CLI_DEFAULT_MEM;
+	cfg->sandbox = true;
 	optind = 0;     /* GNU: full re-initialisation, so tests can parse again */
 	opterr = 0;
 	while ((c = getopt_long(argc, argv, "+:", cli_options, NULL)) != -1) {
@@ -154,6 +166,30 @@ int cli_parse(int argc, char **argv, struct cli_config *cfg, char *err, size_t e
 				return cli_err(err, errlen, "--transport '%s': unknown; give mmio, pci "
 					       "or ccw", optarg);
 			break;
+		case OPT_SANDBOX:
+			if (!strcmp(optarg, "on"))
+				cfg->sandbox = true;
+			else if (!strcmp(optarg, "off"))
+				cfg->sandbox = false;
+			else
+				return cli_err(err, errlen, "--sandbox '%s': give on or off", optarg);
+			break;
+		case OPT_CHROOT:
+			if (!*optarg)
+				return cli_err(err, errlen, "--chroot: empty path; give a directory");
+			cfg->chroot_dir = optarg;
+			break;
+		case OPT_UID:
+		case OPT_GID:
+			ret = parse_uint(optarg, 0, UINT32_MAX - 1, &v);
+			if (ret)
+				return cli_err(err, errlen, "--%s '%s': not a numeric id; give a "
+					       "number like 65534", c == OPT_UID ? "uid" : "gid", optarg);
+			if (c == OPT_UID)
+				cfg->uid = (unsigned)v, uid_given = true;
+			else
+				cfg->gid = (unsigned)v, gid_given = true;
+			break;
 		case OPT_HELP:
 			cfg->help = true;
 			break;
@@ -174,6 +210,10 @@ int cli_parse(int argc, char **argv, struct cli_config *cfg, char *err, size_t e
 	if (optind < argc)
 		return cli_err(err, errlen, "unexpected argument '%s'; options start with --, "
 			       "see mvm --help", argv[optind]);
+	if (uid_given != gid_given)
+		return cli_err(err, errlen, "--%s given without --%s; give both",
+			       uid_given ? "uid" : "gid", uid_given ? "gid" : "uid");
+	cfg->ids_set = uid_given;
 	/* Disks last: --queues/--transport are global defaults. */
 	for (i = 0; i < cfg->ndisks; i++) {
 		ret = cli_parse_disk(disk_specs[i], cfg->queues, cfg->transport, &cfg->disks[i],

@@ -60,6 +60,12 @@ struct cli_config {
 	bool help;
 	bool version;
 	bool probe_kvm;         /* --probe-kvm: decide direct or nested, then exit */
+	/* Confinement (vmm/jail.h, vmm/sandbox.h): --sandbox on|off (default
+	 * on), --chroot DIR, --uid N and --gid N (together). */
+	bool sandbox;
+	const char *chroot_dir;
+	bool ids_set;
+	unsigned uid, gid;
 	/* storage for the default guest paths */
 	char kernel_buf[4096];
 	char initrd_buf[4096];

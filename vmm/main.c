@@ -4,7 +4,9 @@
  * become mvm_stop with status 128+N), SIGPIPE, stderr — and turns errors
  * into exit statuses. The only place in mvm that exits. */
 #include "vmm/cli.h"
+#include "vmm/jail.h"
 #include "vmm/mvm.h"
+#include "vmm/sandbox.h"
 #include "vmm/term.h"
 #include "vmm/util.h"
 
@@ -135,6 +137,7 @@ int main(int argc, char **argv)
 {
 	struct cli_config cfg;
 	struct mvm_config mc;
+	struct jail_cfg jail;
 	struct mvm_exit ex;
 	struct mvm *vm;
 	char err[MVM_ERR_MAX], exe_dir[PATH_MAX];
@@ -186,6 +189,11 @@ int main(int argc, char **argv)
 	/* Ctrl-A x and Ctrl-A Ctrl-A mean something only on a raw terminal
 	 * (restored by atexit on every exit, by term_restore at the end). */
 	mc.console_escape = term_raw(STDIN_FILENO) == 0;
+	mc.sandbox = cfg.sandbox;
+	jail = (struct jail_cfg){
+		.chroot_dir = cfg.chroot_dir, .set_ids = cfg.ids_set, .uid = cfg.uid,
+		.gid = cfg.gid, .threads = cfg.cpus + 1,     /* vCPUs, control */
+	};
 	if (mvm_create(&mc, &vm, err, sizeof(err)))
 		die_usage("%s%s", main_option_prefix(err), err);
 	for (i = 0; i < cfg.ndisks; i++) {
@@ -209,13 +217,35 @@ int main(int argc, char **argv)
 		md.packed = d->packed;
 		if (mvm_add_disk(vm, &md, err, sizeof(err)))
 			die_usage("%s%s", main_option_prefix(err), err);
+		/* Per queue a thread, its ring and stop eventfd; PCI's INTx helper. */
+		jail.threads += md.queues + (md.transport == MVM_TRANSPORT_PCI);
+		jail.fds += 2 * md.queues;
 	}
 	sfd = signalfd(-1, &sigs, SFD_CLOEXEC | SFD_NONBLOCK);
 	if (sfd < 0)
 		die("signalfd: %s", strerror(errno));
+	ret = mvm_prepare(vm, err, sizeof(err));
+	if (ret)
+		die_status(main_start_status(ret), "%s%s", main_option_prefix(err), err);
+	/* Everything is open and no thread runs yet: confine the process. */
+	if (cfg.sandbox || cfg.chroot_dir || cfg.ids_set) {
+		ret = jail_enter(&jail, err, sizeof(err));
+		if (ret)
+			die_usage("%s", err);
+	}
 	ret = mvm_start(vm, err, sizeof(err));
 	if (ret)
 		die_status(main_start_status(ret), "%s%s", main_option_prefix(err), err);
+	/* This thread only waits, turns signals into mvm_stop and tears the
+	 * VM down: its own, wider filter. */
+	if (cfg.sandbox) {
+		ret = sandbox_enter(SANDBOX_MAIN);
+		if (ret) {
+			mvm_stop(vm, MVM_EXIT_INTERNAL);
+			fprintf(stderr, "mvm: the main thread cannot enter its seccomp filter: %s\n",
+				strerror(-ret));
+		}
+	}
 	if (mc.console_escape)
 		fputs("mvm: console on this terminal; Ctrl-A x quits\r\n", stderr);
 	main_loop(vm, sfd);

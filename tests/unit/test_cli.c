@@ -61,6 +61,40 @@ TEST(every_option_equals_value)
 	CHECK_EQ(c.mem, 5 * GiB);
 }
 
+TEST(sandbox_is_on_unless_turned_off)
+{
+	struct cli_config c;
+
+	CHECK_EQ(PARSE(&c, "--cpus", "1"), 0);
+	CHECK(c.sandbox);
+	CHECK(!c.chroot_dir && !c.ids_set);
+	CHECK_EQ(PARSE(&c, "--sandbox=off"), 0);
+	CHECK(!c.sandbox);
+	CHECK_EQ(PARSE(&c, "--sandbox", "on"), 0);
+	CHECK(c.sandbox);
+	CHECK_EQ(PARSE(&c, "--sandbox=maybe"), -EINVAL);
+	CHECK_STR(err, "--sandbox 'maybe': give on or off");
+}
+
+TEST(chroot_and_ids)
+{
+	struct cli_config c;
+
+	CHECK_EQ(PARSE(&c, "--chroot", "/var/empty", "--uid", "1000", "--gid=100"), 0);
+	CHECK_STR(c.chroot_dir, "/var/empty");
+	CHECK(c.ids_set);
+	CHECK_EQ(c.uid, 1000);
+	CHECK_EQ(c.gid, 100);
+	CHECK_EQ(PARSE(&c, "--uid", "1000"), -EINVAL);
+	CHECK_STR(err, "--uid given without --gid; give both");
+	CHECK_EQ(PARSE(&c, "--gid", "0"), -EINVAL);
+	CHECK_STR(err, "--gid given without --uid; give both");
+	CHECK_EQ(PARSE(&c, "--uid", "nobody", "--gid", "1"), -EINVAL);
+	CHECK_STR(err, "--uid 'nobody': not a numeric id; give a number like 65534");
+	CHECK_EQ(PARSE(&c, "--chroot="), -EINVAL);
+	CHECK_STR(err, "--chroot: empty path; give a directory");
+}
+
 TEST(help_and_version)
 {
 	struct cli_config c;

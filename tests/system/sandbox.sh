@@ -1,0 +1,110 @@
+#!/usr/bin/env bash
+# The sandbox on a running VM: with --chroot and --uid/--gid, while the
+# guest runs fio on a 2-queue disk, every thread of mvm runs in a seccomp
+# filter (queue threads in two: the vCPU filter they inherit and their
+# own), as user and group 65534, not dumpable, with no new privileges,
+# no core dumps, rooted in the jail directory; fio passes and mvm exits
+# with the guest's status. With --sandbox=off no thread is filtered.
+. "$(dirname "$0")/lib.sh"
+
+# On failure: what mvm printed, and any seccomp kill the kernel logged
+# (audit type 1326 names the thread and the system call number).
+fail() {
+	echo "FAIL: $*"
+	for f in "$SYS_TMP"/out*; do tr -d '\r' <"$f" | tail -n 15 | sed "s#^#    ${f##*/}| #"; done
+	dmesg 2>/dev/null | grep 'type=1326' | tail -n 5
+	exit 1
+}
+
+jail=$SYS_TMP/jail
+mkdir -p "$jail"
+make_image "$SYS_TMP/disk.img" 64
+
+script='
+echo MVM-READY
+fio --name=s --filename=/dev/vda --rw=randrw --bs=4k --size=16M --numjobs=2 --ioengine=io_uring --iodepth=8 --direct=1 --time_based --runtime=20 --eta=never --output=/tmp/f.log
+echo MVM-FIO-RC=$?
+'
+
+# wait_line FILE REGEX PID: until FILE has a line matching REGEX (60 s).
+wait_line() {
+	for _ in $(seq 1 600); do
+		grep -qE -- "$2" "$1" 2>/dev/null && return 0
+		kill -0 "$3" 2>/dev/null || { tr -d '\r' <"$1" | tail -n 20; fail "mvm ended early"; }
+		sleep 0.1
+	done
+	tr -d '\r' <"$1" | tail -n 20
+	fail "no line matching '$2' within 60 s"
+}
+
+# wait_exit PID SECONDS: mvm's exit status, or a failure that shows where
+# each of its threads sleeps when it does not end in time.
+wait_exit() {
+	for _ in $(seq 1 $(($2 * 10))); do
+		kill -0 "$1" 2>/dev/null || { wait "$1"; return; }
+		sleep 0.1
+	done
+	for task in /proc/$1/task/*; do
+		echo "    $(cat "$task/comm") $(cut -d' ' -f3 "$task/stat") wchan $(cat "$task/wchan")"
+		sed 's/^/        /' "$task/stack" 2>/dev/null | head -n 8
+	done
+	kill -KILL "$1"
+	fail "mvm did not end within $2 s"
+}
+
+# status TASKDIR: "Seccomp Seccomp_filters Uid Gid NoNewPrivs" of a task
+# (one read: the task may end any time after the guest is done).
+status() {
+	awk '$1 == "Seccomp:" { s = $2 } $1 == "Seccomp_filters:" { f = $2 }
+	     $1 == "Uid:" { u = $2 } $1 == "Gid:" { g = $2 } $1 == "NoNewPrivs:" { n = $2 }
+	     END { print s, f, u, g, n }' "$1/status"
+}
+
+"$MVM" --cpus 2 --disk "$SYS_TMP/disk.img,queues=2" --chroot "$jail" --uid 65534 --gid 65534 \
+	--cmdline "$(guest_script "$script")" </dev/null >"$SYS_TMP/out" 2>&1 &
+pid=$!
+wait_line "$SYS_TMP/out" '^MVM-READY' "$pid"
+
+echo "threads of mvm (pid $pid) while the guest runs fio:"
+unfiltered=() vcpus=0 queues=0 control=0 main=0
+for task in /proc/$pid/task/*; do
+	comm=$(cat "$task/comm")
+	read -r mode filters uid gid nnp <<<"$(status "$task")"
+	printf '    %-14s Seccomp %s, filters %s, Uid %s, Gid %s, NoNewPrivs %s\n' "$comm" "$mode" \
+		"$filters" "$uid" "$gid" "$nnp"
+	[ "$mode" = 2 ] || unfiltered+=("$comm")
+	case $comm in
+	mvm-vcpu*) vcpus=$((vcpus + 1)); [ "$filters" = 1 ] || fail "$comm has $filters filters" ;;
+	mvm-blk-q*) queues=$((queues + 1)); [ "$filters" = 2 ] || fail "$comm has $filters filters" ;;
+	mvm-control) control=1 ;;
+	mvm) main=1 ;;
+	esac
+	[ "$uid" = 65534 ] || fail "$comm does not run as uid 65534"
+	[ "$gid" = 65534 ] || fail "$comm does not run as gid 65534"
+	[ "$nnp" = 1 ] || fail "$comm may gain privileges"
+done
+[ ${#unfiltered[@]} -eq 0 ] || fail "threads without a seccomp filter: ${unfiltered[*]}"
+[ $vcpus = 2 ] && [ $queues = 2 ] && [ $control = 1 ] && [ $main = 1 ] ||
+	fail "expected 2 vCPU, 2 queue, 1 control and the main thread; saw $vcpus, $queues, $control, $main"
+root=$(readlink "/proc/$pid/root")
+[ "$root" = "$(readlink -f "$jail")" ] || fail "mvm's root is '$root', not the jail $jail"
+grep -qE '^Max core file size +0 +0 ' "/proc/$pid/limits" || fail "core dumps are not off"
+grep -E '^Max (open files|processes|core file size)' "/proc/$pid/limits" | sed 's/^/    /'
+echo "root: $root"
+
+wait_exit "$pid" 120; rc=$?
+tr -d '\r' <"$SYS_TMP/out" | tail -n 5 | sed 's/^/    guest| /'
+[ $rc -eq 0 ] || fail "mvm exited $rc (expected 0: the guest powered off)"
+expect_line "$SYS_TMP/out" '^MVM-FIO-RC=0'
+
+# --sandbox=off: nothing filtered (for debugging with strace and friends).
+"$MVM" --sandbox=off --cmdline "-- echo MVM-READY; sleep 30" </dev/null >"$SYS_TMP/out2" 2>&1 &
+pid=$!
+wait_line "$SYS_TMP/out2" '^MVM-READY' "$pid"
+for task in /proc/$pid/task/*; do
+	read -r mode _ <<<"$(status "$task")"
+	[ "$mode" = 0 ] || fail "$(cat "$task/comm") is filtered with --sandbox=off"
+done
+kill -TERM "$pid"; wait_exit "$pid" 30; rc=$?
+[ $rc -eq 143 ] || fail "mvm --sandbox=off exited $rc after SIGTERM, expected 143"
+echo "sandbox on: every thread filtered, uid/gid 65534, chrooted; off: none filtered"
