@@ -104,6 +104,17 @@ uint64_t pci_bar_addr(const struct pci_dev *pd, unsigned bar)
 	return a;
 }
 
+uint16_t pci_command(const struct pci_dev *pd)
+{
+	/* Relaxed byte loads, pairing with cfg_write_locked's atomic stores:
+	 * each bit is read whole; the two bytes are not one snapshot, which
+	 * no caller needs (each tests bits of its own). Nothing else is
+	 * ordered by the command register: the state a bit guards is handed
+	 * over under locks of its own (msix's, the transport's). */
+	return (uint16_t)(__atomic_load_n(&pd->cfg[PCI_COMMAND], __ATOMIC_RELAXED) |
+			  __atomic_load_n(&pd->cfg[PCI_COMMAND + 1], __ATOMIC_RELAXED) << 8);
+}
+
 /* An access is valid when it lies in config space, has width 1, 2 or 4, and
  * either lies wholly inside one capability or touches none. */
 static bool cfg_access_ok(const struct pci_dev *pd, unsigned off, unsigned len)
@@ -197,7 +208,7 @@ static void bar_map(struct pci_dev *pd, unsigned bar, uint64_t addr)
  * BAR registers: unmap what moved or lost decode, then map what should be. */
 static void bars_update(struct pci_dev *pd)
 {
-	bool decode = le16_load(&pd->cfg[PCI_COMMAND]) & PCI_COMMAND_MEMORY;
+	bool decode = pci_command(pd) & PCI_COMMAND_MEMORY;
 	unsigned i;
 
 	if (!pd->bus)
@@ -242,7 +253,12 @@ static void cfg_write_locked(struct pci_dev *pd, unsigned off, const uint8_t *da
 	for (i = 0; i < len; i++) {
 		uint8_t *c = &pd->cfg[off + i];
 		uint8_t wm = pd->wmask[off + i], w1c = pd->w1c[off + i];
-		*c = (uint8_t)(((*c & ~wm) | (data[i] & wm)) & ~(data[i] & w1c));
+		/* An atomic store: the command register is also read without
+		 * the lock (pci_command, by device threads), and a plain store
+		 * racing those loads would be a data race. Reading *c plainly
+		 * is fine: every writer holds the bus lock. */
+		__atomic_store_n(c, (uint8_t)(((*c & ~wm) | (data[i] & wm)) & ~(data[i] & w1c)),
+				 __ATOMIC_RELAXED);
 	}
 	remap = range_overlaps(off, len, PCI_COMMAND, 2) ||
 		range_overlaps(off, len, PCI_BASE_ADDRESS_0, 4 * PCI_NUM_BARS);

@@ -24,7 +24,11 @@
  * Config accesses arrive on vCPU threads under vm->pio's read lock; mapping
  * a BAR takes vm->mmio's write lock (a different bus, so no self-deadlock).
  * Device callbacks (pci_dev_ops) run with bus->lock held: they must not
- * issue config accesses themselves. */
+ * issue config accesses themselves. The one register read without the
+ * lock is the command register (pci_command: device threads ask whether
+ * INTx is disabled or bus mastering enabled): every config byte is
+ * therefore stored with an atomic store, and pci_command loads atomically;
+ * everything else in cfg[] is only accessed under the lock. */
 #ifndef MVM_PCI_H
 #define MVM_PCI_H
 
@@ -154,6 +158,10 @@ void pci_cfg_write(struct pci_dev *pd, unsigned off, const uint8_t *data, unsign
 uint32_t pci_cfg_read32(struct pci_dev *pd, unsigned off);   /* helpers on top */
 void pci_cfg_write32(struct pci_dev *pd, unsigned off, uint32_t v);
 void pci_cfg_write16(struct pci_dev *pd, unsigned off, uint16_t v);
+
+/* The command register (PCI_COMMAND_*) from any thread, without the bus
+ * lock: atomic loads pairing with the config write's atomic stores. */
+uint16_t pci_command(const struct pci_dev *pd);
 
 /* Current guest-programmed address of a BAR (64-bit BARs combine both halves). */
 uint64_t pci_bar_addr(const struct pci_dev *pd, unsigned bar);

@@ -232,9 +232,7 @@ static const struct io_ops virtio_pci_bar_ops = { virtio_pci_bar_read, virtio_pc
 
 static bool intx_allowed(struct virtio_pci *vp)
 {
-	uint8_t cmd_hi = __atomic_load_n(&vp->pci.cfg[PCI_COMMAND + 1], __ATOMIC_RELAXED);
-
-	return !(cmd_hi & (PCI_COMMAND_INTX_DISABLE >> 8)) && !msix_enabled(&vp->msix);
+	return !(pci_command(&vp->pci) & PCI_COMMAND_INTX_DISABLE) && !msix_enabled(&vp->msix);
 }
 
 static void intx_raise(struct virtio_pci *vp, uint8_t bit)

@@ -217,6 +217,27 @@ TEST(command_register_write_mask)
 	free(d);
 }
 
+/* Device threads read the command register without the bus lock
+ * (pci_command): they see what the guest's config writes left there, byte
+ * and word writes alike, and read-only bits stay clear. */
+TEST(lock_free_command_reads_follow_config_writes)
+{
+	struct tbus *t = tbus_new();
+	struct tdev *d = tdev_add(t);
+
+	CHECK_EQ(pci_command(&d->pd), 0);
+	conf1_write(t, 1, PCI_COMMAND, 2, 0xffff);
+	CHECK_EQ(pci_command(&d->pd),
+		 PCI_COMMAND_IO | PCI_COMMAND_MEMORY | PCI_COMMAND_MASTER | PCI_COMMAND_INTX_DISABLE);
+	conf1_write(t, 1, PCI_COMMAND + 1, 1, 0);               /* high byte only */
+	CHECK_EQ(pci_command(&d->pd), PCI_COMMAND_IO | PCI_COMMAND_MEMORY | PCI_COMMAND_MASTER);
+	conf1_write(t, 1, PCI_COMMAND, 1, PCI_COMMAND_MASTER);  /* low byte only */
+	CHECK_EQ(pci_command(&d->pd), PCI_COMMAND_MASTER);
+	CHECK_EQ(pci_command(&d->pd), conf1_read(t, 1, PCI_COMMAND, 2));
+	tbus_free(t);
+	free(d);
+}
+
 TEST(bar_sizing_with_all_ones)
 {
 	struct tbus *t = tbus_new();
