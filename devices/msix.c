@@ -284,6 +284,15 @@ bool msix_pending(struct msix *m, unsigned vec)
 	return p;
 }
 
+void msix_clear_pending(struct msix *m)
+{
+	if (!m->pba)
+		return;
+	pthread_mutex_lock(&m->lock);
+	memset(m->pba, 0, ALIGN_UP(m->nvec, 64u) / 8);
+	pthread_mutex_unlock(&m->lock);
+}
+
 /* ---- BAR: table and PBA ------------------------------------------------- */
 
 static bool access_ok(uint64_t off, unsigned len)

@@ -116,5 +116,12 @@ bool msix_enabled(struct msix *m);
  * of range or not routable (dropped). Any thread. */
 int msix_signal(struct msix *m, unsigned vec);
 bool msix_pending(struct msix *m, unsigned vec);
+/* The device was reset (virtio-pci: device_status 0): every pending bit is
+ * cleared, so nothing the device raised for the old driver instance fires
+ * when the new one unmasks a vector (as QEMU's msix_unuse_all_vectors
+ * does). The table, enable and function mask are the PCI function's and
+ * stay: the driver keeps them across a device reset (mvm has no PCI
+ * function reset, FLR or bus reset, that would clear them). Any thread. */
+void msix_clear_pending(struct msix *m);
 
 #endif

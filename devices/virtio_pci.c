@@ -123,6 +123,10 @@ static void vp_reset(struct vtr *t)
 	for (q = 0; q < vp->t.dev->num_queues; q++)
 		__atomic_store_n(&vp->t.dev->queues[q].msix_vector, MSIX_NO_VECTOR, __ATOMIC_RELAXED);
 	__atomic_store_n(&vp->isr, 0, __ATOMIC_RELAXED);
+	/* Interrupts pended for the old driver instance go too (the queues
+	 * are stopped already: nothing pends a new one meanwhile but a
+	 * config change, which is news to the new driver as well). */
+	msix_clear_pending(&vp->msix);
 }
 
 static void set_u64_part(uint64_t *field, uint64_t val, unsigned shift, unsigned len)

@@ -23,7 +23,8 @@
  * written after DRIVER_OK or while the queue is enabled: ignored. An MSI-X
  * vector >= the table size reads back NO_VECTOR (0xffff). device_status goes
  * through the virtio core's state machine (virtio_set_status); 0 resets the
- * device and the transport (vectors back to NO_VECTOR, selects to 0).
+ * device and the transport (vectors back to NO_VECTOR, selects to 0, ISR
+ * and every MSI-X pending bit cleared).
  *
  * Bus mastering (the command register's Bus Master Enable, BME): the
  * device reads and writes guest memory (its virtqueues) only as a bus

@@ -352,3 +352,24 @@ TEST(unmask_while_bus_mastering_is_off_sends_nothing)
 	CHECK(!msix_pending(&t->m, 3));
 	tm_free(t);
 }
+
+TEST(clear_pending_forgets_every_pending_vector)
+{
+	struct tmx *t = tm_new();
+
+	ctrl_write(t, PCI_MSIX_FLAGS_ENABLE);
+	vec_setup(t, 0, 0x40);
+	vec_setup(t, 3, 0x43);
+	ctrl_write(t, PCI_MSIX_FLAGS_ENABLE | PCI_MSIX_FLAGS_MASKALL);
+	CHECK_EQ(msix_signal(&t->m, 0), 1);
+	CHECK_EQ(msix_signal(&t->m, 3), 1);
+	CHECK_EQ(tab_r32(t, 0x800), 0x9);
+	msix_clear_pending(&t->m);
+	CHECK_EQ(tab_r32(t, 0x800), 0);
+	ctrl_write(t, PCI_MSIX_FLAGS_ENABLE);             /* nothing left to deliver */
+	CHECK_EQ(fired(t, 0) + fired(t, 3), 0);
+	/* The table itself is kept: new signals fire through it. */
+	CHECK_EQ(msix_signal(&t->m, 3), 0);
+	CHECK_EQ(fired(t, 3), 1);
+	tm_free(t);
+}

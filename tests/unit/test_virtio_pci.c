@@ -476,3 +476,30 @@ TEST(no_msix_message_while_bus_mastering_is_off)
 	CHECK_EQ(efd_count(t->vp.msix.v[1].fd), 1);
 	tvp_free(t);
 }
+
+TEST(device_reset_clears_pending_msix_vectors)
+{
+	struct tvp *t = tvp_new();
+	struct virtio_dev *dev = &t->v->dev;
+	uint8_t b[4];
+
+	negotiate(t);
+	queue_setup(t, 0, 1);
+	w(t, VIRTIO_PCI_COMMON_MSIX, 2, 0);
+	msix_enable_vector(t, 0);
+	msix_enable_vector(t, 1);
+	pci_cfg_write16(&t->vp.pci, t->vp.msix.cap + PCI_MSIX_FLAGS,
+			PCI_MSIX_FLAGS_ENABLE | PCI_MSIX_FLAGS_MASKALL);
+	virtio_signal_queue(dev, 0);
+	dev->tops->signal_config(dev);
+	msix_bar_read(&t->vp.msix, VIRTIO_PCI_MSIX_PBA, b, 4);
+	CHECK_EQ(le32_load(b), 0x3);
+	w(t, VIRTIO_PCI_COMMON_STATUS, 1, 0);
+	msix_bar_read(&t->vp.msix, VIRTIO_PCI_MSIX_PBA, b, 4);
+	CHECK_EQ(le32_load(b), 0);
+	/* The new driver instance unmasks: nothing of the old one fires. */
+	pci_cfg_write16(&t->vp.pci, t->vp.msix.cap + PCI_MSIX_FLAGS, PCI_MSIX_FLAGS_ENABLE);
+	CHECK_EQ(efd_count(t->vp.msix.v[0].fd), 0);
+	CHECK_EQ(efd_count(t->vp.msix.v[1].fd), 0);
+	tvp_free(t);
+}
