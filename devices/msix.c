@@ -60,13 +60,17 @@ static void sync_route(struct msix *m, unsigned i)
 				  " outside the LAPIC window 0xfeexxxxx; vector not routed",
 				  m->pd && m->pd->name ? m->pd->name : "?", i, addr);
 		}
-		if (v->routed && m->bound)
-			vm_msi_route(m->vm, v->gsi, 0, 0, true);
+		if (v->routed) {
+			m->reroutes++;
+			if (m->bound)
+				vm_msi_route(m->vm, v->gsi, 0, 0, true);
+		}
 		v->routed = false;
 		return;
 	}
 	if (v->routed && v->route_addr == addr && v->route_data == v->data)
-		return;
+		return;                 /* KVM has this route: no update */
+	m->reroutes++;
 	if (m->bound) {
 		ret = vm_msi_route(m->vm, v->gsi, addr, v->data, false);
 		if (ret) {

@@ -15,7 +15,10 @@
  * address/data of a live vector, unmasks it, clears the function mask,
  * sets enable or Bus Master Enable.
  * Masking leaves the route in place (nothing is fired while masked), which
- * spares a KVM_SET_GSI_ROUTING per mask/unmask pair. An address outside the
+ * spares a KVM_SET_GSI_ROUTING per mask/unmask pair; a write that leaves a
+ * live vector's message as it was, and any write to a masked vector's
+ * message, changes no route either (reroutes counts the changes; vm.c
+ * then pushes the table only when a route's content changed). An address outside the
  * LAPIC window (not 0xFEExxxxx, or a non-zero high dword) leaves the vector
  * unrouted (its route removed) and is logged once per vector; signals on it
  * are dropped.
@@ -84,6 +87,7 @@ struct msix {
 	struct msix_vector *v;
 	uint64_t *pba;
 	uint64_t fired, pended;  /* stats */
+	uint64_t reroutes;       /* route changes (bound: vm_msi_route calls) */
 };
 
 /* Add the capability to pd (before pci_bus_add) for nvec (1..2048) vectors

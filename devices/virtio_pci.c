@@ -619,8 +619,9 @@ static void vp_stats_json(struct vtr *t, FILE *out)
 	struct virtio_pci *vp = container_of(t, struct virtio_pci, t);
 
 	pthread_mutex_lock(&vp->msix.lock);
-	fprintf(out, ",\"slot\":%u,\"msix_fired\":%" PRIu64 ",\"msix_pended\":%" PRIu64,
-		vp->pci.slot, vp->msix.fired, vp->msix.pended);
+	fprintf(out, ",\"slot\":%u,\"msix_fired\":%" PRIu64 ",\"msix_pended\":%" PRIu64
+		",\"msix_reroutes\":%" PRIu64, vp->pci.slot, vp->msix.fired, vp->msix.pended,
+		vp->msix.reroutes);
 	pthread_mutex_unlock(&vp->msix.lock);
 }
 

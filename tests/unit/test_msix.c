@@ -373,3 +373,43 @@ TEST(clear_pending_forgets_every_pending_vector)
 	CHECK_EQ(fired(t, 3), 1);
 	tm_free(t);
 }
+
+/* Each route change costs a KVM_SET_GSI_ROUTING: only a change of a live
+ * vector's effective message makes one. */
+TEST(table_writes_reroute_only_when_the_effective_message_changes)
+{
+	struct tmx *t = tm_new();
+	uint64_t n;
+
+	ctrl_write(t, PCI_MSIX_FLAGS_ENABLE);
+	vec_setup(t, 1, 0x41);
+	n = t->m.reroutes;
+	CHECK_EQ(n, 1);                                  /* routed on unmask */
+	/* Rewriting the same message, as a driver restoring state does. */
+	tab_w32(t, 1, PCI_MSIX_ENTRY_LOWER_ADDR, 0xfee01000);
+	tab_w32(t, 1, PCI_MSIX_ENTRY_UPPER_ADDR, 0);
+	tab_w32(t, 1, PCI_MSIX_ENTRY_DATA, 0x41);
+	CHECK_EQ(t->m.reroutes, n);
+	/* Mask, unmask; function mask on and off: the route stays. */
+	tab_w32(t, 1, PCI_MSIX_ENTRY_VECTOR_CTRL, PCI_MSIX_ENTRY_CTRL_MASKBIT);
+	tab_w32(t, 1, PCI_MSIX_ENTRY_VECTOR_CTRL, 0);
+	ctrl_write(t, PCI_MSIX_FLAGS_ENABLE | PCI_MSIX_FLAGS_MASKALL);
+	ctrl_write(t, PCI_MSIX_FLAGS_ENABLE);
+	CHECK_EQ(t->m.reroutes, n);
+	/* Linux's affinity change: mask, new message, unmask: one update. */
+	tab_w32(t, 1, PCI_MSIX_ENTRY_VECTOR_CTRL, PCI_MSIX_ENTRY_CTRL_MASKBIT);
+	tab_w32(t, 1, PCI_MSIX_ENTRY_LOWER_ADDR, 0xfee02000);
+	tab_w32(t, 1, PCI_MSIX_ENTRY_DATA, 0x51);
+	CHECK_EQ(t->m.reroutes, n);
+	tab_w32(t, 1, PCI_MSIX_ENTRY_VECTOR_CTRL, 0);
+	CHECK_EQ(t->m.reroutes, n + 1);
+	CHECK_EQ(t->m.v[1].route_data, 0x51);
+	/* A live vector's new data: one update. */
+	tab_w32(t, 1, PCI_MSIX_ENTRY_DATA, 0x52);
+	CHECK_EQ(t->m.reroutes, n + 2);
+	/* A never-unmasked vector's writes: none. */
+	tab_w32(t, 2, PCI_MSIX_ENTRY_LOWER_ADDR, 0xfee00000);
+	tab_w32(t, 2, PCI_MSIX_ENTRY_DATA, 0x42);
+	CHECK_EQ(t->m.reroutes, n + 2);
+	tm_free(t);
+}
