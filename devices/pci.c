@@ -153,6 +153,11 @@ static const char *bar_conflict(struct pci_bus *bus, struct pci_dev *pd, unsigne
 	for (i = 0; i < gm->nr; i++)
 		if (range_overlaps(addr, size, gm->r[i].gpa, gm->r[i].size))
 			return "guest RAM";
+	/* Not all of these are on vm->mmio (KVM emulates the IOAPIC and the
+	 * LAPIC itself), so iobus_register would not refuse them. */
+	for (i = 0; i < bus->nfixed; i++)
+		if (range_overlaps(addr, size, bus->fixed[i].base, bus->fixed[i].size))
+			return bus->fixed[i].name;
 	for (s = 0; s < PCI_MAX_SLOTS; s++) {
 		struct pci_dev *o = bus->slots[s];
 		if (!o)
@@ -394,12 +399,14 @@ unsigned pci_intx_pin(const struct pci_bus *bus, unsigned slot)
 }
 
 int pci_bus_init(struct pci_bus *bus, struct vm *vm, uint64_t mmio_base, uint64_t mmio_end,
-		 unsigned intx_base)
+		 unsigned intx_base, const struct arch_range *fixed, unsigned nfixed)
 {
 	int ret;
 
 	memset(bus, 0, sizeof(*bus));
 	bus->vm = vm;
+	bus->fixed = fixed;
+	bus->nfixed = nfixed;
 	bus->mmio_next = mmio_base;
 	bus->mmio_end = mmio_end;
 	bus->intx_base = intx_base;
