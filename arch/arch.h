@@ -23,6 +23,12 @@ struct vm_console;
 struct vcpu;
 struct vm;
 
+/* A guest-physical range the platform keeps for itself. */
+struct arch_range {
+	uint64_t base, size;
+	const char *name;               /* "the IOAPIC": messages */
+};
+
 /* The guest's address map and interrupt assignments. */
 struct arch_layout {
 	const char *name;               /* "x86_64": messages */
@@ -39,6 +45,13 @@ struct arch_layout {
 	 * slot s's INTA# on interrupt line pci_intx_base + s % 4. */
 	uint64_t pci_mmio_base, pci_mmio_end;
 	unsigned pci_intx_base;
+	/* Fixed MMIO ranges outside guest RAM that are not PCI's to take
+	 * (x86: the IOAPIC, the LAPIC / MSI window, KVM's TSS and identity
+	 * map, the virtio-mmio windows): a BAR the guest places over one
+	 * stays unmapped, or it could shadow them (a notify ioeventfd over
+	 * the IOAPIC's IOREGSEL). nfixed_mmio entries. */
+	const struct arch_range *fixed_mmio;
+	unsigned nfixed_mmio;
 	/* A channel subsystem for virtio-ccw (s390). */
 	bool has_ccw;
 	/* Kernel parameters mvm always passes; device fragments follow, the

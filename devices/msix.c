@@ -18,9 +18,17 @@ static bool addr_valid(const struct msix_vector *v)
 	return v->addr_hi == 0 && (v->addr_lo & MSIX_ADDR_MASK) == MSIX_ADDR_BASE;
 }
 
+/* The function may send messages: MSI-X enabled, not function-masked, and
+ * bus master (PCIe 7.5.1.1.3, Command register: MSI/MSI-X messages are
+ * memory writes, so a clear Bus Master Enable disables them too). */
+static bool live(const struct msix *m)
+{
+	return m->enabled && !m->fmask && m->master;
+}
+
 static bool usable(const struct msix *m, const struct msix_vector *v)
 {
-	return m->enabled && !m->fmask && !(v->ctrl & PCI_MSIX_ENTRY_CTRL_MASKBIT);
+	return live(m) && !(v->ctrl & PCI_MSIX_ENTRY_CTRL_MASKBIT);
 }
 
 static void pba_set(struct msix *m, unsigned i, bool on)
@@ -52,13 +60,17 @@ static void sync_route(struct msix *m, unsigned i)
 				  " outside the LAPIC window 0xfeexxxxx; vector not routed",
 				  m->pd && m->pd->name ? m->pd->name : "?", i, addr);
 		}
-		if (v->routed && m->bound)
-			vm_msi_route(m->vm, v->gsi, 0, 0, true);
+		if (v->routed) {
+			m->reroutes++;
+			if (m->bound)
+				vm_msi_route(m->vm, v->gsi, 0, 0, true);
+		}
 		v->routed = false;
 		return;
 	}
 	if (v->routed && v->route_addr == addr && v->route_data == v->data)
-		return;
+		return;                 /* KVM has this route: no update */
+	m->reroutes++;
 	if (m->bound) {
 		ret = vm_msi_route(m->vm, v->gsi, addr, v->data, false);
 		if (ret) {
@@ -92,7 +104,8 @@ static int fire(struct msix *m, unsigned i)
 	return 0;
 }
 
-/* After unmask / fmask clear / enable: route, then deliver pending once. */
+/* After unmask / fmask clear / enable / bus master enable: route, then
+ * deliver pending once. */
 static void unmasked(struct msix *m, unsigned i)
 {
 	sync_route(m, i);
@@ -120,6 +133,7 @@ int msix_init(struct msix *m, struct pci_dev *pd, struct vm *vm, unsigned nvec,
 	m->nvec = nvec;
 	m->table_off = table_off;
 	m->pba_off = pba_off;
+	m->master = pci_command(pd) & PCI_COMMAND_MASTER;
 	ret = -pthread_mutex_init(&m->lock, NULL);
 	if (ret)
 		return ret;
@@ -210,19 +224,23 @@ void msix_destroy(struct msix *m)
 
 void msix_config_write(struct msix *m, unsigned off, unsigned len)
 {
+	bool in_cap, in_cmd, was_live;
 	uint16_t ctrl;
-	bool was_live, live;
 	unsigned i;
 
-	if (!m->v || off >= m->cap + MSIX_CAP_LEN || off + len <= m->cap)
+	if (!m->v)
+		return;
+	in_cap = off < m->cap + MSIX_CAP_LEN && off + len > m->cap;
+	in_cmd = off < PCI_COMMAND + 2 && off + len > PCI_COMMAND;
+	if (!in_cap && !in_cmd)
 		return;
 	ctrl = le16_load(&m->pd->cfg[m->cap + PCI_MSIX_FLAGS]);
 	pthread_mutex_lock(&m->lock);
-	was_live = m->enabled && !m->fmask;
+	was_live = live(m);
 	m->enabled = ctrl & PCI_MSIX_FLAGS_ENABLE;
 	m->fmask = ctrl & PCI_MSIX_FLAGS_MASKALL;
-	live = m->enabled && !m->fmask;
-	if (live && !was_live)
+	m->master = pci_command(m->pd) & PCI_COMMAND_MASTER;
+	if (live(m) && !was_live)
 		for (i = 0; i < m->nvec; i++)
 			unmasked(m, i);
 	pthread_mutex_unlock(&m->lock);
@@ -247,7 +265,7 @@ int msix_signal(struct msix *m, unsigned vec)
 	pthread_mutex_lock(&m->lock);
 	if (!m->enabled) {
 		ret = -ENOTSUP;
-	} else if (m->fmask || (m->v[vec].ctrl & PCI_MSIX_ENTRY_CTRL_MASKBIT)) {
+	} else if (!usable(m, &m->v[vec])) {
 		pba_set(m, vec, true);
 		m->pended++;
 		ret = 1;
@@ -268,6 +286,15 @@ bool msix_pending(struct msix *m, unsigned vec)
 	p = pba_test(m, vec);
 	pthread_mutex_unlock(&m->lock);
 	return p;
+}
+
+void msix_clear_pending(struct msix *m)
+{
+	if (!m->pba)
+		return;
+	pthread_mutex_lock(&m->lock);
+	memset(m->pba, 0, ALIGN_UP(m->nvec, 64u) / 8);
+	pthread_mutex_unlock(&m->lock);
 }
 
 /* ---- BAR: table and PBA ------------------------------------------------- */

@@ -10,14 +10,26 @@
  * state and read the vector eventfds to see what fired.
  *
  * Routing: a vector's route is (re)programmed whenever it is usable (MSI-X
- * enabled, function and vector unmasked) and its address/data differ from
- * the installed route: i.e. when the guest writes the entry's address/data
- * of a live vector, unmasks it, clears the function mask or sets enable.
+ * enabled, function and vector unmasked, bus master) and its address/data
+ * differ from the installed route: i.e. when the guest writes the entry's
+ * address/data of a live vector, unmasks it, clears the function mask,
+ * sets enable or Bus Master Enable.
  * Masking leaves the route in place (nothing is fired while masked), which
- * spares a KVM_SET_GSI_ROUTING per mask/unmask pair. An address outside the
+ * spares a KVM_SET_GSI_ROUTING per mask/unmask pair; a write that leaves a
+ * live vector's message as it was, and any write to a masked vector's
+ * message, changes no route either (reroutes counts the changes; vm.c
+ * then pushes the table only when a route's content changed). An address outside the
  * LAPIC window (not 0xFEExxxxx, or a non-zero high dword) leaves the vector
  * unrouted (its route removed) and is logged once per vector; signals on it
  * are dropped.
+ *
+ * Bus mastering: a message is a memory write, so none is sent while the
+ * command register's Bus Master Enable is clear (PCIe 7.5.1.1.3). A signal
+ * then sets the vector's PBA bit as a mask would; setting Bus Master Enable
+ * again delivers, once, every pending vector that is unmasked (the
+ * function's and its own mask clear, MSI-X enabled), exactly as clearing
+ * the function mask does. (QEMU drops such a message instead; pending it
+ * loses no interrupt and costs nothing.) Routes are left alone meanwhile.
  *
  * Mask/pending race: msix_signal (queue threads) and every table/control
  * write (vCPU threads) take m->lock. A signal either sees the vector masked
@@ -71,9 +83,11 @@ struct msix {
 
 	pthread_mutex_t lock;    /* everything below */
 	bool enabled, fmask;     /* message control, mirrored on config writes */
+	bool master;             /* command register's Bus Master Enable, mirrored */
 	struct msix_vector *v;
 	uint64_t *pba;
 	uint64_t fired, pended;  /* stats */
+	uint64_t reroutes;       /* route changes (bound: vm_msi_route calls) */
 };
 
 /* Add the capability to pd (before pci_bus_add) for nvec (1..2048) vectors
@@ -88,8 +102,9 @@ int msix_bind(struct msix *m);
 /* Unbind (when bound) and free. */
 void msix_destroy(struct msix *m);
 
-/* The pci_dev config_write hook calls this for writes overlapping the
- * capability: picks up enable / function mask changes. Bus lock held. */
+/* The pci_dev config_write hook calls this after every config write: one
+ * overlapping the capability or the command register picks up enable /
+ * function mask / bus master changes. Bus lock held. */
 void msix_config_write(struct msix *m, unsigned off, unsigned len);
 
 /* BAR accesses (offset relative to the BAR): the table and the PBA; dword
@@ -99,10 +114,18 @@ void msix_bar_write(struct msix *m, uint64_t off, const uint8_t *data, unsigned 
 extern const struct io_ops msix_bar_ops;
 
 bool msix_enabled(struct msix *m);
-/* Raise vector vec. 0 = fired, 1 = masked: PBA bit set (fired on unmask),
+/* Raise vector vec. 0 = fired, 1 = masked or bus mastering off: PBA bit
+ * set (fired on unmask / bus master enable),
  * -ENOTSUP = MSI-X disabled (caller falls back to INTx), -EINVAL = vec out
  * of range or not routable (dropped). Any thread. */
 int msix_signal(struct msix *m, unsigned vec);
 bool msix_pending(struct msix *m, unsigned vec);
+/* The device was reset (virtio-pci: device_status 0): every pending bit is
+ * cleared, so nothing the device raised for the old driver instance fires
+ * when the new one unmasks a vector (as QEMU's msix_unuse_all_vectors
+ * does). The table, enable and function mask are the PCI function's and
+ * stay: the driver keeps them across a device reset (mvm has no PCI
+ * function reset, FLR or bus reset, that would clear them). Any thread. */
+void msix_clear_pending(struct msix *m);
 
 #endif

@@ -104,6 +104,17 @@ uint64_t pci_bar_addr(const struct pci_dev *pd, unsigned bar)
 	return a;
 }
 
+uint16_t pci_command(const struct pci_dev *pd)
+{
+	/* Relaxed byte loads, pairing with cfg_write_locked's atomic stores:
+	 * each bit is read whole; the two bytes are not one snapshot, which
+	 * no caller needs (each tests bits of its own). Nothing else is
+	 * ordered by the command register: the state a bit guards is handed
+	 * over under locks of its own (msix's, the transport's). */
+	return (uint16_t)(__atomic_load_n(&pd->cfg[PCI_COMMAND], __ATOMIC_RELAXED) |
+			  __atomic_load_n(&pd->cfg[PCI_COMMAND + 1], __ATOMIC_RELAXED) << 8);
+}
+
 /* An access is valid when it lies in config space, has width 1, 2 or 4, and
  * either lies wholly inside one capability or touches none. */
 static bool cfg_access_ok(const struct pci_dev *pd, unsigned off, unsigned len)
@@ -142,6 +153,11 @@ static const char *bar_conflict(struct pci_bus *bus, struct pci_dev *pd, unsigne
 	for (i = 0; i < gm->nr; i++)
 		if (range_overlaps(addr, size, gm->r[i].gpa, gm->r[i].size))
 			return "guest RAM";
+	/* Not all of these are on vm->mmio (KVM emulates the IOAPIC and the
+	 * LAPIC itself), so iobus_register would not refuse them. */
+	for (i = 0; i < bus->nfixed; i++)
+		if (range_overlaps(addr, size, bus->fixed[i].base, bus->fixed[i].size))
+			return bus->fixed[i].name;
 	for (s = 0; s < PCI_MAX_SLOTS; s++) {
 		struct pci_dev *o = bus->slots[s];
 		if (!o)
@@ -197,7 +213,7 @@ static void bar_map(struct pci_dev *pd, unsigned bar, uint64_t addr)
  * BAR registers: unmap what moved or lost decode, then map what should be. */
 static void bars_update(struct pci_dev *pd)
 {
-	bool decode = le16_load(&pd->cfg[PCI_COMMAND]) & PCI_COMMAND_MEMORY;
+	bool decode = pci_command(pd) & PCI_COMMAND_MEMORY;
 	unsigned i;
 
 	if (!pd->bus)
@@ -242,7 +258,12 @@ static void cfg_write_locked(struct pci_dev *pd, unsigned off, const uint8_t *da
 	for (i = 0; i < len; i++) {
 		uint8_t *c = &pd->cfg[off + i];
 		uint8_t wm = pd->wmask[off + i], w1c = pd->w1c[off + i];
-		*c = (uint8_t)(((*c & ~wm) | (data[i] & wm)) & ~(data[i] & w1c));
+		/* An atomic store: the command register is also read without
+		 * the lock (pci_command, by device threads), and a plain store
+		 * racing those loads would be a data race. Reading *c plainly
+		 * is fine: every writer holds the bus lock. */
+		__atomic_store_n(c, (uint8_t)(((*c & ~wm) | (data[i] & wm)) & ~(data[i] & w1c)),
+				 __ATOMIC_RELAXED);
 	}
 	remap = range_overlaps(off, len, PCI_COMMAND, 2) ||
 		range_overlaps(off, len, PCI_BASE_ADDRESS_0, 4 * PCI_NUM_BARS);
@@ -378,12 +399,14 @@ unsigned pci_intx_pin(const struct pci_bus *bus, unsigned slot)
 }
 
 int pci_bus_init(struct pci_bus *bus, struct vm *vm, uint64_t mmio_base, uint64_t mmio_end,
-		 unsigned intx_base)
+		 unsigned intx_base, const struct arch_range *fixed, unsigned nfixed)
 {
 	int ret;
 
 	memset(bus, 0, sizeof(*bus));
 	bus->vm = vm;
+	bus->fixed = fixed;
+	bus->nfixed = nfixed;
 	bus->mmio_next = mmio_base;
 	bus->mmio_end = mmio_end;
 	bus->intx_base = intx_base;

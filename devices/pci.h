@@ -17,14 +17,22 @@
  * device is added; the guest may move them. A BAR's range is registered on
  * vm->mmio only while memory decode is enabled in the command register, and
  * is re-registered when the guest moves it. A BAR placed over guest RAM, over
- * another mapped BAR or any other MMIO range stays unmapped (logged once per
- * BAR) until the guest moves it somewhere valid.
+ * one of the board's fixed ranges (arch_layout.fixed_mmio: the IOAPIC, the
+ * LAPIC, ...), over another mapped BAR or any other MMIO range stays
+ * unmapped, as if memory decode were off for it (logged once per BAR),
+ * until the guest moves it somewhere valid. mvm's functions have memory
+ * BARs only; an I/O BAR would need the same check against the board's
+ * ports.
  *
  * Locking: bus->lock serialises all config accesses and BAR (un)mapping.
  * Config accesses arrive on vCPU threads under vm->pio's read lock; mapping
  * a BAR takes vm->mmio's write lock (a different bus, so no self-deadlock).
  * Device callbacks (pci_dev_ops) run with bus->lock held: they must not
- * issue config accesses themselves. */
+ * issue config accesses themselves. The one register read without the
+ * lock is the command register (pci_command: device threads ask whether
+ * INTx is disabled or bus mastering enabled): every config byte is
+ * therefore stored with an atomic store, and pci_command loads atomically;
+ * everything else in cfg[] is only accessed under the lock. */
 #ifndef MVM_PCI_H
 #define MVM_PCI_H
 
@@ -33,6 +41,7 @@
 #include <linux/pci_regs.h>
 #include <stdint.h>
 
+#include "arch/arch.h"
 #include "vmm/iobus.h"
 
 struct vm;
@@ -101,6 +110,8 @@ struct pci_dev {
 
 struct pci_bus {
 	struct vm *vm;
+	const struct arch_range *fixed;  /* no BAR over these (the board's) */
+	unsigned nfixed;
 	pthread_mutex_t lock;
 	uint32_t conf1_addr;       /* latched address register */
 	struct pci_dev host_bridge;
@@ -134,10 +145,11 @@ int pci_cap_add(struct pci_dev *pd, uint8_t id, unsigned len);
 void pci_set_wmask(struct pci_dev *pd, unsigned off, unsigned len, uint32_t mask);
 
 /* Bus lifetime: registers conf1 ports on vm->pio, adds the host bridge.
- * The board says where BARs go ([mmio_base, mmio_end)) and where slot 0's
- * INTA# is wired (intx_base). */
+ * The board says where BARs go ([mmio_base, mmio_end)), where slot 0's
+ * INTA# is wired (intx_base), and which fixed ranges no BAR may cover
+ * (nfixed entries of fixed, kept by reference: arch_layout's). */
 int pci_bus_init(struct pci_bus *bus, struct vm *vm, uint64_t mmio_base, uint64_t mmio_end,
-		 unsigned intx_base);
+		 unsigned intx_base, const struct arch_range *fixed, unsigned nfixed);
 void pci_bus_destroy(struct pci_bus *bus);
 
 /* Put pd on the next free slot (1..31), place its BARs in the 32-bit PCI
@@ -154,6 +166,10 @@ void pci_cfg_write(struct pci_dev *pd, unsigned off, const uint8_t *data, unsign
 uint32_t pci_cfg_read32(struct pci_dev *pd, unsigned off);   /* helpers on top */
 void pci_cfg_write32(struct pci_dev *pd, unsigned off, uint32_t v);
 void pci_cfg_write16(struct pci_dev *pd, unsigned off, uint16_t v);
+
+/* The command register (PCI_COMMAND_*) from any thread, without the bus
+ * lock: atomic loads pairing with the config write's atomic stores. */
+uint16_t pci_command(const struct pci_dev *pd);
 
 /* Current guest-programmed address of a BAR (64-bit BARs combine both halves). */
 uint64_t pci_bar_addr(const struct pci_dev *pd, unsigned bar);

@@ -127,6 +127,15 @@ static void driver_ok(struct virtio_dev *dev)
 {
 	unsigned q;
 
+	if (dev->tops && dev->tops->dma_allowed && !dev->tops->dma_allowed(dev)) {
+		/* A queue thread's first act is reading the avail ring: DMA. */
+		virtio_guest_warn(dev, VIRTIO_GW_DMA, "%s: DRIVER_OK while the driver forbids "
+				  "the device to access its memory (PCI: bus mastering off); "
+				  "no queue started, device needs reset", dev->ops->name);
+		virtio_dev_needs_reset(dev);
+		return;
+	}
+
 	for (q = 0; q < dev->num_queues; q++) {
 		int ret;
 

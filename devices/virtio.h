@@ -91,6 +91,10 @@ struct virtio_transport_ops {
 	void (*signal_queue)(struct virtio_dev *, unsigned q);
 	/* Configuration change (or NEEDS_RESET): raise the config interrupt. */
 	void (*signal_config)(struct virtio_dev *);
+	/* Whether the driver lets the device access guest memory now
+	 * (virtio-pci: the command register's Bus Master Enable). DRIVER_OK
+	 * starts no queue while it says no. Register lock held. NULL: always. */
+	bool (*dma_allowed)(struct virtio_dev *);
 };
 
 struct virtio_dev {
@@ -135,6 +139,7 @@ enum {
 	VIRTIO_GW_QUEUE_CONFIG,         /* a queue enabled with a bad configuration */
 	VIRTIO_GW_QUEUE_START,          /* a queue that could not start */
 	VIRTIO_GW_RING,                 /* the guest broke a ring */
+	VIRTIO_GW_DMA,                  /* queues needed DMA the driver forbade */
 };
 
 /* Something the guest can repeat at will (a write per VM exit, a ring it
@@ -166,7 +171,9 @@ uint8_t virtio_get_status(const struct virtio_dev *dev);
  *  - FEATURES_OK is not set when guest_features has a bit never offered or
  *    lacks VERSION_1 (the driver reads status back and sees it missing);
  *  - DRIVER_OK starts every ready queue and kicks each once, so buffers the
- *    driver queued before DRIVER_OK are processed;
+ *    driver queued before DRIVER_OK are processed; when the transport's
+ *    dma_allowed says no, it starts none and sets NEEDS_RESET instead
+ *    (the device cannot work without DMA; the driver must reset it);
  *  - FAILED is recorded; NEEDS_RESET written by the driver is ignored. */
 void virtio_set_status(struct virtio_dev *dev, uint8_t val);
 /* Reset (§2.1.2): stop queues first (ops->queue_stop), then ops->reset, then

@@ -124,6 +124,10 @@ static void vp_reset(struct vtr *t)
 	for (q = 0; q < vp->t.dev->num_queues; q++)
 		__atomic_store_n(&vp->t.dev->queues[q].msix_vector, MSIX_NO_VECTOR, __ATOMIC_RELAXED);
 	__atomic_store_n(&vp->isr, 0, __ATOMIC_RELAXED);
+	/* Interrupts pended for the old driver instance go too (the queues
+	 * are stopped already: nothing pends a new one meanwhile but a
+	 * config change, which is news to the new driver as well). */
+	msix_clear_pending(&vp->msix);
 }
 
 static void set_u64_part(uint64_t *field, uint64_t val, unsigned shift, unsigned len)
@@ -233,9 +237,7 @@ static const struct io_ops virtio_pci_bar_ops = { virtio_pci_bar_read, virtio_pc
 
 static bool intx_allowed(struct virtio_pci *vp)
 {
-	uint8_t cmd_hi = __atomic_load_n(&vp->pci.cfg[PCI_COMMAND + 1], __ATOMIC_RELAXED);
-
-	return !(cmd_hi & (PCI_COMMAND_INTX_DISABLE >> 8)) && !msix_enabled(&vp->msix);
+	return !(pci_command(&vp->pci) & PCI_COMMAND_INTX_DISABLE) && !msix_enabled(&vp->msix);
 }
 
 static void intx_raise(struct virtio_pci *vp, uint8_t bit)
@@ -284,9 +286,19 @@ static void vp_signal_config(struct virtio_dev *dev)
 		      VIRTIO_PCI_ISR_CONFIG);
 }
 
+/* Bus Master Enable (PCI 3.0 §6.2.2): the device's queue threads read and
+ * write guest memory, which a function may only do as a bus master. */
+static bool vp_dma_allowed(struct virtio_dev *dev)
+{
+	struct virtio_pci *vp = dev->transport;
+
+	return pci_command(&vp->pci) & PCI_COMMAND_MASTER;
+}
+
 const struct virtio_transport_ops virtio_pci_transport_ops = {
 	.signal_queue = vp_signal_queue,
 	.signal_config = vp_signal_config,
+	.dma_allowed = vp_dma_allowed,
 };
 
 /* ---- PCI hooks ---------------------------------------------------------- */
@@ -349,6 +361,35 @@ static void vp_config_read(struct pci_dev *pd, unsigned off, unsigned len)
 	}
 }
 
+/* Bus mastering turned off: the function must not touch guest memory any
+ * more. The queue threads are the device's DMA, and a queue cannot be
+ * paused and resumed (a stop cancels in-flight requests, whose chains are
+ * then never returned to the driver), so stop them all and ask the driver
+ * for a reset (NEEDS_RESET), as a device whose DMA fails would (QEMU marks
+ * such a device broken). queue_stop returns only once nothing more is
+ * written to guest memory, and the guest's config write does not complete
+ * before: when it retires, the device's DMA is over. (Linux clears Bus
+ * Master Enable only on a device it reset already, e.g. before kexec.)
+ * Bus lock held; the register lock nests inside it. */
+static void vp_bus_master_off(struct virtio_pci *vp)
+{
+	struct virtio_dev *dev = vp->t.dev;
+	bool running = false;
+	unsigned q;
+
+	pthread_mutex_lock(&vp->t.lock);
+	for (q = 0; q < dev->num_queues; q++)
+		running |= dev->queues[q].started;
+	if (running) {
+		virtio_dev_stop(dev);
+		virtio_guest_warn(dev, VIRTIO_GW_DMA, "%s (%s): bus mastering turned off while "
+				  "its queues ran; queues stopped, device needs reset",
+				  dev->ops->name, vp->t.name);
+		virtio_dev_needs_reset(dev);
+	}
+	pthread_mutex_unlock(&vp->t.lock);
+}
+
 static void vp_config_write(struct pci_dev *pd, unsigned off, unsigned len)
 {
 	struct virtio_pci *vp = pd->opaque;
@@ -357,7 +398,11 @@ static void vp_config_write(struct pci_dev *pd, unsigned off, unsigned len)
 	uint32_t boff, blen;
 	void *opaque;
 
+	/* MSI-X first: from here on a message pends instead of being sent
+	 * (msix.h), including one the stopping queues raise. */
 	msix_config_write(&vp->msix, off, len);
+	if (overlaps(off, len, PCI_COMMAND, 2) && !(pci_command(pd) & PCI_COMMAND_MASTER))
+		vp_bus_master_off(vp);
 	if (overlaps(off, len, data_off, 4)) {
 		ops = pci_cfg_window(vp, &opaque, &boff, &blen);
 		if (ops)
@@ -598,8 +643,9 @@ static void vp_stats_json(struct vtr *t, FILE *out)
 	struct virtio_pci *vp = container_of(t, struct virtio_pci, t);
 
 	pthread_mutex_lock(&vp->msix.lock);
-	fprintf(out, ",\"slot\":%u,\"msix_fired\":%" PRIu64 ",\"msix_pended\":%" PRIu64,
-		vp->pci.slot, vp->msix.fired, vp->msix.pended);
+	fprintf(out, ",\"slot\":%u,\"msix_fired\":%" PRIu64 ",\"msix_pended\":%" PRIu64
+		",\"msix_reroutes\":%" PRIu64, vp->pci.slot, vp->msix.fired, vp->msix.pended,
+		vp->msix.reroutes);
 	pthread_mutex_unlock(&vp->msix.lock);
 }
 

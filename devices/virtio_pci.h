@@ -23,7 +23,19 @@
  * written after DRIVER_OK or while the queue is enabled: ignored. An MSI-X
  * vector >= the table size reads back NO_VECTOR (0xffff). device_status goes
  * through the virtio core's state machine (virtio_set_status); 0 resets the
- * device and the transport (vectors back to NO_VECTOR, selects to 0).
+ * device and the transport (vectors back to NO_VECTOR, selects to 0, ISR
+ * and every MSI-X pending bit cleared).
+ *
+ * Bus mastering (the command register's Bus Master Enable, BME): the
+ * device reads and writes guest memory (its virtqueues) only as a bus
+ * master. DRIVER_OK with BME clear starts no queue and sets NEEDS_RESET;
+ * clearing BME while queues run stops them (the config write completes
+ * only after their last access to guest memory) and sets NEEDS_RESET: the
+ * driver resets the device (device_status 0) to use it again. No MSI-X
+ * message is sent while BME is clear: the vector pends and is delivered
+ * when BME is set again (msix.h). INTx is not a memory write and does not
+ * depend on BME (PCI 3.0 §6.2.2); with the queues stopped, only config
+ * changes raise it.
  *
  * Interrupts: with MSI-X enabled, signal_queue fires the queue's vector and
  * signal_config the config vector (NO_VECTOR: no interrupt, §4.1.5.1.2);

@@ -8,6 +8,7 @@
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include "vmm/vm.h"
 
@@ -27,12 +28,27 @@ struct kvm_msi_slot {
 	struct kvm_irq_routing_s390_adapter ad;
 };
 
+#define KVM_MSI_SLOTS      (KVM_MSI_GSI_END - KVM_MSI_GSI_FIRST)
+#define KVM_CHIP_ROUTES_MAX 64u         /* room for arch_irq_routes */
+#define KVM_ROUTE_NONE     UINT16_MAX
+
 struct kvm_state {
-	/* Routing: KVM_SET_GSI_ROUTING replaces the whole table, so every
-	 * update rebuilds it from the irqchip routes plus the active MSI
-	 * slots, under route_lock (PCI devices update routes at run time). */
+	/* Routing: KVM_SET_GSI_ROUTING replaces KVM's whole table, and costs
+	 * the kernel a new table and an RCU grace period; PCI devices change
+	 * routes at run time (an MSI-X table write). So mvm keeps the table
+	 * as KVM has it: the irqchip's fixed routes first, then one entry per
+	 * active slot (in no particular order; route_idx says where). A
+	 * route change rewrites, appends or removes (the last entry moves
+	 * into the hole) that one entry, and the table is pushed only when an
+	 * entry's content changed; route_pushes counts the pushes (with no
+	 * KVM, in unit tests: the pushes that would have been made). All
+	 * under route_lock. */
 	pthread_mutex_t route_lock;
-	struct kvm_msi_slot msi[KVM_MSI_GSI_END - KVM_MSI_GSI_FIRST];
+	struct kvm_msi_slot msi[KVM_MSI_SLOTS];
+	uint16_t route_idx[KVM_MSI_SLOTS];     /* msi[i]'s entry, or KVM_ROUTE_NONE */
+	struct kvm_irq_routing *routes;         /* room for route_cap entries */
+	unsigned route_cap;
+	uint64_t route_pushes;
 
 	/* Stop request: the first vm_request_stop() records the status and
 	 * signals stop_efd, which the main loop polls. */
@@ -65,11 +81,10 @@ unsigned kvm_max_vcpus(int kvm_fd);
 int kvm_vm_create(struct vm *vm, int kvm_fd, uint64_t mem, unsigned ncpus,
 		  char *err, size_t errlen);
 
-/* Build the complete routing table (irqchip routes + active MSI routes)
- * into r, which has room for cap entries. Returns the entry count.
- * Called with route_lock held. */
-unsigned kvm_build_routes(const struct kvm_state *ks, struct kvm_irq_routing_entry *r,
-			  unsigned cap);
+/* The routing table as mvm keeps it for KVM (irqchip routes, then active
+ * MSI / adapter routes), copied into r, which has room for cap entries.
+ * Returns the entry count. Takes route_lock. */
+unsigned kvm_get_routes(struct kvm_state *ks, struct kvm_irq_routing_entry *r, unsigned cap);
 
 static inline struct kvm_state *vm_kvm(const struct vm *vm)
 {

@@ -339,7 +339,8 @@ static int mvm_attach_disks(struct mvm *m, char *err, size_t errlen)
 		dev->no_packed = !s->packed;
 		if (pci && !m->pci_up) {
 			ret = pci_bus_init(&m->pci, &m->vm, arch_layout.pci_mmio_base,
-					   arch_layout.pci_mmio_end, arch_layout.pci_intx_base);
+					   arch_layout.pci_mmio_end, arch_layout.pci_intx_base,
+					   arch_layout.fixed_mmio, arch_layout.nfixed_mmio);
 			if (ret) {
 				virtio_dev_destroy(dev);
 				return err_set(err, errlen, ret, "PCI bus: %s", strerror(-ret));

@@ -31,6 +31,7 @@ static int vm_err(char *err, size_t errlen, const char *fmt, ...)
 int vm_init(struct vm *vm, unsigned ncpus)
 {
 	struct kvm_state *ks;
+	unsigned i;
 	int ret;
 
 	memset(vm, 0, sizeof(*vm));
@@ -50,9 +51,21 @@ int vm_init(struct vm *vm, unsigned ncpus)
 	atomic_init(&ks->reason, (int)VM_STOP_HOST_ERROR);
 	vm->kick_signal = SIGUSR1;
 	atomic_init(&ks->stopping, false);
+	/* The table KVM gets: the irqchip's routes, then room for every
+	 * MSI-range GSI (about 42 KiB, allocated once). */
+	ks->route_cap = KVM_CHIP_ROUTES_MAX + KVM_MSI_SLOTS;
+	ks->routes = calloc(1, sizeof(*ks->routes) + ks->route_cap * sizeof(ks->routes->entries[0]));
+	if (!ks->routes) {
+		ret = -ENOMEM;
+		goto close_efd;
+	}
+	ks->routes->nr = MIN(arch_irq_routes(ks->routes->entries, KVM_CHIP_ROUTES_MAX),
+			     KVM_CHIP_ROUTES_MAX);
+	for (i = 0; i < KVM_MSI_SLOTS; i++)
+		ks->route_idx[i] = KVM_ROUTE_NONE;
 	ret = -pthread_mutex_init(&ks->route_lock, NULL);
 	if (ret)
-		goto close_efd;
+		goto free_routes;
 	ret = iobus_init(&vm->pio);
 	if (ret)
 		goto destroy_lock;
@@ -65,6 +78,8 @@ destroy_pio:
 	iobus_destroy(&vm->pio);
 destroy_lock:
 	pthread_mutex_destroy(&ks->route_lock);
+free_routes:
+	free(ks->routes);
 close_efd:
 	close(ks->stop_efd);
 free_ks:
@@ -85,6 +100,7 @@ void vm_fini(struct vm *vm)
 		iobus_destroy(&vm->mmio);
 		iobus_destroy(&vm->pio);
 		pthread_mutex_destroy(&ks->route_lock);
+		free(ks->routes);
 		close(ks->stop_efd);
 		arch_vm_fini(ks->arch_state);
 		free(ks);
@@ -148,50 +164,84 @@ unsigned kvm_max_vcpus(int kvm_fd)
 	return n;
 }
 
-unsigned kvm_build_routes(const struct kvm_state *ks, struct kvm_irq_routing_entry *r,
-			  unsigned cap)
+unsigned kvm_get_routes(struct kvm_state *ks, struct kvm_irq_routing_entry *r, unsigned cap)
 {
-	unsigned n, i;
+	unsigned n;
 
-	n = arch_irq_routes(r, cap);
-	for (i = 0; i < ARRAY_SIZE(ks->msi); i++) {
-		if (!ks->msi[i].active)
-			continue;
-		if (n < cap) {
-			memset(&r[n], 0, sizeof(r[n]));
-			r[n].gsi = KVM_MSI_GSI_FIRST + i;
-			if (ks->msi[i].adapter) {
-				r[n].type = KVM_IRQ_ROUTING_S390_ADAPTER;
-				r[n].u.adapter = ks->msi[i].ad;
-			} else {
-				r[n].type = KVM_IRQ_ROUTING_MSI;
-				r[n].u.msi.address_lo = (uint32_t)ks->msi[i].addr;
-				r[n].u.msi.address_hi = (uint32_t)(ks->msi[i].addr >> 32);
-				r[n].u.msi.data = ks->msi[i].data;
-			}
-		}
-		n++;
-	}
+	pthread_mutex_lock(&ks->route_lock);
+	n = ks->routes->nr;
+	memcpy(r, ks->routes->entries, MIN(n, cap) * sizeof(r[0]));
+	pthread_mutex_unlock(&ks->route_lock);
 	return n;
 }
 
-/* Rebuild and install the routing table; route_lock held. */
+/* The KVM routing entry of MSI-range slot i. */
+static void route_entry(const struct kvm_state *ks, unsigned i, struct kvm_irq_routing_entry *e)
+{
+	const struct kvm_msi_slot *s = &ks->msi[i];
+
+	memset(e, 0, sizeof(*e));
+	e->gsi = KVM_MSI_GSI_FIRST + i;
+	if (s->adapter) {
+		e->type = KVM_IRQ_ROUTING_S390_ADAPTER;
+		e->u.adapter = s->ad;
+	} else {
+		e->type = KVM_IRQ_ROUTING_MSI;
+		e->u.msi.address_lo = (uint32_t)s->addr;
+		e->u.msi.address_hi = (uint32_t)(s->addr >> 32);
+		e->u.msi.data = s->data;
+	}
+}
+
+/* Make slot i's entry in the kept table match ks->msi[i]: rewrite it,
+ * append it, or remove it (the last entry moves into its place). The
+ * table has room for every slot, so appending cannot fail. route_lock held. */
+static void route_entry_update(struct kvm_state *ks, unsigned i)
+{
+	struct kvm_irq_routing *t = ks->routes;
+	unsigned e = ks->route_idx[i], last;
+
+	if (ks->msi[i].active) {
+		if (e == KVM_ROUTE_NONE)
+			e = t->nr++;
+		route_entry(ks, i, &t->entries[e]);
+		ks->route_idx[i] = (uint16_t)e;
+	} else if (e != KVM_ROUTE_NONE) {
+		last = --t->nr;
+		if (e != last) {
+			t->entries[e] = t->entries[last];
+			ks->route_idx[t->entries[e].gsi - KVM_MSI_GSI_FIRST] = (uint16_t)e;
+		}
+		ks->route_idx[i] = KVM_ROUTE_NONE;
+	}
+}
+
+/* Whether two slots route alike: inactive ones all do, whatever they hold. */
+static bool slot_same(const struct kvm_msi_slot *a, const struct kvm_msi_slot *b)
+{
+	if (a->active != b->active)
+		return false;
+	if (!a->active)
+		return true;
+	if (a->adapter != b->adapter)
+		return false;
+	if (!a->adapter)
+		return a->addr == b->addr && a->data == b->data;
+	return a->ad.ind_addr == b->ad.ind_addr && a->ad.summary_addr == b->ad.summary_addr &&
+	       a->ad.ind_offset == b->ad.ind_offset &&
+	       a->ad.summary_offset == b->ad.summary_offset &&
+	       a->ad.adapter_id == b->ad.adapter_id;
+}
+
+/* Install the kept table; route_lock held. */
 static int kvm_set_routes(struct vm *vm)
 {
 	struct kvm_state *ks = vm_kvm(vm);
-	unsigned cap = 64 + ARRAY_SIZE(ks->msi), n;
-	struct kvm_irq_routing *tbl;
-	int ret = 0;
 
-	tbl = calloc(1, sizeof(*tbl) + cap * sizeof(tbl->entries[0]));
-	if (!tbl)
-		return -ENOMEM;
-	n = kvm_build_routes(ks, tbl->entries, cap);
-	tbl->nr = MIN(n, cap);
-	if (ioctl(vm->vm_fd, KVM_SET_GSI_ROUTING, tbl) < 0)
-		ret = -errno;
-	free(tbl);
-	return ret;
+	ks->route_pushes++;
+	if (vm->vm_fd < 0)
+		return 0;               /* no KVM (unit tests): the table is all there is */
+	return ioctl(vm->vm_fd, KVM_SET_GSI_ROUTING, ks->routes) < 0 ? -errno : 0;
 }
 
 int kvm_vm_create(struct vm *vm, int kvm_fd, uint64_t mem, unsigned ncpus,
@@ -327,19 +377,33 @@ int vm_alloc_msi_gsi(struct vm *vm, unsigned *gsi)
 	return 0;
 }
 
-/* Replace the route of an MSI-range GSI and reinstall the table. */
+/* Replace the route of an MSI-range GSI: update its one entry and push the
+ * table, unless the route is what it was (then KVM has it already). When
+ * KVM refuses the table, the kept one goes back to what KVM still has. */
 static int route_set(struct vm *vm, unsigned gsi, const struct kvm_msi_slot *slot)
 {
 	struct kvm_state *ks = vm_kvm(vm);
-	int ret;
+	struct kvm_msi_slot old;
+	unsigned i;
+	int ret = 0;
 
 	if (!ks)
 		return -ENODEV;
 	if (gsi < KVM_MSI_GSI_FIRST || gsi >= KVM_MSI_GSI_END)
 		return -EINVAL;
+	i = gsi - KVM_MSI_GSI_FIRST;
 	pthread_mutex_lock(&ks->route_lock);
-	ks->msi[gsi - KVM_MSI_GSI_FIRST] = *slot;
-	ret = vm->vm_fd >= 0 ? kvm_set_routes(vm) : 0;
+	if (slot_same(&ks->msi[i], slot))
+		goto unlock;
+	old = ks->msi[i];
+	ks->msi[i] = *slot;
+	route_entry_update(ks, i);
+	ret = kvm_set_routes(vm);
+	if (ret) {
+		ks->msi[i] = old;
+		route_entry_update(ks, i);
+	}
+unlock:
 	pthread_mutex_unlock(&ks->route_lock);
 	return ret;
 }

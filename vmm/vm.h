@@ -117,8 +117,9 @@ int vm_alloc_virtio_mmio(struct vm *vm, uint64_t *base);
 /* Allocate a GSI for an MSI route (not an IOAPIC pin): 0 or -ENOSPC. */
 int vm_alloc_msi_gsi(struct vm *vm, unsigned *gsi);
 
-/* Point gsi at an MSI message (address/data from an MSI-X table entry),
- * rebuilding the routing table with KVM_SET_GSI_ROUTING; masked == true
+/* Point gsi at an MSI message (address/data from an MSI-X table entry):
+ * its entry in the routing table mvm keeps changes, and the table goes to
+ * KVM_SET_GSI_ROUTING only when the route did change; masked == true
  * removes the route so irqfd writes are dropped. 0 or -errno. */
 int vm_msi_route(struct vm *vm, unsigned gsi, uint64_t addr, uint32_t data, bool masked);
 

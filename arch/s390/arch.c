@@ -48,6 +48,7 @@ const struct arch_layout arch_layout = {
 	.nvirtio_irqs = 0,
 	.pci_mmio_base = 0,
 	.pci_mmio_end = 0,
+	.nfixed_mmio = 0,               /* no PCI bus */
 	/* The SCLP VT220 console; reboot on panic, which ends mvm. */
 	.base_cmdline = "console=ttysclp0 panic=-1",
 	.has_ccw = true,

@@ -23,6 +23,16 @@
 
 static const unsigned x86_virtio_irqs[] = X86_VIRTIO_IRQS;
 
+/* What the guest must not put a PCI BAR over (arch.h). The PCI window
+ * itself ends below the IOAPIC; a guest may move BARs anywhere. */
+static const struct arch_range x86_fixed_mmio[] = {
+	{ X86_VIRTIO_MMIO_BASE, X86_VIRTIO_MMIO_MAX * X86_VIRTIO_MMIO_SIZE, "the virtio-mmio windows" },
+	{ X86_IOAPIC_ADDR, X86_IOAPIC_SIZE, "the IOAPIC" },
+	{ X86_MSI_WINDOW_ADDR, X86_MSI_WINDOW_SIZE, "the LAPIC / MSI window" },
+	{ X86_KVM_IDMAP_ADDR, X86_KVM_IDMAP_SIZE, "KVM's identity map page" },
+	{ X86_KVM_TSS_ADDR, X86_KVM_TSS_SIZE, "KVM's TSS" },
+};
+
 const struct arch_layout arch_layout = {
 	.name = "x86_64",
 	.ram_hole = X86_MMIO_HOLE_START,
@@ -34,6 +44,8 @@ const struct arch_layout arch_layout = {
 	.pci_mmio_base = X86_PCI_MMIO32_BASE,
 	.pci_mmio_end = X86_PCI_MMIO32_END,
 	.pci_intx_base = X86_PCI_INTX_BASE,
+	.fixed_mmio = x86_fixed_mmio,
+	.nfixed_mmio = ARRAY_SIZE(x86_fixed_mmio),
 	/* Serial console, reboot through the i8042 (the VM ends with status
 	 * 0), no PS/2 mouse/mux/PnP probing, no timer check (slow under
 	 * nested virtualization): a lean guest without ACPI. */

@@ -29,12 +29,19 @@
 #define X86_PCI_MMIO32_BASE  0xe0000000ULL  /* PCI 32-bit BAR window */
 #define X86_PCI_MMIO32_END   0xfe000000ULL  /* exclusive; IOAPIC/LAPIC above */
 #define X86_IOAPIC_ADDR      0xfec00000ULL
+#define X86_IOAPIC_SIZE      0x1000ULL
 #define X86_LAPIC_ADDR       0xfee00000ULL
+/* The LAPIC page and, around it, the MSI address window (0xFEExxxxx):
+ * where MSI-X messages and the vCPUs' LAPIC accesses go. */
+#define X86_MSI_WINDOW_ADDR  0xfee00000ULL
+#define X86_MSI_WINDOW_SIZE  0x100000ULL
 
 /* KVM TSS and identity map (needed by KVM on Intel): just below the hole's
  * BIOS area, inside the MMIO hole so they never shadow RAM. */
 #define X86_KVM_TSS_ADDR     0xfffbd000ULL
+#define X86_KVM_TSS_SIZE     0x3000ULL      /* KVM_SET_TSS_ADDR takes 3 pages */
 #define X86_KVM_IDMAP_ADDR   0xfffbc000ULL
+#define X86_KVM_IDMAP_SIZE   0x1000ULL
 
 /* Legacy I/O ports. */
 #define X86_COM1_PORT        0x3f8

@@ -33,6 +33,9 @@ static struct tmx *tm_new(void)
 	t->vm.vm_fd = t->vm.kvm_fd = -1;
 	pci_dev_init(&t->pd, "tm", 1, 2, 0, 0, 0, 0, &tm_pci_ops, &t->m);
 	CHECK_EQ(msix_init(&t->m, &t->pd, &t->vm, NVEC, 1, 0, 0x800), 0);
+	/* The driver's probe makes the function a bus master (Linux's
+	 * pci_set_master) before it uses MSI-X: messages are DMA writes. */
+	pci_cfg_write16(&t->pd, PCI_COMMAND, PCI_COMMAND_MASTER);
 	return t;
 }
 
@@ -286,4 +289,127 @@ TEST(init_rejects_bad_layout)
 	CHECK_EQ(msix_init(&t->m, &t->pd, &t->vm, 4, 1, 4, 0x800), -EINVAL);   /* misaligned */
 	CHECK_EQ(t->pd.ncaps, 0);
 	free(t);
+}
+
+TEST(no_message_while_bus_mastering_is_off_the_vector_pends_instead)
+{
+	struct tmx *t = tm_new();
+
+	ctrl_write(t, PCI_MSIX_FLAGS_ENABLE);
+	vec_setup(t, 1, 0x41);
+	pci_cfg_write16(&t->pd, PCI_COMMAND, 0);          /* Bus Master Enable off */
+	CHECK_EQ(msix_signal(&t->m, 1), 1);
+	CHECK_EQ(msix_signal(&t->m, 1), 1);
+	CHECK_EQ(fired(t, 1), 0);
+	CHECK(msix_pending(&t->m, 1));
+	CHECK_EQ(tab_r32(t, 0x800), 1u << 1);
+	/* Another vector's pending state is its own. */
+	CHECK(!msix_pending(&t->m, 0));
+	tm_free(t);
+}
+
+TEST(bus_master_enable_delivers_each_pending_unmasked_vector_once)
+{
+	struct tmx *t = tm_new();
+
+	ctrl_write(t, PCI_MSIX_FLAGS_ENABLE);
+	vec_setup(t, 0, 0x40);
+	vec_setup(t, 2, 0x42);
+	pci_cfg_write16(&t->pd, PCI_COMMAND, 0);
+	CHECK_EQ(msix_signal(&t->m, 0), 1);
+	CHECK_EQ(msix_signal(&t->m, 2), 1);
+	tab_w32(t, 2, PCI_MSIX_ENTRY_VECTOR_CTRL, PCI_MSIX_ENTRY_CTRL_MASKBIT);
+	pci_cfg_write16(&t->pd, PCI_COMMAND, PCI_COMMAND_MASTER);
+	CHECK_EQ(fired(t, 0), 1);
+	CHECK(!msix_pending(&t->m, 0));
+	/* Vector 2 is masked now: it stays pending until unmasked. */
+	CHECK_EQ(fired(t, 2), 0);
+	CHECK(msix_pending(&t->m, 2));
+	tab_w32(t, 2, PCI_MSIX_ENTRY_VECTOR_CTRL, 0);
+	CHECK_EQ(fired(t, 2), 1);
+	/* Bus master again: messages go out directly. */
+	CHECK_EQ(msix_signal(&t->m, 0), 0);
+	CHECK_EQ(fired(t, 0), 1);
+	tm_free(t);
+}
+
+TEST(unmask_while_bus_mastering_is_off_sends_nothing)
+{
+	struct tmx *t = tm_new();
+
+	ctrl_write(t, PCI_MSIX_FLAGS_ENABLE);
+	tab_w32(t, 3, PCI_MSIX_ENTRY_LOWER_ADDR, 0xfee00000);
+	tab_w32(t, 3, PCI_MSIX_ENTRY_DATA, 0x43);
+	CHECK_EQ(msix_signal(&t->m, 3), 1);               /* masked: pends */
+	pci_cfg_write16(&t->pd, PCI_COMMAND, 0);
+	tab_w32(t, 3, PCI_MSIX_ENTRY_VECTOR_CTRL, 0);     /* unmask */
+	ctrl_write(t, PCI_MSIX_FLAGS_ENABLE | PCI_MSIX_FLAGS_MASKALL);
+	ctrl_write(t, PCI_MSIX_FLAGS_ENABLE);             /* function mask toggled */
+	CHECK_EQ(fired(t, 3), 0);
+	CHECK(msix_pending(&t->m, 3));
+	pci_cfg_write16(&t->pd, PCI_COMMAND, PCI_COMMAND_MASTER);
+	CHECK_EQ(fired(t, 3), 1);
+	CHECK(!msix_pending(&t->m, 3));
+	tm_free(t);
+}
+
+TEST(clear_pending_forgets_every_pending_vector)
+{
+	struct tmx *t = tm_new();
+
+	ctrl_write(t, PCI_MSIX_FLAGS_ENABLE);
+	vec_setup(t, 0, 0x40);
+	vec_setup(t, 3, 0x43);
+	ctrl_write(t, PCI_MSIX_FLAGS_ENABLE | PCI_MSIX_FLAGS_MASKALL);
+	CHECK_EQ(msix_signal(&t->m, 0), 1);
+	CHECK_EQ(msix_signal(&t->m, 3), 1);
+	CHECK_EQ(tab_r32(t, 0x800), 0x9);
+	msix_clear_pending(&t->m);
+	CHECK_EQ(tab_r32(t, 0x800), 0);
+	ctrl_write(t, PCI_MSIX_FLAGS_ENABLE);             /* nothing left to deliver */
+	CHECK_EQ(fired(t, 0) + fired(t, 3), 0);
+	/* The table itself is kept: new signals fire through it. */
+	CHECK_EQ(msix_signal(&t->m, 3), 0);
+	CHECK_EQ(fired(t, 3), 1);
+	tm_free(t);
+}
+
+/* Each route change costs a KVM_SET_GSI_ROUTING: only a change of a live
+ * vector's effective message makes one. */
+TEST(table_writes_reroute_only_when_the_effective_message_changes)
+{
+	struct tmx *t = tm_new();
+	uint64_t n;
+
+	ctrl_write(t, PCI_MSIX_FLAGS_ENABLE);
+	vec_setup(t, 1, 0x41);
+	n = t->m.reroutes;
+	CHECK_EQ(n, 1);                                  /* routed on unmask */
+	/* Rewriting the same message, as a driver restoring state does. */
+	tab_w32(t, 1, PCI_MSIX_ENTRY_LOWER_ADDR, 0xfee01000);
+	tab_w32(t, 1, PCI_MSIX_ENTRY_UPPER_ADDR, 0);
+	tab_w32(t, 1, PCI_MSIX_ENTRY_DATA, 0x41);
+	CHECK_EQ(t->m.reroutes, n);
+	/* Mask, unmask; function mask on and off: the route stays. */
+	tab_w32(t, 1, PCI_MSIX_ENTRY_VECTOR_CTRL, PCI_MSIX_ENTRY_CTRL_MASKBIT);
+	tab_w32(t, 1, PCI_MSIX_ENTRY_VECTOR_CTRL, 0);
+	ctrl_write(t, PCI_MSIX_FLAGS_ENABLE | PCI_MSIX_FLAGS_MASKALL);
+	ctrl_write(t, PCI_MSIX_FLAGS_ENABLE);
+	CHECK_EQ(t->m.reroutes, n);
+	/* Linux's affinity change: mask, new message, unmask: one update. */
+	tab_w32(t, 1, PCI_MSIX_ENTRY_VECTOR_CTRL, PCI_MSIX_ENTRY_CTRL_MASKBIT);
+	tab_w32(t, 1, PCI_MSIX_ENTRY_LOWER_ADDR, 0xfee02000);
+	tab_w32(t, 1, PCI_MSIX_ENTRY_DATA, 0x51);
+	CHECK_EQ(t->m.reroutes, n);
+	tab_w32(t, 1, PCI_MSIX_ENTRY_VECTOR_CTRL, 0);
+	CHECK_EQ(t->m.reroutes, n + 1);
+	CHECK_EQ(t->m.v[1].route_data, 0x51);
+	/* A live vector's new data: one update. */
+	tab_w32(t, 1, PCI_MSIX_ENTRY_DATA, 0x52);
+	CHECK_EQ(t->m.reroutes, n + 2);
+	/* A never-unmasked vector's writes: none. */
+	tab_w32(t, 2, PCI_MSIX_ENTRY_LOWER_ADDR, 0xfee00000);
+	tab_w32(t, 2, PCI_MSIX_ENTRY_DATA, 0x42);
+	CHECK_EQ(t->m.reroutes, n + 2);
+	tm_free(t);
 }

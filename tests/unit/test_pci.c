@@ -13,6 +13,14 @@
 #define T_MMIO_BASE 0xe0000000ULL
 #define T_MMIO_END  0xfe000000ULL
 #define T_INTX_BASE 20
+/* The board's fixed ranges for these tests (an IOAPIC-like page and a
+ * LAPIC-like 1 MiB window, as x86 has). */
+#define T_IOAPIC    0xfec00000ULL
+#define T_LAPIC     0xfee00000ULL
+static const struct arch_range t_fixed[] = {
+	{ T_IOAPIC, 0x1000, "the IOAPIC" },
+	{ T_LAPIC, 0x100000, "the LAPIC" },
+};
 
 struct tbus {
 	struct vm vm;
@@ -32,7 +40,8 @@ static struct tbus *tbus_new(void)
 	CHECK(t->ram);
 	CHECK_EQ(gmem_add_region(&t->vm.mem, 0, MiB, t->ram), 0);
 	CHECK_EQ(gmem_add_region(&t->vm.mem, 4 * GiB, MiB, t->ram + MiB), 0);
-	CHECK_EQ(pci_bus_init(&t->bus, &t->vm, T_MMIO_BASE, T_MMIO_END, T_INTX_BASE), 0);
+	CHECK_EQ(pci_bus_init(&t->bus, &t->vm, T_MMIO_BASE, T_MMIO_END, T_INTX_BASE,
+				  t_fixed, ARRAY_SIZE(t_fixed)), 0);
 	return t;
 }
 
@@ -217,6 +226,27 @@ TEST(command_register_write_mask)
 	free(d);
 }
 
+/* Device threads read the command register without the bus lock
+ * (pci_command): they see what the guest's config writes left there, byte
+ * and word writes alike, and read-only bits stay clear. */
+TEST(lock_free_command_reads_follow_config_writes)
+{
+	struct tbus *t = tbus_new();
+	struct tdev *d = tdev_add(t);
+
+	CHECK_EQ(pci_command(&d->pd), 0);
+	conf1_write(t, 1, PCI_COMMAND, 2, 0xffff);
+	CHECK_EQ(pci_command(&d->pd),
+		 PCI_COMMAND_IO | PCI_COMMAND_MEMORY | PCI_COMMAND_MASTER | PCI_COMMAND_INTX_DISABLE);
+	conf1_write(t, 1, PCI_COMMAND + 1, 1, 0);               /* high byte only */
+	CHECK_EQ(pci_command(&d->pd), PCI_COMMAND_IO | PCI_COMMAND_MEMORY | PCI_COMMAND_MASTER);
+	conf1_write(t, 1, PCI_COMMAND, 1, PCI_COMMAND_MASTER);  /* low byte only */
+	CHECK_EQ(pci_command(&d->pd), PCI_COMMAND_MASTER);
+	CHECK_EQ(pci_command(&d->pd), conf1_read(t, 1, PCI_COMMAND, 2));
+	tbus_free(t);
+	free(d);
+}
+
 TEST(bar_sizing_with_all_ones)
 {
 	struct tbus *t = tbus_new();
@@ -315,6 +345,57 @@ TEST(bar_over_ram_or_other_bar_stays_unmapped)
 	CHECK(mmio_hits(t, 0xf8000000));
 	tbus_free(t);
 	free(a); free(b);
+}
+
+/* A notify ioeventfd in a BAR over the IOAPIC would shadow its IOREGSEL:
+ * a BAR over any of the board's fixed ranges stays unmapped, as if its
+ * decode were off, whether it covers the range or only its first byte. */
+TEST(bar_over_a_fixed_platform_range_stays_unmapped)
+{
+	struct tbus *t = tbus_new();
+	struct tdev *d = tdev_add(t);
+
+	conf1_write(t, 1, PCI_COMMAND, 2, PCI_COMMAND_MEMORY);
+	CHECK(d->pd.bars[0].mapped && d->pd.bars[2].mapped);
+	/* BAR2 (16 KiB) over the IOAPIC's page. */
+	conf1_write(t, 1, PCI_BASE_ADDRESS_0 + 8, 4, (uint32_t)T_IOAPIC);
+	CHECK(!d->pd.bars[2].mapped);
+	CHECK(d->pd.bars[2].refused_logged);
+	CHECK(!mmio_hits(t, T_IOAPIC));
+	CHECK_EQ(d->reads, 0);
+	/* BAR0 (4 KiB) inside the LAPIC window, not on its first page. */
+	conf1_write(t, 1, PCI_BASE_ADDRESS_0, 4, (uint32_t)T_LAPIC + 0x80000);
+	CHECK(!d->pd.bars[0].mapped);
+	CHECK(!mmio_hits(t, T_LAPIC + 0x80000));
+	/* The registers keep the values the guest wrote. */
+	CHECK_EQ(conf1_read(t, 1, PCI_BASE_ADDRESS_0, 4), (uint32_t)T_LAPIC + 0x80000);
+	CHECK_EQ(pci_bar_addr(&d->pd, 2), T_IOAPIC);
+	/* Right below the IOAPIC, ending where it starts: mapped. */
+	conf1_write(t, 1, PCI_BASE_ADDRESS_0 + 8, 4, (uint32_t)T_IOAPIC - 0x4000);
+	CHECK(d->pd.bars[2].mapped);
+	CHECK(mmio_hits(t, T_IOAPIC - 4));
+	/* Moved somewhere free: mapped again. */
+	conf1_write(t, 1, PCI_BASE_ADDRESS_0, 4, 0xf8000000);
+	CHECK(d->pd.bars[0].mapped);
+	CHECK(mmio_hits(t, 0xf8000000));
+	tbus_free(t);
+	free(d);
+}
+
+TEST(bar_refused_while_decode_is_off_stays_unmapped_when_decode_turns_on)
+{
+	struct tbus *t = tbus_new();
+	struct tdev *d = tdev_add(t);
+
+	conf1_write(t, 1, PCI_BASE_ADDRESS_0, 4, (uint32_t)T_IOAPIC);
+	CHECK(!d->pd.bars[0].refused_logged);            /* decode off: no check yet */
+	conf1_write(t, 1, PCI_COMMAND, 2, PCI_COMMAND_MEMORY);
+	CHECK(!d->pd.bars[0].mapped);
+	CHECK(d->pd.bars[0].refused_logged);
+	CHECK(d->pd.bars[2].mapped);                     /* the other BAR is fine */
+	CHECK(!mmio_hits(t, T_IOAPIC));
+	tbus_free(t);
+	free(d);
 }
 
 TEST(config_access_bounds_and_capability_boundaries)

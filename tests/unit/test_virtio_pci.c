@@ -18,6 +18,11 @@ struct tvp {
 	struct virtio_pci vp;
 };
 
+static void bus_master(struct tvp *t, bool on)
+{
+	pci_cfg_write16(&t->vp.pci, PCI_COMMAND, on ? PCI_COMMAND_MASTER : 0);
+}
+
 static struct tvp *tvp_new(void)
 {
 	struct tvp *t = calloc(1, sizeof(*t));
@@ -29,6 +34,9 @@ static struct tvp *tvp_new(void)
 	CHECK_EQ(vdrv_ram_init(&t->v->d, VNULL_RAM_GPA, VNULL_RAM_SIZE), 0);
 	CHECK_EQ(virtio_dev_init(&t->v->dev, &vnull_ops, t->v, &t->v->d.mem, NQ, VNULL_QMAX), 0);
 	CHECK_EQ(virtio_pci_init(&t->vp, &t->v->dev, &t->vm), 0);
+	/* Linux's virtio_pci_probe makes the function a bus master
+	 * (pci_set_master) before the virtio handshake. */
+	bus_master(t, true);
 	return t;
 }
 
@@ -372,5 +380,126 @@ TEST(wrong_width_common_access_ignored)
 	CHECK_EQ(r(t, VIRTIO_PCI_COMMON_DF, 4), (uint32_t)VIRTIO_CORE_FEATURES);
 	w(t, VIRTIO_PCI_COMMON_DFSELECT, 4, 1);
 	CHECK_EQ(r(t, VIRTIO_PCI_COMMON_DF, 4), (uint32_t)(VIRTIO_CORE_FEATURES >> 32));
+	tvp_free(t);
+}
+
+static void driver_ok(struct tvp *t)
+{
+	w(t, VIRTIO_PCI_COMMON_STATUS, 1, status(t) | VIRTIO_CONFIG_S_DRIVER_OK);
+}
+
+TEST(driver_ok_without_bus_mastering_starts_no_queue_and_needs_reset)
+{
+	struct tvp *t = tvp_new();
+
+	negotiate(t);
+	queue_setup(t, 0, MSIX_NO_VECTOR);
+	bus_master(t, false);
+	driver_ok(t);
+	CHECK_EQ(t->v->started[0], 0);
+	CHECK(!t->v->dev.queues[0].started);
+	CHECK(status(t) & VIRTIO_CONFIG_S_NEEDS_RESET);
+	CHECK_EQ(t->v->dev.guest_errors, 1);
+	/* The driver resets, enables bus mastering and starts over: it works. */
+	w(t, VIRTIO_PCI_COMMON_STATUS, 1, 0);
+	bus_master(t, true);
+	negotiate(t);
+	queue_setup(t, 0, MSIX_NO_VECTOR);
+	driver_ok(t);
+	CHECK_EQ(t->v->started[0], 1);
+	CHECK(!(status(t) & VIRTIO_CONFIG_S_NEEDS_RESET));
+	tvp_free(t);
+}
+
+TEST(clearing_bus_master_stops_running_queues_and_needs_reset)
+{
+	struct tvp *t = tvp_new();
+
+	negotiate(t);
+	queue_setup(t, 0, MSIX_NO_VECTOR);
+	queue_setup(t, 2, MSIX_NO_VECTOR);
+	driver_ok(t);
+	CHECK_EQ(t->v->started[0], 1);
+	CHECK_EQ(t->v->started[2], 1);
+	bus_master(t, false);
+	/* Stopped before the config write returned: no more DMA. */
+	CHECK_EQ(t->v->stopped[0], 1);
+	CHECK_EQ(t->v->stopped[2], 1);
+	CHECK(!t->v->dev.queues[0].started && !t->v->dev.queues[2].started);
+	CHECK(status(t) & VIRTIO_CONFIG_S_NEEDS_RESET);
+	/* Bus mastering back on does not restart them; only a reset does. */
+	bus_master(t, true);
+	CHECK_EQ(t->v->started[0], 1);
+	bus_master(t, false);
+	CHECK_EQ(t->v->stopped[0], 1);                   /* nothing left to stop */
+	CHECK_EQ(t->v->dev.guest_errors, 1);
+	tvp_free(t);
+}
+
+TEST(bus_master_toggled_before_driver_ok_changes_nothing)
+{
+	struct tvp *t = tvp_new();
+
+	negotiate(t);
+	queue_setup(t, 0, MSIX_NO_VECTOR);
+	bus_master(t, false);
+	bus_master(t, true);
+	CHECK(!(status(t) & VIRTIO_CONFIG_S_NEEDS_RESET));
+	CHECK_EQ(t->v->dev.guest_errors, 0);
+	driver_ok(t);
+	CHECK_EQ(t->v->started[0], 1);
+	tvp_free(t);
+}
+
+TEST(no_msix_message_while_bus_mastering_is_off)
+{
+	struct tvp *t = tvp_new();
+	struct virtio_dev *dev = &t->v->dev;
+
+	negotiate(t);
+	queue_setup(t, 0, 1);
+	w(t, VIRTIO_PCI_COMMON_MSIX, 2, 0);
+	msix_enable_vector(t, 0);
+	msix_enable_vector(t, 1);
+	driver_ok(t);
+	bus_master(t, false);
+	/* The NEEDS_RESET config interrupt and a late queue interrupt pend;
+	 * MSI-X is enabled, so there is no INTx fallback either. */
+	virtio_signal_queue(dev, 0);
+	CHECK_EQ(efd_count(t->vp.msix.v[0].fd), 0);
+	CHECK_EQ(efd_count(t->vp.msix.v[1].fd), 0);
+	CHECK_EQ(efd_count(t->vp.intx_fd), 0);
+	CHECK(msix_pending(&t->vp.msix, 0));
+	CHECK(msix_pending(&t->vp.msix, 1));
+	bus_master(t, true);
+	CHECK_EQ(efd_count(t->vp.msix.v[0].fd), 1);
+	CHECK_EQ(efd_count(t->vp.msix.v[1].fd), 1);
+	tvp_free(t);
+}
+
+TEST(device_reset_clears_pending_msix_vectors)
+{
+	struct tvp *t = tvp_new();
+	struct virtio_dev *dev = &t->v->dev;
+	uint8_t b[4];
+
+	negotiate(t);
+	queue_setup(t, 0, 1);
+	w(t, VIRTIO_PCI_COMMON_MSIX, 2, 0);
+	msix_enable_vector(t, 0);
+	msix_enable_vector(t, 1);
+	pci_cfg_write16(&t->vp.pci, t->vp.msix.cap + PCI_MSIX_FLAGS,
+			PCI_MSIX_FLAGS_ENABLE | PCI_MSIX_FLAGS_MASKALL);
+	virtio_signal_queue(dev, 0);
+	dev->tops->signal_config(dev);
+	msix_bar_read(&t->vp.msix, VIRTIO_PCI_MSIX_PBA, b, 4);
+	CHECK_EQ(le32_load(b), 0x3);
+	w(t, VIRTIO_PCI_COMMON_STATUS, 1, 0);
+	msix_bar_read(&t->vp.msix, VIRTIO_PCI_MSIX_PBA, b, 4);
+	CHECK_EQ(le32_load(b), 0);
+	/* The new driver instance unmasks: nothing of the old one fires. */
+	pci_cfg_write16(&t->vp.pci, t->vp.msix.cap + PCI_MSIX_FLAGS, PCI_MSIX_FLAGS_ENABLE);
+	CHECK_EQ(efd_count(t->vp.msix.v[0].fd), 0);
+	CHECK_EQ(efd_count(t->vp.msix.v[1].fd), 0);
 	tvp_free(t);
 }

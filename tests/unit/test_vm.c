@@ -129,18 +129,18 @@ TEST(routing_table_keeps_irqchip_routes_with_msi)
 	/* The architecture's fixed routes first (x86: PIC and IOAPIC pins,
 	 * see test_x86_tables), then one per active MSI. */
 	base = arch_irq_routes(chip, ARRAY_SIZE(chip));
-	n = kvm_build_routes(ks, r, ARRAY_SIZE(r));
+	n = kvm_get_routes(ks, r, ARRAY_SIZE(r));
 	CHECK_EQ(n, base);
 	CHECK(memcmp(r, chip, base * sizeof(r[0])) == 0);
 	CHECK_EQ(vm_alloc_msi_gsi(vm, &gsi), 0);
 	CHECK_EQ(vm_msi_route(vm, gsi, 0xfee00000, 0x4041, false), 0);
-	n = kvm_build_routes(ks, r, ARRAY_SIZE(r));
+	n = kvm_get_routes(ks, r, ARRAY_SIZE(r));
 	CHECK_EQ(n, base + 1);
 	e = find_msi(r, n, gsi);
 	CHECK(e && e->u.msi.address_lo == 0xfee00000 && e->u.msi.data == 0x4041);
 	CHECK(memcmp(r, chip, base * sizeof(r[0])) == 0);
 	CHECK_EQ(vm_msi_route(vm, gsi, 0xfee00000, 0x4041, true), 0);   /* masked: gone */
-	CHECK_EQ(kvm_build_routes(ks, r, ARRAY_SIZE(r)), base);
+	CHECK_EQ(kvm_get_routes(ks, r, ARRAY_SIZE(r)), base);
 	CHECK_EQ(vm_msi_route(vm, 3, 0, 0, false), -EINVAL);              /* not an MSI gsi */
 	rmvm(vm);
 }
@@ -156,7 +156,7 @@ TEST(adapter_routes_join_the_table_and_leave_it)
 	base = arch_irq_routes(chip, ARRAY_SIZE(chip));
 	CHECK_EQ(vm_alloc_msi_gsi(vm, &gsi), 0);
 	CHECK_EQ(vm_adapter_route(vm, gsi, 0x12340, 0x5670, 65, 7, 3, false), 0);
-	n = kvm_build_routes(ks, r, ARRAY_SIZE(r));
+	n = kvm_get_routes(ks, r, ARRAY_SIZE(r));
 	CHECK_EQ(n, base + 1);
 	for (i = 0; i < n; i++)
 		if (r[i].gsi == gsi)
@@ -169,13 +169,82 @@ TEST(adapter_routes_join_the_table_and_leave_it)
 	CHECK_EQ(e->u.adapter.adapter_id, 3);
 	/* The same GSI as an MSI route again: the adapter fields go. */
 	CHECK_EQ(vm_msi_route(vm, gsi, 0xfee00000, 0x41, false), 0);
-	n = kvm_build_routes(ks, r, ARRAY_SIZE(r));
+	n = kvm_get_routes(ks, r, ARRAY_SIZE(r));
 	for (i = 0; i < n; i++)
 		if (r[i].gsi == gsi)
 			CHECK_EQ(r[i].type, KVM_IRQ_ROUTING_MSI);
 	CHECK_EQ(vm_adapter_route(vm, gsi, 0, 0, 0, 0, 0, true), 0);
-	CHECK_EQ(kvm_build_routes(ks, r, ARRAY_SIZE(r)), base);
+	CHECK_EQ(kvm_get_routes(ks, r, ARRAY_SIZE(r)), base);
 	CHECK_EQ(vm_adapter_route(vm, 3, 0, 0, 0, 0, 0, false), -EINVAL);   /* not ours */
+	rmvm(vm);
+}
+
+/* KVM_SET_GSI_ROUTING costs the kernel a new table and an RCU grace
+ * period: mvm pushes its table only when a route's content changes. */
+TEST(routing_table_is_pushed_only_when_a_route_changes)
+{
+	struct vm *vm = mkvm();
+	struct kvm_state *ks = vm_kvm(vm);
+	unsigned gsi;
+
+	CHECK_EQ(vm_alloc_msi_gsi(vm, &gsi), 0);
+	CHECK_EQ(ks->route_pushes, 0);
+	CHECK_EQ(vm_msi_route(vm, gsi, 0xfee00000, 0x41, false), 0);
+	CHECK_EQ(ks->route_pushes, 1);
+	CHECK_EQ(vm_msi_route(vm, gsi, 0xfee00000, 0x41, false), 0);   /* the same message */
+	CHECK_EQ(ks->route_pushes, 1);
+	CHECK_EQ(vm_msi_route(vm, gsi, 0xfee00000, 0x42, false), 0);   /* new data */
+	CHECK_EQ(ks->route_pushes, 2);
+	CHECK_EQ(vm_msi_route(vm, gsi, 0xfee01000, 0x42, false), 0);   /* new address */
+	CHECK_EQ(ks->route_pushes, 3);
+	CHECK_EQ(vm_msi_route(vm, gsi, 0, 0, true), 0);                /* removed */
+	CHECK_EQ(ks->route_pushes, 4);
+	CHECK_EQ(vm_msi_route(vm, gsi, 0xfee00000, 0x41, true), 0);    /* still removed */
+	CHECK_EQ(ks->route_pushes, 4);
+	/* The same GSI as an adapter route with the MSI's numbers: a change. */
+	CHECK_EQ(vm_adapter_route(vm, gsi, 1, 2, 3, 4, 5, false), 0);
+	CHECK_EQ(vm_adapter_route(vm, gsi, 1, 2, 3, 4, 5, false), 0);
+	CHECK_EQ(ks->route_pushes, 5);
+	CHECK_EQ(vm_adapter_route(vm, gsi, 1, 2, 3, 4, 6, false), 0);
+	CHECK_EQ(ks->route_pushes, 6);
+	rmvm(vm);
+}
+
+/* The kept table is updated one entry at a time: whatever order routes
+ * come and go in, it holds the irqchip's routes first, then exactly the
+ * active routes, each once, with its current message. */
+TEST(kept_routing_table_holds_exactly_the_active_routes)
+{
+	struct vm *vm = mkvm();
+	struct kvm_state *ks = vm_kvm(vm);
+	struct kvm_irq_routing_entry r[128], chip[128];
+	const struct kvm_irq_routing_entry *e;
+	unsigned base, gsi[5], i, n;
+
+	base = arch_irq_routes(chip, ARRAY_SIZE(chip));
+	for (i = 0; i < 5; i++) {
+		CHECK_EQ(vm_alloc_msi_gsi(vm, &gsi[i]), 0);
+		CHECK_EQ(vm_msi_route(vm, gsi[i], 0xfee00000, 0x40 + i, false), 0);
+	}
+	CHECK_EQ(vm_msi_route(vm, gsi[0], 0, 0, true), 0);     /* first: the last moves */
+	CHECK_EQ(vm_msi_route(vm, gsi[4], 0, 0, true), 0);     /* now somewhere inside */
+	CHECK_EQ(vm_msi_route(vm, gsi[2], 0xfee02000, 0x52, false), 0);
+	CHECK_EQ(vm_msi_route(vm, gsi[0], 0xfee00000, 0x60, false), 0);   /* back */
+	n = kvm_get_routes(ks, r, ARRAY_SIZE(r));
+	CHECK_EQ(n, base + 4);
+	CHECK(memcmp(r, chip, base * sizeof(r[0])) == 0);
+	CHECK(!find_msi(r, n, gsi[4]));
+	e = find_msi(r, n, gsi[0]);
+	CHECK(e && e->u.msi.data == 0x60);
+	e = find_msi(r, n, gsi[1]);
+	CHECK(e && e->u.msi.data == 0x41 && e->u.msi.address_lo == 0xfee00000);
+	e = find_msi(r, n, gsi[2]);
+	CHECK(e && e->u.msi.data == 0x52 && e->u.msi.address_lo == 0xfee02000);
+	e = find_msi(r, n, gsi[3]);
+	CHECK(e && e->u.msi.data == 0x43);
+	for (i = base; i < n; i++)                              /* each GSI once */
+		for (unsigned j = i + 1; j < n; j++)
+			CHECK(r[i].gsi != r[j].gsi);
 	rmvm(vm);
 }
 

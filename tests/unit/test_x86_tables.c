@@ -325,6 +325,39 @@ TEST(layout_windows_inside_the_mmio_hole)
 	CHECK(arch_layout.pci_mmio_end <= X86_IOAPIC_ADDR);
 }
 
+static bool fixed_covers(uint64_t addr, uint64_t size)
+{
+	for (unsigned i = 0; i < arch_layout.nfixed_mmio; i++) {
+		const struct arch_range *r = &arch_layout.fixed_mmio[i];
+		if (addr >= r->base && addr + size <= r->base + r->size)
+			return true;
+	}
+	return false;
+}
+
+/* What KVM and mvm put in the MMIO hole is off limits to PCI BARs (pci.h):
+ * the IOAPIC, the LAPIC and the MSI window, KVM's TSS (3 pages) and
+ * identity map page, the virtio-mmio windows; never the PCI window. */
+TEST(layout_fixed_ranges_cover_what_the_platform_uses)
+{
+	unsigned i;
+
+	CHECK(fixed_covers(X86_IOAPIC_ADDR, 0x1000));
+	CHECK(fixed_covers(X86_LAPIC_ADDR, 0x1000));
+	CHECK(fixed_covers(0xfee00000, 0x100000));
+	CHECK(fixed_covers(X86_KVM_TSS_ADDR, 3 * 0x1000));
+	CHECK(fixed_covers(X86_KVM_IDMAP_ADDR, 0x1000));
+	CHECK(fixed_covers(arch_layout.virtio_mmio_base,
+			   arch_layout.virtio_mmio_max * arch_layout.virtio_mmio_size));
+	for (i = 0; i < arch_layout.nfixed_mmio; i++) {
+		const struct arch_range *r = &arch_layout.fixed_mmio[i];
+		CHECK(r->size > 0 && r->name);
+		CHECK(r->base >= arch_layout.ram_hole && r->base + r->size <= 1ULL << 32);
+		CHECK(r->base + r->size <= arch_layout.pci_mmio_base ||
+		      r->base >= arch_layout.pci_mmio_end);
+	}
+}
+
 static const struct kvm_irq_routing_entry *find_chip_route(const struct kvm_irq_routing_entry *r,
 							   unsigned n, unsigned gsi, unsigned chip)
 {
