@@ -86,6 +86,10 @@ static const struct entry generic[] = {
 	ALLOW(K_ALL, exit),
 	ALLOW(K_ALL, exit_group),
 	ALLOW(K_ALL, rt_sigreturn),
+#ifdef __NR_sigreturn
+	/* s390x returns from a handler without SA_SIGINFO (the kick) here. */
+	ALLOW(K_ALL, sigreturn),
+#endif
 	ALLOW(K_ALL, rt_sigprocmask),
 	ALLOW(K_ALL, sigaltstack),
 	ALLOW(K_ALL, restart_syscall),

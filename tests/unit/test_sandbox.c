@@ -302,3 +302,27 @@ TEST(queue_thread_creating_a_ring_kills_the_process)
 {
 	CHECK_EQ(status_of(SANDBOX_QUEUE, queue_creates_ring), KILLED_BY_SIGSYS);
 }
+
+/* The kick: a plain handler (no SA_SIGINFO, as vcpu_signal_setup installs)
+ * runs and returns inside the vCPU filter (s390x returns through
+ * sigreturn, x86-64 through rt_sigreturn). */
+static volatile sig_atomic_t kicked;
+static void on_kick(int sig)
+{
+	(void)sig;
+	kicked = 1;
+}
+static void vcpu_is_kicked(void)
+{
+	if (syscall(__NR_tgkill, getpid(), gettid(), SIGUSR2) || !kicked)
+		_exit(3);
+}
+
+TEST(vcpu_thread_returns_from_the_kick_handler)
+{
+	struct sigaction sa = { .sa_handler = on_kick };
+
+	sigemptyset(&sa.sa_mask);
+	CHECK_EQ(sigaction(SIGUSR2, &sa, NULL), 0);
+	CHECK_EQ(status_of(SANDBOX_VCPU, vcpu_is_kicked), 0);
+}
