@@ -65,6 +65,8 @@ struct run {
 	long id;
 	int want;               /* exit status the guest command ends with */
 	int stop_after_ms;      /* > 0: mvm_stop(vm, 99) after this long */
+	bool sandbox;           /* cfg.sandbox: the VM's threads filtered */
+	bool check_filters;     /* the only VM running: check its threads' filters */
 	struct mvm_exit ex;
 	struct console con;
 	int ret;
@@ -77,6 +79,70 @@ static long now_ms(void)
 
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return ts.tv_sec * 1000L + ts.tv_nsec / 1000000;
+}
+
+/* Threads of this process by seccomp mode: the VM's (named mvm-vcpuN,
+ * mvm-control, ...) and the others (ours). A VM thread not yet named has
+ * its creator's name and filter. */
+static void count_filtered(unsigned *vm_on, unsigned *vm_off, unsigned *ours_on)
+{
+	DIR *d = opendir("/proc/self/task");
+	struct dirent *e;
+
+	*vm_on = *vm_off = *ours_on = 0;
+	if (!d)
+		FAIL("opendir /proc/self/task: %s", strerror(errno));
+	while ((e = readdir(d))) {
+		char path[300], comm[64] = "", line[128];
+		int mode = -1;
+		FILE *f;
+
+		if (e->d_name[0] == '.')
+			continue;
+		snprintf(path, sizeof(path), "/proc/self/task/%s/comm", e->d_name);
+		f = fopen(path, "r");
+		if (!f)
+			continue;       /* ended meanwhile */
+		if (!fgets(comm, sizeof(comm), f))
+			comm[0] = '\0';
+		fclose(f);
+		snprintf(path, sizeof(path), "/proc/self/task/%s/status", e->d_name);
+		f = fopen(path, "r");
+		if (!f)
+			continue;
+		while (fgets(line, sizeof(line), f))
+			if (!strncmp(line, "Seccomp:", 8))
+				mode = atoi(line + 8);
+		fclose(f);
+		/* Ours are named after the program, mvm-embed. */
+		if (!strncmp(comm, "mvm-", 4) && strncmp(comm, "mvm-embed", 9))
+			mode == 2 ? (*vm_on)++ : (*vm_off)++;
+		else
+			*ours_on += mode == 2;
+	}
+	closedir(d);
+}
+
+/* With cfg.sandbox, each of the VM's threads enters its filter as it
+ * starts (within 5 s here), and none of ours ever does. */
+static void check_filters(const struct run *r)
+{
+	unsigned on = 0, off = 1, ours = 0;
+	long t0 = now_ms();
+
+	while (now_ms() - t0 < 5000) {
+		count_filtered(&on, &off, &ours);
+		if (ours || (on && !off) || !r->sandbox)
+			break;
+		usleep(10000);
+	}
+	if (ours)
+		FAIL("vm %ld: %u of the host program's threads got a seccomp filter", r->id, ours);
+	if (r->sandbox && (off || !on))
+		FAIL("vm %ld: with cfg.sandbox, %u of its threads have no filter (%u do)", r->id,
+		     off, on);
+	if (!r->sandbox && on)
+		FAIL("vm %ld: without cfg.sandbox, %u of its threads have a filter", r->id, on);
 }
 
 /* One VM from start to end: a 4 MiB disk of its own, whose first sector
@@ -108,6 +174,7 @@ static void *run_vm(void *arg)
 	cfg.console_opaque = &r->con;
 	cfg.log_fn = log_line;
 	cfg.log_opaque = (void *)(intptr_t)r->id;
+	cfg.sandbox = r->sandbox;
 	r->ret = mvm_create(&cfg, &vm, r->err, sizeof(r->err));
 	if (r->ret)
 		goto out;
@@ -115,6 +182,8 @@ static void *run_vm(void *arg)
 	r->ret = mvm_add_disk(vm, &disk, r->err, sizeof(r->err));
 	if (!r->ret)
 		r->ret = mvm_start(vm, r->err, sizeof(r->err));
+	if (!r->ret && r->check_filters)
+		check_filters(r);
 	if (!r->ret && r->stop_after_ms > 0) {
 		/* Wait a little, then stop it from this (another) thread. */
 		if (mvm_wait(vm, r->stop_after_ms, &r->ex) == -ETIMEDOUT)
@@ -202,6 +271,9 @@ int main(int argc, char **argv)
 		memset(&r, 0, sizeof(r));
 		r.id = i;
 		r.want = 10 + (int)(i % 100);
+		/* Every other VM with the sandbox (libmvm's opt-in). */
+		r.sandbox = i % 2;
+		r.check_filters = true;
 		run_vm(&r);
 		check_run(&r, "sequential");
 		if (i == 0) {
@@ -213,7 +285,8 @@ int main(int argc, char **argv)
 			rss_mid = status_field("VmRSS:");
 	}
 	rss_seq = status_field("VmRSS:");
-	printf("embed: %u VMs in a row, every exit status right (%.1f s each); RSS %ld kB after "
+	printf("embed: %u VMs in a row (every other one with cfg.sandbox: all its threads "
+	       "filtered, none of ours), every exit status right (%.1f s each); RSS %ld kB after "
 	       "the first, %ld halfway, %ld after the last\n", sequential,
 	       (now_ms() - t0) / 1000.0 / sequential, rss0, rss_mid, rss_seq);
 	/* Per-VM growth would show between halfway and the end (10 VMs of
@@ -233,6 +306,7 @@ int main(int argc, char **argv)
 			memset(&rs[i], 0, sizeof(rs[i]));
 			rs[i].id = 1000 + j * 4 + i;
 			rs[i].want = 150 + (int)i + 4 * (int)j;
+			rs[i].sandbox = i % 2;
 			if (pthread_create(&th[i], NULL, run_vm, &rs[i]))
 				FAIL("pthread_create");
 		}
