@@ -529,6 +529,16 @@ static void op_desc(struct guest *g, struct fz *f)
 	uint32_t len = how & 4 ? fz_u32(f) : fz_u16(f) % 0x1000;
 	uint16_t a = fz_u16(f), b = fz_u16(f);
 
+	if (how & 0x20) {
+		/* A buffer at the end of a RAM block, ending up to 4 bytes
+		 * short of it or past it: where an off-by-one would hide. */
+		uint64_t end = how & 0x40 ? RAM_END : RAM_B;
+		uint8_t d = fz_u8(f);
+
+		addr = end - 1 - (len % 64);
+		len = (uint32_t)(end - addr) + (how >> 7 ? (d & 3) + 1 : -(uint32_t)(d & 3));
+	}
+
 	if (g->packed) {
 		/* a = id, b = flags; optionally the bits that make it available */
 		if (how & 8)
@@ -545,6 +555,12 @@ static void op_desc(struct guest *g, struct fz *f)
 		}
 	} else {
 		desc_store(g, i, addr, len, a, b);
+		if (how & 8) {
+			/* and make it a head: next avail entry, published */
+			le16_store(host(g, RING_DRV + 4 + 2ULL * (g->avail_idx % g->size)), i);
+			g->avail_idx++;
+			le16_store(host(g, RING_DRV + 2), g->avail_idx);
+		}
 	}
 }
 
@@ -835,6 +851,20 @@ static void blkq_seeds(bool packed)
 	seed_req(&s, 0, 1, 0, 0, 1);
 	fzb_u8(&s, OP_KICK);
 	fuzz_seed("cross_region_then_reset", s.b, s.n);
+
+	/* a writable buffer ending exactly at the end of RAM block A (valid),
+	 * made available at once (raw descriptor, boundary mode) */
+	seed_hdr(&s, 0x00, sz, 128);
+	fzb_u8(&s, OP_DESC);
+	fzb_u16(&s, 0);
+	fzb_u8(&s, packed ? 0x38 : 0x28);    /* boundary; split: head; packed: avail */
+	fzb_u16(&s, 0);                      /* addr (replaced) */
+	fzb_u16(&s, 7);                      /* 8 bytes before the end */
+	fzb_u16(&s, packed ? 0 : VRING_DESC_F_WRITE);
+	fzb_u16(&s, packed ? VRING_DESC_F_WRITE : 0);
+	fzb_u8(&s, 0);                       /* no overshoot */
+	fzb_u8(&s, OP_KICK);
+	fuzz_seed("buffer_at_ram_end", s.b, s.n);
 }
 
 #endif
