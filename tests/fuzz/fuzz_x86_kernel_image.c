@@ -1,32 +1,64 @@
-/* x86 kernel loading (arch/x86/boot.c): a fuzzed kernel file classified
- * and validated by x86_kernel_parse (bzImage setup header, or ELF vmlinux
- * with its PVH note), then, when accepted, loaded by x86_boot_load_mem with
- * a fuzzed initrd and command line into fake guest RAM, as the unit tests
- * in tests/unit/test_x86_boot.c do. x86 only (the Makefile builds
- * fuzz_<arch>_* for that architecture).
+/* x86 kernel loading (arch/x86/boot.c) from fuzzed files: the kernel and
+ * the initrd are written to memfds and named by /proc/self/fd paths, then
+ * go through the two file front ends mvm uses, x86_boot_check (before
+ * anything starts) and x86_boot_load (into fake guest RAM), and so through
+ * read_file, x86_kernel_parse (bzImage setup header, or ELF vmlinux with
+ * its PVH note) and x86_boot_load_mem, which tests/unit/test_x86_boot.c
+ * calls directly. x86 only (the Makefile builds fuzz_<arch>_* for that
+ * architecture).
  *
  * Input: mem size selector (16..64 MiB), vCPU count (0..255), initrd and
  * command-line lengths, the command line, the initrd, then the kernel.
- * Guest RAM is a malloc'd block of exactly the guest's size, so a write
- * past it is an ASan report. Invariants: results are 0 or negative with a
- * message; a loaded kernel's boot parameters are inside RAM. */
+ * Guest RAM is a malloc'd block of exactly the guest's size (one per size,
+ * reused), so a write past it is an ASan report. Invariants: results are 0 or negative with a
+ * one-line message; the check and the load agree (a kernel the check
+ * passes loads, one it refuses does not); a loaded kernel's boot
+ * parameters are where the boot protocol puts them. */
 #include "tests/fuzz/fuzz.h"
+#include "arch/x86/boot.h"
 #include "arch/x86/x86.h"
 #include "arch/x86/layout.h"
 
+#include <sys/mman.h>
+#include <unistd.h>
+
+/* A memfd holding len bytes, and its path. */
+static const char *file_with(int *fd, char *path, size_t pathlen, const void *p, size_t len)
+{
+	if (*fd < 0) {
+		*fd = memfd_create("fuzz", MFD_CLOEXEC);
+		FZ_ASSERT(*fd >= 0);
+	}
+	FZ_ASSERT(ftruncate(*fd, 0) == 0);
+	FZ_ASSERT(pwrite(*fd, p, len, 0) == (ssize_t)len);
+	snprintf(path, pathlen, "/proc/self/fd/%d", *fd);
+	return path;
+}
+
+static void check_result(int ret, const char *err)
+{
+	FZ_ASSERT(ret <= 0);
+	if (ret) {
+		FZ_ASSERT(err[0]);
+		FZ_ASSERT(!strchr(err, '\n'));
+	}
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
+	static int kfd = -1, ifd = -1;
+	static char kpath[64], ipath[64];
+	static uint8_t *rams[4];
 	struct fz in = { data, size };
 	uint64_t mem_size = (16ULL + (fz_u8(&in) % 4) * 16) << 20;
 	unsigned ncpus = fz_u8(&in);
-	size_t initrd_len = fz_u16(&in), cmd_len = fz_u8(&in) * 16u;
-	char err[256] = "", *cmdline;
+	size_t initrd_len = fz_u16(&in), cmd_len = fz_u8(&in) * 16u, klen;
+	char err[256] = "", err_load[256] = "", *cmdline;
 	uint8_t *initrd, *kernel, *ram;
-	struct x86_kernel k;
+	struct x86_boot_cfg cfg = { .mem_size = mem_size, .ncpus = ncpus };
 	struct x86_boot_info info;
 	struct guest_mem gm = { .nr = 0 };
-	size_t klen;
-	int ret;
+	int ret, ret_load;
 
 	if (cmd_len > fz_left(&in))
 		cmd_len = fz_left(&in);
@@ -39,32 +71,36 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	initrd = malloc(initrd_len + 1);
 	FZ_ASSERT(initrd);
 	fz_bytes(&in, initrd, initrd_len);
-	/* The kernel file: a heap block of its exact size. */
 	klen = fz_left(&in);
 	kernel = malloc(klen + 1);
 	FZ_ASSERT(kernel);
 	fz_bytes(&in, kernel, klen);
 
-	ret = x86_kernel_parse(kernel, klen, &k, err, sizeof(err));
-	FZ_ASSERT(ret <= 0);
-	FZ_ASSERT(ret == 0 || err[0]);
-	if (ret == 0) {
-		ram = malloc(mem_size);
+	cfg.cmdline = cmdline;
+	cfg.kernel_path = file_with(&kfd, kpath, sizeof(kpath), kernel, klen);
+	if (initrd_len)
+		cfg.initrd_path = file_with(&ifd, ipath, sizeof(ipath), initrd, initrd_len);
+
+	ret = x86_boot_check(&cfg, err, sizeof(err));
+	check_result(ret, err);
+
+	/* One block per RAM size, kept (a fresh one per input would cost
+	 * more than the rest: ASan poisons the whole block's shadow). */
+	ram = rams[(mem_size >> 24) - 1];
+	if (!ram) {
+		ram = rams[(mem_size >> 24) - 1] = malloc(mem_size);
 		FZ_ASSERT(ram);
-		FZ_ASSERT(gmem_add_region(&gm, 0, mem_size, ram) == 0);
-		err[0] = 0;
-		ret = x86_boot_load_mem(&gm, mem_size, ncpus, &k, cmdline,
-					initrd_len ? initrd : NULL, initrd_len, &info,
-					err, sizeof(err));
-		FZ_ASSERT(ret <= 0);
-		FZ_ASSERT(ret == 0 || err[0]);
-		if (ret == 0) {
-			FZ_ASSERT(ncpus >= 1 && ncpus <= X86_MAX_VCPUS);
-			FZ_ASSERT(info.params == X86_BOOT_PARAMS);
-			FZ_ASSERT(info.pvh == (k.kind == X86_KERNEL_PVH));
-		}
-		free(ram);
 	}
+	FZ_ASSERT(gmem_add_region(&gm, 0, mem_size, ram) == 0);
+	ret_load = x86_boot_load(&gm, &cfg, &info, err_load, sizeof(err_load));
+	check_result(ret_load, err_load);
+	if (!!ret != !!ret_load) {
+		fprintf(stderr, "x86_boot_check: %d %s\nx86_boot_load: %d %s\n", ret, err,
+			ret_load, err_load);
+		FZ_ASSERT(!"x86_boot_check and x86_boot_load disagree");
+	}
+	if (ret_load == 0)
+		FZ_ASSERT(info.params == X86_BOOT_PARAMS);
 	free(kernel);
 	free(initrd);
 	free(cmdline);
