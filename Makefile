@@ -4,14 +4,16 @@
 #   make V=1                     show full commands
 #   make lib                     libmvm.a, libmvm.so and mvm.pc in build/plain/
 #   make install PREFIX=/usr DESTDIR=...   mvm, libmvm, mvm.h, mvm.pc
-#   make test                    unit tests (plain + sanitizer + s390x big-endian) and
-#                                system tests
+#   make test                    unit tests (plain + sanitizer + s390x big-endian), 20 s
+#                                of each fuzz target (where clang is) and system tests
 #   make ARCH=s390               cross build for s390x hosts (build/s390/mvm, static)
 #   make run                     install deps, build mvm + guest, boot the guest to its shell
 #                                (ARCH=s390 on x86: the s390x guest's, in Hercules' KVM)
 #   make guest                   build the test guest kernel + initramfs (cached)
 #   make guest-s390              the same for the s390x test guest (cross-built)
 #   make bench                   device benchmark (no KVM needed)
+#   make fuzz-build              libFuzzer targets (tests/fuzz/) with clang, in build/fuzz/
+#   make fuzz FUZZ_SECONDS=600   run each fuzz target that long (make test runs 20 s each)
 #   make static                  fully static ./mvm with musl (build/static/)
 #   make clean
 
@@ -21,6 +23,13 @@ E := $(if $(filter 1,$(V)),@true,@echo)
 
 CC      ?= cc
 SANITIZE ?=
+# FUZZ=1 (set by `make fuzz-build`): the fuzz targets' build, with clang,
+# libFuzzer's coverage and ASan+UBSan, in build/fuzz.
+FUZZ    ?=
+FUZZ_CC ?= clang
+ifneq ($(FUZZ),)
+CC := $(FUZZ_CC)
+endif
 # The architecture: the one arch/<ARCH>/ that implements arch/arch.h (x86
 # or s390; x86_64 and s390x say the same), from the compiler's target
 # unless given.
@@ -54,7 +63,7 @@ endif
 ifeq ($(ARCH),s390)
 LDFLAGS_CROSS += -Wl,--s390-pgste
 endif
-VARIANT := $(if $(CROSS),$(CROSS)$(if $(SANITIZE),-san),$(if $(STATIC),static,$(if $(SANITIZE),san,plain)))
+VARIANT := $(if $(FUZZ),fuzz,$(if $(CROSS),$(CROSS)$(if $(SANITIZE),-san),$(if $(STATIC),static,$(if $(SANITIZE),san,plain))))
 BUILD   := build/$(VARIANT)
 
 CFLAGS_BASE := -std=gnu11 -O2 -g -Wall -Wextra -Werror -MMD -MP -D_GNU_SOURCE -pthread -I. $(CFLAGS_CROSS)
@@ -62,6 +71,16 @@ CFLAGS_BASE += -fno-strict-aliasing -fPIC
 ifneq ($(SANITIZE),)
 CFLAGS_BASE += -fsanitize=$(SANITIZE) -fno-omit-frame-pointer -fno-sanitize-recover=all
 LDFLAGS_SAN := -fsanitize=$(SANITIZE)
+endif
+ifneq ($(FUZZ),)
+# Every object gets libFuzzer's coverage counters; the targets link the
+# fuzzer's main. A sanitizer report aborts: a crash, with its input saved.
+CFLAGS_BASE += -fsanitize=fuzzer-no-link,address,undefined -fno-omit-frame-pointer \
+	       -fno-sanitize-recover=all
+# gnu11 code that clang calls an extension: KVM's header-plus-array idiom
+# (struct { struct kvm_msrs hdr; struct kvm_msr_entry e[16]; }).
+CFLAGS_BASE += -Wno-gnu-variable-sized-type-not-at-end
+LDFLAGS_SAN := -fsanitize=fuzzer,address,undefined
 endif
 ifneq ($(STATIC),)
 CFLAGS_BASE += -isystem $(MUSL_PREFIX)/kernel-headers -I$(MUSL_PREFIX)/include
@@ -103,6 +122,15 @@ UNIT_BINS  := $(UNIT_SRCS:%.c=$(BUILD)/%)
 CHECK_OBJ  := $(BUILD)/tests/unit/check.o
 BENCH_SRCS := $(sort $(wildcard tests/bench/*.c))
 BENCH_BIN  := $(BUILD)/tests/bench/mvm-bench
+# Fuzz targets (tests/fuzz/fuzz_*.c, libFuzzer): those named
+# fuzz_<other arch>_* fuzz that architecture's code only. Built by the FUZZ=1
+# variant into build/fuzz/fuzz_<name>, linked against an archive of every
+# object but main.o, so a target may replace a module with a fake of its
+# own (fuzz_blkq.h: the queue worker) and the linker leaves the real one out.
+FUZZ_SRCS  := $(filter-out $(foreach a,$(OTHER_ARCHES),tests/fuzz/fuzz_$(a)_%.c),$(sort $(wildcard tests/fuzz/fuzz_*.c)))
+FUZZ_NAMES := $(FUZZ_SRCS:tests/fuzz/fuzz_%.c=%)
+FUZZ_BINS  := $(FUZZ_NAMES:%=build/fuzz/fuzz_%)
+FUZZ_SECONDS ?= 600
 # The embedding example and test: built against an installed copy of the
 # library (make install into EMBED_ROOT, flags from pkg-config), so it can
 # use nothing but the public header and the exported symbols.
@@ -111,6 +139,7 @@ EMBED_BIN  := $(BUILD)/tests/embed/mvm-embed
 
 .SECONDARY:
 .PHONY: all clean test unit-tests run guest guest-s390 bench deps lib install embed static static-bin FORCE
+.PHONY: fuzz fuzz-build fuzz-bins fuzz-seeds
 all: mvm $(if $(CROSS),$(BUILD)/mvm) lib
 
 # mvm(1) links libmvm statically: one file to copy, no library path.
@@ -187,6 +216,35 @@ $(BENCH_BIN): $(BENCH_SRCS:%.c=$(BUILD)/%.o) $(LIB_OBJS)
 
 unit-tests: $(UNIT_BINS)
 
+# --- fuzzing (clang + libFuzzer) ---
+fuzz-build:
+	$(Q)$(MAKE) --no-print-directory FUZZ=1 fuzz-bins
+
+ifneq ($(FUZZ),)
+fuzz-bins: $(FUZZ_BINS)
+
+$(BUILD)/libmvm-fuzz.a: $(LIB_OBJS)
+	$(E) "  AR      $@"
+	$(Q)rm -f $@ && $(AR) rcs $@ $^
+
+$(BUILD)/fuzz_%: $(BUILD)/tests/fuzz/fuzz_%.o $(BUILD)/libmvm-fuzz.a
+	$(E) "  LD      $@"
+	$(Q)$(CC) $(ALL_CFLAGS) $(ALL_LDFLAGS) -o $@ $^ $(LDLIBS)
+endif
+
+# Each target FUZZ_SECONDS (default 600) on its corpus in build/fuzz/corpus/,
+# seeded from tests/fuzz/corpus/; a crash stops and saves its input in
+# build/test-logs/.
+fuzz: fuzz-build
+	$(Q)FUZZ_SECONDS=$(FUZZ_SECONDS) tests/run '^fuzz/'
+
+# (Re)write the checked-in seeds from each target's fuzz_seeds().
+fuzz-seeds: fuzz-build
+	$(Q)for n in $(FUZZ_NAMES); do \
+		mkdir -p tests/fuzz/corpus/$$n && \
+		build/fuzz/fuzz_$$n -write_seeds=tests/fuzz/corpus/$$n || exit 1; \
+	done
+
 embed: $(EMBED_BIN)
 
 $(EMBED_BIN): tests/embed/embed.c $(LIBMVM_A) $(LIBMVM_SO) $(BUILD)/mvm.pc vmm/mvm.h
@@ -208,12 +266,14 @@ guest: deps
 guest-s390: deps
 	$(Q)guest/build-s390.sh >/dev/null
 
-# make test: both variants' unit tests, then system tests (real KVM or the
-# nested harness), all through one runner that prints "N passed, N failed".
+# make test: both variants' unit tests, short fuzz runs (where clang can
+# build them), then system tests (real KVM or the nested harness), all
+# through one runner that prints "N passed, N failed".
 test: deps
 	$(Q)$(MAKE) --no-print-directory all unit-tests
 	$(Q)$(MAKE) --no-print-directory SANITIZE=address,undefined unit-tests
 	$(Q)$(MAKE) --no-print-directory ARCH=s390 all unit-tests
+	$(Q)if tests/fuzz/have-libfuzzer >/dev/null; then $(MAKE) --no-print-directory fuzz-build; fi
 	$(Q)$(MAKE) --no-print-directory all
 	$(Q)guest/build.sh
 	$(Q)guest/build-s390.sh >/dev/null

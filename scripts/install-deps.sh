@@ -13,6 +13,7 @@ pkgs=(
 	musl-tools                                    # make static
 	gcc-s390x-linux-gnu libc6-dev-s390x-cross linux-libc-dev-s390x-cross  # make ARCH=s390
 	qemu-user-static                              # s390x unit tests (big-endian)
+	clang libclang-rt-14-dev                      # fuzz targets: clang, libFuzzer + sanitizer runtimes (only Recommended by clang)
 	hercules                                      # s390x system tests (s390 KVM in L1)
 	python3 procps util-linux
 )

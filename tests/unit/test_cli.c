@@ -479,6 +479,23 @@ TEST(bad_disk_options)
 	CHECK(strstr(err, "at most 16"));
 }
 
+/* Found by tests/fuzz/fuzz_cli.c: a bad value with a newline in it made a
+ * two-line error, where the contract is one "mvm: ..." line. Control
+ * characters in a quoted value show as '?'. */
+TEST(bad_value_with_newline_is_still_one_line)
+{
+	struct cli_config c;
+
+	CHECK_EQ(PARSE(&c, "--transport", "pci\nmmio"), -EINVAL);
+	CHECK(strchr(err, '\n') == NULL);
+	CHECK(strstr(err, "--transport 'pci?mmio'"));
+	CHECK_EQ(PARSE(&c, "--disk", "x.img,cache=\r\nnone\x7f"), -EINVAL);
+	CHECK(strchr(err, '\n') == NULL && strchr(err, '\r') == NULL && strchr(err, 0x7f) == NULL);
+	CHECK(strstr(err, "??none?"));
+	CHECK_EQ(PARSE(&c, "--cpus", "1\n2"), -EINVAL);
+	CHECK(strchr(err, '\n') == NULL);
+}
+
 TEST(queues_raise_vcpus_only_without_cpus)
 {
 	struct cli_config c;
