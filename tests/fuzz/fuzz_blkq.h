@@ -61,6 +61,7 @@ static struct {
 	unsigned nsq, cap;
 	uint64_t disk_bytes;
 	bool buffered_fd;                   /* file index 1 registered */
+	uint64_t sqe_ops;                   /* the opcodes the device declared */
 	unsigned irqs, config_irqs;
 	uint8_t sink;                       /* bytes read from the guest go here */
 } fk;
@@ -88,13 +89,14 @@ int vqw_init(struct vqw *w, const struct vqw_ops *ops, struct virtio_dev *dev,
 	return 0;
 }
 
-/* blk_queue_start registers the image's fds on the ring. */
-int io_uring_register_files(struct io_uring *ring, const int *files, unsigned nr_files)
+/* blk_queue_start declares the image's fds and its opcodes. */
+int vqw_set_io(struct vqw *w, const int *files, unsigned nfiles, uint64_t sqe_ops)
 {
-	(void)ring;
-	FZ_ASSERT(nr_files == 1 || nr_files == 2);
+	FZ_ASSERT(w == fk.w);
+	FZ_ASSERT(nfiles == 1 || nfiles == 2);
 	FZ_ASSERT(files[0] >= 0);
-	fk.buffered_fd = nr_files == 2;
+	fk.buffered_fd = nfiles == 2;
+	fk.sqe_ops = sqe_ops;
 	return 0;
 }
 
@@ -114,6 +116,9 @@ struct io_uring_sqe *vqw_get_sqe(struct vqw *w)
 void vqw_sqe_set_data(struct io_uring_sqe *sqe, const struct vqw_queue *q, uint32_t data)
 {
 	(void)q;
+	/* The real ring would refuse an opcode the device did not declare. */
+	FZ_ASSERT(fk.sqe_ops & (1ULL << sqe->opcode));
+	sqe->flags |= IOSQE_FIXED_FILE;     /* as the real one: the ring requires it */
 	io_uring_sqe_set_data64(sqe, data);
 }
 
