@@ -83,10 +83,10 @@ unsigned arch_irq_routes(struct kvm_irq_routing_entry *r, unsigned cap);
  * at or above it. */
 unsigned arch_irq_pins(void);
 
-/* The board's own devices, before the disks: the console (written to
- * console_out; *con says how to drive it), the reset line and mvm's exit
- * port. Registered with vm_add_device. 0 or -errno. */
-int arch_board_create(struct vm *vm, int console_out, struct vm_console *con);
+/* The board's own devices, before the disks: the console (*con says how
+ * to drive it: its output is buffered for the control thread), the reset
+ * line and mvm's exit port. Registered with vm_add_device. 0 or -errno. */
+int arch_board_create(struct vm *vm, struct vm_console *con);
 
 /* Put a virtio device on the channel subsystem (virtio-ccw), where the
  * architecture has one (arch_layout.has_ccw): from then on the VM owns dev,

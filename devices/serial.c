@@ -9,7 +9,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 static unsigned serial_rx_cap(const struct serial *s)
 {
@@ -74,25 +73,39 @@ static bool serial_rx_put(struct serial *s, uint8_t b)
 	}
 	s->rx[(s->rx_head + s->rx_count) % SERIAL_FIFO_SIZE] = b;
 	s->rx_count++;
-	s->rx_bytes++;
+	__atomic_add_fetch(&s->rx_bytes, 1, __ATOMIC_RELAXED);
 	return true;
+}
+
+/* Room the buffer must have for THRE (a FIFO load: Linux's 8250 driver
+ * writes up to that many bytes per THRE interrupt without reading LSR),
+ * and the room at which a busy transmitter frees up again (half the
+ * buffer, so a slow reader gets large writes, not a THRE per 16 bytes). */
+#define SERIAL_TX_LOW_ROOM SERIAL_FIFO_SIZE
+#define SERIAL_TX_RESUME_ROOM (CONSOLE_BUF_SIZE / 2)
+
+/* THR empty, as LSR and the THRE interrupt report it. In loopback the
+ * byte goes to RBR at once. */
+static bool serial_thre(const struct serial *s)
+{
+	return (s->mcr & UART_MCR_LOOP) || !s->tx_busy;
 }
 
 static void serial_tx(struct serial *s, uint8_t b)
 {
-	s->tx_bytes++;
 	if (s->mcr & UART_MCR_LOOP) {
 		serial_rx_put(s, b);
 		return;
 	}
-	if (s->out_fn) {
-		s->out_fn(s->out_opaque, &b, 1);
-		return;
-	}
-	for (;;) {
-		ssize_t n = write(s->out_fd, &b, 1);
-		if (n == 1 || (n < 0 && errno != EINTR && errno != EAGAIN))
-			break;  /* output gone: the guest's bytes are dropped */
+	__atomic_add_fetch(&s->tx_bytes, 1, __ATOMIC_RELAXED);
+	/* Without room the guest wrote THR although THRE was clear (the
+	 * slack of a FIFO load is gone too): the byte is lost, as on a real
+	 * UART's overfull FIFO. */
+	if (!console_buf_put(&s->tx, &b, 1))
+		__atomic_add_fetch(&s->tx_dropped, 1, __ATOMIC_RELAXED);
+	if (!s->tx_busy && console_buf_room(&s->tx) < SERIAL_TX_LOW_ROOM) {
+		s->tx_busy = true;
+		__atomic_add_fetch(&s->tx_waits, 1, __ATOMIC_RELAXED);
 	}
 }
 
@@ -123,7 +136,9 @@ static uint8_t serial_read_reg(struct serial *s, unsigned reg)
 	case UART_MCR:
 		return s->mcr;
 	case UART_LSR:
-		v = UART_LSR_THRE | UART_LSR_TEMT | s->lsr_err |
+		/* TEMT with THRE: the host buffer is beyond the UART (the
+		 * line), so the transmitter is empty whenever THR is. */
+		v = (serial_thre(s) ? UART_LSR_THRE | UART_LSR_TEMT : 0) | s->lsr_err |
 		    (s->rx_count ? UART_LSR_DR : 0);
 		s->lsr_err = 0;   /* error bits clear on read */
 		return v;
@@ -145,8 +160,10 @@ static void serial_write_reg(struct serial *s, unsigned reg, uint8_t v)
 			break;
 		}
 		serial_tx(s, v);
-		/* Transmission is instantaneous: THR is empty again at once. */
-		s->thr_ipending = true;
+		/* THR empties at once into the host buffer while it has
+		 * room; otherwise THRE (and its interrupt) come back from
+		 * serial_tx_consume. */
+		s->thr_ipending = serial_thre(s);
 		break;
 	case UART_IER:
 		if (s->lcr & UART_LCR_DLAB) {
@@ -154,7 +171,7 @@ static void serial_write_reg(struct serial *s, unsigned reg, uint8_t v)
 			break;
 		}
 		/* Enabling THRE while THR is empty raises the interrupt. */
-		if (!(s->ier & UART_IER_THRI) && (v & UART_IER_THRI))
+		if (!(s->ier & UART_IER_THRI) && (v & UART_IER_THRI) && serial_thre(s))
 			s->thr_ipending = true;
 		s->ier = v & 0x0f;
 		break;
@@ -208,10 +225,10 @@ const struct io_ops serial_io_ops = {
 	.write = serial_io_write,
 };
 
-int serial_init(struct serial *s, int out_fd, void (*set_irq)(void *, bool), void *opaque)
+int serial_init(struct serial *s, void (*set_irq)(void *, bool), void *opaque)
 {
 	memset(s, 0, sizeof(*s));
-	s->out_fd = out_fd;
+	console_buf_init(&s->tx);
 	s->set_irq = set_irq;
 	s->irq_opaque = opaque;
 	s->mcr = UART_MCR_OUT2;
@@ -223,6 +240,38 @@ int serial_init(struct serial *s, int out_fd, void (*set_irq)(void *, bool), voi
 void serial_fini(struct serial *s)
 {
 	pthread_mutex_destroy(&s->lock);
+}
+
+void serial_set_tx_wake(struct serial *s, int efd)
+{
+	pthread_mutex_lock(&s->lock);
+	s->tx.wake_fd = efd;
+	pthread_mutex_unlock(&s->lock);
+}
+
+size_t serial_tx_peek(struct serial *s, uint8_t *buf, size_t len)
+{
+	size_t n;
+
+	pthread_mutex_lock(&s->lock);
+	n = console_buf_peek(&s->tx, buf, len);
+	pthread_mutex_unlock(&s->lock);
+	return n;
+}
+
+void serial_tx_consume(struct serial *s, size_t n, bool delivered)
+{
+	pthread_mutex_lock(&s->lock);
+	console_buf_consume(&s->tx, n);
+	if (!delivered)
+		__atomic_add_fetch(&s->tx_dropped, n, __ATOMIC_RELAXED);
+	/* THR empties: the THRE interrupt the guest's driver waits for. */
+	if (s->tx_busy && console_buf_room(&s->tx) >= SERIAL_TX_RESUME_ROOM) {
+		s->tx_busy = false;
+		s->thr_ipending = true;
+	}
+	serial_update_irq(s);
+	pthread_mutex_unlock(&s->lock);
 }
 
 unsigned serial_rx_room(struct serial *s)
@@ -273,9 +322,12 @@ static void serial_vm_stats(void *dev, FILE *out)
 {
 	struct serial_vm *sv = dev;
 
-	fprintf(out, "{\"kind\":\"serial\",\"port\":%d,\"tx_bytes\":%llu,\"rx_bytes\":%llu}",
-		sv->port, (unsigned long long)sv->s.tx_bytes,
-		(unsigned long long)sv->s.rx_bytes);
+	fprintf(out, "{\"kind\":\"serial\",\"port\":%d,\"tx_bytes\":%llu,\"rx_bytes\":%llu,"
+		"\"tx_waits\":%llu,\"tx_dropped\":%llu}", sv->port,
+		(unsigned long long)__atomic_load_n(&sv->s.tx_bytes, __ATOMIC_RELAXED),
+		(unsigned long long)__atomic_load_n(&sv->s.rx_bytes, __ATOMIC_RELAXED),
+		(unsigned long long)__atomic_load_n(&sv->s.tx_waits, __ATOMIC_RELAXED),
+		(unsigned long long)__atomic_load_n(&sv->s.tx_dropped, __ATOMIC_RELAXED));
 }
 
 static void serial_vm_destroy(void *dev)
@@ -304,10 +356,19 @@ static size_t serial_con_rx_push(void *dev, const uint8_t *buf, size_t len)
 	return serial_rx_push(dev, buf, len);
 }
 
-static void serial_con_set_output(void *dev, void (*fn)(void *, const uint8_t *, size_t),
-				  void *opaque)
+static void serial_con_set_tx_wake(void *dev, int efd)
 {
-	serial_set_output(dev, fn, opaque);
+	serial_set_tx_wake(dev, efd);
+}
+
+static size_t serial_con_tx_peek(void *dev, uint8_t *buf, size_t len)
+{
+	return serial_tx_peek(dev, buf, len);
+}
+
+static void serial_con_tx_consume(void *dev, size_t n, bool delivered)
+{
+	serial_tx_consume(dev, n, delivered);
 }
 
 static void serial_con_counters(void *dev, uint64_t *out, uint64_t *in)
@@ -321,11 +382,13 @@ static void serial_con_counters(void *dev, uint64_t *out, uint64_t *in)
 const struct vm_console_ops serial_console_ops = {
 	.rx_room = serial_con_rx_room,
 	.rx_push = serial_con_rx_push,
-	.set_output = serial_con_set_output,
+	.set_tx_wake = serial_con_set_tx_wake,
+	.tx_peek = serial_con_tx_peek,
+	.tx_consume = serial_con_tx_consume,
 	.counters = serial_con_counters,
 };
 
-int serial_create(struct vm *vm, uint16_t port, unsigned irq, int out_fd, struct serial **out)
+int serial_create(struct vm *vm, uint16_t port, unsigned irq, struct serial **out)
 {
 	struct serial_vm *sv;
 	int ret;
@@ -336,7 +399,7 @@ int serial_create(struct vm *vm, uint16_t port, unsigned irq, int out_fd, struct
 	sv->vm = vm;
 	sv->port = port;
 	sv->irq = irq;
-	ret = serial_init(&sv->s, out_fd, serial_vm_set_irq, sv);
+	ret = serial_init(&sv->s, serial_vm_set_irq, sv);
 	if (ret)
 		goto free_sv;
 	ret = iobus_register(&vm->pio, port, 8, &serial_io_ops, &sv->s);

@@ -1,6 +1,16 @@
 /* 8250/16550A UART (COM1). Register emulation runs on vCPU threads; the
- * main event loop feeds received bytes with serial_rx_push. All state is
- * under one mutex. TX goes straight to out_fd (unbuffered). */
+ * VM's control thread feeds received bytes with serial_rx_push and takes
+ * the transmitted ones with serial_tx_peek/serial_tx_consume. All state is
+ * under one mutex.
+ *
+ * TX: THR writes go into a bounded buffer (devices/console_buf.h), never
+ * to a host fd, so a vCPU never waits for the host's reader. THR and the
+ * transmitter count as empty (LSR THRE|TEMT, the THRE interrupt) while
+ * that buffer has room for a FIFO load; once it has less, they stay busy
+ * until the host has taken half the buffer, and the guest's driver waits,
+ * as behind a line held by flow control: a slow reader slows the guest
+ * down, nothing is dropped. Only a guest that writes THR regardless, into
+ * a buffer with no room at all, loses bytes (counted in tx_dropped). */
 #ifndef MVM_SERIAL_H
 #define MVM_SERIAL_H
 
@@ -9,6 +19,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "devices/console_buf.h"
 #include "vmm/iobus.h"
 
 struct vm;
@@ -63,10 +74,6 @@ struct vm;
 
 struct serial {
 	pthread_mutex_t lock;
-	int out_fd;
-	/* When set, output goes here instead of out_fd (serial_set_output). */
-	void (*out_fn)(void *opaque, const uint8_t *buf, size_t len);
-	void *out_opaque;
 	/* Drives the interrupt line; called under lock on level changes. */
 	void (*set_irq)(void *opaque, bool level);
 	void *irq_opaque;
@@ -77,24 +84,32 @@ struct serial {
 	uint8_t rx[SERIAL_FIFO_SIZE];
 	unsigned rx_head, rx_count;
 
-	uint64_t tx_bytes, rx_bytes;
+	struct console_buf tx;   /* transmitted, not yet taken by the host */
+	bool tx_busy;            /* THRE withheld: the buffer ran short of room */
+
+	/* Read with atomic loads by --stats while the guest runs. */
+	uint64_t tx_bytes;       /* the guest wrote to THR (loopback excluded) */
+	uint64_t rx_bytes;
+	uint64_t tx_waits;       /* times THRE was withheld (the guest waited) */
+	uint64_t tx_dropped;     /* bytes that never reached the host's output */
 };
 
 extern const struct io_ops serial_io_ops;
 
-/* Initialise a UART writing to out_fd and signalling through set_irq. */
-int serial_init(struct serial *s, int out_fd, void (*set_irq)(void *, bool), void *opaque);
+/* Initialise a UART signalling through set_irq. */
+int serial_init(struct serial *s, void (*set_irq)(void *, bool), void *opaque);
 void serial_fini(struct serial *s);
 
-/* Send output to fn instead of the fd; before the guest runs. fn is called
- * from a vCPU thread with the UART's lock held. */
-static inline void serial_set_output(struct serial *s,
-				     void (*fn)(void *opaque, const uint8_t *buf, size_t len),
-				     void *opaque)
-{
-	s->out_fn = fn;
-	s->out_opaque = opaque;
-}
+/* The eventfd written when output arrives in an empty buffer (-1: none);
+ * before the guest runs. */
+void serial_set_tx_wake(struct serial *s, int efd);
+/* Copy up to len of the oldest transmitted bytes to buf, leaving them
+ * queued; returns how many. */
+size_t serial_tx_peek(struct serial *s, uint8_t *buf, size_t len);
+/* The n oldest bytes are done with: written to the host (delivered) or
+ * discarded (counted in tx_dropped). Room again gives the guest THRE back,
+ * with its interrupt. */
+void serial_tx_consume(struct serial *s, size_t n, bool delivered);
 
 /* Free room in the RX FIFO (the main loop reads at most that from stdin). */
 unsigned serial_rx_room(struct serial *s);
@@ -107,6 +122,6 @@ extern const struct vm_console_ops serial_console_ops;
 /* A UART on the VM at I/O ports port..port+7, interrupt line irq via
  * KVM_IRQ_LINE (x86 COM1: 0x3f8, 4), registered with the VM for
  * stats/teardown. */
-int serial_create(struct vm *vm, uint16_t port, unsigned irq, int out_fd, struct serial **out);
+int serial_create(struct vm *vm, uint16_t port, unsigned irq, struct serial **out);
 
 #endif

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Build the mvm test guest: a lean Linux 6.1 kernel (bzImage, and vmlinux
 # with the PVH entry note) and an initramfs (busybox, fio, mkfs.ext4,
-# mvm-exit, /init).
+# mvm-exit, mvm-session, /init).
 #
 # Every result is cached under ${XDG_CACHE_HOME:-~/.cache}/mvm/ in a folder
 # named after a hash of everything that goes into it (sources, package
@@ -143,7 +143,8 @@ build_initramfs() {
 	ln -s mke2fs "$r/sbin/mkfs.ext4"
 	cp /etc/mke2fs.conf "$r/etc/"
 	gcc -static -Os -Wall -Wextra -Werror -I"$ROOT" -o "$r/sbin/mvm-exit" "$GUEST_DIR/mvm-exit.c"
-	strip "$r/sbin/mvm-exit"
+	gcc -static -Os -Wall -Wextra -Werror -o "$r/sbin/mvm-session" "$GUEST_DIR/mvm-session.c"
+	strip "$r/sbin/mvm-exit" "$r/sbin/mvm-session"
 	install -m 0755 "$GUEST_DIR/init" "$r/init"
 	[ -f "$r/bin/busybox" ] && [ ! -L "$r/bin/busybox" ] && [ -L "$r/bin/sh" ] ||
 		fail "initramfs: /bin/busybox must be the binary and /bin/sh a link to it"
@@ -158,7 +159,8 @@ initramfs_key() {
 		if [ -n "$1" ]; then sha256sum <"$1"; else echo "fio $(pkg_version fio)"; fi
 		for p in busybox-static e2fsprogs libc6 libc6-dev; do echo "$p $(pkg_version "$p")"; done
 		gcc --version | head -n 1
-		cat "$GUEST_DIR/init" "$GUEST_DIR/mvm-exit.c" "$ROOT/arch/x86/layout.h" /etc/mke2fs.conf
+		cat "$GUEST_DIR/init" "$GUEST_DIR/mvm-exit.c" "$GUEST_DIR/mvm-session.c" \
+			"$ROOT/arch/x86/layout.h" /etc/mke2fs.conf
 		declare -f copy_with_libs cpio_list build_initramfs
 	} | key
 }

@@ -7,15 +7,18 @@
  *            mvm_add_disk opens and locks images.
  *   PREPARED mvm_prepare: KVM VM, devices, boot tables, vCPUs; no thread
  *            yet, so the caller may still drop privileges (mvm(1) does).
- *   RUNNING  mvm_start (preparing first if needed): device threads, vCPU threads and
- *            the control thread, which polls the stop eventfd and the
- *            console input, and on a stop request tears the vCPUs and
- *            device threads down, records the exit, signals wait_efd.
+ *   RUNNING  mvm_start (preparing first if needed): device threads, vCPU
+ *            threads and the control thread, which polls the stop eventfd,
+ *            the console input and the console output (the device's buffer
+ *            to console_fn/console_out, never blocking), and on a stop
+ *            request tears the vCPUs and device threads down, writes out
+ *            the guest's last output, records the exit, signals wait_efd.
  *   ENDED    mvm_wait saw wait_efd and joined the control thread.
  *   FAILED   mvm_start failed and unwound; only mvm_destroy is left.
  */
 #include "vmm/mvm.h"
 #include "vmm/console.h"
+#include "vmm/console_out.h"
 #include "vmm/kvm.h"
 #include "vmm/kvm_probe.h"
 #include "vmm/log.h"
@@ -89,6 +92,17 @@ struct mvm {
 	bool con_open;
 	uint8_t carry[MVM_CONSOLE_CHUNK + 1];
 	size_t ncarry;
+
+	/* Console output: the device's buffer -> out (control thread). The
+	 * device writes tx_efd when output arrives in its empty buffer. */
+	struct conout out;
+	bool out_up;
+	int tx_efd;
+	/* mvm_stop was called: the end-of-VM flush of console output stops
+	 * waiting for a slow reader. Set before stop_efd is written (which
+	 * wakes the flush); seq_cst, paired with the flush's load after it
+	 * resets stop_efd. */
+	atomic_bool hurry;
 
 	pthread_t control;
 	bool control_started;
@@ -226,7 +240,9 @@ int mvm_create(const struct mvm_config *cfg, struct mvm **out, char *err, size_t
 	m->cfg.initrd = m->initrd;
 	m->cfg.cmdline = m->cmdline;
 	m->wait_efd = -1;
+	m->tx_efd = -1;
 	atomic_init(&m->state, MVM_CREATED);
+	atomic_init(&m->hurry, false);
 	if (cfg->log_fn)
 		m->log = (struct log_sink){ .fn = mvm_log_bridge, .opaque = m };
 	ret = -pthread_mutex_init(&m->lock, NULL);
@@ -364,13 +380,6 @@ static int mvm_attach_disks(struct mvm *m, char *err, size_t errlen)
 	return 0;
 }
 
-static void mvm_console_out(void *opaque, const uint8_t *buf, size_t len)
-{
-	const struct mvm *m = opaque;
-
-	m->cfg.console_fn(m->cfg.console_opaque, buf, len);
-}
-
 static void mvm_console_flush(struct mvm *m)
 {
 	size_t n = m->con.ops->rx_push(m->con.dev, m->carry, m->ncarry);
@@ -415,8 +424,74 @@ static void mvm_stop_threads(struct mvm *m, unsigned started)
 	m->threads_stopped = true;
 }
 
-/* The control thread: console input until a stop request, then teardown
- * of the running parts and the exit record. */
+/* Reset the eventfd a console device writes when output arrives: the
+ * drain that follows sees everything written before. */
+static void mvm_efd_reset(int efd)
+{
+	uint64_t v;
+
+	if (read(efd, &v, sizeof(v)) < 0) {
+		/* EAGAIN: nothing arrived */
+	}
+}
+
+/* The VM has stopped (vCPUs joined, so no more output): write what the
+ * guest wrote before it ended. After the guest's own end (exit port,
+ * poweroff, an error) this waits for a slow reader as long as it takes,
+ * so nothing the guest wrote before its exit is lost; mvm_stop (SIGTERM),
+ * Ctrl-A x and mvm_destroy end the wait (and a stop they asked for does
+ * not wait at all): then what the fd does not take at once is dropped. */
+static void mvm_console_finish(struct mvm *m)
+{
+	struct kvm_state *ks = vm_kvm(&m->vm);
+
+	if (vm_stop_reason(&m->vm) == VM_STOP_REQUESTED)
+		atomic_store(&m->hurry, true);
+	mvm_efd_reset(ks->stop_efd);
+	for (;;) {
+		struct pollfd p[3] = {
+			{ .fd = ks->stop_efd, .events = POLLIN },
+			{ .fd = -1, .events = POLLOUT },
+			{ .fd = -1, .events = POLLIN },
+		};
+		bool quit;
+
+		if (conout_drain(&m->out))
+			return;
+		/* Pairs with mvm_stop's store before its stop_efd write. */
+		if (atomic_load(&m->hurry))
+			break;
+		p[1].fd = conout_wait_fd(&m->out);
+		if (p[1].fd < 0)
+			continue;       /* more to move, nothing to wait for */
+		/* Ctrl-A x still works; other input has no guest to go to. */
+		if (m->con_open && m->esc.raw)
+			p[2].fd = m->cfg.console_in;
+		if (poll(p, 3, -1) < 0) {
+			if (errno == EINTR)
+				continue;
+			break;
+		}
+		if (p[0].revents)
+			mvm_efd_reset(ks->stop_efd);
+		if (p[2].revents & (POLLIN | POLLHUP | POLLERR)) {
+			uint8_t in[MVM_CONSOLE_CHUNK], out[MVM_CONSOLE_CHUNK + 1];
+			ssize_t n = read(m->cfg.console_in, in, sizeof(in));
+			size_t outn;
+
+			if (n <= 0 && !(n < 0 && (errno == EINTR || errno == EAGAIN)))
+				m->con_open = false;
+			quit = n > 0 && console_escape_filter(&m->esc, in, (size_t)n, out, &outn);
+			if (quit)
+				atomic_store(&m->hurry, true);
+		}
+	}
+	conout_discard(&m->out);
+}
+
+/* The control thread: console input and output until a stop request,
+ * then teardown of the running parts, the guest's last output and the
+ * exit record. */
 static void *mvm_control(void *arg)
 {
 	struct mvm *m = arg;
@@ -436,9 +511,11 @@ static void *mvm_control(void *arg)
 		}
 	}
 	for (;;) {
-		struct pollfd p[2] = {
+		struct pollfd p[4] = {
 			{ .fd = ks->stop_efd, .events = POLLIN },
 			{ .fd = -1, .events = POLLIN },
+			{ .fd = m->tx_efd, .events = POLLIN },
+			{ .fd = -1, .events = POLLOUT },
 		};
 		int timeout = -1;
 
@@ -450,7 +527,15 @@ static void *mvm_control(void *arg)
 			else
 				timeout = 10;   /* the guest has not drained the FIFO yet */
 		}
-		if (poll(p, 2, timeout) < 0) {
+		/* Reset before the drain: output that arrives after it
+		 * rewrites tx_efd (devices/console_buf.c). */
+		mvm_efd_reset(m->tx_efd);
+		if (!conout_drain(&m->out)) {
+			p[3].fd = conout_wait_fd(&m->out);
+			if (p[3].fd < 0)
+				timeout = 0;    /* more to move at once */
+		}
+		if (poll(p, 4, timeout) < 0) {
 			if (errno == EINTR)
 				continue;
 			log_err(&m->log, "poll: %s", strerror(errno));
@@ -464,6 +549,7 @@ static void *mvm_control(void *arg)
 			vm_request_stop(&m->vm, VM_STOP_REQUESTED, MVM_EXIT_OK, NULL);
 	}
 	mvm_stop_threads(m, m->cfg.cpus);
+	mvm_console_finish(m);
 	status = vm_stop_status(&m->vm);
 	m->exit.reason = (enum mvm_exit_reason)vm_stop_reason(&m->vm);
 	m->exit.status = status < 0 ? MVM_EXIT_INTERNAL : status;
@@ -516,11 +602,20 @@ int mvm_prepare(struct mvm *m, char *err, size_t errlen)
 	if (m->wait_efd < 0)
 		return err_set(err, errlen, -errno, "eventfd: %s", strerror(errno));
 
-	ret = arch_board_create(&m->vm, m->cfg.console_out, &m->con);
+	m->tx_efd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	if (m->tx_efd < 0)
+		return err_set(err, errlen, -errno, "eventfd: %s", strerror(errno));
+
+	ret = arch_board_create(&m->vm, &m->con);
 	if (ret)
 		return err_set(err, errlen, ret, "board devices: %s", strerror(-ret));
-	if (m->cfg.console_fn)
-		m->con.ops->set_output(m->con.dev, mvm_console_out, m);
+	m->con.ops->set_tx_wake(m->con.dev, m->tx_efd);
+	ret = conout_init(&m->out, &m->con, m->cfg.console_out, m->cfg.console_fn,
+			  m->cfg.console_opaque, &m->log);
+	if (ret)
+		return err_set(err, errlen, ret, "console_out %d: %s; give an open fd or -1",
+			       m->cfg.console_out, strerror(-ret));
+	m->out_up = true;
 	ret = mvm_attach_disks(m, err, errlen);
 	if (ret)
 		return ret;
@@ -605,6 +700,7 @@ stop_vcpus:
 
 int mvm_stop(struct mvm *m, int status)
 {
+	uint64_t one = 1;
 	int st;
 
 	if (!m)
@@ -613,6 +709,14 @@ int mvm_stop(struct mvm *m, int status)
 	if (st != MVM_RUNNING && st != MVM_ENDED)
 		return -EINVAL;
 	vm_request_stop(&m->vm, VM_STOP_REQUESTED, status, NULL);
+	/* A VM that ended by itself may still be writing out the guest's
+	 * last output to a slow reader: that stops now. The store comes
+	 * before the wake-up (mvm_console_finish loads it after resetting
+	 * stop_efd); both async-signal-safe. */
+	atomic_store(&m->hurry, true);
+	if (write(vm_kvm(&m->vm)->stop_efd, &one, sizeof(one)) < 0) {
+		/* non-blocking eventfd: readable already */
+	}
 	return 0;
 }
 
@@ -762,7 +866,7 @@ void mvm_destroy(struct mvm *m)
 	if (!m)
 		return;
 	if (atomic_load(&m->state) == MVM_RUNNING || atomic_load(&m->state) == MVM_ENDED) {
-		vm_request_stop(&m->vm, VM_STOP_REQUESTED, MVM_EXIT_OK, NULL);
+		mvm_stop(m, MVM_EXIT_OK);
 		mvm_wait(m, -1, NULL);
 	}
 	if (m->vm_up) {
@@ -784,6 +888,10 @@ void mvm_destroy(struct mvm *m)
 			blk_image_close(&m->disks[i].img);
 	if (m->vm_up)
 		vm_fini(&m->vm);
+	if (m->out_up)
+		conout_fini(&m->out);
+	if (m->tx_efd >= 0)
+		close(m->tx_efd);
 	if (m->wait_efd >= 0)
 		close(m->wait_efd);
 	pthread_mutex_destroy(&m->lock);

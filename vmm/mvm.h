@@ -40,7 +40,8 @@
  *    mvm_start installs (a no-op handler, without SA_RESTART) because KVM
  *    needs a signal to interrupt a running vCPU: choose a signal the host
  *    process does not otherwise use;
- *  - mvm_stop is async-signal-safe and may be called from any thread.
+ *  - mvm_stop is async-signal-safe and may be called from any thread;
+ *  - no vCPU thread ever waits for the console's reader (see console_out).
  *
  * Threads created by the library inherit the calling thread's signal mask:
  * block the signals your process handles itself (e.g. with signalfd)
@@ -72,8 +73,11 @@ enum mvm_log_level { MVM_LOG_ERROR, MVM_LOG_WARNING, MVM_LOG_INFO };
  * not call back into the library for the same VM. */
 typedef void (*mvm_log_fn)(void *opaque, enum mvm_log_level level, const char *msg);
 
-/* Guest console output, from a vCPU thread; must not block for long (the
- * vCPU waits). */
+/* Guest console output, in order, from the VM's control thread (never a
+ * vCPU thread: the guest's bytes wait in the console's 16 KiB buffer).
+ * Return promptly: while it runs, the control thread does nothing else
+ * (console input, mvm_stop wait), and once the buffer is full the guest
+ * waits for it. */
 typedef void (*mvm_console_fn)(void *opaque, const uint8_t *buf, size_t len);
 
 struct mvm_config {
@@ -86,7 +90,22 @@ struct mvm_config {
 				 * default 256 MiB */
 	/* Console (the guest's COM1). Output goes to console_fn when set, else
 	 * to console_out when >= 0, else nowhere. Input is read from
-	 * console_in when >= 0 (by the VM's control thread). Defaults: -1. */
+	 * console_in when >= 0 (by the VM's control thread). Defaults: -1.
+	 *
+	 * The guest's output waits in a 16 KiB buffer, which the VM's control
+	 * thread writes out; no vCPU ever writes to console_out. The control
+	 * thread never blocks on it either: a pipe, FIFO or terminal is
+	 * written through a non-blocking file description of its own (opened
+	 * through /proc/self/fd; console_out's own flags are left alone), a
+	 * socket with MSG_DONTWAIT, a regular file as it is. When the reader
+	 * falls behind, the buffer fills and the guest's UART reports itself
+	 * busy, so the guest waits (nothing is dropped); mvm_stop still works.
+	 * When the reader is gone (EPIPE), output is dropped from then on.
+	 * When the guest ends the VM itself (exit port, poweroff), the VM has
+	 * ended (mvm_wait, mvm_wait_fd) only once everything it wrote has
+	 * been written, however long the reader takes, unless mvm_stop is
+	 * called meanwhile; after mvm_stop, Ctrl-A x or mvm_destroy, what
+	 * console_out does not take at once is dropped. */
 	int console_in;
 	int console_out;
 	mvm_console_fn console_fn;
@@ -197,8 +216,9 @@ int mvm_prepare(struct mvm *vm, char *err, size_t errlen);
 int mvm_start(struct mvm *vm, char *err, size_t errlen);
 
 /* Ask the VM to stop; it ends with MVM_EXIT_STOPPED and `status` unless it
- * already ended for another reason. Returns at once (mvm_wait waits).
- * Async-signal-safe. -EINVAL before mvm_start. */
+ * already ended for another reason (then its console output still
+ * waiting for a slow reader is dropped: see console_out). Returns at once
+ * (mvm_wait waits). Async-signal-safe. -EINVAL before mvm_start. */
 int mvm_stop(struct mvm *vm, int status);
 
 /* Wait for the VM to end, at most timeout_ms (-1: forever, 0: poll); the

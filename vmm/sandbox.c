@@ -122,6 +122,8 @@ static const struct entry generic[] = {
 #ifdef __NR_poll
 	ALLOW(K_MAIN | K_CONTROL | K_QUEUE | K_VCPU, poll),
 #endif
+	/* Console output to a socket (MSG_DONTWAIT: vmm/console_out.c). */
+	ALLOW(K_CONTROL, sendto),
 	ALLOW(K_MAIN, fcntl),           /* the images' OFD locks at close */
 	ALLOW(K_MAIN, fsync),
 	ALLOW(K_MAIN, fdatasync),

@@ -62,17 +62,23 @@ struct vm {
 
 /* The guest's console device (x86: the COM1 UART; s390: the SCLP
  * console) as the VM's control thread drives it: input from the console
- * fd goes in through rx_push; output goes to the console fd, or to a
- * callback. One const table per device type. */
+ * fd goes in through rx_push; output waits in the device's bounded buffer
+ * (devices/console_buf.h) until the control thread takes it
+ * (vmm/console_out.c), so no vCPU ever writes to a host fd. One const
+ * table per device type. */
 struct vm_console_ops {
 	/* Bytes of input the device takes now (0: its buffer is full). */
 	size_t (*rx_room)(void *dev);
 	/* Queue input for the guest; returns how many bytes were taken. */
 	size_t (*rx_push)(void *dev, const uint8_t *buf, size_t len);
-	/* Send output to fn instead of the console fd; before the guest runs.
-	 * fn is called from a vCPU thread. */
-	void (*set_output)(void *dev, void (*fn)(void *opaque, const uint8_t *buf, size_t len),
-			   void *opaque);
+	/* The eventfd the device writes when output arrives in its empty
+	 * buffer; before the guest runs. */
+	void (*set_tx_wake)(void *dev, int efd);
+	/* Copy up to len of the oldest output bytes, leaving them queued. */
+	size_t (*tx_peek)(void *dev, uint8_t *buf, size_t len);
+	/* The n oldest output bytes are done with: delivered to the host, or
+	 * not (dropped: counted by the device). Frees room for the guest. */
+	void (*tx_consume)(void *dev, size_t n, bool delivered);
 	/* Bytes the guest wrote and read so far. */
 	void (*counters)(void *dev, uint64_t *out, uint64_t *in);
 };

@@ -219,12 +219,19 @@ static size_t con_rx_push(void *dev, const uint8_t *buf, size_t len)
 	return sclp_rx_push(dev, buf, len);
 }
 
-static void con_set_output(void *dev, void (*fn)(void *, const uint8_t *, size_t), void *opaque)
+static void con_set_tx_wake(void *dev, int efd)
 {
-	struct sclp *s = dev;
+	sclp_set_tx_wake(dev, efd);
+}
 
-	s->out_fn = fn;
-	s->out_opaque = opaque;
+static size_t con_tx_peek(void *dev, uint8_t *buf, size_t len)
+{
+	return sclp_tx_peek(dev, buf, len);
+}
+
+static void con_tx_consume(void *dev, size_t n, bool delivered)
+{
+	sclp_tx_consume(dev, n, delivered);
 }
 
 static void con_counters(void *dev, uint64_t *out, uint64_t *in)
@@ -238,7 +245,9 @@ static void con_counters(void *dev, uint64_t *out, uint64_t *in)
 static const struct vm_console_ops sclp_console_ops = {
 	.rx_room = con_rx_room,
 	.rx_push = con_rx_push,
-	.set_output = con_set_output,
+	.set_tx_wake = con_set_tx_wake,
+	.tx_peek = con_tx_peek,
+	.tx_consume = con_tx_consume,
 	.counters = con_counters,
 };
 
@@ -253,8 +262,9 @@ static void console_stats(void *dev, FILE *out)
 	uint64_t o, i;
 
 	con_counters(&c->sclp, &o, &i);
-	fprintf(out, "{\"kind\":\"sclp-console\",\"tx_bytes\":%" PRIu64 ",\"rx_bytes\":%" PRIu64 "}",
-		o, i);
+	fprintf(out, "{\"kind\":\"sclp-console\",\"tx_bytes\":%" PRIu64 ",\"rx_bytes\":%" PRIu64
+		",\"tx_dropped\":%" PRIu64 "}", o, i,
+		__atomic_load_n(&c->sclp.tx_dropped, __ATOMIC_RELAXED));
 }
 
 static void console_destroy(void *dev)
@@ -273,7 +283,7 @@ static const struct vm_device_ops console_vm_ops = {
 	.destroy = console_destroy,
 };
 
-int arch_board_create(struct vm *vm, int console_out, struct vm_console *con)
+int arch_board_create(struct vm *vm, struct vm_console *con)
 {
 	struct s390_console *c = calloc(1, sizeof(*c));
 	int ret;
@@ -281,8 +291,7 @@ int arch_board_create(struct vm *vm, int console_out, struct vm_console *con)
 	if (!c)
 		return -ENOMEM;
 	c->vm = vm;
-	ret = sclp_init(&c->sclp, &vm->mem, vm->mem.total, vm->ncpus, console_out,
-			service_signal, c);
+	ret = sclp_init(&c->sclp, &vm->mem, vm->mem.total, vm->ncpus, service_signal, c);
 	if (ret)
 		goto free_c;
 	c->sclp.guest_exit = guest_exit;

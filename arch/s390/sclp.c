@@ -23,13 +23,13 @@
 static const uint8_t cpi_mvmexit[8] = { 0xd4, 0xe5, 0xd4, 0xc5, 0xe7, 0xc9, 0xe3, 0x40 };
 
 int sclp_init(struct sclp *s, const struct guest_mem *mem, uint64_t mem_size, unsigned ncpus,
-	      int out_fd, void (*service_signal)(void *, uint32_t), void *opaque)
+	      void (*service_signal)(void *, uint32_t), void *opaque)
 {
 	memset(s, 0, sizeof(*s));
+	console_buf_init(&s->tx);
 	s->mem = mem;
 	s->mem_size = mem_size;
 	s->ncpus = ncpus;
-	s->out_fd = out_fd;
 	s->service_signal = service_signal;
 	s->signal_opaque = opaque;
 	return -pthread_mutex_init(&s->lock, NULL);
@@ -109,21 +109,38 @@ static void write_event_mask(struct sclp *s, uint8_t *sccb, unsigned len)
 
 static void console_out(struct sclp *s, const uint8_t *buf, size_t len)
 {
-	__atomic_add_fetch(&s->tx_bytes, len, __ATOMIC_RELAXED);
-	if (s->out_fn) {
-		s->out_fn(s->out_opaque, buf, len);
-		return;
-	}
-	while (len && s->out_fd >= 0) {
-		ssize_t n = write(s->out_fd, buf, len);
+	size_t n;
 
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0)
-			return;         /* console gone: the guest's output is dropped */
-		buf += n;
-		len -= (size_t)n;
-	}
+	__atomic_add_fetch(&s->tx_bytes, len, __ATOMIC_RELAXED);
+	n = console_buf_put(&s->tx, buf, len);
+	if (n < len)
+		__atomic_add_fetch(&s->tx_dropped, len - n, __ATOMIC_RELAXED);
+}
+
+void sclp_set_tx_wake(struct sclp *s, int efd)
+{
+	pthread_mutex_lock(&s->lock);
+	s->tx.wake_fd = efd;
+	pthread_mutex_unlock(&s->lock);
+}
+
+size_t sclp_tx_peek(struct sclp *s, uint8_t *buf, size_t len)
+{
+	size_t n;
+
+	pthread_mutex_lock(&s->lock);
+	n = console_buf_peek(&s->tx, buf, len);
+	pthread_mutex_unlock(&s->lock);
+	return n;
+}
+
+void sclp_tx_consume(struct sclp *s, size_t n, bool delivered)
+{
+	pthread_mutex_lock(&s->lock);
+	console_buf_consume(&s->tx, n);
+	if (!delivered)
+		__atomic_add_fetch(&s->tx_dropped, n, __ATOMIC_RELAXED);
+	pthread_mutex_unlock(&s->lock);
 }
 
 /* Write Event Data: event buffers from offset 8 to the SCCB's length. */

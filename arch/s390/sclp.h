@@ -16,7 +16,10 @@
  * (see README). All SCCB fields are big-endian.
  *
  * Threads: SERVC from any vCPU and input from the VM's control thread;
- * one lock. The console output is written from the vCPU thread. */
+ * one lock. Console output goes into a bounded buffer (devices/
+ * console_buf.h) that the control thread writes out, never a host fd from
+ * the vCPU. The SCLP has no flow control to offer the guest: output that
+ * finds the buffer full is dropped and counted (tx_dropped). */
 #ifndef MVM_S390_SCLP_H
 #define MVM_S390_SCLP_H
 
@@ -25,6 +28,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "devices/console_buf.h"
 #include "vmm/guest_mem.h"
 
 /* Command words (Linux drivers/s390/char/sclp.h). */
@@ -99,18 +103,24 @@ struct sclp {
 	uint32_t guest_receive, guest_send;
 
 	/* VT220 console */
-	int out_fd;
-	void (*out_fn)(void *opaque, const uint8_t *buf, size_t len);
-	void *out_opaque;
+	struct console_buf tx;        /* output the host has not taken yet */
 	uint8_t rx[SCLP_RX_SIZE];
 	unsigned rx_head, rx_count;
 	bool pending_signalled;       /* a pending-events signal is outstanding */
 	uint64_t tx_bytes, rx_bytes;  /* atomic for readers */
+	uint64_t tx_dropped;          /* output that never reached the host */
 };
 
 int sclp_init(struct sclp *s, const struct guest_mem *mem, uint64_t mem_size, unsigned ncpus,
-	      int out_fd, void (*service_signal)(void *, uint32_t), void *opaque);
+	      void (*service_signal)(void *, uint32_t), void *opaque);
 void sclp_fini(struct sclp *s);
+
+/* Console output for the control thread (struct vm_console): the wake
+ * eventfd, a copy of the oldest bytes, and dropping them once written
+ * (delivered) or discarded (counted in tx_dropped). */
+void sclp_set_tx_wake(struct sclp *s, int efd);
+size_t sclp_tx_peek(struct sclp *s, uint8_t *buf, size_t len);
+void sclp_tx_consume(struct sclp *s, size_t n, bool delivered);
 
 /* The guest's SERVC: cmd from R1, sccb (real address) from R2, problem:
  * the PSW's problem-state bit. Returns the condition code (0: initiated,

@@ -165,12 +165,12 @@ unsigned arch_irq_pins(void)
 	return X86_IOAPIC_PINS;
 }
 
-int arch_board_create(struct vm *vm, int console_out, struct vm_console *con)
+int arch_board_create(struct vm *vm, struct vm_console *con)
 {
 	struct serial *uart;
 	int ret;
 
-	ret = serial_create(vm, X86_COM1_PORT, X86_COM1_IRQ, console_out, &uart);
+	ret = serial_create(vm, X86_COM1_PORT, X86_COM1_IRQ, &uart);
 	if (!ret)
 		*con = (struct vm_console){ .ops = &serial_console_ops, .dev = uart };
 	if (!ret)
