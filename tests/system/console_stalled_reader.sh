@@ -34,6 +34,9 @@ print(struct.unpack("i", fcntl.ioctl(fd, termios.FIONREAD, b"\0" * 4))[0])' "$FI
 		echo 0
 }
 
+# Time for the guest to fill mvm's 16 KiB buffer once the pipe is full.
+FILL_S=${FILL_S:-8}
+
 # wait_full: until the FIFO is (nearly) full, i.e. mvm can write no more;
 # at most 150 s (the guest boots meanwhile). 1: it never filled.
 wait_full() {
@@ -98,7 +101,9 @@ pid=$!
 for _ in $(seq 1 600); do [ -s "$SYS_TMP/out1" ] && break; sleep 0.2; done
 kill -STOP "$reader"
 wait_full || fail "the pipe to the reader never filled: the guest printed too little"
-sleep 3         # the guest fills mvm's buffer too, then waits
+# The guest fills mvm's buffer too, then waits. Every byte is an I/O exit:
+# nested, the guest's console runs at about 5 KB/s, so 16 KiB take ~3 s.
+sleep "$FILL_S"
 sigterm_within "$pid" 15
 echo "mvm exited $TERM_RC $TERM_S s after SIGTERM"
 kill -CONT "$reader"
@@ -109,9 +114,9 @@ tail -n 3 "$SYS_TMP/err1" | cut -c1-300
 check_stopped "$SYS_TMP/out1" "$SYS_TMP/err1"
 
 echo "--- 2: a reader that starts late, the guest ends by itself: every byte arrives"
-lines=3000              # 192000 bytes: more than the pipe and mvm's buffer
+lines=1500              # 96000 bytes: more than the pipe and mvm's buffer (80 KiB)
 # (sleep; cat), where the sleep lasts until mvm can write no more.
-(wait_full; sleep 3; tr -d '\r' | sed -n '/^MVM-FLOOD-/,$p' >"$SYS_TMP/out2") <"$FIFO" &
+(wait_full; sleep "$FILL_S"; tr -d '\r' | sed -n '/^MVM-FLOOD-/,$p' >"$SYS_TMP/out2") <"$FIFO" &
 reader=$!
 "$MVM" --stats --cmdline "loglevel=1 $(flood_cmdline $lines); exit 3" </dev/null >"$FIFO" 2>"$SYS_TMP/err2"
 rc=$?
@@ -135,7 +140,7 @@ reader=$!
 "$MVM" --stats --cmdline "loglevel=1 $(flood_cmdline 0)" </dev/null >"$FIFO" 2>"$SYS_TMP/err3" &
 pid=$!
 wait_full || fail "the pipe to the reader never filled: the guest printed too little"
-sleep 3
+sleep "$FILL_S"
 sigterm_within "$pid" 15
 echo "mvm exited $TERM_RC $TERM_S s after SIGTERM"
 touch "$SYS_TMP/go"
