@@ -68,7 +68,7 @@ static int vcpu_fatal(struct vcpu *v, struct kvm_run *run)
 	arch_describe_vcpu(v, run, where, sizeof(where));
 	snprintf(v->fatal, sizeof(v->fatal), "vCPU %u: %s; %s", v->id, what, where);
 	log_err(&v->vm->log, "%s", v->fatal);
-	if (kvm_host_is_pvm("/sys"))
+	if (v->vm->host_pvm)
 		log_err(&v->vm->log, "this host's KVM is PVM (kvm_pvm), which cannot run unmodified "
 			"guests; run mvm under the nested harness instead: MVM_KVM=nested "
 			"tests/with-kvm ./mvm ...");

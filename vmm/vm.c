@@ -2,6 +2,7 @@
  * ioeventfd/irqfd, resource allocation, the device registry and the stop
  * request. */
 #include "vmm/kvm.h"
+#include "vmm/kvm_probe.h"
 #include "vmm/util.h"
 #include "arch/arch.h"
 
@@ -50,6 +51,7 @@ int vm_init(struct vm *vm, unsigned ncpus)
 	atomic_init(&ks->status, -1);
 	atomic_init(&ks->reason, (int)VM_STOP_HOST_ERROR);
 	vm->kick_signal = SIGUSR1;
+	vm->host_pvm = kvm_host_is_pvm("/sys");
 	atomic_init(&ks->stopping, false);
 	/* The table KVM gets: the irqchip's routes, then room for every
 	 * MSI-range GSI (about 42 KiB, allocated once). */

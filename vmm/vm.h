@@ -56,6 +56,9 @@ struct vm {
 
 	struct log_sink log;          /* where this VM's messages go */
 	int kick_signal;              /* interrupts KVM_RUN (vcpu_kick) */
+	bool host_pvm;                /* this host's KVM is PVM (kvm_pvm), known from
+				       * the start: a fatal exit says so from inside
+				       * the vCPU's filter, which allows no file access */
 	bool sandbox;                 /* every thread of the VM enters its seccomp
 				       * filter (vmm/sandbox.h) */
 };
