@@ -27,7 +27,9 @@ struct blk_opts {
 	enum blk_cache cache;
 	unsigned queues;
 	char serial[BLK_SERIAL_MAX + 1];
-	unsigned poll_us;          /* adaptive polling window of each queue thread */
+	unsigned poll_us;          /* the longest polling window of an I/O thread */
+	unsigned io_threads;       /* I/O threads serving the queues; 0: automatic
+				    * (blk_io_threads) */
 };
 
 struct blk_image {

@@ -2,9 +2,10 @@
  * (devices/virtq_worker.c), which owns the thread, the io_uring, the kicks,
  * draining and publishing.
  *
- * Each queue has its own worker, so its slots are touched by that thread
- * alone between blk_queue_start and blk_queue_stop: nothing here takes a
- * lock. A chain is validated whole (blk_req_parse) before any host I/O;
+ * Each queue is served by exactly one worker (one thread, which may serve
+ * other queues of the device too: --io-threads), so its slots are touched
+ * by that thread alone between blk_queue_start and blk_queue_stop: nothing
+ * here takes a lock. A chain is validated whole (blk_req_parse) before any host I/O;
  * its host I/O goes through the device's block backend (the file backend
  * below, or a test's); short transfers and EAGAIN are resubmitted; the
  * status byte and the used length are written in one place (slot_done /
@@ -14,6 +15,7 @@
 #include "vmm/log.h"
 
 #include <errno.h>
+#include <sched.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -70,7 +72,7 @@ const struct blk_backend_ops blk_file_backend = {
 /* Queue the (remaining) host I/O of slot `head`. */
 static void slot_submit(struct blk_queue *q, unsigned head)
 {
-	struct io_uring_sqe *sqe = vqw_get_sqe(&q->w);
+	struct io_uring_sqe *sqe = vqw_get_sqe(q->wq->w);
 	const struct blk_slot *s = &q->slots[head];
 
 	if (!sqe)
@@ -78,7 +80,7 @@ static void slot_submit(struct blk_queue *q, unsigned head)
 	/* File index 0/1 in the registered table (vqw_sqe_set_data marks
 	 * the SQE fixed-file). */
 	q->blk->backend->prep(s, s->buffered ? 1 : 0, sqe);
-	vqw_sqe_set_data(sqe, &q->w.q[0], head);
+	vqw_sqe_set_data(sqe, q->wq, head);
 }
 
 /* The one place a request ends: write its status byte (when it has one)
@@ -88,13 +90,13 @@ static void slot_submit(struct blk_queue *q, unsigned head)
 static void finish(struct blk_queue *q, unsigned head, uint8_t *status_byte, uint8_t status,
 		   uint32_t used_len)
 {
-	if (vqw_stopping(&q->w.q[0]))
+	if (vqw_stopping(q->wq))
 		return;
 	if (status_byte)
 		*status_byte = status;
 	if (status != VIRTIO_BLK_S_OK)
 		STAT_ADD(q, errors, 1);
-	vqw_push(&q->w.q[0], (uint16_t)head, used_len);
+	vqw_push(q->wq, (uint16_t)head, used_len);
 }
 
 /* A slot's host I/O is over: free the slot and complete its request. */
@@ -141,7 +143,7 @@ static void slot_complete(struct blk_queue *q, unsigned head, int res)
 	s = &q->slots[head];
 	if (blk->backend->complete)
 		res = blk->backend->complete(blk->backend_arg, q->idx, s, res);
-	if (vqw_stopping(&q->w.q[0])) {
+	if (vqw_stopping(q->wq)) {
 		slot_done(q, head, VIRTIO_BLK_S_IOERR);
 		return;
 	}
@@ -258,13 +260,35 @@ static const struct vqw_ops blk_vqw_ops = {
 	.inflight = blk_inflight,
 };
 
-int blk_queue_start(struct blk_dev *blk, unsigned qi)
+static void q_free_slots(struct blk_queue *q)
+{
+	free(q->slots);
+	q->slots = NULL;
+	q->prepared = false;
+}
+
+unsigned blk_io_threads(const struct blk_opts *o)
+{
+	unsigned n = o->io_threads;
+	cpu_set_t cpus;
+
+	if (!n) {
+		/* One thread per queue, but no more threads than CPUs to run
+		 * them: on a shared or small host, threads that take turns on
+		 * one CPU cost a wake-up and a context switch per batch each,
+		 * where one thread would batch their queues together. */
+		n = sched_getaffinity(0, sizeof(cpus), &cpus) ? 1 : (unsigned)CPU_COUNT(&cpus);
+		if (!n)
+			n = 1;
+	}
+	return n < o->queues ? n : o->queues;
+}
+
+/* Queue qi's slots and request context, for its worker to come. */
+static int queue_prepare(struct blk_dev *blk, unsigned qi)
 {
 	struct blk_queue *q = &blk->queues[qi];
 	struct virtio_dev *dev = &blk->vdev;
-	void *opaque = q;
-	char name[16];
-	int fds[2], nfds, r;
 
 	q->blk = blk;
 	q->idx = qi;
@@ -275,51 +299,114 @@ int blk_queue_start(struct blk_dev *blk, unsigned qi)
 	q->ctx.discard = virtio_has_feature(dev, VIRTIO_BLK_F_DISCARD);
 	q->ctx.write_zeroes = virtio_has_feature(dev, VIRTIO_BLK_F_WRITE_ZEROES);
 	q->ctx.serial = blk->opts.serial;
-
 	q->slots = calloc(q->nslots, sizeof(*q->slots));
 	if (!q->slots)
 		return -ENOMEM;
-	snprintf(name, sizeof(name), "mvm-blk-q%u", qi);
-	/* One SQE per slot at most is pending. */
-	r = vqw_init(&q->w, &blk_vqw_ops, dev, &qi, &opaque, 1, q->nslots, blk->opts.poll_us,
+	q->prepared = true;
+	return 0;
+}
+
+/* Start worker wi for its prepared queues. */
+static int worker_start(struct blk_dev *blk, unsigned wi)
+{
+	struct blk_worker *bw = &blk->workers[wi];
+	unsigned idx[VQW_MAX_QUEUES], n = 0, sqes = 0, qi;
+	void *opaque[VQW_MAX_QUEUES];
+	char name[16];
+	int fds[2], nfds, r;
+
+	for (qi = wi; qi < blk->vdev.num_queues; qi += blk->nworkers) {
+		struct blk_queue *q = &blk->queues[qi];
+
+		if (!q->prepared)
+			continue;
+		idx[n] = qi;
+		opaque[n++] = q;
+		/* One SQE per slot at most is pending. */
+		sqes = q->nslots > sqes ? q->nslots : sqes;
+	}
+	if (!n)
+		return 0;
+	snprintf(name, sizeof(name), "mvm-blk-q%u", idx[0]);
+	r = vqw_init(&bw->w, &blk_vqw_ops, &blk->vdev, idx, opaque, n, sqes, blk->opts.poll_us,
 		     name);
 	if (r)
-		goto free_slots;
+		return r;
 	fds[0] = blk->img.fd;
 	fds[1] = blk->img.fd_buffered;
 	nfds = fds[1] >= 0 ? 2 : 1;
-	r = vqw_set_io(&q->w, fds, nfds, blk->backend->sqe_ops);
+	r = vqw_set_io(&bw->w, fds, nfds, blk->backend->sqe_ops);
 	if (r < 0)
 		goto fini_worker;
-	r = vqw_start(&q->w);
+	/* Read by the statistics at any time (relaxed): the counters live in
+	 * the worker. */
+	for (qi = 0; qi < n; qi++)
+		__atomic_store_n(&blk->queues[idx[qi]].wq, &bw->w.q[qi], __ATOMIC_RELAXED);
+	r = vqw_start(&bw->w);
 	if (r)
-		goto fini_worker;
-	q->started = true;
+		goto forget_queues;
+	bw->started = true;
 	return 0;
 
+forget_queues:
+	for (qi = 0; qi < n; qi++)
+		__atomic_store_n(&blk->queues[idx[qi]].wq, NULL, __ATOMIC_RELAXED);
 fini_worker:
-	vqw_fini(&q->w);
-free_slots:
-	free(q->slots);
-	q->slots = NULL;
+	vqw_fini(&bw->w);
 	return r;
+}
+
+int blk_queue_start(struct blk_dev *blk, unsigned qi)
+{
+	struct virtio_dev *dev = &blk->vdev;
+	unsigned wi = qi % blk->nworkers, later;
+	int r;
+
+	r = queue_prepare(blk, qi);
+	if (r)
+		return r;
+	/* The core starts the enabled queues in increasing order: the
+	 * worker starts with its last enabled one, serving all of them. */
+	for (later = qi + blk->nworkers; later < dev->num_queues; later += blk->nworkers)
+		if (dev->queues[later].vq.ready)
+			return 0;
+	r = worker_start(blk, wi);
+	if (r) {
+		/* This queue fails its start; the worker's earlier queues were
+		 * reported started and get stopped (freed) with the reset the
+		 * failure asks for. */
+		q_free_slots(&blk->queues[qi]);
+	}
+	return r;
+}
+
+/* Fold worker wi's counters of its queues into their totals, then stop it. */
+static void worker_stop(struct blk_dev *blk, unsigned wi)
+{
+	struct blk_worker *bw = &blk->workers[wi];
+	unsigned i;
+
+	if (!bw->started)
+		return;
+	vqw_stop(&bw->w);
+	vqw_fini(&bw->w);
+	for (i = 0; i < bw->w.nq; i++) {
+		struct vqw_queue *wq = &bw->w.q[i];
+		struct blk_queue *q = wq->opaque;
+
+		q->base.requests += wq->st.requests;
+		q->base.batches += wq->st.batches;
+		q->base.enters += wq->st.enters;
+		q->base.irqs += wq->st.irqs;
+		q->base.polled += wq->st.polled;
+		memset(&wq->st, 0, sizeof(wq->st));
+		__atomic_store_n(&q->wq, NULL, __ATOMIC_RELAXED);
+	}
+	bw->started = false;
 }
 
 void blk_queue_stop(struct blk_dev *blk, unsigned qi)
 {
-	struct blk_queue *q = &blk->queues[qi];
-
-	if (!q->started)
-		return;
-	vqw_stop(&q->w);
-	vqw_fini(&q->w);
-	q->base.requests += q->w.q[0].st.requests;
-	q->base.batches += q->w.q[0].st.batches;
-	q->base.enters += q->w.q[0].st.enters;
-	q->base.irqs += q->w.q[0].st.irqs;
-	q->base.polled += q->w.q[0].st.polled;
-	memset(&q->w.q[0].st, 0, sizeof(q->w.q[0].st));
-	q->started = false;
-	free(q->slots);
-	q->slots = NULL;
+	worker_stop(blk, qi % blk->nworkers);
+	q_free_slots(&blk->queues[qi]);
 }

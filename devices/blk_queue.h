@@ -56,13 +56,20 @@ struct blk_backend_ops {
  * fsync, and fallocate for discard and write-zeroes, on the image. */
 extern const struct blk_backend_ops blk_file_backend;
 
-/* One virtqueue of the device: its worker (thread, io_uring, kicks,
- * draining, publishing: devices/virtq_worker.c) and the request slots. */
+/* One I/O thread of the device: a worker (thread, io_uring, kicks,
+ * draining, publishing: devices/virtq_worker.c) serving the queues q with
+ * q % nworkers == its index. */
+struct blk_worker {
+	struct vqw w;
+	bool started;
+};
+
+/* One virtqueue of the device and its request slots. */
 struct blk_queue {
 	struct blk_dev *blk;
 	unsigned idx;
-	struct vqw w;              /* serves this queue alone */
-	bool started;
+	struct vqw_queue *wq;      /* its place in its worker while started */
+	bool prepared;             /* slots allocated (queue_start ran) */
 	struct blk_slot *slots;    /* vq->size entries, indexed by chain head */
 	unsigned nslots;
 	unsigned inflight;         /* slots with host I/O outstanding */
@@ -82,11 +89,22 @@ struct blk_dev {
 	bool flush_failed;         /* atomic, sticky: a failed fsync fails later flushes */
 	uint8_t config[sizeof(struct virtio_blk_config)];   /* little-endian */
 	struct blk_queue *queues;  /* vdev.num_queues */
+	struct blk_worker *workers;   /* nworkers: the device's I/O threads */
+	unsigned nworkers;
 	const struct blk_backend_ops *backend;   /* blk_file_backend by default */
 	void *backend_arg;
 };
 
+/* The device's I/O threads for its options: io_threads, or (0) one per
+ * queue up to the CPUs this process may run on; never more than queues. */
+unsigned blk_io_threads(const struct blk_opts *o);
+
+/* DRIVER_OK, for each enabled queue in increasing order: prepares q, and
+ * once q is the last enabled queue of its worker, starts that worker for
+ * every prepared queue of it. */
 int blk_queue_start(struct blk_dev *blk, unsigned q);
+/* Stops q's worker (with it the worker's other queues: the core stops a
+ * device's queues only all together) and frees q's slots. */
 void blk_queue_stop(struct blk_dev *blk, unsigned q);
 
 #endif

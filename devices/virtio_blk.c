@@ -117,7 +117,7 @@ static void blk_stats_json(struct virtio_dev *dev, FILE *out)
 		else
 			fputc(*p, out);
 	}
-	fprintf(out, "\",\"queues\":[");
+	fprintf(out, "\",\"io_threads\":%u,\"queues\":[", blk->nworkers);
 	for (q = 0; q < dev->num_queues; q++) {
 		struct blk_queue_stats s;
 		blk_get_queue_stats(dev, q, &s);
@@ -138,6 +138,7 @@ static void blk_destroy(struct virtio_dev *dev)
 	struct blk_dev *blk = to_blk(dev);
 
 	blk_image_close(&blk->img);
+	free(blk->workers);
 	free(blk->queues);
 	free(blk);      /* holds dev: last */
 }
@@ -173,7 +174,11 @@ int blk_dev_from_image(const struct blk_opts *o, struct blk_image *img,
 		goto oom;
 	blk->opts = *o;
 	blk->queues = calloc(o->queues, sizeof(*blk->queues));
-	if (!blk->queues) {
+	blk->nworkers = blk_io_threads(o);
+	blk->workers = calloc(blk->nworkers, sizeof(*blk->workers));
+	if (!blk->queues || !blk->workers) {
+		free(blk->workers);
+		free(blk->queues);
 		free(blk);
 		goto oom;
 	}
@@ -187,6 +192,7 @@ int blk_dev_from_image(const struct blk_opts *o, struct blk_image *img,
 		snprintf(err, errlen, "disk %s: cannot create the virtio device: %s",
 			 o->path, strerror(-r));
 		blk_image_close(&blk->img);
+		free(blk->workers);
 		free(blk->queues);
 		free(blk);
 		return r;
@@ -217,12 +223,17 @@ int blk_dev_new(const struct blk_opts *o, const struct guest_mem *mem,
 int blk_get_queue_stats(struct virtio_dev *dev, unsigned q, struct blk_queue_stats *out)
 {
 	const struct blk_queue *bq;
-	struct vqw_stats w;
+	const struct vqw_queue *wq;
+	struct vqw_stats w = { 0 };
 
 	if (dev->ops != &blk_ops || q >= dev->num_queues)
 		return -EINVAL;
 	bq = &to_blk(dev)->queues[q];
-	vqw_get_stats(&bq->w.q[0], &w);
+	/* The worker's counters while it runs (its memory lives as long as
+	 * the device, so a stale pointer still reads counters). */
+	wq = __atomic_load_n(&bq->wq, __ATOMIC_RELAXED);
+	if (wq)
+		vqw_get_stats(wq, &w);
 	out->requests = bq->base.requests + w.requests;
 	out->batches = bq->base.batches + w.batches;
 	out->enters = bq->base.enters + w.enters;

@@ -12,7 +12,7 @@
 enum {
 	OPT_KERNEL = 'k', OPT_INITRD = 'i', OPT_CMDLINE = 'a', OPT_CPUS = 'c',
 	OPT_MEM = 'm', OPT_HELP = 'h', OPT_VERSION = 'V',
-	OPT_STATS = 0x100, OPT_DISK, OPT_QUEUES, OPT_TRANSPORT, OPT_PROBE_KVM,
+	OPT_STATS = 0x100, OPT_DISK, OPT_QUEUES, OPT_IO_THREADS, OPT_TRANSPORT, OPT_PROBE_KVM,
 	OPT_SANDBOX, OPT_CHROOT, OPT_UID, OPT_GID,
 };
 
@@ -26,6 +26,7 @@ static const struct option cli_options[] = {
 	{ "stats",   no_argument,       NULL, OPT_STATS },
 	{ "disk",    required_argument, NULL, OPT_DISK },
 	{ "queues",  required_argument, NULL, OPT_QUEUES },
+	{ "io-threads", required_argument, NULL, OPT_IO_THREADS },
 	{ "transport", required_argument, NULL, OPT_TRANSPORT },
 	{ "probe-kvm", no_argument,     NULL, OPT_PROBE_KVM },
 	{ "sandbox", required_argument, NULL, OPT_SANDBOX },
@@ -67,11 +68,16 @@ void cli_usage(FILE *out)
 	      "  --mem SIZE       guest RAM, e.g. 512M, 4G (default 256M; at least 16M, at most\n"
 	      "                   the host's RAM + swap and below 1 TiB)\n"
 	      "  --disk PATH[,ro][,serial=ID][,cache=none|writeback][,discard=on][,queues=N]\n"
-	      "       [,poll=USEC][,transport=mmio|pci|ccw][,packed=on|off]\n"
+	      "       [,io-threads=N][,poll=USEC][,transport=mmio|pci|ccw][,packed=on|off]\n"
 	      "                   raw disk image as virtio-blk (vda, vdb, ... in order; up to 16)\n"
 	      "  --queues N       virtqueues per disk (default 1) for every disk without\n"
 	      "                   ,queues=; without --cpus, the guest gets as many vCPUs as\n"
 	      "                   the most queues of any disk\n"
+	      "  --io-threads N   host threads serving each disk's queues, for every disk\n"
+	      "                   without ,io-threads= (default: one per queue, at most as\n"
+	      "                   many as CPUs mvm may run on; never more than queues)\n"
+	      "                   ,poll=USEC: the longest time an idle thread polls for work\n"
+	      "                   (default 32; it adapts below that, 0: never)\n"
 	      "  --transport T    pci, mmio or ccw, for every disk without ,transport=\n"
 	      "                   (default: pci on x86, ccw on s390x)\n"
 	      "  --stats          print exit and device counters as JSON on stderr at exit\n"
@@ -98,6 +104,7 @@ int cli_parse(int argc, char **argv, struct cli_config *cfg, char *err, size_t e
 
 	const char *disk_specs[CLI_MAX_DISKS];
 	bool uid_given = false, gid_given = false;
+	unsigned io_threads = 0;
 	unsigned i;
 
 	memset(cfg, 0, sizeof(*cfg));
@@ -161,6 +168,14 @@ int cli_parse(int argc, char **argv, struct cli_config *cfg, char *err, size_t e
 					       optarg, ret == -ERANGE ? "out of range" : "not a number",
 					       BLK_MAX_QUEUES);
 			cfg->queues = v;
+			break;
+		case OPT_IO_THREADS:
+			ret = parse_uint(optarg, 1, BLK_MAX_QUEUES, &v);
+			if (ret)
+				return cli_err(err, errlen, "--io-threads '%s': %s; give a number from 1 "
+					       "to %d", optarg, ret == -ERANGE ? "out of range" :
+					       "not a number", BLK_MAX_QUEUES);
+			io_threads = (unsigned)v;
 			break;
 		case OPT_TRANSPORT:
 			if (!strcmp(optarg, "mmio"))
@@ -227,6 +242,8 @@ int cli_parse(int argc, char **argv, struct cli_config *cfg, char *err, size_t e
 				     err, errlen);
 		if (ret)
 			return ret;
+		if (!cfg->disks[i].opts.io_threads)
+			cfg->disks[i].opts.io_threads = io_threads;
 	}
 	return 0;
 }
@@ -312,6 +329,14 @@ int cli_parse_blk_opts(const char *spec, unsigned default_queues, struct blk_opt
 					   val, r == -ERANGE ? "out of range" : "not a number",
 					   BLK_MAX_QUEUES);
 			o->queues = (unsigned)q;
+		} else if (!strncmp(opt, "io-threads=", 11)) {
+			uint64_t t;
+			int r = parse_uint(val, 1, BLK_MAX_QUEUES, &t);
+			if (r)
+				return cli_err(err, errlen, "--disk io-threads='%s': %s; use a number from "
+					       "1 to %u", val, r == -ERANGE ? "out of range" :
+					       "not a number", BLK_MAX_QUEUES);
+			o->io_threads = (unsigned)t;
 		} else if (!strncmp(opt, "poll=", 5)) {
 			uint64_t us;
 			if (parse_uint(val, 0, BLK_POLL_US_MAX, &us))
@@ -320,7 +345,7 @@ int cli_parse_blk_opts(const char *spec, unsigned default_queues, struct blk_opt
 			o->poll_us = (unsigned)us;
 		} else {
 			return cli_err(err, errlen, "--disk: unknown option '%s'; valid options are ro, serial=ID, "
-				   "cache=none|writeback, discard=on|off, queues=N, poll=USEC", opt);
+				   "cache=none|writeback, discard=on|off, queues=N, io-threads=N, poll=USEC", opt);
 		}
 	}
 	return 0;

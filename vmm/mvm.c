@@ -323,6 +323,7 @@ int mvm_add_disk(struct mvm *m, const struct mvm_disk *d, char *err, size_t errl
 	s->opts.cache = d->cache == MVM_CACHE_NONE ? BLK_CACHE_NONE : BLK_CACHE_WRITEBACK;
 	s->opts.queues = d->queues;
 	s->opts.poll_us = d->poll_us;
+	s->opts.io_threads = d->io_threads;
 	if (d->serial)
 		memcpy(s->opts.serial, d->serial, strlen(d->serial) + 1);
 	s->transport = d->transport;

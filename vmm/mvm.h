@@ -140,8 +140,13 @@ struct mvm_disk {
 	enum mvm_transport transport;   /* default: the architecture's (x86:
 					 * MVM_TRANSPORT_PCI, s390x: _CCW) */
 	bool packed;            /* offer the packed ring; default true */
-	unsigned poll_us;       /* queue threads poll this long after work, 0..1000;
-				 * default 32 */
+	unsigned poll_us;       /* the longest an idle I/O thread polls for work
+				 * (the window adapts below it), 0..1000 us;
+				 * default 32; 0: never */
+	unsigned io_threads;    /* host threads serving the queues (queue q on
+				 * thread q % io_threads); 0 (default): one per
+				 * queue, at most one per CPU the process may
+				 * run on; more than queues means queues */
 };
 
 /* Why a VM ended. */

@@ -71,11 +71,11 @@ int vqw_init(struct vqw *w, const struct vqw_ops *ops, struct virtio_dev *dev,
 	     unsigned poll_us, const char *thread_name)
 {
 	(void)thread_name;
+	(void)poll_us;
 	FZ_ASSERT(nq == 1 && idx[0] < dev->num_queues);
 	memset(w, 0, sizeof(*w));
 	w->ops = ops;
 	w->nq = nq;
-	w->poll_us = poll_us;
 	w->q[0].w = w;
 	w->q[0].dev = dev;
 	w->q[0].idx = idx[0];
@@ -684,7 +684,9 @@ static int blkq_fuzz(const uint8_t *data, size_t size, bool packed)
 	g.blk->vdev.status = VIRTIO_CONFIG_S_ACKNOWLEDGE | VIRTIO_CONFIG_S_DRIVER |
 			     VIRTIO_CONFIG_S_FEATURES_OK | VIRTIO_CONFIG_S_DRIVER_OK;
 	g.blk->queues = calloc(1, sizeof(*g.blk->queues));
-	FZ_ASSERT(g.blk->queues);
+	g.blk->workers = calloc(1, sizeof(*g.blk->workers));
+	g.blk->nworkers = 1;
+	FZ_ASSERT(g.blk->queues && g.blk->workers);
 	g.blk->capacity = 1 + fz_u16(&in) % 4096;         /* up to 2 MiB */
 	fk.disk_bytes = g.blk->capacity * 512;
 	g.blk->img.fd = 0;                                 /* never used: fake ring */
@@ -764,6 +766,7 @@ static int blkq_fuzz(const uint8_t *data, size_t size, bool packed)
 		blk_queue_stop(g.blk, 0);
 	g.blk->vdev.queues[0].started = false;
 	virtio_dev_destroy(&g.blk->vdev);
+	free(g.blk->workers);
 	free(g.blk->queues);
 	free(g.blk);
 	free(g.ram_a);

@@ -425,7 +425,7 @@ TEST(multiple_queues_each_with_own_thread)
 	struct t t;
 	unsigned q;
 
-	setup(&t, ",queues=4", 1);
+	setup(&t, ",queues=4,io-threads=4", 1);
 	CHECK_EQ(count_threads("mvm-blk-q"), 4);
 	for (q = 0; q < 4; q++) {
 		uint64_t buf = vdrv_alloc(&t.d, 512, 512);
@@ -440,6 +440,66 @@ TEST(multiple_queues_each_with_own_thread)
 	}
 	teardown(&t);
 	CHECK_EQ(count_threads("mvm-blk-q"), 0);
+}
+
+/* --io-threads: queue q is served by thread q % N; every queue works, its
+ * counters stay its own, and a reset stops and restarts the shared threads. */
+TEST(io_threads_serve_several_queues_each)
+{
+	struct t t;
+	unsigned q, round;
+
+	setup(&t, ",queues=4,io-threads=2", 1);
+	CHECK_EQ(count_threads("mvm-blk-q"), 2);
+	for (round = 0; round < 2; round++) {
+		for (q = 0; q < 4; q++) {
+			uint64_t buf = vdrv_alloc(&t.d, 512, 512);
+			CHECK_EQ(run1(&t, q, VIRTIO_BLK_T_IN, q * 10 + round, buf, 512, true, NULL),
+				 VIRTIO_BLK_S_OK);
+			CHECK(data_matches(vdrv_host(&t.d, buf), (q * 10 + round) * 512ULL, 512));
+		}
+		for (q = 0; q < 4; q++) {
+			struct blk_queue_stats s;
+			stats(&t, q, &s);
+			CHECK_EQ(s.requests, round + 1);
+		}
+		if (!round) {
+			vdrv_wr(&t.d, VIRTIO_MMIO_STATUS, 0);   /* reset: joins both threads */
+			CHECK_EQ(count_threads("mvm-blk-q"), 0);
+			CHECK_EQ(vdrv_negotiate(&t.d, all_features()), 0);
+			for (q = 0; q < 4; q++)
+				CHECK_EQ(vdrv_queue_setup(&t.d, q, QSIZE), 1);
+			vdrv_driver_ok(&t.d);
+			CHECK_EQ(count_threads("mvm-blk-q"), 2);
+		}
+	}
+	teardown(&t);
+	CHECK_EQ(count_threads("mvm-blk-q"), 0);
+}
+
+/* The default: one thread per queue, but no more than the CPUs this
+ * process may run on (threads sharing a CPU cost a switch per batch). */
+TEST(io_threads_default_is_queues_capped_by_cpus)
+{
+	struct blk_opts o = { .queues = 64 };
+	cpu_set_t one;
+	cpu_set_t all;
+
+	CHECK_EQ(sched_getaffinity(0, sizeof(all), &all), 0);
+	CHECK_EQ(blk_io_threads(&o), (unsigned)CPU_COUNT(&all) < 64 ? (unsigned)CPU_COUNT(&all) : 64);
+	o.queues = 1;
+	CHECK_EQ(blk_io_threads(&o), 1);
+	o.queues = 4;
+	o.io_threads = 8;
+	CHECK_EQ(blk_io_threads(&o), 4);     /* never more than queues */
+	o.io_threads = 3;
+	CHECK_EQ(blk_io_threads(&o), 3);
+	o.io_threads = 0;
+	CPU_ZERO(&one);
+	CPU_SET(sched_getcpu() >= 0 ? sched_getcpu() : 0, &one);
+	CHECK_EQ(sched_setaffinity(0, sizeof(one), &one), 0);
+	CHECK_EQ(blk_io_threads(&o), 1);
+	CHECK_EQ(sched_setaffinity(0, sizeof(all), &all), 0);
 }
 
 TEST(get_id_returns_serial)

@@ -437,6 +437,24 @@ TEST(disks_in_order_with_global_queues_and_transport)
 	CHECK_EQ(cli_max_queues(&c), 4);
 }
 
+/* --io-threads is a default like --queues; a disk's own io-threads= wins;
+ * without either the device decides (0). */
+TEST(io_threads_global_and_per_disk)
+{
+	struct cli_config c;
+
+	CHECK_EQ(PARSE(&c, "--disk", "a.img,queues=4", "--disk", "b.img,io-threads=3",
+		       "--io-threads", "2"), 0);
+	CHECK_EQ(c.disks[0].opts.io_threads, 2);
+	CHECK_EQ(c.disks[1].opts.io_threads, 3);
+	CHECK_EQ(PARSE(&c, "--disk", "a.img,queues=4"), 0);
+	CHECK_EQ(c.disks[0].opts.io_threads, 0);
+	CHECK_EQ(PARSE(&c, "--io-threads", "0"), -EINVAL);
+	CHECK(strstr(err, "--io-threads '0'") && strstr(err, "1 to 64"));
+	CHECK_EQ(PARSE(&c, "--disk", "a.img,io-threads=x"), -EINVAL);
+	CHECK(strstr(err, "io-threads='x'") && strstr(err, "not a number"));
+}
+
 TEST(disk_transport_keys_do_not_reach_the_block_layer)
 {
 	struct cli_config c;
