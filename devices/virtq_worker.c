@@ -198,44 +198,119 @@ static bool any_inflight(const struct vqw *w)
 	return false;
 }
 
-/* Adaptive polling (like an iothread's poll-max-ns): right after a round
- * that did work, with no host I/O outstanding, watch the avail rings for
- * poll_us before sleeping. A driver that reposts at once is picked up
- * without a kick and without a wake-up. Guest notifications stay off while
- * we poll, and are re-enabled (with the re-check) before we sleep. True
- * when work showed up. */
+void vqw_poll_init(struct vqw_poll *p, unsigned max_us)
+{
+	memset(p, 0, sizeof(*p));
+	p->max_ns = max_us > 1000000 ? 1000000000u : max_us * 1000u;
+	p->win_ns = p->max_ns < VQW_POLL_START_NS ? p->max_ns : VQW_POLL_START_NS;
+}
+
+uint32_t vqw_poll_window(const struct vqw_poll *p, uint64_t now_ns)
+{
+	return now_ns < p->off_until_ns ? 0 : p->win_ns;
+}
+
+void vqw_poll_slept(struct vqw_poll *p, uint64_t slept_ns, uint64_t now_ns)
+{
+	if (!p->max_ns || now_ns < p->off_until_ns)
+		return;
+	if (slept_ns <= p->max_ns) {
+		/* The next request came within the longest window: a poll that
+		 * long would have had it without a kick or a wake-up. */
+		if (!p->win_ns)
+			p->win_ns = p->max_ns < VQW_POLL_START_NS ? p->max_ns : VQW_POLL_START_NS;
+		else
+			p->win_ns = p->win_ns > p->max_ns / 2 ? p->max_ns : p->win_ns * 2;
+	} else if (p->win_ns) {
+		/* Polling would not have caught it: it only burnt the CPU. */
+		p->win_ns /= 2;
+		if (p->win_ns < VQW_POLL_START_NS / 2)
+			p->win_ns = 0;
+	}
+}
+
+void vqw_poll_ran(struct vqw_poll *p)
+{
+	p->backoff_ns = 0;
+}
+
+void vqw_poll_preempted(struct vqw_poll *p, uint64_t now_ns)
+{
+	/* Someone else wanted this CPU (a vCPU of this VM, perhaps, that would
+	 * post the very request we wait for): give it up, for longer while
+	 * that keeps happening, and start over small. */
+	if (!p->backoff_ns)
+		p->backoff_ns = VQW_POLL_BACKOFF_MIN_NS;
+	else
+		p->backoff_ns = p->backoff_ns > VQW_POLL_BACKOFF_MAX_NS / 2 ?
+				VQW_POLL_BACKOFF_MAX_NS : p->backoff_ns * 2;
+	p->off_until_ns = now_ns + p->backoff_ns;
+	p->win_ns = p->max_ns < VQW_POLL_START_NS ? p->max_ns : VQW_POLL_START_NS;
+}
+
+/* Adaptive polling (like an iothread's poll-max-ns, with its grow and
+ * shrink): right after a round that did work, with no host I/O
+ * outstanding, watch the avail rings for the current window before
+ * sleeping. A driver that reposts at once is picked up without a kick and
+ * without a wake-up. Guest notifications stay off while we poll, and are
+ * re-enabled (with the re-check) before we sleep. A gap in the loop means
+ * the thread lost its CPU: then polling only delays whoever had to run
+ * (vqw_poll_preempted). True when work showed up. */
 static bool poll_rings(struct vqw *w)
 {
-	uint64_t deadline;
-	bool found = false;
+	uint64_t t, next, deadline;
+	uint32_t win;
+	bool found = false, preempted = false;
 	unsigned i;
 
 	/* With no I/O in flight the only SQEs that can be pending are kick
 	 * reads re-armed by reap(): they need not reach the kernel before we
 	 * sleep (kicks accumulate in the eventfds), so they do not stop us
 	 * polling; the enter that goes to sleep submits them. */
-	if (!w->poll_us || !w->worked || any_inflight(w) || io_uring_cq_ready(&w->ring))
+	if (!w->poll.max_ns || !w->worked || any_inflight(w) || io_uring_cq_ready(&w->ring))
 		return false;
 	w->worked = false;
+	/* Whether or not we poll now, how long the coming sleep lasts says
+	 * whether a window would have paid off. */
+	w->poll_armed = true;
+	t = now_ns();
+	win = vqw_poll_window(&w->poll, t);
+	if (!win)
+		return false;
 	for (i = 0; i < w->nq; i++)
 		if (!w->q[i].broken)
 			virtq_notify_disable(w->q[i].vq);
-	deadline = now_ns() + w->poll_us * 1000ULL;
+	deadline = t + win;
 	do {
 		for (i = 0; i < w->nq && !found; i++)
 			found = !w->q[i].broken && virtq_has_work(w->q[i].vq);
 		if (found)
 			break;
 		arch_cpu_relax();
-	} while (now_ns() < deadline);
+		next = now_ns();
+		if (next - t > VQW_POLL_GAP_NS) {
+			preempted = true;
+			break;
+		}
+		t = next;
+	} while (t < deadline);
 	for (i = 0; i < w->nq; i++) {
 		if (w->q[i].broken)
 			continue;
 		if (virtq_notify_enable(w->q[i].vq))
 			found = true;
 	}
-	if (found)
+	if (preempted) {
+		vqw_poll_preempted(&w->poll, next);
+		STAT_ADD(&w->q[0], preempted, 1);
+		w->poll_armed = false;
+	} else {
+		vqw_poll_ran(&w->poll);
+	}
+	if (found) {
 		STAT_ADD(&w->q[0], polled, 1);
+		w->poll_armed = false;
+	}
 	return found;
 }
 
@@ -299,7 +374,16 @@ static void *vqw_thread(void *arg)
 			}
 			continue;
 		}
-		io_uring_submit_and_wait(&w->ring, 1);
+		if (w->poll_armed) {
+			uint64_t t0 = now_ns(), t1;
+
+			io_uring_submit_and_wait(&w->ring, 1);
+			t1 = now_ns();
+			vqw_poll_slept(&w->poll, t1 - t0, t1);
+			w->poll_armed = false;
+		} else {
+			io_uring_submit_and_wait(&w->ring, 1);
+		}
 		STAT_ADD(&w->q[0], enters, 1);
 	}
 
@@ -341,7 +425,7 @@ int vqw_init(struct vqw *w, const struct vqw_ops *ops, struct virtio_dev *dev,
 	memset(w, 0, sizeof(*w));
 	w->ops = ops;
 	w->nq = nq;
-	w->poll_us = poll_us;
+	vqw_poll_init(&w->poll, poll_us);
 	w->sandbox = dev->sandbox;
 	snprintf(w->thread_name, sizeof(w->thread_name), "%s", thread_name);
 	for (i = 0; i < nq; i++) {
@@ -505,4 +589,5 @@ void vqw_get_stats(const struct vqw_queue *q, struct vqw_stats *out)
 	out->enters = __atomic_load_n(&q->st.enters, __ATOMIC_RELAXED);
 	out->irqs = __atomic_load_n(&q->st.irqs, __ATOMIC_RELAXED);
 	out->polled = __atomic_load_n(&q->st.polled, __ATOMIC_RELAXED);
+	out->preempted = __atomic_load_n(&q->st.preempted, __ATOMIC_RELAXED);
 }

@@ -11,7 +11,11 @@
  *  - per round: reap every CQE, drain each queue (bounded by its size,
  *    notifications off while draining, re-enabled and re-checked after),
  *    publish each queue's used entries at once with at most one interrupt;
- *  - adaptive polling of the avail rings after a round that found work;
+ *  - adaptive polling of the avail rings after a round that found work
+ *    (struct vqw_poll: the window grows while the guest's next request
+ *    comes soon after, shrinks while it does not, and stops while the
+ *    thread is being preempted: polling on an overcommitted CPU only takes
+ *    it from whoever would post that request);
  *  - at stop: cancel what can be cancelled, wait for the device's host I/O
  *    to drain, and never touch guest memory again.
  * The device supplies a const ops table: "handle this chain" and "this
@@ -55,7 +59,33 @@ struct vqw_stats {
 	uint64_t enters;           /* io_uring_enter calls (the worker's, on its first queue) */
 	uint64_t irqs;             /* interrupts signalled */
 	uint64_t polled;           /* rounds where polling found work */
+	uint64_t preempted;        /* polls cut short: the thread lost its CPU */
 };
+
+/* The adaptive polling window of one worker (like QEMU's poll-grow /
+ * poll-shrink, plus a stop on preemption). Pure logic, for unit tests. */
+#define VQW_POLL_START_NS 4000u          /* first window after a quick wake-up */
+#define VQW_POLL_GAP_NS 20000u           /* a gap this long in the poll loop: preempted */
+#define VQW_POLL_BACKOFF_MIN_NS 1000000u /* no polling for 1 ms after a preemption, */
+#define VQW_POLL_BACKOFF_MAX_NS 1000000000u   /* doubling while it recurs, up to 1 s */
+struct vqw_poll {
+	uint32_t max_ns;           /* the disk's poll=USEC; 0: never poll */
+	uint32_t win_ns;           /* current window, 0..max_ns */
+	uint32_t backoff_ns;
+	uint64_t off_until_ns;     /* no polling before this (CLOCK_MONOTONIC) */
+};
+void vqw_poll_init(struct vqw_poll *p, unsigned max_us);
+/* How long to poll now (0: do not). */
+uint32_t vqw_poll_window(const struct vqw_poll *p, uint64_t now_ns);
+/* After a round with work the thread slept (it did not poll, or its poll
+ * found nothing) and was woken after slept_ns: a wake-up within max_ns
+ * grows the window (polling would have caught it), a longer sleep shrinks
+ * it. */
+void vqw_poll_slept(struct vqw_poll *p, uint64_t slept_ns, uint64_t now_ns);
+/* A poll ran its window (or found work) without losing the CPU. */
+void vqw_poll_ran(struct vqw_poll *p);
+/* A poll lost the CPU: the host is overcommitted; stop polling for a while. */
+void vqw_poll_preempted(struct vqw_poll *p, uint64_t now_ns);
 
 struct vqw_ops {
 	const char *name;          /* for messages: "virtio-blk" */
@@ -90,7 +120,8 @@ struct vqw {
 	const struct vqw_ops *ops;
 	struct vqw_queue q[VQW_MAX_QUEUES];
 	unsigned nq;
-	unsigned poll_us;          /* adaptive polling window, 0: none */
+	struct vqw_poll poll;      /* adaptive polling window */
+	bool poll_armed;           /* this sleep follows a round with work: time it */
 	struct io_uring ring;
 	bool ring_ok;
 	int stop_fd;

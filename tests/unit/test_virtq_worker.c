@@ -343,3 +343,78 @@ TEST(worker_serves_its_queues_inside_the_queue_filter)
 	CHECK_EQ(wait_used(p, TX, 1, lens), 1);
 	pair_free(p);
 }
+
+/* --- adaptive polling (struct vqw_poll) ----------------------------------- */
+
+/* poll=0 never polls, whatever happens. */
+TEST(poll_window_zero_max_never_polls)
+{
+	struct vqw_poll p;
+
+	vqw_poll_init(&p, 0);
+	CHECK_EQ(vqw_poll_window(&p, 0), 0);
+	vqw_poll_slept(&p, 100, 1000);
+	vqw_poll_slept(&p, 100, 2000);
+	CHECK_EQ(vqw_poll_window(&p, 3000), 0);
+}
+
+/* Quick wake-ups (the guest's next request came within the longest
+ * window) double the window up to the disk's poll=; long sleeps halve it
+ * down to nothing; then one quick wake-up starts it again small. */
+TEST(poll_window_grows_on_quick_wakeups_and_shrinks_on_long_sleeps)
+{
+	struct vqw_poll p;
+	uint64_t now = 1000000;
+	unsigned i;
+
+	vqw_poll_init(&p, 32);
+	CHECK_EQ(vqw_poll_window(&p, now), VQW_POLL_START_NS);
+	vqw_poll_slept(&p, 10000, now);
+	CHECK_EQ(vqw_poll_window(&p, now), 2 * VQW_POLL_START_NS);
+	for (i = 0; i < 10; i++)
+		vqw_poll_slept(&p, 10000, now);
+	CHECK_EQ(vqw_poll_window(&p, now), 32000);   /* capped at poll=32 */
+	vqw_poll_slept(&p, 5000000, now);
+	CHECK_EQ(vqw_poll_window(&p, now), 16000);
+	for (i = 0; i < 10; i++)
+		vqw_poll_slept(&p, 5000000, now);
+	CHECK_EQ(vqw_poll_window(&p, now), 0);      /* an idle disk does not poll */
+	vqw_poll_slept(&p, 3000, now);
+	CHECK_EQ(vqw_poll_window(&p, now), VQW_POLL_START_NS);
+	/* A window above poll= is never used. */
+	vqw_poll_init(&p, 2);
+	CHECK_EQ(vqw_poll_window(&p, now), 2000);
+	vqw_poll_slept(&p, 1000, now);
+	CHECK_EQ(vqw_poll_window(&p, now), 2000);
+}
+
+/* Losing the CPU while polling (an overcommitted host) stops polling for
+ * 1 ms, doubling while it recurs up to 1 s; sleeps during the pause do
+ * not grow the window; a poll that keeps its CPU resets the pause. */
+TEST(poll_stops_after_preemption_with_growing_backoff)
+{
+	struct vqw_poll p;
+	uint64_t now = 5000000000ULL;
+	unsigned i;
+
+	vqw_poll_init(&p, 64);
+	for (i = 0; i < 10; i++)
+		vqw_poll_slept(&p, 1000, now);
+	CHECK_EQ(vqw_poll_window(&p, now), 64000);
+	vqw_poll_preempted(&p, now);
+	CHECK_EQ(vqw_poll_window(&p, now), 0);
+	CHECK_EQ(vqw_poll_window(&p, now + VQW_POLL_BACKOFF_MIN_NS - 1), 0);
+	vqw_poll_slept(&p, 1000, now + 10);         /* paused: no growth */
+	CHECK_EQ(vqw_poll_window(&p, now + VQW_POLL_BACKOFF_MIN_NS), VQW_POLL_START_NS);
+	now += VQW_POLL_BACKOFF_MIN_NS;
+	vqw_poll_preempted(&p, now);                /* again: 2 ms */
+	CHECK_EQ(vqw_poll_window(&p, now + 2 * VQW_POLL_BACKOFF_MIN_NS - 1), 0);
+	CHECK(vqw_poll_window(&p, now + 2 * VQW_POLL_BACKOFF_MIN_NS) > 0);
+	for (i = 0; i < 40; i++)
+		vqw_poll_preempted(&p, now);
+	CHECK_EQ(p.backoff_ns, VQW_POLL_BACKOFF_MAX_NS);
+	CHECK_EQ(vqw_poll_window(&p, now + VQW_POLL_BACKOFF_MAX_NS - 1), 0);
+	vqw_poll_ran(&p);
+	vqw_poll_preempted(&p, now);
+	CHECK_EQ(p.backoff_ns, VQW_POLL_BACKOFF_MIN_NS);
+}
