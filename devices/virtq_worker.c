@@ -180,14 +180,6 @@ static void reap(struct vqw *w)
 	io_uring_cq_advance(&w->ring, n);
 }
 
-static uint64_t now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
-}
-
 static bool any_inflight(const struct vqw *w)
 {
 	unsigned i;
@@ -273,7 +265,7 @@ static bool poll_rings(struct vqw *w)
 	/* Whether or not we poll now, how long the coming sleep lasts says
 	 * whether a window would have paid off. */
 	w->poll_armed = true;
-	t = now_ns();
+	t = mono_ns();
 	win = vqw_poll_window(&w->poll, t);
 	if (!win)
 		return false;
@@ -287,7 +279,7 @@ static bool poll_rings(struct vqw *w)
 		if (found)
 			break;
 		arch_cpu_relax();
-		next = now_ns();
+		next = mono_ns();
 		if (next - t > VQW_POLL_GAP_NS) {
 			preempted = true;
 			break;
@@ -375,10 +367,10 @@ static void *vqw_thread(void *arg)
 			continue;
 		}
 		if (w->poll_armed) {
-			uint64_t t0 = now_ns(), t1;
+			uint64_t t0 = mono_ns(), t1;
 
 			io_uring_submit_and_wait(&w->ring, 1);
-			t1 = now_ns();
+			t1 = mono_ns();
 			vqw_poll_slept(&w->poll, t1 - t0, t1);
 			w->poll_armed = false;
 		} else {

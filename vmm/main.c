@@ -145,6 +145,8 @@ int main(int argc, char **argv)
 	unsigned i;
 	int sfd, ret;
 
+	uint64_t start_ns = mono_ns();
+
 	if (cli_parse(argc, argv, &cfg, err, sizeof(err)))
 		die_usage("%s", err);
 	if (cfg.help) {
@@ -190,6 +192,7 @@ int main(int argc, char **argv)
 	 * (restored by atexit on every exit, by term_restore at the end). */
 	mc.console_escape = term_raw(STDIN_FILENO) == 0;
 	mc.sandbox = cfg.sandbox;
+	mc.start_ns = start_ns;
 	jail = (struct jail_cfg){
 		.chroot_dir = cfg.chroot_dir, .set_ids = cfg.ids_set, .uid = cfg.uid,
 		.gid = cfg.gid, .threads = cfg.cpus + 1,     /* vCPUs, control */

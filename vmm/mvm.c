@@ -233,6 +233,8 @@ int mvm_create(const struct mvm_config *cfg, struct mvm **out, char *err, size_t
 	if (!m)
 		return err_set(err, errlen, -ENOMEM, "out of memory");
 	m->cfg = *cfg;
+	if (!m->cfg.start_ns)
+		m->cfg.start_ns = mono_ns();
 	m->kernel = mvm_strdup(cfg->kernel, &oom);
 	m->initrd = mvm_strdup(cfg->initrd, &oom);
 	m->cmdline = mvm_strdup(cfg->cmdline, &oom);
@@ -853,7 +855,17 @@ int mvm_stats_json(const struct mvm *m, char *buf, size_t len)
 		first = false;
 		m->vm.devices[i].ops->stats_json(m->vm.devices[i].dev, f);
 	}
-	fputs("]}", f);
+	fputc(']', f);
+	if (m->vm_up) {
+		uint64_t first = __atomic_load_n(&m->vm.first_run_ns, __ATOMIC_RELAXED);
+
+		/* From the host program's start (mvm(1): its main()) to the
+		 * guest's first instruction. */
+		if (first)
+			fprintf(f, ",\"startup_us\":%llu",
+				(unsigned long long)(first - m->cfg.start_ns) / 1000);
+	}
+	fputc('}', f);
 	n = (size_t)ftell(f);
 	if (fclose(f) || n + 1 >= len)
 		return -ENOSPC;

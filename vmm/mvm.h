@@ -125,6 +125,10 @@ struct mvm_config {
 	 * SIGSYS. Off by default: turning it on is the host program's choice,
 	 * and its own threads are never filtered. Needs Linux seccomp. */
 	bool sandbox;
+	/* Where startup counts from (CLOCK_MONOTONIC ns; 0: mvm_create's
+	 * entry): mvm_stats_json reports "startup_us", from here to vCPU 0's
+	 * first KVM_RUN. mvm(1) passes the start of its main(). */
+	uint64_t start_ns;
 };
 
 enum mvm_transport { MVM_TRANSPORT_PCI, MVM_TRANSPORT_MMIO, MVM_TRANSPORT_CCW };

@@ -1,6 +1,7 @@
 #include "vmm/util.h"
 
 #include <errno.h>
+#include <time.h>
 #include <fcntl.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -127,4 +128,12 @@ int read_initrd(const char *path, uint64_t mem_size, uint8_t **buf, size_t *len,
 		err_set(err, errlen, ret, "cannot read initrd %s: %s%s", path, strerror(-ret),
 			ret == -EFBIG ? " (larger than guest RAM)" : "");
 	return ret;
+}
+
+uint64_t mono_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
 }

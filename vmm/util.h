@@ -50,4 +50,7 @@ int read_file(const char *path, size_t max, uint8_t **buf, size_t *len);
 int read_initrd(const char *path, uint64_t mem_size, uint8_t **buf, size_t *len, char *err,
 		size_t errlen);
 
+/* CLOCK_MONOTONIC in nanoseconds (vDSO: no system call). */
+uint64_t mono_ns(void);
+
 #endif

@@ -211,6 +211,8 @@ static void *vcpu_thread(void *arg)
 			return NULL;
 		}
 	}
+	if (v->id == 0)
+		__atomic_store_n(&v->vm->first_run_ns, mono_ns(), __ATOMIC_RELAXED);
 	while (!vcpu_stopping(v)) {
 		if (arch_vcpu_before_run(v))
 			break;

@@ -37,6 +37,9 @@ struct vm {
 	struct iobus pio;
 	struct iobus mmio;
 	unsigned ncpus;
+	/* CLOCK_MONOTONIC ns of vCPU 0's first KVM_RUN (0: not yet); written
+	 * once by that thread, read by --stats (relaxed). */
+	uint64_t first_run_ns;
 
 	/* Kernel command-line fragments added by devices (virtio_mmio.device=...). */
 	char cmdline_extra[4096];
