@@ -12,6 +12,7 @@
 #   make guest                   build the test guest kernel + initramfs (cached)
 #   make guest-s390              the same for the s390x test guest (cross-built)
 #   make bench                   device benchmark (no KVM needed)
+#   make bench-guest             mvm vs QEMU inside a guest (BENCH_GUEST_ARGS=...)
 #   make fuzz-build              libFuzzer targets (tests/fuzz/) with clang, in build/fuzz/
 #   make fuzz FUZZ_SECONDS=600   run each fuzz target that long (make test runs 20 s each)
 #   make static                  fully static ./mvm with musl (build/static/)
@@ -138,7 +139,7 @@ EMBED_ROOT := $(abspath $(BUILD))/embed-root
 EMBED_BIN  := $(BUILD)/tests/embed/mvm-embed
 
 .SECONDARY:
-.PHONY: all clean test unit-tests run guest guest-s390 bench deps lib install embed static static-bin FORCE
+.PHONY: all clean test unit-tests run guest guest-s390 bench deps lib install embed static static-bin bench-guest FORCE
 .PHONY: fuzz fuzz-build fuzz-bins fuzz-seeds
 all: mvm $(if $(CROSS),$(BUILD)/mvm) lib
 
@@ -293,6 +294,11 @@ endif
 
 bench: $(BENCH_BIN)
 	$(Q)$(BENCH_BIN)
+
+# mvm against QEMU inside a guest (nested where /dev/kvm cannot run it).
+bench-guest: all
+	$(Q)guest/build.sh
+	$(Q)tests/bench/guest-bench $(BENCH_GUEST_ARGS)
 
 clean:
 	rm -rf build mvm

@@ -604,7 +604,7 @@ static void *intx_thread(void *arg)
 static int vp_start(struct vtr *t)
 {
 	struct virtio_pci *vp = container_of(t, struct virtio_pci, t);
-	int ret = -pthread_create(&vp->intx_thread, NULL, intx_thread, vp);
+	int ret = thread_start(&vp->intx_thread, intx_thread, vp);
 
 	if (ret)
 		return ret;

@@ -526,7 +526,7 @@ int vqw_start(struct vqw *w)
 	r = sem_init(&w->started_sem, 0, 0) ? -errno : 0;
 	if (r)
 		return r;
-	r = -pthread_create(&w->thread, NULL, vqw_thread, w);
+	r = thread_start(&w->thread, vqw_thread, w);
 	if (r)
 		goto destroy_sem;
 	/* Until the thread runs with its ring enabled and its filter on (and

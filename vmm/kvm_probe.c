@@ -218,7 +218,7 @@ int kvm_probe_vcpu_thread(struct vcpu *v, unsigned timeout_ms, int kick_signal,
 		snprintf(reason, len, "eventfd: %s", strerror(errno));
 		return ret;
 	}
-	ret = -pthread_create(&thread, NULL, probe_thread_main, &t);
+	ret = thread_start(&thread, probe_thread_main, &t);
 	if (ret) {
 		snprintf(reason, len, "probe thread: %s", strerror(-ret));
 		close(t.done_efd);

@@ -688,7 +688,7 @@ int mvm_start(struct mvm *m, char *err, size_t errlen)
 			goto stop_vcpus;
 		started++;
 	}
-	ret = -pthread_create(&m->control, NULL, mvm_control, m);
+	ret = thread_start(&m->control, mvm_control, m);
 	if (ret)
 		goto stop_vcpus;
 	m->control_started = true;

@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -93,8 +94,14 @@ int read_file(const char *path, size_t max, uint8_t **buf, size_t *len)
 		ret = -EFBIG;
 		goto close_fd;
 	}
-	b = malloc(st.st_size ? st.st_size : 1);
-	if (!b) {
+	/* Its own mapping, not the heap: a kernel or initrd is megabytes,
+	 * read once at start, and malloc would keep the pages after free
+	 * (glibc raises its mmap threshold once such a block is freed, so the
+	 * next one lands on the heap, which is not trimmed): resident memory
+	 * for the whole life of the VM. */
+	b = mmap(NULL, st.st_size ? (size_t)st.st_size : 1, PROT_READ | PROT_WRITE,
+		 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (b == MAP_FAILED) {
 		ret = -ENOMEM;
 		goto close_fd;
 	}
@@ -113,10 +120,16 @@ int read_file(const char *path, size_t max, uint8_t **buf, size_t *len)
 	*len = done;
 	return 0;
 free_buf:
-	free(b);
+	munmap(b, st.st_size ? (size_t)st.st_size : 1);
 close_fd:
 	close(fd);
 	return ret;
+}
+
+void read_file_free(uint8_t *buf, size_t len)
+{
+	if (buf)
+		munmap(buf, len ? len : 1);
 }
 
 int read_initrd(const char *path, uint64_t mem_size, uint8_t **buf, size_t *len, char *err,
@@ -136,4 +149,20 @@ uint64_t mono_ns(void)
 
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
+}
+
+int thread_start(pthread_t *t, void *(*fn)(void *), void *arg)
+{
+	pthread_attr_t a;
+	int r;
+
+	/* pthread functions return an error number, not -1/errno. */
+	r = pthread_attr_init(&a);
+	if (r)
+		return -r;
+	r = pthread_attr_setstacksize(&a, UTIL_THREAD_STACK);
+	if (!r)
+		r = pthread_create(t, &a, fn, arg);
+	pthread_attr_destroy(&a);
+	return -r;
 }

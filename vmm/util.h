@@ -3,6 +3,7 @@
 #define MVM_UTIL_H
 
 #include <stddef.h>
+#include <pthread.h>
 #include <stdint.h>
 #include <stdbool.h>
 
@@ -41,9 +42,10 @@ int parse_size(const char *s, uint64_t *out);
 /* Parse a non-negative decimal integer within [min, max]. 0 or -EINVAL/-ERANGE. */
 int parse_uint(const char *s, uint64_t min, uint64_t max, uint64_t *out);
 
-/* Read a whole file (up to max bytes) into a malloc'd buffer. 0 or -errno
- * (-EFBIG when larger than max). */
+/* Read a whole file (up to max bytes) into a buffer of its own (free it
+ * with read_file_free). 0 or -errno (-EFBIG when larger than max). */
 int read_file(const char *path, size_t max, uint8_t **buf, size_t *len);
+void read_file_free(uint8_t *buf, size_t len);
 
 /* Read the initrd at path (no larger than guest RAM, mem_size) for a boot
  * loader. 0, or -errno with "cannot read initrd PATH: why" in err. */
@@ -52,5 +54,17 @@ int read_initrd(const char *path, uint64_t mem_size, uint8_t **buf, size_t *len,
 
 /* CLOCK_MONOTONIC in nanoseconds (vDSO: no system call). */
 uint64_t mono_ns(void);
+
+/* Start one of mvm's threads (vCPU, I/O, control, helper) with a stack of
+ * UTIL_THREAD_STACK instead of the default 8 MiB: none recurses on guest
+ * input, and a stack region of 2 MiB or more gets a transparent huge page
+ * on first touch where THP is "always" (Debian's default), 2 MiB of
+ * resident memory per thread. 0 or -errno. */
+#ifdef __SANITIZE_ADDRESS__
+#define UTIL_THREAD_STACK (1024 * 1024)    /* ASan's redzones: larger frames */
+#else
+#define UTIL_THREAD_STACK (256 * 1024)
+#endif
+int thread_start(pthread_t *t, void *(*fn)(void *), void *arg);
 
 #endif

@@ -239,10 +239,10 @@ static void *vcpu_thread(void *arg)
 
 int vcpu_start(struct vcpu *v)
 {
-	int ret = pthread_create(&v->thread, NULL, vcpu_thread, v);
+	int ret = thread_start(&v->thread, vcpu_thread, v);
 
 	if (ret)
-		return -ret;
+		return ret;
 	v->started = true;
 	return 0;
 }

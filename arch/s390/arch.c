@@ -489,7 +489,7 @@ static int read_kernel(const struct arch_boot_cfg *cfg, uint8_t **buf, size_t *l
 	ret = s390_kernel_parse(*buf, *len, k, why, sizeof(why));
 	if (ret) {
 		err_set(err, errlen, ret, "%s: %s", cfg->kernel_path, why);
-		free(*buf);
+		read_file_free(*buf, *len);
 		*buf = NULL;
 	}
 	return ret;
@@ -533,7 +533,7 @@ int arch_boot_check(const struct arch_boot_cfg *cfg, char *err, size_t errlen)
 	ret = s390_kernel_check(&k, cfg->mem_size, cfg->cmdline ? strlen(cfg->cmdline) : 0,
 				initrd_size, err, errlen);
 free_buf:
-	free(buf);
+	read_file_free(buf, len);
 	return ret;
 }
 
@@ -560,9 +560,9 @@ int arch_boot_load(struct vm *vm, const struct arch_boot_cfg *cfg, struct arch_b
 	}
 	ret = s390_boot_load_mem(&vm->mem, cfg->mem_size, &k, cfg->cmdline, initrd, initrd_len,
 				 &b->entry, err, errlen);
-	free(initrd);
+	read_file_free(initrd, initrd_len);
 free_buf:
-	free(buf);
+	read_file_free(buf, len);
 	if (!ret) {
 		*boot = b;
 		return 0;

@@ -482,7 +482,7 @@ static int read_kernel(const struct x86_boot_cfg *cfg, uint8_t **buf, size_t *le
 		char why[256];
 		snprintf(why, sizeof(why), "%s", err ? err : "");
 		err_set(err, errlen, ret, "%s: %s", cfg->kernel_path, why);
-		free(*buf);
+		read_file_free(*buf, *len);
 		*buf = NULL;
 	}
 	return ret;
@@ -516,7 +516,7 @@ int x86_boot_check(const struct x86_boot_cfg *cfg, char *err, size_t errlen)
 	ret = x86_kernel_check(&k, cfg->mem_size, cfg->cmdline ? strlen(cfg->cmdline) : 0,
 			       cfg->initrd_path != NULL, initrd_size, cfg->ncpus, err, errlen);
 free_buf:
-	free(buf);
+	read_file_free(buf, len);
 	return ret;
 }
 
@@ -539,8 +539,8 @@ int x86_boot_load(struct guest_mem *gm, const struct x86_boot_cfg *cfg,
 	}
 	ret = x86_boot_load_mem(gm, cfg->mem_size, cfg->ncpus, &k, cfg->cmdline,
 				initrd, initrd_len, info, err, errlen);
-	free(initrd);
+	read_file_free(initrd, initrd_len);
 free_buf:
-	free(buf);
+	read_file_free(buf, len);
 	return ret;
 }

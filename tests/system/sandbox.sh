@@ -63,7 +63,7 @@ status() {
 	     END { print s, f, u, g, n }' "$1/status"
 }
 
-"$MVM" --cpus 2 --disk "$SYS_TMP/disk.img,queues=2" --chroot "$jail" --uid 65534 --gid 65534 \
+"$MVM" --cpus 2 --disk "$SYS_TMP/disk.img,queues=2,io-threads=2" --chroot "$jail" --uid 65534 --gid 65534 \
 	--cmdline "$(guest_script "$script")" </dev/null >"$SYS_TMP/out" 2>&1 &
 pid=$!
 wait_line "$SYS_TMP/out" '^MVM-READY' "$pid"
