@@ -6,6 +6,7 @@
 #include "arch/x86/diag.h"
 #include "arch/x86/layout.h"
 #include "arch/x86/probe.h"
+#include "arch/x86/x86.h"
 #include "devices/exitport.h"
 #include "devices/i8042.h"
 #include "devices/serial.h"
@@ -118,6 +119,8 @@ int arch_vm_init(struct vm *vm, void **state, char *err, size_t errlen)
 		free(xv);
 		return err_set(err, errlen, ret, "KVM_GET_SUPPORTED_CPUID: %s", strerror(-ret));
 	}
+	x86_cpuid_add_emulated(xv->cpuid,
+			       ioctl(vm->kvm_fd, KVM_CHECK_EXTENSION, KVM_CAP_TSC_DEADLINE_TIMER) > 0);
 	*state = xv;
 	return 0;
 fail:

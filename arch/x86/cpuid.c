@@ -14,6 +14,7 @@
 #include <string.h>
 
 #define CPUID_1_ECX_HYPERVISOR (1u << 31)
+#define CPUID_1_ECX_TSC_DEADLINE (1u << 24)
 #define CPUID_1_EDX_HTT        (1u << 28)
 
 /* Bits of x2APIC id that select the core: ceil(log2(ncpus)). */
@@ -154,4 +155,13 @@ int x86_cpuid_build(const struct kvm_cpuid2 *supported, unsigned id, unsigned nc
 			return ret;
 	}
 	return 0;
+}
+
+void x86_cpuid_add_emulated(struct kvm_cpuid2 *supported, bool tsc_deadline)
+{
+	unsigned i;
+
+	for (i = 0; i < supported->nent; i++)
+		if (supported->entries[i].function == 0x1 && tsc_deadline)
+			supported->entries[i].ecx |= CPUID_1_ECX_TSC_DEADLINE;
 }

@@ -156,6 +156,13 @@ size_t x86_mptable_size(unsigned ncpus);
 int x86_cpuid_build(const struct kvm_cpuid2 *supported, unsigned id, unsigned ncpus,
 		    struct kvm_cpuid2 *out, unsigned out_cap);
 
+/* What KVM emulates but KVM_GET_SUPPORTED_CPUID leaves to userspace to
+ * announce (Documentation/virt/kvm/api.rst, KVM_CAP_TSC_DEADLINE_TIMER):
+ * the LAPIC's TSC-deadline mode, when tsc_deadline (the capability). A
+ * guest with it skips calibrating the LAPIC timer at boot (Linux waits
+ * about 100 ms of jiffies for that). */
+void x86_cpuid_add_emulated(struct kvm_cpuid2 *supported, bool tsc_deadline);
+
 /* LINT0 ExtINT, LINT1 NMI in a KVM_GET_LAPIC image. */
 void x86_lapic_set_lints(struct kvm_lapic_state *lapic);
 

@@ -143,6 +143,24 @@ TEST(cpuid_leaf_1f_only_when_supported)
 	CHECK_EQ(count(&o.c, 0xb), 3);
 }
 
+/* KVM_CAP_TSC_DEADLINE_TIMER: the bit KVM leaves to userspace (leaf 1
+ * ECX[24]) reaches every vCPU; without the capability it stays clear. */
+TEST(cpuid_tsc_deadline_from_the_capability)
+{
+	struct cpuid_buf sup, o;
+
+	supported_table(&sup);
+	find(&sup.c, 1, 0)->ecx &= ~(1u << 24);      /* as KVM reports it */
+	x86_cpuid_add_emulated(&sup.c, false);
+	memset(&o, 0, sizeof(o));
+	CHECK_EQ(x86_cpuid_build(&sup.c, 1, 2, &o.c, SUP_MAX + 16), 0);
+	CHECK(!(find(&o.c, 1, 0)->ecx & (1u << 24)));
+	x86_cpuid_add_emulated(&sup.c, true);
+	CHECK_EQ(x86_cpuid_build(&sup.c, 1, 2, &o.c, SUP_MAX + 16), 0);
+	CHECK(find(&o.c, 1, 0)->ecx & (1u << 24));
+	CHECK_EQ(find(&o.c, 1, 0)->ecx & ~(1u << 24) & ~(1u << 31), 0x7ffafbffu & ~(1u << 24));
+}
+
 TEST(cpuid_leaf4_cores_and_cache_sharing)
 {
 	struct cpuid_buf o;
