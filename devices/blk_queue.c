@@ -21,6 +21,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <linux/falloc.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
 /* Counters: single writer (the queue's worker), read by stats at any time. */
 #define STAT_ADD(q, f, n) \
@@ -260,9 +262,37 @@ static const struct vqw_ops blk_vqw_ops = {
 	.inflight = blk_inflight,
 };
 
+int blk_slots_alloc(struct blk_dev *blk)
+{
+	size_t page = (size_t)sysconf(_SC_PAGESIZE);
+	void *m;
+
+	blk->slot_stride = (BLK_QUEUE_SIZE_MAX * sizeof(struct blk_slot) + page - 1) / page * page;
+	m = mmap(NULL, blk->slot_stride * blk->vdev.num_queues, PROT_READ | PROT_WRITE,
+		 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (m == MAP_FAILED)
+		return -ENOMEM;
+	/* Half a megabyte a queue, of which a few slots are used: no huge
+	 * page (a hint: it may fail where THP is off). */
+	madvise(m, blk->slot_stride * blk->vdev.num_queues, MADV_NOHUGEPAGE);
+	blk->slot_mem = m;
+	blk->slot_len = blk->slot_stride * blk->vdev.num_queues;
+	return 0;
+}
+
+void blk_slots_free(struct blk_dev *blk)
+{
+	if (blk->slot_mem)
+		munmap(blk->slot_mem, blk->slot_len);
+	blk->slot_mem = NULL;
+}
+
+/* The queue's slots read as zero again at its next start: the pages go
+ * back to the kernel (a private anonymous mapping refills with zeroes). */
 static void q_free_slots(struct blk_queue *q)
 {
-	free(q->slots);
+	if (q->slots)
+		madvise(q->slots, q->blk->slot_stride, MADV_DONTNEED);
 	q->slots = NULL;
 	q->prepared = false;
 }
@@ -299,9 +329,9 @@ static int queue_prepare(struct blk_dev *blk, unsigned qi)
 	q->ctx.discard = virtio_has_feature(dev, VIRTIO_BLK_F_DISCARD);
 	q->ctx.write_zeroes = virtio_has_feature(dev, VIRTIO_BLK_F_WRITE_ZEROES);
 	q->ctx.serial = blk->opts.serial;
-	q->slots = calloc(q->nslots, sizeof(*q->slots));
-	if (!q->slots)
-		return -ENOMEM;
+	if (!blk->slot_mem || q->nslots > BLK_QUEUE_SIZE_MAX)
+		return -EINVAL;     /* cannot happen: the device made both */
+	q->slots = (struct blk_slot *)((uint8_t *)blk->slot_mem + qi * blk->slot_stride);
 	q->prepared = true;
 	return 0;
 }

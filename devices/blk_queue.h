@@ -69,7 +69,7 @@ struct blk_queue {
 	struct blk_dev *blk;
 	unsigned idx;
 	struct vqw_queue *wq;      /* its place in its worker while started */
-	bool prepared;             /* slots allocated (queue_start ran) */
+	bool prepared;             /* slots in use (queue_start ran) */
 	struct blk_slot *slots;    /* vq->size entries, indexed by chain head */
 	unsigned nslots;
 	unsigned inflight;         /* slots with host I/O outstanding */
@@ -91,9 +91,21 @@ struct blk_dev {
 	struct blk_queue *queues;  /* vdev.num_queues */
 	struct blk_worker *workers;   /* nworkers: the device's I/O threads */
 	unsigned nworkers;
+	void *slot_mem;            /* every queue's slots: blk_slots_alloc */
+	size_t slot_stride;        /* bytes per queue in slot_mem */
+	size_t slot_len;           /* the whole mapping */
 	const struct blk_backend_ops *backend;   /* blk_file_backend by default */
 	void *backend_arg;
 };
+
+/* Every queue's request slots (BLK_QUEUE_SIZE_MAX each), in one mapping
+ * made with the device (on the thread that creates it): queue start and
+ * stop run on a vCPU thread and then allocate nothing. A malloc there
+ * would give that thread a glibc arena of its own, whose first touch
+ * takes a 2 MiB huge page where THP is "always". Pages are touched only
+ * as slots are used and given back when their queue stops. 0 or -ENOMEM. */
+int blk_slots_alloc(struct blk_dev *blk);
+void blk_slots_free(struct blk_dev *blk);
 
 /* The device's I/O threads for its options: io_threads, or (0) one per
  * queue up to the CPUs this process may run on; never more than queues. */

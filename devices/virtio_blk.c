@@ -138,6 +138,7 @@ static void blk_destroy(struct virtio_dev *dev)
 	struct blk_dev *blk = to_blk(dev);
 
 	blk_image_close(&blk->img);
+	blk_slots_free(blk);
 	free(blk->workers);
 	free(blk->queues);
 	free(blk);      /* holds dev: last */
@@ -197,9 +198,17 @@ int blk_dev_from_image(const struct blk_opts *o, struct blk_image *img,
 		free(blk);
 		return r;
 	}
+	r = blk_slots_alloc(blk);
+	if (r) {
+		virtio_dev_destroy(&blk->vdev);     /* blk_destroy: everything */
+		goto oom_closed;
+	}
 	*out = &blk->vdev;
 	return 0;
 
+oom_closed:
+	snprintf(err, errlen, "disk %s: out of memory", o->path);
+	return -ENOMEM;
 oom:
 	snprintf(err, errlen, "disk %s: out of memory", o->path);
 	r = -ENOMEM;

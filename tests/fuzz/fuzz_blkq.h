@@ -687,6 +687,7 @@ static int blkq_fuzz(const uint8_t *data, size_t size, bool packed)
 	g.blk->workers = calloc(1, sizeof(*g.blk->workers));
 	g.blk->nworkers = 1;
 	FZ_ASSERT(g.blk->queues && g.blk->workers);
+	FZ_ASSERT(blk_slots_alloc(g.blk) == 0);
 	g.blk->capacity = 1 + fz_u16(&in) % 4096;         /* up to 2 MiB */
 	fk.disk_bytes = g.blk->capacity * 512;
 	g.blk->img.fd = 0;                                 /* never used: fake ring */
@@ -765,6 +766,7 @@ static int blkq_fuzz(const uint8_t *data, size_t size, bool packed)
 	if (g.started)
 		blk_queue_stop(g.blk, 0);
 	g.blk->vdev.queues[0].started = false;
+	blk_slots_free(g.blk);
 	virtio_dev_destroy(&g.blk->vdev);
 	free(g.blk->workers);
 	free(g.blk->queues);
