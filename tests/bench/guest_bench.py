@@ -258,7 +258,8 @@ class Run:
 
     def failure(self, want_rc):
         if self.timed_out:
-            return "timed out after %d s" % self.args.timeout
+            return "timed out after %d s; the guest's last lines: %s" % (
+                self.args.timeout, " | ".join(self.lines[-8:]))
         if self.rc != want_rc:
             tail = [l for l in self.lines[-5:]] + self.err.decode(errors="replace").splitlines()[-3:]
             return "exit status %d (expected %d): %s" % (self.rc, want_rc, " | ".join(tail))
