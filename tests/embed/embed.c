@@ -99,20 +99,20 @@ static void count_filtered(unsigned *vm_on, unsigned *vm_off, unsigned *ours_on)
 
 		if (e->d_name[0] == '.')
 			continue;
-		snprintf(path, sizeof(path), "/proc/self/task/%s/comm", e->d_name);
-		f = fopen(path, "r");
-		if (!f)
-			continue;       /* ended meanwhile */
-		if (!fgets(comm, sizeof(comm), f))
-			comm[0] = '\0';
-		fclose(f);
+		/* Name and filter from one read of status (one snapshot): a
+		 * thread the host's thread just started has the host's name
+		 * until it names itself, and only then enters its filter;
+		 * reading comm and status apart could see it in between. */
 		snprintf(path, sizeof(path), "/proc/self/task/%s/status", e->d_name);
 		f = fopen(path, "r");
 		if (!f)
-			continue;
-		while (fgets(line, sizeof(line), f))
+			continue;       /* ended meanwhile */
+		while (fgets(line, sizeof(line), f)) {
+			if (!strncmp(line, "Name:", 5))
+				snprintf(comm, sizeof(comm), "%s", line + 5 + strspn(line + 5, " \t"));
 			if (!strncmp(line, "Seccomp:", 8))
 				mode = atoi(line + 8);
+		}
 		fclose(f);
 		/* Ours are named after the program, mvm-embed. */
 		if (!strncmp(comm, "mvm-", 4) && strncmp(comm, "mvm-embed", 9))
