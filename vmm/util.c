@@ -72,17 +72,15 @@ int parse_size(const char *s, uint64_t *out)
 	return 0;
 }
 
-int read_file(const char *path, size_t max, uint8_t **buf, size_t *len)
+int file_open_regular(const char *path, uint64_t max, int *fd, size_t *size)
 {
 	struct stat st;
-	uint8_t *b;
-	size_t done = 0;
-	int fd, ret;
+	int f, ret;
 
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
+	f = open(path, O_RDONLY | O_CLOEXEC);
+	if (f < 0)
 		return -errno;
-	if (fstat(fd, &st) < 0) {
+	if (fstat(f, &st) < 0) {
 		ret = -errno;
 		goto close_fd;
 	}
@@ -90,37 +88,64 @@ int read_file(const char *path, size_t max, uint8_t **buf, size_t *len)
 		ret = -EINVAL;
 		goto close_fd;
 	}
-	if ((uint64_t)st.st_size > max) {
+	if ((uint64_t)st.st_size > max || (uint64_t)st.st_size > SIZE_MAX / 2) {
 		ret = -EFBIG;
 		goto close_fd;
 	}
-	/* Its own mapping, not the heap: a kernel or initrd is megabytes,
-	 * read once at start, and malloc would keep the pages after free
-	 * (glibc raises its mmap threshold once such a block is freed, so the
-	 * next one lands on the heap, which is not trimmed): resident memory
-	 * for the whole life of the VM. */
-	b = mmap(NULL, st.st_size ? (size_t)st.st_size : 1, PROT_READ | PROT_WRITE,
-		 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	*fd = f;
+	*size = (size_t)st.st_size;
+	return 0;
+close_fd:
+	close(f);
+	return ret;
+}
+
+int read_full(int fd, void *dst, size_t len)
+{
+	size_t done = 0;
+
+	while (done < len) {
+		ssize_t n = read(fd, (uint8_t *)dst + done, len - done);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			return -errno;
+		if (n == 0)
+			return -EIO;    /* the file shrank since its size was taken */
+		done += (size_t)n;
+	}
+	return 0;
+}
+
+int read_file(const char *path, size_t max, uint8_t **buf, size_t *len)
+{
+	uint8_t *b;
+	size_t size;
+	int fd, ret;
+
+	ret = file_open_regular(path, max, &fd, &size);
+	if (ret)
+		return ret;
+	/* Its own mapping, not the heap: a kernel is megabytes, read once at
+	 * start, and malloc would keep the pages after free (glibc raises its
+	 * mmap threshold once such a block is freed, so the next one lands on
+	 * the heap, which is not trimmed): resident memory for the whole life
+	 * of the VM. */
+	b = mmap(NULL, size ? size : 1, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	if (b == MAP_FAILED) {
 		ret = -ENOMEM;
 		goto close_fd;
 	}
-	while (done < (size_t)st.st_size) {
-		ssize_t n = read(fd, b + done, st.st_size - done);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0) {
-			ret = n < 0 ? -errno : -EIO;
-			goto free_buf;
-		}
-		done += n;
-	}
+	ret = read_full(fd, b, size);
+	if (ret)
+		goto free_buf;
 	close(fd);
 	*buf = b;
-	*len = done;
+	*len = size;
 	return 0;
 free_buf:
-	munmap(b, st.st_size ? (size_t)st.st_size : 1);
+	munmap(b, size ? size : 1);
 close_fd:
 	close(fd);
 	return ret;
@@ -132,15 +157,32 @@ void read_file_free(uint8_t *buf, size_t len)
 		munmap(buf, len ? len : 1);
 }
 
-int read_initrd(const char *path, uint64_t mem_size, uint8_t **buf, size_t *len, char *err,
+int open_initrd(const char *path, uint64_t mem_size, int *fd, size_t *len, char *err,
 		size_t errlen)
 {
-	int ret = read_file(path, MIN(mem_size, (uint64_t)SIZE_MAX / 2), buf, len);
+	int ret = file_open_regular(path, mem_size, fd, len);
 
 	if (ret)
-		err_set(err, errlen, ret, "cannot read initrd %s: %s%s", path, strerror(-ret),
-			ret == -EFBIG ? " (larger than guest RAM)" : "");
-	return ret;
+		return err_set(err, errlen, ret, "cannot read initrd %s: %s", path,
+			       ret == -EFBIG ? "larger than guest RAM; use more --mem" :
+			       ret == -EINVAL ? "not a regular file" : strerror(-ret));
+	if (!*len) {
+		close(*fd);
+		return err_set(err, errlen, -EINVAL, "initrd %s is empty: pass a real initramfs "
+			       "or none", path);
+	}
+	return 0;
+}
+
+int read_initrd_into(int fd, const char *path, void *dst, size_t len, char *err,
+		     size_t errlen)
+{
+	int ret = read_full(fd, dst, len);
+
+	if (ret)
+		return err_set(err, errlen, ret, "cannot read initrd %s: %s", path,
+			       ret == -EIO ? "it became shorter while mvm read it" : strerror(-ret));
+	return 0;
 }
 
 uint64_t mono_ns(void)

@@ -42,15 +42,27 @@ int parse_size(const char *s, uint64_t *out);
 /* Parse a non-negative decimal integer within [min, max]. 0 or -EINVAL/-ERANGE. */
 int parse_uint(const char *s, uint64_t min, uint64_t max, uint64_t *out);
 
+/* Open a regular file of at most max bytes for reading: *fd and its
+ * *size. 0 or -errno (-EINVAL: not a regular file, -EFBIG: larger). */
+int file_open_regular(const char *path, uint64_t max, int *fd, size_t *size);
+/* Read exactly len bytes from fd into dst. 0 or -errno (-EIO: the file
+ * ended first). */
+int read_full(int fd, void *dst, size_t len);
+
 /* Read a whole file (up to max bytes) into a buffer of its own (free it
  * with read_file_free). 0 or -errno (-EFBIG when larger than max). */
 int read_file(const char *path, size_t max, uint8_t **buf, size_t *len);
 void read_file_free(uint8_t *buf, size_t len);
 
-/* Read the initrd at path (no larger than guest RAM, mem_size) for a boot
- * loader. 0, or -errno with "cannot read initrd PATH: why" in err. */
-int read_initrd(const char *path, uint64_t mem_size, uint8_t **buf, size_t *len, char *err,
+/* A boot loader's initrd, read straight into its place in guest RAM (no
+ * copy of megabytes through a buffer of mvm's own): open_initrd opens it
+ * and says how large it is (non-empty, no larger than guest RAM,
+ * mem_size), the loader places it and read_initrd_into fills the place;
+ * the caller closes *fd. 0, or -errno with "... initrd PATH ..." in err. */
+int open_initrd(const char *path, uint64_t mem_size, int *fd, size_t *len, char *err,
 		size_t errlen);
+int read_initrd_into(int fd, const char *path, void *dst, size_t len, char *err,
+		     size_t errlen);
 
 /* CLOCK_MONOTONIC in nanoseconds (vDSO: no system call). */
 uint64_t mono_ns(void);

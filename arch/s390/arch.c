@@ -470,27 +470,40 @@ struct arch_boot {
 	uint64_t entry;
 };
 
+/* The kernel's bytes: those arch_boot_check read (cfg->kernel_buf, *owned
+ * false), or read from kernel_path now (*owned: read_file_free). */
 static int read_kernel(const struct arch_boot_cfg *cfg, uint8_t **buf, size_t *len,
-		       struct s390_kernel *k, char *err, size_t errlen)
+		       bool *owned, struct s390_kernel *k, char *err, size_t errlen)
 {
 	char why[256];
 	int ret;
 
+	*owned = false;
+	*buf = NULL;
 	if (!cfg->kernel_path)
 		return err_set(err, errlen, -EINVAL, "no kernel given: pass --kernel PATH");
-	ret = read_file(cfg->kernel_path, MIN(cfg->mem_size, (uint64_t)SIZE_MAX / 2), buf, len);
-	if (ret == -EFBIG)
-		return err_set(err, errlen, ret, "kernel %s is larger than guest RAM (%llu MiB): "
-			       "use more --mem", cfg->kernel_path,
-			       (unsigned long long)(cfg->mem_size / MiB));
-	if (ret)
-		return err_set(err, errlen, ret, "cannot read kernel %s: %s", cfg->kernel_path,
-			       strerror(-ret));
+	if (cfg->kernel_buf) {
+		*buf = (uint8_t *)cfg->kernel_buf;
+		*len = cfg->kernel_len;
+	} else {
+		ret = read_file(cfg->kernel_path, MIN(cfg->mem_size, (uint64_t)SIZE_MAX / 2), buf,
+				len);
+		if (ret == -EFBIG)
+			return err_set(err, errlen, ret, "kernel %s is larger than guest RAM (%llu "
+				       "MiB): use more --mem", cfg->kernel_path,
+				       (unsigned long long)(cfg->mem_size / MiB));
+		if (ret)
+			return err_set(err, errlen, ret, "cannot read kernel %s: %s",
+				       cfg->kernel_path, strerror(-ret));
+		*owned = true;
+	}
 	ret = s390_kernel_parse(*buf, *len, k, why, sizeof(why));
 	if (ret) {
 		err_set(err, errlen, ret, "%s: %s", cfg->kernel_path, why);
-		read_file_free(*buf, *len);
+		if (*owned)
+			read_file_free(*buf, *len);
 		*buf = NULL;
+		*owned = false;
 	}
 	return ret;
 }
@@ -504,18 +517,20 @@ static int check_mem(const struct arch_boot_cfg *cfg, char *err, size_t errlen)
 	return 0;
 }
 
-int arch_boot_check(const struct arch_boot_cfg *cfg, char *err, size_t errlen)
+int arch_boot_check(const struct arch_boot_cfg *cfg, uint8_t **kernel_buf, size_t *kernel_len,
+		    char *err, size_t errlen)
 {
 	struct s390_kernel k;
 	uint64_t initrd_size = 0;
 	uint8_t *buf = NULL;
 	size_t len;
+	bool owned;
 	int ret;
 
 	ret = check_mem(cfg, err, errlen);
 	if (ret)
 		return ret;
-	ret = read_kernel(cfg, &buf, &len, &k, err, errlen);
+	ret = read_kernel(cfg, &buf, &len, &owned, &k, err, errlen);
 	if (ret)
 		return ret;
 	if (cfg->initrd_path) {
@@ -532,8 +547,14 @@ int arch_boot_check(const struct arch_boot_cfg *cfg, char *err, size_t errlen)
 	}
 	ret = s390_kernel_check(&k, cfg->mem_size, cfg->cmdline ? strlen(cfg->cmdline) : 0,
 				initrd_size, err, errlen);
+	if (!ret && kernel_buf && owned) {
+		*kernel_buf = buf;
+		*kernel_len = len;
+		return 0;
+	}
 free_buf:
-	read_file_free(buf, len);
+	if (owned)
+		read_file_free(buf, len);
 	return ret;
 }
 
@@ -541,28 +562,42 @@ int arch_boot_load(struct vm *vm, const struct arch_boot_cfg *cfg, struct arch_b
 		   char *err, size_t errlen)
 {
 	struct s390_kernel k;
-	uint8_t *buf = NULL, *initrd = NULL;
+	uint8_t *buf = NULL, *dst;
 	size_t len, initrd_len = 0;
 	struct arch_boot *b;
-	int ret;
+	bool owned;
+	int ret, fd = -1;
 
 	b = calloc(1, sizeof(*b));
 	if (!b)
 		return err_set(err, errlen, -ENOMEM, "out of memory");
-	ret = read_kernel(cfg, &buf, &len, &k, err, errlen);
+	ret = read_kernel(cfg, &buf, &len, &owned, &k, err, errlen);
 	if (ret)
 		goto free_b;
 	if (cfg->initrd_path) {
-		ret = read_initrd(cfg->initrd_path, cfg->mem_size, &initrd, &initrd_len, err,
-				  errlen);
+		ret = open_initrd(cfg->initrd_path, cfg->mem_size, &fd, &initrd_len, err, errlen);
 		if (ret)
 			goto free_buf;
+		/* Checked before its bytes go anywhere, then read straight
+		 * into place (s390_boot_load_mem leaves them there). */
+		ret = s390_kernel_check(&k, cfg->mem_size, cfg->cmdline ? strlen(cfg->cmdline) : 0,
+					initrd_len, err, errlen);
+		if (ret)
+			goto close_initrd;
+		dst = gmem_ptr(&vm->mem, s390_initrd_addr(&k), initrd_len);
+		ret = dst ? read_initrd_into(fd, cfg->initrd_path, dst, initrd_len, err, errlen) :
+			    err_set(err, errlen, -EFAULT, "initrd: outside guest RAM");
+		if (ret)
+			goto close_initrd;
 	}
-	ret = s390_boot_load_mem(&vm->mem, cfg->mem_size, &k, cfg->cmdline, initrd, initrd_len,
+	ret = s390_boot_load_mem(&vm->mem, cfg->mem_size, &k, cfg->cmdline, NULL, initrd_len,
 				 &b->entry, err, errlen);
-	read_file_free(initrd, initrd_len);
+close_initrd:
+	if (fd >= 0)
+		close(fd);
 free_buf:
-	read_file_free(buf, len);
+	if (owned)
+		read_file_free(buf, len);
 	if (!ret) {
 		*boot = b;
 		return 0;

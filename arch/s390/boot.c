@@ -77,7 +77,7 @@ int s390_boot_load_mem(struct guest_mem *gm, uint64_t mem_size, const struct s39
 	be64_store(p + (S390_INITRD_SIZE - S390_PARMAREA), initrd_len);
 	memset(p + (S390_COMMAND_LINE - S390_PARMAREA), 0, k->cmdline_max);
 	memcpy(p + (S390_COMMAND_LINE - S390_PARMAREA), cmdline ? cmdline : "", clen);
-	if (initrd_len) {
+	if (initrd_len && initrd) {
 		uint8_t *d = gmem_ptr(gm, at, initrd_len);
 
 		if (!d)

@@ -29,8 +29,10 @@ uint64_t s390_initrd_addr(const struct s390_kernel *k);
 int s390_kernel_check(const struct s390_kernel *k, uint64_t mem_size, size_t cmdline_len,
 		      uint64_t initrd_size, char *err, size_t errlen);
 
-/* Write image, initrd and parameter area into gm. *entry: the start
- * address (S390_KERNEL_ENTRY). 0 or -errno with a message. */
+/* Write image, initrd and parameter area into gm. initrd NULL with
+ * initrd_len > 0: its bytes are at s390_initrd_addr(k) already (read
+ * there straight from the file). *entry: the start address
+ * (S390_KERNEL_ENTRY). 0 or -errno with a message. */
 int s390_boot_load_mem(struct guest_mem *gm, uint64_t mem_size, const struct s390_kernel *k,
 		       const char *cmdline, const uint8_t *initrd, size_t initrd_len,
 		       uint64_t *entry, char *err, size_t errlen);

@@ -17,6 +17,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include <sys/stat.h>
 
 /* ---- e820 ---------------------------------------------------------------- */
@@ -411,31 +412,42 @@ static int load_pvh(struct guest_mem *gm, uint64_t mem_size, const struct x86_ke
 	return 0;
 }
 
-int x86_boot_load_mem(struct guest_mem *gm, uint64_t mem_size, unsigned ncpus,
-		      const struct x86_kernel *k, const char *cmdline,
-		      const uint8_t *initrd, size_t initrd_len,
-		      struct x86_boot_info *info, char *err, size_t errlen)
+/* Check everything against guest RAM and say where the initrd goes (0
+ * without one). */
+static int check_place(uint64_t mem_size, unsigned ncpus, const struct x86_kernel *k,
+		       const char *cmdline, bool have_initrd, size_t initrd_len,
+		       uint64_t *initrd_addr, char *err, size_t errlen)
+{
+	int ret;
+
+	ret = x86_kernel_check(k, mem_size, cmdline ? strlen(cmdline) : 0, have_initrd,
+			       initrd_len, ncpus, err, errlen);
+	*initrd_addr = 0;
+	if (!ret && have_initrd)
+		ret = x86_initrd_place(k, mem_size, initrd_len, initrd_addr, err, errlen);
+	return ret;
+}
+
+static uint8_t *initrd_dst(struct guest_mem *gm, uint64_t addr, size_t len, char *err,
+			   size_t errlen)
+{
+	uint8_t *p = gmem_ptr(gm, addr, len);
+
+	if (!p)
+		err_set(err, errlen, -EFAULT, "initrd [0x%llx, +%zu) is outside guest RAM",
+			(unsigned long long)addr, len);
+	return p;
+}
+
+/* Everything but the initrd's bytes, which are at initrd_addr already. */
+static int load_placed(struct guest_mem *gm, uint64_t mem_size, unsigned ncpus,
+		       const struct x86_kernel *k, const char *cmdline, uint64_t initrd_addr,
+		       size_t initrd_len, struct x86_boot_info *info, char *err, size_t errlen)
 {
 	size_t cmdlen = cmdline ? strlen(cmdline) : 0;
-	uint64_t initrd_addr = 0;
 	uint8_t *p;
 	int ret;
 
-	ret = x86_kernel_check(k, mem_size, cmdlen, initrd != NULL, initrd_len, ncpus,
-			       err, errlen);
-	if (ret)
-		return ret;
-	if (initrd) {
-		ret = x86_initrd_place(k, mem_size, initrd_len, &initrd_addr, err, errlen);
-		if (ret)
-			return ret;
-		p = gmem_ptr(gm, initrd_addr, initrd_len);
-		if (!p)
-			return err_set(err, errlen, -EFAULT,
-				    "initrd [0x%llx, +%zu) is outside guest RAM",
-				    (unsigned long long)initrd_addr, initrd_len);
-		memcpy(p, initrd, initrd_len);
-	}
 	p = gmem_ptr(gm, X86_CMDLINE_ADDR, cmdlen + 1);
 	if (!p)
 		return err_set(err, errlen, -EFAULT, "guest RAM too small for the command line");
@@ -458,46 +470,84 @@ int x86_boot_load_mem(struct guest_mem *gm, uint64_t mem_size, unsigned ncpus,
 	return 0;
 }
 
+int x86_boot_load_mem(struct guest_mem *gm, uint64_t mem_size, unsigned ncpus,
+		      const struct x86_kernel *k, const char *cmdline,
+		      const uint8_t *initrd, size_t initrd_len,
+		      struct x86_boot_info *info, char *err, size_t errlen)
+{
+	uint64_t initrd_addr;
+	uint8_t *p;
+	int ret;
+
+	ret = check_place(mem_size, ncpus, k, cmdline, initrd != NULL, initrd_len, &initrd_addr,
+			  err, errlen);
+	if (ret)
+		return ret;
+	if (initrd) {
+		p = initrd_dst(gm, initrd_addr, initrd_len, err, errlen);
+		if (!p)
+			return -EFAULT;
+		memcpy(p, initrd, initrd_len);
+	}
+	return load_placed(gm, mem_size, ncpus, k, cmdline, initrd_addr, initrd_len, info, err,
+			   errlen);
+}
+
 /* ---- file front ends ----------------------------------------------------- */
 
+/* The kernel's bytes: those the caller read already (cfg->kernel_buf,
+ * *owned false), or read from kernel_path now (*owned: read_file_free). */
 static int read_kernel(const struct x86_boot_cfg *cfg, uint8_t **buf, size_t *len,
-		       struct x86_kernel *k, char *err, size_t errlen)
+		       bool *owned, struct x86_kernel *k, char *err, size_t errlen)
 {
 	int ret;
 
+	*owned = false;
+	*buf = NULL;
 	if (!cfg->kernel_path)
 		return err_set(err, errlen, -EINVAL, "no kernel given: pass --kernel PATH");
-	/* A kernel file larger than guest RAM can never be loaded. */
-	ret = read_file(cfg->kernel_path, MIN(cfg->mem_size, (uint64_t)SIZE_MAX / 2), buf, len);
-	if (ret == -EFBIG)
-		return err_set(err, errlen, ret,
-			    "kernel %s is larger than guest RAM (%llu MiB): use more --mem",
-			    cfg->kernel_path, (unsigned long long)(cfg->mem_size / MiB));
-	if (ret)
-		return err_set(err, errlen, ret, "cannot read kernel %s: %s", cfg->kernel_path,
-			    strerror(-ret));
+	if (cfg->kernel_buf) {
+		*buf = (uint8_t *)cfg->kernel_buf;
+		*len = cfg->kernel_len;
+	} else {
+		/* A kernel file larger than guest RAM can never be loaded. */
+		ret = read_file(cfg->kernel_path, MIN(cfg->mem_size, (uint64_t)SIZE_MAX / 2), buf,
+				len);
+		if (ret == -EFBIG)
+			return err_set(err, errlen, ret,
+				    "kernel %s is larger than guest RAM (%llu MiB): use more --mem",
+				    cfg->kernel_path, (unsigned long long)(cfg->mem_size / MiB));
+		if (ret)
+			return err_set(err, errlen, ret, "cannot read kernel %s: %s",
+				       cfg->kernel_path, strerror(-ret));
+		*owned = true;
+	}
 	ret = x86_kernel_parse(*buf, *len, k, err, errlen);
 	if (ret) {
 		/* Prefix the file name without losing the parser's reason. */
 		char why[256];
 		snprintf(why, sizeof(why), "%s", err ? err : "");
 		err_set(err, errlen, ret, "%s: %s", cfg->kernel_path, why);
-		read_file_free(*buf, *len);
+		if (*owned)
+			read_file_free(*buf, *len);
 		*buf = NULL;
+		*owned = false;
 	}
 	return ret;
 }
 
-int x86_boot_check(const struct x86_boot_cfg *cfg, char *err, size_t errlen)
+int x86_boot_check_keep(const struct x86_boot_cfg *cfg, uint8_t **kernel_buf,
+			size_t *kernel_len, char *err, size_t errlen)
 {
 	struct x86_kernel k;
 	struct stat st;
 	uint8_t *buf = NULL;
 	size_t len;
 	uint64_t initrd_size = 0;
+	bool owned;
 	int ret;
 
-	ret = read_kernel(cfg, &buf, &len, &k, err, errlen);
+	ret = read_kernel(cfg, &buf, &len, &owned, &k, err, errlen);
 	if (ret)
 		return ret;
 	if (cfg->initrd_path) {
@@ -515,32 +565,58 @@ int x86_boot_check(const struct x86_boot_cfg *cfg, char *err, size_t errlen)
 	}
 	ret = x86_kernel_check(&k, cfg->mem_size, cfg->cmdline ? strlen(cfg->cmdline) : 0,
 			       cfg->initrd_path != NULL, initrd_size, cfg->ncpus, err, errlen);
+	if (!ret && kernel_buf && owned) {
+		*kernel_buf = buf;
+		*kernel_len = len;
+		return 0;
+	}
 free_buf:
-	read_file_free(buf, len);
+	if (owned)
+		read_file_free(buf, len);
 	return ret;
+}
+
+int x86_boot_check(const struct x86_boot_cfg *cfg, char *err, size_t errlen)
+{
+	return x86_boot_check_keep(cfg, NULL, NULL, err, errlen);
 }
 
 int x86_boot_load(struct guest_mem *gm, const struct x86_boot_cfg *cfg,
 		  struct x86_boot_info *info, char *err, size_t errlen)
 {
 	struct x86_kernel k;
-	uint8_t *buf = NULL, *initrd = NULL;
+	uint8_t *buf = NULL, *dst;
+	uint64_t initrd_addr;
 	size_t len, initrd_len = 0;
-	int ret;
+	bool owned;
+	int ret, fd = -1;
 
-	ret = read_kernel(cfg, &buf, &len, &k, err, errlen);
+	ret = read_kernel(cfg, &buf, &len, &owned, &k, err, errlen);
 	if (ret)
 		return ret;
 	if (cfg->initrd_path) {
-		ret = read_initrd(cfg->initrd_path, cfg->mem_size, &initrd, &initrd_len, err,
-				  errlen);
+		ret = open_initrd(cfg->initrd_path, cfg->mem_size, &fd, &initrd_len, err, errlen);
 		if (ret)
 			goto free_buf;
 	}
-	ret = x86_boot_load_mem(gm, cfg->mem_size, cfg->ncpus, &k, cfg->cmdline,
-				initrd, initrd_len, info, err, errlen);
-	read_file_free(initrd, initrd_len);
+	ret = check_place(cfg->mem_size, cfg->ncpus, &k, cfg->cmdline, fd >= 0, initrd_len,
+			  &initrd_addr, err, errlen);
+	if (ret)
+		goto close_initrd;
+	if (fd >= 0) {
+		dst = initrd_dst(gm, initrd_addr, initrd_len, err, errlen);
+		ret = dst ? read_initrd_into(fd, cfg->initrd_path, dst, initrd_len, err, errlen) :
+			    -EFAULT;
+		if (ret)
+			goto close_initrd;
+	}
+	ret = load_placed(gm, cfg->mem_size, cfg->ncpus, &k, cfg->cmdline, initrd_addr, initrd_len,
+			  info, err, errlen);
+close_initrd:
+	if (fd >= 0)
+		close(fd);
 free_buf:
-	read_file_free(buf, len);
+	if (owned)
+		read_file_free(buf, len);
 	return ret;
 }

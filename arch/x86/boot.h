@@ -32,6 +32,11 @@ struct x86_boot_cfg {
 	const char *cmdline;       /* the complete kernel command line (may be NULL = "") */
 	uint64_t mem_size;         /* guest RAM bytes (as given to gmem_map) */
 	unsigned ncpus;            /* 1..X86_MAX_VCPUS */
+	/* The kernel file's bytes when the caller has them already (from
+	 * x86_boot_check_keep): loaded as they are, kernel_path not read
+	 * again. NULL: read kernel_path. */
+	const uint8_t *kernel_buf;
+	size_t kernel_len;
 };
 
 struct x86_boot_info {         /* how to start the BSP */
@@ -45,6 +50,11 @@ struct x86_boot_info {         /* how to start the BSP */
  * initrd_addr_max and RAM, kernel vs RAM): 0 or -errno with a one-line
  * message in err ("what, which value, what to do"). Needs no guest memory. */
 int x86_boot_check(const struct x86_boot_cfg *cfg, char *err, size_t errlen);
+/* The same, and on success the kernel's bytes it read (read_file_free;
+ * left alone when cfg->kernel_buf gave them): the load reads the file
+ * once, and loads the very bytes that were checked. */
+int x86_boot_check_keep(const struct x86_boot_cfg *cfg, uint8_t **kernel_buf,
+			size_t *kernel_len, char *err, size_t errlen);
 
 /* Load kernel + initrd + cmdline + zero page/start_info + e820 + MP table
  * + GDT/page tables into guest RAM (gm must already be laid out for

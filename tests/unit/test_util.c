@@ -5,6 +5,8 @@
 #include "vmm/byteorder.h"
 
 #include <errno.h>
+#include <string.h>
+#include <unistd.h>
 
 TEST(parse_size_units)
 {
@@ -115,4 +117,31 @@ TEST(be_accessors)
 	CHECK_EQ(be64_load(buf + 1), 0x0102030405060708ULL);
 	/* The same bytes read the other way round. */
 	CHECK_EQ(le64_load(buf + 1), 0x0807060504030201ULL);
+}
+
+/* An initrd is read straight into guest RAM at the size open_initrd
+ * took: a file that shrinks meanwhile is an error that says so, not a
+ * short initrd in the guest. */
+TEST(initrd_that_shrinks_while_read_is_an_error)
+{
+	char path[] = "/tmp/mvm-test-initrd-XXXXXX", err[512] = "";
+	uint8_t buf[8192];
+	size_t len = 0;
+	int fd = mkstemp(path), rfd = -1;
+
+	CHECK(fd >= 0);
+	memset(buf, 0x42, sizeof(buf));
+	CHECK_EQ(write(fd, buf, sizeof(buf)), (ssize_t)sizeof(buf));
+	CHECK_EQ(open_initrd(path, 4096, &rfd, &len, err, sizeof(err)), -EFBIG);
+	CHECK(strstr(err, path) && strstr(err, "larger than guest RAM"));
+	CHECK_EQ(open_initrd(path, 1 << 20, &rfd, &len, err, sizeof(err)), 0);
+	CHECK_EQ(len, sizeof(buf));
+	CHECK_EQ(ftruncate(fd, 100), 0);
+	CHECK_EQ(read_initrd_into(rfd, path, buf, len, err, sizeof(err)), -EIO);
+	CHECK(strstr(err, path) && strstr(err, "shorter"));
+	close(rfd);
+	CHECK_EQ(open_initrd("/tmp", 1 << 20, &rfd, &len, err, sizeof(err)), -EINVAL);
+	CHECK(strstr(err, "not a regular file"));
+	close(fd);
+	unlink(path);
 }

@@ -401,6 +401,103 @@ TEST(boot_check_accepts_bzimage_file_with_initrd)
 	free(bz);
 }
 
+/* Writes len bytes to a new temporary file named from tmpl. */
+static void write_tmp(char *tmpl, const void *buf, size_t len)
+{
+	int fd = mkstemp(tmpl);
+
+	CHECK(fd >= 0);
+	CHECK_EQ(write(fd, buf, len), (ssize_t)len);
+	close(fd);
+}
+
+TEST(boot_load_reads_initrd_file_into_its_place)
+{
+	char kpath[] = "/tmp/mvm-test-kernel-XXXXXX", ipath[] = "/tmp/mvm-test-initrd-XXXXXX";
+	char err[512] = "";
+	uint8_t *bz = make_bzimage(), initrd[12288], *zp;
+	struct x86_boot_cfg cfg = { .mem_size = 64 * MiB, .ncpus = 1, .cmdline = "quiet" };
+	struct x86_boot_info info;
+	struct fake_guest g;
+	unsigned i;
+
+	for (i = 0; i < sizeof(initrd); i++)
+		initrd[i] = (uint8_t)(i * 13 + 5);
+	write_tmp(kpath, bz, BZ_LEN);
+	write_tmp(ipath, initrd, sizeof(initrd));
+	cfg.kernel_path = kpath;
+	cfg.initrd_path = ipath;
+	guest_init(&g, 64 * MiB, 0);
+	CHECK_EQ(x86_boot_load(&g.gm, &cfg, &info, err, sizeof(err)), 0);
+	zp = g.low + X86_BOOT_PARAMS;
+	CHECK_EQ(le32_load(zp + BP_RAMDISK_IMAGE), 64 * MiB - sizeof(initrd));
+	CHECK_EQ(le32_load(zp + BP_RAMDISK_SIZE), sizeof(initrd));
+	CHECK(memcmp(g.low + 64 * MiB - sizeof(initrd), initrd, sizeof(initrd)) == 0);
+	CHECK(memcmp(g.low + X86_HIMEM_START, bz + (BZ_SETUP_SECTS + 1) * 512, BZ_PAYLOAD) == 0);
+	free(g.low);
+	unlink(kpath);
+	unlink(ipath);
+	free(bz);
+}
+
+TEST(boot_load_refuses_empty_initrd_file_by_name)
+{
+	char kpath[] = "/tmp/mvm-test-kernel-XXXXXX", ipath[] = "/tmp/mvm-test-initrd-XXXXXX";
+	char err[512] = "";
+	uint8_t *bz = make_bzimage();
+	struct x86_boot_cfg cfg = { .mem_size = 64 * MiB, .ncpus = 1 };
+	struct x86_boot_info info;
+	struct fake_guest g;
+
+	write_tmp(kpath, bz, BZ_LEN);
+	write_tmp(ipath, "", 0);
+	cfg.kernel_path = kpath;
+	cfg.initrd_path = ipath;
+	guest_init(&g, 64 * MiB, 0);
+	CHECK_EQ(x86_boot_load(&g.gm, &cfg, &info, err, sizeof(err)), -EINVAL);
+	CHECK(strstr(err, ipath));
+	CHECK(strstr(err, "empty"));
+	free(g.low);
+	unlink(kpath);
+	unlink(ipath);
+	free(bz);
+}
+
+/* The kernel is read once: what the check read is what the load loads,
+ * even when the file changes in between. */
+TEST(boot_load_loads_the_bytes_the_check_read)
+{
+	char kpath[] = "/tmp/mvm-test-kernel-XXXXXX", err[512] = "";
+	uint8_t *bz = make_bzimage(), *kept = NULL;
+	struct x86_boot_cfg cfg = { .mem_size = 64 * MiB, .ncpus = 1 };
+	struct x86_boot_info info;
+	struct fake_guest g;
+	size_t kept_len = 0;
+	FILE *f;
+
+	write_tmp(kpath, bz, BZ_LEN);
+	cfg.kernel_path = kpath;
+	CHECK_EQ(x86_boot_check_keep(&cfg, &kept, &kept_len, err, sizeof(err)), 0);
+	CHECK(kept);
+	CHECK_EQ(kept_len, BZ_LEN);
+	f = fopen(kpath, "w");
+	CHECK(f);
+	fputs("#!/bin/sh\n", f);
+	fclose(f);
+	/* Without the kept bytes the load reads the file and refuses it... */
+	guest_init(&g, 64 * MiB, 0);
+	CHECK_EQ(x86_boot_load(&g.gm, &cfg, &info, err, sizeof(err)), -ENOEXEC);
+	/* ...with them it loads the kernel that was checked. */
+	cfg.kernel_buf = kept;
+	cfg.kernel_len = kept_len;
+	CHECK_EQ(x86_boot_load(&g.gm, &cfg, &info, err, sizeof(err)), 0);
+	CHECK(memcmp(g.low + X86_HIMEM_START, bz + (BZ_SETUP_SECTS + 1) * 512, BZ_PAYLOAD) == 0);
+	read_file_free(kept, kept_len);
+	free(g.low);
+	unlink(kpath);
+	free(bz);
+}
+
 /* ---- ELF / PVH -------------------------------------------------------------- */
 
 TEST(elf_pvh_note_found)
