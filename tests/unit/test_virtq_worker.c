@@ -27,6 +27,8 @@ struct pair {
 	uint64_t sqe_ops;                /* what the device declares (vqw_set_io) */
 	int res[QSIZE];                  /* TX completions' results, by chain head */
 	struct __kernel_timespec forever;
+	struct __kernel_timespec brief;  /* TX I/O of this long instead (if set) */
+	unsigned max_unpublished;        /* TX used entries pending at a TX chain */
 };
 
 static void pair_chain(struct vqw_queue *q, struct virtq_chain *c)
@@ -44,8 +46,12 @@ static void pair_chain(struct vqw_queue *q, struct virtq_chain *c)
 	{
 		struct io_uring_sqe *sqe = vqw_get_sqe(q->w);
 
+		if (q->pushed > p->max_unpublished)
+			p->max_unpublished = q->pushed;
 		if (p->slow_tx)
 			io_uring_prep_timeout(sqe, &p->forever, 0, 0);
+		else if (p->brief.tv_nsec)
+			io_uring_prep_timeout(sqe, &p->brief, 0, 0);
 		else
 			io_uring_prep_nop(sqe);
 		vqw_sqe_set_data(sqe, q, c->head);
@@ -201,6 +207,44 @@ TEST(one_worker_serves_an_rx_tx_pair)
 	vqw_get_stats(&p->w.q[1], &st);
 	CHECK_EQ(st.requests, 8);
 	CHECK(st.irqs >= 1);
+	pair_free(p);
+}
+
+/* What completed is published (and interrupts the driver) before the
+ * worker parses new chains, so the driver can refill the ring while the
+ * worker works. With TX I/O that takes a while (30 us each, so chains
+ * complete at staggered times) and the driver reposting every chain as
+ * soon as it comes back, no TX chain is ever parsed while TX completions
+ * wait unpublished. */
+TEST(completions_are_published_before_new_chains_are_parsed)
+{
+	struct pair *p = pair_new(false);
+	struct timespec start, now;
+	unsigned done = 0, i;
+	uint32_t id, len;
+
+	p->brief.tv_nsec = 30000;
+	for (i = 0; i < 8; i++) {
+		vdrv_desc_set(&p->d, TX, (uint16_t)i, vdrv_alloc(&p->d, 32, 8), 32, 0, 0);
+		vdrv_avail_add_head(&p->d, TX, (uint16_t)i);
+	}
+	vdrv_kick(&p->d, TX);
+	clock_gettime(CLOCK_MONOTONIC, &start);
+	while (done < 3000) {
+		unsigned got = 0;
+
+		while (vdrv_get_used(&p->d, TX, &id, &len) == 1) {
+			CHECK(id < 8);
+			vdrv_avail_add_head(&p->d, TX, (uint16_t)id);
+			got++;
+		}
+		if (got)
+			vdrv_kick(&p->d, TX);
+		done += got;
+		clock_gettime(CLOCK_MONOTONIC, &now);
+		CHECK(now.tv_sec - start.tv_sec < 20);
+	}
+	CHECK_EQ(p->max_unpublished, 0);
 	pair_free(p);
 }
 
