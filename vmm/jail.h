@@ -25,12 +25,16 @@ struct jail_cfg {
 /* Tasks (threads) now running as real user uid, from /proc; 0 if /proc
  * cannot be read. */
 unsigned jail_count_tasks(uid_t uid);
+/* Whether RLIMIT_NPROC binds tasks of real user uid: not for root of the
+ * initial user namespace (Linux's copy_process exempts INIT_USER), where
+ * jail_enter leaves it alone. Root of a container's namespace is bound. */
+bool jail_nproc_exempt(uid_t uid);
 /* The highest open file descriptor, from /proc/self/fd; -1 if unknown. */
 int jail_max_fd(void);
 
 /* Apply cfg to this (single-threaded) process: RLIMIT_NOFILE to what is
  * open plus cfg->fds, RLIMIT_NPROC to what the user runs plus
- * cfg->threads, RLIMIT_CORE 0, then chroot and the ids, then not
+ * cfg->threads (unless jail_nproc_exempt), RLIMIT_CORE 0, then chroot and the ids, then not
  * dumpable and no new privileges. 0 or -errno with a one-line message. */
 int jail_enter(const struct jail_cfg *cfg, char *err, size_t errlen);
 

@@ -112,3 +112,20 @@ TEST(jail_counts_this_users_tasks)
 	CHECK(jail_count_tasks(getuid()) >= 1);
 	CHECK(jail_max_fd() >= 2);
 }
+
+/* Root of the initial user namespace is not bound by RLIMIT_NPROC, so
+ * mvm does not count every task on the host for it; any other user is. */
+TEST(jail_nproc_binds_everyone_but_the_hosts_root)
+{
+	FILE *f = fopen("/proc/self/uid_map", "r");
+	char line[128] = "";
+
+	CHECK(f);
+	CHECK(fgets(line, sizeof(line), f));
+	fclose(f);
+	CHECK(!jail_nproc_exempt(NOBODY));
+	CHECK(!jail_nproc_exempt(1000));
+	/* This test's own namespace decides for uid 0. */
+	CHECK_EQ(jail_nproc_exempt(0), strstr(line, "4294967295") != NULL &&
+		 strtoul(line, NULL, 10) == 0);
+}
