@@ -191,11 +191,17 @@ static bool any_inflight(const struct vqw *w)
 	return false;
 }
 
+/* The window a poll starts over with: small, and never above the max. */
+static uint32_t poll_start_ns(const struct vqw_poll *p)
+{
+	return p->max_ns < VQW_POLL_START_NS ? p->max_ns : VQW_POLL_START_NS;
+}
+
 void vqw_poll_init(struct vqw_poll *p, unsigned max_us)
 {
 	memset(p, 0, sizeof(*p));
 	p->max_ns = max_us > 1000000 ? 1000000000u : max_us * 1000u;
-	p->win_ns = p->max_ns < VQW_POLL_START_NS ? p->max_ns : VQW_POLL_START_NS;
+	p->win_ns = poll_start_ns(p);
 }
 
 uint32_t vqw_poll_window(const struct vqw_poll *p, uint64_t now_ns)
@@ -211,7 +217,7 @@ void vqw_poll_slept(struct vqw_poll *p, uint64_t slept_ns, uint64_t now_ns)
 		/* The next request came within the longest window: a poll that
 		 * long would have had it without a kick or a wake-up. */
 		if (!p->win_ns)
-			p->win_ns = p->max_ns < VQW_POLL_START_NS ? p->max_ns : VQW_POLL_START_NS;
+			p->win_ns = poll_start_ns(p);
 		else
 			p->win_ns = p->win_ns > p->max_ns / 2 ? p->max_ns : p->win_ns * 2;
 	} else if (p->win_ns) {
@@ -238,7 +244,7 @@ void vqw_poll_preempted(struct vqw_poll *p, uint64_t now_ns)
 		p->backoff_ns = p->backoff_ns > VQW_POLL_BACKOFF_MAX_NS / 2 ?
 				VQW_POLL_BACKOFF_MAX_NS : p->backoff_ns * 2;
 	p->off_until_ns = now_ns + p->backoff_ns;
-	p->win_ns = p->max_ns < VQW_POLL_START_NS ? p->max_ns : VQW_POLL_START_NS;
+	p->win_ns = poll_start_ns(p);
 }
 
 /* Adaptive polling (like an iothread's poll-max-ns, with its grow and
@@ -321,8 +327,8 @@ static void *vqw_thread(void *arg)
 {
 	struct vqw *w = arg;
 	struct io_uring_sqe *sqe;
+	uint64_t t0;
 	unsigned i;
-
 	int r;
 
 	/* Named here: naming another thread opens a file in /proc. */
@@ -375,17 +381,17 @@ static void *vqw_thread(void *arg)
 			}
 			continue;
 		}
+		/* A sleep after a round with work is timed: it tells the poll
+		 * window whether polling would have caught the wake-up. */
+		t0 = w->poll_armed ? mono_ns() : 0;
+		io_uring_submit_and_wait(&w->ring, 1);
+		STAT_ADD(&w->q[0], enters, 1);
 		if (w->poll_armed) {
-			uint64_t t0 = mono_ns(), t1;
+			uint64_t t1 = mono_ns();
 
-			io_uring_submit_and_wait(&w->ring, 1);
-			t1 = mono_ns();
 			vqw_poll_slept(&w->poll, t1 - t0, t1);
 			w->poll_armed = false;
-		} else {
-			io_uring_submit_and_wait(&w->ring, 1);
 		}
-		STAT_ADD(&w->q[0], enters, 1);
 	}
 
 	/* Stop: cancel what can be cancelled (kick reads, I/O not yet
