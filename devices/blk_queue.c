@@ -216,6 +216,7 @@ static void blk_chain(struct vqw_queue *wq, struct virtq_chain *c)
 		return;
 	}
 	s = &q->slots[c->head];
+	s->req.iov = q->parse_iov;
 	switch (blk_req_parse(c, &q->ctx, &s->req, &status, &used_len)) {
 	case BLK_REQ_NO_STATUS:
 		finish(q, c->head, NULL, VIRTIO_BLK_S_IOERR, 0);
@@ -226,6 +227,10 @@ static void blk_chain(struct vqw_queue *wq, struct virtq_chain *c)
 	case BLK_REQ_SUBMIT:
 		break;
 	}
+	/* Most requests have a segment or two: they stay in the slot. */
+	s->req.iov = s->req.niov <= BLK_SLOT_IOV ? s->iov :
+		     q->big_iov + (size_t)c->head * BLK_SEG_MAX;
+	memcpy(s->req.iov, q->parse_iov, s->req.niov * sizeof(*s->req.iov));
 	if (s->req.type == VIRTIO_BLK_T_FLUSH &&
 	    __atomic_load_n(&q->blk->flush_failed, __ATOMIC_ACQUIRE)) {
 		finish(q, c->head, s->req.status, VIRTIO_BLK_S_IOERR, 1);
@@ -262,18 +267,25 @@ static const struct vqw_ops blk_vqw_ops = {
 	.inflight = blk_inflight,
 };
 
+/* A queue's slots, whole pages: its overflow arrays follow. */
+static size_t slots_bytes(size_t page)
+{
+	return ALIGN_UP(BLK_QUEUE_SIZE_MAX * sizeof(struct blk_slot), page);
+}
+
 int blk_slots_alloc(struct blk_dev *blk)
 {
 	size_t page = (size_t)sysconf(_SC_PAGESIZE);
 	void *m;
 
-	blk->slot_stride = (BLK_QUEUE_SIZE_MAX * sizeof(struct blk_slot) + page - 1) / page * page;
+	blk->slot_stride = slots_bytes(page) +
+			   ALIGN_UP(BLK_QUEUE_SIZE_MAX * BLK_SEG_MAX * sizeof(struct iovec), page);
 	m = mmap(NULL, blk->slot_stride * blk->vdev.num_queues, PROT_READ | PROT_WRITE,
 		 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	if (m == MAP_FAILED)
 		return -ENOMEM;
-	/* Half a megabyte a queue, of which a few slots are used: no huge
-	 * page (a hint: it may fail where THP is off). */
+	/* Over half a megabyte a queue, of which a few slots are used: no
+	 * huge page (a hint: it may fail where THP is off). */
 	madvise(m, blk->slot_stride * blk->vdev.num_queues, MADV_NOHUGEPAGE);
 	blk->slot_mem = m;
 	blk->slot_len = blk->slot_stride * blk->vdev.num_queues;
@@ -332,6 +344,7 @@ static int queue_prepare(struct blk_dev *blk, unsigned qi)
 	if (!blk->slot_mem || q->nslots > BLK_QUEUE_SIZE_MAX)
 		return -EINVAL;     /* cannot happen: the device made both */
 	q->slots = (struct blk_slot *)((uint8_t *)blk->slot_mem + qi * blk->slot_stride);
+	q->big_iov = (struct iovec *)((uint8_t *)q->slots + slots_bytes((size_t)sysconf(_SC_PAGESIZE)));
 	q->prepared = true;
 	return 0;
 }

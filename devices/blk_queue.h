@@ -15,8 +15,14 @@
 #include "devices/virtq_worker.h"
 
 /* One request slot, indexed by the chain's head descriptor. */
+/* Data segments a slot holds itself: a request with more has them in
+ * its queue's overflow array for its head. Slots stay small, so the pages
+ * a queue touches follow its queue depth, not the guest's seg_max. */
+#define BLK_SLOT_IOV 4
+
 struct blk_slot {
-	struct blk_req req;        /* validated copy; iov advanced on short I/O */
+	struct blk_req req;        /* validated copy; req.iov: iov below or the
+				    * overflow, advanced on short I/O */
 	bool busy;
 	unsigned iov_first;        /* first iov entry not yet fully transferred */
 	uint64_t off;              /* file offset of what is left */
@@ -24,6 +30,7 @@ struct blk_slot {
 	uint32_t used_len;         /* reported to the driver on success */
 	bool buffered;             /* retried on the non-O_DIRECT fd */
 	bool punch;                /* write zeroes through PUNCH_HOLE */
+	struct iovec iov[BLK_SLOT_IOV];
 };
 
 struct blk_dev;
@@ -71,6 +78,7 @@ struct blk_queue {
 	struct vqw_queue *wq;      /* its place in its worker while started */
 	bool prepared;             /* slots in use (queue_start ran) */
 	struct blk_slot *slots;    /* vq->size entries, indexed by chain head */
+	struct iovec *big_iov;     /* BLK_SEG_MAX per head: longer requests' segments */
 	unsigned nslots;
 	unsigned inflight;         /* slots with host I/O outstanding */
 	struct blk_req_ctx ctx;
@@ -79,6 +87,8 @@ struct blk_queue {
 	/* The worker's counters of earlier runs (a reset restarts the worker
 	 * and zeroes its own): stats are since the device was created. */
 	struct vqw_stats base;
+	/* What blk_req_parse fills, before the segments go to their slot. */
+	struct iovec parse_iov[BLK_SEG_MAX];
 };
 
 struct blk_dev {
@@ -98,7 +108,8 @@ struct blk_dev {
 	void *backend_arg;
 };
 
-/* Every queue's request slots (BLK_QUEUE_SIZE_MAX each), in one mapping
+/* Every queue's request slots (BLK_QUEUE_SIZE_MAX each, then their
+ * overflow segment arrays), in one mapping
  * made with the device (on the thread that creates it): queue start and
  * stop run on a vCPU thread and then allocate nothing. A malloc there
  * would give that thread a glibc arena of its own, whose first touch

@@ -45,7 +45,9 @@ struct blk_req {
 	uint64_t len;              /* IN/OUT: data bytes; DISCARD/WZ: range bytes */
 	uint32_t dwz_flags;        /* DISCARD/WZ segment flags */
 	unsigned niov;
-	struct iovec iov[BLK_SEG_MAX];
+	/* The data segments: blk_req_parse fills BLK_SEG_MAX entries here
+	 * (the caller points iov at them); the caller may move them after. */
+	struct iovec *iov;
 };
 
 enum blk_verdict {

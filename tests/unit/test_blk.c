@@ -16,6 +16,7 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
+#include <sys/mman.h>
 
 #define IMG_SIZE (1u << 20)
 #define QSIZE 128
@@ -393,6 +394,90 @@ TEST(any_descriptor_layout_is_accepted)
 	CHECK_EQ(len, 1025);
 	CHECK_EQ(*(uint8_t *)vdrv_host(&t.d, db + 1024), VIRTIO_BLK_S_OK);
 	CHECK(data_matches(vdrv_host(&t.d, db), 3 * 512, 1024));
+	teardown(&t);
+}
+
+/* A request of more segments than a slot holds (BLK_SLOT_IOV) reads
+ * every one of them: its segments live in the head's overflow array. */
+TEST(many_segment_requests_read_and_write_every_segment)
+{
+	struct t t;
+	struct vdrv_sg sg[12];
+	uint64_t h, st, seg[10];
+	uint32_t id, len;
+	unsigned i;
+	int head;
+
+	setup(&t, "", 1);
+	for (int round = 0; round < 2; round++) {
+		bool write = round == 1;
+
+		h = hdr(&t, write ? VIRTIO_BLK_T_OUT : VIRTIO_BLK_T_IN, 40);
+		st = status_buf(&t);
+		sg[0] = (struct vdrv_sg){ h, 16, false };
+		for (i = 0; i < 10; i++) {
+			seg[i] = vdrv_alloc(&t.d, 512, 512);
+			if (write)
+				memset(vdrv_host(&t.d, seg[i]), 0xa0 + (int)i, 512);
+			sg[1 + i] = (struct vdrv_sg){ seg[i], 512, !write };
+		}
+		sg[11] = (struct vdrv_sg){ st, 1, true };
+		head = vdrv_add(&t.d, 0, sg, 12, round == 0);
+		CHECK(head >= 0);
+		vdrv_kick(&t.d, 0);
+		wait_used(&t, 0, &id, &len);
+		CHECK_EQ(id, head);
+		CHECK_EQ(st_of(&t, st), VIRTIO_BLK_S_OK);
+		CHECK_EQ(len, write ? 1 : 10 * 512 + 1);
+		for (i = 0; i < 10 && !write; i++)
+			CHECK(data_matches(vdrv_host(&t.d, seg[i]), (40 + i) * 512ULL, 512));
+	}
+	for (i = 0; i < 10; i++) {
+		uint8_t chk[512];
+
+		CHECK_EQ(pread(t.fd, chk, 512, (40 + i) * 512), 512);
+		CHECK_EQ(chk[0], 0xa0 + i);
+		CHECK_EQ(chk[511], 0xa0 + i);
+	}
+	teardown(&t);
+}
+
+/* A queue's request state grows with the requests in flight, not with
+ * the guest's seg_max: 200 one-segment requests spread over every head
+ * of a 128-entry ring leave at most 64 KiB of the queue's slot memory
+ * resident (a slot that carried room for 126 segments took ~2 KiB, so
+ * every head in use would have been 256 KiB). */
+TEST(slot_memory_follows_queue_depth_not_seg_max)
+{
+	struct blk_dev *blk;
+	size_t page = (size_t)sysconf(_SC_PAGESIZE), resident = 0, i;
+	unsigned char *vec;
+	uint64_t bufs[40], st[40];
+	uint32_t id, len;
+	unsigned r, k;
+	struct t t;
+
+	setup(&t, "", 1);
+	blk = (struct blk_dev *)t.dev;
+	for (k = 0; k < 40; k++)
+		bufs[k] = vdrv_alloc(&t.d, 4096, 4096);
+	for (r = 0; r < 5; r++) {
+		for (k = 0; k < 40; k++)
+			CHECK(post(&t, 0, VIRTIO_BLK_T_IN, k * 8, bufs[k], 4096, true, &st[k]) >= 0);
+		vdrv_kick(&t.d, 0);
+		for (k = 0; k < 40; k++)
+			wait_used(&t, 0, &id, &len);
+		for (k = 0; k < 40; k++)
+			CHECK_EQ(st_of(&t, st[k]), VIRTIO_BLK_S_OK);
+	}
+	vec = calloc(blk->slot_stride / page + 1, 1);
+	CHECK(vec);
+	CHECK_EQ(mincore(blk->slot_mem, blk->slot_stride, vec), 0);
+	for (i = 0; i < blk->slot_stride / page; i++)
+		resident += (vec[i] & 1) ? page : 0;
+	free(vec);
+	CHECK(resident > 0);
+	CHECK(resident <= 64 * 1024);
 	teardown(&t);
 }
 
