@@ -101,20 +101,20 @@ struct arch_boot_cfg {
 	const char *cmdline;            /* complete command line, may be NULL */
 	uint64_t mem_size;              /* guest RAM bytes */
 	unsigned ncpus;
-	/* The kernel file's bytes as arch_boot_check read them (NULL: read
-	 * kernel_path): the file is read once, and what was checked is what
-	 * is loaded. */
-	const uint8_t *kernel_buf;
-	size_t kernel_len;
+	/* The kernel image as arch_boot_check read it (NULL: read
+	 * kernel_path): the file is opened once, and what was checked is
+	 * what is loaded. */
+	const struct boot_image *kernel_image;
 };
 struct arch_boot;                       /* how to start the vCPUs */
 
 /* Check kernel, initrd and command line before anything starts: 0 or
  * -errno with a one-line message (what, which value, what to do). On
- * success, when kernel_buf is not NULL, the kernel's bytes it read
- * (read_file_free them) for arch_boot_cfg.kernel_buf. */
-int arch_boot_check(const struct arch_boot_cfg *cfg, uint8_t **kernel_buf, size_t *kernel_len,
-		    char *err, size_t errlen);
+ * success, when keep is not NULL, the kernel image it read (free it with
+ * boot_image_free) for arch_boot_cfg.kernel_image. */
+struct boot_image;
+int arch_boot_check(const struct arch_boot_cfg *cfg, struct boot_image *keep, char *err,
+		    size_t errlen);
 /* Load everything the guest reads at boot into guest RAM; *boot says how
  * to start the vCPUs (arch_boot_free). 0 or -errno + message. */
 int arch_boot_load(struct vm *vm, const struct arch_boot_cfg *cfg, struct arch_boot **boot,

@@ -82,8 +82,7 @@ struct mvm {
 	bool pci_up;
 	struct vm_console con;         /* the board's console device */
 	struct arch_boot *boot;        /* how the vCPUs start (arch_boot_load) */
-	uint8_t *kernel_buf;           /* the kernel as mvm_create checked it, */
-	size_t kernel_len;             /* until mvm_prepare loads it */
+	struct boot_image kimage;      /* as mvm_create checked it, until mvm_prepare loads it */
 	struct vcpu *vcpus;
 	unsigned nvcpus;               /* created */
 	bool threads_stopped;          /* mvm_stop_threads ran: devices stopped */
@@ -245,6 +244,7 @@ int mvm_create(const struct mvm_config *cfg, struct mvm **out, char *err, size_t
 	m->cfg.cmdline = m->cmdline;
 	m->wait_efd = -1;
 	m->tx_efd = -1;
+	m->kimage = BOOT_IMAGE_NONE;
 	atomic_init(&m->state, MVM_CREATED);
 	atomic_init(&m->hurry, false);
 	if (cfg->log_fn)
@@ -268,7 +268,7 @@ int mvm_create(const struct mvm_config *cfg, struct mvm **out, char *err, size_t
 		.kernel_path = m->kernel, .initrd_path = m->initrd, .cmdline = m->cmdline_buf,
 		.mem_size = cfg->mem, .ncpus = cfg->cpus,
 	};
-	ret = arch_boot_check(&bcfg, &m->kernel_buf, &m->kernel_len, err, errlen);
+	ret = arch_boot_check(&bcfg, &m->kimage, err, errlen);
 	if (ret) {
 		mvm_destroy(m);
 		return ret;
@@ -632,13 +632,12 @@ int mvm_prepare(struct mvm *m, char *err, size_t errlen)
 	bcfg = (struct arch_boot_cfg){
 		.kernel_path = m->kernel, .initrd_path = m->initrd, .cmdline = m->cmdline_buf,
 		.mem_size = m->cfg.mem, .ncpus = m->cfg.cpus,
-		.kernel_buf = m->kernel_buf, .kernel_len = m->kernel_len,
+		.kernel_image = m->kimage.buf ? &m->kimage : NULL,
 	};
 	/* arch_boot_load checks the kernel against the final command line
 	 * (mvm_create checked everything else already). */
 	ret = arch_boot_load(&m->vm, &bcfg, &m->boot, err, errlen);
-	read_file_free(m->kernel_buf, m->kernel_len);
-	m->kernel_buf = NULL;
+	boot_image_free(&m->kimage);
 	if (ret)
 		return ret;
 
@@ -899,7 +898,7 @@ void mvm_destroy(struct mvm *m)
 		vcpu_destroy(&m->vcpus[i]);
 	free(m->vcpus);
 	arch_boot_free(m->boot);
-	read_file_free(m->kernel_buf, m->kernel_len);
+	boot_image_free(&m->kimage);
 	/* Images of disks that never became devices (no start, or a start
 	 * that failed before them). */
 	for (i = 0; i < m->ndisks; i++)

@@ -157,6 +157,81 @@ void read_file_free(uint8_t *buf, size_t len)
 		munmap(buf, len ? len : 1);
 }
 
+int boot_image_read(const char *path, uint64_t max, size_t head,
+		    bool (*head_only)(const uint8_t *buf, size_t n, size_t len),
+		    struct boot_image *im)
+{
+	size_t size, n;
+	uint8_t *b;
+	int fd, ret;
+
+	*im = BOOT_IMAGE_NONE;
+	ret = file_open_regular(path, max, &fd, &size);
+	if (ret)
+		return ret;
+	/* Its own mapping, not the heap (see read_file); pages that are not
+	 * read into stay untouched and cost nothing. */
+	b = mmap(NULL, size ? size : 1, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (b == MAP_FAILED) {
+		ret = -ENOMEM;
+		goto close_fd;
+	}
+	n = size < head ? size : head;
+	ret = read_full(fd, b, n);
+	if (ret)
+		goto free_buf;
+	if (n < size && head_only && head_only(b, n, size)) {
+		*im = (struct boot_image){ .buf = b, .len = size, .head = n, .fd = fd };
+		return 0;
+	}
+	ret = read_full(fd, b + n, size - n);
+	if (ret)
+		goto free_buf;
+	close(fd);
+	*im = (struct boot_image){ .buf = b, .len = size, .head = size, .fd = -1 };
+	return 0;
+free_buf:
+	munmap(b, size ? size : 1);
+close_fd:
+	close(fd);
+	return ret;
+}
+
+int boot_image_copy(const struct boot_image *im, void *dst, size_t off, size_t len)
+{
+	uint8_t *d = dst;
+	size_t from_buf;
+
+	if (off > im->len || len > im->len - off)
+		return -EINVAL;
+	from_buf = off < im->head ? MIN(len, im->head - off) : 0;
+	memcpy(d, im->buf + off, from_buf);
+	off += from_buf;
+	len -= from_buf;
+	while (len) {
+		ssize_t r = pread(im->fd, d + from_buf, len, (off_t)off);
+
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r < 0)
+			return -errno;
+		if (r == 0)
+			return -EIO;
+		from_buf += (size_t)r;
+		off += (size_t)r;
+		len -= (size_t)r;
+	}
+	return 0;
+}
+
+void boot_image_free(struct boot_image *im)
+{
+	read_file_free(im->buf, im->len);
+	if (im->fd >= 0)
+		close(im->fd);
+	*im = BOOT_IMAGE_NONE;
+}
+
 int open_initrd(const char *path, uint64_t mem_size, int *fd, size_t *len, char *err,
 		size_t errlen)
 {

@@ -54,6 +54,30 @@ int read_full(int fd, void *dst, size_t len);
 int read_file(const char *path, size_t max, uint8_t **buf, size_t *len);
 void read_file_free(uint8_t *buf, size_t len);
 
+/* A kernel image between a boot loader's check and its load: the bytes
+ * read (buf, as long as the file, len), and where fd >= 0, only its
+ * first head bytes are there: the rest is read from fd at load time,
+ * straight into guest RAM. */
+struct boot_image {
+	uint8_t *buf;
+	size_t len;
+	size_t head;
+	int fd;
+};
+#define BOOT_IMAGE_NONE ((struct boot_image){ .fd = -1 })
+/* Read path (no larger than max) into *im: all of it, or only its first
+ * head bytes (keeping fd open) when head_only says those are all a
+ * parser needs; head_only sees the first min(len, head) bytes. The rest
+ * of buf is an untouched anonymous mapping (zeroes, not resident).
+ * 0 or -errno (-EFBIG: larger than max). */
+int boot_image_read(const char *path, uint64_t max, size_t head,
+		    bool (*head_only)(const uint8_t *buf, size_t n, size_t len),
+		    struct boot_image *im);
+/* Copy len bytes at off of the image to dst: from buf, or from fd past
+ * the head. 0 or -errno (-EIO: the file became shorter). */
+int boot_image_copy(const struct boot_image *im, void *dst, size_t off, size_t len);
+void boot_image_free(struct boot_image *im);
+
 /* A boot loader's initrd, read straight into its place in guest RAM (no
  * copy of megabytes through a buffer of mvm's own): open_initrd opens it
  * and says how large it is (non-empty, no larger than guest RAM,

@@ -470,24 +470,23 @@ struct arch_boot {
 	uint64_t entry;
 };
 
-/* The kernel's bytes: those arch_boot_check read (cfg->kernel_buf, *owned
- * false), or read from kernel_path now (*owned: read_file_free). */
-static int read_kernel(const struct arch_boot_cfg *cfg, uint8_t **buf, size_t *len,
-		       bool *owned, struct s390_kernel *k, char *err, size_t errlen)
+/* The kernel image: the one arch_boot_check read (cfg->kernel_image,
+ * *owned false), or read whole from kernel_path now (*owned:
+ * boot_image_free). */
+static int read_kernel(const struct arch_boot_cfg *cfg, struct boot_image *im, bool *owned,
+		       struct s390_kernel *k, char *err, size_t errlen)
 {
 	char why[256];
 	int ret;
 
 	*owned = false;
-	*buf = NULL;
+	*im = BOOT_IMAGE_NONE;
 	if (!cfg->kernel_path)
 		return err_set(err, errlen, -EINVAL, "no kernel given: pass --kernel PATH");
-	if (cfg->kernel_buf) {
-		*buf = (uint8_t *)cfg->kernel_buf;
-		*len = cfg->kernel_len;
+	if (cfg->kernel_image) {
+		*im = *cfg->kernel_image;
 	} else {
-		ret = read_file(cfg->kernel_path, MIN(cfg->mem_size, (uint64_t)SIZE_MAX / 2), buf,
-				len);
+		ret = boot_image_read(cfg->kernel_path, cfg->mem_size, SIZE_MAX, NULL, im);
 		if (ret == -EFBIG)
 			return err_set(err, errlen, ret, "kernel %s is larger than guest RAM (%llu "
 				       "MiB): use more --mem", cfg->kernel_path,
@@ -497,12 +496,12 @@ static int read_kernel(const struct arch_boot_cfg *cfg, uint8_t **buf, size_t *l
 				       cfg->kernel_path, strerror(-ret));
 		*owned = true;
 	}
-	ret = s390_kernel_parse(*buf, *len, k, why, sizeof(why));
+	ret = s390_kernel_parse(im->buf, im->len, k, why, sizeof(why));
 	if (ret) {
 		err_set(err, errlen, ret, "%s: %s", cfg->kernel_path, why);
 		if (*owned)
-			read_file_free(*buf, *len);
-		*buf = NULL;
+			boot_image_free(im);
+		*im = BOOT_IMAGE_NONE;
 		*owned = false;
 	}
 	return ret;
@@ -517,20 +516,19 @@ static int check_mem(const struct arch_boot_cfg *cfg, char *err, size_t errlen)
 	return 0;
 }
 
-int arch_boot_check(const struct arch_boot_cfg *cfg, uint8_t **kernel_buf, size_t *kernel_len,
-		    char *err, size_t errlen)
+int arch_boot_check(const struct arch_boot_cfg *cfg, struct boot_image *keep, char *err,
+		    size_t errlen)
 {
 	struct s390_kernel k;
+	struct boot_image im;
 	uint64_t initrd_size = 0;
-	uint8_t *buf = NULL;
-	size_t len;
 	bool owned;
 	int ret;
 
 	ret = check_mem(cfg, err, errlen);
 	if (ret)
 		return ret;
-	ret = read_kernel(cfg, &buf, &len, &owned, &k, err, errlen);
+	ret = read_kernel(cfg, &im, &owned, &k, err, errlen);
 	if (ret)
 		return ret;
 	if (cfg->initrd_path) {
@@ -541,20 +539,19 @@ int arch_boot_check(const struct arch_boot_cfg *cfg, uint8_t **kernel_buf, size_
 			ret = err_set(err, errlen, errno ? -errno : -EINVAL, "cannot open initrd %s: "
 				      "%s", cfg->initrd_path,
 				      errno ? strerror(errno) : "not a regular file");
-			goto free_buf;
+			goto free_image;
 		}
 		initrd_size = (uint64_t)st.st_size;
 	}
 	ret = s390_kernel_check(&k, cfg->mem_size, cfg->cmdline ? strlen(cfg->cmdline) : 0,
 				initrd_size, err, errlen);
-	if (!ret && kernel_buf && owned) {
-		*kernel_buf = buf;
-		*kernel_len = len;
+	if (!ret && keep && owned) {
+		*keep = im;
 		return 0;
 	}
-free_buf:
+free_image:
 	if (owned)
-		read_file_free(buf, len);
+		boot_image_free(&im);
 	return ret;
 }
 
@@ -562,22 +559,23 @@ int arch_boot_load(struct vm *vm, const struct arch_boot_cfg *cfg, struct arch_b
 		   char *err, size_t errlen)
 {
 	struct s390_kernel k;
-	uint8_t *buf = NULL, *dst;
-	size_t len, initrd_len = 0;
+	struct boot_image im;
+	size_t initrd_len = 0;
 	struct arch_boot *b;
+	uint8_t *dst;
 	bool owned;
 	int ret, fd = -1;
 
 	b = calloc(1, sizeof(*b));
 	if (!b)
 		return err_set(err, errlen, -ENOMEM, "out of memory");
-	ret = read_kernel(cfg, &buf, &len, &owned, &k, err, errlen);
+	ret = read_kernel(cfg, &im, &owned, &k, err, errlen);
 	if (ret)
 		goto free_b;
 	if (cfg->initrd_path) {
 		ret = open_initrd(cfg->initrd_path, cfg->mem_size, &fd, &initrd_len, err, errlen);
 		if (ret)
-			goto free_buf;
+			goto free_image;
 		/* Checked before its bytes go anywhere, then read straight
 		 * into place (s390_boot_load_mem leaves them there). */
 		ret = s390_kernel_check(&k, cfg->mem_size, cfg->cmdline ? strlen(cfg->cmdline) : 0,
@@ -595,9 +593,9 @@ int arch_boot_load(struct vm *vm, const struct arch_boot_cfg *cfg, struct arch_b
 close_initrd:
 	if (fd >= 0)
 		close(fd);
-free_buf:
+free_image:
 	if (owned)
-		read_file_free(buf, len);
+		boot_image_free(&im);
 	if (!ret) {
 		*boot = b;
 		return 0;

@@ -199,16 +199,16 @@ static struct x86_boot_cfg x86_cfg(const struct arch_boot_cfg *cfg)
 	return (struct x86_boot_cfg){
 		.kernel_path = cfg->kernel_path, .initrd_path = cfg->initrd_path,
 		.cmdline = cfg->cmdline, .mem_size = cfg->mem_size, .ncpus = cfg->ncpus,
-		.kernel_buf = cfg->kernel_buf, .kernel_len = cfg->kernel_len,
+		.kernel_image = cfg->kernel_image,
 	};
 }
 
-int arch_boot_check(const struct arch_boot_cfg *cfg, uint8_t **kernel_buf, size_t *kernel_len,
-		    char *err, size_t errlen)
+int arch_boot_check(const struct arch_boot_cfg *cfg, struct boot_image *keep, char *err,
+		    size_t errlen)
 {
 	struct x86_boot_cfg c = x86_cfg(cfg);
 
-	return x86_boot_check_keep(&c, kernel_buf, kernel_len, err, errlen);
+	return x86_boot_check_keep(&c, keep, err, errlen);
 }
 
 int arch_boot_load(struct vm *vm, const struct arch_boot_cfg *cfg, struct arch_boot **boot,

@@ -314,9 +314,11 @@ static int write_e820_bzimage(uint8_t *zp, uint64_t mem_size)
 }
 
 static int load_bzimage(struct guest_mem *gm, uint64_t mem_size, const struct x86_kernel *k,
-			uint64_t initrd_addr, uint64_t initrd_len, struct x86_boot_info *info,
-			char *err, size_t errlen)
+			const struct boot_image *im, uint64_t initrd_addr, uint64_t initrd_len,
+			struct x86_boot_info *info, char *err, size_t errlen)
 {
+	int ret;
+
 	size_t pm_len = k->len - k->setup_size;
 	size_t hdr_end = MIN((size_t)0x202 + k->buf[0x201], (size_t)BP_E820_TABLE);
 	uint8_t *dst, *zp;
@@ -326,7 +328,16 @@ static int load_bzimage(struct guest_mem *gm, uint64_t mem_size, const struct x8
 	if (!dst || !zp)
 		return err_set(err, errlen, -E2BIG,
 			    "kernel (%zu bytes) does not fit in guest RAM at 1 MiB: use more --mem", pm_len);
-	memcpy(dst, k->buf + k->setup_size, pm_len);
+	/* From the file straight into guest RAM where only the header was
+	 * read (the image's bytes past it are no copy of ours). */
+	if (im) {
+		ret = boot_image_copy(im, dst, k->setup_size, pm_len);
+		if (ret)
+			return err_set(err, errlen, ret, "cannot read the kernel: %s", ret == -EIO ?
+				       "the file became shorter since mvm checked it" : strerror(-ret));
+	} else {
+		memcpy(dst, k->buf + k->setup_size, pm_len);
+	}
 
 	/* Zero page: the setup header as the image has it (so the kernel
 	 * sees its own fields), then what the boot loader must fill in. */
@@ -439,10 +450,12 @@ static uint8_t *initrd_dst(struct guest_mem *gm, uint64_t addr, size_t len, char
 	return p;
 }
 
-/* Everything but the initrd's bytes, which are at initrd_addr already. */
+/* Everything but the initrd's bytes, which are at initrd_addr already.
+ * im: where a bzImage's payload comes from (NULL: k->buf holds it all). */
 static int load_placed(struct guest_mem *gm, uint64_t mem_size, unsigned ncpus,
-		       const struct x86_kernel *k, const char *cmdline, uint64_t initrd_addr,
-		       size_t initrd_len, struct x86_boot_info *info, char *err, size_t errlen)
+		       const struct x86_kernel *k, const struct boot_image *im, const char *cmdline,
+		       uint64_t initrd_addr, size_t initrd_len, struct x86_boot_info *info,
+		       char *err, size_t errlen)
 {
 	size_t cmdlen = cmdline ? strlen(cmdline) : 0;
 	uint8_t *p;
@@ -454,7 +467,7 @@ static int load_placed(struct guest_mem *gm, uint64_t mem_size, unsigned ncpus,
 	memcpy(p, cmdline ? cmdline : "", cmdlen + 1);
 
 	if (k->kind == X86_KERNEL_BZIMAGE)
-		ret = load_bzimage(gm, mem_size, k, initrd_addr, initrd_len, info, err, errlen);
+		ret = load_bzimage(gm, mem_size, k, im, initrd_addr, initrd_len, info, err, errlen);
 	else
 		ret = load_pvh(gm, mem_size, k, initrd_addr, initrd_len, info, err, errlen);
 	if (ret)
@@ -489,30 +502,39 @@ int x86_boot_load_mem(struct guest_mem *gm, uint64_t mem_size, unsigned ncpus,
 			return -EFAULT;
 		memcpy(p, initrd, initrd_len);
 	}
-	return load_placed(gm, mem_size, ncpus, k, cmdline, initrd_addr, initrd_len, info, err,
-			   errlen);
+	return load_placed(gm, mem_size, ncpus, k, NULL, cmdline, initrd_addr, initrd_len, info,
+			   err, errlen);
 }
 
 /* ---- file front ends ----------------------------------------------------- */
 
-/* The kernel's bytes: those the caller read already (cfg->kernel_buf,
- * *owned false), or read from kernel_path now (*owned: read_file_free). */
-static int read_kernel(const struct x86_boot_cfg *cfg, uint8_t **buf, size_t *len,
-		       bool *owned, struct x86_kernel *k, char *err, size_t errlen)
+/* A bzImage is parsed from its header alone (the setup header in its
+ * first page): the payload stays in the file until it is read into guest
+ * RAM. An ELF vmlinux is read whole (its notes may be anywhere). */
+#define KERNEL_HEAD 4096
+static bool bzimage_head_only(const uint8_t *buf, size_t n, size_t len)
+{
+	(void)len;
+	return n >= 0x400 && memcmp(buf + BP_HEADER, "HdrS", 4) == 0;
+}
+
+/* The kernel image: the one the caller has already (cfg->kernel_image,
+ * *owned false), or read from kernel_path now (*owned: boot_image_free). */
+static int read_kernel(const struct x86_boot_cfg *cfg, struct boot_image *im, bool *owned,
+		       struct x86_kernel *k, char *err, size_t errlen)
 {
 	int ret;
 
 	*owned = false;
-	*buf = NULL;
+	*im = BOOT_IMAGE_NONE;
 	if (!cfg->kernel_path)
 		return err_set(err, errlen, -EINVAL, "no kernel given: pass --kernel PATH");
-	if (cfg->kernel_buf) {
-		*buf = (uint8_t *)cfg->kernel_buf;
-		*len = cfg->kernel_len;
+	if (cfg->kernel_image) {
+		*im = *cfg->kernel_image;
 	} else {
 		/* A kernel file larger than guest RAM can never be loaded. */
-		ret = read_file(cfg->kernel_path, MIN(cfg->mem_size, (uint64_t)SIZE_MAX / 2), buf,
-				len);
+		ret = boot_image_read(cfg->kernel_path, cfg->mem_size, KERNEL_HEAD,
+				      bzimage_head_only, im);
 		if (ret == -EFBIG)
 			return err_set(err, errlen, ret,
 				    "kernel %s is larger than guest RAM (%llu MiB): use more --mem",
@@ -522,82 +544,81 @@ static int read_kernel(const struct x86_boot_cfg *cfg, uint8_t **buf, size_t *le
 				       cfg->kernel_path, strerror(-ret));
 		*owned = true;
 	}
-	ret = x86_kernel_parse(*buf, *len, k, err, errlen);
+	ret = x86_kernel_parse(im->buf, im->len, k, err, errlen);
 	if (ret) {
 		/* Prefix the file name without losing the parser's reason. */
 		char why[256];
 		snprintf(why, sizeof(why), "%s", err ? err : "");
 		err_set(err, errlen, ret, "%s: %s", cfg->kernel_path, why);
 		if (*owned)
-			read_file_free(*buf, *len);
-		*buf = NULL;
+			boot_image_free(im);
+		*im = BOOT_IMAGE_NONE;
 		*owned = false;
 	}
 	return ret;
 }
 
-int x86_boot_check_keep(const struct x86_boot_cfg *cfg, uint8_t **kernel_buf,
-			size_t *kernel_len, char *err, size_t errlen)
+int x86_boot_check_keep(const struct x86_boot_cfg *cfg, struct boot_image *keep, char *err,
+			size_t errlen)
 {
 	struct x86_kernel k;
+	struct boot_image im;
 	struct stat st;
-	uint8_t *buf = NULL;
-	size_t len;
 	uint64_t initrd_size = 0;
 	bool owned;
 	int ret;
 
-	ret = read_kernel(cfg, &buf, &len, &owned, &k, err, errlen);
+	ret = read_kernel(cfg, &im, &owned, &k, err, errlen);
 	if (ret)
 		return ret;
 	if (cfg->initrd_path) {
 		if (stat(cfg->initrd_path, &st) < 0) {
 			ret = err_set(err, errlen, -errno, "cannot open initrd %s: %s",
 				   cfg->initrd_path, strerror(errno));
-			goto free_buf;
+			goto free_image;
 		}
 		if (!S_ISREG(st.st_mode)) {
 			ret = err_set(err, errlen, -EINVAL, "initrd %s is not a regular file",
 				   cfg->initrd_path);
-			goto free_buf;
+			goto free_image;
 		}
 		initrd_size = (uint64_t)st.st_size;
 	}
 	ret = x86_kernel_check(&k, cfg->mem_size, cfg->cmdline ? strlen(cfg->cmdline) : 0,
 			       cfg->initrd_path != NULL, initrd_size, cfg->ncpus, err, errlen);
-	if (!ret && kernel_buf && owned) {
-		*kernel_buf = buf;
-		*kernel_len = len;
+	if (!ret && keep && owned) {
+		*keep = im;
 		return 0;
 	}
-free_buf:
+free_image:
 	if (owned)
-		read_file_free(buf, len);
+		boot_image_free(&im);
 	return ret;
 }
 
 int x86_boot_check(const struct x86_boot_cfg *cfg, char *err, size_t errlen)
 {
-	return x86_boot_check_keep(cfg, NULL, NULL, err, errlen);
+	return x86_boot_check_keep(cfg, NULL, err, errlen);
 }
 
 int x86_boot_load(struct guest_mem *gm, const struct x86_boot_cfg *cfg,
 		  struct x86_boot_info *info, char *err, size_t errlen)
 {
 	struct x86_kernel k;
-	uint8_t *buf = NULL, *dst;
+	struct boot_image im;
 	uint64_t initrd_addr;
-	size_t len, initrd_len = 0;
+	size_t initrd_len = 0;
+	uint8_t *dst;
 	bool owned;
 	int ret, fd = -1;
 
-	ret = read_kernel(cfg, &buf, &len, &owned, &k, err, errlen);
+	ret = read_kernel(cfg, &im, &owned, &k, err, errlen);
 	if (ret)
 		return ret;
 	if (cfg->initrd_path) {
 		ret = open_initrd(cfg->initrd_path, cfg->mem_size, &fd, &initrd_len, err, errlen);
 		if (ret)
-			goto free_buf;
+			goto free_image;
 	}
 	ret = check_place(cfg->mem_size, cfg->ncpus, &k, cfg->cmdline, fd >= 0, initrd_len,
 			  &initrd_addr, err, errlen);
@@ -610,13 +631,13 @@ int x86_boot_load(struct guest_mem *gm, const struct x86_boot_cfg *cfg,
 		if (ret)
 			goto close_initrd;
 	}
-	ret = load_placed(gm, cfg->mem_size, cfg->ncpus, &k, cfg->cmdline, initrd_addr, initrd_len,
-			  info, err, errlen);
+	ret = load_placed(gm, cfg->mem_size, cfg->ncpus, &k, &im, cfg->cmdline, initrd_addr,
+			  initrd_len, info, err, errlen);
 close_initrd:
 	if (fd >= 0)
 		close(fd);
-free_buf:
+free_image:
 	if (owned)
-		read_file_free(buf, len);
+		boot_image_free(&im);
 	return ret;
 }

@@ -18,6 +18,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "vmm/util.h"
+
 #include "vmm/guest_mem.h"
 
 struct kvm_cpuid2;
@@ -32,11 +34,10 @@ struct x86_boot_cfg {
 	const char *cmdline;       /* the complete kernel command line (may be NULL = "") */
 	uint64_t mem_size;         /* guest RAM bytes (as given to gmem_map) */
 	unsigned ncpus;            /* 1..X86_MAX_VCPUS */
-	/* The kernel file's bytes when the caller has them already (from
-	 * x86_boot_check_keep): loaded as they are, kernel_path not read
-	 * again. NULL: read kernel_path. */
-	const uint8_t *kernel_buf;
-	size_t kernel_len;
+	/* The kernel image when the caller has it already (from
+	 * x86_boot_check_keep): loaded as it was checked, kernel_path not
+	 * opened again. NULL: read kernel_path. */
+	const struct boot_image *kernel_image;
 };
 
 struct x86_boot_info {         /* how to start the BSP */
@@ -50,11 +51,13 @@ struct x86_boot_info {         /* how to start the BSP */
  * initrd_addr_max and RAM, kernel vs RAM): 0 or -errno with a one-line
  * message in err ("what, which value, what to do"). Needs no guest memory. */
 int x86_boot_check(const struct x86_boot_cfg *cfg, char *err, size_t errlen);
-/* The same, and on success the kernel's bytes it read (read_file_free;
- * left alone when cfg->kernel_buf gave them): the load reads the file
- * once, and loads the very bytes that were checked. */
-int x86_boot_check_keep(const struct x86_boot_cfg *cfg, uint8_t **kernel_buf,
-			size_t *kernel_len, char *err, size_t errlen);
+/* The same, and on success the kernel image it read into *keep
+ * (boot_image_free; left alone when cfg->kernel_image gave it): the load
+ * then opens the file once, and loads what was checked. Of a bzImage only
+ * the header is read; the payload goes from the file straight into guest
+ * RAM at the load. */
+int x86_boot_check_keep(const struct x86_boot_cfg *cfg, struct boot_image *keep, char *err,
+			size_t errlen);
 
 /* Load kernel + initrd + cmdline + zero page/start_info + e820 + MP table
  * + GDT/page tables into guest RAM (gm must already be laid out for

@@ -463,37 +463,48 @@ TEST(boot_load_refuses_empty_initrd_file_by_name)
 	free(bz);
 }
 
-/* The kernel is read once: what the check read is what the load loads,
- * even when the file changes in between. */
-TEST(boot_load_loads_the_bytes_the_check_read)
+/* The kernel is opened once: the check keeps a bzImage's header and its
+ * open file, and the load reads the payload from that file straight into
+ * guest RAM. A file renamed over the path meanwhile changes nothing; one
+ * cut short is an error that says so. */
+TEST(boot_load_loads_the_kernel_the_check_opened)
 {
-	char kpath[] = "/tmp/mvm-test-kernel-XXXXXX", err[512] = "";
-	uint8_t *bz = make_bzimage(), *kept = NULL;
+	char kpath[] = "/tmp/mvm-test-kernel-XXXXXX", other[] = "/tmp/mvm-test-other-XXXXXX";
+	char err[512] = "", orig[64];
+	uint8_t *bz = make_bzimage();
 	struct x86_boot_cfg cfg = { .mem_size = 64 * MiB, .ncpus = 1 };
+	struct boot_image kept = BOOT_IMAGE_NONE;
 	struct x86_boot_info info;
 	struct fake_guest g;
-	size_t kept_len = 0;
-	FILE *f;
 
 	write_tmp(kpath, bz, BZ_LEN);
 	cfg.kernel_path = kpath;
-	CHECK_EQ(x86_boot_check_keep(&cfg, &kept, &kept_len, err, sizeof(err)), 0);
-	CHECK(kept);
-	CHECK_EQ(kept_len, BZ_LEN);
-	f = fopen(kpath, "w");
-	CHECK(f);
-	fputs("#!/bin/sh\n", f);
-	fclose(f);
-	/* Without the kept bytes the load reads the file and refuses it... */
+	CHECK_EQ(x86_boot_check_keep(&cfg, &kept, err, sizeof(err)), 0);
+	CHECK(kept.buf);
+	CHECK_EQ(kept.len, BZ_LEN);
+	/* Only the header was read: the payload is still in the file. */
+	CHECK(kept.fd >= 0);
+	CHECK(kept.head < BZ_LEN);
+	/* A second name for the checked file, then another file in its place. */
+	snprintf(orig, sizeof(orig), "%s.orig", kpath);
+	CHECK_EQ(link(kpath, orig), 0);
+	write_tmp(other, "#!/bin/sh\n", 10);
+	CHECK_EQ(rename(other, kpath), 0);
+	/* Without the kept image the load opens the new file and refuses it... */
 	guest_init(&g, 64 * MiB, 0);
 	CHECK_EQ(x86_boot_load(&g.gm, &cfg, &info, err, sizeof(err)), -ENOEXEC);
-	/* ...with them it loads the kernel that was checked. */
-	cfg.kernel_buf = kept;
-	cfg.kernel_len = kept_len;
+	/* ...with it, it loads the kernel that was checked. */
+	cfg.kernel_image = &kept;
 	CHECK_EQ(x86_boot_load(&g.gm, &cfg, &info, err, sizeof(err)), 0);
 	CHECK(memcmp(g.low + X86_HIMEM_START, bz + (BZ_SETUP_SECTS + 1) * 512, BZ_PAYLOAD) == 0);
-	read_file_free(kept, kept_len);
+	/* The checked file cut short: the payload cannot be read whole. */
+	CHECK_EQ(truncate(orig, BZ_LEN - 100), 0);
+	CHECK_EQ(x86_boot_load(&g.gm, &cfg, &info, err, sizeof(err)), -EIO);
+	CHECK(strstr(err, "shorter"));
+	boot_image_free(&kept);
+	CHECK_EQ(kept.fd, -1);
 	free(g.low);
+	unlink(orig);
 	unlink(kpath);
 	free(bz);
 }
