@@ -118,45 +118,6 @@ int read_full(int fd, void *dst, size_t len)
 	return 0;
 }
 
-int read_file(const char *path, size_t max, uint8_t **buf, size_t *len)
-{
-	uint8_t *b;
-	size_t size;
-	int fd, ret;
-
-	ret = file_open_regular(path, max, &fd, &size);
-	if (ret)
-		return ret;
-	/* Its own mapping, not the heap: a kernel is megabytes, read once at
-	 * start, and malloc would keep the pages after free (glibc raises its
-	 * mmap threshold once such a block is freed, so the next one lands on
-	 * the heap, which is not trimmed): resident memory for the whole life
-	 * of the VM. */
-	b = mmap(NULL, size ? size : 1, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-	if (b == MAP_FAILED) {
-		ret = -ENOMEM;
-		goto close_fd;
-	}
-	ret = read_full(fd, b, size);
-	if (ret)
-		goto free_buf;
-	close(fd);
-	*buf = b;
-	*len = size;
-	return 0;
-free_buf:
-	munmap(b, size ? size : 1);
-close_fd:
-	close(fd);
-	return ret;
-}
-
-void read_file_free(uint8_t *buf, size_t len)
-{
-	if (buf)
-		munmap(buf, len ? len : 1);
-}
-
 int boot_image_read(const char *path, uint64_t max, size_t head,
 		    bool (*head_only)(const uint8_t *buf, size_t n, size_t len),
 		    struct boot_image *im)
@@ -169,8 +130,12 @@ int boot_image_read(const char *path, uint64_t max, size_t head,
 	ret = file_open_regular(path, max, &fd, &size);
 	if (ret)
 		return ret;
-	/* Its own mapping, not the heap (see read_file); pages that are not
-	 * read into stay untouched and cost nothing. */
+	/* Its own mapping, not the heap: a kernel is megabytes, read once at
+	 * start, and malloc would keep the pages after free (glibc raises its
+	 * mmap threshold once such a block is freed, so the next one lands on
+	 * the heap, which is not trimmed): resident memory for the whole life
+	 * of the VM. Pages that are not read into stay untouched and cost
+	 * nothing. */
 	b = mmap(NULL, size ? size : 1, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	if (b == MAP_FAILED) {
 		ret = -ENOMEM;
@@ -226,7 +191,8 @@ int boot_image_copy(const struct boot_image *im, void *dst, size_t off, size_t l
 
 void boot_image_free(struct boot_image *im)
 {
-	read_file_free(im->buf, im->len);
+	if (im->buf)
+		munmap(im->buf, im->len ? im->len : 1);
 	if (im->fd >= 0)
 		close(im->fd);
 	*im = BOOT_IMAGE_NONE;
@@ -252,7 +218,12 @@ int open_initrd(const char *path, uint64_t mem_size, int *fd, size_t *len, char 
 int read_initrd_into(int fd, const char *path, void *dst, size_t len, char *err,
 		     size_t errlen)
 {
-	int ret = read_full(fd, dst, len);
+	int ret;
+
+	if (!dst)
+		return err_set(err, errlen, -EFAULT, "initrd %s of %zu bytes: its place is "
+			       "outside guest RAM", path, len);
+	ret = read_full(fd, dst, len);
 
 	if (ret)
 		return err_set(err, errlen, ret, "cannot read initrd %s: %s", path,

@@ -49,11 +49,6 @@ int file_open_regular(const char *path, uint64_t max, int *fd, size_t *size);
  * ended first). */
 int read_full(int fd, void *dst, size_t len);
 
-/* Read a whole file (up to max bytes) into a buffer of its own (free it
- * with read_file_free). 0 or -errno (-EFBIG when larger than max). */
-int read_file(const char *path, size_t max, uint8_t **buf, size_t *len);
-void read_file_free(uint8_t *buf, size_t len);
-
 /* A kernel image between a boot loader's check and its load: the bytes
  * read (buf, as long as the file, len), and where fd >= 0, only its
  * first head bytes are there: the rest is read from fd at load time,
@@ -69,7 +64,8 @@ struct boot_image {
  * head bytes (keeping fd open) when head_only says those are all a
  * parser needs; head_only sees the first min(len, head) bytes. The rest
  * of buf is an untouched anonymous mapping (zeroes, not resident).
- * 0 or -errno (-EFBIG: larger than max). */
+ * head SIZE_MAX, head_only NULL: the whole file. 0 or -errno (-EFBIG:
+ * larger than max). */
 int boot_image_read(const char *path, uint64_t max, size_t head,
 		    bool (*head_only)(const uint8_t *buf, size_t n, size_t len),
 		    struct boot_image *im);
@@ -81,8 +77,9 @@ void boot_image_free(struct boot_image *im);
 /* A boot loader's initrd, read straight into its place in guest RAM (no
  * copy of megabytes through a buffer of mvm's own): open_initrd opens it
  * and says how large it is (non-empty, no larger than guest RAM,
- * mem_size), the loader places it and read_initrd_into fills the place;
- * the caller closes *fd. 0, or -errno with "... initrd PATH ..." in err. */
+ * mem_size), the loader places it and read_initrd_into fills the place
+ * (dst: gmem_ptr of it; NULL, outside guest RAM, is an error); the caller
+ * closes *fd. 0, or -errno with "... initrd PATH ..." in err. */
 int open_initrd(const char *path, uint64_t mem_size, int *fd, size_t *len, char *err,
 		size_t errlen);
 int read_initrd_into(int fd, const char *path, void *dst, size_t len, char *err,

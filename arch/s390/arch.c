@@ -562,7 +562,6 @@ int arch_boot_load(struct vm *vm, const struct arch_boot_cfg *cfg, struct arch_b
 	struct boot_image im;
 	size_t initrd_len = 0;
 	struct arch_boot *b;
-	uint8_t *dst;
 	bool owned;
 	int ret, fd = -1;
 
@@ -582,9 +581,9 @@ int arch_boot_load(struct vm *vm, const struct arch_boot_cfg *cfg, struct arch_b
 					initrd_len, err, errlen);
 		if (ret)
 			goto close_initrd;
-		dst = gmem_ptr(&vm->mem, s390_initrd_addr(&k), initrd_len);
-		ret = dst ? read_initrd_into(fd, cfg->initrd_path, dst, initrd_len, err, errlen) :
-			    err_set(err, errlen, -EFAULT, "initrd: outside guest RAM");
+		ret = read_initrd_into(fd, cfg->initrd_path,
+				       gmem_ptr(&vm->mem, s390_initrd_addr(&k), initrd_len),
+				       initrd_len, err, errlen);
 		if (ret)
 			goto close_initrd;
 	}

@@ -608,7 +608,6 @@ int x86_boot_load(struct guest_mem *gm, const struct x86_boot_cfg *cfg,
 	struct boot_image im;
 	uint64_t initrd_addr;
 	size_t initrd_len = 0;
-	uint8_t *dst;
 	bool owned;
 	int ret, fd = -1;
 
@@ -625,9 +624,8 @@ int x86_boot_load(struct guest_mem *gm, const struct x86_boot_cfg *cfg,
 	if (ret)
 		goto close_initrd;
 	if (fd >= 0) {
-		dst = initrd_dst(gm, initrd_addr, initrd_len, err, errlen);
-		ret = dst ? read_initrd_into(fd, cfg->initrd_path, dst, initrd_len, err, errlen) :
-			    -EFAULT;
+		ret = read_initrd_into(fd, cfg->initrd_path, gmem_ptr(gm, initrd_addr, initrd_len),
+				       initrd_len, err, errlen);
 		if (ret)
 			goto close_initrd;
 	}

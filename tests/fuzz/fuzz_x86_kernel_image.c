@@ -2,9 +2,9 @@
  * the initrd are written to memfds and named by /proc/self/fd paths, then
  * go through the two file front ends mvm uses, x86_boot_check (before
  * anything starts) and x86_boot_load (into fake guest RAM), and so through
- * read_file, x86_kernel_parse (bzImage setup header, or ELF vmlinux with
- * its PVH note) and x86_boot_load_mem, which tests/unit/test_x86_boot.c
- * calls directly. x86 only (the Makefile builds fuzz_<arch>_* for that
+ * boot_image_read, x86_kernel_parse (bzImage setup header, or ELF vmlinux with
+ * its PVH note) and the loader x86_boot_load_mem shares, which
+ * tests/unit/test_x86_boot.c calls directly. x86 only (the Makefile builds fuzz_<arch>_* for that
  * architecture).
  *
  * Input: mem size selector (16..64 MiB), vCPU count (0..255), initrd and
