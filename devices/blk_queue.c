@@ -267,18 +267,14 @@ static const struct vqw_ops blk_vqw_ops = {
 	.inflight = blk_inflight,
 };
 
-/* A queue's slots, whole pages: its overflow arrays follow. */
-static size_t slots_bytes(size_t page)
-{
-	return ALIGN_UP(BLK_QUEUE_SIZE_MAX * sizeof(struct blk_slot), page);
-}
-
 int blk_slots_alloc(struct blk_dev *blk)
 {
 	size_t page = (size_t)sysconf(_SC_PAGESIZE);
 	void *m;
 
-	blk->slot_stride = slots_bytes(page) +
+	/* A queue's slots, whole pages, then its overflow arrays. */
+	blk->slot_big_off = ALIGN_UP(BLK_QUEUE_SIZE_MAX * sizeof(struct blk_slot), page);
+	blk->slot_stride = blk->slot_big_off +
 			   ALIGN_UP(BLK_QUEUE_SIZE_MAX * BLK_SEG_MAX * sizeof(struct iovec), page);
 	m = mmap(NULL, blk->slot_stride * blk->vdev.num_queues, PROT_READ | PROT_WRITE,
 		 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
@@ -344,7 +340,7 @@ static int queue_prepare(struct blk_dev *blk, unsigned qi)
 	if (!blk->slot_mem || q->nslots > BLK_QUEUE_SIZE_MAX)
 		return -EINVAL;     /* cannot happen: the device made both */
 	q->slots = (struct blk_slot *)((uint8_t *)blk->slot_mem + qi * blk->slot_stride);
-	q->big_iov = (struct iovec *)((uint8_t *)q->slots + slots_bytes((size_t)sysconf(_SC_PAGESIZE)));
+	q->big_iov = (struct iovec *)((uint8_t *)q->slots + blk->slot_big_off);
 	q->prepared = true;
 	return 0;
 }

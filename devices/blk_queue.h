@@ -14,12 +14,12 @@
 #include "devices/virtio_blk.h"
 #include "devices/virtq_worker.h"
 
-/* One request slot, indexed by the chain's head descriptor. */
 /* Data segments a slot holds itself: a request with more has them in
  * its queue's overflow array for its head. Slots stay small, so the pages
  * a queue touches follow its queue depth, not the guest's seg_max. */
 #define BLK_SLOT_IOV 4
 
+/* One request slot, indexed by the chain's head descriptor. */
 struct blk_slot {
 	struct blk_req req;        /* validated copy; req.iov: iov below or the
 				    * overflow, advanced on short I/O */
@@ -103,6 +103,7 @@ struct blk_dev {
 	unsigned nworkers;
 	void *slot_mem;            /* every queue's slots: blk_slots_alloc */
 	size_t slot_stride;        /* bytes per queue in slot_mem */
+	size_t slot_big_off;       /* where a queue's overflow arrays start in it */
 	size_t slot_len;           /* the whole mapping */
 	const struct blk_backend_ops *backend;   /* blk_file_backend by default */
 	void *backend_arg;
