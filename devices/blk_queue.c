@@ -439,6 +439,7 @@ static void worker_stop(struct blk_dev *blk, unsigned wi)
 		q->base.irqs += wq->st.irqs;
 		q->base.polled += wq->st.polled;
 		q->base.preempted += wq->st.preempted;
+		q->base.kicks += wq->st.kicks;
 		memset(&wq->st, 0, sizeof(wq->st));
 		__atomic_store_n(&q->wq, NULL, __ATOMIC_RELAXED);
 	}

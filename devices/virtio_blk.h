@@ -37,6 +37,7 @@ struct blk_queue_stats {
 	uint64_t bytes_written;
 	uint64_t polled;           /* rounds where polling found work (no kick, no sleep) */
 	uint64_t poll_preempted;   /* polls given up: the I/O thread lost its CPU */
+	uint64_t kicks;            /* guest notifications, plus one at each queue start */
 };
 /* 0 or -EINVAL (not a blk device / bad queue). Any thread. */
 int blk_get_queue_stats(struct virtio_dev *dev, unsigned q, struct blk_queue_stats *out);

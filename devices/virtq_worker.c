@@ -161,6 +161,10 @@ static void reap(struct vqw *w)
 			break;
 		case TAG_KICK:
 			q->kick_pending = false;
+			/* The eventfd's count: every notification since the
+			 * last read (KVM's ioeventfd adds 1 per write). */
+			if (res == (int)sizeof(q->kick_buf))
+				STAT_ADD(q, kicks, q->kick_buf);
 			if (!w->stopping)
 				/* -EAGAIN: this kernel does not wait on an O_NONBLOCK
 				 * eventfd; wait with a poll, then read. */
@@ -596,5 +600,6 @@ void vqw_get_stats(const struct vqw_queue *q, struct vqw_stats *out)
 	out->enters = __atomic_load_n(&q->st.enters, __ATOMIC_RELAXED);
 	out->irqs = __atomic_load_n(&q->st.irqs, __ATOMIC_RELAXED);
 	out->polled = __atomic_load_n(&q->st.polled, __ATOMIC_RELAXED);
+	out->kicks = __atomic_load_n(&q->st.kicks, __ATOMIC_RELAXED);
 	out->preempted = __atomic_load_n(&q->st.preempted, __ATOMIC_RELAXED);
 }

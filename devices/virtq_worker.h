@@ -59,6 +59,7 @@ struct vqw_stats {
 	uint64_t enters;           /* io_uring_enter calls (the worker's, on its first queue) */
 	uint64_t irqs;             /* interrupts signalled */
 	uint64_t polled;           /* rounds where polling found work */
+	uint64_t kicks;            /* notifications: the guest's, plus one at start */
 	uint64_t preempted;        /* polls cut short: the thread lost its CPU */
 };
 

@@ -794,7 +794,7 @@ int mvm_get_queue_stats(const struct mvm *m, unsigned disk, unsigned queue,
 	*st = (struct mvm_queue_stats){
 		.requests = b.requests, .batches = b.batches, .enters = b.enters, .irqs = b.irqs,
 		.errors = b.errors, .bytes_read = b.bytes_read, .bytes_written = b.bytes_written,
-		.polled = b.polled,
+		.polled = b.polled, .kicks = b.kicks,
 	};
 	return 0;
 }
@@ -824,6 +824,7 @@ int mvm_get_stats(const struct mvm *m, struct mvm_stats *st)
 			st->queue.bytes_read += one.bytes_read;
 			st->queue.bytes_written += one.bytes_written;
 			st->queue.polled += one.polled;
+			st->queue.kicks += one.kicks;
 		}
 	}
 	if (m->con.ops) {

@@ -185,6 +185,7 @@ struct mvm_queue_stats {
 	uint64_t errors;        /* requests completed with an error status */
 	uint64_t bytes_read, bytes_written;
 	uint64_t polled;        /* rounds where polling found work */
+	uint64_t kicks;         /* guest notifications (VM exits), +1 per queue start */
 };
 
 struct mvm_stats {

@@ -61,7 +61,7 @@ static uint64_t rnd(void)
 
 struct result {
 	double done, secs, iops;
-	double enters_per_req, irqs_per_req, batches_per_req, polled_per_req;
+	double enters_per_req, irqs_per_req, batches_per_req, polled_per_req, kicks_per_req;
 };
 
 /* A device run's figures from the queue counters before (a) and after (b). */
@@ -77,6 +77,7 @@ static void result_set(struct result *res, uint64_t done, double secs,
 	res->irqs_per_req = (double)(b->irqs - a->irqs) / reqs;
 	res->batches_per_req = (double)(b->batches - a->batches) / reqs;
 	res->polled_per_req = (double)(b->polled - a->polled) / reqs;
+	res->kicks_per_req = (double)(b->kicks - a->kicks) / reqs;
 }
 
 /* Fold one round into the running total: IOPS over the summed time, per
@@ -89,6 +90,7 @@ static void result_add(struct result *sum, const struct result *r)
 	sum->irqs_per_req = (sum->irqs_per_req * sum->done + r->irqs_per_req * r->done) / n;
 	sum->batches_per_req = (sum->batches_per_req * sum->done + r->batches_per_req * r->done) / n;
 	sum->polled_per_req = (sum->polled_per_req * sum->done + r->polled_per_req * r->done) / n;
+	sum->kicks_per_req = (sum->kicks_per_req * sum->done + r->kicks_per_req * r->done) / n;
 	sum->done = n;
 	sum->secs += r->secs;
 	sum->iops = sum->done / sum->secs;
@@ -573,11 +575,12 @@ int main(int argc, char **argv)
 			       "\"direct_iops\":%.0f,\"ratio\":%.3f,\"enters_per_req\":%.4f,"
 			       "\"irqs_per_req\":%.4f,\"null_enters_per_req\":%.4f,"
 			       "\"null_irqs_per_req\":%.4f,\"batches_per_req\":%.4f,"
-			       "\"polled_per_req\":%.4f", first ? "" : ",", qds[i], nul[i].iops,
+			       "\"polled_per_req\":%.4f,\"kicks_per_req\":%.4f", first ? "" : ",",
+			       qds[i], nul[i].iops,
 			       file[i].iops, direct[i].iops, file[i].iops / direct[i].iops,
 			       file[i].enters_per_req, file[i].irqs_per_req,
 			       nul[i].enters_per_req, nul[i].irqs_per_req, file[i].batches_per_req,
-			       file[i].polled_per_req);
+			       file[i].polled_per_req, file[i].kicks_per_req);
 			if (pk[i])
 				printf(",\"packed_null_iops\":%.0f,\"packed_device_iops\":%.0f,"
 				       "\"packed_null_ratio\":%.3f,\"packed_device_ratio\":%.3f",
@@ -592,14 +595,16 @@ int main(int argc, char **argv)
 	printf("virtio-blk 4 KiB random reads, %llu MiB page-cached file, %.1f s per point "
 	       "in %u rounds, driver halt-polls %u us\n",
 	       (unsigned long long)(size >> 20), secs, rounds, halt_poll_us);
-	printf("%5s %12s %12s %12s %7s %13s %12s %13s %12s\n", "QD", "null IOPS", "device IOPS",
-	       "direct IOPS", "ratio", "enter/req", "irq/req", "null enter/r", "null irq/r");
+	printf("%5s %12s %12s %12s %7s %10s %9s %9s %13s %11s\n", "QD", "null IOPS",
+	       "device IOPS", "direct IOPS", "ratio", "enter/req", "irq/req", "kick/req",
+	       "null enter/r", "null irq/r");
 	for (i = 0; i < 4; i++)
 		if (want[i])
-			printf("%5u %12.0f %12.0f %12.0f %7.2f %13.4f %12.4f %13.4f %12.4f\n", qds[i],
-		       nul[i].iops, file[i].iops, direct[i].iops, file[i].iops / direct[i].iops,
-		       file[i].enters_per_req, file[i].irqs_per_req, nul[i].enters_per_req,
-		       nul[i].irqs_per_req);
+			printf("%5u %12.0f %12.0f %12.0f %7.2f %10.4f %9.4f %9.4f %13.4f %11.4f\n",
+			       qds[i], nul[i].iops, file[i].iops, direct[i].iops,
+			       file[i].iops / direct[i].iops, file[i].enters_per_req,
+			       file[i].irqs_per_req, file[i].kicks_per_req, nul[i].enters_per_req,
+			       nul[i].irqs_per_req);
 	printf("targets: ratio >= 0.9 at QD >= 32; <= 0.1 enter/req and <= 0.1 irq/req at QD 32\n");
 	/* The same figures as time per request: what one read costs straight
 	 * through io_uring, and what the device path adds to it (ring work on
