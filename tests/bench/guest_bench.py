@@ -151,18 +151,29 @@ def own_rss_kb(pid, mem_mib):
     return total - guest
 
 
-def kvm_exits(pid):
-    """VM exits of the VMM's VM(s), from debugfs (None when unavailable)."""
+# KVM's counters per VM in debugfs (its vCPUs' summed): every exit, and
+# the kinds that a virtio request costs: HLT (a vCPU that waits for its
+# completion), port I/O and MMIO (kicks, register accesses), external
+# interrupts (the host's, e.g. the IPI that makes a running vCPU take an
+# injected interrupt), and interrupts injected.
+KVM_STATS = ["exits", "halt_exits", "io_exits", "mmio_exits", "irq_exits", "irq_injections"]
+
+
+def kvm_stats(pid):
+    """KVM_STATS of the VMM's VM(s), from debugfs (None when unavailable)."""
     dirs = glob.glob("/sys/kernel/debug/kvm/%d-*" % pid)
     if not dirs:
         return None
-    n = 0
+    n = dict.fromkeys(KVM_STATS, 0)
     for d in dirs:
-        try:
-            with open(os.path.join(d, "exits")) as f:
-                n += int(f.read())
-        except OSError:
-            return None
+        for k in KVM_STATS:
+            try:
+                with open(os.path.join(d, k)) as f:
+                    n[k] += int(f.read())
+            except OSError:
+                if k == "exits":
+                    return None
+                n[k] = None
     return n
 
 
@@ -212,7 +223,7 @@ class Run:
 
     def _snapshot(self):
         try:
-            return {"cpu": proc_cpu_s(self.p.pid), "exits": kvm_exits(self.p.pid),
+            return {"cpu": proc_cpu_s(self.p.pid), "kvm": kvm_stats(self.p.pid),
                     "t": time.monotonic()}
         except OSError:
             return None
@@ -247,8 +258,10 @@ class Run:
             r = {"iops": d["iops"], "irqs_per_req": d["irqs"] / n}
             if b and e:
                 r["cpu_us_per_req"] = (e["cpu"] - b["cpu"]) * 1e6 / n
-                if b["exits"] is not None and e["exits"] is not None:
-                    r["exits_per_req"] = (e["exits"] - b["exits"]) / n
+                if b["kvm"] is not None and e["kvm"] is not None:
+                    r["exits_per_req"] = (e["kvm"]["exits"] - b["kvm"]["exits"]) / n
+                    r["kvm_per_req"] = {k: (e["kvm"][k] - b["kvm"][k]) / n for k in KVM_STATS
+                                        if e["kvm"][k] is not None and b["kvm"][k] is not None}
             out[w] = r
         return out
 
@@ -482,6 +495,27 @@ def report(args, rounds):
                 fmt(mean(vals(c, w, "exits_per_req")), "%.2f"),
                 fmt(mean(vals(c, w, "cpu_us_per_req")), "%.0f")))
         log(row)
+    def kind(c, w, k):
+        return mean([r["c"][c]["w"][w]["kvm_per_req"][k] for r in rounds
+                     if w in r["c"].get(c, {}).get("w", {})
+                     and k in r["c"][c]["w"][w].get("kvm_per_req", {})])
+
+    if any(vals(c, w, "kvm_per_req") for c in configs for w in workloads):
+        log("")
+        log("VM exits per request by kind (KVM's debugfs): HLT / port I/O / MMIO / external")
+        log("interrupt / other; then interrupts injected")
+        log("%-16s" % "workload" + "".join("%-32s" % c for c in configs))
+        for w in workloads:
+            row = "%-16s" % w
+            for c in configs:
+                ks = [kind(c, w, k) for k in KVM_STATS]
+                if ks[0] is None or None in ks[1:5]:
+                    row += "%-32s" % "-"
+                    continue
+                row += "%-32s" % ("%.2f/%.2f/%.2f/%.2f/%.2f %s" % (
+                    ks[1], ks[2], ks[3], ks[4], ks[0] - sum(ks[1:5]),
+                    fmt(ks[5], "%.2f")))
+            log(row)
     log("")
     log("mvm/QEMU IOPS ratio, per round, paired by transport: mean (min..max)")
     ratios = {}
