@@ -98,6 +98,7 @@ def vmm_argv(config, args, cmd):
         disk = "%s,queues=%d,transport=%s" % (args.image, args.queues, transport)
         if args.io_threads:
             disk += ",io-threads=%d" % args.io_threads
+        disk += args.disk_opts
         return [os.path.join(ROOT, "mvm"), "--stats", "--cpus", str(args.cpus), "--mem",
                 "%dM" % args.mem, "--disk", disk, "--cmdline", "loglevel=4 -- " + cmd]
     q = ["qemu-system-x86_64", "-accel", "kvm", "-cpu", "host", "-smp", str(args.cpus),
@@ -362,6 +363,7 @@ def parse_args():
     ap.add_argument("--cpus", type=int, default=2)
     ap.add_argument("--queues", type=int, default=2)
     ap.add_argument("--io-threads", type=int, default=0, help="mvm's io-threads= (0: its default)")
+    ap.add_argument("--disk-opts", default="", help="appended to mvm's --disk (e.g. ,poll=0)")
     ap.add_argument("--mem", type=int, default=256, help="guest RAM, MiB")
     ap.add_argument("--size", type=int, default=256, help="image size, MiB")
     ap.add_argument("--qd", default="1,8,32,128", help="randread depths for the plot (1 job)")
