@@ -487,37 +487,33 @@ def report(args, rounds):
                             args.queues, args.size, len(rounds), args.seconds,
                             "; a CPU-bound process on each CPU" if args.load else ""))
     log("")
-    log("IOPS (mean of rounds) and per request: guest interrupts / VM exits / VMM host CPU us")
-    log("%-16s" % "workload" + "".join("%-27s" % c for c in configs))
-    for w in workloads:
-        row = "%-16s" % w
-        for c in configs:
-            row += "%-27s" % ("%s  %s/%s/%s" % (
-                fmt(mean(vals(c, w, "iops"))), fmt(mean(vals(c, w, "irqs_per_req")), "%.2f"),
-                fmt(mean(vals(c, w, "exits_per_req")), "%.2f"),
-                fmt(mean(vals(c, w, "cpu_us_per_req")), "%.0f")))
-        log(row)
-    def kind(c, w, k):
-        return mean([r["c"][c]["w"][w]["kvm_per_req"][k] for r in rounds
-                     if w in r["c"].get(c, {}).get("w", {})
-                     and k in r["c"][c]["w"][w].get("kvm_per_req", {})])
+    def table(width, cell):
+        log("%-16s" % "workload" + "".join("%-*s" % (width, c) for c in configs))
+        for w in workloads:
+            log("%-16s" % w + "".join("%-*s" % (width, cell(c, w)) for c in configs))
 
+    def totals(c, w):
+        return "%s  %s/%s/%s" % (
+            fmt(mean(vals(c, w, "iops"))), fmt(mean(vals(c, w, "irqs_per_req")), "%.2f"),
+            fmt(mean(vals(c, w, "exits_per_req")), "%.2f"),
+            fmt(mean(vals(c, w, "cpu_us_per_req")), "%.0f"))
+
+    def kinds(c, w):
+        ks = [mean([r["c"][c]["w"][w]["kvm_per_req"][k] for r in rounds
+                    if k in r["c"].get(c, {}).get("w", {}).get(w, {}).get("kvm_per_req", {})])
+              for k in KVM_STATS]
+        if ks[0] is None or None in ks[1:5]:
+            return "-"
+        return "%.2f/%.2f/%.2f/%.2f/%.2f %s" % (ks[1], ks[2], ks[3], ks[4],
+                                              ks[0] - sum(ks[1:5]), fmt(ks[5], "%.2f"))
+
+    log("IOPS (mean of rounds) and per request: guest interrupts / VM exits / VMM host CPU us")
+    table(27, totals)
     if any(vals(c, w, "kvm_per_req") for c in configs for w in workloads):
         log("")
         log("VM exits per request by kind (KVM's debugfs): HLT / port I/O / MMIO / external")
         log("interrupt / other; then interrupts injected")
-        log("%-16s" % "workload" + "".join("%-32s" % c for c in configs))
-        for w in workloads:
-            row = "%-16s" % w
-            for c in configs:
-                ks = [kind(c, w, k) for k in KVM_STATS]
-                if ks[0] is None or None in ks[1:5]:
-                    row += "%-32s" % "-"
-                    continue
-                row += "%-32s" % ("%.2f/%.2f/%.2f/%.2f/%.2f %s" % (
-                    ks[1], ks[2], ks[3], ks[4], ks[0] - sum(ks[1:5]),
-                    fmt(ks[5], "%.2f")))
-            log(row)
+        table(32, kinds)
     log("")
     log("mvm/QEMU IOPS ratio, per round, paired by transport: mean (min..max)")
     ratios = {}
