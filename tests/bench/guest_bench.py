@@ -25,7 +25,8 @@ hits all alike. Per round and configuration:
 Measured per workload: IOPS (fio), guest interrupts per request (the
 guest's /proc/interrupts, virtio lines, around each fio run), VM exits per
 request (this kernel's debugfs kvm/<pid>-<fd>/exits, around the same
-markers), host CPU time per request of the VMM process (utime+stime), and
+markers) and of them HLT, port I/O, MMIO and external-interrupt exits, and
+interrupts injected (KVM_STATS), host CPU time per request of the VMM process (utime+stime), and
 per VMM the peak RSS minus the guest RAM it touched (sampled from smaps).
 
 Prints a table (mean over rounds; the mvm/QEMU ratio per round paired by
