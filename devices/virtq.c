@@ -586,6 +586,33 @@ bool virtq_notify_enable(struct virtq *vq)
 	return ring_load16(vq->avail + AVAIL_IDX) != vq->last_avail;
 }
 
+unsigned virtq_avail_count(struct virtq *vq)
+{
+	unsigned n = 0, pos;
+	bool wrap;
+
+	if (!vq->ready)
+		return 0;
+	if (!vq->packed) {
+		n = (uint16_t)(ring_load16(vq->avail + AVAIL_IDX) - vq->last_avail);
+		/* More than a ring's worth is a broken driver: virtq_pop says so. */
+		return n > vq->size ? vq->size : n;
+	}
+	/* Packed: walk the descriptors the driver made available, up to the
+	 * slots that popped buffers do not hold. */
+	pos = vq->last_avail;
+	wrap = vq->avail_wrap;
+	while (n + vq->inflight_slots < vq->size &&
+	       packed_desc_avail(ring_load16(vq->desc + 16u * pos + PDESC_FLAGS), wrap)) {
+		n++;
+		if (++pos == vq->size) {
+			pos = 0;
+			wrap = !wrap;
+		}
+	}
+	return n;
+}
+
 bool virtq_has_work(struct virtq *vq)
 {
 	if (!vq->ready)

@@ -161,5 +161,9 @@ void virtq_notify_disable(struct virtq *vq);
 bool virtq_notify_enable(struct virtq *vq);
 /* Buffers available and not yet popped (for polling / stats). */
 bool virtq_has_work(struct virtq *vq);
+/* How many: split, avail entries not yet popped (at most size); packed,
+ * descriptors made available, not chains (at most the free slots). For
+ * telling whether the driver added buffers, not for popping them. */
+unsigned virtq_avail_count(struct virtq *vq);
 
 #endif

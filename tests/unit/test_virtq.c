@@ -548,3 +548,23 @@ TEST(notify_enable_returns_true_when_buffers_raced_in)
 		vnull_free(v);
 	}
 }
+
+/* virtq_avail_count: the entries the driver made available and the device
+ * has not popped, never more than the ring holds (a driver whose avail.idx
+ * ran ahead by more is caught by virtq_pop, not here). */
+TEST(avail_count_counts_unpopped_entries_up_to_the_ring_size)
+{
+	struct vnull *v = setup(8, 0);
+	uint64_t a = buf(v, 16);
+	unsigned i;
+
+	CHECK_EQ(virtq_avail_count(vq0(v)), 0);
+	for (i = 0; i < 3; i++)
+		one_desc(v, (uint16_t)i, a, 16, 0);
+	CHECK_EQ(virtq_avail_count(vq0(v)), 3);
+	CHECK_EQ(virtq_pop(vq0(v), &chain), 1);
+	CHECK_EQ(virtq_avail_count(vq0(v)), 2);
+	vdrv_avail_idx_set(&v->d, 0, (uint16_t)(vdrv_avail_idx(&v->d, 0) + 40));
+	CHECK_EQ(virtq_avail_count(vq0(v)), 8);
+	vnull_free(v);
+}

@@ -943,3 +943,28 @@ TEST(reset_returns_queue_to_split_defaults)
 	CHECK_EQ(vq0(v)->inflight_slots, 0);
 	vnull_free(v);
 }
+
+/* virtq_avail_count on a packed ring: the descriptors made available past
+ * the device's position (a chain of two counts two), followed across the
+ * wrap, up to the first one not (yet) available. */
+TEST(avail_count_walks_available_descriptors_across_the_wrap)
+{
+	struct vnull *v = setup(4, 0);
+	uint64_t a = buf(v, 16), b = buf(v, 16);
+	struct vdrv_sg two[] = { { a, 16, false }, { b, 16, true } };
+	uint32_t id, len;
+
+	CHECK_EQ(virtq_avail_count(vq0(v)), 0);
+	CHECK(vdrv_add(&v->d, 0, two, 2, false) >= 0);
+	add_n(v, 1, a);
+	CHECK_EQ(virtq_avail_count(vq0(v)), 3);
+	(void)complete_one(v);                       /* the 2-descriptor chain */
+	CHECK_EQ(virtq_avail_count(vq0(v)), 1);
+	(void)complete_one(v);
+	CHECK_EQ(virtq_avail_count(vq0(v)), 0);
+	CHECK_EQ(vdrv_get_used(&v->d, 0, &id, &len), 1);   /* the driver takes both back */
+	CHECK_EQ(vdrv_get_used(&v->d, 0, &id, &len), 1);
+	add_n(v, 3, a);                              /* slot 3, then 0 and 1 wrapped */
+	CHECK_EQ(virtq_avail_count(vq0(v)), 3);
+	vnull_free(v);
+}
