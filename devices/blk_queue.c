@@ -368,7 +368,7 @@ static int worker_start(struct blk_dev *blk, unsigned wi)
 		return 0;
 	snprintf(name, sizeof(name), "mvm-blk-q%u", idx[0]);
 	r = vqw_init(&bw->w, &blk_vqw_ops, &blk->vdev, idx, opaque, n, sqes, blk->opts.poll_us,
-		     name);
+		     blk->opts.gather_us, name);
 	if (r)
 		return r;
 	fds[0] = blk->img.fd;
@@ -440,6 +440,8 @@ static void worker_stop(struct blk_dev *blk, unsigned wi)
 		q->base.polled += wq->st.polled;
 		q->base.preempted += wq->st.preempted;
 		q->base.kicks += wq->st.kicks;
+		q->base.gathers += wq->st.gathers;
+		q->base.gathered += wq->st.gathered;
 		memset(&wq->st, 0, sizeof(wq->st));
 		__atomic_store_n(&q->wq, NULL, __ATOMIC_RELAXED);
 	}

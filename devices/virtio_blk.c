@@ -123,13 +123,15 @@ static void blk_stats_json(struct virtio_dev *dev, FILE *out)
 		blk_get_queue_stats(dev, q, &s);
 		fprintf(out, "%s{\"requests\":%llu,\"batches\":%llu,\"io_uring_enter\":%llu,"
 			"\"irqs\":%llu,\"errors\":%llu,\"bytes_read\":%llu,\"bytes_written\":%llu,"
-			"\"polled\":%llu,\"poll_preempted\":%llu,\"kicks\":%llu}",
+			"\"polled\":%llu,\"poll_preempted\":%llu,\"kicks\":%llu,\"gathers\":%llu,"
+			"\"gathered\":%llu}",
 			q ? "," : "", (unsigned long long)s.requests,
 			(unsigned long long)s.batches, (unsigned long long)s.enters,
 			(unsigned long long)s.irqs, (unsigned long long)s.errors,
 			(unsigned long long)s.bytes_read, (unsigned long long)s.bytes_written,
 			(unsigned long long)s.polled, (unsigned long long)s.poll_preempted,
-			(unsigned long long)s.kicks);
+			(unsigned long long)s.kicks, (unsigned long long)s.gathers,
+			(unsigned long long)s.gathered);
 	}
 	fprintf(out, "]}");
 }
@@ -251,6 +253,8 @@ int blk_get_queue_stats(struct virtio_dev *dev, unsigned q, struct blk_queue_sta
 	out->polled = bq->base.polled + w.polled;
 	out->poll_preempted = bq->base.preempted + w.preempted;
 	out->kicks = bq->base.kicks + w.kicks;
+	out->gathers = bq->base.gathers + w.gathers;
+	out->gathered = bq->base.gathered + w.gathered;
 	out->errors = __atomic_load_n(&bq->errors, __ATOMIC_RELAXED);
 	out->bytes_read = __atomic_load_n(&bq->bytes_read, __ATOMIC_RELAXED);
 	out->bytes_written = __atomic_load_n(&bq->bytes_written, __ATOMIC_RELAXED);

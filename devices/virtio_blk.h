@@ -38,6 +38,8 @@ struct blk_queue_stats {
 	uint64_t polled;           /* rounds where polling found work (no kick, no sleep) */
 	uint64_t poll_preempted;   /* polls given up: the I/O thread lost its CPU */
 	uint64_t kicks;            /* guest notifications, plus one at each queue start */
+	uint64_t gathers;          /* kicks after which the I/O thread waited for more */
+	uint64_t gathered;         /* requests that came during those waits */
 };
 /* 0 or -EINVAL (not a blk device / bad queue). Any thread. */
 int blk_get_queue_stats(struct virtio_dev *dev, unsigned q, struct blk_queue_stats *out);

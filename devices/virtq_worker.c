@@ -7,6 +7,7 @@
  *   1. reap every CQE (the device's completions, kick re-arms, stop);
  *   2. publish each queue's used entries at once, at most one interrupt
  *      each (virtq_publish decides, honouring EVENT_IDX);
+ *   2a. after a kick, maybe sleep a little for more requests (gather());
  *   3. drain each queue's avail ring (bounded by its size), the device
  *      validating each chain and turning it into SQEs or a completion,
  *      and publish what completed at once;
@@ -163,8 +164,10 @@ static void reap(struct vqw *w)
 			q->kick_pending = false;
 			/* The eventfd's count: every notification since the
 			 * last read (KVM's ioeventfd adds 1 per write). */
-			if (res == (int)sizeof(q->kick_buf))
+			if (res == (int)sizeof(q->kick_buf)) {
 				STAT_ADD(q, kicks, q->kick_buf);
+				w->kicked = true;
+			}
 			if (!w->stopping)
 				/* -EAGAIN: this kernel does not wait on an O_NONBLOCK
 				 * eventfd; wait with a poll, then read. */
@@ -172,6 +175,7 @@ static void reap(struct vqw *w)
 			break;
 		case TAG_KICK_POLL:
 			q->kick_pending = false;
+			w->kicked = true;
 			if (!w->stopping)
 				arm_kick(q, false);
 			break;
@@ -327,6 +331,116 @@ static bool any_more(const struct vqw *w)
 	return false;
 }
 
+void vqw_gather_init(struct vqw_gather *g, unsigned max_us)
+{
+	memset(g, 0, sizeof(*g));
+	g->max_ns = max_us > 1000000 ? 1000000000u : max_us * 1000u;
+	g->probe_every = VQW_GATHER_PROBE_MIN;
+	g->probe_in = VQW_GATHER_PROBE_MIN;
+}
+
+uint32_t vqw_gather_begin(struct vqw_gather *g)
+{
+	if (!g->max_ns)
+		return 0;
+	if (g->slice_ns)
+		return g->slice_ns;
+	if (--g->probe_in)
+		return 0;
+	g->probe_in = g->probe_every;
+	return g->max_ns;
+}
+
+void vqw_gather_end(struct vqw_gather *g, uint32_t slice_ns, unsigned first_new)
+{
+	uint64_t ns;
+
+	if (!g->max_ns)
+		return;
+	if (!first_new) {
+		if (slice_ns < g->max_ns) {
+			/* Perhaps the guest is just slower than the slice. */
+			g->slice_ns = slice_ns > g->max_ns / 2 ? g->max_ns : slice_ns * 2;
+			return;
+		}
+		/* Not even the longest slice brought anything. Once may be
+		 * chance (a slow guest's requests come at random); a failed
+		 * probe, or VQW_GATHER_FAILS in a row, mean the guest waits
+		 * for our completions. Off; probe less often while probes
+		 * keep failing. */
+		if (g->slice_ns && ++g->fails < VQW_GATHER_FAILS)
+			return;
+		if (!g->slice_ns)
+			g->probe_every = g->probe_every > VQW_GATHER_PROBE_MAX / 2 ?
+					 VQW_GATHER_PROBE_MAX : g->probe_every * 2;
+		g->slice_ns = 0;
+		g->fails = 0;
+		g->probe_in = g->probe_every;
+		return;
+	}
+	g->probe_every = VQW_GATHER_PROBE_MIN;
+	g->fails = 0;
+	ns = 2ull * slice_ns / first_new;
+	g->slice_ns = ns < VQW_GATHER_MIN_NS ? VQW_GATHER_MIN_NS :
+		      ns > g->max_ns ? g->max_ns : (uint32_t)ns;
+}
+
+static unsigned avail_total(struct vqw *w)
+{
+	unsigned i, n = 0;
+
+	for (i = 0; i < w->nq; i++)
+		if (!w->q[i].broken)
+			n += virtq_avail_count(w->q[i].vq);
+	return n;
+}
+
+/* A kick woke us with work and nothing else to do (no host I/O in flight,
+ * nothing reaped but kicks): sleep in slices, notifications off, while the
+ * guest keeps posting, then let the drain take it all as one batch (see
+ * struct vqw_gather). The sleep is an io_uring_enter with a timeout: it
+ * submits the re-armed kick reads, and a stop (or a kick that raced with
+ * turning notifications off) ends it early. The drain turns notifications
+ * back on, with its re-check. */
+static void gather(struct vqw *w)
+{
+	struct io_uring_cqe *cqe;
+	unsigned n0, n, prev, half = 0, first = 0, s, i;
+	uint32_t slice;
+
+	if (!w->gather.max_ns || any_more(w) || any_inflight(w) || io_uring_cq_ready(&w->ring))
+		return;
+	n0 = avail_total(w);
+	if (!n0)
+		return;
+	slice = vqw_gather_begin(&w->gather);
+	if (!slice)
+		return;
+	for (i = 0; i < w->nq; i++) {
+		half += w->q[i].vq->size / 2;
+		if (!w->q[i].broken)
+			virtq_notify_disable(w->q[i].vq);
+	}
+	prev = n = n0;
+	for (s = 0; s < VQW_GATHER_SLICES; s++) {
+		struct __kernel_timespec ts = { .tv_sec = 0, .tv_nsec = slice };
+
+		io_uring_submit_and_wait_timeout(&w->ring, &cqe, 1, &ts, NULL);
+		STAT_ADD(&w->q[0], enters, 1);
+		n = avail_total(w);
+		if (!s)
+			first = n - n0;
+		/* Stop when the guest stopped posting, when a good batch is
+		 * waiting, or when something else needs us. */
+		if (n == prev || n >= half || io_uring_cq_ready(&w->ring))
+			break;
+		prev = n;
+	}
+	vqw_gather_end(&w->gather, slice, first);
+	STAT_ADD(&w->q[0], gathers, 1);
+	STAT_ADD(&w->q[0], gathered, n - n0);
+}
+
 static void *vqw_thread(void *arg)
 {
 	struct vqw *w = arg;
@@ -372,6 +486,10 @@ static void *vqw_thread(void *arg)
 		 * GET_ID) is published too. */
 		for (i = 0; i < w->nq; i++)
 			publish(&w->q[i]);
+		if (w->kicked) {
+			w->kicked = false;
+			gather(w);
+		}
 		for (i = 0; i < w->nq; i++) {
 			drain(&w->q[i]);
 			publish(&w->q[i]);
@@ -425,7 +543,7 @@ static void *vqw_thread(void *arg)
 
 int vqw_init(struct vqw *w, const struct vqw_ops *ops, struct virtio_dev *dev,
 	     const unsigned *idx, void *const *opaque, unsigned nq, unsigned sqes_per_queue,
-	     unsigned poll_us, const char *thread_name)
+	     unsigned poll_us, unsigned gather_us, const char *thread_name)
 {
 	struct io_uring_params p;
 	unsigned entries, need = 4, i;
@@ -437,6 +555,7 @@ int vqw_init(struct vqw *w, const struct vqw_ops *ops, struct virtio_dev *dev,
 	w->ops = ops;
 	w->nq = nq;
 	vqw_poll_init(&w->poll, poll_us);
+	vqw_gather_init(&w->gather, gather_us);
 	w->sandbox = dev->sandbox;
 	snprintf(w->thread_name, sizeof(w->thread_name), "%s", thread_name);
 	for (i = 0; i < nq; i++) {
@@ -602,4 +721,6 @@ void vqw_get_stats(const struct vqw_queue *q, struct vqw_stats *out)
 	out->polled = __atomic_load_n(&q->st.polled, __ATOMIC_RELAXED);
 	out->kicks = __atomic_load_n(&q->st.kicks, __ATOMIC_RELAXED);
 	out->preempted = __atomic_load_n(&q->st.preempted, __ATOMIC_RELAXED);
+	out->gathers = __atomic_load_n(&q->st.gathers, __ATOMIC_RELAXED);
+	out->gathered = __atomic_load_n(&q->st.gathered, __ATOMIC_RELAXED);
 }

@@ -16,6 +16,9 @@
  *    comes soon after, shrinks while it does not, and stops while the
  *    thread is being preempted: polling on an overcommitted CPU only takes
  *    it from whoever would post that request);
+ *  - gathering after a kick (struct vqw_gather): a short sleep before the
+ *    drain, while the guest goes on posting, where that has been seen to
+ *    bring more requests per kick and per interrupt;
  *  - at stop: cancel what can be cancelled, wait for the device's host I/O
  *    to drain, and never touch guest memory again.
  * The device supplies a const ops table: "handle this chain" and "this
@@ -61,6 +64,8 @@ struct vqw_stats {
 	uint64_t polled;           /* rounds where polling found work */
 	uint64_t kicks;            /* notifications: the guest's, plus one at start */
 	uint64_t preempted;        /* polls cut short: the thread lost its CPU */
+	uint64_t gathers;          /* kicks after which the worker waited for more */
+	uint64_t gathered;         /* buffers that came during those waits */
 };
 
 /* The adaptive polling window of one worker (like QEMU's poll-grow /
@@ -87,6 +92,40 @@ void vqw_poll_slept(struct vqw_poll *p, uint64_t slept_ns, uint64_t now_ns);
 void vqw_poll_ran(struct vqw_poll *p);
 /* A poll lost the CPU: the host is overcommitted; stop polling for a while. */
 void vqw_poll_preempted(struct vqw_poll *p, uint64_t now_ns);
+
+/* Gathering after a kick: the guest's notification wakes the worker, which
+ * then sleeps a short slice, notifications off, while the guest goes on
+ * posting, and drains what came as one batch: one interrupt (and for the
+ * guest one kick) for many requests where each would otherwise take its
+ * own. It pays where the guest posts more slowly than the host completes
+ * (a slow or overcommitted guest at a high queue depth), and only costs
+ * latency where the guest waits for each completion (queue depth 1), so
+ * it adapts: the slice follows the time between arrivals, and a gather
+ * that brings nothing shrinks it to off; then an occasional probe (one
+ * slice of the disk's gather=, at growing intervals) looks again. Pure
+ * logic, for unit tests. */
+#define VQW_GATHER_MIN_NS 2000u          /* the shortest slice */
+#define VQW_GATHER_PROBE_MIN 16u         /* kick wake-ups between probes, at first, */
+#define VQW_GATHER_PROBE_MAX 4096u       /* doubling while probes fail */
+#define VQW_GATHER_SLICES 8u             /* slices per gather, at most */
+#define VQW_GATHER_FAILS 3u              /* empty longest slices in a row: off */
+struct vqw_gather {
+	uint32_t max_ns;           /* the disk's gather=USEC; 0: never gather */
+	uint32_t slice_ns;         /* the current slice; 0: off, probing */
+	uint32_t probe_every;      /* wake-ups between probes while off */
+	uint32_t probe_in;         /* wake-ups left until the next probe */
+	uint32_t fails;            /* empty longest slices in a row while on */
+};
+void vqw_gather_init(struct vqw_gather *g, unsigned max_us);
+/* A kick woke the worker and found work: the first slice to sleep before
+ * draining (0: drain now). Counts a wake-up towards the next probe. */
+uint32_t vqw_gather_begin(struct vqw_gather *g);
+/* The gather that began with slice_ns ended; its first slice brought
+ * first_new buffers. None: the guest was waiting for us, so a longer
+ * slice is tried up to gather=, where VQW_GATHER_FAILS in a row (or one
+ * failed probe) turn gathering off until the next probe. Some: the next
+ * slice is sized to bring about two (twice the mean time between them). */
+void vqw_gather_end(struct vqw_gather *g, uint32_t slice_ns, unsigned first_new);
 
 struct vqw_ops {
 	const char *name;          /* for messages: "virtio-blk" */
@@ -123,6 +162,8 @@ struct vqw {
 	unsigned nq;
 	struct vqw_poll poll;      /* adaptive polling window */
 	bool poll_armed;           /* this sleep follows a round with work: time it */
+	struct vqw_gather gather;  /* adaptive wait for more after a kick */
+	bool kicked;               /* this round reaped a guest notification */
 	struct io_uring ring;
 	bool ring_ok;
 	int stop_fd;
@@ -146,7 +187,7 @@ struct vqw {
  * set. 0 or -errno. */
 int vqw_init(struct vqw *w, const struct vqw_ops *ops, struct virtio_dev *dev,
 	     const unsigned *idx, void *const *opaque, unsigned nq, unsigned sqes_per_queue,
-	     unsigned poll_us, const char *thread_name);
+	     unsigned poll_us, unsigned gather_us, const char *thread_name);
 /* The device's host I/O, once, before vqw_start: the files its SQEs name
  * (as registered-file indexes 0..nfiles-1) and the IORING_OP_* it uses (a
  * bit each). The ring refuses every other opcode and any SQE on an

@@ -68,7 +68,8 @@ void cli_usage(FILE *out)
 	      "  --mem SIZE       guest RAM, e.g. 512M, 4G (default 256M; at least 16M, at most\n"
 	      "                   the host's RAM + swap and below 1 TiB)\n"
 	      "  --disk PATH[,ro][,serial=ID][,cache=none|writeback][,discard=on][,queues=N]\n"
-	      "       [,io-threads=N][,poll=USEC][,transport=mmio|pci|ccw][,packed=on|off]\n"
+	      "       [,io-threads=N][,poll=USEC][,gather=USEC][,transport=mmio|pci|ccw]\n"
+	      "       [,packed=on|off]\n"
 	      "                   raw disk image as virtio-blk (vda, vdb, ... in order; up to 16)\n"
 	      "  --queues N       virtqueues per disk (default 1) for every disk without\n"
 	      "                   ,queues=; without --cpus, the guest gets as many vCPUs as\n"
@@ -78,6 +79,9 @@ void cli_usage(FILE *out)
 	      "                   many as CPUs mvm may run on; never more than queues)\n"
 	      "                   ,poll=USEC: the longest time an idle thread polls for work\n"
 	      "                   (default 32; it adapts below that, 0: never)\n"
+	      "                   ,gather=USEC: the longest an I/O thread waits after a kick\n"
+	      "                   for more requests to batch (default 200; it adapts below\n"
+	      "                   that and turns itself off at low queue depths; 0: never)\n"
 	      "  --transport T    pci, mmio or ccw, for every disk without ,transport=\n"
 	      "                   (default: pci on x86, ccw on s390x)\n"
 	      "  --stats          print exit and device counters as JSON on stderr at exit\n"
@@ -258,6 +262,7 @@ int cli_parse_blk_opts(const char *spec, unsigned default_queues, struct blk_opt
 	o->cache = BLK_CACHE_WRITEBACK;
 	o->queues = default_queues ? default_queues : 1;
 	o->poll_us = BLK_POLL_US_DEFAULT;
+	o->gather_us = BLK_GATHER_US_DEFAULT;
 	if (o->queues > BLK_MAX_QUEUES)
 		return cli_err(err, errlen, "--queues %u: at most %u queues per disk; use a smaller number",
 			   default_queues, BLK_MAX_QUEUES);
@@ -343,9 +348,16 @@ int cli_parse_blk_opts(const char *spec, unsigned default_queues, struct blk_opt
 				return cli_err(err, errlen, "--disk poll='%s': polling window in microseconds; "
 					   "use 0 (off) to %u", val, BLK_POLL_US_MAX);
 			o->poll_us = (unsigned)us;
+		} else if (!strncmp(opt, "gather=", 7)) {
+			uint64_t us;
+			if (parse_uint(val, 0, BLK_GATHER_US_MAX, &us))
+				return cli_err(err, errlen, "--disk gather='%s': wait after a kick in microseconds; "
+					   "use 0 (off) to %u", val, BLK_GATHER_US_MAX);
+			o->gather_us = (unsigned)us;
 		} else {
 			return cli_err(err, errlen, "--disk: unknown option '%s'; valid options are ro, serial=ID, "
-				   "cache=none|writeback, discard=on|off, queues=N, io-threads=N, poll=USEC", opt);
+				   "cache=none|writeback, discard=on|off, queues=N, io-threads=N, poll=USEC, "
+				   "gather=USEC", opt);
 		}
 	}
 	return 0;

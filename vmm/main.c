@@ -210,6 +210,7 @@ int main(int argc, char **argv)
 		md.discard = d->opts.discard;
 		md.queues = d->opts.queues;
 		md.poll_us = d->opts.poll_us;
+		md.gather_us = d->opts.gather_us;
 		md.io_threads = d->opts.io_threads;
 		if (d->transport == CLI_TRANSPORT_MMIO)
 			md.transport = MVM_TRANSPORT_MMIO;

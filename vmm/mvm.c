@@ -140,6 +140,7 @@ void mvm_disk_init(struct mvm_disk *disk, const char *path)
 	disk->transport = arch_layout.has_ccw ? MVM_TRANSPORT_CCW : MVM_TRANSPORT_PCI;
 	disk->packed = true;
 	disk->poll_us = BLK_POLL_US_DEFAULT;
+	disk->gather_us = BLK_GATHER_US_DEFAULT;
 }
 
 static uint64_t mvm_host_mem(void)
@@ -305,6 +306,9 @@ int mvm_add_disk(struct mvm *m, const struct mvm_disk *d, char *err, size_t errl
 	if (d->poll_us > BLK_POLL_US_MAX)
 		return err_set(err, errlen, -EINVAL, "disk %s: poll %u us; give 0 to %u", d->path,
 			       d->poll_us, BLK_POLL_US_MAX);
+	if (d->gather_us > BLK_GATHER_US_MAX)
+		return err_set(err, errlen, -EINVAL, "disk %s: gather %u us; give 0 to %u", d->path,
+			       d->gather_us, BLK_GATHER_US_MAX);
 	if (d->serial && strlen(d->serial) > BLK_SERIAL_MAX)
 		return err_set(err, errlen, -EINVAL, "disk %s: serial '%s' longer than %u bytes",
 			       d->path, d->serial, BLK_SERIAL_MAX);
@@ -327,6 +331,7 @@ int mvm_add_disk(struct mvm *m, const struct mvm_disk *d, char *err, size_t errl
 	s->opts.cache = d->cache == MVM_CACHE_NONE ? BLK_CACHE_NONE : BLK_CACHE_WRITEBACK;
 	s->opts.queues = d->queues;
 	s->opts.poll_us = d->poll_us;
+	s->opts.gather_us = d->gather_us;
 	s->opts.io_threads = d->io_threads;
 	if (d->serial)
 		memcpy(s->opts.serial, d->serial, strlen(d->serial) + 1);

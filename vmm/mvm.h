@@ -151,6 +151,11 @@ struct mvm_disk {
 				 * thread q % io_threads); 0 (default): one per
 				 * queue, at most one per CPU the process may
 				 * run on; more than queues means queues */
+	unsigned gather_us;     /* after a guest notification, the longest an I/O
+				 * thread sleeps for more requests to batch (it
+				 * adapts below it, and stops where the guest
+				 * waits for each completion), 0..1000 us;
+				 * default 200; 0: never */
 };
 
 /* Why a VM ended. */

@@ -31,6 +31,14 @@ TEST(spec_path_only_gets_defaults)
 	CHECK_EQ(o.poll_us, BLK_POLL_US_DEFAULT);
 	CHECK_EQ(parse("disk.img,poll=0", 0, &o, err), 0);
 	CHECK_EQ(o.poll_us, 0);
+	CHECK_EQ(o.gather_us, BLK_GATHER_US_DEFAULT);
+	CHECK_EQ(parse("disk.img,gather=0", 0, &o, err), 0);
+	CHECK_EQ(o.gather_us, 0);
+	CHECK_EQ(parse("disk.img,gather=1000", 0, &o, err), 0);
+	CHECK_EQ(o.gather_us, 1000);
+	CHECK_EQ(parse("disk.img,gather=1001", 0, &o, err), -EINVAL);
+	CHECK(strstr(err, "gather='1001'") && strstr(err, "use 0 (off) to 1000"));
+	CHECK_EQ(parse("disk.img,gather=x", 0, &o, err), -EINVAL);
 }
 
 TEST(spec_all_options)

@@ -119,6 +119,7 @@ TEST(defaults)
 	CHECK(d.packed);
 	CHECK_EQ(d.transport, arch_layout.has_ccw ? MVM_TRANSPORT_CCW : MVM_TRANSPORT_PCI);
 	CHECK_EQ(d.poll_us, 32);
+	CHECK_EQ(d.gather_us, 200);
 }
 
 TEST(create_valid_config_and_destroy)
@@ -248,6 +249,10 @@ TEST(add_disk_rejects_bad_disks)
 	d.poll_us = 1001;
 	CHECK_EQ(mvm_add_disk(vm, &d, err, sizeof(err)), -EINVAL);
 	CHECK(strstr(err, "poll 1001 us"));
+	mvm_disk_init(&d, image);
+	d.gather_us = 1001;
+	CHECK_EQ(mvm_add_disk(vm, &d, err, sizeof(err)), -EINVAL);
+	CHECK(strstr(err, "gather 1001 us; give 0 to 1000"));
 	mvm_disk_init(&d, image);
 	d.serial = "012345678901234567890";   /* 21 bytes */
 	CHECK_EQ(mvm_add_disk(vm, &d, err, sizeof(err)), -EINVAL);
