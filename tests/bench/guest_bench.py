@@ -192,7 +192,8 @@ class Run:
         self.p = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                                   stderr=subprocess.PIPE)
         self.err = b""
-        threading.Thread(target=self._stderr, daemon=True).start()
+        errt = threading.Thread(target=self._stderr, daemon=True)
+        errt.start()
         sampler = threading.Thread(target=self._sample, daemon=True)
         sampler.start()
         deadline = self.t0 + args.timeout
@@ -204,13 +205,20 @@ class Run:
             self.lines.append(line)
             self._marker(line)
         self.rc = self.p.wait()
+        errt.join(5)
         self.wall_s = time.monotonic() - self.t0
         killer.cancel()
         self.timed_out = self.timed_out or time.monotonic() > deadline
 
     def _kill(self):
+        # SIGTERM first: mvm then prints its --stats (which queue got how
+        # far) for the failure message.
         self.timed_out = True
-        self.p.kill()
+        self.p.terminate()
+        try:
+            self.p.wait(10)
+        except subprocess.TimeoutExpired:
+            self.p.kill()
 
     def _stderr(self):
         self.err = self.p.stderr.read()
@@ -267,14 +275,27 @@ class Run:
             out[w] = r
         return out
 
+    def queue_stats(self):
+        """mvm's --stats, summed over its disk queues for the whole run:
+        requests, the guest's kicks, waits after a kick and what they
+        gathered."""
+        m = re.search(rb'"queues":\[(.*?)\]', self.err)
+        if not m:
+            return None
+        tot = {}
+        for k in ("requests", "kicks", "gathers", "gathered"):
+            tot[k] = sum(int(x) for x in re.findall(rb'"%s":([0-9]+)' % k.encode(), m.group(1)))
+        return tot
+
     def startup_us(self):
         m = re.search(rb'"startup_us":([0-9]+)', self.err)
         return int(m.group(1)) if m else None
 
     def failure(self, want_rc):
         if self.timed_out:
-            return "timed out after %d s; the guest's last lines: %s" % (
-                self.args.timeout, " | ".join(self.lines[-8:]))
+            return "timed out after %d s; the guest's last lines: %s; the VMM's: %s" % (
+                self.args.timeout, " | ".join(self.lines[-8:]),
+                " | ".join(self.err.decode(errors="replace").splitlines()[-3:]))
         if self.rc != want_rc:
             tail = [l for l in self.lines[-5:]] + self.err.decode(errors="replace").splitlines()[-3:]
             return "exit status %d (expected %d): %s" % (self.rc, want_rc, " | ".join(tail))
@@ -442,6 +463,8 @@ def measure_round(args, rnd):
             why = r.failure(ok_status(c))
             res = r.results()
             out["c"][c].update(w=res, nproc=r.nproc, rss_kb=r.peak_rss)
+            if r.queue_stats():
+                out["c"][c]["queue"] = r.queue_stats()
             if why or len(res) != len(args.workloads):
                 out["failures"].append("round %d %s fio: %s" % (
                     rnd + 1, c, why or "%d of %d workloads; the guest's last lines: %s" % (
@@ -532,6 +555,14 @@ def report(args, rounds):
             if rs:
                 log("  %-24s %-16s %.2f (%.2f..%.2f)" % ("%s/%s" % (a, b), w, mean(rs), min(rs),
                                                          max(rs)))
+    for c in configs:
+        qs = [r["c"][c]["queue"] for r in rounds if "queue" in r["c"].get(c, {})]
+        n = sum(q["requests"] for q in qs)
+        if n:
+            log("  %-24s per request, all workloads: kicks %.3f, waits after a kick %.3f, "
+                "requests they gathered %.3f" % (
+                    c, sum(q["kicks"] for q in qs) / n, sum(q["gathers"] for q in qs) / n,
+                    sum(q["gathered"] for q in qs) / n))
     log("")
     log("boot (mean, and median, of all boots): guest time to /init, VMM wall time from exec")
     log("to exit; VMM own peak RSS (guest RAM excluded); CPUs the guest saw; mvm's startup_us")
