@@ -68,10 +68,11 @@ static struct {
 
 int vqw_init(struct vqw *w, const struct vqw_ops *ops, struct virtio_dev *dev,
 	     const unsigned *idx, void *const *opaque, unsigned nq, unsigned sqes_per_queue,
-	     unsigned poll_us, const char *thread_name)
+	     unsigned poll_us, unsigned gather_us, const char *thread_name)
 {
 	(void)thread_name;
 	(void)poll_us;
+	(void)gather_us;
 	FZ_ASSERT(nq == 1 && idx[0] < dev->num_queues);
 	memset(w, 0, sizeof(*w));
 	w->ops = ops;

@@ -33,6 +33,7 @@ static void check_blk(const struct blk_opts *o)
 	FZ_ASSERT(strlen(o->serial) <= BLK_SERIAL_MAX);
 	FZ_ASSERT(o->queues >= 1);
 	FZ_ASSERT(o->poll_us <= BLK_POLL_US_MAX);
+	FZ_ASSERT(o->gather_us <= BLK_GATHER_US_MAX);
 	FZ_ASSERT(o->cache == BLK_CACHE_WRITEBACK || o->cache == BLK_CACHE_NONE);
 }
 
