@@ -199,6 +199,13 @@ static bool any_inflight(const struct vqw *w)
 	return false;
 }
 
+/* poll= and gather= in ns; the options allow at most 1000 us, this caps
+ * any caller at 1 s. */
+static uint32_t us_to_ns(unsigned us)
+{
+	return us > 1000000 ? 1000000000u : us * 1000u;
+}
+
 /* The window a poll starts over with: small, and never above the max. */
 static uint32_t poll_start_ns(const struct vqw_poll *p)
 {
@@ -208,7 +215,7 @@ static uint32_t poll_start_ns(const struct vqw_poll *p)
 void vqw_poll_init(struct vqw_poll *p, unsigned max_us)
 {
 	memset(p, 0, sizeof(*p));
-	p->max_ns = max_us > 1000000 ? 1000000000u : max_us * 1000u;
+	p->max_ns = us_to_ns(max_us);
 	p->win_ns = poll_start_ns(p);
 }
 
@@ -334,7 +341,7 @@ static bool any_more(const struct vqw *w)
 void vqw_gather_init(struct vqw_gather *g, unsigned max_us)
 {
 	memset(g, 0, sizeof(*g));
-	g->max_ns = max_us > 1000000 ? 1000000000u : max_us * 1000u;
+	g->max_ns = us_to_ns(max_us);
 	g->probe_every = VQW_GATHER_PROBE_MIN;
 	g->probe_in = VQW_GATHER_PROBE_MIN;
 }

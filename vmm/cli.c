@@ -252,6 +252,19 @@ int cli_parse(int argc, char **argv, struct cli_config *cfg, char *err, size_t e
 	return 0;
 }
 
+/* A --disk NAME=USEC option: 0 (off) to max microseconds. */
+static int parse_usec_opt(const char *name, const char *what, const char *val, unsigned max,
+			  unsigned *out, char *err, size_t errlen)
+{
+	uint64_t us;
+
+	if (parse_uint(val, 0, max, &us))
+		return cli_err(err, errlen, "--disk %s='%s': %s in microseconds; use 0 (off) to %u",
+			       name, val, what, max);
+	*out = (unsigned)us;
+	return 0;
+}
+
 int cli_parse_blk_opts(const char *spec, unsigned default_queues, struct blk_opts *o,
 		   char *err, size_t errlen)
 {
@@ -343,17 +356,13 @@ int cli_parse_blk_opts(const char *spec, unsigned default_queues, struct blk_opt
 					       "not a number", BLK_MAX_QUEUES);
 			o->io_threads = (unsigned)t;
 		} else if (!strncmp(opt, "poll=", 5)) {
-			uint64_t us;
-			if (parse_uint(val, 0, BLK_POLL_US_MAX, &us))
-				return cli_err(err, errlen, "--disk poll='%s': polling window in microseconds; "
-					   "use 0 (off) to %u", val, BLK_POLL_US_MAX);
-			o->poll_us = (unsigned)us;
+			if (parse_usec_opt("poll", "polling window", val, BLK_POLL_US_MAX, &o->poll_us,
+					   err, errlen))
+				return -EINVAL;
 		} else if (!strncmp(opt, "gather=", 7)) {
-			uint64_t us;
-			if (parse_uint(val, 0, BLK_GATHER_US_MAX, &us))
-				return cli_err(err, errlen, "--disk gather='%s': wait after a kick in microseconds; "
-					   "use 0 (off) to %u", val, BLK_GATHER_US_MAX);
-			o->gather_us = (unsigned)us;
+			if (parse_usec_opt("gather", "wait after a kick", val, BLK_GATHER_US_MAX,
+					   &o->gather_us, err, errlen))
+				return -EINVAL;
 		} else {
 			return cli_err(err, errlen, "--disk: unknown option '%s'; valid options are ro, serial=ID, "
 				   "cache=none|writeback, discard=on|off, queues=N, io-threads=N, poll=USEC, "
