@@ -657,6 +657,136 @@ TEST(write_zeroes_and_discard_zero_the_range)
 	teardown(&t);
 }
 
+/* --- a guest that sleeps on interrupts (Linux's virtio_ring protocol) --- */
+
+/* virtqueue_kick_prepare (split, EVENT_IDX): a full barrier, then a kick
+ * only when avail.idx crossed the device's avail_event since `old`. */
+static bool split_kick_prepare(struct t *t, unsigned q, uint16_t old)
+{
+	uint16_t new_idx = vdrv_avail_idx(&t->d, q), ev;
+
+	__atomic_thread_fence(__ATOMIC_SEQ_CST);
+	ev = vdrv_avail_event(&t->d, q);
+	return (uint16_t)(new_idx - ev - 1) < (uint16_t)(new_idx - old);
+}
+
+/* virtqueue_enable_cb (EVENT_IDX): ask for an interrupt at the next used
+ * entry, full barrier, true when one is already there. */
+static bool irq_enable(struct t *t, unsigned q, bool packed)
+{
+	if (packed)
+		return !vdrv_packed_enable_cb(&t->d, q);
+	vdrv_used_event_set(&t->d, q, t->d.q[q].last_used);
+	__atomic_thread_fence(__ATOMIC_SEQ_CST);
+	return vdrv_used_idx(&t->d, q) == t->d.q[q].last_used;
+}
+
+/* A driver that keeps up to 16 reads and writes in flight, kicks only
+ * where the device's event suppression asks for it, and, like virtio-blk's
+ * virtblk_done, takes completions with interrupts off and then re-arms
+ * them. It switches every 250 requests between streaming (one request
+ * every 30-130 us, which gathering catches) and bursts of 1-4 with pauses
+ * of 0-300 us where half the time it sleeps until an interrupt (which
+ * turns gathering off again); whenever the queue is full it sleeps until
+ * an interrupt. A
+ * notification or an interrupt lost anywhere between them (gathering's
+ * waits with notifications off, polling, the drain's re-check) leaves it
+ * asleep: 3 s without an interrupt while requests are out fails. */
+static void guest_sleeping_on_interrupts(const char *opts, bool packed)
+{
+	struct t t;
+	uint64_t data[16], st[QSIZE];
+	unsigned posted = 0, done = 0, out = 0, seed = 7, waits = 0;
+	struct blk_queue_stats s;
+
+	setup_ex(&t, opts, 1, all_features() | (packed ? VIRTIO_BIT(VIRTIO_F_RING_PACKED) : 0),
+		 true);
+	CHECK_EQ(t.dev->queues[0].vq.packed, packed);
+	for (unsigned i = 0; i < 16; i++)
+		data[i] = vdrv_alloc(&t.d, 4096, 4096);
+	irq_enable(&t, 0, packed);
+	while (done < 3000) {
+		bool streaming = (posted / 250) % 2;
+		unsigned burst = 1 + (seed = seed * 1103515245 + 12345) % 4, i;
+		uint16_t old = vdrv_avail_idx(&t.d, 0);
+		bool kick;
+		uint32_t id, len;
+
+		if (streaming)
+			burst = 1;
+		for (i = 0; i < burst && out < 16 && posted < 3000; i++, posted++, out++) {
+			bool wr = posted % 2;
+			uint64_t s;
+			int h = post(&t, 0, wr ? VIRTIO_BLK_T_OUT : VIRTIO_BLK_T_IN,
+				     (seed >> 8) % 2000, data[posted % 16], 4096, !wr, &s);
+
+			CHECK(h >= 0 && h < QSIZE);
+			st[h] = s;
+		}
+		kick = packed ? vdrv_packed_kick_prepare(&t.d, 0) : split_kick_prepare(&t, 0, old);
+		if (kick)
+			vdrv_kick(&t.d, 0);
+		if (out == 16 || posted == 3000 || (!streaming && (seed >> 12) % 2)) {
+			/* Sleep until the device interrupts (unless a used entry
+			 * came before interrupts were re-armed). */
+			if (out && irq_enable(&t, 0, packed)) {
+				struct pollfd pfd = { .fd = t.d.mmio.irq_fd, .events = POLLIN };
+
+				if (poll(&pfd, 1, 3000) != 1) {
+					fprintf(stderr, "%u requests out, no interrupt in 3 s (posted %u, "
+						"done %u)\n", out, posted, done);
+					CHECK(!"a request or its interrupt was lost");
+				}
+				waits++;
+			}
+			vdrv_irq(&t.d);
+		} else {
+			usleep(streaming ? 30 + (seed >> 16) % 100 : (seed >> 16) % 300);
+		}
+		/* virtblk_done: interrupts off, take everything, re-arm and
+		 * look again. */
+		do {
+			if (packed)
+				vdrv_packed_disable_cb(&t.d, 0);
+			while (vdrv_get_used(&t.d, 0, &id, &len) == 1) {
+				CHECK(id < QSIZE);
+				CHECK_EQ(st_of(&t, st[id]), VIRTIO_BLK_S_OK);
+				done++;
+				out--;
+			}
+		} while (!irq_enable(&t, 0, packed));
+	}
+	stats(&t, 0, &s);
+	CHECK_EQ(s.requests, 3000);
+	CHECK_EQ(s.errors, 0);
+	CHECK(waits > 0);
+	fprintf(stderr, "%u interrupt waits, %llu kicks, %llu interrupts, %llu gathers "
+		"bringing %llu requests, %llu polled\n", waits, (unsigned long long)s.kicks,
+		(unsigned long long)s.irqs, (unsigned long long)s.gathers,
+		(unsigned long long)s.gathered, (unsigned long long)s.polled);
+	teardown(&t);
+}
+
+TEST(guest_sleeping_on_interrupts_is_never_stranded_split)
+{
+	guest_sleeping_on_interrupts("", false);
+}
+
+TEST(guest_sleeping_on_interrupts_is_never_stranded_packed)
+{
+	guest_sleeping_on_interrupts("", true);
+}
+
+TEST(guest_sleeping_on_interrupts_is_never_stranded_gathering_split)
+{
+	guest_sleeping_on_interrupts(",gather=200", false);
+}
+
+TEST(guest_sleeping_on_interrupts_is_never_stranded_gathering_packed)
+{
+	guest_sleeping_on_interrupts(",gather=200", true);
+}
+
 TEST(stats_json_has_per_queue_counters)
 {
 	struct t t;
