@@ -155,8 +155,7 @@ struct mvm_disk {
 				 * thread sleeps for more requests to batch (it
 				 * adapts below it, and stops where the guest
 				 * waits for each completion), 0..1000 us;
-				 * default 0: never (200 is what the README's
-				 * benchmarks used) */
+				 * default 200; 0: never */
 };
 
 /* Why a VM ended. */

@@ -119,7 +119,7 @@ TEST(defaults)
 	CHECK(d.packed);
 	CHECK_EQ(d.transport, arch_layout.has_ccw ? MVM_TRANSPORT_CCW : MVM_TRANSPORT_PCI);
 	CHECK_EQ(d.poll_us, 32);
-	CHECK_EQ(d.gather_us, 0);
+	CHECK_EQ(d.gather_us, 200);
 }
 
 TEST(create_valid_config_and_destroy)
