@@ -290,6 +290,32 @@ TEST(worker_gathers_requests_a_slow_driver_posts_after_its_kick)
 	pair_free(p);
 }
 
+/* Notify TX unless the device asked for none (NO_NOTIFY), after a full
+ * barrier that pairs with virtq_notify_enable's. */
+static void tx_notify(struct pair *p)
+{
+	__atomic_thread_fence(__ATOMIC_SEQ_CST);
+	if (!(vdrv_used_flags(&p->d, TX) & VRING_USED_F_NO_NOTIFY))
+		vdrv_kick(&p->d, TX);
+}
+
+/* Pause `usec`, then take every TX used entry there is; 30 s after
+ * `start` the test has failed. */
+static void tx_pause_reap(struct pair *p, unsigned usec, const struct timespec *start,
+			  unsigned *done, unsigned *inflight)
+{
+	struct timespec now;
+	uint32_t id, len;
+
+	usleep(usec);
+	while (vdrv_get_used(&p->d, TX, &id, &len) == 1) {
+		(*done)++;
+		(*inflight)--;
+	}
+	clock_gettime(CLOCK_MONOTONIC, &now);
+	CHECK(now.tv_sec - start->tv_sec < 30);
+}
+
 /* With host I/O in flight (TX "I/O" of 2 ms each, up to 8 out), a driver
  * that posts one request every 100 us notifies the worker while it waits
  * for completions: it gathers then too, until its slice ends or the next
@@ -300,9 +326,8 @@ TEST(worker_gathers_while_host_io_is_in_flight)
 				       1000);
 	struct vdrv_sg t = { .gpa = vdrv_alloc(&p->d, 32, 8), .len = 32 };
 	unsigned posted = 0, done = 0, inflight = 0;
-	struct timespec start, now;
+	struct timespec start;
 	struct vqw_stats st;
-	uint32_t id, len;
 
 	p->brief.tv_nsec = 2000000;
 	clock_gettime(CLOCK_MONOTONIC, &start);
@@ -311,18 +336,9 @@ TEST(worker_gathers_while_host_io_is_in_flight)
 			CHECK(vdrv_add(&p->d, TX, &t, 1, false) >= 0);
 			posted++;
 			inflight++;
-			/* Pairs with virtq_notify_enable's full barrier. */
-			__atomic_thread_fence(__ATOMIC_SEQ_CST);
-			if (!(vdrv_used_flags(&p->d, TX) & VRING_USED_F_NO_NOTIFY))
-				vdrv_kick(&p->d, TX);
+			tx_notify(p);
 		}
-		usleep(100);
-		while (vdrv_get_used(&p->d, TX, &id, &len) == 1) {
-			done++;
-			inflight--;
-		}
-		clock_gettime(CLOCK_MONOTONIC, &now);
-		CHECK(now.tv_sec - start.tv_sec < 30);
+		tx_pause_reap(p, 100, &start, &done, &inflight);
 	}
 	vqw_get_stats(&p->w.q[TX], &st);
 	CHECK_EQ(st.requests, 400);
@@ -367,10 +383,9 @@ TEST(worker_stops_gathering_for_a_driver_that_waits_for_each_request)
 TEST(gathering_strands_no_request)
 {
 	struct pair *p = pair_new_full(false, (1ULL << IORING_OP_NOP), 100);
-	struct timespec start, now;
+	struct timespec start;
 	unsigned posted = 0, done = 0, inflight = 0, seed = 1;
 	struct vdrv_sg t = { .gpa = vdrv_alloc(&p->d, 32, 8), .len = 32 };
-	uint32_t id, len;
 	struct vqw_stats st;
 
 	clock_gettime(CLOCK_MONOTONIC, &start);
@@ -382,17 +397,8 @@ TEST(gathering_strands_no_request)
 			posted++;
 			inflight++;
 		}
-		/* Pairs with virtq_notify_enable's full barrier. */
-		__atomic_thread_fence(__ATOMIC_SEQ_CST);
-		if (!(vdrv_used_flags(&p->d, TX) & VRING_USED_F_NO_NOTIFY))
-			vdrv_kick(&p->d, TX);
-		usleep((seed >> 8) % 300);
-		while (vdrv_get_used(&p->d, TX, &id, &len) == 1) {
-			done++;
-			inflight--;
-		}
-		clock_gettime(CLOCK_MONOTONIC, &now);
-		CHECK(now.tv_sec - start.tv_sec < 30);
+		tx_notify(p);
+		tx_pause_reap(p, (seed >> 8) % 300, &start, &done, &inflight);
 	}
 	vqw_get_stats(&p->w.q[TX], &st);
 	CHECK_EQ(st.requests, 4000);
