@@ -402,24 +402,20 @@ static unsigned avail_total(struct vqw *w)
 	return n;
 }
 
-/* A kick woke us with work and nothing else to do (nothing reaped but
- * kicks): sleep in slices, notifications off, while the guest keeps
- * posting, then let the drain take it all as one batch (see struct
- * vqw_gather). The sleep is an io_uring_enter with a timeout: it submits
- * the re-armed kick reads, and any CQE ends it early: a stop, a kick that
- * raced with turning notifications off, or a completion of host I/O in
- * flight, which is published with the batch's drain (so requests posted
- * while earlier ones are in flight are gathered until the next completion
- * at the latest). The drain turns notifications back on, with its
- * re-check. */
+/* A kick woke us with work and nothing else to do (no host I/O in flight,
+ * nothing reaped but kicks): sleep in slices, notifications off, while the
+ * guest keeps posting, then let the drain take it all as one batch (see
+ * struct vqw_gather). The sleep is an io_uring_enter with a timeout: it
+ * submits the re-armed kick reads, and a stop (or a kick that raced with
+ * turning notifications off) ends it early. The drain turns notifications
+ * back on, with its re-check. */
 static void gather(struct vqw *w)
 {
 	struct io_uring_cqe *cqe;
 	unsigned n0, n, prev, half = 0, first = 0, s, i;
-	bool cut = false;
 	uint32_t slice;
 
-	if (!w->gather.max_ns || any_more(w) || io_uring_cq_ready(&w->ring))
+	if (!w->gather.max_ns || any_more(w) || any_inflight(w) || io_uring_cq_ready(&w->ring))
 		return;
 	n0 = avail_total(w);
 	if (!n0)
@@ -439,19 +435,15 @@ static void gather(struct vqw *w)
 		io_uring_submit_and_wait_timeout(&w->ring, &cqe, 1, &ts, NULL);
 		STAT_ADD(&w->q[0], enters, 1);
 		n = avail_total(w);
-		cut = io_uring_cq_ready(&w->ring) != 0;
 		if (!s)
 			first = n - n0;
 		/* Stop when the guest stopped posting, when a good batch is
 		 * waiting, or when something else needs us. */
-		if (n == prev || n >= half || cut)
+		if (n == prev || n >= half || io_uring_cq_ready(&w->ring))
 			break;
 		prev = n;
 	}
-	/* An empty first slice that a completion cut short says nothing
-	 * about the guest's pace. */
-	if (first || !cut || s)
-		vqw_gather_end(&w->gather, slice, first);
+	vqw_gather_end(&w->gather, slice, first);
 	STAT_ADD(&w->q[0], gathers, 1);
 	STAT_ADD(&w->q[0], gathered, n - n0);
 }

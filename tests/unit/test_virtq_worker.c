@@ -316,41 +316,6 @@ static void tx_pause_reap(struct pair *p, unsigned usec, const struct timespec *
 	CHECK(now.tv_sec - start->tv_sec < 30);
 }
 
-/* With host I/O in flight (TX "I/O" of 2 ms each, up to 8 out), a driver
- * that posts one request every 100 us notifies the worker while it waits
- * for completions: it gathers then too, until its slice ends or the next
- * completion comes, instead of draining each request on its own. */
-TEST(worker_gathers_while_host_io_is_in_flight)
-{
-	struct pair *p = pair_new_full(false, (1ULL << IORING_OP_NOP) | (1ULL << IORING_OP_TIMEOUT),
-				       1000);
-	struct vdrv_sg t = { .gpa = vdrv_alloc(&p->d, 32, 8), .len = 32 };
-	unsigned posted = 0, done = 0, inflight = 0;
-	struct timespec start;
-	struct vqw_stats st;
-
-	p->brief.tv_nsec = 2000000;
-	clock_gettime(CLOCK_MONOTONIC, &start);
-	while (done < 400) {
-		if (inflight < 8 && posted < 400) {
-			CHECK(vdrv_add(&p->d, TX, &t, 1, false) >= 0);
-			posted++;
-			inflight++;
-			tx_notify(p);
-		}
-		tx_pause_reap(p, 100, &start, &done, &inflight);
-	}
-	vqw_get_stats(&p->w.q[TX], &st);
-	CHECK_EQ(st.requests, 400);
-	fprintf(stderr, "%llu kicks, %llu batches, ", (unsigned long long)st.kicks,
-		(unsigned long long)st.batches);
-	vqw_get_stats(&p->w.q[RX], &st);   /* the worker's own counts */
-	fprintf(stderr, "%llu gathers bringing %llu\n", (unsigned long long)st.gathers,
-		(unsigned long long)st.gathered);
-	CHECK(st.gathered >= 40);
-	pair_free(p);
-}
-
 /* A driver that waits for each completion before it posts again (queue
  * depth 1) gains nothing from a wait: after the first probe finds nothing,
  * the worker stops waiting and probes again at doubling intervals (after
