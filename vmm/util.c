@@ -162,6 +162,26 @@ close_fd:
 	return ret;
 }
 
+/* Read exactly len bytes at off of fd into dst. 0 or -errno (-EIO: the
+ * file ended first). */
+static int pread_full(int fd, uint8_t *dst, size_t len, size_t off)
+{
+	while (len) {
+		ssize_t r = pread(fd, dst, len, (off_t)off);
+
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r < 0)
+			return -errno;
+		if (r == 0)
+			return -EIO;
+		dst += (size_t)r;
+		off += (size_t)r;
+		len -= (size_t)r;
+	}
+	return 0;
+}
+
 int boot_image_copy(const struct boot_image *im, void *dst, size_t off, size_t len)
 {
 	uint8_t *d = dst;
@@ -171,22 +191,19 @@ int boot_image_copy(const struct boot_image *im, void *dst, size_t off, size_t l
 		return -EINVAL;
 	from_buf = off < im->head ? MIN(len, im->head - off) : 0;
 	memcpy(d, im->buf + off, from_buf);
-	off += from_buf;
-	len -= from_buf;
-	while (len) {
-		ssize_t r = pread(im->fd, d + from_buf, len, (off_t)off);
+	return pread_full(im->fd, d + from_buf, len - from_buf, off + from_buf);
+}
 
-		if (r < 0 && errno == EINTR)
-			continue;
-		if (r < 0)
-			return -errno;
-		if (r == 0)
-			return -EIO;
-		from_buf += (size_t)r;
-		off += (size_t)r;
-		len -= (size_t)r;
-	}
-	return 0;
+int boot_image_fill(const struct boot_image *im, size_t off, size_t len)
+{
+	size_t start;
+
+	if (off > im->len || len > im->len - off)
+		return -EINVAL;
+	if (off + len <= im->head)
+		return 0;
+	start = MAX(off, im->head);
+	return pread_full(im->fd, im->buf + start, off + len - start, start);
 }
 
 void boot_image_free(struct boot_image *im)

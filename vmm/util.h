@@ -72,6 +72,12 @@ int boot_image_read(const char *path, uint64_t max, size_t head,
 /* Copy len bytes at off of the image to dst: from buf, or from fd past
  * the head. 0 or -errno (-EIO: the file became shorter). */
 int boot_image_copy(const struct boot_image *im, void *dst, size_t off, size_t len);
+/* Bring the file's bytes [off, off + len) into buf where they are not
+ * there yet (past the head), for a parser that needs a few more of them
+ * than the head: buf then holds them at their file offsets; the rest
+ * stays as it was. 0 or -errno (-EINVAL: the range lies beyond the file,
+ * -EIO: the file became shorter). */
+int boot_image_fill(const struct boot_image *im, size_t off, size_t len);
 void boot_image_free(struct boot_image *im);
 
 /* A boot loader's initrd, read straight into its place in guest RAM (no

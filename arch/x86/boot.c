@@ -313,6 +313,25 @@ static int write_e820_bzimage(uint8_t *zp, uint64_t mem_size)
 	return 0;
 }
 
+/* len bytes at off of the kernel file into guest RAM at dst: from the
+ * file straight into guest RAM where only the head was read (the image's
+ * bytes past it are no copy of ours), else from k->buf. */
+static int load_bytes(const struct x86_kernel *k, const struct boot_image *im, uint8_t *dst,
+		      size_t off, size_t len, char *err, size_t errlen)
+{
+	int ret;
+
+	if (!im) {
+		memcpy(dst, k->buf + off, len);
+		return 0;
+	}
+	ret = boot_image_copy(im, dst, off, len);
+	if (ret)
+		return err_set(err, errlen, ret, "cannot read the kernel: %s", ret == -EIO ?
+			       "the file became shorter since mvm checked it" : strerror(-ret));
+	return 0;
+}
+
 static int load_bzimage(struct guest_mem *gm, uint64_t mem_size, const struct x86_kernel *k,
 			const struct boot_image *im, uint64_t initrd_addr, uint64_t initrd_len,
 			struct x86_boot_info *info, char *err, size_t errlen)
@@ -330,14 +349,9 @@ static int load_bzimage(struct guest_mem *gm, uint64_t mem_size, const struct x8
 			    "kernel (%zu bytes) does not fit in guest RAM at 1 MiB: use more --mem", pm_len);
 	/* From the file straight into guest RAM where only the header was
 	 * read (the image's bytes past it are no copy of ours). */
-	if (im) {
-		ret = boot_image_copy(im, dst, k->setup_size, pm_len);
-		if (ret)
-			return err_set(err, errlen, ret, "cannot read the kernel: %s", ret == -EIO ?
-				       "the file became shorter since mvm checked it" : strerror(-ret));
-	} else {
-		memcpy(dst, k->buf + k->setup_size, pm_len);
-	}
+	ret = load_bytes(k, im, dst, k->setup_size, pm_len, err, errlen);
+	if (ret)
+		return ret;
 
 	/* Zero page: the setup header as the image has it (so the kernel
 	 * sees its own fields), then what the boot loader must fill in. */
@@ -364,12 +378,13 @@ static int load_bzimage(struct guest_mem *gm, uint64_t mem_size, const struct x8
 }
 
 static int load_pvh(struct guest_mem *gm, uint64_t mem_size, const struct x86_kernel *k,
-		    uint64_t initrd_addr, uint64_t initrd_len, struct x86_boot_info *info,
-		    char *err, size_t errlen)
+		    const struct boot_image *im, uint64_t initrd_addr, uint64_t initrd_len,
+		    struct x86_boot_info *info, char *err, size_t errlen)
 {
 	struct x86_e820_entry e[8];
 	unsigned n, i;
 	uint8_t *si, *mm, *ml;
+	int ret;
 
 	for (i = 0; i < k->nphdrs; i++) {
 		const uint8_t *ph = k->buf + k->phoff + (uint64_t)i * 56;
@@ -385,7 +400,9 @@ static int load_pvh(struct guest_mem *gm, uint64_t mem_size, const struct x86_ke
 			return err_set(err, errlen, -E2BIG,
 				    "ELF segment %u [0x%llx, +0x%llx) is outside guest RAM: use more --mem",
 				    i, (unsigned long long)paddr, (unsigned long long)memsz);
-		memcpy(dst, k->buf + off, filesz);
+		ret = load_bytes(k, im, dst, off, filesz, err, errlen);
+		if (ret)
+			return ret;
 		memset(dst + filesz, 0, memsz - filesz);
 	}
 
@@ -451,7 +468,8 @@ static uint8_t *initrd_dst(struct guest_mem *gm, uint64_t addr, size_t len, char
 }
 
 /* Everything but the initrd's bytes, which are at initrd_addr already.
- * im: where a bzImage's payload comes from (NULL: k->buf holds it all). */
+ * im: where the kernel's bytes past its head come from (NULL: k->buf
+ * holds them all). */
 static int load_placed(struct guest_mem *gm, uint64_t mem_size, unsigned ncpus,
 		       const struct x86_kernel *k, const struct boot_image *im, const char *cmdline,
 		       uint64_t initrd_addr, size_t initrd_len, struct x86_boot_info *info,
@@ -469,7 +487,7 @@ static int load_placed(struct guest_mem *gm, uint64_t mem_size, unsigned ncpus,
 	if (k->kind == X86_KERNEL_BZIMAGE)
 		ret = load_bzimage(gm, mem_size, k, im, initrd_addr, initrd_len, info, err, errlen);
 	else
-		ret = load_pvh(gm, mem_size, k, initrd_addr, initrd_len, info, err, errlen);
+		ret = load_pvh(gm, mem_size, k, im, initrd_addr, initrd_len, info, err, errlen);
 	if (ret)
 		return ret;
 	ret = x86_gdt_write(gm);
@@ -508,14 +526,52 @@ int x86_boot_load_mem(struct guest_mem *gm, uint64_t mem_size, unsigned ncpus,
 
 /* ---- file front ends ----------------------------------------------------- */
 
-/* A bzImage is parsed from its header alone (the setup header in its
- * first page): the payload stays in the file until it is read into guest
- * RAM. An ELF vmlinux is read whole (its notes may be anywhere). */
+/* A kernel is parsed from its first page and, for an ELF vmlinux, its
+ * notes: a bzImage's setup header is in that page, and so are the ELF
+ * and program headers of any vmlinux a linker writes. The rest (the
+ * payload, the segments: megabytes, and a vmlinux's symbols besides)
+ * stays in the file until the load reads it straight into guest RAM. A
+ * file whose program headers lie further in is read whole. */
 #define KERNEL_HEAD 4096
-static bool bzimage_head_only(const uint8_t *buf, size_t n, size_t len)
+static bool elf_phdrs_in_head(const uint8_t *buf, size_t n)
+{
+	uint64_t phoff;
+	unsigned phnum;
+
+	if (n < 64 || memcmp(buf, "\x7f" "ELF", 4) != 0 || le16_load(buf + 54) != 56)
+		return false;
+	phoff = le64_load(buf + 32);
+	phnum = le16_load(buf + 56);
+	return phnum <= X86_MAX_ELF_PHDRS && phoff <= n && (uint64_t)phnum * 56 <= n - phoff;
+}
+
+static bool kernel_head_only(const uint8_t *buf, size_t n, size_t len)
 {
 	(void)len;
-	return n >= 0x400 && memcmp(buf + BP_HEADER, "HdrS", 4) == 0;
+	return (n >= 0x400 && memcmp(buf + BP_HEADER, "HdrS", 4) == 0) ||
+	       elf_phdrs_in_head(buf, n);
+}
+
+/* The notes of a head-only ELF image into its buffer, for parse_elf. A
+ * note segment that lies beyond the file is left out: parse_elf names
+ * it. 0 or -errno. */
+static int elf_fill_notes(const struct boot_image *im)
+{
+	uint64_t phoff = le64_load(im->buf + 32);
+	unsigned phnum = le16_load(im->buf + 56), i;
+	int ret;
+
+	for (i = 0; i < phnum; i++) {
+		const uint8_t *ph = im->buf + phoff + (uint64_t)i * 56;
+		uint64_t off = le64_load(ph + 8), filesz = le64_load(ph + 32);
+
+		if (le32_load(ph) != 4 /* PT_NOTE */ || off > im->len || filesz > im->len - off)
+			continue;
+		ret = boot_image_fill(im, (size_t)off, (size_t)filesz);
+		if (ret)
+			return ret;
+	}
+	return 0;
 }
 
 /* The kernel image: the one the caller has already (cfg->kernel_image,
@@ -534,7 +590,12 @@ static int read_kernel(const struct x86_boot_cfg *cfg, struct boot_image *im, bo
 	} else {
 		/* A kernel file larger than guest RAM can never be loaded. */
 		ret = boot_image_read(cfg->kernel_path, cfg->mem_size, KERNEL_HEAD,
-				      bzimage_head_only, im);
+				      kernel_head_only, im);
+		if (!ret && im->fd >= 0 && elf_phdrs_in_head(im->buf, im->head)) {
+			ret = elf_fill_notes(im);
+			if (ret)
+				boot_image_free(im);
+		}
 		if (ret == -EFBIG)
 			return err_set(err, errlen, ret,
 				    "kernel %s is larger than guest RAM (%llu MiB): use more --mem",

@@ -8,6 +8,7 @@
 #include "vmm/util.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <unistd.h>
 
 /* ---- helpers ------------------------------------------------------------- */
@@ -507,6 +508,104 @@ TEST(boot_load_loads_the_kernel_the_check_opened)
 	unlink(orig);
 	unlink(kpath);
 	free(bz);
+}
+
+/* A vmlinux laid out the way a linker writes one: headers in the first
+ * page, a segment that begins in that page and ends past it, and the
+ * notes further in, past the segment. */
+#define VML_SEG_OFF   0xf00
+#define VML_FILESZ    0x2000
+#define VML_MEMSZ     0x3000
+#define VML_NOTE_OFF  0x3000
+#define VML_LEN       0x3100
+
+static uint8_t *make_vmlinux(void)
+{
+	size_t ns;
+	uint8_t *e = make_elf(&ns), *b = calloc(1, VML_LEN);
+	unsigned i;
+
+	CHECK(b);
+	memcpy(b, e, ELF_NOTE_OFF);                          /* headers */
+	memcpy(b + VML_NOTE_OFF, e + ELF_NOTE_OFF, ns);      /* the notes */
+	le64_store(elf_phdr(b, 0) + 8, VML_SEG_OFF);
+	le64_store(elf_phdr(b, 0) + 32, VML_FILESZ);
+	le64_store(elf_phdr(b, 0) + 40, VML_MEMSZ);
+	le64_store(elf_phdr(b, 1) + 8, VML_NOTE_OFF);
+	for (i = 0; i < VML_FILESZ; i++)
+		b[VML_SEG_OFF + i] = (uint8_t)(i * 13 + 5);
+	free(e);
+	return b;
+}
+
+/* A vmlinux is checked from its first page and its notes; the load reads
+ * its segments from the file straight into guest RAM (no copy of the
+ * whole file, symbols and all, in mvm's memory). What lands in guest RAM
+ * is the segment's bytes, then zeroes up to its memory size; a file cut
+ * short meanwhile is an error that says so. */
+TEST(boot_load_reads_a_vmlinux_segment_from_its_file)
+{
+	char kpath[] = "/tmp/mvm-test-kernel-XXXXXX";
+	char err[512] = "";
+	uint8_t *b = make_vmlinux(), zero[VML_MEMSZ - VML_FILESZ] = { 0 };
+	struct x86_boot_cfg cfg = { .mem_size = 64 * MiB, .ncpus = 1 };
+	struct boot_image kept = BOOT_IMAGE_NONE;
+	struct x86_boot_info info;
+	struct fake_guest g;
+
+	write_tmp(kpath, b, VML_LEN);
+	cfg.kernel_path = kpath;
+	CHECK_EQ(x86_boot_check_keep(&cfg, &kept, err, sizeof(err)), 0);
+	CHECK(kept.fd >= 0);
+	CHECK_EQ(kept.head, 4096);
+	CHECK_EQ(kept.len, VML_LEN);
+	cfg.kernel_image = &kept;
+	guest_init(&g, 64 * MiB, 0xaa);
+	CHECK_EQ(x86_boot_load(&g.gm, &cfg, &info, err, sizeof(err)), 0);
+	CHECK(info.pvh);
+	CHECK_EQ(info.entry, PVH_ENTRY);
+	CHECK(memcmp(g.low + ELF_LOAD_PADDR, b + VML_SEG_OFF, VML_FILESZ) == 0);
+	CHECK(memcmp(g.low + ELF_LOAD_PADDR + VML_FILESZ, zero, sizeof(zero)) == 0);
+	/* The same, opened by name at load time. */
+	cfg.kernel_image = NULL;
+	free(g.low);
+	guest_init(&g, 64 * MiB, 0xaa);
+	CHECK_EQ(x86_boot_load(&g.gm, &cfg, &info, err, sizeof(err)), 0);
+	CHECK(memcmp(g.low + ELF_LOAD_PADDR, b + VML_SEG_OFF, VML_FILESZ) == 0);
+	/* Cut short inside the segment, after the check. */
+	CHECK_EQ(truncate(kpath, VML_SEG_OFF + VML_FILESZ - 1), 0);
+	cfg.kernel_image = &kept;
+	CHECK_EQ(x86_boot_load(&g.gm, &cfg, &info, err, sizeof(err)), -EIO);
+	CHECK(strstr(err, "shorter"));
+	boot_image_free(&kept);
+	free(g.low);
+	unlink(kpath);
+	free(b);
+}
+
+/* The PVH note is found where a vmlinux has it, past the first page; a
+ * note segment that runs past the end of the file is named. */
+TEST(boot_check_finds_a_vmlinux_note_past_the_first_page)
+{
+	char kpath[] = "/tmp/mvm-test-kernel-XXXXXX";
+	char err[512] = "";
+	uint8_t *b = make_vmlinux();
+	struct x86_boot_cfg cfg = { .mem_size = 64 * MiB, .ncpus = 1, .kernel_path = kpath };
+	int fd;
+
+	write_tmp(kpath, b, VML_LEN);
+	CHECK_EQ(x86_boot_check(&cfg, err, sizeof(err)), 0);
+	le64_store(elf_phdr(b, 1) + 32, VML_LEN - VML_NOTE_OFF + 1);
+	le64_store(elf_phdr(b, 1) + 40, VML_LEN - VML_NOTE_OFF + 1);
+	fd = open(kpath, O_WRONLY);
+	CHECK(fd >= 0);
+	CHECK_EQ(pwrite(fd, elf_phdr(b, 1), 56, elf_phdr(b, 1) - b), 56);
+	close(fd);
+	CHECK_EQ(x86_boot_check(&cfg, err, sizeof(err)), -ENOEXEC);
+	CHECK(strstr(err, kpath));
+	CHECK(strstr(err, "note segment"));
+	unlink(kpath);
+	free(b);
 }
 
 /* ---- ELF / PVH -------------------------------------------------------------- */
