@@ -127,7 +127,7 @@ static void header(struct fz_buf *s, uint8_t ncpus, uint16_t initrd_len, const c
 
 static void fuzz_seeds(void)
 {
-	static uint8_t b[4096];
+	static uint8_t b[8192];
 	struct fz_buf s;
 
 	/* bzImage 2.15, setup_sects 1, 64-bit entry, 512 bytes of payload */
@@ -183,4 +183,17 @@ static void fuzz_seeds(void)
 	header(&s, 4, 32, "quiet");
 	fzb_bytes(&s, b, 0x500);
 	fuzz_seed("elf_pvh_initrd", s.b, s.n);
+
+	/* The same laid out like a real vmlinux, larger than the head mvm
+	 * reads first: the segment runs past it, the notes lie beyond it. */
+	memmove(b + 0x1200, b + 0x200, 24);
+	memset(b + 0x200, 0, 24);
+	memset(b + 0xf00, 0x90, 0x300);
+	ph = b + 64;
+	le64_store(ph + 8, 0xf00);
+	le64_store(ph + 32, 0x300);
+	le64_store(ph + 56 + 8, 0x1200);
+	header(&s, 2, 16, "");
+	fzb_bytes(&s, b, 0x1400);
+	fuzz_seed("elf_pvh_notes_past_head", s.b, s.n);
 }
