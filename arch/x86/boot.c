@@ -347,8 +347,6 @@ static int load_bzimage(struct guest_mem *gm, uint64_t mem_size, const struct x8
 	if (!dst || !zp)
 		return err_set(err, errlen, -E2BIG,
 			    "kernel (%zu bytes) does not fit in guest RAM at 1 MiB: use more --mem", pm_len);
-	/* From the file straight into guest RAM where only the header was
-	 * read (the image's bytes past it are no copy of ours). */
 	ret = load_bytes(k, im, dst, k->setup_size, pm_len, err, errlen);
 	if (ret)
 		return ret;
