@@ -564,9 +564,17 @@ void virtq_notify_disable(struct virtq *vq)
 		packed_event_flags_set(vq, VRING_PACKED_EVENT_FLAG_DISABLE);
 		return;
 	}
-	/* With EVENT_IDX the driver kicks only when avail.idx crosses
-	 * avail_event; leaving it behind suppresses further kicks. */
-	if (!vq->event_idx)
+	/* With EVENT_IDX the driver kicks only when its avail.idx moves past
+	 * avail_event (virtio 1.2 2.7.10). One behind the buffers we took
+	 * is past every idx it can reach before we store again (at most a
+	 * ring ahead of last_avail): no kick. Merely leaving avail_event
+	 * where virtq_notify_enable put it would not do: right after an
+	 * enable it equals last_avail, and the driver's next buffer crosses
+	 * it (a poll that catches that buffer would still cost a kick, and
+	 * a guest a VM exit). */
+	if (vq->event_idx)
+		ring_store16(avail_event_ptr(vq), (uint16_t)(vq->last_avail - 1));
+	else
 		ring_store16(vq->used + USED_FLAGS, VRING_USED_F_NO_NOTIFY);
 }
 

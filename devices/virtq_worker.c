@@ -104,33 +104,43 @@ static void drain(struct vqw_queue *q)
 	q->more = false;
 	if (q->broken)
 		return;
-	for (;;) {
-		virtq_notify_disable(q->vq);
-		while (budget) {
-			r = virtq_pop(q->vq, &q->chain);
-			if (r == 0)
-				break;
-			if (r < 0) {
-				vqw_broken(q, strerror(-r));
-				return;
-			}
-			budget--;
-			q->w->worked = true;
-			STAT_ADD(q, requests, 1);
-			q->w->ops->chain(q, &q->chain);
-			if (q->broken)
-				return;
-		}
-		if (!budget) {
-			q->more = true;  /* notifications stay off; we come back */
+	/* Notifications off, and they stay off: rearm() turns them on
+	 * before the thread sleeps. Turned on here, a driver that refills
+	 * the ring the moment it sees our interrupt would kick even where
+	 * the poll that follows catches its buffers (with EVENT_IDX,
+	 * make bench at QD 32: one kick per batch, every batch polled). */
+	virtq_notify_disable(q->vq);
+	while (budget) {
+		r = virtq_pop(q->vq, &q->chain);
+		if (r == 0)
+			return;
+		if (r < 0) {
+			vqw_broken(q, strerror(-r));
 			return;
 		}
-		/* Re-enable, then re-check: buffers made available before the
-		 * driver saw notifications enabled got no kick (see
-		 * virtq_notify_enable's barrier). */
-		if (!virtq_notify_enable(q->vq))
+		budget--;
+		q->w->worked = true;
+		STAT_ADD(q, requests, 1);
+		q->w->ops->chain(q, &q->chain);
+		if (q->broken)
 			return;
 	}
+	q->more = true;  /* a ring's worth: the others get their turn first */
+}
+
+/* Before the thread sleeps: notifications on for every queue, then the
+ * re-check (virtq_notify_enable's barrier): buffers made available
+ * before the driver saw notifications on got no kick. True when there
+ * are such buffers: then the thread must not sleep. */
+static bool rearm(struct vqw *w)
+{
+	bool more = false;
+	unsigned i;
+
+	for (i = 0; i < w->nq; i++)
+		if (!w->q[i].broken && virtq_notify_enable(w->q[i].vq))
+			more = true;
+	return more;
 }
 
 static void publish(struct vqw_queue *q)
@@ -266,8 +276,8 @@ void vqw_poll_preempted(struct vqw_poll *p, uint64_t now_ns)
  * shrink): right after a round that did work, with no host I/O
  * outstanding, watch the avail rings for the current window before
  * sleeping. A driver that reposts at once is picked up without a kick and
- * without a wake-up. Guest notifications stay off while we poll, and are
- * re-enabled (with the re-check) before we sleep. A gap in the loop means
+ * without a wake-up. Guest notifications stay off while we poll (drain
+ * left them off), and rearm() turns them on before we sleep. A gap in the loop means
  * the thread lost its CPU: then polling only delays whoever had to run
  * (vqw_poll_preempted). True when work showed up. */
 static bool poll_rings(struct vqw *w)
@@ -291,9 +301,6 @@ static bool poll_rings(struct vqw *w)
 	win = vqw_poll_window(&w->poll, t);
 	if (!win)
 		return false;
-	for (i = 0; i < w->nq; i++)
-		if (!w->q[i].broken)
-			virtq_notify_disable(w->q[i].vq);
 	deadline = t + win;
 	do {
 		for (i = 0; i < w->nq && !found; i++)
@@ -308,12 +315,6 @@ static bool poll_rings(struct vqw *w)
 		}
 		t = next;
 	} while (t < deadline);
-	for (i = 0; i < w->nq; i++) {
-		if (w->q[i].broken)
-			continue;
-		if (virtq_notify_enable(w->q[i].vq))
-			found = true;
-	}
 	if (preempted) {
 		vqw_poll_preempted(&w->poll, next);
 		STAT_ADD(&w->q[0], preempted, 1);
@@ -407,8 +408,8 @@ static unsigned avail_total(struct vqw *w)
  * guest keeps posting, then let the drain take it all as one batch (see
  * struct vqw_gather). The sleep is an io_uring_enter with a timeout: it
  * submits the re-armed kick reads, and a stop (or a kick that raced with
- * turning notifications off) ends it early. The drain turns notifications
- * back on, with its re-check. */
+ * turning notifications off) ends it early. rearm() turns notifications
+ * back on, with its re-check, before the thread sleeps. */
 static void gather(struct vqw *w)
 {
 	struct io_uring_cqe *cqe;
@@ -510,6 +511,8 @@ static void *vqw_thread(void *arg)
 			}
 			continue;
 		}
+		if (rearm(w))
+			continue;
 		/* A sleep after a round with work is timed: it tells the poll
 		 * window whether polling would have caught the wake-up. */
 		t0 = w->poll_armed ? mono_ns() : 0;

@@ -528,6 +528,46 @@ TEST(notify_enable_with_event_idx_sets_avail_event)
 	vnull_free(v);
 }
 
+/* Whether a Linux driver that moved avail.idx from old to new kicks
+ * (vring_need_event in virtqueue_kick_prepare_split). */
+static bool driver_kicks(uint16_t avail_event, uint16_t new_idx, uint16_t old)
+{
+	return (uint16_t)(new_idx - avail_event - 1) < (uint16_t)(new_idx - old);
+}
+
+/* A device that turns notifications back off right after turning them on
+ * (its poll after a drain) gets no kick for anything the driver adds
+ * meanwhile, up to a full ring: only virtq_notify_enable asks for one.
+ * (Leaving avail_event where the enable put it, the driver's very next
+ * buffer would cross it.) */
+TEST(notify_disable_with_event_idx_stops_kicks_right_after_an_enable)
+{
+	struct vnull *v = setup(8, EVENT_IDX);
+	uint64_t a = buf(v, 16);
+	uint16_t old;
+
+	one_desc(v, 0, a, 16, 0);
+	CHECK_EQ(virtq_pop(vq0(v), &chain), 1);
+	CHECK(!virtq_notify_enable(vq0(v)));
+	CHECK_EQ(vdrv_avail_event(&v->d, 0), 1);
+	virtq_notify_disable(vq0(v));
+	old = v->d.q[0].avail_idx;
+	for (uint16_t i = 1; i < 8; i++) {         /* the ring's other 7 slots */
+		one_desc(v, i, a, 16, 0);
+		CHECK(!driver_kicks(vdrv_avail_event(&v->d, 0), v->d.q[0].avail_idx, old));
+	}
+	/* Turned back on with buffers waiting: the re-check says so, and the
+	 * driver's next buffer is kicked again. */
+	CHECK(virtq_notify_enable(vq0(v)));
+	for (uint16_t i = 1; i < 8; i++)
+		CHECK_EQ(virtq_pop(vq0(v), &chain), 1);
+	CHECK(!virtq_notify_enable(vq0(v)));
+	old = v->d.q[0].avail_idx;
+	one_desc(v, 0, a, 16, 0);
+	CHECK(driver_kicks(vdrv_avail_event(&v->d, 0), v->d.q[0].avail_idx, old));
+	vnull_free(v);
+}
+
 TEST(notify_enable_returns_true_when_buffers_raced_in)
 {
 	/* Device drained with kicks disabled; the driver adds a buffer (and,
