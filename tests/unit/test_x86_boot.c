@@ -464,6 +464,18 @@ TEST(boot_load_refuses_empty_initrd_file_by_name)
 	free(bz);
 }
 
+/* Writes a kernel file from tmpl and checks it by that name, keeping the
+ * image the check opened in *kept, as mvm_create does. */
+static void check_keep_file(char *tmpl, const void *k, size_t len, struct x86_boot_cfg *cfg,
+			    struct boot_image *kept)
+{
+	char err[512] = "";
+
+	write_tmp(tmpl, k, len);
+	cfg->kernel_path = tmpl;
+	CHECK_EQ(x86_boot_check_keep(cfg, kept, err, sizeof(err)), 0);
+}
+
 /* The kernel is opened once: the check keeps a bzImage's header and its
  * open file, and the load reads the payload from that file straight into
  * guest RAM. A file renamed over the path meanwhile changes nothing; one
@@ -478,9 +490,7 @@ TEST(boot_load_loads_the_kernel_the_check_opened)
 	struct x86_boot_info info;
 	struct fake_guest g;
 
-	write_tmp(kpath, bz, BZ_LEN);
-	cfg.kernel_path = kpath;
-	CHECK_EQ(x86_boot_check_keep(&cfg, &kept, err, sizeof(err)), 0);
+	check_keep_file(kpath, bz, BZ_LEN, &cfg, &kept);
 	CHECK(kept.buf);
 	CHECK_EQ(kept.len, BZ_LEN);
 	/* Only the header was read: the payload is still in the file. */
@@ -553,9 +563,7 @@ TEST(boot_load_reads_a_vmlinux_segment_from_its_file)
 	struct x86_boot_info info;
 	struct fake_guest g;
 
-	write_tmp(kpath, b, VML_LEN);
-	cfg.kernel_path = kpath;
-	CHECK_EQ(x86_boot_check_keep(&cfg, &kept, err, sizeof(err)), 0);
+	check_keep_file(kpath, b, VML_LEN, &cfg, &kept);
 	CHECK(kept.fd >= 0);
 	CHECK_EQ(kept.head, 4096);
 	CHECK_EQ(kept.len, VML_LEN);
