@@ -169,7 +169,8 @@ void vqw_fini(struct vqw *w)
 }
 
 /* The worker's drain (virtq_worker.c): at most a queue's worth per round,
- * notifications off meanwhile, re-enabled and re-checked after. */
+ * notifications off, left off (fake_round turns them on, as the worker's
+ * rearm does before it sleeps). */
 static void fake_drain(struct vqw_queue *q)
 {
 	unsigned budget = q->vq->size;
@@ -178,31 +179,24 @@ static void fake_drain(struct vqw_queue *q)
 	q->more = false;
 	if (q->broken)
 		return;
-	for (;;) {
-		virtq_notify_disable(q->vq);
-		while (budget) {
-			r = virtq_pop(q->vq, &q->chain);
-			if (r == 0)
-				break;
-			if (r < 0) {
-				vqw_broken(q, strerror(-r));
-				return;
-			}
-			FZ_ASSERT(r == 1);
-			FZ_ASSERT(q->chain.head < q->vq->size);
-			FZ_ASSERT(q->chain.n <= VIRTQ_MAX_CHAIN && q->chain.n_readable <= q->chain.n);
-			budget--;
-			q->w->ops->chain(q, &q->chain);
-			if (q->broken)
-				return;
-		}
-		if (!budget) {
-			q->more = true;
+	virtq_notify_disable(q->vq);
+	while (budget) {
+		r = virtq_pop(q->vq, &q->chain);
+		if (r == 0)
+			return;
+		if (r < 0) {
+			vqw_broken(q, strerror(-r));
 			return;
 		}
-		if (!virtq_notify_enable(q->vq))
+		FZ_ASSERT(r == 1);
+		FZ_ASSERT(q->chain.head < q->vq->size);
+		FZ_ASSERT(q->chain.n <= VIRTQ_MAX_CHAIN && q->chain.n_readable <= q->chain.n);
+		budget--;
+		q->w->ops->chain(q, &q->chain);
+		if (q->broken)
 			return;
 	}
+	q->more = true;
 }
 
 static void fake_publish(struct vqw_queue *q)
@@ -220,8 +214,13 @@ static void fake_round(void)
 
 	if (!fk.w->started)
 		return;
-	fake_drain(q);
-	fake_publish(q);
+	/* The worker's loop up to its sleep: drain and publish; a full
+	 * round comes back later; else notifications on and the re-check,
+	 * which may find more. */
+	do {
+		fake_drain(q);
+		fake_publish(q);
+	} while (!q->more && !q->broken && virtq_notify_enable(q->vq));
 }
 
 /* Touch every byte of a host buffer the device handed to "the kernel". */
