@@ -277,9 +277,9 @@ void vqw_poll_preempted(struct vqw_poll *p, uint64_t now_ns)
  * outstanding, watch the avail rings for the current window before
  * sleeping. A driver that reposts at once is picked up without a kick and
  * without a wake-up. Guest notifications stay off while we poll (drain
- * left them off), and rearm() turns them on before we sleep. A gap in the loop means
- * the thread lost its CPU: then polling only delays whoever had to run
- * (vqw_poll_preempted). True when work showed up. */
+ * left them off), and rearm() turns them on before we sleep. A gap in
+ * the loop means the thread lost its CPU: then polling only delays
+ * whoever had to run (vqw_poll_preempted). True when work showed up. */
 static bool poll_rings(struct vqw *w)
 {
 	uint64_t t, next, deadline;
