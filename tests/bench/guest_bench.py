@@ -22,7 +22,8 @@ hits all alike. Per round and configuration:
               for QEMU, without firmware): the guest's time to /init
               (its kernel log) and the VMM's wall time from exec to exit;
   fio phase:  one boot (the first of --kernels) runs every workload (fio, io_uring, O_DIRECT in the
-              guest, 4 KiB random reads and writes over the whole disk).
+              guest, 4 KiB random reads and writes over the whole disk;
+              --bs and --workloads choose other sizes and patterns).
 
 Measured per workload: IOPS (fio), guest interrupts per request (the
 guest's /proc/interrupts, virtio lines, around each fio run), VM exits per
@@ -70,7 +71,7 @@ for w in @WORKLOADS@; do
 	rw=${w%%:*}; r=${w#*:}; qd=${r%%:*}; jobs=${r#*:}
 	a=$(irqs)
 	echo "MVM-BENCH-BEGIN $w"
-	fio --name=b --filename=/dev/vda --rw=$rw --bs=4k --ioengine=io_uring --direct=1 \
+	fio --name=b --filename=/dev/vda --rw=$rw --bs=@BS@ --ioengine=io_uring --direct=1 \
 		--iodepth=$qd --numjobs=$jobs --runtime=@SECONDS@ --time_based --group_reporting \
 		--norandommap --randrepeat=0 --output-format=terse --terse-version=3 |
 		cut -d';' -f6,8,47,49 | sed 's/^/MVM-BENCH-FIO /'
@@ -83,13 +84,13 @@ def log(msg):
     print(msg, flush=True)
 
 
-def guest_cmd(workloads, seconds):
+def guest_cmd(workloads, seconds, bs_kib):
     if not workloads:
         script = ('echo "MVM-BENCH-INIT $(dmesg | sed -n \'s/^\\[ *\\([0-9.]*\\)\\] '
                   'Run \\/init.*/\\1/p\' | head -n 1) $(nproc)"')
     else:
         script = GUEST_SCRIPT.replace("@WORKLOADS@", " ".join(workloads)).replace(
-            "@SECONDS@", str(seconds))
+            "@SECONDS@", str(seconds)).replace("@BS@", "%dk" % bs_kib)
     b64 = base64.b64encode(script.encode()).decode()
     return "echo %s | base64 -d | sh" % b64
 
@@ -190,7 +191,7 @@ class Run:
         self.lines, self.marks = [], {}
         self.peak_rss = 0
         self.init_s = self.nproc = None
-        argv = vmm_argv(config, args, guest_cmd(workloads, args.seconds), kernel)
+        argv = vmm_argv(config, args, guest_cmd(workloads, args.seconds, args.bs), kernel)
         self.t0 = time.monotonic()
         self.p = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                                   stderr=subprocess.PIPE)
@@ -253,9 +254,9 @@ class Run:
         if m and self.marks:
             last = list(self.marks)[-1]
             f = [float(x) for x in m.group(1).split(";")]
-            # read KiB, read IOPS, write KiB, write IOPS (4 KiB requests)
+            # read KiB, read IOPS, write KiB, write IOPS (--bs KiB requests)
             self.marks[last]["iops"] = f[1] + f[3]
-            self.marks[last]["requests"] = (f[0] + f[2]) / 4
+            self.marks[last]["requests"] = (f[0] + f[2]) / self.args.bs
         m = re.search(r"MVM-BENCH-END (\S+) (-?[0-9]+)", line)
         if m and m.group(1) in self.marks:
             d = self.marks[m.group(1)]
@@ -392,6 +393,10 @@ def parse_args():
     ap.add_argument("--mem", type=int, default=256, help="guest RAM, MiB")
     ap.add_argument("--size", type=int, default=256, help="image size, MiB")
     ap.add_argument("--qd", default="1,8,32,128", help="randread depths for the plot (1 job)")
+    ap.add_argument("--bs", default="4k", help="fio's block size, KiB (4k, 64k, 1m)")
+    ap.add_argument("--workloads", default="",
+                    help="instead of the default list: fio RW:QD:JOBS, comma-separated "
+                    "(RW: read, write, randread, randwrite, rw, randrw; e.g. randrw:32:2)")
     ap.add_argument("--configs", default=",".join(CONFIGS))
     ap.add_argument("--load", action="store_true",
                     help="a CPU-bound process on every CPU of this host while measuring")
@@ -414,12 +419,26 @@ def parse_args():
     for c in args.configs:
         if c not in CONFIGS:
             sys.exit("guest-bench: unknown configuration '%s'; use %s" % (c, ",".join(CONFIGS)))
-    qds = [int(q) for q in args.qd.split(",")]
-    args.workloads = ["randread:%d:1" % q for q in qds]
-    for w in ["randread:32:%d" % args.cpus, "randwrite:1:1", "randwrite:32:1",
-              "randwrite:32:%d" % args.cpus]:
-        if w not in args.workloads:
-            args.workloads.append(w)
+    m = re.fullmatch(r"([0-9]+)([kKmM]?)", args.bs)
+    if not m or int(m.group(1)) == 0:
+        sys.exit("guest-bench: bad --bs '%s'; give KiB as 4k, 64k or 1m" % args.bs)
+    args.bs = int(m.group(1)) * (1024 if m.group(2).lower() == "m" else 1)
+    if args.bs % 4 or args.bs > 4096:
+        sys.exit("guest-bench: --bs %dk is not a multiple of 4k up to 4m; the guest reads "
+                 "/dev/vda with O_DIRECT" % args.bs)
+    if args.workloads:
+        args.workloads = args.workloads.split(",")
+        for w in args.workloads:
+            if not re.fullmatch(r"(rand)?(read|write|rw):[1-9][0-9]*:[1-9][0-9]*", w):
+                sys.exit("guest-bench: bad workload '%s' in --workloads; give RW:QD:JOBS, "
+                         "e.g. randread:32:1 or randrw:8:2" % w)
+    else:
+        qds = [int(q) for q in args.qd.split(",")]
+        args.workloads = ["randread:%d:1" % q for q in qds]
+        for w in ["randread:32:%d" % args.cpus, "randwrite:1:1", "randwrite:32:1",
+                  "randwrite:32:%d" % args.cpus]:
+            if w not in args.workloads:
+                args.workloads.append(w)
     args.tag = "-load" if args.load else ""
     return args
 
@@ -540,9 +559,10 @@ def report(args, rounds):
         r0 = rounds[0]
         log("guest-bench: %s KVM; host %d CPUs (load %s at the first round's start); guest "
             "%d vCPUs, %d MiB, %d queues, image %d MiB on tmpfs; %d rounds, fio %d s per "
-            "workload%s" % (r0["kvm"], r0["host_cpus"], r0["load"], args.cpus, args.mem,
-                            args.queues, args.size, len(rounds), args.seconds,
-                            "; a CPU-bound process on each CPU" if args.load else ""))
+            "workload, %d KiB blocks%s" % (r0["kvm"], r0["host_cpus"], r0["load"], args.cpus,
+                                           args.mem, args.queues, args.size, len(rounds),
+                                           args.seconds, args.bs,
+                                           "; a CPU-bound process on each CPU" if args.load else ""))
     log("")
     def table(width, cell):
         log("%-16s" % "workload" + "".join("%-*s" % (width, c) for c in configs))
@@ -648,8 +668,8 @@ def report(args, rounds):
         if pts:
             series[c] = pts
     svg = os.path.join(args.out, "iops-vs-qd%s.svg" % args.tag)
-    svg_plot(svg, series, "4 KiB random read, 1 job, %d vCPUs, %d queues%s" % (
-        args.cpus, args.queues, ", CPU-bound load on every CPU" if args.load else ""))
+    svg_plot(svg, series, "%d KiB random read, 1 job, %d vCPUs, %d queues%s" % (
+        args.bs, args.cpus, args.queues, ", CPU-bound load on every CPU" if args.load else ""))
     res = os.path.join(args.out, "result%s.json" % args.tag)
     with open(res, "w") as f:
         a = {k: v for k, v in vars(args).items() if k not in ("image", "files")}
