@@ -1,7 +1,7 @@
 /* mvm-bench: virtio-blk device cost without KVM.
  *
  * A driver (this thread) plays the guest on fake RAM with the test driver's
- * split-ring layout: keeps QD 4 KiB random reads in flight through the ring
+ * split-ring layout: keeps QD random reads (4 KiB, or --bs) in flight through the ring
  * (one indirect descriptor per request), kicks the queue eventfd, waits on
  * the interrupt eventfd. Backends: "null" (the same device path with
  * IORING_OP_NOP instead of the read: the device's own cost per request) and
@@ -14,7 +14,7 @@
  * printed as packed/split IOPS ratios.
  *
  *   mvm-bench [--seconds S] [--rounds N] [--size MiB] [--qd N]... [--halt-poll USEC]
- *             [--opts ,KEY=VAL...] [--json]
+ *             [--bs KiB] [--opts ,KEY=VAL...] [--json]
  *
  * Each point runs for S seconds in all, split into N rounds (default 3) that
  * interleave the device and direct runs. The driver waits for interrupts
@@ -42,6 +42,9 @@
 #include <sys/mman.h>
 
 #define QMAX 256
+#define BS_MAX (1u << 20)       /* --bs: one data descriptor, at most seg size_max */
+
+static unsigned bs = 4096;      /* bytes per read */
 
 static double now(void)
 {
@@ -105,7 +108,7 @@ static void die_bench(const char *what)
 	exit(1);
 }
 
-/* Per request: 16-byte header, 4 KiB buffer, status byte, 3-entry indirect table. */
+/* Per request: 16-byte header, bs buffer, status byte, 3-entry indirect table. */
 struct breq {
 	uint64_t hdr, data, status, table;
 };
@@ -119,14 +122,14 @@ struct breq {
 static struct breq *breqs_alloc(struct vdrv *d, unsigned qd)
 {
 	struct breq *rq = calloc(qd, sizeof(*rq));
-	uint64_t data = vdrv_alloc(d, (uint64_t)qd * 4096, 4096);
+	uint64_t data = vdrv_alloc(d, (uint64_t)qd * bs, 4096);
 
 	if (!rq)
 		die_bench("out of memory");
 	for (unsigned i = 0; i < qd; i++) {
 		uint64_t meta = vdrv_alloc(d, 128, 64);
 
-		rq[i].data = data + (uint64_t)i * 4096;
+		rq[i].data = data + (uint64_t)i * bs;
 		rq[i].hdr = meta;
 		rq[i].status = meta + 16;
 		rq[i].table = meta + 64;
@@ -206,7 +209,8 @@ static struct virtio_dev *bench_open(struct vdrv *d, const char *path, bool null
 	snprintf(spec, sizeof(spec), "%s%s", path, disk_opts);
 	if (cli_parse_blk_opts(spec, 1, &o, err, sizeof(err)))
 		die_bench(err);
-	if (vdrv_ram_init(d, 0x100000, 8 << 20))
+	/* Room for 128 requests' buffers, and their metadata. */
+	if (vdrv_ram_init(d, 0x100000, (8u << 20) + 128u * bs))
 		die_bench("fake RAM");
 	dev_new(&o, d, &dev);
 	if (null)
@@ -240,7 +244,7 @@ static int run_device(const char *path, uint64_t size, bool null, unsigned qd, d
 	struct virtio_dev *dev;
 	struct blk_queue_stats a, b;
 	struct breq *rq;
-	uint64_t blocks = size / 4096, done = 0;
+	uint64_t blocks = size / bs, done = 0;
 	uint16_t kicked_idx;
 	double t0, t1;
 	unsigned i;
@@ -253,7 +257,7 @@ static int run_device(const char *path, uint64_t size, bool null, unsigned qd, d
 	rq = breqs_alloc(&d, qd);
 	for (i = 0; i < qd; i++) {
 		vdrv_indirect_set(&d, rq[i].table, 0, rq[i].hdr, 16, VRING_DESC_F_NEXT, 1);
-		vdrv_indirect_set(&d, rq[i].table, 1, rq[i].data, 4096,
+		vdrv_indirect_set(&d, rq[i].table, 1, rq[i].data, bs,
 				  VRING_DESC_F_NEXT | VRING_DESC_F_WRITE, 2);
 		vdrv_indirect_set(&d, rq[i].table, 2, rq[i].status, 1, VRING_DESC_F_WRITE, 0);
 		/* head i: one descriptor pointing at request i's table */
@@ -274,7 +278,7 @@ static int run_device(const char *path, uint64_t size, bool null, unsigned qd, d
 	blk_get_queue_stats(dev, 0, &a);
 	t0 = now();
 	for (i = 0; i < qd; i++) {
-		set_sector(&d, &rq[i], (rnd() % blocks) * 8);
+		set_sector(&d, &rq[i], (rnd() % blocks) * (bs / 512));
 		vdrv_avail_add_head(&d, 0, (uint16_t)i);
 	}
 	kicked_idx = d.q[0].avail_idx;
@@ -287,12 +291,12 @@ static int run_device(const char *path, uint64_t size, bool null, unsigned qd, d
 
 		/* Reap everything used; repost each slot with a new random offset. */
 		while (vdrv_get_used(&d, 0, &id, &len)) {
-			if (id >= qd || len != 4097 ||
+			if (id >= qd || len != bs + 1 ||
 			    *(uint8_t *)vdrv_host(&d, rq[id].status) != VIRTIO_BLK_S_OK)
 				die_bench("request failed");
 			done++;
 			got++;
-			set_sector(&d, &rq[id], (rnd() % blocks) * 8);
+			set_sector(&d, &rq[id], (rnd() % blocks) * (bs / 512));
 			vdrv_avail_add_head(&d, 0, (uint16_t)id);
 		}
 		if (got) {
@@ -328,11 +332,11 @@ static void packed_post(struct vdrv *d, struct breq *r, unsigned i, uint16_t *re
 			uint64_t blocks)
 {
 	struct vdrv_sg sg[3] = {
-		{ r->hdr, 16, false }, { r->data, 4096, true }, { r->status, 1, true },
+		{ r->hdr, 16, false }, { r->data, bs, true }, { r->status, 1, true },
 	};
 	int id;
 
-	set_sector(d, r, (rnd() % blocks) * 8);
+	set_sector(d, r, (rnd() % blocks) * (bs / 512));
 	id = vdrv_add(d, 0, sg, 3, true);
 	if (id < 0)
 		die_bench("packed: ring full");
@@ -347,7 +351,7 @@ static int run_device_packed(const char *path, uint64_t size, bool null, unsigne
 	struct blk_queue_stats a, b;
 	struct breq *rq;
 	uint16_t reqof[QMAX];
-	uint64_t blocks = size / 4096, done = 0;
+	uint64_t blocks = size / bs, done = 0;
 	double t0, t1;
 	unsigned i;
 	int irq_fd;
@@ -381,7 +385,7 @@ static int run_device_packed(const char *path, uint64_t size, bool null, unsigne
 		while (vdrv_get_used(&d, 0, &id, &len)) {
 			struct breq *r;
 
-			if (id >= QMAX || reqof[id] >= qd || len != 4097)
+			if (id >= QMAX || reqof[id] >= qd || len != bs + 1)
 				die_bench("packed: request failed");
 			r = &rq[reqof[id]];
 			if (*(uint8_t *)vdrv_host(&d, r->status) != VIRTIO_BLK_S_OK)
@@ -418,7 +422,7 @@ static int run_direct(const char *path, uint64_t size, unsigned qd, double secs,
 {
 	struct io_uring ring;
 	uint8_t *bufs;
-	uint64_t blocks = size / 4096, done = 0, enters = 0;
+	uint64_t blocks = size / bs, done = 0, enters = 0;
 	double t0, t1;
 	unsigned i;
 	int fd;
@@ -427,15 +431,15 @@ static int run_direct(const char *path, uint64_t size, unsigned qd, double secs,
 	if (fd < 0 || io_uring_queue_init(QMAX, &ring, 0) || io_uring_register_files(&ring, &fd, 1))
 		die_bench("direct: io_uring setup");
 	/* Buffers in THP-eligible memory, like the device's (fake) guest RAM. */
-	bufs = aligned_alloc(2u << 20, ((size_t)qd * 4096 + (2u << 20) - 1) & ~(size_t)((2u << 20) - 1));
+	bufs = aligned_alloc(2u << 20, ((size_t)qd * bs + (2u << 20) - 1) & ~(size_t)((2u << 20) - 1));
 	if (!bufs)
 		die_bench("direct: out of memory");
-	madvise(bufs, (size_t)qd * 4096, MADV_HUGEPAGE);
+	madvise(bufs, (size_t)qd * bs, MADV_HUGEPAGE);
 	t0 = now();
 	t1 = t0 + secs;
 	for (i = 0; i < qd; i++) {
 		struct io_uring_sqe *sqe = io_uring_get_sqe(&ring);
-		io_uring_prep_read(sqe, 0, bufs + (size_t)i * 4096, 4096, (rnd() % blocks) * 4096);
+		io_uring_prep_read(sqe, 0, bufs + (size_t)i * bs, bs, (rnd() % blocks) * bs);
 		sqe->flags |= IOSQE_FIXED_FILE;
 		io_uring_sqe_set_data64(sqe, i);
 	}
@@ -448,11 +452,11 @@ static int run_direct(const char *path, uint64_t size, unsigned qd, double secs,
 		io_uring_for_each_cqe(&ring, head, cqe) {
 			uint64_t slot = io_uring_cqe_get_data64(cqe);
 			struct io_uring_sqe *sqe;
-			if (cqe->res != 4096)
+			if (cqe->res != (int)bs)
 				die_bench("direct: read failed");
 			n++;
 			sqe = io_uring_get_sqe(&ring);
-			io_uring_prep_read(sqe, 0, bufs + slot * 4096, 4096, (rnd() % blocks) * 4096);
+			io_uring_prep_read(sqe, 0, bufs + slot * bs, bs, (rnd() % blocks) * bs);
 			sqe->flags |= IOSQE_FIXED_FILE;
 			io_uring_sqe_set_data64(sqe, slot);
 		}
@@ -498,7 +502,13 @@ int main(int argc, char **argv)
 			rounds = (unsigned)strtoul(argv[++i], NULL, 0);
 		else if (!strcmp(argv[i], "--halt-poll") && i + 1 < (unsigned)argc)
 			halt_poll_us = (unsigned)strtoul(argv[++i], NULL, 0);
-		else if (!strcmp(argv[i], "--opts") && i + 1 < (unsigned)argc)
+		else if (!strcmp(argv[i], "--bs") && i + 1 < (unsigned)argc) {
+			unsigned long kib = strtoul(argv[++i], NULL, 0);
+
+			if (kib < 4 || kib % 4 || kib * 1024 > BS_MAX)
+				die_bench("--bs must be a multiple of 4 (KiB) from 4 to 1024");
+			bs = (unsigned)kib * 1024;
+		} else if (!strcmp(argv[i], "--opts") && i + 1 < (unsigned)argc)
 			disk_opts = argv[++i];
 		else if (!strcmp(argv[i], "--qd") && i + 1 < (unsigned)argc) {
 			unsigned qd = (unsigned)strtoul(argv[++i], NULL, 0), k;
@@ -512,7 +522,7 @@ int main(int argc, char **argv)
 			bool help = !strcmp(argv[i], "--help");
 
 			fprintf(help ? stdout : stderr, "usage: mvm-bench [--seconds S] [--rounds N] "
-				"[--size MiB] [--qd N]... [--halt-poll USEC] [--opts ,KEY=VAL...] "
+				"[--size MiB] [--qd N]... [--halt-poll USEC] [--bs KiB] [--opts ,KEY=VAL...] "
 				"[--json]\n");
 			return help ? 0 : 2;
 		}
@@ -571,12 +581,12 @@ int main(int argc, char **argv)
 		for (i = 0; i < 4; i++) {
 			if (!want[i])
 				continue;
-			printf("%s{\"qd\":%u,\"null_iops\":%.0f,\"device_iops\":%.0f,"
+			printf("%s{\"bs\":%u,\"qd\":%u,\"null_iops\":%.0f,\"device_iops\":%.0f,"
 			       "\"direct_iops\":%.0f,\"ratio\":%.3f,\"enters_per_req\":%.4f,"
 			       "\"irqs_per_req\":%.4f,\"null_enters_per_req\":%.4f,"
 			       "\"null_irqs_per_req\":%.4f,\"batches_per_req\":%.4f,"
 			       "\"polled_per_req\":%.4f,\"kicks_per_req\":%.4f", first ? "" : ",",
-			       qds[i], nul[i].iops,
+			       bs, qds[i], nul[i].iops,
 			       file[i].iops, direct[i].iops, file[i].iops / direct[i].iops,
 			       file[i].enters_per_req, file[i].irqs_per_req,
 			       nul[i].enters_per_req, nul[i].irqs_per_req, file[i].batches_per_req,
@@ -592,8 +602,8 @@ int main(int argc, char **argv)
 		printf("]\n");
 		return 0;
 	}
-	printf("virtio-blk 4 KiB random reads, %llu MiB page-cached file, %.1f s per point "
-	       "in %u rounds, driver halt-polls %u us\n",
+	printf("virtio-blk %u KiB random reads, %llu MiB page-cached file, %.1f s per point "
+	       "in %u rounds, driver halt-polls %u us\n", bs / 1024,
 	       (unsigned long long)(size >> 20), secs, rounds, halt_poll_us);
 	printf("%5s %12s %12s %12s %7s %10s %9s %9s %13s %11s\n", "QD", "null IOPS",
 	       "device IOPS", "direct IOPS", "ratio", "enter/req", "irq/req", "kick/req",
