@@ -12,7 +12,9 @@ guest (same kernel, initramfs, image, vCPUs and queues) under:
 
 QEMU gets what a user tuning it for speed would give it: an iothread,
 aio=io_uring, the same number of queues, cache=writeback like mvm's default
-(the image is on tmpfs, which has no O_DIRECT). Rounds alternate the
+(the image is on tmpfs, which has no O_DIRECT; --cache none gives both
+VMMs cache=none, O_DIRECT on an image on a disk's file system: nested, L1's
+ext4 scratch disk, else /var/tmp). Rounds alternate the
 configurations (A B C D, then B C D A, ...), so drift in the machine's speed
 hits all alike. Per round and configuration:
 
@@ -38,6 +40,7 @@ spread, min..max), and writes build/bench-guest/result.json and an SVG plot
 of IOPS against queue depth.
 """
 import argparse
+import atexit
 import base64
 import glob
 import json
@@ -103,6 +106,8 @@ def vmm_argv(config, args, cmd, kernel):
         disk = "%s,queues=%d,transport=%s" % (args.image, args.queues, transport)
         if args.io_threads:
             disk += ",io-threads=%d" % args.io_threads
+        if args.cache == "none":
+            disk += ",cache=none"
         disk += args.disk_opts
         return [os.path.join(args.files, "mvm"), "--stats", "--kernel", kernel, "--initrd", initrd,
                 "--cpus", str(args.cpus), "--mem", "%dM" % args.mem, "--disk", disk, "--cmdline", "loglevel=4 -- " + cmd]
@@ -111,7 +116,8 @@ def vmm_argv(config, args, cmd, kernel):
          "-serial", "stdio", "-no-reboot", "-kernel", kernel, "-initrd", initrd,
          "-append", BASE_CMDLINE + " loglevel=4 -- " + cmd,
          "-object", "iothread,id=io0",
-         "-drive", "file=%s,if=none,id=d0,format=raw,cache=writeback,aio=io_uring" % args.image,
+         "-drive", "file=%s,if=none,id=d0,format=raw,cache=%s,aio=io_uring" % (
+             args.image, args.cache),
          "-device", "isa-debug-exit,iobase=0x501,iosize=1"]
     if config == "qemu-q35":
         # qboot (QEMU's bios-microvm.bin) rather than SeaBIOS: SeaBIOS's MP
@@ -394,6 +400,9 @@ def parse_args():
     ap.add_argument("--size", type=int, default=256, help="image size, MiB")
     ap.add_argument("--qd", default="1,8,32,128", help="randread depths for the plot (1 job)")
     ap.add_argument("--bs", default="4k", help="fio's block size, KiB (4k, 64k, 1m)")
+    ap.add_argument("--cache", choices=["writeback", "none"], default="writeback",
+                    help="both VMMs' cache mode; none: O_DIRECT, the image on a disk's "
+                    "file system instead of tmpfs")
     ap.add_argument("--workloads", default="",
                     help="instead of the default list: fio RW:QD:JOBS, comma-separated "
                     "(RW: read, write, randread, randwrite, rw, randrw; e.g. randrw:32:2)")
@@ -462,8 +471,21 @@ def setup_host(args):
         shutil.copy2(f, tmp)
     args.files = tmp
     args.image = os.path.join(tmp, "disk.raw")
+    if args.cache == "none":
+        # O_DIRECT needs a disk's file system: L1's ext4 scratch disk
+        # nested (MVM_SCRATCH), else /var/tmp (not a tmpfs on Debian).
+        d = os.environ.get("MVM_SCRATCH", "/var/tmp")
+        args.image = os.path.join(d, "mvm-bench-disk.raw")
     subprocess.check_call(["dd", "if=/dev/zero", "of=" + args.image, "bs=1M",
                            "count=%d" % args.size, "status=none"])
+    if args.cache == "none":
+        atexit.register(os.unlink, args.image)
+        try:
+            os.close(os.open(args.image, os.O_RDONLY | os.O_DIRECT))
+        except OSError as e:
+            sys.exit("guest-bench: --cache none: %s cannot be opened with O_DIRECT (%s); "
+                     "set MVM_SCRATCH to a directory on a disk's file system" % (
+                         args.image, e.strerror))
     if not os.path.isdir("/sys/kernel/debug/kvm"):
         subprocess.call(["mount", "-t", "debugfs", "debugfs", "/sys/kernel/debug"],
                         stderr=subprocess.DEVNULL)
@@ -558,9 +580,11 @@ def report(args, rounds):
     if rounds:
         r0 = rounds[0]
         log("guest-bench: %s KVM; host %d CPUs (load %s at the first round's start); guest "
-            "%d vCPUs, %d MiB, %d queues, image %d MiB on tmpfs; %d rounds, fio %d s per "
+            "%d vCPUs, %d MiB, %d queues, image %d MiB %s; %d rounds, fio %d s per "
             "workload, %d KiB blocks%s" % (r0["kvm"], r0["host_cpus"], r0["load"], args.cpus,
-                                           args.mem, args.queues, args.size, len(rounds),
+                                           args.mem, args.queues, args.size,
+                                           "on tmpfs" if args.cache == "writeback" else
+                                           "with cache=none (O_DIRECT)", len(rounds),
                                            args.seconds, args.bs,
                                            "; a CPU-bound process on each CPU" if args.load else ""))
     log("")
