@@ -208,12 +208,21 @@ class Run:
         sampler.start()
         deadline = self.t0 + args.timeout
         self.timed_out = False
+        self.stalled = None
         killer = threading.Timer(args.timeout, self._kill)
         killer.start()
         for raw in self.p.stdout:
             line = raw.decode(errors="replace").replace("\r", "").rstrip("\n")
             self.lines.append(line)
             self._marker(line)
+            if self.stalled is None and RCU_STALL.search(line):
+                # The guest's RCU detector: a CPU of the guest has not run
+                # for 21 s. Under the emulated L1 that happens now and then
+                # under every VMM, and such a guest has not come back
+                # within the 600 s timeout: stop it now (in a thread: the
+                # pipe must keep draining while the VMM prints its stats).
+                self.stalled = time.monotonic() - self.t0
+                threading.Thread(target=self._stop, daemon=True).start()
         self.rc = self.p.wait()
         errt.join(5)
         self.wall_s = time.monotonic() - self.t0
@@ -221,9 +230,12 @@ class Run:
         self.timed_out = self.timed_out or time.monotonic() > deadline
 
     def _kill(self):
+        self.timed_out = True
+        self._stop()
+
+    def _stop(self):
         # SIGTERM first: mvm then prints its --stats (which queue got how
         # far) for the failure message.
-        self.timed_out = True
         self.p.terminate()
         try:
             self.p.wait(10)
@@ -302,6 +314,9 @@ class Run:
         return int(m.group(1)) if m else None
 
     def failure(self, want_rc):
+        if self.stalled is not None:
+            return "the guest stalled (its RCU stall detector fired %.0f s after the VMM " \
+                "started; stopped): %s" % (self.stalled, " | ".join(self.lines[-4:]))
         if self.timed_out:
             return "timed out after %d s; the guest's last lines: %s; the VMM's: %s" % (
                 self.args.timeout, " | ".join(self.lines[-8:]),
@@ -310,6 +325,19 @@ class Run:
             tail = [l for l in self.lines[-5:]] + self.err.decode(errors="replace").splitlines()[-3:]
             return "exit status %d (expected %d): %s" % (self.rc, want_rc, " | ".join(tail))
         return None
+
+
+RCU_STALL = re.compile(r"rcu: INFO: rcu_\w+ (detected stalls|self-detected stall)")
+
+
+def run_retrying_stalls(config, args, workloads, kernel, out, what):
+    """A Run; one more where the guest stalled (noted in out["stalls"])."""
+    r = Run(config, args, workloads, kernel)
+    if r.stalled is not None:
+        out["stalls"].append("%s: %s" % (what, r.failure(ok_status(config))))
+        log("guest-bench: %s: the guest stalled; running it once more" % what)
+        r = Run(config, args, workloads, kernel)
+    return r
 
 
 def ok_status(config):
@@ -501,7 +529,7 @@ def measure_round(args, rnd):
     """One round: every configuration boots (exit 0), then runs every
     workload, in an order rotated by the round's number."""
     configs = args.configs
-    out = {"round": rnd, "host_cpus": os.cpu_count(), "failures": [],
+    out = {"round": rnd, "host_cpus": os.cpu_count(), "failures": [], "stalls": [],
            "kvm": os.environ.get("MVM_KVM_PATH", "?"),
            "load": open("/proc/loadavg").read().split()[0], "c": {}}
     order = configs[rnd % len(configs):] + configs[:rnd % len(configs)]
@@ -517,7 +545,8 @@ def measure_round(args, rnd):
             kernels = args.kernels if b % 2 == 0 else args.kernels[::-1]
             for c in order:
                 for kern in kernels:
-                    r = Run(c, args, [], kern)
+                    r = run_retrying_stalls(c, args, [], kern, out, "round %d %s boot (%s)" % (
+                        rnd + 1, c, kern))
                     why = r.failure(ok_status(c))
                     if why:
                         out["failures"].append("round %d %s boot (%s): %s" % (rnd + 1, c, kern,
@@ -533,7 +562,8 @@ def measure_round(args, rnd):
                                                  r.wall_s, ", startup %d us" % r.startup_us()
                                                  if r.startup_us() is not None else ""))
         for c in [] if args.no_fio else order:
-            r = Run(c, args, args.workloads, args.kernels[0])
+            r = run_retrying_stalls(c, args, args.workloads, args.kernels[0], out,
+                                    "round %d %s fio" % (rnd + 1, c))
             why = r.failure(ok_status(c))
             res = r.results()
             out["c"][c].update(w=res, nproc=r.nproc, rss_kb=r.peak_rss)
@@ -564,6 +594,8 @@ def measure_round(args, rnd):
 def report(args, rounds):
     configs, workloads = args.configs, args.workloads
     failures = [x for r in rounds for x in r["failures"]]
+    # Rounds written before stalls were retried have no "stalls".
+    stalls = [x for r in rounds for x in r.get("stalls", [])]
 
     def vals(c, w, key):
         return [r["c"][c]["w"][w][key] for r in rounds
@@ -697,10 +729,13 @@ def report(args, rounds):
     res = os.path.join(args.out, "result%s.json" % args.tag)
     with open(res, "w") as f:
         a = {k: v for k, v in vars(args).items() if k not in ("image", "files")}
-        json.dump({"args": a, "rounds": rounds, "ratios": ratios, "failures": failures}, f,
-                  indent=1)
+        json.dump({"args": a, "rounds": rounds, "ratios": ratios, "failures": failures,
+                   "stalls": stalls}, f, indent=1)
     log("")
-    log("guest-bench: wrote %s and %s; %d failed runs" % (res, svg, len(failures)))
+    log("guest-bench: wrote %s and %s; %d failed runs, %d guest stalls run again" % (
+        res, svg, len(failures), len(stalls)))
+    for x in stalls:
+        log("  stalled: " + x)
     for x in failures:
         log("  failed: " + x)
     return 1 if failures or not rounds else 0
