@@ -67,6 +67,20 @@ struct mvm_disk_slot {
  * turn a chunk into one byte more). */
 #define MVM_CONSOLE_CHUNK 16
 
+/* The steps from main() to the guest's first instruction, in order. */
+enum mvm_phase {
+	MVM_PHASE_CREATE,    /* main(), the CLI, mvm_create (the kernel's head) */
+	MVM_PHASE_KVM,       /* /dev/kvm, KVM_CREATE_VM, guest RAM, irqchip */
+	MVM_PHASE_DEVICES,   /* board devices, console, disks */
+	MVM_PHASE_LOAD,      /* kernel and initrd into guest RAM */
+	MVM_PHASE_VCPUS,     /* KVM_CREATE_VCPU and each vCPU's registers */
+	MVM_PHASE_START,     /* the devices' threads (mvm_start up to vCPU 0) */
+	MVM_PHASES
+};
+static const char *const mvm_phase_names[MVM_PHASES] = {
+	"create", "kvm", "devices", "load", "vcpus", "start",
+};
+
 struct mvm {
 	struct mvm_config cfg;         /* copy; its strings point into ours */
 	char *kernel, *initrd, *cmdline;
@@ -104,6 +118,10 @@ struct mvm {
 	 * wakes the flush); seq_cst, paired with the flush's load after it
 	 * resets stop_efd. */
 	atomic_bool hurry;
+
+	/* When each step of the start ended (mono_ns; 0: not reached), for
+	 * --stats' startup_phases_us: where startup_us goes. */
+	uint64_t phase_ns[MVM_PHASES];
 
 	pthread_t control;
 	bool control_started;
@@ -582,6 +600,7 @@ int mvm_prepare(struct mvm *m, char *err, size_t errlen)
 		return err_set(err, errlen, -EINVAL, "mvm_prepare: vm is NULL");
 	if (!atomic_compare_exchange_strong(&m->state, &expected, MVM_FAILED))
 		return err_set(err, errlen, -EBUSY, "mvm_prepare: the VM was prepared already");
+	m->phase_ns[MVM_PHASE_CREATE] = mono_ns();
 	/* From here on, any failure leaves the VM FAILED (destroy only). */
 	if (m->ndisks) {
 		/* Said now, not as a queue that fails at the guest's DRIVER_OK. */
@@ -605,6 +624,7 @@ int mvm_prepare(struct mvm *m, char *err, size_t errlen)
 	if (ret)
 		return ret;
 	m->vm_up = true;
+	m->phase_ns[MVM_PHASE_KVM] = mono_ns();
 	m->vm.log = m->log;
 	m->vm.kick_signal = m->cfg.kick_signal;
 	m->vm.sandbox = m->cfg.sandbox;     /* before the devices copy it */
@@ -629,6 +649,7 @@ int mvm_prepare(struct mvm *m, char *err, size_t errlen)
 	ret = mvm_attach_disks(m, err, errlen);
 	if (ret)
 		return ret;
+	m->phase_ns[MVM_PHASE_DEVICES] = mono_ns();
 
 	if (vm_compose_cmdline(m->vm.cmdline_extra, m->cmdline, m->cmdline_buf,
 			       sizeof(m->cmdline_buf)))
@@ -645,6 +666,7 @@ int mvm_prepare(struct mvm *m, char *err, size_t errlen)
 	boot_image_free(&m->kimage);
 	if (ret)
 		return ret;
+	m->phase_ns[MVM_PHASE_LOAD] = mono_ns();
 
 	m->vcpus = calloc(m->cfg.cpus, sizeof(*m->vcpus));
 	if (!m->vcpus)
@@ -659,6 +681,7 @@ int mvm_prepare(struct mvm *m, char *err, size_t errlen)
 		if (ret)
 			return ret;
 	}
+	m->phase_ns[MVM_PHASE_VCPUS] = mono_ns();
 	ret = vcpu_signal_setup(m->cfg.kick_signal);
 	if (ret)
 		return err_set(err, errlen, ret, "sigaction(%d): %s", m->cfg.kick_signal,
@@ -692,6 +715,10 @@ int mvm_start(struct mvm *m, char *err, size_t errlen)
 			goto stop_vcpus;
 	}
 	for (i = 0; i < m->cfg.cpus; i++) {
+		/* Before vCPU 0 (the boot CPU) starts: it may run the guest's
+		 * first instruction at once. */
+		if (i == 0)
+			m->phase_ns[MVM_PHASE_START] = mono_ns();
 		ret = vcpu_start(&m->vcpus[i]);
 		if (ret)
 			goto stop_vcpus;
@@ -871,9 +898,23 @@ int mvm_stats_json(const struct mvm *m, char *buf, size_t len)
 
 		/* From the host program's start (mvm(1): its main()) to the
 		 * guest's first instruction. */
-		if (first)
+		if (first) {
+			uint64_t prev = m->cfg.start_ns;
+
 			fprintf(f, ",\"startup_us\":%llu",
 				(unsigned long long)(first - m->cfg.start_ns) / 1000);
+			/* The same time by step; "run": vCPU 0's thread up to
+			 * its first KVM_RUN. */
+			fputs(",\"startup_phases_us\":{", f);
+			for (i = 0; i < MVM_PHASES; i++) {
+				uint64_t t = m->phase_ns[i] ? m->phase_ns[i] : prev;
+
+				fprintf(f, "\"%s\":%llu,", mvm_phase_names[i],
+					(unsigned long long)(t - prev) / 1000);
+				prev = t;
+			}
+			fprintf(f, "\"run\":%llu}", (unsigned long long)(first - prev) / 1000);
+		}
 	}
 	fputc('}', f);
 	n = (size_t)ftell(f);

@@ -62,6 +62,8 @@ BASE_CMDLINE = ("console=ttyS0 reboot=k panic=-1 i8042.noaux i8042.nomux "
 # Where QEMU 7.2's microvm puts its first virtio-mmio device (it fills its
 # 24 slots from the top: 512 bytes each from 0xfeb00000, IRQ 5 + slot).
 MICROVM_DISK = "virtio_mmio.device=512@0xfeb00e00:12"
+# mvm's startup_us by step (--stats startup_phases_us), in order.
+STARTUP_STEPS = ("create", "kvm", "devices", "load", "vcpus", "start", "run")
 CONFIGS = ["mvm-pci", "mvm-mmio", "qemu-q35", "qemu-microvm"]
 PAIRS = [("mvm-pci", "qemu-q35"), ("mvm-mmio", "qemu-microvm")]
 
@@ -313,6 +315,13 @@ class Run:
         m = re.search(rb'"startup_us":([0-9]+)', self.err)
         return int(m.group(1)) if m else None
 
+    def startup_steps(self):
+        """mvm's --stats startup_phases_us: startup_us by step, {} for QEMU."""
+        m = re.search(rb'"startup_phases_us":\{([^}]*)\}', self.err)
+        if not m:
+            return {}
+        return {k.decode(): int(v) for k, v in re.findall(rb'"([a-z_]+)":([0-9]+)', m.group(1))}
+
     def failure(self, want_rc):
         if self.stalled is not None:
             return "the guest stalled (its RCU stall detector fired %.0f s after the VMM " \
@@ -553,8 +562,10 @@ def measure_round(args, rnd):
                                                                              why))
                         log("guest-bench: " + out["failures"][-1])
                         continue
-                    for k, v in (("init_s", r.init_s), ("wall_s", r.wall_s),
-                                 ("startup_us", r.startup_us())):
+                    for k, v in [("init_s", r.init_s), ("wall_s", r.wall_s),
+                                 ("startup_us", r.startup_us())] + [
+                                     ("startup_%s_us" % step, us)
+                                     for step, us in r.startup_steps().items()]:
                         if v is not None:
                             out["c"][c].setdefault(boot_key(k, kern), []).append(v)
                     log("guest-bench: round %d %-12s boot (%s): /init at %s s guest time, exit "
@@ -696,6 +707,11 @@ def report(args, rounds):
                 "  startup %s (%s) us" % (fmt(mean(cvals(c, key("startup_us")))),
                                           fmt(median(cvals(c, key("startup_us")))))
                 if cvals(c, key("startup_us")) else ""))
+            steps = [(st, median(cvals(c, key("startup_%s_us" % st)))) for st in STARTUP_STEPS]
+            if any(v is not None for _, v in steps):
+                log("  %-12s %-8s startup by step, median ms: %s" % (
+                    c, kern, ", ".join("%s %s" % (st, fmt(None if v is None else v / 1000,
+                                                           "%.1f")) for st, v in steps)))
         ref = {f: (mean(cvals("qemu-microvm", key(k))), median(cvals("qemu-microvm", key(k))))
                for f, k in (("init", "init_s"), ("wall", "wall_s"))}
         for c in configs:

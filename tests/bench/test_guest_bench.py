@@ -146,6 +146,33 @@ def test_report_pairs_mvm_with_qemu_by_transport_per_round():
     check(res["failures"] == [] and res["stalls"] == [], res.keys())
 
 
+def test_startup_steps_are_read_from_stats_and_reported():
+    r = object.__new__(gb.Run)
+    r.err = (b'{"vcpus":[],"startup_us":300,"startup_phases_us":{"create":10,"kvm":100,'
+             b'"devices":20,"load":150,"vcpus":5,"start":5,"run":10}}\n')
+    steps = r.startup_steps()
+    check(list(steps) == list(gb.STARTUP_STEPS) and steps["load"] == 150, steps)
+    r.err = b'qemu-system-x86_64: no --stats\n'
+    check(r.startup_steps() == {}, "QEMU has no steps")
+    with tempfile.TemporaryDirectory() as d:
+        for k, load in enumerate([150000, 250000, 350000]):
+            rj = round_json(k, {"mvm-mmio": 100, "qemu-microvm": 100})
+            for c in rj["c"]:
+                rj["c"][c].update(init_s=[1.0], wall_s=[2.0])
+            rj["c"]["mvm-mmio"].update(startup_us=[load + 60000], startup_load_us=[load],
+                                       startup_kvm_us=[50000], startup_create_us=[10000])
+            with open(os.path.join(d, "round-%d.json" % k), "w") as f:
+                json.dump(rj, f)
+        p = subprocess.run([sys.executable, SCRIPT, "--report", "--out", d, "--rounds", "3",
+                            "--configs", "mvm-mmio,qemu-microvm", "--kernels", "bzImage",
+                            "--workloads", "randread:32:1"], capture_output=True, text=True)
+    out = p.stdout
+    check(p.returncode == 0, out + p.stderr)
+    check("mvm-mmio     bzImage  startup by step, median ms: create 10.0, kvm 50.0, "
+          "devices -, load 250.0, vcpus -, start -, run -" in out, out)
+    check("qemu-microvm bzImage  startup by step" not in out, out)
+
+
 def main():
     cases = {n[5:]: f for n, f in globals().items() if n.startswith("test_")}
     if len(sys.argv) == 2 and sys.argv[1] == "--list":
