@@ -38,7 +38,13 @@ MVM=${MVM_BIN:-$SYS_ROOT/mvm}
 SYS_TMP=$(mktemp -d "${MVM_SCRATCH:-${TMPDIR:-/tmp}}/mvm-sys.XXXXXX")
 trap 'rm -rf "$SYS_TMP"' EXIT
 
-fail() { echo "FAIL: $*"; exit 1; }
+# On failure, also any seccomp kill the kernel logged (mvm then exits 159,
+# SIGSYS): audit type 1326 names the thread (comm=) and the call (syscall=).
+fail() {
+	echo "FAIL: $*"
+	dmesg 2>/dev/null | grep 'type=1326' | tail -n 5
+	exit 1
+}
 
 # sys_run OUTFILE ARGS...: run mvm with ARGS (stdin /dev/null), output to
 # OUTFILE (also echoed, CRs stripped); sets SYS_RC to mvm's exit status.
