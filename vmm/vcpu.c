@@ -9,6 +9,7 @@
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 static const char *const vcpu_exit_names[VCPU_EXIT_KINDS] = {
@@ -198,6 +199,9 @@ static void *vcpu_thread(void *arg)
 
 	snprintf(name, sizeof(name), "mvm-vcpu%u", v->id);
 	pthread_setname_np(pthread_self(), name);
+	/* For vcpu_kick. seq_cst, as its store of immediate_exit: either it
+	 * sees this tid, or this thread's KVM_RUN sees immediate_exit. */
+	__atomic_store_n(&v->tid, (int)syscall(SYS_gettid), __ATOMIC_SEQ_CST);
 	/* Before the guest's first instruction: from here on, everything this
 	 * thread does on the guest's behalf is inside the filter. */
 	if (v->vm->sandbox) {
@@ -208,7 +212,7 @@ static void *vcpu_thread(void *arg)
 				 strerror(-st));
 			log_err(&v->vm->log, "%s", v->fatal);
 			vm_request_stop(v->vm, VM_STOP_HOST_ERROR, MVM_EXIT_INTERNAL, v->fatal);
-			return NULL;
+			goto done;
 		}
 	}
 	if (v->id == 0)
@@ -234,6 +238,9 @@ static void *vcpu_thread(void *arg)
 			break;
 		}
 	}
+done:
+	/* No kick for a thread that is gone (its tid may be reused). */
+	__atomic_store_n(&v->tid, 0, __ATOMIC_SEQ_CST);
 	return NULL;
 }
 
@@ -249,12 +256,22 @@ int vcpu_start(struct vcpu *v)
 
 void vcpu_kick(struct vcpu *v)
 {
+	int tid;
+
 	if (!v->started)
 		return;
 	/* immediate_exit covers a kick that lands just before KVM_RUN is
 	 * entered; the signal covers a vCPU already inside the guest. */
 	__atomic_store_n(&v->run->immediate_exit, 1, __ATOMIC_SEQ_CST);
-	pthread_kill(v->thread, v->vm->kick_signal);
+	/* tgkill with our own pid, the only signal call the sandbox allows:
+	 * musl's pthread_kill is tkill, which could reach any process's
+	 * thread, so the filter kills mvm for it (static build, a vCPU still
+	 * in the guest at stop: seen as status 159). tid 0: the thread has
+	 * not stored it yet (its KVM_RUN then sees immediate_exit) or has
+	 * returned. */
+	tid = __atomic_load_n(&v->tid, __ATOMIC_SEQ_CST);
+	if (tid)
+		syscall(SYS_tgkill, getpid(), tid, v->vm->kick_signal);
 }
 
 void vcpu_join(struct vcpu *v)

@@ -27,6 +27,7 @@ struct vcpu {
 	size_t run_size;
 	pthread_t thread;
 	bool started;
+	int tid;                           /* the thread's, while it runs (0: not yet, or no more) */
 	uint64_t exits[VCPU_EXIT_KINDS];   /* written by the vCPU thread only */
 	char fatal[512];                   /* what a fatal exit was (vcpu_handle_exit) */
 };
@@ -49,7 +50,9 @@ void vcpu_destroy(struct vcpu *v);
  * embedding program chooses the signal (mvm_config.kick_signal). */
 int vcpu_signal_setup(int sig);
 int vcpu_start(struct vcpu *v);
-/* Kick out of KVM_RUN; the thread then sees the stop and returns. */
+/* Kick out of KVM_RUN; the thread then sees the stop and returns. The
+ * signal goes by tgkill to this process (what the sandbox allows), never
+ * by pthread_kill: musl's is tkill, which a sandboxed thread may not call. */
 void vcpu_kick(struct vcpu *v);
 void vcpu_join(struct vcpu *v);
 
