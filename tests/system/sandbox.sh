@@ -71,8 +71,11 @@ wait_line "$SYS_TMP/out" '^MVM-READY' "$pid"
 echo "threads of mvm (pid $pid) while the guest runs fio:"
 unfiltered=() vcpus=0 queues=0 control=0 main=0
 for task in /proc/$pid/task/*; do
-	comm=$(cat "$task/comm")
-	read -r mode filters uid gid nnp <<<"$(status "$task")"
+	comm=$(cat "$task/comm" 2>/dev/null) st=$(status "$task" 2>/dev/null)
+	# io_uring's workers (iou-wrk-*) come and go: one may end between the
+	# listing and the read. mvm's own threads are counted below.
+	[ -n "$comm" ] && [ -n "${st// /}" ] || { echo "    (task ${task##*/} ended meanwhile)"; continue; }
+	read -r mode filters uid gid nnp <<<"$st"
 	printf '    %-14s Seccomp %s, filters %s, Uid %s, Gid %s, NoNewPrivs %s\n' "$comm" "$mode" \
 		"$filters" "$uid" "$gid" "$nnp"
 	[ "$mode" = 2 ] || unfiltered+=("$comm")
@@ -105,7 +108,9 @@ expect_line "$SYS_TMP/out" '^MVM-FIO-RC=0'
 pid=$!
 wait_line "$SYS_TMP/out2" '^MVM-READY' "$pid"
 for task in /proc/$pid/task/*; do
-	read -r mode _ <<<"$(status "$task")"
+	st=$(status "$task" 2>/dev/null)
+	[ -n "${st// /}" ] || continue         # ended meanwhile (see above)
+	read -r mode _ <<<"$st"
 	[ "$mode" = 0 ] || fail "$(cat "$task/comm") is filtered with --sandbox=off"
 done
 kill -TERM "$pid"; wait_exit "$pid" 30; rc=$?
