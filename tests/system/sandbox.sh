@@ -68,14 +68,22 @@ status() {
 pid=$!
 wait_line "$SYS_TMP/out" '^MVM-READY' "$pid"
 
+# Everything is read at once, right away: the guest ends when fio does
+# (20 s), and under emulation every fork here is slow. One status file
+# per task, concatenated ("Name:" starts each); io_uring's workers
+# (iou-wrk-*) come and go, and one that ends meanwhile is just not listed.
+tasks=$(cat /proc/$pid/task/*/status 2>/dev/null | awk '
+	function out() { if (n != "") print n, s, f, u, g, p }
+	$1 == "Name:" { out(); n = $2; s = f = u = g = p = "" }
+	$1 == "Seccomp:" { s = $2 } $1 == "Seccomp_filters:" { f = $2 }
+	$1 == "Uid:" { u = $2 } $1 == "Gid:" { g = $2 } $1 == "NoNewPrivs:" { p = $2 }
+	END { out() }')
+root=$(readlink "/proc/$pid/root")
+limits=$(cat "/proc/$pid/limits")
+
 echo "threads of mvm (pid $pid) while the guest runs fio:"
 unfiltered=() vcpus=0 queues=0 control=0 main=0
-for task in /proc/$pid/task/*; do
-	comm=$(cat "$task/comm" 2>/dev/null) st=$(status "$task" 2>/dev/null)
-	# io_uring's workers (iou-wrk-*) come and go: one may end between the
-	# listing and the read. mvm's own threads are counted below.
-	[ -n "$comm" ] && [ -n "${st// /}" ] || { echo "    (task ${task##*/} ended meanwhile)"; continue; }
-	read -r mode filters uid gid nnp <<<"$st"
+while read -r comm mode filters uid gid nnp; do
 	printf '    %-14s Seccomp %s, filters %s, Uid %s, Gid %s, NoNewPrivs %s\n' "$comm" "$mode" \
 		"$filters" "$uid" "$gid" "$nnp"
 	[ "$mode" = 2 ] || unfiltered+=("$comm")
@@ -88,14 +96,13 @@ for task in /proc/$pid/task/*; do
 	[ "$uid" = 65534 ] || fail "$comm does not run as uid 65534"
 	[ "$gid" = 65534 ] || fail "$comm does not run as gid 65534"
 	[ "$nnp" = 1 ] || fail "$comm may gain privileges"
-done
+done <<<"$tasks"
 [ ${#unfiltered[@]} -eq 0 ] || fail "threads without a seccomp filter: ${unfiltered[*]}"
 [ $vcpus = 2 ] && [ $queues = 2 ] && [ $control = 1 ] && [ $main = 1 ] ||
 	fail "expected 2 vCPU, 2 queue, 1 control and the main thread; saw $vcpus, $queues, $control, $main"
-root=$(readlink "/proc/$pid/root")
 [ "$root" = "$(readlink -f "$jail")" ] || fail "mvm's root is '$root', not the jail $jail"
-grep -qE '^Max core file size +0 +0 ' "/proc/$pid/limits" || fail "core dumps are not off"
-grep -E '^Max (open files|processes|core file size)' "/proc/$pid/limits" | sed 's/^/    /'
+grep -qE '^Max core file size +0 +0 ' <<<"$limits" || fail "core dumps are not off"
+grep -E '^Max (open files|processes|core file size)' <<<"$limits" | sed 's/^/    /'
 echo "root: $root"
 
 wait_exit "$pid" 120; rc=$?
