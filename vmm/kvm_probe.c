@@ -187,6 +187,7 @@ void kvm_probe_key(char *out, size_t outlen)
 }
 
 struct probe_thread {
+	struct vcpu *v;
 	void (*fn)(void *arg);
 	void *arg;
 	int done_efd;
@@ -196,7 +197,9 @@ static void *probe_thread_main(void *p)
 {
 	struct probe_thread *t = p;
 
+	vcpu_thread_enter(t->v);
 	t->fn(t->arg);
+	vcpu_thread_leave(t->v);
 	if (eventfd_write(t->done_efd, 1) < 0) {
 		/* cannot fail on a fresh eventfd; the caller's poll times out */
 	}
@@ -207,9 +210,8 @@ int kvm_probe_vcpu_thread(struct vcpu *v, unsigned timeout_ms, int kick_signal,
 			  void (*fn)(void *arg), void *arg, atomic_bool *timed_out,
 			  char *reason, size_t len)
 {
-	struct probe_thread t = { fn, arg, -1 };
+	struct probe_thread t = { v, fn, arg, -1 };
 	struct pollfd p;
-	pthread_t thread;
 	int ret;
 
 	t.done_efd = eventfd(0, EFD_CLOEXEC);
@@ -218,23 +220,24 @@ int kvm_probe_vcpu_thread(struct vcpu *v, unsigned timeout_ms, int kick_signal,
 		snprintf(reason, len, "eventfd: %s", strerror(errno));
 		return ret;
 	}
-	ret = thread_start(&thread, probe_thread_main, &t);
+	/* The probe's thread is v's thread: vcpu_kick and vcpu_join serve it
+	 * as they serve a running VM's, with the caller's signal. */
+	v->vm->kick_signal = kick_signal;
+	ret = thread_start(&v->thread, probe_thread_main, &t);
 	if (ret) {
 		snprintf(reason, len, "probe thread: %s", strerror(-ret));
 		close(t.done_efd);
 		return ret;
 	}
+	v->started = true;
 	p = (struct pollfd){ .fd = t.done_efd, .events = POLLIN };
 	while ((ret = poll(&p, 1, (int)timeout_ms)) < 0 && errno == EINTR)
 		;
 	if (ret <= 0) {
-		/* Out of KVM_RUN: immediate_exit covers a thread about to
-		 * enter it, the signal one already inside (vcpu_kick). */
 		atomic_store(timed_out, true);
-		__atomic_store_n(&v->run->immediate_exit, 1, __ATOMIC_SEQ_CST);
-		pthread_kill(thread, kick_signal);
+		vcpu_kick(v);
 	}
-	pthread_join(thread, NULL);
+	vcpu_join(v);
 	close(t.done_efd);
 	return 0;
 }

@@ -191,6 +191,19 @@ static bool vcpu_stopping(const struct vcpu *v)
 	return atomic_load(&vm_kvm(v->vm)->stopping);
 }
 
+void vcpu_thread_enter(struct vcpu *v)
+{
+	/* For vcpu_kick. seq_cst, as its store of immediate_exit: either it
+	 * sees this tid, or this thread's KVM_RUN sees immediate_exit. */
+	__atomic_store_n(&v->tid, (int)syscall(SYS_gettid), __ATOMIC_SEQ_CST);
+}
+
+void vcpu_thread_leave(struct vcpu *v)
+{
+	/* No kick for a thread that is gone (its tid may be reused). */
+	__atomic_store_n(&v->tid, 0, __ATOMIC_SEQ_CST);
+}
+
 static void *vcpu_thread(void *arg)
 {
 	struct vcpu *v = arg;
@@ -199,9 +212,7 @@ static void *vcpu_thread(void *arg)
 
 	snprintf(name, sizeof(name), "mvm-vcpu%u", v->id);
 	pthread_setname_np(pthread_self(), name);
-	/* For vcpu_kick. seq_cst, as its store of immediate_exit: either it
-	 * sees this tid, or this thread's KVM_RUN sees immediate_exit. */
-	__atomic_store_n(&v->tid, (int)syscall(SYS_gettid), __ATOMIC_SEQ_CST);
+	vcpu_thread_enter(v);
 	/* Before the guest's first instruction: from here on, everything this
 	 * thread does on the guest's behalf is inside the filter. */
 	if (v->vm->sandbox) {
@@ -239,8 +250,7 @@ static void *vcpu_thread(void *arg)
 		}
 	}
 done:
-	/* No kick for a thread that is gone (its tid may be reused). */
-	__atomic_store_n(&v->tid, 0, __ATOMIC_SEQ_CST);
+	vcpu_thread_leave(v);
 	return NULL;
 }
 

@@ -50,6 +50,10 @@ void vcpu_destroy(struct vcpu *v);
  * embedding program chooses the signal (mvm_config.kick_signal). */
 int vcpu_signal_setup(int sig);
 int vcpu_start(struct vcpu *v);
+/* The first and last thing a thread that runs v does (vcpu_start's, or
+ * the KVM probe's): publish its tid for vcpu_kick, and take it back. */
+void vcpu_thread_enter(struct vcpu *v);
+void vcpu_thread_leave(struct vcpu *v);
 /* Kick out of KVM_RUN; the thread then sees the stop and returns. The
  * signal goes by tgkill to this process (what the sandbox allows), never
  * by pthread_kill: musl's is tkill, which a sandboxed thread may not call. */

@@ -3,8 +3,14 @@
  * a fake here that counts its calls; the real one needs a KVM. */
 #include "tests/unit/check.h"
 #include "vmm/kvm_probe.h"
+#include "vmm/vcpu.h"
+#include "vmm/vm.h"
 
 #include <errno.h>
+#include <linux/kvm.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -373,4 +379,46 @@ TEST(key_names_the_probe_and_dev_kvm)
 	CHECK(!strncmp(key, "p1-", 3));
 	CHECK(strstr(key, access("/dev/kvm", F_OK) == 0 ? "-kvm" : "-nokvm"));
 	CHECK(!strpbrk(key, "\t\n "));
+}
+
+/* A probe guest that never finishes: the "KVM_RUN" here blocks in poll()
+ * with no timeout, as a vCPU inside the guest blocks in the ioctl. The
+ * probe's timeout must kick it out (vcpu_kick: immediate_exit, then the
+ * signal by tgkill) and join it, and say that it timed out. */
+struct hung_run {
+	struct vcpu *v;
+	int interrupted;        /* poll() calls that a signal cut short */
+	bool left;
+};
+
+static void hung_run(void *arg)
+{
+	struct hung_run *h = arg;
+
+	while (!__atomic_load_n(&h->v->run->immediate_exit, __ATOMIC_SEQ_CST)) {
+		if (poll(NULL, 0, -1) < 0 && errno == EINTR)
+			h->interrupted++;
+	}
+	h->left = true;
+}
+
+TEST(a_probe_that_hangs_is_kicked_out_at_its_timeout)
+{
+	static struct kvm_run run;      /* what KVM would map */
+	struct vm vm = { .kick_signal = 0 };
+	struct vcpu v = { .vm = &vm, .run = &run };
+	struct hung_run h = { .v = &v };
+	atomic_bool timed_out;
+	char reason[128] = "";
+
+	atomic_init(&timed_out, false);
+	CHECK_EQ(vcpu_signal_setup(SIGUSR2), 0);
+	CHECK_EQ(kvm_probe_vcpu_thread(&v, 100, SIGUSR2, hung_run, &h, &timed_out, reason,
+				       sizeof(reason)), 0);
+	CHECK(atomic_load(&timed_out));
+	CHECK(h.left);
+	/* Blocked in a syscall, the thread saw the signal, not just the flag. */
+	CHECK(h.interrupted >= 1);
+	CHECK(!v.started);      /* joined */
+	CHECK_EQ(v.tid, 0);     /* and gone: no later kick can reach a reused tid */
 }
