@@ -227,8 +227,8 @@ static struct virtio_dev *bench_open(struct vdrv *d, const char *path, bool null
 static void bench_close(struct vdrv *d, struct virtio_dev *dev)
 {
 	vdrv_wr(d, VIRTIO_MMIO_STATUS, 0);
-	vdrv_detach(d);
 	virtio_dev_destroy(dev);
+	vdrv_detach(d);
 	free(d->ram);
 }
 

@@ -80,8 +80,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		}
 		fv_check(v, stops);
 	}
-	vdrv_detach(&v->d);
 	virtio_dev_destroy(&v->dev);
+	vdrv_detach(&v->d);
 	fv_free(v);
 	return 0;
 }

@@ -89,8 +89,8 @@ static void setup(struct t *t, const char *opts, unsigned nq)
 static void teardown(struct t *t)
 {
 	vdrv_wr(&t->d, VIRTIO_MMIO_STATUS, 0);
-	vdrv_detach(&t->d);
 	virtio_dev_destroy(t->dev);
+	vdrv_detach(&t->d);
 	close(t->fd);
 	unlink(t->path);
 	free(t->d.ram);

@@ -156,8 +156,8 @@ static struct pair *pair_new(bool slow_tx)
 
 static void pair_free(struct pair *p)
 {
-	vdrv_detach(&p->d);
 	virtio_dev_destroy(&p->dev);
+	vdrv_detach(&p->d);
 	free(p->d.ram);
 	free(p);
 }

@@ -139,6 +139,8 @@ static inline int vdrv_attach(struct vdrv *d, struct virtio_dev *dev)
 	return virtio_mmio_init(&d->mmio, dev);
 }
 
+/* After virtio_dev_destroy, as the VM's teardown does: until their
+ * threads are stopped, queues signal through the transport. */
 static inline void vdrv_detach(struct vdrv *d)
 {
 	virtio_mmio_destroy(&d->mmio);

@@ -106,8 +106,8 @@ static inline struct vnull *vnull_running(unsigned nq, uint16_t qsize, uint64_t 
 
 static inline void vnull_free(struct vnull *v)
 {
-	vdrv_detach(&v->d);
 	virtio_dev_destroy(&v->dev);
+	vdrv_detach(&v->d);
 	free(v->d.ram);
 	free(v);
 }
