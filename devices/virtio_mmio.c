@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 static void mmio_bad_access(struct virtio_mmio *m, const char *what, uint64_t off,
@@ -41,22 +42,21 @@ static void set_high(uint64_t *v, uint32_t hi)
 	*v = (*v & 0xffffffffULL) | ((uint64_t)hi << 32);
 }
 
-void virtio_mmio_read(void *opaque, uint64_t off, uint8_t *data, unsigned len)
+/* The page's InterruptStatus word: the register's only copy. Atomic
+ * operations on it take little-endian operands. */
+static uint32_t *mmio_isr(struct virtio_mmio *m)
 {
-	struct virtio_mmio *m = opaque;
-	struct virtio_dev *dev = m->t.dev;
-	uint32_t v = 0;
+	return (uint32_t *)(void *)(m->regs + VIRTIO_MMIO_INTERRUPT_STATUS);
+}
 
-	memset(data, 0, len);
-	pthread_mutex_lock(&m->t.lock);
-	if (off >= VIRTIO_MMIO_CONFIG) {
-		vtr_config_read(&m->t, off - VIRTIO_MMIO_CONFIG, data, len);
-		goto out;
-	}
-	if (len != 4 || off % 4) {
-		mmio_bad_access(m, "read", off, len);
-		goto out;
-	}
+/* What the 32-bit register at off reads: true, or false for a register
+ * that cannot be read (write-only or unknown). t.lock held, except for
+ * InterruptStatus, Status and ConfigGeneration, which come from atomics. */
+static bool mmio_reg(struct virtio_mmio *m, uint64_t off, uint32_t *out)
+{
+	struct virtio_dev *dev = m->t.dev;
+	uint32_t v;
+
 	switch (off) {
 	case VIRTIO_MMIO_MAGIC_VALUE:
 		v = VIRTIO_MMIO_MAGIC;
@@ -80,7 +80,7 @@ void virtio_mmio_read(void *opaque, uint64_t off, uint8_t *data, unsigned len)
 		v = m->queue_sel < dev->num_queues ? dev->queues[m->queue_sel].vq.ready : 0;
 		break;
 	case VIRTIO_MMIO_INTERRUPT_STATUS:
-		v = __atomic_load_n(&m->interrupt_status, __ATOMIC_ACQUIRE);
+		v = le32toh(__atomic_load_n(mmio_isr(m), __ATOMIC_ACQUIRE));
 		break;
 	case VIRTIO_MMIO_STATUS:
 		v = virtio_get_status(dev);
@@ -89,6 +89,69 @@ void virtio_mmio_read(void *opaque, uint64_t off, uint8_t *data, unsigned len)
 		v = __atomic_load_n(&dev->config_generation, __ATOMIC_ACQUIRE);
 		break;
 	default:        /* write-only or unknown */
+		return false;
+	}
+	*out = v;
+	return true;
+}
+
+static void mmio_page_store(struct virtio_mmio *m, uint64_t off, uint32_t v)
+{
+	/* Relaxed: a vCPU may read the word meanwhile, and must see either
+	 * value whole; what orders the page against the guest is the exit
+	 * that follows (the write's) or the interrupt edge (signal_config). */
+	__atomic_store_n((uint32_t *)(void *)(m->regs + off), htole32(v), __ATOMIC_RELAXED);
+}
+
+/* Bring the register page up to date (see the header). by_writes: also
+ * the registers only the driver's writes change, t.lock held. Status,
+ * the config space and ConfigGeneration, which other threads change,
+ * always; the generation last, so a driver that sees it has the config
+ * before it. InterruptStatus never: its word is the register itself. */
+static void mmio_regs_publish(struct virtio_mmio *m, bool by_writes)
+{
+	uint32_t v;
+	uint64_t off;
+
+	pthread_mutex_lock(&m->regs_lock);
+	if (by_writes) {
+		for (off = 0; off < VIRTIO_MMIO_CONFIG; off += 4) {
+			if (off == VIRTIO_MMIO_INTERRUPT_STATUS || off == VIRTIO_MMIO_STATUS ||
+			    off == VIRTIO_MMIO_CONFIG_GENERATION)
+				continue;
+			if (!mmio_reg(m, off, &v))
+				v = 0;
+			mmio_page_store(m, off, v);
+		}
+	}
+	mmio_page_store(m, VIRTIO_MMIO_STATUS, virtio_get_status(m->t.dev));
+	/* Word by word, as a driver reads it: each word whole. */
+	for (off = VIRTIO_MMIO_CONFIG; off < VIRTIO_MMIO_WINDOW; off += 4) {
+		uint8_t w[4] = { 0 };
+
+		vtr_config_read(&m->t, off - VIRTIO_MMIO_CONFIG, w, sizeof(w));
+		mmio_page_store(m, off, le32_load(w));
+	}
+	mmio_reg(m, VIRTIO_MMIO_CONFIG_GENERATION, &v);
+	__atomic_store_n((uint32_t *)(void *)(m->regs + VIRTIO_MMIO_CONFIG_GENERATION),
+			 htole32(v), __ATOMIC_RELEASE);
+	pthread_mutex_unlock(&m->regs_lock);
+}
+
+/* The exit path of a guest read (a window that is not mapped, or unit
+ * tests): the same values as the page. */
+void virtio_mmio_read(void *opaque, uint64_t off, uint8_t *data, unsigned len)
+{
+	struct virtio_mmio *m = opaque;
+	uint32_t v = 0;
+
+	memset(data, 0, len);
+	pthread_mutex_lock(&m->t.lock);
+	if (off >= VIRTIO_MMIO_CONFIG) {
+		vtr_config_read(&m->t, off - VIRTIO_MMIO_CONFIG, data, len);
+		goto out;
+	}
+	if (len != 4 || off % 4 || !mmio_reg(m, off, &v)) {
 		mmio_bad_access(m, "read", off, len);
 		goto out;
 	}
@@ -107,6 +170,7 @@ void virtio_mmio_write(void *opaque, uint64_t off, const uint8_t *data, unsigned
 	pthread_mutex_lock(&m->t.lock);
 	if (off >= VIRTIO_MMIO_CONFIG) {
 		vtr_config_write(&m->t, off - VIRTIO_MMIO_CONFIG, data, len);
+		mmio_regs_publish(m, false);
 		goto out;
 	}
 	if (len != 4 || off % 4) {
@@ -144,10 +208,12 @@ void virtio_mmio_write(void *opaque, uint64_t off, const uint8_t *data, unsigned
 		/* Normally bound to an ioeventfd and never seen here; this path
 		 * serves unit tests and value mismatches (bad index: ignored). */
 		vtr_kick(&m->t, v);
-		break;
+		goto out;       /* changes no register */
 	case VIRTIO_MMIO_INTERRUPT_ACK:
-		__atomic_fetch_and(&m->interrupt_status, ~v, __ATOMIC_ACQ_REL);
-		break;
+		/* Pairs with mmio_raise's OR: a bit set after the driver read
+		 * the register and not in v stays set. */
+		__atomic_fetch_and(mmio_isr(m), htole32(~v), __ATOMIC_ACQ_REL);
+		goto out;       /* the page's word is the register */
 	case VIRTIO_MMIO_STATUS:
 		vtr_set_status(&m->t, (uint8_t)v);
 		break;
@@ -176,8 +242,9 @@ void virtio_mmio_write(void *opaque, uint64_t off, const uint8_t *data, unsigned
 	}
 	default:        /* read-only or unknown */
 		mmio_bad_access(m, "write", off, len);
-		break;
+		goto out;
 	}
+	mmio_regs_publish(m, true);
 out:
 	pthread_mutex_unlock(&m->t.lock);
 }
@@ -192,8 +259,9 @@ static void mmio_raise(struct virtio_mmio *m, uint32_t bit)
 	uint64_t one = 1;
 
 	/* The status bit is visible before the interrupt edge: the guest's
-	 * handler reads InterruptStatus after the irqfd injection. */
-	__atomic_fetch_or(&m->interrupt_status, bit, __ATOMIC_ACQ_REL);
+	 * handler reads InterruptStatus (from the page, or through an exit)
+	 * after the irqfd injection. */
+	__atomic_fetch_or(mmio_isr(m), htole32(bit), __ATOMIC_ACQ_REL);
 	if (write(m->irq_fd, &one, sizeof(one)) < 0) {
 		/* EAGAIN: counter saturated, an interrupt is pending anyway */
 	}
@@ -207,7 +275,12 @@ static void mmio_signal_queue(struct virtio_dev *dev, unsigned q)
 
 static void mmio_signal_config(struct virtio_dev *dev)
 {
-	mmio_raise(dev->transport, VIRTIO_MMIO_INT_CONFIG);
+	struct virtio_mmio *m = dev->transport;
+
+	/* NEEDS_RESET or a new generation: in the page before the edge.
+	 * Any thread, t.lock held or not (regs_lock comes after it). */
+	mmio_regs_publish(m, false);
+	mmio_raise(m, VIRTIO_MMIO_INT_CONFIG);
 }
 
 const struct virtio_transport_ops virtio_mmio_transport_ops = {
@@ -223,13 +296,16 @@ static void mmio_reset(struct vtr *t)
 	m->device_features_sel = 0;
 	m->driver_features_sel = 0;
 	m->queue_sel = 0;
-	__atomic_store_n(&m->interrupt_status, 0, __ATOMIC_RELEASE);
+	__atomic_store_n(mmio_isr(m), 0, __ATOMIC_RELEASE);
 }
 
 static void mmio_unbind(struct vtr *t)
 {
 	struct virtio_mmio *m = container_of(t, struct virtio_mmio, t);
 
+	if (m->regs_mapped)
+		vm_unmap_readonly(t->vm, m->regs_slot);
+	m->regs_mapped = false;
 	if (m->irqfd_bound)
 		vm_irqfd(t->vm, m->gsi, m->irq_fd, true);
 	m->irqfd_bound = false;
@@ -242,7 +318,8 @@ static void mmio_stats_json(struct vtr *t, FILE *out)
 {
 	struct virtio_mmio *m = container_of(t, struct virtio_mmio, t);
 
-	fprintf(out, ",\"base\":\"0x%" PRIx64 "\",\"irq\":%u", m->base, m->gsi);
+	fprintf(out, ",\"base\":\"0x%" PRIx64 "\",\"irq\":%u,\"register_reads\":\"%s\"",
+		m->base, m->gsi, m->regs_mapped ? "mapped" : "exit");
 }
 
 static void mmio_free(struct vtr *t)
@@ -266,15 +343,31 @@ int virtio_mmio_init(struct virtio_mmio *m, struct virtio_dev *dev)
 	int ret;
 
 	memset(m, 0, sizeof(*m));
-	m->irq_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
-	if (m->irq_fd < 0)
+	/* A page of its own: KVM maps host pages (vm_map_readonly). */
+	m->regs = mmap(NULL, VIRTIO_MMIO_WINDOW, PROT_READ | PROT_WRITE,
+		       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (m->regs == MAP_FAILED)
 		return -errno;
-	ret = vtr_init(&m->t, &mmio_vtr_ops, dev, &virtio_mmio_transport_ops, m);
-	if (ret) {
-		close(m->irq_fd);
-		return ret;
+	ret = pthread_mutex_init(&m->regs_lock, NULL);
+	if (ret)
+		goto unmap_regs;
+	m->irq_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+	if (m->irq_fd < 0) {
+		ret = -errno;
+		goto destroy_regs_lock;
 	}
+	ret = vtr_init(&m->t, &mmio_vtr_ops, dev, &virtio_mmio_transport_ops, m);
+	if (ret)
+		goto close_irq_fd;
+	mmio_regs_publish(m, true);     /* no other thread knows m yet */
 	return 0;
+close_irq_fd:
+	close(m->irq_fd);
+destroy_regs_lock:
+	pthread_mutex_destroy(&m->regs_lock);
+unmap_regs:
+	munmap(m->regs, VIRTIO_MMIO_WINDOW);
+	return ret > 0 ? -ret : ret;
 }
 
 void virtio_mmio_destroy(struct virtio_mmio *m)
@@ -282,6 +375,29 @@ void virtio_mmio_destroy(struct virtio_mmio *m)
 	vtr_destroy(&m->t);
 	close(m->irq_fd);
 	m->irq_fd = -1;
+	pthread_mutex_destroy(&m->regs_lock);
+	munmap(m->regs, VIRTIO_MMIO_WINDOW);
+	m->regs = NULL;
+}
+
+/* Guest reads from the page, without an exit, where this KVM has
+ * read-only memory and a host page is the window's size; elsewhere they
+ * exit as before. Not an error either way: only slower. */
+static void mmio_map_regs(struct virtio_mmio *m, struct vm *vm)
+{
+	unsigned slot = vm_virtio_mmio_slot(vm, m->base);
+	int ret;
+
+	if (sysconf(_SC_PAGESIZE) != VIRTIO_MMIO_WINDOW)
+		return;
+	ret = vm_map_readonly(vm, slot, m->base, m->regs, VIRTIO_MMIO_WINDOW);
+	if (ret == 0) {
+		m->regs_slot = slot;
+		m->regs_mapped = true;
+	} else if (ret != -EOPNOTSUPP) {
+		log_warn(&vm->log, "%s: cannot map its registers read-only (%s): the guest's "
+			 "register reads exit to mvm instead", m->t.name, strerror(-ret));
+	}
 }
 
 int virtio_mmio_attach(struct vm *vm, struct virtio_dev *dev)
@@ -321,6 +437,7 @@ int virtio_mmio_attach(struct vm *vm, struct virtio_dev *dev)
 	if (ret)
 		goto abort;
 	m->irqfd_bound = true;
+	mmio_map_regs(m, vm);
 	ret = vm_cmdline_append(vm, "virtio_mmio.device=4K@0x%" PRIx64 ":%u", base, m->gsi);
 	if (ret)
 		goto abort;

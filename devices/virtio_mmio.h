@@ -9,6 +9,24 @@
  *    queue index) and a KVM_IRQFD for the interrupt, so neither kicks nor
  *    interrupts go through userspace on the I/O path.
  *
+ * The register page: every register the driver reads is a function of
+ * what it wrote (each write exits to us) and of the device's atomics
+ * (InterruptStatus, Status's NEEDS_RESET, ConfigGeneration), and no read
+ * has a side effect (§4.2.2). So the transport keeps a 4 KiB page laid
+ * out as the window, with what each register would read, and maps it into
+ * the guest read-only (vm_map_readonly) where KVM can: then the guest's
+ * reads cost no VM exit, and its writes still exit (or hit an ioeventfd)
+ * as before. On the I/O path that spares the InterruptStatus read of every
+ * interrupt, one of its two exits to the VMM (the other, InterruptACK, is a
+ * write). Who writes the page: the register lock's holder (after each
+ * write, for the registers writes change), the queue threads (atomic OR
+ * into InterruptStatus), and signal_config (Status and ConfigGeneration,
+ * any thread); page stores take regs_lock, InterruptStatus aside, whose
+ * only copy is the page's word. A multi-byte config field that changed at
+ * run time could be read torn, as the generation check cannot see a copy
+ * half done; no mvm device changes its config after creation (virtio-blk's
+ * is fixed), and one that does must keep its window unmapped.
+ *
  * Register rules: 32-bit aligned accesses only below 0x100 (anything else
  * reads 0 / is ignored, logged once per device); queue registers are ignored
  * after DRIVER_OK or while the selected queue is ready; QueueSel >= num_queues
@@ -40,13 +58,20 @@ struct virtio_mmio {
 	uint32_t device_features_sel;
 	uint32_t driver_features_sel;
 	uint32_t queue_sel;
-	uint32_t interrupt_status;      /* atomic: set by queue threads, ACKed by vCPUs */
+	/* The register page (above): VIRTIO_MMIO_WINDOW bytes, page-aligned,
+	 * little-endian. Its InterruptStatus word is the only copy of that
+	 * register (atomic: set by queue threads, ACKed by vCPUs). */
+	uint8_t *regs;
+	pthread_mutex_t regs_lock;      /* page stores but InterruptStatus;
+					 * taken after t.lock where both are */
 	int irq_fd;                     /* eventfd: written to raise the interrupt */
 	/* KVM binding (virtio_mmio_attach only) */
 	uint64_t base;
 	unsigned gsi;
+	unsigned regs_slot;             /* the page's memory slot, if regs_mapped */
 	bool window_bound;              /* registered on vm->mmio */
 	bool irqfd_bound;
+	bool regs_mapped;               /* guest reads come from regs, no exit */
 };
 
 /* Register model: bind dev to the transport (sets dev->tops/transport) and
@@ -62,7 +87,8 @@ extern const struct virtio_transport_ops virtio_mmio_transport_ops;
 
 /* KVM binding: allocate a window and an IRQ, register on vm->mmio, bind each
  * queue's notify to dev->queues[q].kick_fd with KVM_IOEVENTFD (datamatch q, 4 bytes),
- * the interrupt eventfd with KVM_IRQFD, add "virtio_mmio.device=4K@0x...:IRQ"
+ * the interrupt eventfd with KVM_IRQFD, map the register page read-only
+ * where KVM can (elsewhere reads exit, as writes do), add "virtio_mmio.device=4K@0x...:IRQ"
  * to the kernel command line, and register with vm_add_device: from then on
  * the VM owns dev (virtio_dev_destroy at teardown) and the transport. dev
  * must be initialised (virtio_dev_init) and heap-allocated, and must stay

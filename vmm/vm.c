@@ -369,6 +369,40 @@ int vm_alloc_virtio_mmio(struct vm *vm, uint64_t *base)
 	return 0;
 }
 
+unsigned vm_virtio_mmio_slot(const struct vm *vm, uint64_t base)
+{
+	return vm->mem.nr +
+	       (unsigned)((base - arch_layout.virtio_mmio_base) / arch_layout.virtio_mmio_size);
+}
+
+int vm_map_readonly(struct vm *vm, unsigned slot, uint64_t gpa, void *hva, uint64_t size)
+{
+	struct kvm_userspace_memory_region r = {
+		.slot = slot,
+		.flags = KVM_MEM_READONLY,
+		.guest_phys_addr = gpa,
+		.memory_size = size,
+		.userspace_addr = (uintptr_t)hva,
+	};
+	int n = ioctl(vm->vm_fd, KVM_CHECK_EXTENSION, KVM_CAP_READONLY_MEM);
+
+	if (n < 0)
+		return -errno;
+	if (n == 0)
+		return -EOPNOTSUPP;
+	return ioctl(vm->vm_fd, KVM_SET_USER_MEMORY_REGION, &r) < 0 ? -errno : 0;
+}
+
+void vm_unmap_readonly(struct vm *vm, unsigned slot)
+{
+	/* Size 0 deletes the slot (KVM API: KVM_SET_USER_MEMORY_REGION). */
+	struct kvm_userspace_memory_region r = { .slot = slot };
+
+	if (ioctl(vm->vm_fd, KVM_SET_USER_MEMORY_REGION, &r) < 0) {
+		/* Only a VM fd gone wrong fails here; the VM is being torn down. */
+	}
+}
+
 int vm_alloc_msi_gsi(struct vm *vm, unsigned *gsi)
 {
 	if (vm->next_gsi < KVM_MSI_GSI_FIRST)

@@ -126,6 +126,20 @@ int vm_alloc_irq(struct vm *vm, unsigned *gsi);
 /* Next free virtio-mmio window (base address): 0 or -ENOSPC. */
 int vm_alloc_virtio_mmio(struct vm *vm, uint64_t *base);
 
+/* Show the guest host memory [hva, hva + size) at gpa, read-only
+ * (KVM_MEM_READONLY): guest reads come from that memory without a VM
+ * exit; guest writes still exit, as MMIO (KVM_EXIT_MMIO, or an ioeventfd
+ * that matches). For a device's register window whose reads have no side
+ * effects. slot: the memory slot to use (vm_virtio_mmio_slot), which must be
+ * free. gpa, hva and size must be host-page aligned. 0, -EOPNOTSUPP where
+ * this KVM has no read-only memory, or -errno. */
+int vm_map_readonly(struct vm *vm, unsigned slot, uint64_t gpa, void *hva, uint64_t size);
+/* Remove what vm_map_readonly(slot) mapped; before hva is unmapped. */
+void vm_unmap_readonly(struct vm *vm, unsigned slot);
+/* The memory slot for the virtio-mmio window at base (from
+ * vm_alloc_virtio_mmio): one per window, after guest RAM's slots. */
+unsigned vm_virtio_mmio_slot(const struct vm *vm, uint64_t base);
+
 /* Allocate a GSI for an MSI route (not an IOAPIC pin): 0 or -ENOSPC. */
 int vm_alloc_msi_gsi(struct vm *vm, unsigned *gsi);
 

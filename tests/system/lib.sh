@@ -141,6 +141,12 @@ blk_fio_check() {
 		[ "${cnt:-0}" -gt "${was:-0}" ] || fail "interrupt $n did not count under fio ($was -> $cnt)"
 	done
 	echo "interrupts of vda: before [$b] after [$a]"
+	# virtio-mmio: the guest read its registers from the page mapped
+	# read-only, and still found and drove its disks (fio above).
+	local mmio mapped
+	mmio=$(grep -o '"transport":"virtio-mmio"' "$SYS_TMP/out" | wc -l)
+	mapped=$(grep -o '"register_reads":"mapped"' "$SYS_TMP/out" | wc -l)
+	[ "$mapped" -eq "$mmio" ] || fail "$mapped of $mmio virtio-mmio windows had their registers mapped"
 	expect_line "$SYS_TMP/out" '^MVM-VDB-RO=1$'
 	grep -qE '^MVM-RO-WRITE-RC=0$' "$SYS_TMP/out" && fail "a write to the ro disk succeeded in the guest"
 	expect_line "$SYS_TMP/out" '^MVM-RO-WRITE-RC=[1-9]'
