@@ -304,7 +304,7 @@ static void mmio_unbind(struct vtr *t)
 	struct virtio_mmio *m = container_of(t, struct virtio_mmio, t);
 
 	if (m->regs_mapped)
-		vm_unmap_readonly(t->vm, m->regs_slot);
+		vm_unmap_readonly(t->vm, vm_virtio_mmio_slot(t->vm, m->base));
 	m->regs_mapped = false;
 	if (m->irqfd_bound)
 		vm_irqfd(t->vm, m->gsi, m->irq_fd, true);
@@ -385,14 +385,13 @@ void virtio_mmio_destroy(struct virtio_mmio *m)
  * exit as before. Not an error either way: only slower. */
 static void mmio_map_regs(struct virtio_mmio *m, struct vm *vm)
 {
-	unsigned slot = vm_virtio_mmio_slot(vm, m->base);
 	int ret;
 
 	if (sysconf(_SC_PAGESIZE) != VIRTIO_MMIO_WINDOW)
 		return;
-	ret = vm_map_readonly(vm, slot, m->base, m->regs, VIRTIO_MMIO_WINDOW);
+	ret = vm_map_readonly(vm, vm_virtio_mmio_slot(vm, m->base), m->base, m->regs,
+			      VIRTIO_MMIO_WINDOW);
 	if (ret == 0) {
-		m->regs_slot = slot;
 		m->regs_mapped = true;
 	} else if (ret != -EOPNOTSUPP) {
 		log_warn(&vm->log, "%s: cannot map its registers read-only (%s): the guest's "

@@ -68,7 +68,6 @@ struct virtio_mmio {
 	/* KVM binding (virtio_mmio_attach only) */
 	uint64_t base;
 	unsigned gsi;
-	unsigned regs_slot;             /* the page's memory slot, if regs_mapped */
 	bool window_bound;              /* registered on vm->mmio */
 	bool irqfd_bound;
 	bool regs_mapped;               /* guest reads come from regs, no exit */
