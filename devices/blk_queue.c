@@ -442,6 +442,9 @@ static void worker_stop(struct blk_dev *blk, unsigned wi)
 		q->base.kicks += wq->st.kicks;
 		q->base.gathers += wq->st.gathers;
 		q->base.gathered += wq->st.gathered;
+		/* Not a sum: the ring as this worker left it. */
+		q->base.ring = wq->st.ring;
+		q->base.ring_valid = wq->st.ring_valid;
 		memset(&wq->st, 0, sizeof(wq->st));
 		__atomic_store_n(&q->wq, NULL, __ATOMIC_RELAXED);
 	}

@@ -124,7 +124,7 @@ static void blk_stats_json(struct virtio_dev *dev, FILE *out)
 		fprintf(out, "%s{\"requests\":%llu,\"batches\":%llu,\"io_uring_enter\":%llu,"
 			"\"irqs\":%llu,\"errors\":%llu,\"bytes_read\":%llu,\"bytes_written\":%llu,"
 			"\"polled\":%llu,\"poll_preempted\":%llu,\"kicks\":%llu,\"gathers\":%llu,"
-			"\"gathered\":%llu}",
+			"\"gathered\":%llu",
 			q ? "," : "", (unsigned long long)s.requests,
 			(unsigned long long)s.batches, (unsigned long long)s.enters,
 			(unsigned long long)s.irqs, (unsigned long long)s.errors,
@@ -132,6 +132,19 @@ static void blk_stats_json(struct virtio_dev *dev, FILE *out)
 			(unsigned long long)s.polled, (unsigned long long)s.poll_preempted,
 			(unsigned long long)s.kicks, (unsigned long long)s.gathers,
 			(unsigned long long)s.gathered);
+		if (s.ring_valid) {
+			/* Where a stalled queue stopped: work the device never
+			 * took (avail_pending), host I/O that never completed
+			 * (in_flight), or completions past the driver's
+			 * used_event that it never saw. */
+			fprintf(out, ",\"ring\":{\"last_avail\":%u,\"used\":%u,\"avail_pending\":%u,"
+				"\"in_flight\":%u,\"driver_event\":%u,\"driver_flags\":%u,"
+				"\"device_event\":%u,\"device_flags\":%u}",
+				s.ring.last_avail, s.ring.used, s.ring.avail_pending,
+				s.ring.in_flight, s.ring.driver_event, s.ring.driver_flags,
+				s.ring.device_event, s.ring.device_flags);
+		}
+		fputc('}', out);
 	}
 	fprintf(out, "]}");
 }
@@ -255,6 +268,10 @@ int blk_get_queue_stats(struct virtio_dev *dev, unsigned q, struct blk_queue_sta
 	out->kicks = bq->base.kicks + w.kicks;
 	out->gathers = bq->base.gathers + w.gathers;
 	out->gathered = bq->base.gathered + w.gathered;
+	/* The ring of the worker that stopped last: the live one's once it
+	 * has stopped (vqw_stop), else the one folded into base. */
+	out->ring_valid = w.ring_valid || bq->base.ring_valid;
+	out->ring = w.ring_valid ? w.ring : bq->base.ring;
 	out->errors = __atomic_load_n(&bq->errors, __ATOMIC_RELAXED);
 	out->bytes_read = __atomic_load_n(&bq->bytes_read, __ATOMIC_RELAXED);
 	out->bytes_written = __atomic_load_n(&bq->bytes_written, __ATOMIC_RELAXED);

@@ -40,6 +40,8 @@ struct blk_queue_stats {
 	uint64_t kicks;            /* guest notifications, plus one at each queue start */
 	uint64_t gathers;          /* kicks after which the I/O thread waited for more */
 	uint64_t gathered;         /* requests that came during those waits */
+	bool ring_valid;           /* the queue's thread has stopped: */
+	struct virtq_ring_state ring;   /* the ring as it left it */
 };
 /* 0 or -EINVAL (not a blk device / bad queue). Any thread. */
 int blk_get_queue_stats(struct virtio_dev *dev, unsigned q, struct blk_queue_stats *out);

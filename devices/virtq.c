@@ -630,3 +630,41 @@ bool virtq_has_work(struct virtq *vq)
 					 vq->avail_wrap);
 	return ring_load16(vq->avail + AVAIL_IDX) != vq->last_avail;
 }
+
+void virtq_ring_state(struct virtq *vq, struct virtq_ring_state *st)
+{
+	memset(st, 0, sizeof(*st));
+	if (!vq->ready)
+		return;
+	st->avail_pending = (uint16_t)virtq_avail_count(vq);
+	st->in_flight = (uint16_t)vq->inflight_count;
+	if (vq->packed) {
+		uint16_t wrap = 1u << VRING_PACKED_EVENT_F_WRAP_CTR;
+
+		st->last_avail = (uint16_t)(vq->last_avail | (vq->avail_wrap ? wrap : 0));
+		/* What the guest can see ends at the first pushed, unpublished
+		 * slot; the wrap counter flipped after it if the pending slots
+		 * run past the end of the ring. */
+		bool used_wrap = vq->used_wrap;
+
+		st->used = vq->used_idx;
+		if (vq->pending_slots) {
+			st->used = vq->pending_pos;
+			if (vq->pending_pos + vq->pending_slots >= vq->size)
+				used_wrap = !used_wrap;
+		}
+		if (used_wrap)
+			st->used |= wrap;
+		st->driver_event = ring_load16(vq->avail);
+		st->driver_flags = ring_load16(vq->avail + 2);
+		st->device_event = ring_load16(vq->used);
+		st->device_flags = ring_load16(vq->used + 2);
+		return;
+	}
+	st->last_avail = vq->last_avail;
+	st->used = vq->published_used;
+	st->driver_event = ring_load16(used_event_ptr(vq));
+	st->driver_flags = ring_load16(vq->avail + AVAIL_FLAGS);
+	st->device_event = ring_load16(avail_event_ptr(vq));
+	st->device_flags = ring_load16(vq->used + USED_FLAGS);
+}

@@ -166,4 +166,25 @@ bool virtq_has_work(struct virtq *vq);
  * telling whether the driver added buffers, not for popping them. */
 unsigned virtq_avail_count(struct virtq *vq);
 
+/* Both sides of a ring at one moment, for diagnosing a stalled queue
+ * (--stats at exit; like QEMU's x-query-virtio-queue-status). Indices are
+ * split: free-running 16-bit ring indices; packed: positions with the wrap
+ * counter in bit 15 (the off_wrap encoding of §2.8.10). The driver's
+ * fields are read from guest memory as they are now. */
+struct virtq_ring_state {
+	uint16_t last_avail;            /* the next entry the device will take */
+	uint16_t used;                  /* used.idx / used position the guest can see */
+	uint16_t avail_pending;         /* made available, not taken (virtq_avail_count) */
+	uint16_t in_flight;             /* taken, not handed back */
+	/* Driver -> device, its interrupt suppression. split: used_event (EVENT_IDX)
+	 * and avail.flags; packed: its event structure's off_wrap and flags. */
+	uint16_t driver_event, driver_flags;
+	/* Device -> driver, kick suppression as the device left it. split:
+	 * avail_event (EVENT_IDX) and used.flags; packed: off_wrap and flags. */
+	uint16_t device_event, device_flags;
+};
+/* Owning thread only (or while the queue is not started); a queue that is
+ * not ready reads as all zero. */
+void virtq_ring_state(struct virtq *vq, struct virtq_ring_state *st);
+
 #endif

@@ -449,6 +449,26 @@ static void gather(struct vqw *w)
 	STAT_ADD(&w->q[0], gathered, n - n0);
 }
 
+/* The ring's state for the statistics, field by field (each a relaxed
+ * store: readers may see a mix of two snapshots, never a torn field). */
+static void ring_snapshot(struct vqw_queue *q)
+{
+	struct virtq_ring_state rs;
+
+	virtq_ring_state(q->vq, &rs);
+#define RS_SET(f) __atomic_store_n(&q->st.ring.f, rs.f, __ATOMIC_RELAXED)
+	RS_SET(last_avail);
+	RS_SET(used);
+	RS_SET(avail_pending);
+	RS_SET(in_flight);
+	RS_SET(driver_event);
+	RS_SET(driver_flags);
+	RS_SET(device_event);
+	RS_SET(device_flags);
+#undef RS_SET
+	__atomic_store_n(&q->st.ring_valid, true, __ATOMIC_RELAXED);
+}
+
 static void *vqw_thread(void *arg)
 {
 	struct vqw *w = arg;
@@ -548,6 +568,8 @@ static void *vqw_thread(void *arg)
 			break;   /* ring unusable: exit tears everything down */
 		reap(w);
 	}
+	for (i = 0; i < w->nq; i++)
+		ring_snapshot(&w->q[i]);
 	return NULL;
 }
 
@@ -733,4 +755,15 @@ void vqw_get_stats(const struct vqw_queue *q, struct vqw_stats *out)
 	out->preempted = __atomic_load_n(&q->st.preempted, __ATOMIC_RELAXED);
 	out->gathers = __atomic_load_n(&q->st.gathers, __ATOMIC_RELAXED);
 	out->gathered = __atomic_load_n(&q->st.gathered, __ATOMIC_RELAXED);
+	out->ring_valid = __atomic_load_n(&q->st.ring_valid, __ATOMIC_RELAXED);
+#define RS_GET(f) out->ring.f = __atomic_load_n(&q->st.ring.f, __ATOMIC_RELAXED)
+	RS_GET(last_avail);
+	RS_GET(used);
+	RS_GET(avail_pending);
+	RS_GET(in_flight);
+	RS_GET(driver_event);
+	RS_GET(driver_flags);
+	RS_GET(device_event);
+	RS_GET(device_flags);
+#undef RS_GET
 }

@@ -807,6 +807,53 @@ TEST(stats_json_has_per_queue_counters)
 	teardown(&t);
 }
 
+/* A stalled queue can be diagnosed after the fact: once its thread has
+ * stopped, the statistics say where both sides of the ring stood. Here
+ * the driver posts two requests without kicking (the device has asked for
+ * kicks and does not poll), so they are still waiting when the queue
+ * stops, and its interrupt request (used_event) is where it left it. */
+TEST(stopped_queue_reports_where_its_ring_stands)
+{
+	struct t t;
+	struct blk_queue_stats s;
+	uint64_t st;
+	char *out = NULL;
+	size_t len = 0;
+	FILE *f;
+	int i;
+
+	setup(&t, ",poll=0,gather=0", 1);
+	stats(&t, 0, &s);
+	CHECK(!s.ring_valid);                    /* running: nothing yet */
+	CHECK_EQ(run1(&t, 0, VIRTIO_BLK_T_FLUSH, 0, 0, 0, false, NULL), VIRTIO_BLK_S_OK);
+	/* The thread re-arms kicks at avail index 1 before it sleeps. */
+	for (i = 0; i < 5000 && vdrv_avail_event(&t.d, 0) != 1; i++)
+		usleep(1000);
+	CHECK_EQ(vdrv_avail_event(&t.d, 0), 1);
+	usleep(100000);                          /* and is asleep */
+	vdrv_used_event_set(&t.d, 0, 1);
+	CHECK(post(&t, 0, VIRTIO_BLK_T_FLUSH, 0, 0, 0, false, &st) >= 0);
+	CHECK(post(&t, 0, VIRTIO_BLK_T_FLUSH, 0, 0, 0, false, &st) >= 0);
+	usleep(20000);
+	vdrv_wr(&t.d, VIRTIO_MMIO_STATUS, 0);    /* reset: the queue stops */
+	stats(&t, 0, &s);
+	CHECK(s.ring_valid);
+	CHECK_EQ(s.ring.last_avail, 1);
+	CHECK_EQ(s.ring.used, 1);
+	CHECK_EQ(s.ring.avail_pending, 2);       /* posted, never taken */
+	CHECK_EQ(s.ring.in_flight, 0);
+	CHECK_EQ(s.ring.driver_event, 1);        /* used_event */
+	CHECK_EQ(s.ring.device_event, 1);        /* avail_event: kicks wanted */
+	CHECK_EQ(s.ring.device_flags, 0);
+	f = open_memstream(&out, &len);
+	t.dev->ops->stats_json(t.dev, f);
+	fclose(f);
+	CHECK(strstr(out, "\"ring\":{\"last_avail\":1,\"used\":1,\"avail_pending\":2,"
+			  "\"in_flight\":0,\"driver_event\":1,") != NULL);
+	free(out);
+	teardown(&t);
+}
+
 /* --- bad input from the guest --- */
 
 /* Host-I/O observer and fault injector (the device's test-only hook). */
