@@ -137,10 +137,11 @@ static void blk_stats_json(struct virtio_dev *dev, FILE *out)
 			 * took (avail_pending), host I/O that never completed
 			 * (in_flight), or completions past the driver's
 			 * used_event that it never saw. */
-			fprintf(out, ",\"ring\":{\"last_avail\":%u,\"used\":%u,\"avail_pending\":%u,"
+			fprintf(out, ",\"ring\":{\"layout\":\"%s\",\"last_avail\":%u,\"used\":%u,\"avail_pending\":%u,"
 				"\"in_flight\":%u,\"driver_event\":%u,\"driver_flags\":%u,"
 				"\"device_event\":%u,\"device_flags\":%u}",
-				s.ring.last_avail, s.ring.used, s.ring.avail_pending,
+				s.ring.packed ? "packed" : "split", s.ring.last_avail,
+				s.ring.used, s.ring.avail_pending,
 				s.ring.in_flight, s.ring.driver_event, s.ring.driver_flags,
 				s.ring.device_event, s.ring.device_flags);
 		}

@@ -638,6 +638,7 @@ void virtq_ring_state(struct virtq *vq, struct virtq_ring_state *st)
 		return;
 	st->avail_pending = (uint16_t)virtq_avail_count(vq);
 	st->in_flight = (uint16_t)vq->inflight_count;
+	st->packed = vq->packed;
 	if (vq->packed) {
 		uint16_t wrap = 1u << VRING_PACKED_EVENT_F_WRAP_CTR;
 

@@ -172,6 +172,7 @@ unsigned virtq_avail_count(struct virtq *vq);
  * counter in bit 15 (the off_wrap encoding of §2.8.10). The driver's
  * fields are read from guest memory as they are now. */
 struct virtq_ring_state {
+	bool packed;                    /* the layout: packed or split */
 	uint16_t last_avail;            /* the next entry the device will take */
 	uint16_t used;                  /* used.idx / used position the guest can see */
 	uint16_t avail_pending;         /* made available, not taken (virtq_avail_count) */

@@ -457,6 +457,7 @@ static void ring_snapshot(struct vqw_queue *q)
 
 	virtq_ring_state(q->vq, &rs);
 #define RS_SET(f) __atomic_store_n(&q->st.ring.f, rs.f, __ATOMIC_RELAXED)
+	RS_SET(packed);
 	RS_SET(last_avail);
 	RS_SET(used);
 	RS_SET(avail_pending);
@@ -757,6 +758,7 @@ void vqw_get_stats(const struct vqw_queue *q, struct vqw_stats *out)
 	out->gathered = __atomic_load_n(&q->st.gathered, __ATOMIC_RELAXED);
 	out->ring_valid = __atomic_load_n(&q->st.ring_valid, __ATOMIC_RELAXED);
 #define RS_GET(f) out->ring.f = __atomic_load_n(&q->st.ring.f, __ATOMIC_RELAXED)
+	RS_GET(packed);
 	RS_GET(last_avail);
 	RS_GET(used);
 	RS_GET(avail_pending);

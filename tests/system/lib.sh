@@ -62,12 +62,42 @@ sys_run() {
 		# awk ends the last line even when a killed guest left it open.
 		awk '{ print "    guest| " $0 }' "$out" | tail -n "${SYS_SHOW_LINES:-40}"
 		echo "mvm exited $SYS_RC after $(awk -v a="$start" -v b="$end" 'BEGIN{printf "%.1f", b-a}') s: $MVM $*"
+		ring_report "$out"
 		if [ "$SYS_RC" -eq 124 ] && [ $attempt = 1 ] && ! grep -q 'Run /init as init process' "$out"; then
 			echo "system: the guest kernel stalled before /init (nested emulation); retrying this boot once"
 			continue
 		fi
 		break
 	done
+}
+
+# ring_report OUTFILE: from mvm's --stats in OUTFILE, one line per
+# virtqueue that stopped in a state that strands a guest's request: buffers
+# the device never took (a lost notification), host I/O never completed,
+# or (split ring) completions past the guest's used_event that it never
+# consumed (a lost interrupt). Silent when every queue ended clean.
+ring_report() {
+	command -v python3 >/dev/null || return 0
+	grep -o '{"vcpus".*' "$1" 2>/dev/null | tail -n 1 | python3 -c '
+import json, os, sys
+try:
+    stats = json.loads(sys.stdin.read())
+except ValueError:
+    sys.exit(0)
+for dev in stats.get("devices", []):
+    for q, st in enumerate(dev.get("device", {}).get("queues", [])):
+        r = st.get("ring")
+        if not r:
+            continue
+        where = "ring: %s disk %s queue %d:" % (dev.get("transport"), os.path.basename(dev["device"].get("path", "?")), q)
+        if r["avail_pending"]:
+            print(where, r["avail_pending"], "buffer(s) made available and never taken (lost notification?)", r)
+        if r["in_flight"]:
+            print(where, r["in_flight"], "request(s) taken and never completed", r)
+        behind = (r["used"] - r["driver_event"]) & 0xffff
+        if r.get("layout") == "split" and 0 < behind <= 0x8000:
+            print(where, behind, "completion(s) past the guest used_event, not consumed (lost interrupt?)", r)
+'
 }
 
 # expect_line OUTFILE REGEX: OUTFILE has a line matching REGEX.

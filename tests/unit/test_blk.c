@@ -838,6 +838,7 @@ TEST(stopped_queue_reports_where_its_ring_stands)
 	vdrv_wr(&t.d, VIRTIO_MMIO_STATUS, 0);    /* reset: the queue stops */
 	stats(&t, 0, &s);
 	CHECK(s.ring_valid);
+	CHECK(!s.ring.packed);
 	CHECK_EQ(s.ring.last_avail, 1);
 	CHECK_EQ(s.ring.used, 1);
 	CHECK_EQ(s.ring.avail_pending, 2);       /* posted, never taken */
@@ -848,7 +849,7 @@ TEST(stopped_queue_reports_where_its_ring_stands)
 	f = open_memstream(&out, &len);
 	t.dev->ops->stats_json(t.dev, f);
 	fclose(f);
-	CHECK(strstr(out, "\"ring\":{\"last_avail\":1,\"used\":1,\"avail_pending\":2,"
+	CHECK(strstr(out, "\"ring\":{\"layout\":\"split\",\"last_avail\":1,\"used\":1,\"avail_pending\":2,"
 			  "\"in_flight\":0,\"driver_event\":1,") != NULL);
 	free(out);
 	teardown(&t);

@@ -985,6 +985,7 @@ TEST(ring_state_reports_positions_with_wrap_counters)
 	for (int i = 0; i < 6; i++)
 		round_trip(v, a);
 	virtq_ring_state(vq0(v), &rs);
+	CHECK(rs.packed);
 	CHECK_EQ(rs.last_avail, 6 | 0x8000);     /* lap 1: wrap counter 1 */
 	CHECK_EQ(rs.used, 6 | 0x8000);
 	CHECK_EQ(rs.avail_pending, 0);
