@@ -20,6 +20,7 @@
 
 #include <errno.h>
 #include <poll.h>
+#include <sys/resource.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -227,6 +228,7 @@ void vqw_poll_init(struct vqw_poll *p, unsigned max_us)
 	memset(p, 0, sizeof(*p));
 	p->max_ns = us_to_ns(max_us);
 	p->win_ns = poll_start_ns(p);
+	p->nivcsw = -1;
 }
 
 uint32_t vqw_poll_window(const struct vqw_poll *p, uint64_t now_ns)
@@ -272,14 +274,33 @@ void vqw_poll_preempted(struct vqw_poll *p, uint64_t now_ns)
 	p->win_ns = poll_start_ns(p);
 }
 
+bool vqw_poll_gap(struct vqw_poll *p, long nivcsw, uint64_t now_ns)
+{
+	bool lost = nivcsw < 0 || p->nivcsw < 0 || nivcsw != p->nivcsw;
+
+	p->nivcsw = nivcsw;
+	if (lost)
+		vqw_poll_preempted(p, now_ns);
+	return lost;
+}
+
+/* Involuntary context switches of the calling thread, or -1. */
+static long thread_nivcsw(void)
+{
+	struct rusage ru;
+
+	return getrusage(RUSAGE_THREAD, &ru) ? -1 : ru.ru_nivcsw;
+}
+
 /* Adaptive polling (like an iothread's poll-max-ns, with its grow and
  * shrink): right after a round that did work, with no host I/O
  * outstanding, watch the avail rings for the current window before
  * sleeping. A driver that reposts at once is picked up without a kick and
  * without a wake-up. Guest notifications stay off while we poll (drain
  * left them off), and rearm() turns them on before we sleep. A gap in
- * the loop means the thread lost its CPU: then polling only delays
- * whoever had to run (vqw_poll_preempted). True when work showed up. */
+ * the loop where the thread lost its CPU to another task means polling
+ * only delays whoever had to run (vqw_poll_gap). True when work showed
+ * up. */
 static bool poll_rings(struct vqw *w)
 {
 	uint64_t t, next, deadline;
@@ -309,14 +330,16 @@ static bool poll_rings(struct vqw *w)
 			break;
 		arch_cpu_relax();
 		next = mono_ns();
-		if (next - t > VQW_POLL_GAP_NS) {
+		/* Only a gap costs a system call (getrusage): where the
+		 * thread kept its CPU, polling goes on. */
+		if (next - t > VQW_POLL_GAP_NS &&
+		    vqw_poll_gap(&w->poll, thread_nivcsw(), next)) {
 			preempted = true;
 			break;
 		}
 		t = next;
 	} while (t < deadline);
 	if (preempted) {
-		vqw_poll_preempted(&w->poll, next);
 		STAT_ADD(&w->q[0], preempted, 1);
 		w->poll_armed = false;
 	} else {

@@ -83,6 +83,7 @@ struct vqw_poll {
 	uint32_t win_ns;           /* current window, 0..max_ns */
 	uint32_t backoff_ns;
 	uint64_t off_until_ns;     /* no polling before this (CLOCK_MONOTONIC) */
+	long nivcsw;               /* the thread's involuntary switches at the last gap; -1: none yet */
 };
 void vqw_poll_init(struct vqw_poll *p, unsigned max_us);
 /* How long to poll now (0: do not). */
@@ -96,6 +97,16 @@ void vqw_poll_slept(struct vqw_poll *p, uint64_t slept_ns, uint64_t now_ns);
 void vqw_poll_ran(struct vqw_poll *p);
 /* A poll lost the CPU: the host is overcommitted; stop polling for a while. */
 void vqw_poll_preempted(struct vqw_poll *p, uint64_t now_ns);
+/* The poll loop saw a gap (VQW_POLL_GAP_NS or more between two looks at
+ * the clock). nivcsw: the thread's involuntary context switches now
+ * (getrusage(RUSAGE_THREAD)), -1 when unknown. Where the count moved since
+ * the last gap, or cannot be told, another task took the CPU: that is
+ * vqw_poll_preempted, and the result is true. A gap without a switch was
+ * an interrupt, or the hypervisor running something else on this vCPU:
+ * polling takes the CPU from no task of this host, so it goes on (false).
+ * (On a host that is itself a VM, such gaps come every few milliseconds;
+ * taking each for a preemption switched polling off most of the time.) */
+bool vqw_poll_gap(struct vqw_poll *p, long nivcsw, uint64_t now_ns);
 
 /* Gathering after a kick: the guest's notification wakes the worker, which
  * then sleeps a short slice, notifications off, while the guest goes on

@@ -19,6 +19,7 @@
 #include <stdint.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/syscall.h>
 #include <sys/ioctl.h>
 #include <unistd.h>
@@ -129,6 +130,9 @@ static const struct entry generic[] = {
 	ALLOW(K_MAIN, fdatasync),
 
 	ALLOW(K_VCPU | K_QUEUE, io_uring_enter),
+	/* A queue thread whose poll stalled asks whether it lost its CPU
+	 * (devices/virtq_worker.c: vqw_poll_gap): its own counters only. */
+	{ K_VCPU | K_QUEUE, { __NR_getrusage, RULE_ARG_IN, 0, 0, { RUSAGE_THREAD }, 1 } },
 	ALLOW(K_VCPU, io_uring_setup),
 	ALLOW(K_VCPU, eventfd2),
 	{ K_VCPU, { __NR_io_uring_register, RULE_ARG_IN, 1, 0,

@@ -65,6 +65,7 @@ static uint64_t rnd(void)
 struct result {
 	double done, secs, iops;
 	double enters_per_req, irqs_per_req, batches_per_req, polled_per_req, kicks_per_req;
+	double preempted_per_req;
 };
 
 /* A device run's figures from the queue counters before (a) and after (b). */
@@ -81,6 +82,7 @@ static void result_set(struct result *res, uint64_t done, double secs,
 	res->batches_per_req = (double)(b->batches - a->batches) / reqs;
 	res->polled_per_req = (double)(b->polled - a->polled) / reqs;
 	res->kicks_per_req = (double)(b->kicks - a->kicks) / reqs;
+	res->preempted_per_req = (double)(b->poll_preempted - a->poll_preempted) / reqs;
 }
 
 /* Fold one round into the running total: IOPS over the summed time, per
@@ -94,6 +96,8 @@ static void result_add(struct result *sum, const struct result *r)
 	sum->batches_per_req = (sum->batches_per_req * sum->done + r->batches_per_req * r->done) / n;
 	sum->polled_per_req = (sum->polled_per_req * sum->done + r->polled_per_req * r->done) / n;
 	sum->kicks_per_req = (sum->kicks_per_req * sum->done + r->kicks_per_req * r->done) / n;
+	sum->preempted_per_req = (sum->preempted_per_req * sum->done +
+				  r->preempted_per_req * r->done) / n;
 	sum->done = n;
 	sum->secs += r->secs;
 	sum->iops = sum->done / sum->secs;
@@ -585,12 +589,14 @@ int main(int argc, char **argv)
 			       "\"direct_iops\":%.0f,\"ratio\":%.3f,\"enters_per_req\":%.4f,"
 			       "\"irqs_per_req\":%.4f,\"null_enters_per_req\":%.4f,"
 			       "\"null_irqs_per_req\":%.4f,\"batches_per_req\":%.4f,"
-			       "\"polled_per_req\":%.4f,\"kicks_per_req\":%.4f", first ? "" : ",",
+			       "\"polled_per_req\":%.4f,\"kicks_per_req\":%.4f,"
+			       "\"poll_preempted_per_req\":%.4f", first ? "" : ",",
 			       bs, qds[i], nul[i].iops,
 			       file[i].iops, direct[i].iops, file[i].iops / direct[i].iops,
 			       file[i].enters_per_req, file[i].irqs_per_req,
 			       nul[i].enters_per_req, nul[i].irqs_per_req, file[i].batches_per_req,
-			       file[i].polled_per_req, file[i].kicks_per_req);
+			       file[i].polled_per_req, file[i].kicks_per_req,
+			       file[i].preempted_per_req);
 			if (pk[i])
 				printf(",\"packed_null_iops\":%.0f,\"packed_device_iops\":%.0f,"
 				       "\"packed_null_ratio\":%.3f,\"packed_device_ratio\":%.3f",

@@ -10,7 +10,10 @@
 
 #include <dirent.h>
 #include <pthread.h>
+#include <signal.h>
+#include <sys/syscall.h>
 #include <time.h>
+#include <unistd.h>
 
 #define QSIZE 16
 #define RX 0
@@ -30,6 +33,7 @@ struct pair {
 	struct __kernel_timespec brief;  /* TX I/O of this long instead (if set) */
 	unsigned max_unpublished;        /* TX used entries pending at a TX chain */
 	unsigned gather_us;              /* the worker's gather= */
+	unsigned poll_us;                /* the worker's poll= */
 };
 
 static void pair_chain(struct vqw_queue *q, struct virtq_chain *c)
@@ -94,7 +98,7 @@ static int pair_queue_start(struct virtio_dev *dev, unsigned q)
 
 	if (q != TX)
 		return 0;
-	r = vqw_init(&p->w, &pair_vqw_ops, dev, idx, opaque, 2, QSIZE, 0, p->gather_us,
+	r = vqw_init(&p->w, &pair_vqw_ops, dev, idx, opaque, 2, QSIZE, p->poll_us, p->gather_us,
 		     "test-pair");
 	if (!r)
 		r = vqw_set_io(&p->w, NULL, 0, p->sqe_ops);
@@ -482,17 +486,16 @@ TEST(declared_opcode_runs)
 	pair_free(p);
 }
 
-/* "Seccomp:" of the task named name in this process: 0 none, 2 filter;
- * -1 no such task. */
-static int task_seccomp_mode(const char *name)
+/* The tid of the task named name in this process, or -1. */
+static pid_t task_tid(const char *name)
 {
-	char path[300], buf[256];
+	char path[300], buf[64];
 	struct dirent *e;
-	int mode = -1;
+	pid_t tid = -1;
 	DIR *d = opendir("/proc/self/task");
 
 	CHECK(d);
-	while (mode < 0 && (e = readdir(d))) {
+	while (tid < 0 && (e = readdir(d))) {
 		FILE *f;
 
 		if (e->d_name[0] == '.')
@@ -501,20 +504,32 @@ static int task_seccomp_mode(const char *name)
 		f = fopen(path, "re");
 		if (!f)
 			continue;
-		if (!fgets(buf, sizeof(buf), f) || strncmp(buf, name, strlen(name))) {
-			fclose(f);
-			continue;
-		}
-		fclose(f);
-		snprintf(path, sizeof(path), "/proc/self/task/%s/status", e->d_name);
-		f = fopen(path, "re");
-		CHECK(f);
-		while (fgets(buf, sizeof(buf), f))
-			if (!strncmp(buf, "Seccomp:", 8))
-				mode = atoi(buf + 8);
+		if (fgets(buf, sizeof(buf), f) && !strncmp(buf, name, strlen(name)))
+			tid = atoi(e->d_name);
 		fclose(f);
 	}
 	closedir(d);
+	return tid;
+}
+
+/* "Seccomp:" of the task named name in this process: 0 none, 2 filter;
+ * -1 no such task. */
+static int task_seccomp_mode(const char *name)
+{
+	char path[64], buf[256];
+	pid_t tid = task_tid(name);
+	int mode = -1;
+	FILE *f;
+
+	if (tid < 0)
+		return -1;
+	snprintf(path, sizeof(path), "/proc/self/task/%d/status", (int)tid);
+	f = fopen(path, "re");
+	CHECK(f);
+	while (fgets(buf, sizeof(buf), f))
+		if (!strncmp(buf, "Seccomp:", 8))
+			mode = atoi(buf + 8);
+	fclose(f);
 	return mode;
 }
 
@@ -623,6 +638,115 @@ TEST(poll_stops_after_preemption_with_growing_backoff)
 	vqw_poll_ran(&p);
 	vqw_poll_preempted(&p, now);
 	CHECK_EQ(p.backoff_ns, VQW_POLL_BACKOFF_MIN_NS);
+}
+
+/* A gap in the poll loop is a preemption only where another task took the
+ * CPU: the thread's involuntary context switches moved since the last gap
+ * (or cannot be read). Gaps without a switch (interrupts, a hypervisor
+ * running something else on this vCPU) leave polling on. */
+TEST(poll_gap_backs_off_only_when_another_task_took_the_cpu)
+{
+	struct vqw_poll p;
+	uint64_t now = 5000000000ULL;
+	unsigned i;
+
+	vqw_poll_init(&p, 64);
+	for (i = 0; i < 10; i++)
+		vqw_poll_slept(&p, 1000, now);
+	CHECK_EQ(vqw_poll_window(&p, now), 64000);
+	CHECK(vqw_poll_gap(&p, 7, now));    /* first gap: no count to compare with yet */
+	now += VQW_POLL_BACKOFF_MAX_NS;
+	vqw_poll_ran(&p);
+	for (i = 0; i < 10; i++)
+		vqw_poll_slept(&p, 1000, now);
+	for (i = 0; i < 100; i++)
+		CHECK(!vqw_poll_gap(&p, 7, now));       /* same count: an interrupt */
+	CHECK_EQ(vqw_poll_window(&p, now), 64000);   /* polling goes on, window kept */
+	CHECK(vqw_poll_gap(&p, 8, now));             /* switched out: back off */
+	CHECK_EQ(vqw_poll_window(&p, now), 0);
+	CHECK_EQ(vqw_poll_window(&p, now + VQW_POLL_BACKOFF_MIN_NS), VQW_POLL_START_NS);
+	CHECK(!vqw_poll_gap(&p, 8, now + VQW_POLL_BACKOFF_MIN_NS));
+	CHECK(vqw_poll_gap(&p, -1, now + VQW_POLL_BACKOFF_MIN_NS));   /* cannot tell */
+	CHECK_EQ(p.backoff_ns, 2 * VQW_POLL_BACKOFF_MIN_NS);
+}
+
+/* A signal handler that keeps the CPU for 100 us: to the poll loop it is a
+ * gap with no context switch, like an interrupt or a hypervisor exit. */
+static void busy_100us(int sig)
+{
+	struct timespec a, b;
+
+	(void)sig;
+	clock_gettime(CLOCK_MONOTONIC, &a);
+	do
+		clock_gettime(CLOCK_MONOTONIC, &b);
+	while ((b.tv_sec - a.tv_sec) * 1000000000L + (b.tv_nsec - a.tv_nsec) < 100000);
+}
+
+/* The worker, in its seccomp filter, polls for a driver that posts every
+ * 200 us while a signal stalls it for 100 us every tenth request: it
+ * keeps its CPU through each stall, so it keeps polling (the old rule, any
+ * 20 us gap is a preemption, stopped polling for a millisecond or more at
+ * almost every stall), and asking the kernel whether it was switched out
+ * is allowed by its filter (else SIGSYS would end this test). */
+TEST(stalls_without_a_context_switch_do_not_stop_polling)
+{
+	struct pair *p = calloc(1, sizeof(*p));
+	struct sigaction sa = { .sa_handler = busy_100us }, old;
+	struct vqw_stats st;
+	unsigned q, i, n = 1000, signals = 0;
+	pid_t tid;
+	uint64_t buf;
+
+	CHECK(p);
+	check_need_io_uring();
+	p->sqe_ops = 1ULL << IORING_OP_NOP;
+	p->poll_us = 1000;
+	CHECK_EQ(vdrv_ram_init(&p->d, 0x1000, 4 << 20), 0);
+	CHECK_EQ(virtio_dev_init(&p->dev, &pair_ops, p, &p->d.mem, 2, QSIZE), 0);
+	CHECK_EQ(vdrv_attach(&p->d, &p->dev), 0);
+	p->dev.sandbox = true;
+	CHECK_EQ(vdrv_negotiate(&p->d, VIRTIO_BIT(VIRTIO_F_VERSION_1)), 0);
+	for (q = 0; q < 2; q++)
+		CHECK_EQ(vdrv_queue_setup(&p->d, q, QSIZE), 1);
+	vdrv_driver_ok(&p->d);
+	if (!p->running)
+		CHECK_SKIP("the worker could not enter its filter: no seccomp here (qemu-user?)");
+	tid = task_tid("test-pair");
+	CHECK(tid > 0);
+	sigemptyset(&sa.sa_mask);
+	CHECK_EQ(sigaction(SIGUSR2, &sa, &old), 0);
+	buf = vdrv_alloc(&p->d, 64, 8);
+	for (i = 0; i < n; i++) {
+		struct vdrv_sg sg = { .gpa = buf, .len = 64, .writable = true };
+		struct timespec t0, t;
+		uint32_t id, len;
+
+		CHECK(vdrv_add(&p->d, RX, &sg, 1, false) >= 0);
+		/* Kick only where the device asks (not while it polls). */
+		__atomic_thread_fence(__ATOMIC_SEQ_CST);
+		if (!(vdrv_used_flags(&p->d, RX) & VRING_USED_F_NO_NOTIFY))
+			vdrv_kick(&p->d, RX);
+		clock_gettime(CLOCK_MONOTONIC, &t0);
+		while (!vdrv_get_used(&p->d, RX, &id, &len)) {
+			clock_gettime(CLOCK_MONOTONIC, &t);
+			CHECK(t.tv_sec - t0.tv_sec < 5);
+		}
+		if (i % 10 == 5) {
+			CHECK_EQ(syscall(SYS_tgkill, getpid(), tid, SIGUSR2), 0);
+			signals++;
+		}
+		usleep(200);
+	}
+	/* RX is the worker's first queue: it keeps the worker's counters. */
+	vqw_get_stats(&p->w.q[0], &st);
+	fprintf(stderr, "%u requests, %u stalls: %llu found by polling, %llu polls given up, "
+		"%llu kicks\n", n, signals, (unsigned long long)st.polled,
+		(unsigned long long)st.preempted, (unsigned long long)st.kicks);
+	CHECK(st.preempted < signals / 5);
+	CHECK(st.polled > n / 2);
+	pair_free(p);
+	CHECK_EQ(sigaction(SIGUSR2, &old, NULL), 0);
 }
 
 /* --- gathering after a kick (struct vqw_gather) --------------------------- */
