@@ -274,9 +274,10 @@ void vqw_poll_preempted(struct vqw_poll *p, uint64_t now_ns)
 	p->win_ns = poll_start_ns(p);
 }
 
-bool vqw_poll_gap(struct vqw_poll *p, long nivcsw, uint64_t now_ns)
+bool vqw_poll_gap(struct vqw_poll *p, uint64_t gap_ns, long nivcsw, uint64_t now_ns)
 {
-	bool lost = nivcsw < 0 || p->nivcsw < 0 || nivcsw != p->nivcsw;
+	bool lost = gap_ns >= VQW_POLL_STOLEN_NS || nivcsw < 0 || p->nivcsw < 0 ||
+		    nivcsw != p->nivcsw;
 
 	p->nivcsw = nivcsw;
 	if (lost)
@@ -333,7 +334,7 @@ static bool poll_rings(struct vqw *w)
 		/* Only a gap costs a system call (getrusage): where the
 		 * thread kept its CPU, polling goes on. */
 		if (next - t > VQW_POLL_GAP_NS &&
-		    vqw_poll_gap(&w->poll, thread_nivcsw(), next)) {
+		    vqw_poll_gap(&w->poll, next - t, thread_nivcsw(), next)) {
 			preempted = true;
 			break;
 		}

@@ -641,9 +641,10 @@ TEST(poll_stops_after_preemption_with_growing_backoff)
 }
 
 /* A gap in the poll loop is a preemption only where another task took the
- * CPU: the thread's involuntary context switches moved since the last gap
- * (or cannot be read). Gaps without a switch (interrupts, a hypervisor
- * running something else on this vCPU) leave polling on. */
+ * CPU (the thread's involuntary context switches moved since the last gap,
+ * or cannot be read), or where it lasted a hypervisor's scheduler slice.
+ * Short gaps without a switch (interrupts, brief exits to a hypervisor)
+ * leave polling on. */
 TEST(poll_gap_backs_off_only_when_another_task_took_the_cpu)
 {
 	struct vqw_poll p;
@@ -654,20 +655,25 @@ TEST(poll_gap_backs_off_only_when_another_task_took_the_cpu)
 	for (i = 0; i < 10; i++)
 		vqw_poll_slept(&p, 1000, now);
 	CHECK_EQ(vqw_poll_window(&p, now), 64000);
-	CHECK(vqw_poll_gap(&p, 7, now));    /* first gap: no count to compare with yet */
+	CHECK(vqw_poll_gap(&p, 30000, 7, now));  /* first gap: no count to compare with yet */
 	now += VQW_POLL_BACKOFF_MAX_NS;
 	vqw_poll_ran(&p);
 	for (i = 0; i < 10; i++)
 		vqw_poll_slept(&p, 1000, now);
-	for (i = 0; i < 100; i++)
-		CHECK(!vqw_poll_gap(&p, 7, now));       /* same count: an interrupt */
+	for (i = 0; i < 100; i++)                   /* same count: interrupts */
+		CHECK(!vqw_poll_gap(&p, VQW_POLL_STOLEN_NS - 1, 7, now));
 	CHECK_EQ(vqw_poll_window(&p, now), 64000);   /* polling goes on, window kept */
-	CHECK(vqw_poll_gap(&p, 8, now));             /* switched out: back off */
+	CHECK(vqw_poll_gap(&p, 30000, 8, now));      /* switched out: back off */
 	CHECK_EQ(vqw_poll_window(&p, now), 0);
 	CHECK_EQ(vqw_poll_window(&p, now + VQW_POLL_BACKOFF_MIN_NS), VQW_POLL_START_NS);
-	CHECK(!vqw_poll_gap(&p, 8, now + VQW_POLL_BACKOFF_MIN_NS));
-	CHECK(vqw_poll_gap(&p, -1, now + VQW_POLL_BACKOFF_MIN_NS));   /* cannot tell */
+	now += VQW_POLL_BACKOFF_MIN_NS;
+	CHECK(!vqw_poll_gap(&p, 30000, 8, now));
+	CHECK(vqw_poll_gap(&p, VQW_POLL_STOLEN_NS, 8, now));   /* a stolen slice */
 	CHECK_EQ(p.backoff_ns, 2 * VQW_POLL_BACKOFF_MIN_NS);
+	CHECK_EQ(vqw_poll_window(&p, now), 0);
+	now += 2 * VQW_POLL_BACKOFF_MIN_NS;
+	CHECK(vqw_poll_gap(&p, 30000, -1, now));     /* cannot tell */
+	CHECK_EQ(vqw_poll_window(&p, now), 0);
 }
 
 /* A signal handler that keeps the CPU for 100 us: to the poll loop it is a
