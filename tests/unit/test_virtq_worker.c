@@ -512,40 +512,44 @@ static pid_t task_tid(const char *name)
 	return tid;
 }
 
-/* "Seccomp:" of the task named name in this process: 0 none, 2 filter;
- * -1 no such task. */
-static int task_seccomp_mode(const char *name)
+/* A number field ("Seccomp:", "nonvoluntary_ctxt_switches:") of task tid's
+ * status, or -1. */
+static long task_status(pid_t tid, const char *field)
 {
 	char path[64], buf[256];
-	pid_t tid = task_tid(name);
-	int mode = -1;
+	long v = -1;
 	FILE *f;
 
-	if (tid < 0)
-		return -1;
 	snprintf(path, sizeof(path), "/proc/self/task/%d/status", (int)tid);
 	f = fopen(path, "re");
 	CHECK(f);
 	while (fgets(buf, sizeof(buf), f))
-		if (!strncmp(buf, "Seccomp:", 8))
-			mode = atoi(buf + 8);
+		if (!strncmp(buf, field, strlen(field)))
+			v = atol(buf + strlen(field));
 	fclose(f);
-	return mode;
+	return v;
 }
 
-/* With the device's sandbox on, the worker thread (and only it) runs in
- * the queue thread's seccomp filter, named before vqw_start returns, and
- * still serves its queues. */
-TEST(worker_serves_its_queues_inside_the_queue_filter)
+/* "Seccomp:" of the task named name in this process: 0 none, 2 filter;
+ * -1 no such task. */
+static int task_seccomp_mode(const char *name)
+{
+	pid_t tid = task_tid(name);
+
+	return tid < 0 ? -1 : (int)task_status(tid, "Seccomp:");
+}
+
+/* A pair whose worker runs in the queue thread's seccomp filter, polling
+ * for up to poll_us; skips where there is no seccomp. */
+static struct pair *pair_new_sandboxed(unsigned poll_us)
 {
 	struct pair *p = calloc(1, sizeof(*p));
-	struct vdrv_sg t;
-	uint32_t lens[1];
 	unsigned q;
 
 	CHECK(p);
 	check_need_io_uring();
 	p->sqe_ops = 1ULL << IORING_OP_NOP;
+	p->poll_us = poll_us;
 	CHECK_EQ(vdrv_ram_init(&p->d, 0x1000, 4 << 20), 0);
 	CHECK_EQ(virtio_dev_init(&p->dev, &pair_ops, p, &p->d.mem, 2, QSIZE), 0);
 	CHECK_EQ(vdrv_attach(&p->d, &p->dev), 0);
@@ -556,6 +560,18 @@ TEST(worker_serves_its_queues_inside_the_queue_filter)
 	vdrv_driver_ok(&p->d);
 	if (!p->running)
 		CHECK_SKIP("the worker could not enter its filter: no seccomp here (qemu-user?)");
+	return p;
+}
+
+/* With the device's sandbox on, the worker thread (and only it) runs in
+ * the queue thread's seccomp filter, named before vqw_start returns, and
+ * still serves its queues. */
+TEST(worker_serves_its_queues_inside_the_queue_filter)
+{
+	struct pair *p = pair_new_sandboxed(0);
+	struct vdrv_sg t;
+	uint32_t lens[1];
+
 	CHECK_EQ(task_seccomp_mode("test-pair"), 2);
 	CHECK_EQ(task_seccomp_mode("test_virtq_work"), 0);    /* this thread: untouched */
 	t = (struct vdrv_sg){ .gpa = vdrv_alloc(&p->d, 32, 8), .len = 32 };
@@ -612,6 +628,16 @@ TEST(poll_window_grows_on_quick_wakeups_and_shrinks_on_long_sleeps)
 /* Losing the CPU while polling (an overcommitted host) stops polling for
  * 1 ms, doubling while it recurs up to 1 s; sleeps during the pause do
  * not grow the window; a poll that keeps its CPU resets the pause. */
+/* Quick wake-ups grow a poll=64 window to its top. */
+static void poll_grow_to_64us(struct vqw_poll *p, uint64_t now)
+{
+	unsigned i;
+
+	for (i = 0; i < 10; i++)
+		vqw_poll_slept(p, 1000, now);
+	CHECK_EQ(vqw_poll_window(p, now), 64000);
+}
+
 TEST(poll_stops_after_preemption_with_growing_backoff)
 {
 	struct vqw_poll p;
@@ -619,9 +645,7 @@ TEST(poll_stops_after_preemption_with_growing_backoff)
 	unsigned i;
 
 	vqw_poll_init(&p, 64);
-	for (i = 0; i < 10; i++)
-		vqw_poll_slept(&p, 1000, now);
-	CHECK_EQ(vqw_poll_window(&p, now), 64000);
+	poll_grow_to_64us(&p, now);
 	vqw_poll_preempted(&p, now);
 	CHECK_EQ(vqw_poll_window(&p, now), 0);
 	CHECK_EQ(vqw_poll_window(&p, now + VQW_POLL_BACKOFF_MIN_NS - 1), 0);
@@ -652,14 +676,11 @@ TEST(poll_gap_backs_off_only_when_another_task_took_the_cpu)
 	unsigned i;
 
 	vqw_poll_init(&p, 64);
-	for (i = 0; i < 10; i++)
-		vqw_poll_slept(&p, 1000, now);
-	CHECK_EQ(vqw_poll_window(&p, now), 64000);
+	poll_grow_to_64us(&p, now);
 	CHECK(vqw_poll_gap(&p, 30000, 7, now));  /* first gap: no count to compare with yet */
 	now += VQW_POLL_BACKOFF_MAX_NS;
 	vqw_poll_ran(&p);
-	for (i = 0; i < 10; i++)
-		vqw_poll_slept(&p, 1000, now);
+	poll_grow_to_64us(&p, now);
 	for (i = 0; i < 100; i++)                   /* same count: interrupts */
 		CHECK(!vqw_poll_gap(&p, VQW_POLL_STOLEN_NS - 1, 7, now));
 	CHECK_EQ(vqw_poll_window(&p, now), 64000);   /* polling goes on, window kept */
@@ -691,35 +712,24 @@ static void busy_100us(int sig)
 
 /* The worker, in its seccomp filter, polls for a driver that posts every
  * 200 us while a signal stalls it for 100 us every tenth request: it
- * keeps its CPU through each stall, so it keeps polling (the old rule, any
- * 20 us gap is a preemption, stopped polling for a millisecond or more at
- * almost every stall), and asking the kernel whether it was switched out
- * is allowed by its filter (else SIGSYS would end this test). */
+ * keeps its CPU through each stall, so it keeps polling; it gives up a
+ * poll only where it really was switched out (the old rule, any 20 us gap
+ * is a preemption, gave up at almost every stall). Asking the kernel
+ * whether it was switched out is allowed by its filter (else SIGSYS would
+ * end this test). */
 TEST(stalls_without_a_context_switch_do_not_stop_polling)
 {
-	struct pair *p = calloc(1, sizeof(*p));
+	struct pair *p = pair_new_sandboxed(1000);
 	struct sigaction sa = { .sa_handler = busy_100us }, old;
 	struct vqw_stats st;
-	unsigned q, i, n = 1000, signals = 0;
+	unsigned i, n = 1000, signals = 0;
+	long switched;
 	pid_t tid;
 	uint64_t buf;
 
-	CHECK(p);
-	check_need_io_uring();
-	p->sqe_ops = 1ULL << IORING_OP_NOP;
-	p->poll_us = 1000;
-	CHECK_EQ(vdrv_ram_init(&p->d, 0x1000, 4 << 20), 0);
-	CHECK_EQ(virtio_dev_init(&p->dev, &pair_ops, p, &p->d.mem, 2, QSIZE), 0);
-	CHECK_EQ(vdrv_attach(&p->d, &p->dev), 0);
-	p->dev.sandbox = true;
-	CHECK_EQ(vdrv_negotiate(&p->d, VIRTIO_BIT(VIRTIO_F_VERSION_1)), 0);
-	for (q = 0; q < 2; q++)
-		CHECK_EQ(vdrv_queue_setup(&p->d, q, QSIZE), 1);
-	vdrv_driver_ok(&p->d);
-	if (!p->running)
-		CHECK_SKIP("the worker could not enter its filter: no seccomp here (qemu-user?)");
 	tid = task_tid("test-pair");
 	CHECK(tid > 0);
+	switched = task_status(tid, "nonvoluntary_ctxt_switches:");
 	sigemptyset(&sa.sa_mask);
 	CHECK_EQ(sigaction(SIGUSR2, &sa, &old), 0);
 	buf = vdrv_alloc(&p->d, 64, 8);
@@ -746,11 +756,16 @@ TEST(stalls_without_a_context_switch_do_not_stop_polling)
 	}
 	/* RX is the worker's first queue: it keeps the worker's counters. */
 	vqw_get_stats(&p->w.q[0], &st);
+	switched = task_status(tid, "nonvoluntary_ctxt_switches:") - switched;
 	fprintf(stderr, "%u requests, %u stalls: %llu found by polling, %llu polls given up, "
-		"%llu kicks\n", n, signals, (unsigned long long)st.polled,
-		(unsigned long long)st.preempted, (unsigned long long)st.kicks);
-	CHECK(st.preempted < signals / 5);
-	CHECK(st.polled > n / 2);
+		"%llu kicks; the worker was switched out %ld times\n", n, signals,
+		(unsigned long long)st.polled, (unsigned long long)st.preempted,
+		(unsigned long long)st.kicks, switched);
+	/* A poll given up needs a switch out (on a busy host there are real
+	 * ones), bar the first gap and a few slices a hypervisor may steal. */
+	CHECK(st.preempted <= (unsigned long long)switched + 5);
+	if (switched < 10)
+		CHECK(st.polled > n / 2);   /* a quiet host: polling carried it */
 	pair_free(p);
 	CHECK_EQ(sigaction(SIGUSR2, &old, NULL), 0);
 }
