@@ -276,8 +276,11 @@ void vqw_poll_preempted(struct vqw_poll *p, uint64_t now_ns)
 
 bool vqw_poll_gap(struct vqw_poll *p, uint64_t gap_ns, long nivcsw, uint64_t now_ns)
 {
-	bool lost = gap_ns >= VQW_POLL_STOLEN_NS || nivcsw < 0 || p->nivcsw < 0 ||
-		    nivcsw != p->nivcsw;
+	bool lost = gap_ns >= VQW_POLL_STOLEN_NS || now_ns < p->distrust_until_ns ||
+		    nivcsw < 0 || p->nivcsw < 0 || nivcsw != p->nivcsw;
+
+	if (gap_ns >= VQW_POLL_STOLEN_NS)
+		p->distrust_until_ns = now_ns + VQW_POLL_DISTRUST_NS;
 
 	p->nivcsw = nivcsw;
 	if (lost)

@@ -76,7 +76,8 @@ struct vqw_stats {
  * poll-shrink, plus a stop on preemption). Pure logic, for unit tests. */
 #define VQW_POLL_START_NS 4000u          /* first window after a quick wake-up */
 #define VQW_POLL_GAP_NS 20000u           /* a gap this long in the poll loop: preempted? */
-#define VQW_POLL_STOLEN_NS 500000u       /* a gap this long: preempted, switch or not */
+#define VQW_POLL_STOLEN_NS 500000u       /* a gap this long: preempted, switch or not, */
+#define VQW_POLL_DISTRUST_NS 100000000u  /* and for 100 ms after it, every gap is */
 #define VQW_POLL_BACKOFF_MIN_NS 1000000u /* no polling for 1 ms after a preemption, */
 #define VQW_POLL_BACKOFF_MAX_NS 1000000000u   /* doubling while it recurs, up to 1 s */
 struct vqw_poll {
@@ -85,6 +86,7 @@ struct vqw_poll {
 	uint32_t backoff_ns;
 	uint64_t off_until_ns;     /* no polling before this (CLOCK_MONOTONIC) */
 	long nivcsw;               /* the thread's involuntary switches at the last gap; -1: none yet */
+	uint64_t distrust_until_ns;/* a slice was stolen: until then every gap counts */
 };
 void vqw_poll_init(struct vqw_poll *p, unsigned max_us);
 /* How long to poll now (0: do not). */
@@ -107,9 +109,12 @@ void vqw_poll_preempted(struct vqw_poll *p, uint64_t now_ns);
  *  - or the gap lasted VQW_POLL_STOLEN_NS or more, switch or not: on a
  *    host that is itself a VM, the hypervisor gave this vCPU's time to
  *    someone else for a scheduler slice (an overcommitted hypervisor, where
- *    polling costs another vCPU, perhaps the guest's, its time).
- * A shorter gap without a switch was an interrupt or a brief exit to the
- * hypervisor: polling takes the CPU from no one, so it goes on (false).
+ *    polling costs another vCPU, perhaps the guest's, its time);
+ *  - or such a slice was stolen less than VQW_POLL_DISTRUST_NS ago: under
+ *    an overcommitted hypervisor short gaps are its doing too.
+ * Otherwise a short gap without a switch was an interrupt or a brief exit
+ * to the hypervisor: polling takes the CPU from no one, so it goes on
+ * (false).
  * Measured on a host that is a VM, and in the nested harness's L1: such
  * gaps of 20-200 us come 1,300-1,900 times a second when idle, the
  * stolen slices are 1-5 ms; taking every gap for a preemption switched
