@@ -641,13 +641,12 @@ void virtq_ring_state(struct virtq *vq, struct virtq_ring_state *st)
 	st->packed = vq->packed;
 	if (vq->packed) {
 		uint16_t wrap = 1u << VRING_PACKED_EVENT_F_WRAP_CTR;
+		bool used_wrap = vq->used_wrap;
 
 		st->last_avail = (uint16_t)(vq->last_avail | (vq->avail_wrap ? wrap : 0));
 		/* What the guest can see ends at the first pushed, unpublished
 		 * slot; the wrap counter flipped after it if the pending slots
 		 * run past the end of the ring. */
-		bool used_wrap = vq->used_wrap;
-
 		st->used = vq->used_idx;
 		if (vq->pending_slots) {
 			st->used = vq->pending_pos;

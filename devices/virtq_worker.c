@@ -20,10 +20,10 @@
 
 #include <errno.h>
 #include <poll.h>
-#include <sys/resource.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/eventfd.h>
 #include <sys/syscall.h>
 #include <time.h>
@@ -276,12 +276,12 @@ void vqw_poll_preempted(struct vqw_poll *p, uint64_t now_ns)
 
 bool vqw_poll_gap(struct vqw_poll *p, uint64_t gap_ns, long nivcsw, uint64_t now_ns)
 {
-	bool lost = gap_ns >= VQW_POLL_STOLEN_NS || now_ns < p->distrust_until_ns ||
+	bool stolen = gap_ns >= VQW_POLL_STOLEN_NS;
+	bool lost = stolen || now_ns < p->distrust_until_ns ||
 		    nivcsw < 0 || p->nivcsw < 0 || nivcsw != p->nivcsw;
 
-	if (gap_ns >= VQW_POLL_STOLEN_NS)
+	if (stolen)
 		p->distrust_until_ns = now_ns + VQW_POLL_DISTRUST_NS;
-
 	p->nivcsw = nivcsw;
 	if (lost)
 		vqw_poll_preempted(p, now_ns);
@@ -476,25 +476,13 @@ static void gather(struct vqw *w)
 	STAT_ADD(&w->q[0], gathered, n - n0);
 }
 
-/* The ring's state for the statistics, field by field (each a relaxed
- * store: readers may see a mix of two snapshots, never a torn field). */
+/* The ring's state for the statistics, taken once, as the thread ends (a
+ * worker starts only once). The release store of ring_valid publishes it;
+ * pairs with the acquire load in vqw_get_stats. */
 static void ring_snapshot(struct vqw_queue *q)
 {
-	struct virtq_ring_state rs;
-
-	virtq_ring_state(q->vq, &rs);
-#define RS_SET(f) __atomic_store_n(&q->st.ring.f, rs.f, __ATOMIC_RELAXED)
-	RS_SET(packed);
-	RS_SET(last_avail);
-	RS_SET(used);
-	RS_SET(avail_pending);
-	RS_SET(in_flight);
-	RS_SET(driver_event);
-	RS_SET(driver_flags);
-	RS_SET(device_event);
-	RS_SET(device_flags);
-#undef RS_SET
-	__atomic_store_n(&q->st.ring_valid, true, __ATOMIC_RELAXED);
+	virtq_ring_state(q->vq, &q->st.ring);
+	__atomic_store_n(&q->st.ring_valid, true, __ATOMIC_RELEASE);
 }
 
 static void *vqw_thread(void *arg)
@@ -783,16 +771,8 @@ void vqw_get_stats(const struct vqw_queue *q, struct vqw_stats *out)
 	out->preempted = __atomic_load_n(&q->st.preempted, __ATOMIC_RELAXED);
 	out->gathers = __atomic_load_n(&q->st.gathers, __ATOMIC_RELAXED);
 	out->gathered = __atomic_load_n(&q->st.gathered, __ATOMIC_RELAXED);
-	out->ring_valid = __atomic_load_n(&q->st.ring_valid, __ATOMIC_RELAXED);
-#define RS_GET(f) out->ring.f = __atomic_load_n(&q->st.ring.f, __ATOMIC_RELAXED)
-	RS_GET(packed);
-	RS_GET(last_avail);
-	RS_GET(used);
-	RS_GET(avail_pending);
-	RS_GET(in_flight);
-	RS_GET(driver_event);
-	RS_GET(driver_flags);
-	RS_GET(device_event);
-	RS_GET(device_flags);
-#undef RS_GET
+	/* Pairs with ring_snapshot's release store: the fields are final. */
+	out->ring_valid = __atomic_load_n(&q->st.ring_valid, __ATOMIC_ACQUIRE);
+	if (out->ring_valid)
+		out->ring = q->st.ring;
 }

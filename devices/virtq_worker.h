@@ -66,8 +66,8 @@ struct vqw_stats {
 	uint64_t preempted;        /* polls cut short: the thread lost its CPU */
 	uint64_t gathers;          /* kicks after which the worker waited for more */
 	uint64_t gathered;         /* buffers that came during those waits */
-	/* The ring as the thread left it when it last stopped (a stalled
-	 * queue's state at exit); valid once it has stopped. */
+	/* The ring as the thread left it when it stopped (a stalled queue's
+	 * state at exit): written once, then ring_valid (release). */
 	bool ring_valid;
 	struct virtq_ring_state ring;
 };
