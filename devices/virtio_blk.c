@@ -269,10 +269,10 @@ int blk_get_queue_stats(struct virtio_dev *dev, unsigned q, struct blk_queue_sta
 	out->kicks = bq->base.kicks + w.kicks;
 	out->gathers = bq->base.gathers + w.gathers;
 	out->gathered = bq->base.gathered + w.gathered;
-	/* The ring of the worker that stopped last: the live one's once it
-	 * has stopped (vqw_stop), else the one folded into base. */
-	out->ring_valid = w.ring_valid || bq->base.ring_valid;
-	out->ring = w.ring_valid ? w.ring : bq->base.ring;
+	/* The ring as the last worker left it: a stopped worker's counters
+	 * are folded into base (worker_stop). */
+	out->ring_valid = bq->base.ring_valid;
+	out->ring = bq->base.ring;
 	out->errors = __atomic_load_n(&bq->errors, __ATOMIC_RELAXED);
 	out->bytes_read = __atomic_load_n(&bq->bytes_read, __ATOMIC_RELAXED);
 	out->bytes_written = __atomic_load_n(&bq->bytes_written, __ATOMIC_RELAXED);
