@@ -636,6 +636,88 @@ int vqw_init(struct vqw *w, const struct vqw_ops *ops, struct virtio_dev *dev,
 	return 0;
 }
 
+int vqw_fixed_layout(const struct guest_mem *gm, struct iovec *out, unsigned max)
+{
+	unsigned n = 0, i, j;
+
+	for (i = 0; i < gm->nr; i++) {
+		uint64_t off;
+
+		for (off = 0; off < gm->r[i].size; off += VQW_FIXED_CHUNK) {
+			uint64_t left = gm->r[i].size - off;
+
+			if (n == max)
+				return -E2BIG;
+			out[n].iov_base = gm->r[i].hva + off;
+			out[n].iov_len = (size_t)(left < VQW_FIXED_CHUNK ? left : VQW_FIXED_CHUNK);
+			n++;
+		}
+	}
+	/* Insertion sort by address: a handful of regions, made in order
+	 * by gmem_map anyway. */
+	for (i = 1; i < n; i++) {
+		struct iovec v = out[i];
+
+		for (j = i; j > 0 && (uintptr_t)out[j - 1].iov_base > (uintptr_t)v.iov_base; j--)
+			out[j] = out[j - 1];
+		out[j] = v;
+	}
+	return (int)n;
+}
+
+int vqw_fixed_find(const struct iovec *chunks, unsigned n, const void *p, size_t len)
+{
+	uintptr_t a = (uintptr_t)p;
+	unsigned lo = 0, hi = n;
+
+	/* The last chunk that starts at or below a. */
+	while (lo < hi) {
+		unsigned mid = lo + (hi - lo) / 2;
+
+		if ((uintptr_t)chunks[mid].iov_base <= a)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	if (!lo)
+		return -1;
+	lo--;
+	/* Inside it, all of it (no overflow: off < iov_len). */
+	if (a - (uintptr_t)chunks[lo].iov_base >= chunks[lo].iov_len ||
+	    len > chunks[lo].iov_len - (a - (uintptr_t)chunks[lo].iov_base))
+		return -1;
+	return (int)lo;
+}
+
+int vqw_register_mem(struct vqw *w, const struct guest_mem *gm)
+{
+	int n, r;
+
+	if (w->nfixed || !w->ring_ok)
+		return -EINVAL;
+	n = vqw_fixed_layout(gm, w->fixed, VQW_FIXED_MAX);
+	if (n <= 0)
+		return n < 0 ? n : -EINVAL;
+	/* The ring is still disabled: no restriction applies yet. */
+	r = io_uring_register_buffers(&w->ring, w->fixed, (unsigned)n);
+	if (r < 0)
+		return r;
+	w->nfixed = (unsigned)n;
+	return 0;
+}
+
+int vqw_fixed_index(struct vqw_queue *q, const void *p, size_t len)
+{
+	int i;
+
+	if (!q->w->nfixed)
+		return -1;
+	i = vqw_fixed_find(q->w->fixed, q->w->nfixed, p, len);
+	if (i >= 0)
+		STAT_ADD(q, fixed, 1);
+	return i;
+}
+
 int vqw_probe(void)
 {
 	struct io_uring_params p;
@@ -655,7 +737,7 @@ int vqw_probe(void)
 int vqw_set_io(struct vqw *w, const int *files, unsigned nfiles, uint64_t sqe_ops)
 {
 	int table[VQW_MAX_FILES];
-	struct io_uring_restriction res[64 + 3];
+	struct io_uring_restriction res[64 + 4];
 	unsigned i, n = 0, op;
 	uint64_t ops;
 	int r;
@@ -675,7 +757,7 @@ int vqw_set_io(struct vqw *w, const int *files, unsigned nfiles, uint64_t sqe_op
 		return r;
 	/* Restrictions (Linux 5.10), in force from IORING_REGISTER_ENABLE_RINGS:
 	 * only the opcodes the device declared plus the worker's own, every SQE
-	 * on a registered file, and of the register calls only the one that
+	 * on a registered file, and of the register calls only the ones that
 	 * vqw_fini makes. A device bug, or code that took over the thread, can
 	 * then do no I/O on other files and no other kind of I/O. */
 	ops = sqe_ops | (1ULL << IORING_OP_READ) | (1ULL << IORING_OP_POLL_ADD) |
@@ -689,6 +771,8 @@ int vqw_set_io(struct vqw *w, const int *files, unsigned nfiles, uint64_t sqe_op
 		.opcode = IORING_RESTRICTION_SQE_FLAGS_REQUIRED, .sqe_flags = IOSQE_FIXED_FILE };
 	res[i++] = (struct io_uring_restriction){
 		.opcode = IORING_RESTRICTION_REGISTER_OP, .register_op = IORING_UNREGISTER_FILES };
+	res[i++] = (struct io_uring_restriction){
+		.opcode = IORING_RESTRICTION_REGISTER_OP, .register_op = IORING_UNREGISTER_BUFFERS };
 	/* liburing 2.3 does not export io_uring_register_restrictions. */
 	r = syscall(__NR_io_uring_register, w->ring.ring_fd, IORING_REGISTER_RESTRICTIONS, res,
 		    i) ? -errno : 0;
@@ -755,6 +839,11 @@ void vqw_fini(struct vqw *w)
 	 * process exit), which would hold e.g. a disk image's OFD lock past
 	 * our exit and make an immediate restart on the same image fail. */
 	io_uring_unregister_files(&w->ring);
+	/* And unpin guest RAM now: a reset's new ring registers it again,
+	 * and without CAP_IPC_LOCK both would count against RLIMIT_MEMLOCK. */
+	if (w->nfixed)
+		io_uring_unregister_buffers(&w->ring);
+	w->nfixed = 0;
 	io_uring_queue_exit(&w->ring);
 	close(w->stop_fd);
 	w->ring_ok = false;
@@ -771,6 +860,7 @@ void vqw_get_stats(const struct vqw_queue *q, struct vqw_stats *out)
 	out->preempted = __atomic_load_n(&q->st.preempted, __ATOMIC_RELAXED);
 	out->gathers = __atomic_load_n(&q->st.gathers, __ATOMIC_RELAXED);
 	out->gathered = __atomic_load_n(&q->st.gathered, __ATOMIC_RELAXED);
+	out->fixed = __atomic_load_n(&q->st.fixed, __ATOMIC_RELAXED);
 	/* Pairs with ring_snapshot's release store: the fields are final. */
 	out->ring_valid = __atomic_load_n(&q->st.ring_valid, __ATOMIC_ACQUIRE);
 	if (out->ring_valid)

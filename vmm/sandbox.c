@@ -137,9 +137,10 @@ static const struct entry generic[] = {
 	ALLOW(K_VCPU, eventfd2),
 	{ K_VCPU, { __NR_io_uring_register, RULE_ARG_IN, 1, 0,
 		    { IORING_REGISTER_FILES, IORING_UNREGISTER_FILES,
-		      IORING_REGISTER_RESTRICTIONS, IORING_REGISTER_ENABLE_RINGS }, 4 } },
+		      IORING_REGISTER_RESTRICTIONS, IORING_REGISTER_ENABLE_RINGS,
+		      IORING_REGISTER_BUFFERS, IORING_UNREGISTER_BUFFERS }, 6 } },
 	{ K_MAIN | K_CONTROL, { __NR_io_uring_register, RULE_ARG_IN, 1, 0,
-				{ IORING_UNREGISTER_FILES }, 1 } },
+				{ IORING_UNREGISTER_FILES, IORING_UNREGISTER_BUFFERS }, 2 } },
 	/* A queue thread adds its own filter: only ever narrower. */
 	{ K_VCPU, { __NR_seccomp, RULE_ARG_IN, 0, 0, { SECCOMP_SET_MODE_FILTER }, 1 } },
 #ifdef __NR_clone3
