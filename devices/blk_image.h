@@ -37,6 +37,8 @@ struct blk_opts {
 	unsigned gather_us;        /* the longest wait after a kick for more requests */
 	unsigned io_threads;       /* I/O threads serving the queues; 0: automatic
 				    * (blk_io_threads) */
+	bool fixed_buffers;        /* guest RAM registered with each I/O thread's
+				    * io_uring (devices/virtq_worker.h) */
 };
 
 struct blk_image {

@@ -38,7 +38,13 @@ static void file_prep(const struct blk_slot *s, int file, struct io_uring_sqe *s
 			 * which spares the kernel importing an iovec per request. */
 			const struct iovec *v = &s->req.iov[s->iov_first];
 
-			if (s->req.type == VIRTIO_BLK_T_IN)
+			if (s->fixed >= 0 && s->req.type == VIRTIO_BLK_T_IN)
+				io_uring_prep_read_fixed(sqe, file, v->iov_base, (unsigned)v->iov_len,
+							 s->off, s->fixed);
+			else if (s->fixed >= 0)
+				io_uring_prep_write_fixed(sqe, file, v->iov_base, (unsigned)v->iov_len,
+							  s->off, s->fixed);
+			else if (s->req.type == VIRTIO_BLK_T_IN)
 				io_uring_prep_read(sqe, file, v->iov_base, (unsigned)v->iov_len, s->off);
 			else
 				io_uring_prep_write(sqe, file, v->iov_base, (unsigned)v->iov_len, s->off);
@@ -241,6 +247,11 @@ static void blk_chain(struct vqw_queue *wq, struct virtq_chain *c)
 	s->off = s->req.sector * BLK_SECTOR;
 	s->left = s->req.len;
 	s->buffered = false;
+	/* One segment in registered guest RAM: the kernel need not pin and
+	 * map its pages for this request (short I/O stays inside it). */
+	s->fixed = (s->req.type == VIRTIO_BLK_T_IN || s->req.type == VIRTIO_BLK_T_OUT) &&
+		   s->req.niov == 1 ? vqw_fixed_index(wq, s->req.iov[0].iov_base,
+						       s->req.iov[0].iov_len) : -1;
 	s->punch = s->req.type == VIRTIO_BLK_T_WRITE_ZEROES &&
 		   (s->req.dwz_flags & VIRTIO_BLK_WRITE_ZEROES_FLAG_UNMAP) && q->blk->img.discard;
 	s->used_len = s->req.type == VIRTIO_BLK_T_IN ? (uint32_t)s->req.len + 1 : 1;
@@ -374,6 +385,24 @@ static int worker_start(struct blk_dev *blk, unsigned wi)
 	fds[0] = blk->img.fd;
 	fds[1] = blk->img.fd_buffered;
 	nfds = fds[1] >= 0 ? 2 : 1;
+	if (blk->opts.fixed_buffers) {
+		/* Not fatal: the disk works without, at the cost measured in
+		 * virtq_worker.h; said once per device. */
+		unsigned long long mib = (unsigned long long)(blk->vdev.mem->total >> 20);
+
+		r = vqw_register_mem(&bw->w, blk->vdev.mem);
+		if (r == -ENOMEM && !blk->fixed_warned)
+			log_warn(blk->vdev.log, "disk %s: fixed-buffers: io_uring cannot pin the "
+				 "guest's %llu MiB of RAM (%s); its I/O goes without: raise "
+				 "RLIMIT_MEMLOCK (ulimit -l) above %llu MiB (the RAM once per I/O "
+				 "thread) or run with CAP_IPC_LOCK", blk->opts.path, mib, strerror(-r),
+				 mib * blk->nworkers);
+		else if (r && !blk->fixed_warned)
+			log_warn(blk->vdev.log, "disk %s: fixed-buffers: io_uring cannot register "
+				 "the guest's %llu MiB of RAM (%s); its I/O goes without",
+				 blk->opts.path, mib, strerror(-r));
+		blk->fixed_warned |= r != 0;
+	}
 	r = vqw_set_io(&bw->w, fds, nfds, blk->backend->sqe_ops);
 	if (r < 0)
 		goto fini_worker;
@@ -442,6 +471,7 @@ static void worker_stop(struct blk_dev *blk, unsigned wi)
 		q->base.kicks += wq->st.kicks;
 		q->base.gathers += wq->st.gathers;
 		q->base.gathered += wq->st.gathered;
+		q->base.fixed += wq->st.fixed;
 		/* Not a sum: the ring as this worker left it. */
 		q->base.ring = wq->st.ring;
 		q->base.ring_valid = wq->st.ring_valid;

@@ -30,6 +30,7 @@ struct blk_slot {
 	uint32_t used_len;         /* reported to the driver on success */
 	bool buffered;             /* retried on the non-O_DIRECT fd */
 	bool punch;                /* write zeroes through PUNCH_HOLE */
+	int fixed;                 /* one segment: its registered buffer, or -1 */
 	struct iovec iov[BLK_SLOT_IOV];
 };
 
@@ -44,7 +45,8 @@ struct blk_backend_ops {
 	/* Fill sqe with slot s's remaining I/O. file is the index of the
 	 * image in the ring's registered files (0: the main fd, 1: the
 	 * buffered fallback); the device adds IOSQE_FIXED_FILE unless the
-	 * sqe is a NOP. */
+	 * sqe is a NOP. s->fixed >= 0: its one segment lies in that
+	 * registered buffer (READ_FIXED / WRITE_FIXED may use it). */
 	void (*prep)(const struct blk_slot *s, int file, struct io_uring_sqe *sqe);
 	/* The completion's result (bytes or -errno) for slot s on queue q,
 	 * before the device acts on it; returns what the device should see.
@@ -57,9 +59,11 @@ struct blk_backend_ops {
 
 #define BLK_FILE_SQE_OPS ((1ULL << IORING_OP_READ) | (1ULL << IORING_OP_WRITE) | \
 			  (1ULL << IORING_OP_READV) | (1ULL << IORING_OP_WRITEV) | \
+			  (1ULL << IORING_OP_READ_FIXED) | (1ULL << IORING_OP_WRITE_FIXED) | \
 			  (1ULL << IORING_OP_FSYNC) | (1ULL << IORING_OP_FALLOCATE))
 
-/* Reads and writes (READ/WRITE for one segment, READV/WRITEV otherwise),
+/* Reads and writes (READ/WRITE for one segment, READ_FIXED/WRITE_FIXED
+ * where it lies in registered guest RAM, READV/WRITEV otherwise),
  * fsync, and fallocate for discard and write-zeroes, on the image. */
 extern const struct blk_backend_ops blk_file_backend;
 
@@ -97,6 +101,7 @@ struct blk_dev {
 	struct blk_image img;
 	uint64_t capacity;         /* sectors */
 	bool flush_failed;         /* atomic, sticky: a failed fsync fails later flushes */
+	bool fixed_warned;         /* fixed-buffers could not register: said once */
 	uint8_t config[sizeof(struct virtio_blk_config)];   /* little-endian */
 	struct blk_queue *queues;  /* vdev.num_queues */
 	struct blk_worker *workers;   /* nworkers: the device's I/O threads */

@@ -124,14 +124,14 @@ static void blk_stats_json(struct virtio_dev *dev, FILE *out)
 		fprintf(out, "%s{\"requests\":%llu,\"batches\":%llu,\"io_uring_enter\":%llu,"
 			"\"irqs\":%llu,\"errors\":%llu,\"bytes_read\":%llu,\"bytes_written\":%llu,"
 			"\"polled\":%llu,\"poll_preempted\":%llu,\"kicks\":%llu,\"gathers\":%llu,"
-			"\"gathered\":%llu",
+			"\"gathered\":%llu,\"fixed\":%llu",
 			q ? "," : "", (unsigned long long)s.requests,
 			(unsigned long long)s.batches, (unsigned long long)s.enters,
 			(unsigned long long)s.irqs, (unsigned long long)s.errors,
 			(unsigned long long)s.bytes_read, (unsigned long long)s.bytes_written,
 			(unsigned long long)s.polled, (unsigned long long)s.poll_preempted,
 			(unsigned long long)s.kicks, (unsigned long long)s.gathers,
-			(unsigned long long)s.gathered);
+			(unsigned long long)s.gathered, (unsigned long long)s.fixed);
 		if (s.ring_valid) {
 			/* Where a stalled queue stopped: work the device never
 			 * took (avail_pending), host I/O that never completed
@@ -269,6 +269,7 @@ int blk_get_queue_stats(struct virtio_dev *dev, unsigned q, struct blk_queue_sta
 	out->kicks = bq->base.kicks + w.kicks;
 	out->gathers = bq->base.gathers + w.gathers;
 	out->gathered = bq->base.gathered + w.gathered;
+	out->fixed = bq->base.fixed + w.fixed;
 	/* The ring as the last worker left it: a stopped worker's counters
 	 * are folded into base (worker_stop). */
 	out->ring_valid = bq->base.ring_valid;

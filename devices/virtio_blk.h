@@ -40,6 +40,7 @@ struct blk_queue_stats {
 	uint64_t kicks;            /* guest notifications, plus one at each queue start */
 	uint64_t gathers;          /* kicks after which the I/O thread waited for more */
 	uint64_t gathered;         /* requests that came during those waits */
+	uint64_t fixed;            /* reads and writes on registered guest RAM (fixed-buffers) */
 	bool ring_valid;           /* the queue's thread has stopped: */
 	struct virtq_ring_state ring;   /* the ring as it left it */
 };

@@ -69,7 +69,7 @@ void cli_usage(FILE *out)
 	      "                   the host's RAM + swap and below 1 TiB)\n"
 	      "  --disk PATH[,ro][,serial=ID][,cache=none|writeback][,discard=on][,queues=N]\n"
 	      "       [,io-threads=N][,poll=USEC][,gather=USEC][,transport=mmio|pci|ccw]\n"
-	      "       [,packed=on|off]\n"
+	      "       [,packed=on|off][,fixed-buffers=on|off]\n"
 	      "                   raw disk image as virtio-blk (vda, vdb, ... in order; up to 16)\n"
 	      "  --queues N       virtqueues per disk (default 1) for every disk without\n"
 	      "                   ,queues=; without --cpus, the guest gets as many vCPUs as\n"
@@ -82,6 +82,9 @@ void cli_usage(FILE *out)
 	      "                   ,gather=USEC: the longest an I/O thread waits after a kick\n"
 	      "                   for more requests to batch (default 200; it adapts below\n"
 	      "                   that and turns itself off at low queue depths; 0: never)\n"
+	      "                   ,fixed-buffers=on: guest RAM registered with io_uring, so\n"
+	      "                   O_DIRECT I/O skips pinning pages per request; pins all of\n"
+	      "                   guest RAM (needs RLIMIT_MEMLOCK or CAP_IPC_LOCK; default off)\n"
 	      "  --transport T    pci, mmio or ccw, for every disk without ,transport=\n"
 	      "                   (default: pci on x86, ccw on s390x)\n"
 	      "  --stats          print exit and device counters as JSON on stderr at exit\n"
@@ -359,6 +362,14 @@ int cli_parse_blk_opts(const char *spec, unsigned default_queues, struct blk_opt
 			if (parse_usec_opt("poll", "polling window", val, BLK_POLL_US_MAX, &o->poll_us,
 					   err, errlen))
 				return -EINVAL;
+		} else if (!strncmp(opt, "fixed-buffers=", 14)) {
+			if (!strcmp(val, "on"))
+				o->fixed_buffers = true;
+			else if (!strcmp(val, "off"))
+				o->fixed_buffers = false;
+			else
+				return cli_err(err, errlen, "--disk fixed-buffers='%s': use fixed-buffers=on "
+					       "or fixed-buffers=off", val);
 		} else if (!strncmp(opt, "gather=", 7)) {
 			if (parse_usec_opt("gather", "wait after a kick", val, BLK_GATHER_US_MAX,
 					   &o->gather_us, err, errlen))
@@ -366,7 +377,7 @@ int cli_parse_blk_opts(const char *spec, unsigned default_queues, struct blk_opt
 		} else {
 			return cli_err(err, errlen, "--disk: unknown option '%s'; valid options are ro, serial=ID, "
 				   "cache=none|writeback, discard=on|off, queues=N, io-threads=N, poll=USEC, "
-				   "gather=USEC", opt);
+				   "gather=USEC, fixed-buffers=on|off", opt);
 		}
 	}
 	return 0;

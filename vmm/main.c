@@ -212,6 +212,7 @@ int main(int argc, char **argv)
 		md.poll_us = d->opts.poll_us;
 		md.gather_us = d->opts.gather_us;
 		md.io_threads = d->opts.io_threads;
+		md.fixed_buffers = d->opts.fixed_buffers;
 		if (d->transport == CLI_TRANSPORT_MMIO)
 			md.transport = MVM_TRANSPORT_MMIO;
 		else if (d->transport == CLI_TRANSPORT_PCI)

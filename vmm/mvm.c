@@ -351,6 +351,7 @@ int mvm_add_disk(struct mvm *m, const struct mvm_disk *d, char *err, size_t errl
 	s->opts.poll_us = d->poll_us;
 	s->opts.gather_us = d->gather_us;
 	s->opts.io_threads = d->io_threads;
+	s->opts.fixed_buffers = d->fixed_buffers;
 	if (d->serial)
 		memcpy(s->opts.serial, d->serial, strlen(d->serial) + 1);
 	s->transport = d->transport;

@@ -156,6 +156,12 @@ struct mvm_disk {
 				 * adapts below it, and stops where the guest
 				 * waits for each completion), 0..1000 us;
 				 * default 200; 0: never */
+	bool fixed_buffers;     /* register guest RAM with the I/O threads'
+				 * io_uring as fixed buffers: O_DIRECT I/O skips
+				 * pinning pages per request, but all of guest RAM
+				 * is pinned (RLIMIT_MEMLOCK without CAP_IPC_LOCK;
+				 * where it does not fit, a warning and the disk
+				 * runs without); default false */
 };
 
 /* Why a VM ended. */

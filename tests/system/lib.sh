@@ -177,6 +177,17 @@ blk_fio_check() {
 	mmio=$(grep -o '"transport":"virtio-mmio"' "$SYS_TMP/out" | wc -l)
 	mapped=$(grep -o '"register_reads":"mapped"' "$SYS_TMP/out" | wc -l)
 	[ "$mapped" -eq "$mmio" ] || fail "$mapped of $mmio virtio-mmio windows had their registers mapped"
+	# fixed-buffers=on: the I/O threads registered guest RAM (on the vCPU
+	# thread that set DRIVER_OK, inside its seccomp filter) and the
+	# guest's one-segment reads and writes went through it.
+	if [[ $opts == *fixed-buffers=on* ]]; then
+		local fixed
+		fixed=$(grep -o '"fixed":[0-9]*' "$SYS_TMP/out" | awk -F: '{ n += $2 } END { print n + 0 }')
+		[ "$fixed" -gt 0 ] || fail "fixed-buffers=on, but no request used the registered guest RAM"
+		grep -q 'fixed-buffers: io_uring cannot' "$SYS_TMP/out" &&
+			fail "fixed-buffers=on could not register guest RAM"
+		echo "$fixed requests on registered guest RAM"
+	fi
 	expect_line "$SYS_TMP/out" '^MVM-VDB-RO=1$'
 	grep -qE '^MVM-RO-WRITE-RC=0$' "$SYS_TMP/out" && fail "a write to the ro disk succeeded in the guest"
 	expect_line "$SYS_TMP/out" '^MVM-RO-WRITE-RC=[1-9]'

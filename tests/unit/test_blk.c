@@ -7,6 +7,7 @@
 #include "devices/virtio_blk.h"
 #include "devices/blk_queue.h"
 #include "devices/blk_req.h"
+#include "vmm/log.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -16,7 +17,10 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
+#include <linux/capability.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
+#include <sys/syscall.h>
 
 #define IMG_SIZE (1u << 20)
 #define QSIZE 128
@@ -852,6 +856,127 @@ TEST(stopped_queue_reports_where_its_ring_stands)
 	CHECK(strstr(out, "\"ring\":{\"layout\":\"split\",\"last_avail\":1,\"used\":1,\"avail_pending\":2,"
 			  "\"in_flight\":0,\"driver_event\":1,") != NULL);
 	free(out);
+	teardown(&t);
+}
+
+/* fixed-buffers=on: a read or write whose data is one segment of guest RAM
+ * goes through the RAM the queue's ring registered (READ_FIXED /
+ * WRITE_FIXED), with O_DIRECT as with the page cache; a request of several
+ * segments goes the usual way. Data is right either way. */
+static void fixed_buffers(const char *opts)
+{
+	struct rlimit unlimited = { RLIM_INFINITY, RLIM_INFINITY };
+	struct blk_queue_stats a, b;
+	struct vdrv_sg sg[4];
+	uint64_t buf, seg[2], st;
+	uint32_t id, len;
+	uint8_t *p, chk[4096];
+	struct t t;
+	int head;
+
+	/* Root has CAP_IPC_LOCK; anyone else needs the limit above the RAM. */
+	if (geteuid() && setrlimit(RLIMIT_MEMLOCK, &unlimited))
+		CHECK_SKIP("RLIMIT_MEMLOCK cannot be raised to register the fake RAM\n");
+	setup(&t, opts, 1);
+	buf = vdrv_alloc(&t.d, 4096, 4096);
+	p = vdrv_host(&t.d, buf);
+	stats(&t, 0, &a);
+	CHECK_EQ(run1(&t, 0, VIRTIO_BLK_T_IN, 8, buf, 4096, true, NULL), VIRTIO_BLK_S_OK);
+	CHECK(data_matches(p, 8 * 512, 4096));
+	memset(p, 0x3c, 4096);
+	CHECK_EQ(run1(&t, 0, VIRTIO_BLK_T_OUT, 200, buf, 4096, false, NULL), VIRTIO_BLK_S_OK);
+	CHECK_EQ(pread(t.fd, chk, 4096, 200 * 512), 4096);
+	CHECK_EQ(chk[0], 0x3c);
+	CHECK_EQ(chk[4095], 0x3c);
+	CHECK_EQ(run1(&t, 0, VIRTIO_BLK_T_FLUSH, 0, 0, 0, false, NULL), VIRTIO_BLK_S_OK);
+	stats(&t, 0, &b);
+	CHECK_EQ(b.fixed - a.fixed, 2);          /* the read and the write, not the flush */
+
+	/* Two segments: READV, data in both. */
+	seg[0] = vdrv_alloc(&t.d, 4096, 4096);
+	seg[1] = vdrv_alloc(&t.d, 4096, 4096);
+	st = status_buf(&t);
+	sg[0] = (struct vdrv_sg){ hdr(&t, VIRTIO_BLK_T_IN, 64), 16, false };
+	sg[1] = (struct vdrv_sg){ seg[0], 4096, true };
+	sg[2] = (struct vdrv_sg){ seg[1], 4096, true };
+	sg[3] = (struct vdrv_sg){ st, 1, true };
+	head = vdrv_add(&t.d, 0, sg, 4, false);
+	CHECK(head >= 0);
+	vdrv_kick(&t.d, 0);
+	wait_used(&t, 0, &id, &len);
+	CHECK_EQ(id, head);
+	CHECK_EQ(st_of(&t, st), VIRTIO_BLK_S_OK);
+	CHECK(data_matches(vdrv_host(&t.d, seg[0]), 64 * 512, 4096));
+	CHECK(data_matches(vdrv_host(&t.d, seg[1]), 64 * 512 + 4096, 4096));
+	stats(&t, 0, &a);
+	CHECK_EQ(a.fixed, b.fixed);
+	teardown(&t);
+}
+
+TEST(fixed_buffers_carry_one_segment_io_page_cache)
+{
+	fixed_buffers(",fixed-buffers=on");
+}
+
+TEST(fixed_buffers_carry_one_segment_io_o_direct)
+{
+	fixed_buffers(",fixed-buffers=on,cache=none");
+}
+
+TEST(fixed_buffers_are_off_by_default)
+{
+	struct blk_queue_stats s;
+	uint64_t buf;
+	struct t t;
+
+	setup(&t, "", 1);
+	buf = vdrv_alloc(&t.d, 4096, 4096);
+	CHECK_EQ(run1(&t, 0, VIRTIO_BLK_T_IN, 8, buf, 4096, true, NULL), VIRTIO_BLK_S_OK);
+	stats(&t, 0, &s);
+	CHECK_EQ(s.requests, 1);
+	CHECK_EQ(s.fixed, 0);
+	teardown(&t);
+}
+
+static void record_warning(void *opaque, int level, const char *msg)
+{
+	if (level == LOG_WARNING)
+		snprintf(opaque, 512, "%s", msg);
+}
+
+/* Registering pins guest RAM, which counts against RLIMIT_MEMLOCK unless
+ * the process has CAP_IPC_LOCK (mvm --uid drops it). Where the RAM does not
+ * fit, the disk works without, and the host is told why once. */
+TEST(fixed_buffers_beyond_memlock_work_without_and_say_why)
+{
+	struct __user_cap_header_struct h = { _LINUX_CAPABILITY_VERSION_3, 0 };
+	struct __user_cap_data_struct c[2];
+	/* Room for the ring itself (accounted too), not for 16 MiB of RAM. */
+	struct rlimit small = { 1 << 20, 1 << 20 };
+	char warning[512] = "";
+	struct log_sink sink = { .fn = record_warning, .opaque = warning };
+	struct blk_queue_stats s;
+	uint64_t buf;
+	struct t t;
+
+	/* This case runs in a process of its own: drop the capability. */
+	CHECK_EQ(syscall(SYS_capget, &h, c), 0);
+	c[CAP_TO_INDEX(CAP_IPC_LOCK)].effective &= ~CAP_TO_MASK(CAP_IPC_LOCK);
+	c[CAP_TO_INDEX(CAP_IPC_LOCK)].permitted &= ~CAP_TO_MASK(CAP_IPC_LOCK);
+	CHECK_EQ(syscall(SYS_capset, &h, c), 0);
+	CHECK_EQ(setrlimit(RLIMIT_MEMLOCK, &small), 0);
+	setup_ex(&t, ",fixed-buffers=on", 1, all_features(), false);
+	t.dev->log = &sink;
+	vdrv_driver_ok(&t.d);
+	buf = vdrv_alloc(&t.d, 4096, 4096);
+	CHECK_EQ(run1(&t, 0, VIRTIO_BLK_T_IN, 8, buf, 4096, true, NULL), VIRTIO_BLK_S_OK);
+	CHECK(data_matches(vdrv_host(&t.d, buf), 8 * 512, 4096));
+	stats(&t, 0, &s);
+	CHECK_EQ(s.fixed, 0);
+	CHECK(strstr(warning, "fixed-buffers") != NULL);
+	CHECK(strstr(warning, "RLIMIT_MEMLOCK") != NULL);
+	CHECK(strstr(warning, t.path) != NULL);
+	t.dev->log = NULL;
 	teardown(&t);
 }
 

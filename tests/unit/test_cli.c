@@ -471,6 +471,22 @@ TEST(disk_transport_keys_do_not_reach_the_block_layer)
 	CHECK_EQ(c.disks[1].transport, CLI_TRANSPORT_PCI);
 }
 
+/* fixed-buffers= registers guest RAM with the disk's rings: off unless
+ * asked, and anything but on or off is refused with what to give. */
+TEST(disk_fixed_buffers_is_off_unless_asked)
+{
+	struct cli_config c;
+
+	CHECK_EQ(PARSE(&c, "--disk", "a.img", "--disk", "b.img,fixed-buffers=on,cache=none",
+		       "--disk", "c.img,fixed-buffers=off"), 0);
+	CHECK(!c.disks[0].opts.fixed_buffers);
+	CHECK(c.disks[1].opts.fixed_buffers);
+	CHECK(!c.disks[2].opts.fixed_buffers);
+	CHECK_EQ(PARSE(&c, "--disk", "a.img,fixed-buffers=yes"), -EINVAL);
+	CHECK(strstr(err, "fixed-buffers='yes'") && strstr(err, "fixed-buffers=on"));
+	CHECK_EQ(PARSE(&c, "--disk", "a.img,fixed-buffers"), -EINVAL);
+}
+
 TEST(bad_disk_options)
 {
 	struct cli_config c;

@@ -120,6 +120,7 @@ TEST(defaults)
 	CHECK_EQ(d.transport, arch_layout.has_ccw ? MVM_TRANSPORT_CCW : MVM_TRANSPORT_PCI);
 	CHECK_EQ(d.poll_us, 32);
 	CHECK_EQ(d.gather_us, 200);
+	CHECK(!d.fixed_buffers);
 }
 
 TEST(create_valid_config_and_destroy)
