@@ -14,7 +14,7 @@
  * printed as packed/split IOPS ratios.
  *
  *   mvm-bench [--seconds S] [--rounds N] [--size MiB] [--qd N]... [--halt-poll USEC]
- *             [--bs KiB] [--opts ,KEY=VAL...] [--json]
+ *             [--bs KiB] [--cache none|writeback] [--opts ,KEY=VAL...] [--json]
  *
  * Each point runs for S seconds in all, split into N rounds (default 3) that
  * interleave the device and direct runs. The driver waits for interrupts
@@ -23,7 +23,9 @@
  *
  * --qd limits the run to the given depths among 1/8/32/128 (repeatable),
  * for quick A/B comparisons; --opts appends disk options (",poll=64") to the
- * device's disk spec. */
+ * device's disk spec. --cache none reads the file with O_DIRECT on both
+ * sides (the device with cache=none): host block I/O instead of page-cache
+ * copies, where registered buffers (--opts ,fixed-buffers=on) matter. */
 #include "tests/unit/vdrv.h"
 #include "tests/unit/blk_null.h"
 #include "vmm/cli.h"
@@ -65,7 +67,7 @@ static uint64_t rnd(void)
 struct result {
 	double done, secs, iops;
 	double enters_per_req, irqs_per_req, batches_per_req, polled_per_req, kicks_per_req;
-	double preempted_per_req;
+	double preempted_per_req, fixed_per_req;
 };
 
 /* A device run's figures from the queue counters before (a) and after (b). */
@@ -83,6 +85,7 @@ static void result_set(struct result *res, uint64_t done, double secs,
 	res->polled_per_req = (double)(b->polled - a->polled) / reqs;
 	res->kicks_per_req = (double)(b->kicks - a->kicks) / reqs;
 	res->preempted_per_req = (double)(b->poll_preempted - a->poll_preempted) / reqs;
+	res->fixed_per_req = (double)(b->fixed - a->fixed) / reqs;
 }
 
 /* Fold one round into the running total: IOPS over the summed time, per
@@ -98,6 +101,7 @@ static void result_add(struct result *sum, const struct result *r)
 	sum->kicks_per_req = (sum->kicks_per_req * sum->done + r->kicks_per_req * r->done) / n;
 	sum->preempted_per_req = (sum->preempted_per_req * sum->done +
 				  r->preempted_per_req * r->done) / n;
+	sum->fixed_per_req = (sum->fixed_per_req * sum->done + r->fixed_per_req * r->done) / n;
 	sum->done = n;
 	sum->secs += r->secs;
 	sum->iops = sum->done / sum->secs;
@@ -105,6 +109,8 @@ static void result_add(struct result *sum, const struct result *r)
 
 /* --opts: appended to the disk spec (e.g. ",poll=64") for experiments. */
 static const char *disk_opts = "";
+/* --cache none: O_DIRECT for the device (cache=none) and the direct run. */
+static bool odirect;
 
 static void die_bench(const char *what)
 {
@@ -210,7 +216,7 @@ static struct virtio_dev *bench_open(struct vdrv *d, const char *path, bool null
 
 	if (packed)
 		want |= VIRTIO_BIT(VIRTIO_F_RING_PACKED);
-	snprintf(spec, sizeof(spec), "%s%s", path, disk_opts);
+	snprintf(spec, sizeof(spec), "%s%s%s", path, odirect ? ",cache=none" : "", disk_opts);
 	if (cli_parse_blk_opts(spec, 1, &o, err, sizeof(err)))
 		die_bench(err);
 	/* Room for 128 requests' buffers, and their metadata. */
@@ -431,7 +437,7 @@ static int run_direct(const char *path, uint64_t size, unsigned qd, double secs,
 	unsigned i;
 	int fd;
 
-	fd = open(path, O_RDONLY);
+	fd = open(path, O_RDONLY | (odirect ? O_DIRECT : 0));
 	if (fd < 0 || io_uring_queue_init(QMAX, &ring, 0) || io_uring_register_files(&ring, &fd, 1))
 		die_bench("direct: io_uring setup");
 	/* Buffers in THP-eligible memory, like the device's (fake) guest RAM. */
@@ -514,6 +520,12 @@ int main(int argc, char **argv)
 			bs = (unsigned)kib * 1024;
 		} else if (!strcmp(argv[i], "--opts") && i + 1 < (unsigned)argc)
 			disk_opts = argv[++i];
+		else if (!strcmp(argv[i], "--cache") && i + 1 < (unsigned)argc) {
+			i++;
+			if (strcmp(argv[i], "none") && strcmp(argv[i], "writeback"))
+				die_bench("--cache must be none or writeback");
+			odirect = !strcmp(argv[i], "none");
+		}
 		else if (!strcmp(argv[i], "--qd") && i + 1 < (unsigned)argc) {
 			unsigned qd = (unsigned)strtoul(argv[++i], NULL, 0), k;
 
@@ -526,8 +538,8 @@ int main(int argc, char **argv)
 			bool help = !strcmp(argv[i], "--help");
 
 			fprintf(help ? stdout : stderr, "usage: mvm-bench [--seconds S] [--rounds N] "
-				"[--size MiB] [--qd N]... [--halt-poll USEC] [--bs KiB] [--opts ,KEY=VAL...] "
-				"[--json]\n");
+				"[--size MiB] [--qd N]... [--halt-poll USEC] [--bs KiB] [--cache none|writeback] "
+				"[--opts ,KEY=VAL...] [--json]\n");
 			return help ? 0 : 2;
 		}
 	}
@@ -590,13 +602,15 @@ int main(int argc, char **argv)
 			       "\"irqs_per_req\":%.4f,\"null_enters_per_req\":%.4f,"
 			       "\"null_irqs_per_req\":%.4f,\"batches_per_req\":%.4f,"
 			       "\"polled_per_req\":%.4f,\"kicks_per_req\":%.4f,"
-			       "\"poll_preempted_per_req\":%.4f", first ? "" : ",",
+			       "\"poll_preempted_per_req\":%.4f,\"fixed_per_req\":%.4f,\"cache\":\"%s\"",
+			       first ? "" : ",",
 			       bs, qds[i], nul[i].iops,
 			       file[i].iops, direct[i].iops, file[i].iops / direct[i].iops,
 			       file[i].enters_per_req, file[i].irqs_per_req,
 			       nul[i].enters_per_req, nul[i].irqs_per_req, file[i].batches_per_req,
 			       file[i].polled_per_req, file[i].kicks_per_req,
-			       file[i].preempted_per_req);
+			       file[i].preempted_per_req, file[i].fixed_per_req,
+			       odirect ? "none" : "writeback");
 			if (pk[i])
 				printf(",\"packed_null_iops\":%.0f,\"packed_device_iops\":%.0f,"
 				       "\"packed_null_ratio\":%.3f,\"packed_device_ratio\":%.3f",
@@ -608,9 +622,10 @@ int main(int argc, char **argv)
 		printf("]\n");
 		return 0;
 	}
-	printf("virtio-blk %u KiB random reads, %llu MiB page-cached file, %.1f s per point "
+	printf("virtio-blk %u KiB random reads, %llu MiB %s, %.1f s per point "
 	       "in %u rounds, driver halt-polls %u us\n", bs / 1024,
-	       (unsigned long long)(size >> 20), secs, rounds, halt_poll_us);
+	       (unsigned long long)(size >> 20),
+	       odirect ? "file read with O_DIRECT" : "page-cached file", secs, rounds, halt_poll_us);
 	printf("%5s %12s %12s %12s %7s %10s %9s %9s %13s %11s\n", "QD", "null IOPS",
 	       "device IOPS", "direct IOPS", "ratio", "enter/req", "irq/req", "kick/req",
 	       "null enter/r", "null irq/r");
