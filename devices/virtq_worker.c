@@ -638,7 +638,7 @@ int vqw_init(struct vqw *w, const struct vqw_ops *ops, struct virtio_dev *dev,
 
 int vqw_fixed_layout(const struct guest_mem *gm, struct iovec *out, unsigned max)
 {
-	unsigned n = 0, i, j;
+	unsigned n = 0, i;
 
 	for (i = 0; i < gm->nr; i++) {
 		uint64_t off;
@@ -653,56 +653,48 @@ int vqw_fixed_layout(const struct guest_mem *gm, struct iovec *out, unsigned max
 			n++;
 		}
 	}
-	/* Insertion sort by address: a handful of regions, made in order
-	 * by gmem_map anyway. */
-	for (i = 1; i < n; i++) {
-		struct iovec v = out[i];
-
-		for (j = i; j > 0 && (uintptr_t)out[j - 1].iov_base > (uintptr_t)v.iov_base; j--)
-			out[j] = out[j - 1];
-		out[j] = v;
-	}
 	return (int)n;
 }
 
-int vqw_fixed_find(const struct iovec *chunks, unsigned n, const void *p, size_t len)
+int vqw_fixed_find(const struct guest_mem *gm, const void *p, size_t len)
 {
 	uintptr_t a = (uintptr_t)p;
-	unsigned lo = 0, hi = n;
+	uint64_t first = 0;
+	unsigned i;
 
-	/* The last chunk that starts at or below a. */
-	while (lo < hi) {
-		unsigned mid = lo + (hi - lo) / 2;
+	for (i = 0; i < gm->nr; i++) {
+		const struct gmem_region *r = &gm->r[i];
+		uint64_t off = a - (uintptr_t)r->hva, end;
 
-		if ((uintptr_t)chunks[mid].iov_base <= a)
-			lo = mid + 1;
-		else
-			hi = mid;
+		if (a >= (uintptr_t)r->hva && off < r->size) {
+			end = (off / VQW_FIXED_CHUNK + 1) * VQW_FIXED_CHUNK;
+			if (end > r->size)
+				end = r->size;
+			/* All of it inside this chunk (no overflow: off < end). */
+			return len <= end - off ? (int)(first + off / VQW_FIXED_CHUNK) : -1;
+		}
+		first += (r->size + VQW_FIXED_CHUNK - 1) / VQW_FIXED_CHUNK;
 	}
-	if (!lo)
-		return -1;
-	lo--;
-	/* Inside it, all of it (no overflow: off < iov_len). */
-	if (a - (uintptr_t)chunks[lo].iov_base >= chunks[lo].iov_len ||
-	    len > chunks[lo].iov_len - (a - (uintptr_t)chunks[lo].iov_base))
-		return -1;
-	return (int)lo;
+	return -1;
 }
 
 int vqw_register_mem(struct vqw *w, const struct guest_mem *gm)
 {
+	/* On the caller's stack, for this call only: the kernel keeps its
+	 * own copy (16 KiB; threads here have UTIL_THREAD_STACK). */
+	struct iovec chunks[VQW_FIXED_MAX];
 	int n, r;
 
-	if (w->nfixed || !w->ring_ok)
+	if (w->fixed || !w->ring_ok)
 		return -EINVAL;
-	n = vqw_fixed_layout(gm, w->fixed, VQW_FIXED_MAX);
+	n = vqw_fixed_layout(gm, chunks, VQW_FIXED_MAX);
 	if (n <= 0)
 		return n < 0 ? n : -EINVAL;
 	/* The ring is still disabled: no restriction applies yet. */
-	r = io_uring_register_buffers(&w->ring, w->fixed, (unsigned)n);
+	r = io_uring_register_buffers(&w->ring, chunks, (unsigned)n);
 	if (r < 0)
 		return r;
-	w->nfixed = (unsigned)n;
+	w->fixed = gm;
 	return 0;
 }
 
@@ -710,9 +702,9 @@ int vqw_fixed_index(struct vqw_queue *q, const void *p, size_t len)
 {
 	int i;
 
-	if (!q->w->nfixed)
+	if (!q->w->fixed)
 		return -1;
-	i = vqw_fixed_find(q->w->fixed, q->w->nfixed, p, len);
+	i = vqw_fixed_find(q->w->fixed, p, len);
 	if (i >= 0)
 		STAT_ADD(q, fixed, 1);
 	return i;
@@ -841,9 +833,9 @@ void vqw_fini(struct vqw *w)
 	io_uring_unregister_files(&w->ring);
 	/* And unpin guest RAM now: a reset's new ring registers it again,
 	 * and without CAP_IPC_LOCK both would count against RLIMIT_MEMLOCK. */
-	if (w->nfixed)
+	if (w->fixed)
 		io_uring_unregister_buffers(&w->ring);
-	w->nfixed = 0;
+	w->fixed = NULL;
 	io_uring_queue_exit(&w->ring);
 	close(w->stop_fd);
 	w->ring_ok = false;

@@ -166,14 +166,15 @@ void vqw_gather_end(struct vqw_gather *g, uint32_t slice_ns, unsigned first_new)
  * chunks. Registering pins the whole of guest RAM (faulted in, neither
  * swapped nor merged) for as long as the ring lives: an opt-in. */
 #define VQW_FIXED_CHUNK (1ULL << 30)
-#define VQW_FIXED_MAX 256          /* chunks: 256 GiB of guest RAM */
-/* Guest RAM's regions cut into chunks of at most VQW_FIXED_CHUNK, in out
- * (at most max), sorted by host address for vqw_fixed_find. The count, or
- * -E2BIG (out then holds a part). Pure logic. */
+#define VQW_FIXED_MAX 1024         /* chunks: mvm's most guest RAM, below 1 TiB */
+/* Guest RAM's regions cut into chunks of at most VQW_FIXED_CHUNK, region
+ * by region, in out (at most max): chunk k of a region is buffer k after
+ * the chunks of the regions before it. The count, or -E2BIG (out then
+ * holds a part). Pure logic. */
 int vqw_fixed_layout(const struct guest_mem *gm, struct iovec *out, unsigned max);
-/* The chunk of a sorted layout holding all of [p, p+len), or -1 (outside
- * guest RAM, or across a chunk's end: such I/O goes without). */
-int vqw_fixed_find(const struct iovec *chunks, unsigned n, const void *p, size_t len);
+/* The buffer of that layout holding all of [p, p+len), or -1 (outside
+ * guest RAM, or across a chunk's end: such I/O goes without). Pure. */
+int vqw_fixed_find(const struct guest_mem *gm, const void *p, size_t len);
 
 struct vqw_ops {
 	const char *name;          /* for messages: "virtio-blk" */
@@ -219,8 +220,7 @@ struct vqw {
 	bool stopping;
 	bool worked;               /* the last round popped something */
 	unsigned file_base;        /* the worker's first registered file */
-	struct iovec fixed[VQW_FIXED_MAX];   /* registered guest RAM (vqw_register_mem) */
-	unsigned nfixed;
+	const struct guest_mem *fixed;   /* registered as buffers (vqw_register_mem), or NULL */
 	bool io_set;               /* vqw_set_io ran: files and restrictions */
 	bool sandbox;              /* the thread enters SANDBOX_QUEUE */
 	pthread_t thread;
