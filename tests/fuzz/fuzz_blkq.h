@@ -62,6 +62,7 @@ static struct {
 	uint64_t disk_bytes;
 	bool buffered_fd;                   /* file index 1 registered */
 	uint64_t sqe_ops;                   /* the opcodes the device declared */
+	const struct guest_mem *fixed;      /* "registered": buffer i is region i */
 	unsigned irqs, config_irqs;
 	uint8_t sink;                       /* bytes read from the guest go here */
 } fk;
@@ -99,6 +100,29 @@ int vqw_set_io(struct vqw *w, const int *files, unsigned nfiles, uint64_t sqe_op
 	fk.buffered_fd = nfiles == 2;
 	fk.sqe_ops = sqe_ops;
 	return 0;
+}
+
+/* fixed-buffers=on: each region of the fake RAM (< 1 GiB) is one buffer,
+ * as the real layout would number them. */
+int vqw_register_mem(struct vqw *w, const struct guest_mem *gm)
+{
+	FZ_ASSERT(w == fk.w && !fk.fixed && !w->started);
+	fk.fixed = gm;
+	return 0;
+}
+
+int vqw_fixed_index(struct vqw_queue *q, const void *p, size_t len)
+{
+	uintptr_t a = (uintptr_t)p;
+
+	FZ_ASSERT(q == &fk.w->q[0]);
+	for (unsigned i = 0; fk.fixed && i < fk.fixed->nr; i++) {
+		const struct gmem_region *r = &fk.fixed->r[i];
+
+		if (a >= (uintptr_t)r->hva && a - (uintptr_t)r->hva < r->size)
+			return len <= r->size - (a - (uintptr_t)r->hva) ? (int)i : -1;
+	}
+	return -1;
 }
 
 struct io_uring_sqe *vqw_get_sqe(struct vqw *w)
@@ -166,6 +190,7 @@ void vqw_stop(struct vqw *w)
 void vqw_fini(struct vqw *w)
 {
 	(void)w;
+	fk.fixed = NULL;        /* as the real one: unregistered with the ring */
 }
 
 /* The worker's drain (virtq_worker.c): at most a queue's worth per round,
@@ -283,6 +308,21 @@ static void fake_complete(unsigned k, unsigned mode)
 		len = s->len;
 		touch((void *)(uintptr_t)s->addr, len, s->opcode == IORING_OP_READ, (uint8_t)mode);
 		break;
+	case IORING_OP_READ_FIXED:
+	case IORING_OP_WRITE_FIXED: {
+		const struct gmem_region *r;
+
+		/* What the kernel checks: a registered buffer, and the range
+		 * inside it (else -EFAULT, which the device never sees here). */
+		FZ_ASSERT(fk.fixed && s->buf_index < fk.fixed->nr);
+		r = &fk.fixed->r[s->buf_index];
+		len = s->len;
+		FZ_ASSERT(s->addr >= (uintptr_t)r->hva && len <= r->size &&
+			  s->addr - (uintptr_t)r->hva <= r->size - len);
+		touch((void *)(uintptr_t)s->addr, len, s->opcode == IORING_OP_READ_FIXED,
+		      (uint8_t)mode);
+		break;
+	}
 	case IORING_OP_READV:
 	case IORING_OP_WRITEV: {
 		const struct iovec *v = (const struct iovec *)(uintptr_t)s->addr;
@@ -658,6 +698,7 @@ static int blkq_fuzz(const uint8_t *data, size_t size, bool packed)
 	struct guest g;
 	uint8_t cfg = fz_u8(&in), sz = fz_u8(&in);
 	unsigned steps = 0;
+	uint16_t cap;
 
 	memset(&fk, 0, sizeof(fk));
 	memset(&g, 0, sizeof(g));
@@ -688,7 +729,11 @@ static int blkq_fuzz(const uint8_t *data, size_t size, bool packed)
 	g.blk->nworkers = 1;
 	FZ_ASSERT(g.blk->queues && g.blk->workers);
 	FZ_ASSERT(blk_slots_alloc(g.blk) == 0);
-	g.blk->capacity = 1 + fz_u16(&in) % 4096;         /* up to 2 MiB */
+	cap = fz_u16(&in);
+	g.blk->capacity = 1 + cap % 4096;                  /* up to 2 MiB */
+	/* Its top bit: guest RAM registered (fixed-buffers=on). */
+	g.blk->opts.fixed_buffers = cap & 0x8000;
+	fk.fixed = NULL;
 	fk.disk_bytes = g.blk->capacity * 512;
 	g.blk->img.fd = 0;                                 /* never used: fake ring */
 	g.blk->img.fd_buffered = cfg & 0x10 ? 1 : -1;
@@ -829,6 +874,21 @@ static void blkq_seeds(bool packed)
 	fzb_u8(&s, OP_COMPLETE_ALL); fzb_u8(&s, 4);
 	fzb_u8(&s, OP_KICK);
 	fuzz_seed("indirect_short", s.b, s.n);
+
+	/* fixed-buffers=on: one-segment reads and writes on registered RAM,
+	 * one short (the rest resubmitted inside the same buffer), with the
+	 * O_DIRECT fd's EINVAL retry on the buffered one; and a two-segment
+	 * read that goes without */
+	seed_hdr(&s, 0x13, sz, 0x8000 | 2048);
+	seed_req(&s, 0, 1, 0, 8, 8);
+	seed_req(&s, 1, 1, 1, 24, 2);
+	seed_req(&s, 0, 2, 0, 40, 1);
+	fzb_u8(&s, OP_KICK);
+	fzb_u8(&s, OP_COMPLETE); fzb_u8(&s, 0); fzb_u8(&s, 1);
+	fzb_u8(&s, OP_COMPLETE); fzb_u8(&s, 1); fzb_u8(&s, 4);
+	fzb_u8(&s, OP_COMPLETE_ALL); fzb_u8(&s, 0);
+	fzb_u8(&s, OP_KICK);
+	fuzz_seed("fixed_buffers", s.b, s.n);
 
 	/* flush, get id, discard, write zeroes (unmap), unknown type */
 	seed_hdr(&s, 0xcf, sz, 64);
