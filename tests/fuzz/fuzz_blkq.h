@@ -62,7 +62,6 @@ static struct {
 	uint64_t disk_bytes;
 	bool buffered_fd;                   /* file index 1 registered */
 	uint64_t sqe_ops;                   /* the opcodes the device declared */
-	const struct guest_mem *fixed;      /* "registered": buffer i is region i */
 	unsigned irqs, config_irqs;
 	uint8_t sink;                       /* bytes read from the guest go here */
 } fk;
@@ -102,27 +101,13 @@ int vqw_set_io(struct vqw *w, const int *files, unsigned nfiles, uint64_t sqe_op
 	return 0;
 }
 
-/* fixed-buffers=on: each region of the fake RAM (< 1 GiB) is one buffer,
- * as the real layout would number them. */
+/* fixed-buffers=on: "registered" as the real worker would, so that the
+ * real lookup (vqw_fixed_index, vqw_fixed_find) runs on it. */
 int vqw_register_mem(struct vqw *w, const struct guest_mem *gm)
 {
-	FZ_ASSERT(w == fk.w && !fk.fixed && !w->started);
-	fk.fixed = gm;
+	FZ_ASSERT(w == fk.w && !w->fixed && !w->started);
+	w->fixed = gm;
 	return 0;
-}
-
-int vqw_fixed_index(struct vqw_queue *q, const void *p, size_t len)
-{
-	uintptr_t a = (uintptr_t)p;
-
-	FZ_ASSERT(q == &fk.w->q[0]);
-	for (unsigned i = 0; fk.fixed && i < fk.fixed->nr; i++) {
-		const struct gmem_region *r = &fk.fixed->r[i];
-
-		if (a >= (uintptr_t)r->hva && a - (uintptr_t)r->hva < r->size)
-			return len <= r->size - (a - (uintptr_t)r->hva) ? (int)i : -1;
-	}
-	return -1;
 }
 
 struct io_uring_sqe *vqw_get_sqe(struct vqw *w)
@@ -189,8 +174,7 @@ void vqw_stop(struct vqw *w)
 
 void vqw_fini(struct vqw *w)
 {
-	(void)w;
-	fk.fixed = NULL;        /* as the real one: unregistered with the ring */
+	w->fixed = NULL;        /* as the real one: unregistered with the ring */
 }
 
 /* The worker's drain (virtq_worker.c): at most a queue's worth per round,
@@ -310,15 +294,20 @@ static void fake_complete(unsigned k, unsigned mode)
 		break;
 	case IORING_OP_READ_FIXED:
 	case IORING_OP_WRITE_FIXED: {
-		const struct gmem_region *r;
+		struct iovec bufs[8];
+		int nbufs;
 
-		/* What the kernel checks: a registered buffer, and the range
+		/* What the kernel checks: a registered buffer, as the layout
+		 * that vqw_register_mem would have registered, and the range
 		 * inside it (else -EFAULT, which the device never sees here). */
-		FZ_ASSERT(fk.fixed && s->buf_index < fk.fixed->nr);
-		r = &fk.fixed->r[s->buf_index];
+		FZ_ASSERT(fk.w->fixed);
+		nbufs = vqw_fixed_layout(fk.w->fixed, bufs, 8);
+		FZ_ASSERT(nbufs > 0 && s->buf_index < (unsigned)nbufs);
 		len = s->len;
-		FZ_ASSERT(s->addr >= (uintptr_t)r->hva && len <= r->size &&
-			  s->addr - (uintptr_t)r->hva <= r->size - len);
+		FZ_ASSERT(s->addr >= (uintptr_t)bufs[s->buf_index].iov_base &&
+			  len <= bufs[s->buf_index].iov_len &&
+			  s->addr - (uintptr_t)bufs[s->buf_index].iov_base <=
+			  bufs[s->buf_index].iov_len - len);
 		touch((void *)(uintptr_t)s->addr, len, s->opcode == IORING_OP_READ_FIXED,
 		      (uint8_t)mode);
 		break;
@@ -733,7 +722,6 @@ static int blkq_fuzz(const uint8_t *data, size_t size, bool packed)
 	g.blk->capacity = 1 + cap % 4096;                  /* up to 2 MiB */
 	/* Its top bit: guest RAM registered (fixed-buffers=on). */
 	g.blk->opts.fixed_buffers = cap & 0x8000;
-	fk.fixed = NULL;
 	fk.disk_bytes = g.blk->capacity * 512;
 	g.blk->img.fd = 0;                                 /* never used: fake ring */
 	g.blk->img.fd_buffered = cfg & 0x10 ? 1 : -1;
