@@ -391,16 +391,19 @@ static int worker_start(struct blk_dev *blk, unsigned wi)
 		unsigned long long mib = (unsigned long long)(blk->vdev.mem->total >> 20);
 
 		r = vqw_register_mem(&bw->w, blk->vdev.mem);
-		if (r == -ENOMEM && !blk->fixed_warned)
-			log_warn(blk->vdev.log, "disk %s: fixed-buffers: io_uring cannot pin the "
-				 "guest's %llu MiB of RAM (%s); its I/O goes without: raise "
-				 "RLIMIT_MEMLOCK (ulimit -l) above %llu MiB (the RAM once per I/O "
-				 "thread) or run with CAP_IPC_LOCK", blk->opts.path, mib, strerror(-r),
-				 mib * blk->nworkers);
-		else if (r && !blk->fixed_warned)
-			log_warn(blk->vdev.log, "disk %s: fixed-buffers: io_uring cannot register "
-				 "the guest's %llu MiB of RAM (%s); its I/O goes without",
-				 blk->opts.path, mib, strerror(-r));
+		if (r && !blk->fixed_warned) {
+			char hint[160] = "";
+
+			/* -ENOMEM: the pages exceed RLIMIT_MEMLOCK (no CAP_IPC_LOCK). */
+			if (r == -ENOMEM)
+				snprintf(hint, sizeof(hint), ": raise RLIMIT_MEMLOCK (ulimit -l) "
+					 "above %llu MiB (the RAM once per I/O thread) or run with "
+					 "CAP_IPC_LOCK", mib * blk->nworkers);
+			log_warn(blk->vdev.log, "disk %s: fixed-buffers: io_uring cannot %s the "
+				 "guest's %llu MiB of RAM (%s); its I/O goes without%s",
+				 blk->opts.path, r == -ENOMEM ? "pin" : "register", mib,
+				 strerror(-r), hint);
+		}
 		blk->fixed_warned |= r != 0;
 	}
 	r = vqw_set_io(&bw->w, fds, nfds, blk->backend->sqe_ops);
