@@ -336,6 +336,19 @@ class Run:
         return None
 
 
+def fio_failure(r, config, workloads, res):
+    """Why a fio run of config did not measure every workload, or None."""
+    why = r.failure(ok_status(config))
+    if why or len(res) == len(workloads):
+        return why
+    # The VMM's own last words say how it ended (mvm: a triple fault, say);
+    # its --stats JSON line is left out.
+    said = [l for l in r.err.decode(errors="replace").splitlines()
+            if l and not l.startswith("{")][-3:]
+    return "%d of %d workloads, exit status %d; the guest's last lines: %s; the VMM's: %s" % (
+        len(res), len(workloads), r.rc, " | ".join(r.lines[-8:]), " | ".join(said) or "nothing")
+
+
 RCU_STALL = re.compile(r"rcu: INFO: rcu_\w+ (detected stalls|self-detected stall)")
 
 
@@ -575,15 +588,13 @@ def measure_round(args, rnd):
         for c in [] if args.no_fio else order:
             r = run_retrying_stalls(c, args, args.workloads, args.kernels[0], out,
                                     "round %d %s fio" % (rnd + 1, c))
-            why = r.failure(ok_status(c))
             res = r.results()
             out["c"][c].update(w=res, nproc=r.nproc, rss_kb=r.peak_rss)
             if r.queue_stats():
                 out["c"][c]["queue"] = r.queue_stats()
-            if why or len(res) != len(args.workloads):
-                out["failures"].append("round %d %s fio: %s" % (
-                    rnd + 1, c, why or "%d of %d workloads; the guest's last lines: %s" % (
-                        len(res), len(args.workloads), " | ".join(r.lines[-8:]))))
+            why = fio_failure(r, c, args.workloads, res)
+            if why:
+                out["failures"].append("round %d %s fio: %s" % (rnd + 1, c, why))
                 log("guest-bench: " + out["failures"][-1])
             log("guest-bench: round %d %-12s fio: %s; own RSS %d KiB"
                 % (rnd + 1, c, ", ".join("%s %.0f" % (w, v["iops"]) for w, v in res.items()),

@@ -119,6 +119,20 @@ def test_a_guest_that_stalls_twice_fails():
     check(why is not None and "stalled" in why, why)
 
 
+def test_a_run_that_ends_early_says_what_the_vmm_said():
+    # The guest began the first of two workloads, then the VMM ended with
+    # status 0 (what a triple fault gives) and one line on stderr.
+    fake_vmm('echo "MVM-BENCH-BEGIN randread:1:1"; '
+             'echo "{\\"vcpus\\":[]}" >&2; '
+             'echo "mvm: vCPU 2 reset the machine with a triple fault" >&2; exit 0')
+    args = types.SimpleNamespace(seconds=1, bs=4, timeout=120, mem=256)
+    r = gb.Run("mvm-pci", args, ["randread:1:1", "randread:32:1"], "bzImage")
+    why = gb.fio_failure(r, "mvm-pci", ["randread:1:1", "randread:32:1"], r.results())
+    check(why is not None and "0 of 2 workloads, exit status 0" in why, why)
+    check("MVM-BENCH-BEGIN randread:1:1" in why, why)
+    check(why.endswith("the VMM's: mvm: vCPU 2 reset the machine with a triple fault"), why)
+
+
 def round_json(rnd, iops):
     w = lambda v: {"iops": v, "irqs_per_req": 0.1, "exits_per_req": 1.0, "cpu_us_per_req": 100}
     return {"round": rnd, "host_cpus": 4, "failures": [], "stalls": [], "kvm": "nested",
