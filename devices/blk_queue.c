@@ -271,11 +271,33 @@ static unsigned blk_inflight(const struct vqw_queue *wq)
 	return q->inflight;
 }
 
+/* fixed-buffers: not fatal, the disk works without, at the cost measured
+ * in virtq_worker.h. Said once per device, by whichever of its workers
+ * fails first. */
+static void blk_fixed_failed(struct vqw_queue *wq, int err)
+{
+	struct blk_dev *blk = ((struct blk_queue *)wq->opaque)->blk;
+	unsigned long long mib = (unsigned long long)(blk->vdev.mem->total >> 20);
+	char hint[160] = "";
+
+	if (__atomic_exchange_n(&blk->fixed_warned, true, __ATOMIC_RELAXED))
+		return;
+	/* -ENOMEM: the pages exceed RLIMIT_MEMLOCK (no CAP_IPC_LOCK). */
+	if (err == -ENOMEM)
+		snprintf(hint, sizeof(hint), ": raise RLIMIT_MEMLOCK (ulimit -l) above %llu MiB "
+			 "(the RAM once per I/O thread) or run with CAP_IPC_LOCK",
+			 mib * blk->nworkers);
+	log_warn(blk->vdev.log, "disk %s: fixed-buffers: io_uring cannot %s the guest's %llu MiB "
+		 "of RAM (%s); its I/O goes without%s", blk->opts.path,
+		 err == -ENOMEM ? "pin" : "register", mib, strerror(-err), hint);
+}
+
 static const struct vqw_ops blk_vqw_ops = {
 	.name = "virtio-blk",
 	.chain = blk_chain,
 	.complete = blk_complete,
 	.inflight = blk_inflight,
+	.fixed_failed = blk_fixed_failed,
 };
 
 int blk_slots_alloc(struct blk_dev *blk)
@@ -385,26 +407,11 @@ static int worker_start(struct blk_dev *blk, unsigned wi)
 	fds[0] = blk->img.fd;
 	fds[1] = blk->img.fd_buffered;
 	nfds = fds[1] >= 0 ? 2 : 1;
+	/* Registered by the worker's thread, which says so if it cannot. */
 	if (blk->opts.fixed_buffers) {
-		/* Not fatal: the disk works without, at the cost measured in
-		 * virtq_worker.h; said once per device. */
-		unsigned long long mib = (unsigned long long)(blk->vdev.mem->total >> 20);
-
 		r = vqw_register_mem(&bw->w, blk->vdev.mem);
-		if (r && !blk->fixed_warned) {
-			char hint[160] = "";
-
-			/* -ENOMEM: the pages exceed RLIMIT_MEMLOCK (no CAP_IPC_LOCK). */
-			if (r == -ENOMEM)
-				snprintf(hint, sizeof(hint), ": raise RLIMIT_MEMLOCK (ulimit -l) "
-					 "above %llu MiB (the RAM once per I/O thread) or run with "
-					 "CAP_IPC_LOCK", mib * blk->nworkers);
-			log_warn(blk->vdev.log, "disk %s: fixed-buffers: io_uring cannot %s the "
-				 "guest's %llu MiB of RAM (%s); its I/O goes without%s",
-				 blk->opts.path, r == -ENOMEM ? "pin" : "register", mib,
-				 strerror(-r), hint);
-		}
-		blk->fixed_warned |= r != 0;
+		if (r)
+			goto fini_worker;
 	}
 	r = vqw_set_io(&bw->w, fds, nfds, blk->backend->sqe_ops);
 	if (r < 0)

@@ -101,7 +101,7 @@ struct blk_dev {
 	struct blk_image img;
 	uint64_t capacity;         /* sectors */
 	bool flush_failed;         /* atomic, sticky: a failed fsync fails later flushes */
-	bool fixed_warned;         /* fixed-buffers could not register: said once */
+	bool fixed_warned;         /* fixed-buffers could not register: said once (atomic) */
 	uint8_t config[sizeof(struct virtio_blk_config)];   /* little-endian */
 	struct blk_queue *queues;  /* vdev.num_queues */
 	struct blk_worker *workers;   /* nworkers: the device's I/O threads */

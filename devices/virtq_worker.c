@@ -485,6 +485,25 @@ static void ring_snapshot(struct vqw_queue *q)
 	__atomic_store_n(&q->st.ring_valid, true, __ATOMIC_RELEASE);
 }
 
+/* vqw_register_mem's registration, on the worker's thread before it serves
+ * anything (vqw_fixed_index runs on this thread only: w->fixed needs no
+ * ordering). The ring's restrictions allow IORING_REGISTER_BUFFERS for
+ * this (vqw_set_io), the queue filter too. */
+static void register_mem(struct vqw *w)
+{
+	/* On this thread's stack, for this call only: the kernel keeps its
+	 * own copy (16 KiB; threads here have UTIL_THREAD_STACK). */
+	struct iovec chunks[VQW_FIXED_MAX];
+	int n, r;
+
+	n = vqw_fixed_layout(w->fixed_want, chunks, VQW_FIXED_MAX);
+	r = n > 0 ? io_uring_register_buffers(&w->ring, chunks, (unsigned)n) : n < 0 ? n : -EINVAL;
+	if (!r)
+		w->fixed = w->fixed_want;
+	else if (w->ops->fixed_failed)
+		w->ops->fixed_failed(&w->q[0], r);
+}
+
 static void *vqw_thread(void *arg)
 {
 	struct vqw *w = arg;
@@ -508,6 +527,8 @@ static void *vqw_thread(void *arg)
 	sem_post(&w->started_sem);
 	if (r)
 		return NULL;
+	if (w->fixed_want)
+		register_mem(w);
 
 	sqe = vqw_get_sqe(w);
 	io_uring_prep_read(sqe, w->file_base + VQW_FILE_STOP, &w->stop_buf, sizeof(w->stop_buf), 0);
@@ -638,21 +659,9 @@ int vqw_init(struct vqw *w, const struct vqw_ops *ops, struct virtio_dev *dev,
 
 int vqw_register_mem(struct vqw *w, const struct guest_mem *gm)
 {
-	/* On the caller's stack, for this call only: the kernel keeps its
-	 * own copy (16 KiB; threads here have UTIL_THREAD_STACK). */
-	struct iovec chunks[VQW_FIXED_MAX];
-	int n, r;
-
-	if (w->fixed || !w->ring_ok)
+	if (w->fixed_want || w->io_set || !w->ring_ok)
 		return -EINVAL;
-	n = vqw_fixed_layout(gm, chunks, VQW_FIXED_MAX);
-	if (n <= 0)
-		return n < 0 ? n : -EINVAL;
-	/* The ring is still disabled: no restriction applies yet. */
-	r = io_uring_register_buffers(&w->ring, chunks, (unsigned)n);
-	if (r < 0)
-		return r;
-	w->fixed = gm;
+	w->fixed_want = gm;
 	return 0;
 }
 
@@ -711,6 +720,10 @@ int vqw_set_io(struct vqw *w, const int *files, unsigned nfiles, uint64_t sqe_op
 		.opcode = IORING_RESTRICTION_REGISTER_OP, .register_op = IORING_UNREGISTER_FILES };
 	res[i++] = (struct io_uring_restriction){
 		.opcode = IORING_RESTRICTION_REGISTER_OP, .register_op = IORING_UNREGISTER_BUFFERS };
+	if (w->fixed_want)
+		res[i++] = (struct io_uring_restriction){
+			.opcode = IORING_RESTRICTION_REGISTER_OP,
+			.register_op = IORING_REGISTER_BUFFERS };
 	/* liburing 2.3 does not export io_uring_register_restrictions. */
 	r = syscall(__NR_io_uring_register, w->ring.ring_fd, IORING_REGISTER_RESTRICTIONS, res,
 		    i) ? -errno : 0;
@@ -781,7 +794,7 @@ void vqw_fini(struct vqw *w)
 	 * and without CAP_IPC_LOCK both would count against RLIMIT_MEMLOCK. */
 	if (w->fixed)
 		io_uring_unregister_buffers(&w->ring);
-	w->fixed = NULL;
+	w->fixed = w->fixed_want = NULL;
 	io_uring_queue_exit(&w->ring);
 	close(w->stop_fd);
 	w->ring_ok = false;

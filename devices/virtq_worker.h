@@ -185,6 +185,9 @@ struct vqw_ops {
 	void (*complete)(struct vqw_queue *q, uint32_t data, int res);
 	/* Host I/O of q still in flight: at stop, the worker waits for 0. */
 	unsigned (*inflight)(const struct vqw_queue *q);
+	/* Optional: vqw_register_mem's registration failed (-errno) on the
+	 * worker's thread; the worker goes on without (q: its first queue). */
+	void (*fixed_failed)(struct vqw_queue *q, int err);
 };
 
 /* One virtqueue served by a worker. */
@@ -220,7 +223,8 @@ struct vqw {
 	bool stopping;
 	bool worked;               /* the last round popped something */
 	unsigned file_base;        /* the worker's first registered file */
-	const struct guest_mem *fixed;   /* registered as buffers (vqw_register_mem), or NULL */
+	const struct guest_mem *fixed_want;  /* to register (vqw_register_mem), or NULL */
+	const struct guest_mem *fixed;   /* registered as buffers, or NULL (thread-owned) */
 	bool io_set;               /* vqw_set_io ran: files and restrictions */
 	bool sandbox;              /* the thread enters SANDBOX_QUEUE */
 	pthread_t thread;
@@ -243,12 +247,17 @@ int vqw_init(struct vqw *w, const struct vqw_ops *ops, struct virtio_dev *dev,
  * bit each). The ring refuses every other opcode and any SQE on an
  * unregistered file. Without a call, the device has neither. 0 or -errno. */
 int vqw_set_io(struct vqw *w, const int *files, unsigned nfiles, uint64_t sqe_ops);
-/* Register gm's RAM with the ring as fixed buffers (see VQW_FIXED_CHUNK),
- * once, before vqw_start; the device then issues READ_FIXED / WRITE_FIXED
- * where vqw_fixed_index finds a buffer (it declares both in vqw_set_io).
- * 0 or -errno: -ENOMEM where the pages exceed RLIMIT_MEMLOCK without
- * CAP_IPC_LOCK, -E2BIG beyond VQW_FIXED_MAX chunks; the worker then has
- * none and the device goes without. */
+/* Have the thread register gm's RAM with the ring as fixed buffers (see
+ * VQW_FIXED_CHUNK) once it runs, before it serves a request; the device
+ * then issues READ_FIXED / WRITE_FIXED where vqw_fixed_index finds a
+ * buffer (it declares both in vqw_set_io). Once, before vqw_set_io (the
+ * ring's restrictions then allow the registration). Registering populates
+ * and pins all of guest RAM (0.46 s for 256 MiB here): done on the
+ * worker's thread so that vqw_start, called by the vCPU that starts the
+ * device, does not wait for it. Where it fails (-ENOMEM: the pages exceed
+ * RLIMIT_MEMLOCK without CAP_IPC_LOCK; -E2BIG: beyond VQW_FIXED_MAX
+ * chunks) ops->fixed_failed says so and the worker goes on without.
+ * 0 or -EINVAL (called twice, or too late). */
 int vqw_register_mem(struct vqw *w, const struct guest_mem *gm);
 /* Whether this host's io_uring can give workers their rings: 0, or the
  * -errno of creating one (-EINVAL: Linux older than 6.1; -EPERM: io_uring
