@@ -504,6 +504,24 @@ static void register_mem(struct vqw *w)
 		w->ops->fixed_failed(&w->q[0], r);
 }
 
+/* Drop the ring's registered files and buffers as the thread ends, here:
+ * the ring is IORING_SETUP_SINGLE_ISSUER, and once this thread enabled it
+ * the kernel refuses any other task's register call (-EEXIST), vqw_fini's
+ * included. Left to the ring's teardown, which runs asynchronously after
+ * the last close (even after process exit), the files would hold e.g. a
+ * disk image's OFD lock past mvm's exit, so that an immediate restart on
+ * the same image fails, and the buffers would keep guest RAM pinned, and
+ * counted against RLIMIT_MEMLOCK, while a reset's new ring pins it again.
+ * The restrictions (vqw_set_io) and the queue filter allow both calls. */
+static void release_registered(struct vqw *w)
+{
+	io_uring_unregister_files(&w->ring);
+	if (w->fixed)
+		io_uring_unregister_buffers(&w->ring);
+	w->fixed = NULL;
+	w->released = true;
+}
+
 static void *vqw_thread(void *arg)
 {
 	struct vqw *w = arg;
@@ -522,6 +540,8 @@ static void *vqw_thread(void *arg)
 	/* The guest's data is touched only after the filter is on. */
 	if (!r && w->sandbox)
 		r = sandbox_enter(SANDBOX_QUEUE);
+	if (r)
+		release_registered(w);
 	/* Pairs with vqw_start's wait: w->start_err is written before. */
 	w->start_err = r;
 	sem_post(&w->started_sem);
@@ -607,6 +627,7 @@ static void *vqw_thread(void *arg)
 	}
 	for (i = 0; i < w->nq; i++)
 		ring_snapshot(&w->q[i]);
+	release_registered(w);
 	return NULL;
 }
 
@@ -785,16 +806,13 @@ void vqw_fini(struct vqw *w)
 {
 	if (!w->ring_ok)
 		return;
-	/* Drop the ring's references to registered files now: a ring's
-	 * teardown releases them asynchronously (after close, even after
-	 * process exit), which would hold e.g. a disk image's OFD lock past
-	 * our exit and make an immediate restart on the same image fail. */
-	io_uring_unregister_files(&w->ring);
-	/* And unpin guest RAM now: a reset's new ring registers it again,
-	 * and without CAP_IPC_LOCK both would count against RLIMIT_MEMLOCK. */
-	if (w->fixed)
-		io_uring_unregister_buffers(&w->ring);
+	/* A thread that ran dropped them itself (release_registered: read
+	 * after its join); a ring no thread enabled takes the call from any
+	 * task. */
+	if (!w->released)
+		io_uring_unregister_files(&w->ring);
 	w->fixed = w->fixed_want = NULL;
+	w->released = false;
 	io_uring_queue_exit(&w->ring);
 	close(w->stop_fd);
 	w->ring_ok = false;

@@ -225,6 +225,7 @@ struct vqw {
 	unsigned file_base;        /* the worker's first registered file */
 	const struct guest_mem *fixed_want;  /* to register (vqw_register_mem), or NULL */
 	const struct guest_mem *fixed;   /* registered as buffers, or NULL (thread-owned) */
+	bool released;             /* the thread dropped its files and buffers */
 	bool io_set;               /* vqw_set_io ran: files and restrictions */
 	bool sandbox;              /* the thread enters SANDBOX_QUEUE */
 	pthread_t thread;

@@ -141,11 +141,14 @@ static const struct entry generic[] = {
 		      IORING_REGISTER_BUFFERS, IORING_UNREGISTER_BUFFERS }, 6 } },
 	{ K_MAIN | K_CONTROL, { __NR_io_uring_register, RULE_ARG_IN, 1, 0,
 				{ IORING_UNREGISTER_FILES, IORING_UNREGISTER_BUFFERS }, 2 } },
-	/* fixed-buffers: a worker registers guest RAM with its own ring, on
-	 * its own thread, once, before it serves (devices/virtq_worker.c:
-	 * register_mem); its vCPU's filter, which it inherits, allows it too. */
+	/* A worker registers guest RAM with its own ring (fixed-buffers=on)
+	 * once before it serves, and drops its files and buffers as it ends:
+	 * only the ring's one submitter may (devices/virtq_worker.c:
+	 * register_mem, release_registered). Its vCPU's filter, which it
+	 * inherits, allows these too. */
 	{ K_QUEUE, { __NR_io_uring_register, RULE_ARG_IN, 1, 0,
-		     { IORING_REGISTER_BUFFERS }, 1 } },
+		     { IORING_REGISTER_BUFFERS, IORING_UNREGISTER_FILES,
+		       IORING_UNREGISTER_BUFFERS }, 3 } },
 	/* A queue thread adds its own filter: only ever narrower. */
 	{ K_VCPU, { __NR_seccomp, RULE_ARG_IN, 0, 0, { SECCOMP_SET_MODE_FILTER }, 1 } },
 #ifdef __NR_clone3

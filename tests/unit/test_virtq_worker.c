@@ -34,6 +34,7 @@ struct pair {
 	unsigned max_unpublished;        /* TX used entries pending at a TX chain */
 	unsigned gather_us;              /* the worker's gather= */
 	unsigned poll_us;                /* the worker's poll= */
+	bool fixed;                      /* register guest RAM (vqw_register_mem) */
 };
 
 static void pair_chain(struct vqw_queue *q, struct virtq_chain *c)
@@ -100,6 +101,8 @@ static int pair_queue_start(struct virtio_dev *dev, unsigned q)
 		return 0;
 	r = vqw_init(&p->w, &pair_vqw_ops, dev, idx, opaque, 2, QSIZE, p->poll_us, p->gather_us,
 		     "test-pair");
+	if (!r && p->fixed)
+		r = vqw_register_mem(&p->w, &p->d.mem);
 	if (!r)
 		r = vqw_set_io(&p->w, NULL, 0, p->sqe_ops);
 	if (!r)
@@ -438,6 +441,57 @@ TEST(stop_cancels_host_io_and_returns_nothing_after)
 	CHECK_EQ(p->inflight, 0);                  /* cancelled and reaped */
 	CHECK(b.tv_sec - a.tv_sec < 5);            /* not the 60 s timeout */
 	CHECK_EQ(wait_used(p, TX, 1, lens), 0);    /* nothing pushed while stopping */
+	pair_free(p);
+}
+
+/* The count after "UserFiles:" or "UserBufs:" in the ring's fdinfo. */
+static int ring_fdinfo(const struct pair *p, const char *key)
+{
+	char path[64], line[256];
+	size_t n = strlen(key);
+	int v = -1;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/self/fdinfo/%d", p->w.ring.ring_fd);
+	f = fopen(path, "r");
+	CHECK(f);
+	while (fgets(line, sizeof(line), f))
+		if (!strncmp(line, key, n) && line[n] == ':')
+			v = atoi(line + n + 1);
+	fclose(f);
+	return v;
+}
+
+/* The ring is SINGLE_ISSUER: once its thread enabled it, only that thread
+ * may unregister. So the thread drops its registered files (which would
+ * hold an image's OFD lock) and buffers (pinned guest RAM) itself as it
+ * ends, not the ring's asynchronous teardown after vqw_fini. */
+TEST(stopped_worker_has_dropped_its_files_and_buffers)
+{
+	struct pair *p = calloc(1, sizeof(*p));
+	unsigned q;
+
+	CHECK(p);
+	check_need_io_uring();
+	p->sqe_ops = 1ULL << IORING_OP_NOP;
+	p->fixed = true;
+	CHECK_EQ(vdrv_ram_init(&p->d, 0x1000, 4 << 20), 0);
+	CHECK_EQ(virtio_dev_init(&p->dev, &pair_ops, p, &p->d.mem, 2, QSIZE), 0);
+	CHECK_EQ(vdrv_attach(&p->d, &p->dev), 0);
+	CHECK_EQ(vdrv_negotiate(&p->d, VIRTIO_BIT(VIRTIO_F_VERSION_1)), 0);
+	for (q = 0; q < 2; q++)
+		CHECK_EQ(vdrv_queue_setup(&p->d, q, QSIZE), 1);
+	vdrv_driver_ok(&p->d);
+	CHECK(p->running);
+	/* The stop eventfd and both kick eventfds; guest RAM in one chunk
+	 * (registered by the thread before it serves: wait for it). */
+	CHECK_EQ(ring_fdinfo(p, "UserFiles"), 3);
+	for (q = 0; q < 500 && ring_fdinfo(p, "UserBufs") != 1; q++)
+		usleep(1000);
+	CHECK_EQ(ring_fdinfo(p, "UserBufs"), 1);
+	vqw_stop(&p->w);        /* joined; vqw_fini (in pair_free) not yet */
+	CHECK_EQ(ring_fdinfo(p, "UserFiles"), 0);
+	CHECK_EQ(ring_fdinfo(p, "UserBufs"), 0);
 	pair_free(p);
 }
 
