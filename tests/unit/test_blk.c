@@ -509,6 +509,18 @@ static unsigned count_threads(const char *prefix)
 	return n;
 }
 
+/* count_threads once it is n, or after 2 s. A thread that pthread_join
+ * returned for has cleared its tid, but the kernel lists it under
+ * /proc/self/task until it has finished exiting, a moment later. */
+static unsigned count_threads_settled(const char *prefix, unsigned n)
+{
+	unsigned c, i;
+
+	for (i = 0; (c = count_threads(prefix)) != n && i < 2000; i++)
+		usleep(1000);
+	return c;
+}
+
 TEST(multiple_queues_each_with_own_thread)
 {
 	struct t t;
@@ -528,7 +540,7 @@ TEST(multiple_queues_each_with_own_thread)
 		CHECK_EQ(s.requests, 1);
 	}
 	teardown(&t);
-	CHECK_EQ(count_threads("mvm-blk-q"), 0);
+	CHECK_EQ(count_threads_settled("mvm-blk-q", 0), 0);
 }
 
 /* --io-threads: queue q is served by thread q % N; every queue works, its
@@ -554,7 +566,7 @@ TEST(io_threads_serve_several_queues_each)
 		}
 		if (!round) {
 			vdrv_wr(&t.d, VIRTIO_MMIO_STATUS, 0);   /* reset: joins both threads */
-			CHECK_EQ(count_threads("mvm-blk-q"), 0);
+			CHECK_EQ(count_threads_settled("mvm-blk-q", 0), 0);
 			CHECK_EQ(vdrv_negotiate(&t.d, all_features()), 0);
 			for (q = 0; q < 4; q++)
 				CHECK_EQ(vdrv_queue_setup(&t.d, q, QSIZE), 1);
@@ -563,7 +575,7 @@ TEST(io_threads_serve_several_queues_each)
 		}
 	}
 	teardown(&t);
-	CHECK_EQ(count_threads("mvm-blk-q"), 0);
+	CHECK_EQ(count_threads_settled("mvm-blk-q", 0), 0);
 }
 
 /* The default: one thread per queue, but no more than the CPUs this
@@ -1529,6 +1541,6 @@ TEST(reset_with_io_in_flight_writes_nothing_after)
 	usleep(300000);
 	CHECK_EQ(vdrv_used_idx(&t.d, 0), used_before);
 	CHECK_EQ(st_of(&t, st), s_before);
-	CHECK_EQ(count_threads("mvm-blk-q"), 0);
+	CHECK_EQ(count_threads_settled("mvm-blk-q", 0), 0);
 	teardown(&t);
 }
