@@ -155,9 +155,10 @@ static void set_sector(struct vdrv *d, struct breq *r, uint64_t sector)
 	le64_store(h + 8, sector);
 }
 
-/* blk_dev_new, retried while the image is still locked: io_uring drops the
- * previous run's registered files (and with the last reference, their OFD
- * lock) asynchronously after that ring's exit. */
+/* blk_dev_new, retried while the image is still locked. A guard: the
+ * previous run's queue thread dropped its ring's reference to the image
+ * (and with it the OFD lock) as it stopped; left to the ring's teardown,
+ * which is asynchronous, it could outlive the device. */
 static void dev_new(const struct blk_opts *o, struct vdrv *d, struct virtio_dev **dev)
 {
 	char err[256];
