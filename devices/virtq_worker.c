@@ -508,11 +508,11 @@ static void register_mem(struct vqw *w)
  * the ring is IORING_SETUP_SINGLE_ISSUER, and once this thread enabled it
  * the kernel refuses any other task's register call (-EEXIST), vqw_fini's
  * included. Left to the ring's teardown, which runs asynchronously after
- * the last close (even after process exit), the files would hold e.g. a
- * disk image's OFD lock past mvm's exit, so that an immediate restart on
- * the same image fails, and the buffers would keep guest RAM pinned, and
- * counted against RLIMIT_MEMLOCK, while a reset's new ring pins it again.
- * The restrictions (vqw_set_io) and the queue filter allow both calls. */
+ * the last close, they would outlive the device: the files (a disk
+ * image's, with its OFD lock, which a restart on the same image needs)
+ * and the buffers (guest RAM pinned and counted against RLIMIT_MEMLOCK,
+ * while a reset's new ring pins it again). The restrictions (vqw_set_io)
+ * and the queue filter allow both calls. */
 static void release_registered(struct vqw *w)
 {
 	io_uring_unregister_files(&w->ring);
