@@ -983,6 +983,16 @@ static void memlock_small(void)
 	CHECK_EQ(setrlimit(RLIMIT_MEMLOCK, &small), 0);
 }
 
+/* A started disk with fixed-buffers=on whose RAM does not fit
+ * RLIMIT_MEMLOCK, logging to sink. */
+static void setup_fixed_beyond_memlock(struct t *t, struct log_sink *sink)
+{
+	memlock_small();
+	setup_ex(t, ",fixed-buffers=on", 1, all_features(), false);
+	t->dev->log = sink;
+	vdrv_driver_ok(&t->d);
+}
+
 /* Where the RAM does not fit, the disk works without, and the host is
  * told why once. */
 TEST(fixed_buffers_beyond_memlock_work_without_and_say_why)
@@ -993,10 +1003,7 @@ TEST(fixed_buffers_beyond_memlock_work_without_and_say_why)
 	uint64_t buf;
 	struct t t;
 
-	memlock_small();
-	setup_ex(&t, ",fixed-buffers=on", 1, all_features(), false);
-	t.dev->log = &sink;
-	vdrv_driver_ok(&t.d);
+	setup_fixed_beyond_memlock(&t, &sink);
 	buf = vdrv_alloc(&t.d, 4096, 4096);
 	CHECK_EQ(run1(&t, 0, VIRTIO_BLK_T_IN, 8, buf, 4096, true, NULL), VIRTIO_BLK_S_OK);
 	CHECK(data_matches(vdrv_host(&t.d, buf), 8 * 512, 4096));
@@ -1020,10 +1027,7 @@ TEST(fixed_buffers_are_registered_by_the_queue_thread)
 	uint64_t buf;
 	struct t t;
 
-	memlock_small();
-	setup_ex(&t, ",fixed-buffers=on", 1, all_features(), false);
-	t.dev->log = &sink;
-	vdrv_driver_ok(&t.d);
+	setup_fixed_beyond_memlock(&t, &sink);
 	buf = vdrv_alloc(&t.d, 4096, 4096);
 	/* The request completes after the attempt: the warning is written. */
 	CHECK_EQ(run1(&t, 0, VIRTIO_BLK_T_IN, 8, buf, 4096, true, NULL), VIRTIO_BLK_S_OK);

@@ -35,6 +35,7 @@ struct pair {
 	unsigned gather_us;              /* the worker's gather= */
 	unsigned poll_us;                /* the worker's poll= */
 	bool fixed;                      /* register guest RAM (vqw_register_mem) */
+	bool sandbox;                    /* the worker enters the queue filter */
 };
 
 static void pair_chain(struct vqw_queue *q, struct virtq_chain *c)
@@ -129,24 +130,42 @@ static const struct virtio_device_ops pair_ops = {
 	.queue_stop = pair_queue_stop,
 };
 
-static struct pair *pair_new_full(bool slow_tx, uint64_t sqe_ops, unsigned gather_us)
+/* A pair as yet unconfigured: set its fields, then pair_up. */
+static struct pair *pair_alloc(uint64_t sqe_ops)
 {
 	struct pair *p = calloc(1, sizeof(*p));
-	unsigned q;
 
 	CHECK(p);
 	check_need_io_uring();
-	p->slow_tx = slow_tx;
 	p->sqe_ops = sqe_ops;
-	p->gather_us = gather_us;
 	p->forever.tv_sec = 60;
+	return p;
+}
+
+/* The device on 4 MiB of fake RAM, both queues set up, DRIVER_OK: the
+ * worker starts (p->running, unless it failed). */
+static struct pair *pair_up(struct pair *p)
+{
+	unsigned q;
+
 	CHECK_EQ(vdrv_ram_init(&p->d, 0x1000, 4 << 20), 0);
 	CHECK_EQ(virtio_dev_init(&p->dev, &pair_ops, p, &p->d.mem, 2, QSIZE), 0);
 	CHECK_EQ(vdrv_attach(&p->d, &p->dev), 0);
+	p->dev.sandbox = p->sandbox;
 	CHECK_EQ(vdrv_negotiate(&p->d, VIRTIO_BIT(VIRTIO_F_VERSION_1)), 0);
 	for (q = 0; q < 2; q++)
 		CHECK_EQ(vdrv_queue_setup(&p->d, q, QSIZE), 1);
 	vdrv_driver_ok(&p->d);
+	return p;
+}
+
+static struct pair *pair_new_full(bool slow_tx, uint64_t sqe_ops, unsigned gather_us)
+{
+	struct pair *p = pair_alloc(sqe_ops);
+
+	p->slow_tx = slow_tx;
+	p->gather_us = gather_us;
+	pair_up(p);
 	CHECK(p->running);
 	return p;
 }
@@ -468,25 +487,16 @@ static int ring_fdinfo(const struct pair *p, const char *key)
  * ends, not the ring's asynchronous teardown after vqw_fini. */
 TEST(stopped_worker_has_dropped_its_files_and_buffers)
 {
-	struct pair *p = calloc(1, sizeof(*p));
-	unsigned q;
+	struct pair *p = pair_alloc(1ULL << IORING_OP_NOP);
+	unsigned i;
 
-	CHECK(p);
-	check_need_io_uring();
-	p->sqe_ops = 1ULL << IORING_OP_NOP;
 	p->fixed = true;
-	CHECK_EQ(vdrv_ram_init(&p->d, 0x1000, 4 << 20), 0);
-	CHECK_EQ(virtio_dev_init(&p->dev, &pair_ops, p, &p->d.mem, 2, QSIZE), 0);
-	CHECK_EQ(vdrv_attach(&p->d, &p->dev), 0);
-	CHECK_EQ(vdrv_negotiate(&p->d, VIRTIO_BIT(VIRTIO_F_VERSION_1)), 0);
-	for (q = 0; q < 2; q++)
-		CHECK_EQ(vdrv_queue_setup(&p->d, q, QSIZE), 1);
-	vdrv_driver_ok(&p->d);
+	pair_up(p);
 	CHECK(p->running);
 	/* The stop eventfd and both kick eventfds; guest RAM in one chunk
 	 * (registered by the thread before it serves: wait for it). */
 	CHECK_EQ(ring_fdinfo(p, "UserFiles"), 3);
-	for (q = 0; q < 500 && ring_fdinfo(p, "UserBufs") != 1; q++)
+	for (i = 0; i < 500 && ring_fdinfo(p, "UserBufs") != 1; i++)
 		usleep(1000);
 	CHECK_EQ(ring_fdinfo(p, "UserBufs"), 1);
 	vqw_stop(&p->w);        /* joined; vqw_fini (in pair_free) not yet */
@@ -597,21 +607,11 @@ static int task_seccomp_mode(const char *name)
  * for up to poll_us; skips where there is no seccomp. */
 static struct pair *pair_new_sandboxed(unsigned poll_us)
 {
-	struct pair *p = calloc(1, sizeof(*p));
-	unsigned q;
+	struct pair *p = pair_alloc(1ULL << IORING_OP_NOP);
 
-	CHECK(p);
-	check_need_io_uring();
-	p->sqe_ops = 1ULL << IORING_OP_NOP;
 	p->poll_us = poll_us;
-	CHECK_EQ(vdrv_ram_init(&p->d, 0x1000, 4 << 20), 0);
-	CHECK_EQ(virtio_dev_init(&p->dev, &pair_ops, p, &p->d.mem, 2, QSIZE), 0);
-	CHECK_EQ(vdrv_attach(&p->d, &p->dev), 0);
-	p->dev.sandbox = true;
-	CHECK_EQ(vdrv_negotiate(&p->d, VIRTIO_BIT(VIRTIO_F_VERSION_1)), 0);
-	for (q = 0; q < 2; q++)
-		CHECK_EQ(vdrv_queue_setup(&p->d, q, QSIZE), 1);
-	vdrv_driver_ok(&p->d);
+	p->sandbox = true;
+	pair_up(p);
 	if (!p->running)
 		CHECK_SKIP("the worker could not enter its filter: no seccomp here (qemu-user?)");
 	return p;
