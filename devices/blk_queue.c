@@ -491,6 +491,15 @@ static void worker_stop(struct blk_dev *blk, unsigned wi)
 	bw->started = false;
 }
 
+void blk_queues_stopping(struct blk_dev *blk)
+{
+	unsigned wi;
+
+	for (wi = 0; wi < blk->nworkers; wi++)
+		if (blk->workers[wi].started)
+			vqw_stop_begin(&blk->workers[wi].w);
+}
+
 void blk_queue_stop(struct blk_dev *blk, unsigned qi)
 {
 	worker_stop(blk, qi % blk->nworkers);

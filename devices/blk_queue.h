@@ -135,5 +135,8 @@ int blk_queue_start(struct blk_dev *blk, unsigned q);
 /* Stops q's worker (with it the worker's other queues: the core stops a
  * device's queues only all together) and frees q's slots. */
 void blk_queue_stop(struct blk_dev *blk, unsigned q);
+/* Before the core stops every queue: tells each started worker to stop,
+ * so that blk_queue_stop then only waits for it. */
+void blk_queues_stopping(struct blk_dev *blk);
 
 #endif

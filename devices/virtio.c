@@ -57,8 +57,15 @@ fail:
 
 void virtio_dev_stop(struct virtio_dev *dev)
 {
+	bool any = false;
 	unsigned q;
 
+	for (q = 0; q < dev->num_queues; q++)
+		any |= dev->queues[q].started;
+	/* Every queue thread hears of it first, so that they wind down side
+	 * by side; each queue_stop then waits for its own. */
+	if (any && dev->ops->queues_stopping)
+		dev->ops->queues_stopping(dev);
 	for (q = 0; q < dev->num_queues; q++) {
 		if (dev->queues[q].started) {
 			dev->ops->queue_stop(dev, q);

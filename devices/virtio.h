@@ -73,6 +73,10 @@ struct virtio_device_ops {
 	 * is written to guest memory after it returns. Only called for started
 	 * queues. */
 	void (*queue_stop)(struct virtio_dev *, unsigned q);
+	/* Every started queue is about to be stopped (reset, teardown): ask
+	 * their threads to wind down now, so that they do it side by side;
+	 * queue_stop then waits for each. Returns at once. May be NULL. */
+	void (*queues_stopping)(struct virtio_dev *);
 	/* Device reset (§2.1.2), after all queues were stopped: forget negotiated
 	 * state. May be NULL. */
 	void (*reset)(struct virtio_dev *);

@@ -95,6 +95,11 @@ static void blk_queue_stop_op(struct virtio_dev *dev, unsigned q)
 	blk_queue_stop(to_blk(dev), q);
 }
 
+static void blk_queues_stopping_op(struct virtio_dev *dev)
+{
+	blk_queues_stopping(to_blk(dev));
+}
+
 static void blk_reset(struct virtio_dev *dev)
 {
 	/* Queues are stopped by the core before this; a failed flush stays
@@ -169,6 +174,7 @@ static const struct virtio_device_ops blk_ops = {
 	.config_write = blk_config_write,
 	.queue_start = blk_queue_start_op,
 	.queue_stop = blk_queue_stop_op,
+	.queues_stopping = blk_queues_stopping_op,
 	.reset = blk_reset,
 	.stats_json = blk_stats_json,
 	.destroy = blk_destroy,

@@ -789,17 +789,26 @@ destroy_sem:
 	return r;
 }
 
-void vqw_stop(struct vqw *w)
+void vqw_stop_begin(struct vqw *w)
 {
 	uint64_t one = 1;
 
-	if (!w->started)
+	if (!w->started || w->stop_sent)
 		return;
 	/* Pairs with the thread's read of stop_fd in its ring. */
 	if (write(w->stop_fd, &one, sizeof(one)) != sizeof(one))
 		abort();        /* a fresh blocking eventfd cannot refuse 1 */
+	w->stop_sent = true;
+}
+
+void vqw_stop(struct vqw *w)
+{
+	if (!w->started)
+		return;
+	vqw_stop_begin(w);
 	pthread_join(w->thread, NULL);
 	w->started = false;
+	w->stop_sent = false;
 }
 
 void vqw_fini(struct vqw *w)

@@ -230,6 +230,7 @@ struct vqw {
 	bool sandbox;              /* the thread enters SANDBOX_QUEUE */
 	pthread_t thread;
 	bool started;
+	bool stop_sent;            /* vqw_stop_begin wrote stop_fd */
 	sem_t started_sem;         /* vqw_start waits for the thread's setup */
 	int start_err;
 	char thread_name[16];
@@ -267,6 +268,12 @@ int vqw_probe(void);
 /* Start the thread (the queues' rings must be enabled: DRIVER_OK) and wait
  * until it has its ring enabled and its filter on. 0 or -errno. */
 int vqw_start(struct vqw *w);
+/* Ask the thread to stop and return at once: it cancels what it can and
+ * waits for the rest of its host I/O on its own. For a device with
+ * several workers: tell them all, then vqw_stop each, and they wind down
+ * side by side (~0.2 ms each here) instead of one after another. Once per
+ * start; vqw_stop does it where nobody did. */
+void vqw_stop_begin(struct vqw *w);
 /* Stop the thread: cancel, wait for the device's host I/O, join. After it
  * returns nothing touches guest memory. Then vqw_fini frees the ring. */
 void vqw_stop(struct vqw *w);

@@ -155,6 +155,14 @@ int vqw_start(struct vqw *w)
 
 static void fake_complete(unsigned k, unsigned mode);
 
+/* Told to stop: from here on it writes no guest memory, as the real
+ * thread winding down (its host I/O ends in vqw_stop). */
+void vqw_stop_begin(struct vqw *w)
+{
+	if (w->started)
+		w->stopping = true;
+}
+
 void vqw_stop(struct vqw *w)
 {
 	unsigned rounds = 0;

@@ -578,6 +578,33 @@ TEST(io_threads_serve_several_queues_each)
 	CHECK_EQ(count_threads_settled("mvm-blk-q", 0), 0);
 }
 
+/* At a reset or teardown the core first tells the device that every queue
+ * is about to stop: each I/O thread then winds down on its own, side by
+ * side with the others, and the queue stops that follow only wait. A
+ * worker told so and then joined starts again after the reset. */
+TEST(stopping_tells_every_io_thread_before_any_queue_stops)
+{
+	struct t t;
+	unsigned q;
+
+	setup(&t, ",queues=4,io-threads=4", 1);
+	CHECK_EQ(count_threads("mvm-blk-q"), 4);
+	t.dev->ops->queues_stopping(t.dev);
+	CHECK_EQ(count_threads_settled("mvm-blk-q", 0), 0);     /* none joined yet */
+	vdrv_wr(&t.d, VIRTIO_MMIO_STATUS, 0);
+	CHECK_EQ(vdrv_negotiate(&t.d, all_features()), 0);
+	for (q = 0; q < 4; q++)
+		CHECK_EQ(vdrv_queue_setup(&t.d, q, QSIZE), 1);
+	vdrv_driver_ok(&t.d);
+	CHECK_EQ(count_threads("mvm-blk-q"), 4);
+	for (q = 0; q < 4; q++) {
+		uint64_t buf = vdrv_alloc(&t.d, 512, 512);
+		CHECK_EQ(run1(&t, q, VIRTIO_BLK_T_IN, q, buf, 512, true, NULL), VIRTIO_BLK_S_OK);
+	}
+	teardown(&t);
+	CHECK_EQ(count_threads_settled("mvm-blk-q", 0), 0);
+}
+
 /* The default: one thread per queue, but no more than the CPUs this
  * process may run on (threads sharing a CPU cost a switch per batch). */
 TEST(io_threads_default_is_queues_capped_by_cpus)

@@ -191,6 +191,9 @@ TEST(reset_stops_queues_before_clearing_ring_state)
 	wr(v, VIRTIO_MMIO_STATUS, 0);
 	CHECK_EQ(v->stopped[0], 1);
 	CHECK_EQ(v->stopped[1], 1);
+	/* told once, before any queue stopped: their threads wind down together */
+	CHECK_EQ(v->stopping, 1);
+	CHECK_EQ(v->stops_before_stopping, 0);
 	CHECK(v->ready_at_stop);                        /* ring still configured at stop */
 	CHECK_EQ(v->resets, resets + 1);
 	CHECK_EQ(vdrv_status(&v->d), 0);
@@ -198,9 +201,10 @@ TEST(reset_stops_queues_before_clearing_ring_state)
 	wr(v, VIRTIO_MMIO_QUEUE_SEL, 0);
 	CHECK_EQ(rd(v, VIRTIO_MMIO_QUEUE_READY), 0);
 	CHECK_EQ(v->dev.queues[0].vq.size, VNULL_QMAX);
-	/* reset again: queues are not stopped twice */
+	/* reset again: queues are not stopped twice, nor announced */
 	wr(v, VIRTIO_MMIO_STATUS, 0);
 	CHECK_EQ(v->stopped[0], 1);
+	CHECK_EQ(v->stopping, 1);
 	vnull_free(v);
 }
 

@@ -13,6 +13,8 @@ struct vnull {
 	uint64_t features;          /* device-specific features offered */
 	int start_ret;
 	unsigned started[VIRTIO_MAX_QUEUES], stopped[VIRTIO_MAX_QUEUES], resets;
+	/* queues_stopping calls, and how many queue_stops came before the last */
+	unsigned stopping, stops_before_stopping;
 	uint8_t config[8];
 	/* order check: a queue_stop must come before ring state is cleared */
 	bool ready_at_stop;
@@ -58,6 +60,17 @@ static void vnull_queue_stop(struct virtio_dev *dev, unsigned q)
 	v->ready_at_stop = dev->queues[q].vq.ready;
 }
 
+static void vnull_queues_stopping(struct virtio_dev *dev)
+{
+	struct vnull *v = dev->priv;
+	unsigned q;
+
+	v->stopping++;
+	v->stops_before_stopping = 0;
+	for (q = 0; q < VIRTIO_MAX_QUEUES; q++)
+		v->stops_before_stopping += v->stopped[q];
+}
+
 static void vnull_reset(struct virtio_dev *dev)
 {
 	((struct vnull *)dev->priv)->resets++;
@@ -71,6 +84,7 @@ static const struct virtio_device_ops vnull_ops = {
 	.config_write = vnull_config_write,
 	.queue_start = vnull_queue_start,
 	.queue_stop = vnull_queue_stop,
+	.queues_stopping = vnull_queues_stopping,
 	.reset = vnull_reset,
 };
 
