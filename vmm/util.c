@@ -271,3 +271,31 @@ int thread_start(pthread_t *t, void *(*fn)(void *), void *arg)
 	pthread_attr_destroy(&a);
 	return -r;
 }
+
+int thread_start_sync(pthread_t *t, void *(*fn)(void *), void *arg,
+		      struct thread_handshake *hs)
+{
+	int r;
+
+	if (sem_init(&hs->sem, 0, 0))
+		return -errno;
+	hs->err = 0;
+	r = thread_start(t, fn, arg);
+	if (r)
+		goto destroy_sem;
+	while (sem_wait(&hs->sem) && errno == EINTR)
+		;
+	/* Pairs with thread_ready's sem_post: err was written before. */
+	r = hs->err;
+	if (r)
+		pthread_join(*t, NULL);
+destroy_sem:
+	sem_destroy(&hs->sem);
+	return r;
+}
+
+void thread_ready(struct thread_handshake *hs, int err)
+{
+	hs->err = err;
+	sem_post(&hs->sem);
+}

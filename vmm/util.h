@@ -4,6 +4,7 @@
 
 #include <stddef.h>
 #include <pthread.h>
+#include <semaphore.h>
 #include <stdint.h>
 #include <stdbool.h>
 
@@ -105,5 +106,19 @@ uint64_t mono_ns(void);
 #define UTIL_THREAD_STACK (256 * 1024)
 #endif
 int thread_start(pthread_t *t, void *(*fn)(void *), void *arg);
+
+/* A thread's first word to whoever started it: its setup (its name, its
+ * seccomp filter, what it must do before anything of the guest's) is
+ * done, 0, or failed, -errno. thread_start_sync waits for it, so a thread
+ * that could not confine itself fails its start instead of running on;
+ * the thread calls thread_ready once, then returns at once on failure
+ * (the starter joins it). */
+struct thread_handshake {
+	sem_t sem;
+	int err;
+};
+int thread_start_sync(pthread_t *t, void *(*fn)(void *), void *arg,
+		      struct thread_handshake *hs);
+void thread_ready(struct thread_handshake *hs, int err);
 
 #endif
