@@ -143,14 +143,20 @@ void arch_describe_vcpu(const struct vcpu *v, const struct kvm_run *run, char *o
 			size_t outlen);
 
 /* seccomp (vmm/sandbox.c): this architecture's system-call conventions,
- * and the ioctls each kind of thread issues at run time besides the
- * generic KVM ones (lists end with 0; NULL: none). */
+ * and the ioctls and calls each kind of thread makes at run time besides
+ * the generic ones. */
 struct arch_sandbox {
 	uint32_t audit_arch;            /* AUDIT_ARCH_* of this build's calls */
 	uint32_t syscall_nr_limit;      /* numbers at or above it are refused (0: none) */
-	int mmap_prot_arg;              /* mmap's prot argument, -1: in memory (unchecked) */
-	int clone_flags_arg;            /* clone's flags argument */
-	const unsigned long *ioctls[SANDBOX_KINDS];
+	/* mmap takes its arguments in memory (s390's old_mmap), out of the
+	 * filter's reach: its protection cannot be checked, so no thread may
+	 * map memory once filtered (ENOMEM: glibc's malloc falls back to brk
+	 * and to the main arena). Else mmap's prot and flags are args 2, 3. */
+	bool mmap_args_in_memory;
+	const struct sandbox_ioctl *ioctls;
+	unsigned nioctls;
+	const struct sandbox_call *calls;
+	unsigned ncalls;
 };
 extern const struct arch_sandbox arch_sandbox;
 

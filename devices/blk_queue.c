@@ -78,13 +78,19 @@ const struct blk_backend_ops blk_file_backend = {
 };
 
 /* Queue the (remaining) host I/O of slot `head`. */
+static void slot_done(struct blk_queue *q, unsigned head, uint8_t status);
+
 static void slot_submit(struct blk_queue *q, unsigned head)
 {
 	struct io_uring_sqe *sqe = vqw_get_sqe(q->wq->w);
 	const struct blk_slot *s = &q->slots[head];
 
-	if (!sqe)
-		abort();        /* cannot happen: see vqw_get_sqe */
+	if (!sqe) {
+		/* The ring has room for every slot (vqw_get_sqe): only a
+		 * broken ring gets here. */
+		slot_done(q, head, VIRTIO_BLK_S_IOERR);
+		return;
+	}
 	/* File index 0/1 in the registered table (vqw_sqe_set_data marks
 	 * the SQE fixed-file). */
 	q->blk->backend->prep(s, s->buffered ? 1 : 0, sqe);
@@ -113,7 +119,7 @@ static void slot_done(struct blk_queue *q, unsigned head, uint8_t status)
 	struct blk_slot *s = &q->slots[head];
 
 	s->busy = false;
-	q->inflight--;
+	__atomic_store_n(&q->inflight, q->inflight - 1, __ATOMIC_RELEASE);
 	if (status == VIRTIO_BLK_S_OK) {
 		if (s->req.type == VIRTIO_BLK_T_IN)
 			STAT_ADD(q, bytes_read, s->req.len);
@@ -255,7 +261,7 @@ static void blk_chain(struct vqw_queue *wq, struct virtq_chain *c)
 	s->punch = s->req.type == VIRTIO_BLK_T_WRITE_ZEROES &&
 		   (s->req.dwz_flags & VIRTIO_BLK_WRITE_ZEROES_FLAG_UNMAP) && q->blk->img.discard;
 	s->used_len = s->req.type == VIRTIO_BLK_T_IN ? (uint32_t)s->req.len + 1 : 1;
-	q->inflight++;
+	__atomic_store_n(&q->inflight, q->inflight + 1, __ATOMIC_RELAXED);
 	slot_submit(q, c->head);
 }
 
@@ -268,7 +274,7 @@ static unsigned blk_inflight(const struct vqw_queue *wq)
 {
 	const struct blk_queue *q = wq->opaque;
 
-	return q->inflight;
+	return __atomic_load_n(&q->inflight, __ATOMIC_RELAXED);
 }
 
 /* fixed-buffers: not fatal, the disk works without, at the cost measured
@@ -355,16 +361,17 @@ unsigned blk_io_threads(const struct blk_opts *o)
 	return n < o->queues ? n : o->queues;
 }
 
-/* Queue qi's slots and request context, for its worker to come. */
+/* Queue qi's slots and request context, for its worker's next run.
+ * -EBUSY: host I/O of the queue's last run outlived its stop's deadline
+ * and has not ended yet (its slots are still in use). */
 static int queue_prepare(struct blk_dev *blk, unsigned qi)
 {
 	struct blk_queue *q = &blk->queues[qi];
 	struct virtio_dev *dev = &blk->vdev;
 
-	q->blk = blk;
-	q->idx = qi;
+	if (__atomic_load_n(&q->inflight, __ATOMIC_ACQUIRE))
+		return -EBUSY;
 	q->nslots = dev->queues[qi].vq.size;
-	q->inflight = 0;
 	q->ctx.capacity = blk->capacity;
 	q->ctx.ro = blk->img.ro;
 	q->ctx.discard = virtio_has_feature(dev, VIRTIO_BLK_F_DISCARD);
@@ -378,66 +385,98 @@ static int queue_prepare(struct blk_dev *blk, unsigned qi)
 	return 0;
 }
 
-/* Start worker wi for its prepared queues. */
-static int worker_start(struct blk_dev *blk, unsigned wi)
+/* The IORING_OP_* a disk's ring may carry: what its backend issues, less
+ * what the disk must never do. A read-only disk's ring refuses writes of
+ * any kind, fallocate and fsync (its FLUSH completes without host I/O:
+ * blk_req_parse), a disk without discard or write-zeroes never punches
+ * or zeroes. */
+static uint64_t disk_sqe_ops(const struct blk_dev *blk)
 {
-	struct blk_worker *bw = &blk->workers[wi];
-	unsigned idx[VQW_MAX_QUEUES], n = 0, sqes = 0, qi;
+	uint64_t ops = blk->backend->sqe_ops;
+
+	if (blk->img.ro)
+		ops &= ~((1ULL << IORING_OP_WRITE) | (1ULL << IORING_OP_WRITEV) |
+			 (1ULL << IORING_OP_WRITE_FIXED) | (1ULL << IORING_OP_FALLOCATE) |
+			 (1ULL << IORING_OP_FSYNC));
+	return ops;
+}
+
+int blk_workers_init(struct blk_dev *blk)
+{
+	unsigned idx[VQW_MAX_QUEUES], wi, qi, n;
 	void *opaque[VQW_MAX_QUEUES];
-	char name[16];
 	int fds[2], nfds, r;
+	char name[24];
 
-	for (qi = wi; qi < blk->vdev.num_queues; qi += blk->nworkers) {
-		struct blk_queue *q = &blk->queues[qi];
-
-		if (!q->prepared)
-			continue;
-		idx[n] = qi;
-		opaque[n++] = q;
-		/* One SQE per slot at most is pending. */
-		sqes = q->nslots > sqes ? q->nslots : sqes;
-	}
-	if (!n)
-		return 0;
-	snprintf(name, sizeof(name), "mvm-blk-q%u", idx[0]);
-	r = vqw_init(&bw->w, &blk_vqw_ops, &blk->vdev, idx, opaque, n, sqes, blk->opts.poll_us,
-		     blk->opts.gather_us, name);
-	if (r)
-		return r;
 	fds[0] = blk->img.fd;
 	fds[1] = blk->img.fd_buffered;
 	nfds = fds[1] >= 0 ? 2 : 1;
-	/* Registered by the worker's thread, which says so if it cannot. */
-	if (blk->opts.fixed_buffers) {
-		r = vqw_register_mem(&bw->w, blk->vdev.mem);
-		if (r)
-			goto fini_worker;
+	for (qi = 0; qi < blk->vdev.num_queues; qi++) {
+		blk->queues[qi].blk = blk;
+		blk->queues[qi].idx = qi;
 	}
-	r = vqw_set_io(&bw->w, fds, nfds, blk->backend->sqe_ops);
-	if (r < 0)
-		goto fini_worker;
-	/* Read by the statistics at any time (relaxed): the counters live in
-	 * the worker. */
-	for (qi = 0; qi < n; qi++)
-		__atomic_store_n(&blk->queues[idx[qi]].wq, &bw->w.q[qi], __ATOMIC_RELAXED);
-	r = vqw_start(&bw->w);
-	if (r)
-		goto forget_queues;
-	bw->started = true;
-	return 0;
+	for (wi = 0; wi < blk->nworkers; wi++) {
+		struct blk_worker *bw = &blk->workers[wi];
 
-forget_queues:
-	for (qi = 0; qi < n; qi++)
-		__atomic_store_n(&blk->queues[idx[qi]].wq, NULL, __ATOMIC_RELAXED);
-fini_worker:
-	vqw_fini(&bw->w);
-	return r;
+		n = 0;
+		for (qi = wi; qi < blk->vdev.num_queues; qi += blk->nworkers) {
+			idx[n] = qi;
+			opaque[n++] = &blk->queues[qi];
+		}
+		snprintf(name, sizeof(name), "mvm-blk-q%u", wi);
+		/* One SQE per slot at most is pending (its I/O or its retry). */
+		r = vqw_init(&bw->w, &blk_vqw_ops, &blk->vdev, idx, opaque, n, BLK_QUEUE_SIZE_MAX,
+			     blk->opts.poll_us, blk->opts.gather_us, name);
+		if (r)
+			return r;
+		bw->up = true;
+		if (blk->opts.fixed_buffers) {
+			r = vqw_register_mem(&bw->w, blk->vdev.mem);
+			if (r)
+				return r;
+		}
+		r = vqw_set_io(&bw->w, fds, (unsigned)nfds, disk_sqe_ops(blk));
+		if (r)
+			return r;
+		for (qi = 0; qi < n; qi++)
+			blk->queues[idx[qi]].wq = &bw->w.q[qi];
+	}
+	return 0;
+}
+
+int blk_workers_launch(struct blk_dev *blk)
+{
+	unsigned wi;
+	int r;
+
+	for (wi = 0; wi < blk->nworkers; wi++) {
+		r = vqw_launch(&blk->workers[wi].w);
+		if (r) {
+			blk_workers_fini(blk);
+			return r;
+		}
+	}
+	return 0;
+}
+
+void blk_workers_fini(struct blk_dev *blk)
+{
+	unsigned wi;
+
+	for (wi = 0; wi < blk->nworkers; wi++) {
+		if (!blk->workers[wi].up)
+			continue;
+		vqw_fini(&blk->workers[wi].w);
+		blk->workers[wi].up = blk->workers[wi].w.lost;
+	}
 }
 
 int blk_queue_start(struct blk_dev *blk, unsigned qi)
 {
 	struct virtio_dev *dev = &blk->vdev;
-	unsigned wi = qi % blk->nworkers, later;
+	unsigned wi = qi % blk->nworkers, later, i;
+	struct blk_worker *bw = &blk->workers[wi];
+	uint64_t mask = 0;
 	int r;
 
 	r = queue_prepare(blk, qi);
@@ -448,47 +487,11 @@ int blk_queue_start(struct blk_dev *blk, unsigned qi)
 	for (later = qi + blk->nworkers; later < dev->num_queues; later += blk->nworkers)
 		if (dev->queues[later].vq.ready)
 			return 0;
-	r = worker_start(blk, wi);
-	if (r) {
-		/* This queue fails its start; the worker's earlier queues were
-		 * reported started and get stopped (freed) with the reset the
-		 * failure asks for. */
-		q_free_slots(&blk->queues[qi]);
-	}
-	return r;
-}
-
-/* Fold worker wi's counters of its queues into their totals, then stop it. */
-static void worker_stop(struct blk_dev *blk, unsigned wi)
-{
-	struct blk_worker *bw = &blk->workers[wi];
-	unsigned i;
-
-	if (!bw->started)
-		return;
-	vqw_stop(&bw->w);
-	vqw_fini(&bw->w);
-	for (i = 0; i < bw->w.nq; i++) {
-		struct vqw_queue *wq = &bw->w.q[i];
-		struct blk_queue *q = wq->opaque;
-
-		q->base.requests += wq->st.requests;
-		q->base.batches += wq->st.batches;
-		q->base.enters += wq->st.enters;
-		q->base.irqs += wq->st.irqs;
-		q->base.polled += wq->st.polled;
-		q->base.preempted += wq->st.preempted;
-		q->base.kicks += wq->st.kicks;
-		q->base.gathers += wq->st.gathers;
-		q->base.gathered += wq->st.gathered;
-		q->base.fixed += wq->st.fixed;
-		/* Not a sum: the ring as this worker left it. */
-		q->base.ring = wq->st.ring;
-		q->base.ring_valid = wq->st.ring_valid;
-		memset(&wq->st, 0, sizeof(wq->st));
-		__atomic_store_n(&q->wq, NULL, __ATOMIC_RELAXED);
-	}
-	bw->started = false;
+	for (i = 0; i < bw->w.nq; i++)
+		if (blk->queues[bw->w.q[i].idx].prepared)
+			mask |= 1ULL << i;
+	vqw_start(&bw->w, mask);
+	return 0;
 }
 
 void blk_queues_stopping(struct blk_dev *blk)
@@ -496,12 +499,16 @@ void blk_queues_stopping(struct blk_dev *blk)
 	unsigned wi;
 
 	for (wi = 0; wi < blk->nworkers; wi++)
-		if (blk->workers[wi].started)
-			vqw_stop_begin(&blk->workers[wi].w);
+		vqw_stop_begin(&blk->workers[wi].w);
 }
 
 void blk_queue_stop(struct blk_dev *blk, unsigned qi)
 {
-	worker_stop(blk, qi % blk->nworkers);
-	q_free_slots(&blk->queues[qi]);
+	struct blk_queue *q = &blk->queues[qi];
+
+	vqw_stop(&blk->workers[qi % blk->nworkers].w);
+	/* Slots whose host I/O outlived the stop stay until it ends
+	 * (queue_prepare refuses the queue meanwhile). */
+	if (!__atomic_load_n(&q->inflight, __ATOMIC_ACQUIRE))
+		q_free_slots(q);
 }

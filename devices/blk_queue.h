@@ -38,7 +38,7 @@ struct blk_dev;
 
 /* A block backend: how a request's host I/O is issued on the queue's
  * io_uring and how its completion is read. One const table per backend;
- * the device has the file backend unless blk_set_backend() chose another
+ * the device has the file backend unless blk_dev_new_backend() chose another
  * (tests and the benchmark: a null backend, fault injection). */
 struct blk_backend_ops {
 	const char *name;
@@ -72,25 +72,25 @@ extern const struct blk_backend_ops blk_file_backend;
  * q % nworkers == its index. */
 struct blk_worker {
 	struct vqw w;
-	bool started;
+	bool up;                   /* vqw_init ran (and vqw_fini has not) */
 };
 
 /* One virtqueue of the device and its request slots. */
 struct blk_queue {
 	struct blk_dev *blk;
 	unsigned idx;
-	struct vqw_queue *wq;      /* its place in its worker while started */
+	struct vqw_queue *wq;      /* its place in its worker */
 	bool prepared;             /* slots in use (queue_start ran) */
 	struct blk_slot *slots;    /* vq->size entries, indexed by chain head */
 	struct iovec *big_iov;     /* BLK_SEG_MAX per head: longer requests' segments */
 	unsigned nslots;
-	unsigned inflight;         /* slots with host I/O outstanding */
+	/* Slots with host I/O outstanding: written by the worker (release),
+	 * read by the owner at start and stop (acquire: seeing 0, it sees the
+	 * slots' last writes too). */
+	unsigned inflight;
 	struct blk_req_ctx ctx;
 	/* Written by the worker's thread only (relaxed atomics). */
 	uint64_t errors, bytes_read, bytes_written;
-	/* The worker's counters of earlier runs (a reset restarts the worker
-	 * and zeroes its own): stats are since the device was created. */
-	struct vqw_stats base;
 	/* What blk_req_parse fills, before the segments go to their slot. */
 	struct iovec parse_iov[BLK_SEG_MAX];
 };
@@ -128,14 +128,22 @@ void blk_slots_free(struct blk_dev *blk);
  * queue up to the CPUs this process may run on; never more than queues. */
 unsigned blk_io_threads(const struct blk_opts *o);
 
+/* The device's workers (its I/O threads) and their rings, with the
+ * device: queue q is served by worker q % nworkers. 0 or -errno. */
+int blk_workers_init(struct blk_dev *blk);
+/* Their threads, before any vCPU runs; on failure none is left. */
+int blk_workers_launch(struct blk_dev *blk);
+/* End the threads and close the rings (idempotent). */
+void blk_workers_fini(struct blk_dev *blk);
+
 /* DRIVER_OK, for each enabled queue in increasing order: prepares q, and
- * once q is the last enabled queue of its worker, starts that worker for
+ * once q is the last enabled queue of its worker, has that worker serve
  * every prepared queue of it. */
 int blk_queue_start(struct blk_dev *blk, unsigned q);
-/* Stops q's worker (with it the worker's other queues: the core stops a
- * device's queues only all together) and frees q's slots. */
+/* Stops q's worker serving (with it the worker's other queues: the core
+ * stops a device's queues only all together) and frees q's slots. */
 void blk_queue_stop(struct blk_dev *blk, unsigned q);
-/* Before the core stops every queue: tells each started worker to stop,
+/* Before the core stops every queue: tells each serving worker to stop,
  * so that blk_queue_stop then only waits for it. */
 void blk_queues_stopping(struct blk_dev *blk);
 

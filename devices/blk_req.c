@@ -71,6 +71,12 @@ enum blk_verdict blk_req_parse(const struct virtq_chain *c, const struct blk_req
 		return BLK_REQ_SUBMIT;
 	}
 	case VIRTIO_BLK_T_FLUSH:
+		/* A read-only disk was never written through this device:
+		 * there is nothing to make durable (and its ring may not fsync). */
+		if (ctx->ro) {
+			st = VIRTIO_BLK_S_OK;
+			goto done;
+		}
 		return BLK_REQ_SUBMIT;
 	case VIRTIO_BLK_T_GET_ID: {
 		uint8_t id[VIRTIO_BLK_ID_BYTES] = { 0 };

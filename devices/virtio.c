@@ -27,6 +27,7 @@ int virtio_dev_init(struct virtio_dev *dev, const struct virtio_device_ops *ops,
 	dev->priv = priv;
 	dev->mem = mem;
 	dev->num_queues = num_queues;
+	dev->vm_fd = -1;
 	dev->queues = calloc(num_queues, sizeof(*dev->queues));
 	if (!dev->queues) {
 		ret = -ENOMEM;
@@ -74,6 +75,27 @@ void virtio_dev_stop(struct virtio_dev *dev)
 	}
 }
 
+int virtio_dev_launch(struct virtio_dev *dev)
+{
+	int r;
+
+	if (dev->launched || !dev->ops->launch)
+		return 0;
+	r = dev->ops->launch(dev);
+	if (!r)
+		dev->launched = true;
+	return r;
+}
+
+void virtio_dev_halt(struct virtio_dev *dev)
+{
+	if (!dev->launched)
+		return;
+	if (dev->ops->halt)
+		dev->ops->halt(dev);
+	dev->launched = false;
+}
+
 void virtio_dev_destroy(struct virtio_dev *dev)
 {
 	unsigned q;
@@ -81,6 +103,7 @@ void virtio_dev_destroy(struct virtio_dev *dev)
 	if (!dev->queues)
 		return;
 	virtio_dev_stop(dev);
+	virtio_dev_halt(dev);
 	for (q = 0; q < dev->num_queues; q++)
 		close(dev->queues[q].kick_fd);
 	free(dev->queues);

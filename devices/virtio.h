@@ -65,9 +65,17 @@ struct virtio_device_ops {
 	 * writes there are ignored). Data is in guest (little-endian) order. */
 	void (*config_read)(struct virtio_dev *, uint64_t off, uint8_t *data, unsigned len);
 	void (*config_write)(struct virtio_dev *, uint64_t off, const uint8_t *data, unsigned len);
-	/* DRIVER_OK with queue q enabled: start the queue's thread, which then owns
-	 * dev->queues[q].vq and waits on dev->queues[q].kick_fd. 0 or -errno (the core then
-	 * sets NEEDS_RESET). */
+	/* Before any vCPU runs (the VM's start): start the device's threads,
+	 * which then wait for queue_start. Everything they need (rings,
+	 * eventfds) was made with the device. 0 or -errno. May be NULL. */
+	int (*launch)(struct virtio_dev *);
+	/* At teardown, after every queue stopped: end those threads. May be
+	 * NULL. */
+	void (*halt)(struct virtio_dev *);
+	/* DRIVER_OK with queue q enabled: have the queue's thread serve it; it
+	 * then owns dev->queues[q].vq and waits on dev->queues[q].kick_fd.
+	 * Nothing is created here. 0 or -errno (the core then sets
+	 * NEEDS_RESET). */
 	int (*queue_start)(struct virtio_dev *, unsigned q);
 	/* Stop queue q's thread: wait for or cancel in-flight I/O so that nothing
 	 * is written to guest memory after it returns. Only called for started
@@ -117,8 +125,9 @@ struct virtio_dev {
 	 * features; the driver then gets split rings only. */
 	bool no_packed;
 	/* Its threads enter their seccomp filters (the VM's sandbox, set by
-	 * the transport at attach). */
+	 * the transport at attach), which name the VM's fd (-1: none). */
 	bool sandbox;
+	int vm_fd;
 
 	/* §2.1 status as written by the driver (transport lock). NEEDS_RESET is
 	 * kept apart in `needs_reset` (atomic: set from queue threads);
@@ -129,6 +138,7 @@ struct virtio_dev {
 
 	unsigned num_queues;
 	struct virtio_queue *queues;    /* num_queues entries */
+	bool launched;                  /* ops->launch succeeded, ops->halt not yet run */
 
 	/* What the guest got wrong (virtio_guest_warn): a bit per kind
 	 * already logged, and how many times in all (both atomic: vCPU and
@@ -160,8 +170,13 @@ void virtio_guest_warn(struct virtio_dev *dev, unsigned kind, const char *fmt, .
 int virtio_dev_init(struct virtio_dev *dev, const struct virtio_device_ops *ops,
 		    void *priv, const struct guest_mem *mem,
 		    unsigned num_queues, uint16_t queue_max);
-/* Stop started queues, free what virtio_dev_init made, then call ops->destroy. */
+/* ops->launch: the device's threads, before any vCPU runs. 0 or -errno. */
+int virtio_dev_launch(struct virtio_dev *dev);
+/* Stop started queues, end the device's threads (ops->halt), free what
+ * virtio_dev_init made, then call ops->destroy. */
 void virtio_dev_destroy(struct virtio_dev *dev);
+/* ops->halt once: after virtio_dev_stop, at teardown. */
+void virtio_dev_halt(struct virtio_dev *dev);
 
 /* Stop every started queue (ops->queue_stop), e.g. at VM teardown. */
 void virtio_dev_stop(struct virtio_dev *dev);

@@ -85,6 +85,16 @@ static void blk_config_write(struct virtio_dev *dev, uint64_t off, const uint8_t
 	(void)dev; (void)off; (void)data; (void)len;
 }
 
+static int blk_launch_op(struct virtio_dev *dev)
+{
+	return blk_workers_launch(to_blk(dev));
+}
+
+static void blk_halt_op(struct virtio_dev *dev)
+{
+	blk_workers_fini(to_blk(dev));
+}
+
 static int blk_queue_start_op(struct virtio_dev *dev, unsigned q)
 {
 	return blk_queue_start(to_blk(dev), q);
@@ -129,14 +139,15 @@ static void blk_stats_json(struct virtio_dev *dev, FILE *out)
 		fprintf(out, "%s{\"requests\":%llu,\"batches\":%llu,\"io_uring_enter\":%llu,"
 			"\"irqs\":%llu,\"errors\":%llu,\"bytes_read\":%llu,\"bytes_written\":%llu,"
 			"\"polled\":%llu,\"poll_preempted\":%llu,\"kicks\":%llu,\"gathers\":%llu,"
-			"\"gathered\":%llu,\"fixed\":%llu",
+			"\"gathered\":%llu,\"fixed\":%llu,\"retries\":%llu",
 			q ? "," : "", (unsigned long long)s.requests,
 			(unsigned long long)s.batches, (unsigned long long)s.enters,
 			(unsigned long long)s.irqs, (unsigned long long)s.errors,
 			(unsigned long long)s.bytes_read, (unsigned long long)s.bytes_written,
 			(unsigned long long)s.polled, (unsigned long long)s.poll_preempted,
 			(unsigned long long)s.kicks, (unsigned long long)s.gathers,
-			(unsigned long long)s.gathered, (unsigned long long)s.fixed);
+			(unsigned long long)s.gathered, (unsigned long long)s.fixed,
+			(unsigned long long)s.retries);
 		if (s.ring_valid) {
 			/* Where a stalled queue stopped: work the device never
 			 * took (avail_pending), host I/O that never completed
@@ -159,6 +170,12 @@ static void blk_destroy(struct virtio_dev *dev)
 {
 	struct blk_dev *blk = to_blk(dev);
 
+	/* Before the image: the rings hold its fds (a lost worker's ring
+	 * and its files stay with it). */
+	blk_workers_fini(blk);
+	for (unsigned wi = 0; wi < blk->nworkers; wi++)
+		if (blk->workers[wi].up)
+			return;
 	blk_image_close(&blk->img);
 	blk_slots_free(blk);
 	free(blk->workers);
@@ -172,6 +189,8 @@ static const struct virtio_device_ops blk_ops = {
 	.features = blk_features,
 	.config_read = blk_config_read,
 	.config_write = blk_config_write,
+	.launch = blk_launch_op,
+	.halt = blk_halt_op,
 	.queue_start = blk_queue_start_op,
 	.queue_stop = blk_queue_stop_op,
 	.queues_stopping = blk_queues_stopping_op,
@@ -180,9 +199,9 @@ static const struct virtio_device_ops blk_ops = {
 	.destroy = blk_destroy,
 };
 
-int blk_dev_from_image(const struct blk_opts *o, struct blk_image *img,
-		       const struct guest_mem *mem, struct virtio_dev **out, char *err,
-		       size_t errlen)
+static int blk_dev_create(const struct blk_opts *o, struct blk_image *img,
+			  const struct guest_mem *mem, const struct blk_backend_ops *backend,
+			  void *backend_arg, struct virtio_dev **out, char *err, size_t errlen)
 {
 	struct blk_dev *blk;
 	int r;
@@ -208,7 +227,8 @@ int blk_dev_from_image(const struct blk_opts *o, struct blk_image *img,
 	}
 	blk->img = *img;
 	img->fd = img->fd_buffered = -1;    /* ours now */
-	blk->backend = &blk_file_backend;
+	blk->backend = backend;
+	blk->backend_arg = backend_arg;
 	blk->capacity = blk->img.size / BLK_SECTOR;
 	blk_build_config(blk);
 	r = virtio_dev_init(&blk->vdev, &blk_ops, blk, mem, o->queues, BLK_QUEUE_SIZE_MAX);
@@ -226,6 +246,15 @@ int blk_dev_from_image(const struct blk_opts *o, struct blk_image *img,
 		virtio_dev_destroy(&blk->vdev);     /* blk_destroy: everything */
 		goto oom_closed;
 	}
+	/* The I/O threads' rings: now, while the process has one thread. */
+	r = blk_workers_init(blk);
+	if (r) {
+		virtio_dev_destroy(&blk->vdev);
+		snprintf(err, errlen, "disk %s: cannot set up its I/O rings: %s%s", o->path,
+			 strerror(-r), r == -ENOMEM || r == -EMFILE ?
+			 "; raise RLIMIT_NOFILE or RLIMIT_MEMLOCK, or give fewer queues" : "");
+		return r;
+	}
 	*out = &blk->vdev;
 	return 0;
 
@@ -240,8 +269,16 @@ close_image:
 	return r;
 }
 
-int blk_dev_new(const struct blk_opts *o, const struct guest_mem *mem,
-		struct virtio_dev **out, char *err, size_t errlen)
+int blk_dev_from_image(const struct blk_opts *o, struct blk_image *img,
+		       const struct guest_mem *mem, struct virtio_dev **out, char *err,
+		       size_t errlen)
+{
+	return blk_dev_create(o, img, mem, &blk_file_backend, NULL, out, err, errlen);
+}
+
+int blk_dev_new_backend(const struct blk_opts *o, const struct guest_mem *mem,
+			const struct blk_backend_ops *backend, void *arg,
+			struct virtio_dev **out, char *err, size_t errlen)
 {
 	struct blk_image img;
 	int r;
@@ -249,50 +286,41 @@ int blk_dev_new(const struct blk_opts *o, const struct guest_mem *mem,
 	r = blk_image_open(o, &img, NULL, err, errlen);
 	if (r)
 		return r;
-	return blk_dev_from_image(o, &img, mem, out, err, errlen);
+	return blk_dev_create(o, &img, mem, backend, arg, out, err, errlen);
+}
+
+int blk_dev_new(const struct blk_opts *o, const struct guest_mem *mem,
+		struct virtio_dev **out, char *err, size_t errlen)
+{
+	return blk_dev_new_backend(o, mem, &blk_file_backend, NULL, out, err, errlen);
 }
 
 int blk_get_queue_stats(struct virtio_dev *dev, unsigned q, struct blk_queue_stats *out)
 {
 	const struct blk_queue *bq;
-	const struct vqw_queue *wq;
-	struct vqw_stats w = { 0 };
+	struct vqw_stats w;
 
 	if (dev->ops != &blk_ops || q >= dev->num_queues)
 		return -EINVAL;
 	bq = &to_blk(dev)->queues[q];
-	/* The worker's counters while it runs (its memory lives as long as
-	 * the device, so a stale pointer still reads counters). */
-	wq = __atomic_load_n(&bq->wq, __ATOMIC_RELAXED);
-	if (wq)
-		vqw_get_stats(wq, &w);
-	out->requests = bq->base.requests + w.requests;
-	out->batches = bq->base.batches + w.batches;
-	out->enters = bq->base.enters + w.enters;
-	out->irqs = bq->base.irqs + w.irqs;
-	out->polled = bq->base.polled + w.polled;
-	out->poll_preempted = bq->base.preempted + w.preempted;
-	out->kicks = bq->base.kicks + w.kicks;
-	out->gathers = bq->base.gathers + w.gathers;
-	out->gathered = bq->base.gathered + w.gathered;
-	out->fixed = bq->base.fixed + w.fixed;
-	/* The ring as the last worker left it: a stopped worker's counters
-	 * are folded into base (worker_stop). */
-	out->ring_valid = bq->base.ring_valid;
-	out->ring = bq->base.ring;
+	/* The worker's counters: it lives, and keeps them, as long as the
+	 * device. */
+	vqw_get_stats(bq->wq, &w);
+	out->requests = w.requests;
+	out->batches = w.batches;
+	out->enters = w.enters;
+	out->irqs = w.irqs;
+	out->polled = w.polled;
+	out->poll_preempted = w.preempted;
+	out->kicks = w.kicks;
+	out->gathers = w.gathers;
+	out->gathered = w.gathered;
+	out->fixed = w.fixed;
+	out->retries = w.retries;
+	out->ring_valid = w.ring_valid;
+	out->ring = w.ring;
 	out->errors = __atomic_load_n(&bq->errors, __ATOMIC_RELAXED);
 	out->bytes_read = __atomic_load_n(&bq->bytes_read, __ATOMIC_RELAXED);
 	out->bytes_written = __atomic_load_n(&bq->bytes_written, __ATOMIC_RELAXED);
 	return 0;
-}
-
-void blk_set_backend(struct virtio_dev *dev, const struct blk_backend_ops *ops, void *arg)
-{
-	struct blk_dev *blk;
-
-	if (dev->ops != &blk_ops)
-		return;
-	blk = to_blk(dev);
-	blk->backend = ops;
-	blk->backend_arg = arg;
 }

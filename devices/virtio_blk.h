@@ -25,6 +25,14 @@ int blk_dev_from_image(const struct blk_opts *o, struct blk_image *img,
  * the benchmark. */
 int blk_dev_new(const struct blk_opts *o, const struct guest_mem *mem,
 		struct virtio_dev **out, char *err, size_t errlen);
+/* The same with another block backend (devices/blk_queue.h: the null
+ * backend of the benchmark, fault injection in tests); arg goes to its
+ * complete(). The backend is part of the device from its creation: the
+ * rings' restrictions name its opcodes. */
+struct blk_backend_ops;
+int blk_dev_new_backend(const struct blk_opts *o, const struct guest_mem *mem,
+			const struct blk_backend_ops *backend, void *arg,
+			struct virtio_dev **out, char *err, size_t errlen);
 
 /* Per-queue counters (since the device was created). */
 struct blk_queue_stats {
@@ -41,16 +49,11 @@ struct blk_queue_stats {
 	uint64_t gathers;          /* kicks after which the I/O thread waited for more */
 	uint64_t gathered;         /* requests that came during those waits */
 	uint64_t fixed;            /* reads and writes on registered guest RAM (fixed-buffers) */
+	uint64_t retries;          /* host I/O retried after a wait (-EAGAIN) */
 	bool ring_valid;           /* the queue's thread has stopped: */
 	struct virtq_ring_state ring;   /* the ring as it left it */
 };
 /* 0 or -EINVAL (not a blk device / bad queue). Any thread. */
 int blk_get_queue_stats(struct virtio_dev *dev, unsigned q, struct blk_queue_stats *out);
-
-/* Use another block backend (devices/blk_queue.h: the null backend of the
- * benchmark, fault injection in tests) before DRIVER_OK; arg goes to its
- * complete(). */
-struct blk_backend_ops;
-void blk_set_backend(struct virtio_dev *dev, const struct blk_backend_ops *ops, void *arg);
 
 #endif

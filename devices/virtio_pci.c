@@ -581,15 +581,16 @@ static void *intx_thread(void *arg)
 
 	pthread_setname_np(pthread_self(), "mvm-pci-intx");
 	if (vp->t.vm->sandbox) {
-		r = sandbox_enter(SANDBOX_QUEUE);
+		struct sandbox_fds fds = SANDBOX_NO_FDS;
+
+		fds.vm = vp->t.vm->vm_fd;
+		r = sandbox_enter(SANDBOX_QUEUE, &fds);
 		if (r) {
-			log_err(&vp->t.vm->log, "%s: INTx thread: cannot enter its seccomp "
-				"filter: %s", vp->t.name, strerror(-r));
-			vm_request_stop(vp->t.vm, VM_STOP_HOST_ERROR, MVM_EXIT_INTERNAL,
-					"a device thread could not enter its seccomp filter");
+			thread_ready(&vp->intx_hs, r);
 			return NULL;
 		}
 	}
+	thread_ready(&vp->intx_hs, 0);
 	for (;;) {
 		if (poll(pfd, 2, -1) < 0)
 			continue;       /* EINTR */
@@ -604,7 +605,7 @@ static void *intx_thread(void *arg)
 static int vp_start(struct vtr *t)
 {
 	struct virtio_pci *vp = container_of(t, struct virtio_pci, t);
-	int ret = thread_start(&vp->intx_thread, intx_thread, vp);
+	int ret = thread_start_sync(&vp->intx_thread, intx_thread, vp, &vp->intx_hs);
 
 	if (ret)
 		return ret;

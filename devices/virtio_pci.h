@@ -57,6 +57,7 @@
 #include "devices/pci.h"
 #include "devices/virtio.h"
 #include "devices/virtio_transport.h"
+#include "vmm/util.h"
 
 struct vm;
 
@@ -104,6 +105,7 @@ struct virtio_pci {
 	bool intx_bound;
 	int stop_fd;                  /* stops the INTx resample thread */
 	pthread_t intx_thread;
+	struct thread_handshake intx_hs;     /* its filter is on */
 	bool intx_thread_started;
 };
 

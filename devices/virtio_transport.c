@@ -73,6 +73,7 @@ void vtr_attach(struct vtr *t, struct vm *vm)
 	t->vm = vm;
 	t->dev->log = &vm->log;
 	t->dev->sandbox = vm->sandbox;
+	t->dev->vm_fd = vm->vm_fd;
 }
 
 static int notify_one(struct vtr *t, const struct vtr_notify *n, unsigned q, bool deassign)
@@ -111,8 +112,15 @@ void vtr_notify_unbind(struct vtr *t)
 static int vtr_vm_start(void *opaque)
 {
 	struct vtr *t = opaque;
+	int r;
 
-	return t->ops->start ? t->ops->start(t) : 0;
+	r = t->ops->start ? t->ops->start(t) : 0;
+	if (r)
+		return r;
+	r = virtio_dev_launch(t->dev);
+	if (r && t->ops->stop)
+		t->ops->stop(t);
+	return r;
 }
 
 static void vtr_vm_stop(void *opaque)
@@ -126,6 +134,8 @@ static void vtr_vm_stop(void *opaque)
 	pthread_mutex_lock(&t->lock);
 	virtio_dev_stop(t->dev);
 	pthread_mutex_unlock(&t->lock);
+	/* Joins the device's threads: not under the lock. */
+	virtio_dev_halt(t->dev);
 }
 
 static void vtr_vm_stats(void *opaque, FILE *out)

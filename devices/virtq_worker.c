@@ -1,9 +1,10 @@
 /* The generic per-queue worker: see virtq_worker.h.
  *
- * The thread owns the queues' rings, the io_uring and (through the device)
- * the request state; nothing here takes a lock. It sleeps in exactly one
- * place, io_uring_enter, for guest kicks, host I/O completions and the
- * stop request. Each round:
+ * The thread owns the queues' rings while it serves them, the io_uring
+ * and (through the device) the request state; nothing here takes a lock.
+ * It sleeps in exactly one place, io_uring_enter, for guest kicks, host
+ * I/O completions and its owner's commands (serve these queues, park,
+ * exit). Each round while it serves:
  *   1. reap every CQE (the device's completions, kick re-arms, stop);
  *   2. publish each queue's used entries at once, at most one interrupt
  *      each (virtq_publish decides, honouring EVENT_IDX);
@@ -30,7 +31,7 @@
 #include <unistd.h>
 
 /* user_data: tag (8 bits) | queue (8 bits) | 16 unused | device data (32). */
-enum { TAG_DEV = 1, TAG_KICK, TAG_KICK_POLL, TAG_STOP, TAG_CANCEL };
+enum { TAG_DEV = 1, TAG_KICK, TAG_KICK_POLL, TAG_CTL, TAG_CANCEL, TAG_RETRY };
 #define UD(tag, q, data) (((uint64_t)(tag) << 56) | ((uint64_t)(q) << 48) | (uint32_t)(data))
 #define UD_TAG(ud) ((unsigned)((ud) >> 56))
 #define UD_Q(ud) ((unsigned)((ud) >> 48) & 0xff)
@@ -62,7 +63,7 @@ void vqw_sqe_set_data(struct io_uring_sqe *sqe, const struct vqw_queue *q, uint3
 
 void vqw_push(struct vqw_queue *q, uint16_t head, uint32_t used_len)
 {
-	if (q->w->stopping)
+	if (vqw_stopping(q))
 		return;
 	virtq_push(q->vq, head, used_len);
 	q->pushed++;
@@ -78,9 +79,12 @@ void vqw_broken(struct vqw_queue *q, const char *why)
 
 static void arm_kick(struct vqw_queue *q, bool poll)
 {
-	struct io_uring_sqe *sqe = vqw_get_sqe(q->w);
+	struct io_uring_sqe *sqe;
 	unsigned qi = (unsigned)(q - q->w->q);
 
+	if (q->kick_pending)
+		return;
+	sqe = vqw_get_sqe(q->w);
 	if (!sqe)
 		return;
 	if (poll) {
@@ -95,6 +99,43 @@ static void arm_kick(struct vqw_queue *q, bool poll)
 	q->kick_pending = true;
 }
 
+/* The owner's next command: a read of ctl_fd, always in the ring but
+ * while a stop's cancel is under way. */
+static void arm_ctl(struct vqw *w)
+{
+	struct io_uring_sqe *sqe;
+
+	if (w->ctl_pending)
+		return;
+	sqe = vqw_get_sqe(w);
+	io_uring_prep_read(sqe, w->file_base + VQW_FILE_CTL, &w->ctl_buf, sizeof(w->ctl_buf), 0);
+	sqe->flags |= IOSQE_FIXED_FILE;
+	io_uring_sqe_set_data64(sqe, UD(TAG_CTL, 0, 0));
+	w->ctl_pending = true;
+}
+
+/* The waits of vqw_retry_later: static, so each lives as long as an SQE
+ * that names it (the kernel reads it when the SQE is submitted). */
+static const struct __kernel_timespec retry_wait[VQW_RETRY_LEVELS] = {
+	{ 0, VQW_RETRY_FIRST_NS }, { 0, VQW_RETRY_FIRST_NS << 1 }, { 0, VQW_RETRY_FIRST_NS << 2 },
+	{ 0, VQW_RETRY_FIRST_NS << 3 }, { 0, VQW_RETRY_FIRST_NS << 4 },
+	{ 0, VQW_RETRY_FIRST_NS << 5 }, { 0, VQW_RETRY_FIRST_NS << 6 },
+	{ 0, VQW_RETRY_FIRST_NS << 7 }, { 0, VQW_RETRY_FIRST_NS << 8 },
+	{ 0, VQW_RETRY_FIRST_NS << 9 },
+};
+
+void vqw_retry_later(struct vqw_queue *q, uint32_t data, unsigned attempt)
+{
+	struct io_uring_sqe *sqe = vqw_get_sqe(q->w);
+	unsigned level = attempt < VQW_RETRY_LEVELS ? attempt : VQW_RETRY_LEVELS - 1;
+
+	io_uring_prep_timeout(sqe, (struct __kernel_timespec *)&retry_wait[level], 0, 0);
+	/* A timeout names no file; the ring's restrictions want the flag. */
+	sqe->flags |= IOSQE_FIXED_FILE;
+	io_uring_sqe_set_data64(sqe, UD(TAG_RETRY, q - q->w->q, data));
+	STAT_ADD(q, retries, 1);
+}
+
 /* Drain the avail ring: at most one queue's worth per call, so completions
  * and the other queues are not starved by a driver that keeps refilling. */
 static void drain(struct vqw_queue *q)
@@ -103,7 +144,7 @@ static void drain(struct vqw_queue *q)
 	int r;
 
 	q->more = false;
-	if (q->broken)
+	if (q->broken || q->held || !q->active)
 		return;
 	/* Notifications off, and they stay off: rearm() turns them on
 	 * before the thread sleeps. Turned on here, a driver that refills
@@ -112,7 +153,7 @@ static void drain(struct vqw_queue *q)
 	 * make bench at QD 32: one kick per batch, every batch polled). */
 	virtq_notify_disable(q->vq);
 	while (budget) {
-		r = virtq_pop(q->vq, &q->chain);
+		r = virtq_pop(q->vq, &q->w->chain);
 		if (r == 0)
 			return;
 		if (r < 0) {
@@ -122,7 +163,7 @@ static void drain(struct vqw_queue *q)
 		budget--;
 		q->w->worked = true;
 		STAT_ADD(q, requests, 1);
-		q->w->ops->chain(q, &q->chain);
+		q->w->ops->chain(q, &q->w->chain);
 		if (q->broken)
 			return;
 	}
@@ -139,7 +180,8 @@ static bool rearm(struct vqw *w)
 	unsigned i;
 
 	for (i = 0; i < w->nq; i++)
-		if (!w->q[i].broken && virtq_notify_enable(w->q[i].vq))
+		if (w->q[i].active && !w->q[i].broken && !w->q[i].held &&
+		    virtq_notify_enable(w->q[i].vq))
 			more = true;
 	return more;
 }
@@ -171,6 +213,10 @@ static void reap(struct vqw *w)
 		case TAG_DEV:
 			w->ops->complete(q, (uint32_t)ud, res);
 			break;
+		case TAG_RETRY:
+			if (w->ops->retry)
+				w->ops->retry(q, (uint32_t)ud);
+			break;
 		case TAG_KICK:
 			q->kick_pending = false;
 			/* The eventfd's count: every notification since the
@@ -179,7 +225,7 @@ static void reap(struct vqw *w)
 				STAT_ADD(q, kicks, q->kick_buf);
 				w->kicked = true;
 			}
-			if (!w->stopping)
+			if (!vqw_stopping(q))
 				/* -EAGAIN: this kernel does not wait on an O_NONBLOCK
 				 * eventfd; wait with a poll, then read. */
 				arm_kick(q, res == -EAGAIN);
@@ -187,11 +233,13 @@ static void reap(struct vqw *w)
 		case TAG_KICK_POLL:
 			q->kick_pending = false;
 			w->kicked = true;
-			if (!w->stopping)
+			if (!vqw_stopping(q))
 				arm_kick(q, false);
 			break;
-		case TAG_STOP:
-			w->stopping = true;
+		case TAG_CTL:
+			w->ctl_pending = false;
+			if (res == (int)sizeof(w->ctl_buf))
+				w->ctl_event = true;
 			break;
 		case TAG_CANCEL:
 			break;
@@ -329,7 +377,8 @@ static bool poll_rings(struct vqw *w)
 	deadline = t + win;
 	do {
 		for (i = 0; i < w->nq && !found; i++)
-			found = !w->q[i].broken && virtq_has_work(w->q[i].vq);
+			found = w->q[i].active && !w->q[i].broken && !w->q[i].held &&
+				virtq_has_work(w->q[i].vq);
 		if (found)
 			break;
 		arch_cpu_relax();
@@ -425,7 +474,7 @@ static unsigned avail_total(struct vqw *w)
 	unsigned i, n = 0;
 
 	for (i = 0; i < w->nq; i++)
-		if (!w->q[i].broken)
+		if (w->q[i].active && !w->q[i].broken && !w->q[i].held)
 			n += virtq_avail_count(w->q[i].vq);
 	return n;
 }
@@ -452,6 +501,8 @@ static void gather(struct vqw *w)
 	if (!slice)
 		return;
 	for (i = 0; i < w->nq; i++) {
+		if (!w->q[i].active)
+			continue;
 		half += w->q[i].vq->size / 2;
 		if (!w->q[i].broken)
 			virtq_notify_disable(w->q[i].vq);
@@ -476,19 +527,25 @@ static void gather(struct vqw *w)
 	STAT_ADD(&w->q[0], gathered, n - n0);
 }
 
-/* The ring's state for the statistics, taken once, as the thread ends (a
- * worker starts only once). The release store of ring_valid publishes it;
- * pairs with the acquire load in vqw_get_stats. */
+/* The ring's state for the statistics, as the thread stops serving q.
+ * A seqcount: odd while it writes (the release fence orders the odd
+ * count before the fields, the release store the fields before the even
+ * count); pairs with vqw_get_stats' acquire load and fence. */
 static void ring_snapshot(struct vqw_queue *q)
 {
+	unsigned seq = q->ring_seq;
+
+	__atomic_store_n(&q->ring_seq, seq + 1, __ATOMIC_RELAXED);
+	__atomic_thread_fence(__ATOMIC_RELEASE);
 	virtq_ring_state(q->vq, &q->st.ring);
-	__atomic_store_n(&q->st.ring_valid, true, __ATOMIC_RELEASE);
+	q->st.ring_valid = true;
+	__atomic_store_n(&q->ring_seq, seq + 2, __ATOMIC_RELEASE);
 }
 
-/* vqw_register_mem's registration, on the worker's thread before it serves
- * anything (vqw_fixed_index runs on this thread only: w->fixed needs no
- * ordering). The ring's restrictions allow IORING_REGISTER_BUFFERS for
- * this (vqw_set_io), the queue filter too. */
+/* vqw_register_mem's registration, as the thread starts and before its
+ * filter (which allows no register call but the two of
+ * release_registered). vqw_fixed_index runs on this thread only: w->fixed
+ * needs no ordering. */
 static void register_mem(struct vqw *w)
 {
 	/* On this thread's stack, for this call only: the kernel keeps its
@@ -506,28 +563,190 @@ static void register_mem(struct vqw *w)
 
 /* Drop the ring's registered files and buffers as the thread ends, here:
  * the ring is IORING_SETUP_SINGLE_ISSUER, and once this thread enabled it
- * the kernel refuses any other task's register call (-EEXIST), vqw_fini's
- * included. Left to the ring's teardown, which runs asynchronously after
- * the last close, they would outlive the device: the files (a disk
- * image's, with its OFD lock, which a restart on the same image needs)
- * and the buffers (guest RAM pinned and counted against RLIMIT_MEMLOCK,
- * while a reset's new ring pins it again). The restrictions (vqw_set_io)
- * and the queue filter allow both calls. */
+ * the kernel refuses any other task's register call (-EEXIST). Left to
+ * the ring's teardown, which runs asynchronously after the last close,
+ * they would outlive the VM: the files (a disk image's, with its OFD
+ * lock, which another VM on the same image needs) and the buffers (guest
+ * RAM pinned and counted against RLIMIT_MEMLOCK). The restrictions
+ * (vqw_set_io) and the queue filter allow both calls, on this ring. */
 static void release_registered(struct vqw *w)
 {
 	io_uring_unregister_files(&w->ring);
 	if (w->fixed)
 		io_uring_unregister_buffers(&w->ring);
 	w->fixed = NULL;
-	w->released = true;
+}
+
+/* RUN: serve the queues in mask. The driver has just set their rings
+ * up, so everything about the last run is forgotten but the counters;
+ * the core kicked each started queue once, which the first kick read
+ * picks up. */
+static void serve(struct vqw *w, uint64_t mask)
+{
+	unsigned i;
+
+	for (i = 0; i < w->nq; i++) {
+		struct vqw_queue *q = &w->q[i];
+
+		q->active = (mask >> i) & 1;
+		q->broken = q->more = q->held = false;
+		q->pushed = 0;
+	}
+	vqw_poll_init(&w->poll, w->poll_us);
+	vqw_gather_init(&w->gather, w->gather_us);
+	w->poll_armed = w->kicked = w->worked = false;
+	w->stopping = false;
+	w->serving = true;
+	for (i = 0; i < w->nq; i++)
+		if (w->q[i].active)
+			arm_kick(&w->q[i], false);
+}
+
+static bool any_kick_pending(const struct vqw *w)
+{
+	unsigned i;
+
+	for (i = 0; i < w->nq; i++)
+		if (w->q[i].kick_pending)
+			return true;
+	return false;
+}
+
+/* Stop serving: cancel what can be cancelled (kick reads, I/O not yet
+ * started, retry waits, and the ctl read, armed again after) and wait
+ * for the rest, at most VQW_STOP_DEADLINE_NS; nothing reaches the guest
+ * from here on (vqw_push and the device check vqw_stopping). Host I/O
+ * that is still running past the deadline is reported and left to end
+ * while the thread is parked; the device refuses to start its queue
+ * until it has (it sees it in its own in-flight count). */
+static void unserve(struct vqw *w)
+{
+	uint64_t deadline = mono_ns() + VQW_STOP_DEADLINE_NS;
+	struct io_uring_sqe *sqe;
+	unsigned i;
+
+	w->stopping = true;
+	sqe = vqw_get_sqe(w);
+	/* CANCEL_ANY: Linux 5.19, below the 6.1 that vqw_init requires. The
+	 * fixed-file flag means nothing to a cancel; the ring requires it. */
+	io_uring_prep_cancel64(sqe, 0, IORING_ASYNC_CANCEL_ANY);
+	sqe->flags |= IOSQE_FIXED_FILE;
+	io_uring_sqe_set_data64(sqe, UD(TAG_CANCEL, 0, 0));
+	for (;;) {
+		struct io_uring_cqe *cqe;
+		struct __kernel_timespec ts;
+		uint64_t now;
+
+		if (!any_kick_pending(w) && !any_inflight(w) && !w->ctl_pending)
+			break;
+		now = mono_ns();
+		if (now >= deadline) {
+			unsigned n = 0;
+
+			for (i = 0; i < w->nq; i++)
+				n += w->ops->inflight(&w->q[i]);
+			log_warn(w->dev->log, "%s: I/O thread %s: host I/O of %u requests did not "
+				 "end within %llu s of the guest's reset or the VM's stop; going on "
+				 "without it (the device refuses to restart until it ends)",
+				 w->ops->name, w->thread_name, n,
+				 (unsigned long long)(VQW_STOP_DEADLINE_NS / 1000000000ull));
+			break;
+		}
+		ts.tv_sec = (long long)((deadline - now) / 1000000000ull);
+		ts.tv_nsec = (long long)((deadline - now) % 1000000000ull);
+		if (io_uring_submit_and_wait_timeout(&w->ring, &cqe, 1, &ts, NULL) < 0 &&
+		    io_uring_peek_cqe(&w->ring, &cqe) != 0 && mono_ns() < deadline)
+			continue;
+		reap(w);
+	}
+	for (i = 0; i < w->nq; i++) {
+		if (!w->q[i].active)
+			continue;
+		ring_snapshot(&w->q[i]);
+		w->q[i].active = false;
+	}
+	w->serving = false;
+	arm_ctl(w);
+}
+
+/* The owner's latest command, once: RUN serves, PARK stops serving (and
+ * says so on `parked`), EXIT ends the thread (false). */
+static bool command(struct vqw *w)
+{
+	unsigned word = __atomic_load_n(&w->ctl_word, __ATOMIC_ACQUIRE);
+
+	w->ctl_event = false;
+	arm_ctl(w);
+	if (word >> 8 == w->ctl_seen)
+		return true;
+	w->ctl_seen = word >> 8;
+	switch (word & 0xff) {
+	case VQW_CMD_RUN:
+		if (!w->serving)
+			serve(w, w->run_mask);
+		return true;
+	case VQW_CMD_PARK:
+		if (w->serving)
+			unserve(w);
+		sem_post(&w->parked);
+		return true;
+	case VQW_CMD_EXIT:
+		if (w->serving)
+			unserve(w);
+		return false;
+	}
+	return true;
+}
+
+/* One round while serving (see the file's head). */
+static void round_served(struct vqw *w)
+{
+	uint64_t t0;
+	unsigned i;
+
+	/* What completed is published first: its interrupt reaches the
+	 * driver before this thread spends time on new chains, so the driver
+	 * refills the ring while we work. Then buffers made available since
+	 * the last drain are picked up whether or not a kick came, and what
+	 * they completed at once (errors, GET_ID) is published too. */
+	for (i = 0; i < w->nq; i++)
+		publish(&w->q[i]);
+	if (w->kicked) {
+		w->kicked = false;
+		gather(w);
+	}
+	for (i = 0; i < w->nq; i++) {
+		drain(&w->q[i]);
+		publish(&w->q[i]);
+	}
+	if (!any_more(w) && poll_rings(w))
+		return;
+	if (any_more(w) || io_uring_cq_ready(&w->ring)) {
+		if (io_uring_sq_ready(&w->ring)) {
+			io_uring_submit(&w->ring);
+			STAT_ADD(&w->q[0], enters, 1);
+		}
+		return;
+	}
+	if (rearm(w))
+		return;
+	/* A sleep after a round with work is timed: it tells the poll
+	 * window whether polling would have caught the wake-up. */
+	t0 = w->poll_armed ? mono_ns() : 0;
+	io_uring_submit_and_wait(&w->ring, 1);
+	STAT_ADD(&w->q[0], enters, 1);
+	if (w->poll_armed) {
+		uint64_t t1 = mono_ns();
+
+		vqw_poll_slept(&w->poll, t1 - t0, t1);
+		w->poll_armed = false;
+	}
 }
 
 static void *vqw_thread(void *arg)
 {
 	struct vqw *w = arg;
-	struct io_uring_sqe *sqe;
-	uint64_t t0;
-	unsigned i;
+	struct sandbox_fds fds = SANDBOX_NO_FDS;
 	int r;
 
 	/* Named here: naming another thread opens a file in /proc. */
@@ -537,96 +756,33 @@ static void *vqw_thread(void *arg)
 	 * liburing 2.3 declares io_uring_enable_rings but does not export it. */
 	r = syscall(__NR_io_uring_register, w->ring.ring_fd, IORING_REGISTER_ENABLE_RINGS,
 		    NULL, 0) ? -errno : 0;
+	if (!r && w->fixed_want)
+		register_mem(w);
 	/* The guest's data is touched only after the filter is on. */
-	if (!r && w->sandbox)
-		r = sandbox_enter(SANDBOX_QUEUE);
+	/* dev->sandbox is the VM's, set when the transport attached the
+	 * device: after vqw_init, before vqw_launch. */
+	if (!r && w->dev->sandbox) {
+		fds.ring = w->ring.ring_fd;
+		fds.vm = w->dev->vm_fd;
+		r = sandbox_enter(SANDBOX_QUEUE, &fds);
+	}
 	if (r)
 		release_registered(w);
-	/* Pairs with vqw_start's wait: w->start_err is written before. */
-	w->start_err = r;
-	sem_post(&w->started_sem);
+	thread_ready(&w->hs, r);
 	if (r)
 		return NULL;
-	if (w->fixed_want)
-		register_mem(w);
 
-	sqe = vqw_get_sqe(w);
-	io_uring_prep_read(sqe, w->file_base + VQW_FILE_STOP, &w->stop_buf, sizeof(w->stop_buf), 0);
-	sqe->flags |= IOSQE_FIXED_FILE;
-	io_uring_sqe_set_data64(sqe, UD(TAG_STOP, 0, 0));
-	for (i = 0; i < w->nq; i++)
-		arm_kick(&w->q[i], false);
-
+	w->stopping = true;     /* parked: nothing reaches the guest */
+	arm_ctl(w);
 	for (;;) {
+		if (w->serving)
+			round_served(w);
+		else
+			io_uring_submit_and_wait(&w->ring, 1);
 		reap(w);
-		if (w->stopping)
+		if (w->ctl_event && !command(w))
 			break;
-		/* What completed is published first: its interrupt reaches
-		 * the driver before this thread spends time on new chains, so
-		 * the driver refills the ring while we work (measured with
-		 * make bench: QD 32 ratio 0.79-0.83 -> 0.86, 32 requests per
-		 * interrupt instead of 22). Then buffers made available before
-		 * DRIVER_OK, or since the last drain, are picked up whether or
-		 * not a kick came, and what they completed at once (errors,
-		 * GET_ID) is published too. */
-		for (i = 0; i < w->nq; i++)
-			publish(&w->q[i]);
-		if (w->kicked) {
-			w->kicked = false;
-			gather(w);
-		}
-		for (i = 0; i < w->nq; i++) {
-			drain(&w->q[i]);
-			publish(&w->q[i]);
-		}
-		if (!any_more(w) && poll_rings(w))
-			continue;
-		if (any_more(w) || io_uring_cq_ready(&w->ring)) {
-			if (io_uring_sq_ready(&w->ring)) {
-				io_uring_submit(&w->ring);
-				STAT_ADD(&w->q[0], enters, 1);
-			}
-			continue;
-		}
-		if (rearm(w))
-			continue;
-		/* A sleep after a round with work is timed: it tells the poll
-		 * window whether polling would have caught the wake-up. */
-		t0 = w->poll_armed ? mono_ns() : 0;
-		io_uring_submit_and_wait(&w->ring, 1);
-		STAT_ADD(&w->q[0], enters, 1);
-		if (w->poll_armed) {
-			uint64_t t1 = mono_ns();
-
-			vqw_poll_slept(&w->poll, t1 - t0, t1);
-			w->poll_armed = false;
-		}
 	}
-
-	/* Stop: cancel what can be cancelled (kick reads, I/O not yet
-	 * started) and wait for the rest; nothing reaches the guest any more
-	 * (vqw_push checks stopping, the device its own writes). */
-	sqe = vqw_get_sqe(w);
-	/* CANCEL_ANY: Linux 5.19, below the 6.1 that vqw_init requires. The
-	 * fixed-file flag means nothing to a cancel; the ring requires it. */
-	io_uring_prep_cancel64(sqe, 0, IORING_ASYNC_CANCEL_ANY);
-	sqe->flags |= IOSQE_FIXED_FILE;
-	io_uring_sqe_set_data64(sqe, UD(TAG_CANCEL, 0, 0));
-	for (;;) {
-		bool kicks = false;
-		struct io_uring_cqe *cqe;
-
-		for (i = 0; i < w->nq; i++)
-			kicks |= w->q[i].kick_pending;
-		if (!kicks && !any_inflight(w))
-			break;
-		if (io_uring_submit_and_wait(&w->ring, 1) < 0 &&
-		    io_uring_peek_cqe(&w->ring, &cqe) != 0)
-			break;   /* ring unusable: exit tears everything down */
-		reap(w);
-	}
-	for (i = 0; i < w->nq; i++)
-		ring_snapshot(&w->q[i]);
 	release_registered(w);
 	return NULL;
 }
@@ -639,20 +795,24 @@ int vqw_init(struct vqw *w, const struct vqw_ops *ops, struct virtio_dev *dev,
 	unsigned entries, need = 4, i;
 	int r;
 
+	memset(w, 0, sizeof(*w));
 	if (nq < 1 || nq > VQW_MAX_QUEUES)
 		return -EINVAL;
-	memset(w, 0, sizeof(*w));
+	for (i = 0; i < nq; i++)
+		if (idx[i] >= dev->num_queues)
+			return -EINVAL;
 	w->ops = ops;
+	w->dev = dev;
 	w->nq = nq;
-	vqw_poll_init(&w->poll, poll_us);
-	vqw_gather_init(&w->gather, gather_us);
-	w->sandbox = dev->sandbox;
+	w->poll_us = poll_us;
+	w->gather_us = gather_us;
 	snprintf(w->thread_name, sizeof(w->thread_name), "%s", thread_name);
+	w->q = calloc(nq, sizeof(*w->q));
+	if (!w->q)
+		return -ENOMEM;
 	for (i = 0; i < nq; i++) {
 		struct vqw_queue *q = &w->q[i];
 
-		if (idx[i] >= dev->num_queues)
-			return -EINVAL;
 		q->w = w;
 		q->dev = dev;
 		q->idx = idx[i];
@@ -661,21 +821,33 @@ int vqw_init(struct vqw *w, const struct vqw_ops *ops, struct virtio_dev *dev,
 		q->opaque = opaque[i];
 		need += sqes_per_queue + 1;
 	}
-	w->stop_fd = eventfd(0, EFD_CLOEXEC);
-	if (w->stop_fd < 0)
-		return -errno;
+	r = sem_init(&w->parked, 0, 0) ? -errno : 0;
+	if (r)
+		goto free_queues;
+	w->ctl_fd = eventfd(0, EFD_CLOEXEC);
+	if (w->ctl_fd < 0) {
+		r = -errno;
+		goto destroy_sem;
+	}
 	for (entries = 8; entries < need; entries <<= 1)
 		;
 	memset(&p, 0, sizeof(p));
 	p.flags = VQW_RING_FLAGS;
 	p.cq_entries = entries * 2;
 	r = io_uring_queue_init_params(entries, &w->ring, &p);
-	if (r < 0) {
-		close(w->stop_fd);
-		return r;
-	}
+	if (r < 0)
+		goto close_ctl;
 	w->ring_ok = true;
 	return 0;
+
+close_ctl:
+	close(w->ctl_fd);
+destroy_sem:
+	sem_destroy(&w->parked);
+free_queues:
+	free(w->q);
+	w->q = NULL;
+	return r;
 }
 
 int vqw_register_mem(struct vqw *w, const struct guest_mem *gm)
@@ -710,13 +882,13 @@ int vqw_set_io(struct vqw *w, const int *files, unsigned nfiles, uint64_t sqe_op
 	uint64_t ops;
 	int r;
 
-	if (w->io_set || nfiles + VQW_FILE_KICK0 + w->nq > VQW_MAX_FILES)
+	if (w->io_set || !w->ring_ok || nfiles > VQW_MAX_DEVICE_FILES)
 		return -EINVAL;
 	/* The device's files first (its SQEs name 0..nfiles-1), then the
-	 * worker's: the stop eventfd and each queue's kick eventfd. */
+	 * worker's: the ctl eventfd and each queue's kick eventfd. */
 	for (i = 0; i < nfiles; i++)
 		table[n++] = files[i];
-	table[n++] = w->stop_fd;
+	table[n++] = w->ctl_fd;
 	for (i = 0; i < w->nq; i++)
 		table[n++] = w->q[i].kick_fd;
 	w->file_base = nfiles;
@@ -724,12 +896,14 @@ int vqw_set_io(struct vqw *w, const int *files, unsigned nfiles, uint64_t sqe_op
 	if (r < 0)
 		return r;
 	/* Restrictions (Linux 5.10), in force from IORING_REGISTER_ENABLE_RINGS:
-	 * only the opcodes the device declared plus the worker's own, every SQE
-	 * on a registered file, and of the register calls only the ones that
-	 * vqw_fini makes. A device bug, or code that took over the thread, can
-	 * then do no I/O on other files and no other kind of I/O. */
+	 * only the opcodes the device declared plus the worker's own (kick and
+	 * ctl reads, polls, the stop's cancel, retry waits), every SQE on a
+	 * registered file, and of the register calls only the two the thread
+	 * makes as it ends (and, with fixed buffers, the one it makes as it
+	 * starts). A device bug, or code that took over the thread, can then
+	 * do no I/O on other files and no other kind of I/O. */
 	ops = sqe_ops | (1ULL << IORING_OP_READ) | (1ULL << IORING_OP_POLL_ADD) |
-	      (1ULL << IORING_OP_ASYNC_CANCEL);
+	      (1ULL << IORING_OP_ASYNC_CANCEL) | (1ULL << IORING_OP_TIMEOUT);
 	i = 0;
 	for (op = 0; op < 64; op++)
 		if (ops & (1ULL << op))
@@ -756,58 +930,64 @@ int vqw_set_io(struct vqw *w, const int *files, unsigned nfiles, uint64_t sqe_op
 	return 0;
 }
 
-int vqw_start(struct vqw *w)
+int vqw_launch(struct vqw *w)
 {
 	int r;
 
+	if (!w->ring_ok || w->launched)
+		return -EINVAL;
 	if (!w->io_set) {
 		r = vqw_set_io(w, NULL, 0, 0);
 		if (r)
 			return r;
 	}
-	r = sem_init(&w->started_sem, 0, 0) ? -errno : 0;
+	r = thread_start_sync(&w->thread, vqw_thread, w, &w->hs);
 	if (r)
 		return r;
-	r = thread_start(&w->thread, vqw_thread, w);
-	if (r)
-		goto destroy_sem;
-	/* Until the thread runs with its ring enabled and its filter on (and
-	 * its name set): a failure is the queue start's. */
-	while (sem_wait(&w->started_sem) && errno == EINTR)
-		;
-	r = w->start_err;
-	if (r) {
-		pthread_join(w->thread, NULL);
-		goto destroy_sem;
-	}
-	w->started = true;
-	sem_destroy(&w->started_sem);
+	w->launched = true;
 	return 0;
+}
 
-destroy_sem:
-	sem_destroy(&w->started_sem);
-	return r;
+/* Send a command: its word before the doorbell (see struct vqw). */
+static void send_cmd(struct vqw *w, enum vqw_cmd cmd)
+{
+	uint64_t one = 1;
+
+	__atomic_store_n(&w->ctl_word, (++w->ctl_next << 8) | cmd, __ATOMIC_RELEASE);
+	/* A blocking eventfd refuses a write only at a saturated count,
+	 * which already means "look at ctl_word". */
+	if (write(w->ctl_fd, &one, sizeof(one)) < 0) {
+		/* see above */
+	}
+}
+
+void vqw_start(struct vqw *w, uint64_t mask)
+{
+	if (!w->launched || w->running)
+		return;
+	w->run_mask = mask;
+	send_cmd(w, VQW_CMD_RUN);
+	w->running = true;
 }
 
 void vqw_stop_begin(struct vqw *w)
 {
-	uint64_t one = 1;
-
-	if (!w->started || w->stop_sent)
+	if (!w->running || w->stop_sent)
 		return;
-	/* Pairs with the thread's read of stop_fd in its ring. */
-	if (write(w->stop_fd, &one, sizeof(one)) != sizeof(one))
-		abort();        /* a fresh blocking eventfd cannot refuse 1 */
+	send_cmd(w, VQW_CMD_PARK);
 	w->stop_sent = true;
 }
 
 void vqw_stop(struct vqw *w)
 {
-	if (!w->started)
+	if (!w->running)
 		return;
 	vqw_stop_begin(w);
-	pthread_join(w->thread, NULL);
-	w->started = false;
+	/* Pairs with the worker's sem_post after unserve(): everything it
+	 * did to guest memory happened before. */
+	while (sem_wait(&w->parked) && errno == EINTR)
+		;
+	w->running = false;
 	w->stop_sent = false;
 }
 
@@ -815,20 +995,44 @@ void vqw_fini(struct vqw *w)
 {
 	if (!w->ring_ok)
 		return;
-	/* A thread that ran dropped them itself (release_registered: read
-	 * after its join); a ring no thread enabled takes the call from any
-	 * task. */
-	if (!w->released)
-		io_uring_unregister_files(&w->ring);
+	if (w->launched) {
+		struct timespec until;
+		int r;
+
+		vqw_stop(w);
+		send_cmd(w, VQW_CMD_EXIT);
+		/* The thread ends within its stop's deadline; what the kernel
+		 * does with host I/O that outlived it as the thread exits is
+		 * bounded by nothing mvm controls, so the join is timed: a
+		 * thread that did not end is reported and its worker not freed
+		 * (the process's exit takes it). */
+		clock_gettime(CLOCK_REALTIME, &until);
+		until.tv_sec += (time_t)(VQW_STOP_DEADLINE_NS / 1000000000ull);
+		r = pthread_timedjoin_np(w->thread, NULL, &until);
+		if (r) {
+			log_warn(w->dev->log, "%s: I/O thread %s did not end within %llu s; "
+				 "leaving it behind", w->ops->name, w->thread_name,
+				 (unsigned long long)(VQW_STOP_DEADLINE_NS / 1000000000ull));
+			w->lost = true;
+			return;
+		}
+		w->launched = false;
+	}
+	/* A ring no thread enabled still holds its files: closed with it. */
 	w->fixed = w->fixed_want = NULL;
-	w->released = false;
 	io_uring_queue_exit(&w->ring);
-	close(w->stop_fd);
+	close(w->ctl_fd);
+	sem_destroy(&w->parked);
+	free(w->q);
+	w->q = NULL;
+	w->nq = 0;
 	w->ring_ok = false;
 }
 
 void vqw_get_stats(const struct vqw_queue *q, struct vqw_stats *out)
 {
+	unsigned s1, s2;
+
 	out->requests = __atomic_load_n(&q->st.requests, __ATOMIC_RELAXED);
 	out->batches = __atomic_load_n(&q->st.batches, __ATOMIC_RELAXED);
 	out->enters = __atomic_load_n(&q->st.enters, __ATOMIC_RELAXED);
@@ -839,8 +1043,14 @@ void vqw_get_stats(const struct vqw_queue *q, struct vqw_stats *out)
 	out->gathers = __atomic_load_n(&q->st.gathers, __ATOMIC_RELAXED);
 	out->gathered = __atomic_load_n(&q->st.gathered, __ATOMIC_RELAXED);
 	out->fixed = __atomic_load_n(&q->st.fixed, __ATOMIC_RELAXED);
-	/* Pairs with ring_snapshot's release store: the fields are final. */
-	out->ring_valid = __atomic_load_n(&q->st.ring_valid, __ATOMIC_ACQUIRE);
-	if (out->ring_valid)
+	out->retries = __atomic_load_n(&q->st.retries, __ATOMIC_RELAXED);
+	/* Pairs with ring_snapshot's seqcount: a copy between two equal,
+	 * even counts is whole. */
+	do {
+		s1 = __atomic_load_n(&q->ring_seq, __ATOMIC_ACQUIRE);
+		out->ring_valid = q->st.ring_valid;
 		out->ring = q->st.ring;
+		__atomic_thread_fence(__ATOMIC_ACQUIRE);
+		s2 = __atomic_load_n(&q->ring_seq, __ATOMIC_RELAXED);
+	} while (s1 != s2 || (s1 & 1));
 }

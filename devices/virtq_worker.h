@@ -2,12 +2,27 @@
  * virtqueues, for any virtio device whose data path is "take a chain, maybe
  * do host I/O, give the chain back".
  *
+ * Its life follows the VM's, not the driver's:
+ *  - vqw_init and vqw_set_io, when the device is made (mvm_prepare, while
+ *    the process has one thread): the ring, created disabled, its files
+ *    and its restrictions registered. Nothing later creates a ring or
+ *    registers anything with one.
+ *  - vqw_launch, before any vCPU runs (mvm_start): the thread, which
+ *    enables the ring (its only submitter from then on), registers guest
+ *    RAM as fixed buffers where asked, enters its seccomp filter and
+ *    waits, parked.
+ *  - vqw_start / vqw_stop, at each DRIVER_OK and reset: the parked thread
+ *    is told to serve the queues the driver enabled, and later to stop
+ *    serving them (cancel, drain with a deadline, never touch guest
+ *    memory again) and park. The ring, the thread and the counters stay.
+ *  - vqw_fini, at teardown: the thread ends, the ring is closed.
+ *
  * The worker owns the thread and everything about waiting and batching:
  *  - the guest's kicks: a read of each queue's kick eventfd queued in the
  *    ring (with the EAGAIN -> poll fallback of kernels that do not wait on
  *    an O_NONBLOCK eventfd);
- *  - the stop request: a read of an eventfd of its own, queued in the ring
- *    too, so the thread sleeps in exactly one place, io_uring_enter;
+ *  - its owner's commands: a read of an eventfd of its own, queued in the
+ *    ring too, so the thread sleeps in exactly one place, io_uring_enter;
  *  - per round: reap every CQE, drain each queue (bounded by its size,
  *    notifications off while draining, re-enabled and re-checked after),
  *    publish each queue's used entries at once with at most one interrupt;
@@ -18,17 +33,16 @@
  *    it from whoever would post that request);
  *  - gathering after a kick (struct vqw_gather): a short sleep before the
  *    drain, while the guest goes on posting, where that has been seen to
- *    bring more requests per kick and per interrupt;
- *  - at stop: cancel what can be cancelled, wait for the device's host I/O
- *    to drain, and never touch guest memory again.
+ *    bring more requests per kick and per interrupt.
  * The device supplies a const ops table: "handle this chain" and "this
  * completion arrived" (with the 32 bits of user data it chose), and how
  * much host I/O it has in flight. A virtio-net-like device can serve its
  * RX and TX queues of a pair from one worker.
  *
  * Threads: everything here runs on the worker's thread, except
- * vqw_init/vqw_start/vqw_stop/vqw_fini (the device's owner) and the
- * statistics (any thread, relaxed atomics). */
+ * vqw_init/vqw_set_io/vqw_register_mem/vqw_launch/vqw_start/vqw_stop/
+ * vqw_fini (the device's owner, one thread at a time) and the statistics
+ * (any thread). */
 #ifndef MVM_VIRTQ_WORKER_H
 #define MVM_VIRTQ_WORKER_H
 
@@ -41,11 +55,22 @@
 
 #include "devices/virtio.h"
 #include "devices/virtq.h"
+#include "vmm/util.h"
 
-#define VQW_MAX_QUEUES 8
+/* A worker may serve every queue of a device (--io-threads 1). */
+#define VQW_MAX_QUEUES VIRTIO_MAX_QUEUES
 /* The ring's registered files: the device's, then the worker's. */
-#define VQW_MAX_FILES 16
-enum { VQW_FILE_STOP, VQW_FILE_KICK0 };    /* after the device's files */
+#define VQW_MAX_DEVICE_FILES 4
+#define VQW_MAX_FILES (VQW_MAX_DEVICE_FILES + 1 + VQW_MAX_QUEUES)
+enum { VQW_FILE_CTL, VQW_FILE_KICK0 };    /* after the device's files */
+/* The longest a stop waits for host I/O that did not end when it was
+ * cancelled; past it the stop goes on without (and says so), and the
+ * device refuses to start the queues again until that I/O has ended. */
+#define VQW_STOP_DEADLINE_NS 5000000000ull
+/* vqw_retry_later's waits: VQW_RETRY_FIRST_NS, doubling per attempt up
+ * to VQW_RETRY_MAX_NS. */
+#define VQW_RETRY_FIRST_NS 50000u
+#define VQW_RETRY_LEVELS 10              /* 50 us .. 25.6 ms */
 /* What every ring is created with: disabled until its thread enables it
  * (restrictions first), that thread its only submitter, completions run
  * when it waits. Linux 6.1. */
@@ -68,8 +93,9 @@ struct vqw_stats {
 	uint64_t gathers;          /* kicks after which the worker waited for more */
 	uint64_t gathered;         /* buffers that came during those waits */
 	uint64_t fixed;            /* device I/O on registered buffers (vqw_fixed_index) */
-	/* The ring as the thread left it when it stopped (a stalled queue's
-	 * state at exit): written once, then ring_valid (release). */
+	uint64_t retries;          /* host I/O retried later (vqw_retry_later) */
+	/* The ring as the thread left it when it last stopped serving the
+	 * queue (a stalled queue's state at exit). */
 	bool ring_valid;
 	struct virtq_ring_state ring;
 };
@@ -188,6 +214,9 @@ struct vqw_ops {
 	/* Optional: vqw_register_mem's registration failed (-errno) on the
 	 * worker's thread; the worker goes on without (q: its first queue). */
 	void (*fixed_failed)(struct vqw_queue *q, int err);
+	/* Optional: the wait of vqw_retry_later(q, data) is over (or was
+	 * cancelled by a stop: vqw_stopping then says so). */
+	void (*retry)(struct vqw_queue *q, uint32_t data);
 };
 
 /* One virtqueue served by a worker. */
@@ -199,84 +228,118 @@ struct vqw_queue {
 	int kick_fd;
 	void *opaque;              /* the device's per-queue state */
 	/* worker-private */
+	bool active;               /* served in this run (vqw_start's mask) */
 	uint64_t kick_buf;
 	bool kick_pending;         /* a kick read/poll is outstanding */
 	bool broken;               /* the guest broke the ring: stop consuming */
 	bool more;                 /* drain stopped at its budget: come back */
+	bool held;                 /* the device asked for a pause (vqw_hold) */
 	unsigned pushed;           /* used entries not yet published */
-	struct virtq_chain chain;  /* scratch for virtq_pop */
+	/* Counters; ring and ring_valid under ring_seq (a seqcount: odd
+	 * while the worker writes them). */
 	struct vqw_stats st;
+	unsigned ring_seq;
 };
+
+enum vqw_cmd { VQW_CMD_NONE, VQW_CMD_RUN, VQW_CMD_PARK, VQW_CMD_EXIT };
 
 struct vqw {
 	const struct vqw_ops *ops;
-	struct vqw_queue q[VQW_MAX_QUEUES];
+	struct virtio_dev *dev;
+	struct vqw_queue *q;       /* nq entries */
 	unsigned nq;
+	struct virtq_chain chain;  /* scratch for virtq_pop (worker thread) */
 	struct vqw_poll poll;      /* adaptive polling window */
+	unsigned poll_us, gather_us;
 	bool poll_armed;           /* this sleep follows a round with work: time it */
 	struct vqw_gather gather;  /* adaptive wait for more after a kick */
 	bool kicked;               /* this round reaped a guest notification */
 	struct io_uring ring;
 	bool ring_ok;
-	int stop_fd;
-	uint64_t stop_buf;
-	bool stopping;
+	/* Commands from the owner: ctl_word holds the latest command and a
+	 * sequence number (seq << 8 | enum vqw_cmd), stored with release,
+	 * then ctl_fd is written; the worker loads it with acquire after the
+	 * read of ctl_fd completes, and carries out each number once (two
+	 * commands sent before it looked: only the later). run_mask, the
+	 * queues a RUN serves, is written before the store. `parked` is
+	 * posted once per PARK the worker carried out. */
+	int ctl_fd;
+	uint64_t ctl_buf;
+	bool ctl_pending;          /* the ctl read is in the ring (worker) */
+	bool ctl_event;            /* it completed: a command may wait (worker) */
+	unsigned ctl_seen;         /* the last command carried out (worker) */
+	unsigned ctl_word;
+	unsigned ctl_next;         /* owner: the next sequence number */
+	uint64_t run_mask;
+	struct thread_handshake hs;
+	sem_t parked;
+	/* worker-private */
+	bool serving;              /* between a RUN and the end of its stop */
+	bool stopping;             /* nothing reaches the guest: stop or parked */
 	bool worked;               /* the last round popped something */
 	unsigned file_base;        /* the worker's first registered file */
 	const struct guest_mem *fixed_want;  /* to register (vqw_register_mem), or NULL */
 	const struct guest_mem *fixed;   /* registered as buffers, or NULL (thread-owned) */
-	bool released;             /* the thread dropped its files and buffers */
 	bool io_set;               /* vqw_set_io ran: files and restrictions */
-	bool sandbox;              /* the thread enters SANDBOX_QUEUE */
+	/* owner-private */
 	pthread_t thread;
-	bool started;
-	bool stop_sent;            /* vqw_stop_begin wrote stop_fd */
-	sem_t started_sem;         /* vqw_start waits for the thread's setup */
-	int start_err;
+	bool launched;
+	bool running;              /* a RUN was sent and not yet stopped */
+	bool stop_sent;            /* vqw_stop_begin sent PARK */
+	bool lost;                 /* its end was not seen in time: not freed */
 	char thread_name[16];
 };
 
 /* Set up the worker for the queues of dev listed in idx (1..VQW_MAX_QUEUES),
- * each with its opaque state, and a ring with room for sqes_per_queue
- * device SQEs per queue (VQW_RING_FLAGS: -EINVAL before Linux 6.1). The
- * thread enters the queue thread's seccomp filter when dev->sandbox is
- * set. 0 or -errno. */
+ * each with its opaque state, and a disabled ring with room for
+ * sqes_per_queue device SQEs per queue (VQW_RING_FLAGS: -EINVAL before
+ * Linux 6.1). While the process has one thread (the device's creation).
+ * The thread enters the queue thread's seccomp filter when dev->sandbox
+ * is set at vqw_launch. 0 or -errno. */
 int vqw_init(struct vqw *w, const struct vqw_ops *ops, struct virtio_dev *dev,
 	     const unsigned *idx, void *const *opaque, unsigned nq, unsigned sqes_per_queue,
 	     unsigned poll_us, unsigned gather_us, const char *thread_name);
-/* The device's host I/O, once, before vqw_start: the files its SQEs name
- * (as registered-file indexes 0..nfiles-1) and the IORING_OP_* it uses (a
- * bit each). The ring refuses every other opcode and any SQE on an
- * unregistered file. Without a call, the device has neither. 0 or -errno. */
+/* The device's host I/O, once, after vqw_init: the files its SQEs name
+ * (as registered-file indexes 0..nfiles-1, nfiles <= VQW_MAX_DEVICE_FILES)
+ * and the IORING_OP_* it uses (a bit each). The ring refuses every other
+ * opcode, any SQE on an unregistered file and every register call but the
+ * two its thread makes as it ends; vqw_launch calls it (no files, no
+ * opcodes) where the device did not. 0 or -errno. */
 int vqw_set_io(struct vqw *w, const int *files, unsigned nfiles, uint64_t sqe_ops);
 /* Have the thread register gm's RAM with the ring as fixed buffers (see
- * VQW_FIXED_CHUNK) once it runs, before it serves a request; the device
- * then issues READ_FIXED / WRITE_FIXED where vqw_fixed_index finds a
- * buffer (it declares both in vqw_set_io). Once, before vqw_set_io (the
- * ring's restrictions then allow the registration). Registering populates
- * and pins all of guest RAM (0.46 s for 256 MiB here): done on the
- * worker's thread so that vqw_start, called by the vCPU that starts the
- * device, does not wait for it. Where it fails (-ENOMEM: the pages exceed
- * RLIMIT_MEMLOCK without CAP_IPC_LOCK; -E2BIG: beyond VQW_FIXED_MAX
- * chunks) ops->fixed_failed says so and the worker goes on without.
- * 0 or -EINVAL (called twice, or too late). */
+ * VQW_FIXED_CHUNK) as it starts (vqw_launch), before its filter: the
+ * device then issues READ_FIXED / WRITE_FIXED where vqw_fixed_index finds
+ * a buffer (it declares both in vqw_set_io). Once, before vqw_set_io.
+ * Registering populates and pins all of guest RAM, on the worker's
+ * thread, while the guest boots. Where it fails (-ENOMEM: the pages
+ * exceed RLIMIT_MEMLOCK without CAP_IPC_LOCK; -E2BIG: beyond
+ * VQW_FIXED_MAX chunks) ops->fixed_failed says so and the worker goes on
+ * without. 0 or -EINVAL (called twice, or too late). */
 int vqw_register_mem(struct vqw *w, const struct guest_mem *gm);
 /* Whether this host's io_uring can give workers their rings: 0, or the
  * -errno of creating one (-EINVAL: Linux older than 6.1; -EPERM: io_uring
  * disabled by sysctl). */
 int vqw_probe(void);
-/* Start the thread (the queues' rings must be enabled: DRIVER_OK) and wait
- * until it has its ring enabled and its filter on. 0 or -errno. */
-int vqw_start(struct vqw *w);
-/* Ask the thread to stop and return at once: it cancels what it can and
- * waits for the rest of its host I/O on its own. For a device with
- * several workers: tell them all, then vqw_stop each, and they wind down
- * side by side (~0.2 ms each here) instead of one after another. Once per
+/* Start the thread, parked, and wait until it has enabled its ring,
+ * registered what vqw_register_mem asked for and entered its filter.
+ * Before any vCPU runs. 0 or -errno (the thread has ended then). */
+int vqw_launch(struct vqw *w);
+/* DRIVER_OK: serve the queues whose bit (index in w->q) is set in mask,
+ * whose rings the driver enabled (the transport owns them no more). Returns
+ * at once; the thread picks every queue up with one kick of its own. */
+void vqw_start(struct vqw *w, uint64_t mask);
+/* Ask the thread to stop serving and return at once: it cancels what it
+ * can and waits for the rest of its host I/O on its own, at most
+ * VQW_STOP_DEADLINE_NS. For a device with several workers: tell them
+ * all, then vqw_stop each, and they wind down side by side. Once per
  * start; vqw_stop does it where nobody did. */
 void vqw_stop_begin(struct vqw *w);
-/* Stop the thread: cancel, wait for the device's host I/O, join. After it
- * returns nothing touches guest memory. Then vqw_fini frees the ring. */
+/* Stop serving: after it returns nothing of the worker's touches guest
+ * memory (but host I/O that outlived the deadline, which the worker
+ * reported). The thread stays, parked. */
 void vqw_stop(struct vqw *w);
+/* End the thread (stopping first) and free the ring. The ring's files
+ * and buffers are dropped by the thread as it ends. */
 void vqw_fini(struct vqw *w);
 
 /* For the device, on the worker's thread: */
@@ -303,7 +366,25 @@ static inline int vqw_fixed_index(struct vqw_queue *q, const void *p, size_t len
 /* Hand chain head back to the guest with used_len (published at the end
  * of the round). Ignored while stopping: the ring is being reset. */
 void vqw_push(struct vqw_queue *q, uint16_t head, uint32_t used_len);
-static inline bool vqw_stopping(const struct vqw_queue *q) { return q->w->stopping; }
+/* Whether results for q must no longer reach the guest: a stop is under
+ * way, or q is not served now (its driver reset it). The device then
+ * writes nothing to guest memory, status bytes included. */
+static inline bool vqw_stopping(const struct vqw_queue *q)
+{
+	return q->w->stopping || !q->active;
+}
+/* Call ops->retry(q, data) after a wait that grows with attempt (0, 1,
+ * ...: VQW_RETRY_FIRST_NS doubling, at most VQW_RETRY_LEVELS steps): for
+ * host I/O that failed for now (-EAGAIN) and is worth trying again
+ * without spinning. A stop cancels the wait (ops->retry still comes). */
+void vqw_retry_later(struct vqw_queue *q, uint32_t data, unsigned attempt);
+/* Stop draining q (hold) or let it drain again (release): for a device
+ * whose host resources for the queue are used up (bytes in flight), so
+ * that what the guest posts waits in the ring. */
+static inline void vqw_hold(struct vqw_queue *q, bool hold)
+{
+	q->held = hold;
+}
 /* The guest broke the ring (or the device found a chain it cannot track):
  * stop consuming q and put the device in NEEDS_RESET. */
 void vqw_broken(struct vqw_queue *q, const char *why);

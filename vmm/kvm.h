@@ -5,6 +5,7 @@
 
 #include <linux/kvm.h>
 #include <pthread.h>
+#include <semaphore.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
@@ -54,6 +55,13 @@ struct kvm_state {
 	 * signals stop_efd, which the main loop polls. */
 	int stop_efd;
 	atomic_bool stopping;
+	/* vCPU threads wait here, confined, until mvm_start has every thread
+	 * of the VM confined too (vm_open_gate): no guest instruction runs
+	 * before. */
+	sem_t gate;
+	/* The lowest and highest vCPU fd (a vCPU's filter names them: s390's
+	 * SIGP acts on other vCPUs); -1 before the first. */
+	int vcpu_fd_lo, vcpu_fd_hi;
 	atomic_int status;
 	atomic_int reason;                 /* enum vm_stop_reason */
 	char stop_msg[512];                /* written by the winner before stop_efd */
@@ -85,6 +93,9 @@ int kvm_vm_create(struct vm *vm, int kvm_fd, uint64_t mem, unsigned ncpus,
  * MSI / adapter routes), copied into r, which has room for cap entries.
  * Returns the entry count. Takes route_lock. */
 unsigned kvm_get_routes(struct kvm_state *ks, struct kvm_irq_routing_entry *r, unsigned cap);
+
+/* Let n vCPU threads waiting at the gate run (or see the stop). */
+void vm_open_gate(struct vm *vm, unsigned n);
 
 static inline struct kvm_state *vm_kvm(const struct vm *vm)
 {

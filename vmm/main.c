@@ -6,7 +6,6 @@
 #include "vmm/cli.h"
 #include "vmm/jail.h"
 #include "vmm/mvm.h"
-#include "vmm/sandbox.h"
 #include "vmm/term.h"
 #include "vmm/util.h"
 
@@ -239,19 +238,11 @@ int main(int argc, char **argv)
 		if (ret)
 			die_usage("%s", err);
 	}
-	ret = mvm_start(vm, err, sizeof(err));
+	/* This thread only waits, turns signals into mvm_stop and tears the
+	 * VM down: it enters a filter of its own before the guest runs. */
+	ret = mvm_start_confined(vm, err, sizeof(err));
 	if (ret)
 		die_status(main_start_status(ret), "%s%s", main_option_prefix(err), err);
-	/* This thread only waits, turns signals into mvm_stop and tears the
-	 * VM down: its own, wider filter. */
-	if (cfg.sandbox) {
-		ret = sandbox_enter(SANDBOX_MAIN);
-		if (ret) {
-			mvm_stop(vm, MVM_EXIT_INTERNAL);
-			fprintf(stderr, "mvm: the main thread cannot enter its seccomp filter: %s\n",
-				strerror(-ret));
-		}
-	}
 	if (mc.console_escape)
 		fputs("mvm: console on this terminal; Ctrl-A x quits\r\n", stderr);
 	main_loop(vm, sfd);

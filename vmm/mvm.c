@@ -125,6 +125,7 @@ struct mvm {
 
 	pthread_t control;
 	bool control_started;
+	struct thread_handshake control_hs;   /* its filter is on */
 	int wait_efd;                  /* readable once the VM has ended */
 	pthread_mutex_t lock;          /* mvm_wait/mvm_destroy: joining */
 	bool joined;
@@ -530,15 +531,17 @@ static void *mvm_control(void *arg)
 
 	pthread_setname_np(pthread_self(), "mvm-control");
 	if (m->cfg.sandbox) {
-		int r = sandbox_enter(SANDBOX_CONTROL);
+		struct sandbox_fds fds = SANDBOX_NO_FDS;
+		int r;
 
+		fds.vm = m->vm.vm_fd;
+		r = sandbox_enter(SANDBOX_CONTROL, &fds);
 		if (r) {
-			log_err(&m->log, "the control thread cannot enter its seccomp filter: %s",
-				strerror(-r));
-			vm_request_stop(&m->vm, VM_STOP_HOST_ERROR, MVM_EXIT_INTERNAL,
-					"the control thread could not enter its seccomp filter");
+			thread_ready(&m->control_hs, r);
+			return NULL;
 		}
 	}
+	thread_ready(&m->control_hs, 0);
 	for (;;) {
 		struct pollfd p[4] = {
 			{ .fd = ks->stop_efd, .events = POLLIN },
@@ -694,10 +697,15 @@ int mvm_prepare(struct mvm *m, char *err, size_t errlen)
 	return 0;
 }
 
-int mvm_start(struct mvm *m, char *err, size_t errlen)
+/* mvm_start, and with confine (and the sandbox on) the calling thread's
+ * own filter, all before the gate lets the vCPUs run: the guest's first
+ * instruction comes after every thread of the VM, the caller's included,
+ * is confined. Any filter that cannot be installed fails the start. */
+static int mvm_start_common(struct mvm *m, bool confine, char *err, size_t errlen)
 {
 	int expected = MVM_PREPARED, ret;
 	unsigned i, started = 0;
+	const char *what = "a device thread", *msg = NULL;
 
 	if (!m)
 		return err_set(err, errlen, -EINVAL, "mvm_start: vm is NULL");
@@ -715,27 +723,66 @@ int mvm_start(struct mvm *m, char *err, size_t errlen)
 		if (ret)
 			goto stop_vcpus;
 	}
+	m->phase_ns[MVM_PHASE_START] = mono_ns();
 	for (i = 0; i < m->cfg.cpus; i++) {
-		/* Before vCPU 0 (the boot CPU) starts: it may run the guest's
-		 * first instruction at once. */
-		if (i == 0)
-			m->phase_ns[MVM_PHASE_START] = mono_ns();
 		ret = vcpu_start(&m->vcpus[i]);
-		if (ret)
+		if (ret) {
+			what = "a vCPU thread";
+			msg = m->vcpus[i].fatal[0] ? m->vcpus[i].fatal : NULL;
 			goto stop_vcpus;
+		}
 		started++;
 	}
-	ret = thread_start(&m->control, mvm_control, m);
-	if (ret)
+	ret = thread_start_sync(&m->control, mvm_control, m, &m->control_hs);
+	if (ret) {
+		what = "the control thread";
 		goto stop_vcpus;
+	}
 	m->control_started = true;
+	if (confine && m->cfg.sandbox) {
+		struct sandbox_fds fds = SANDBOX_NO_FDS;
+
+		fds.vm = m->vm.vm_fd;
+		fds.tty = m->cfg.console_in;
+		ret = sandbox_enter(SANDBOX_MAIN, &fds);
+		if (ret) {
+			what = "the calling thread";
+			goto stop_control;
+		}
+	}
 	atomic_store(&m->state, MVM_RUNNING);
+	vm_open_gate(&m->vm, started);
 	return 0;
 
+stop_control:
+	/* The control thread tears the VM down (every vCPU, every device)
+	 * once it sees the stop; nothing is left running after the join. */
+	vm_request_stop(&m->vm, VM_STOP_HOST_ERROR, MVM_EXIT_INTERNAL, NULL);
+	vm_open_gate(&m->vm, started);
+	pthread_join(m->control, NULL);
+	m->control_started = false;
+	m->joined = true;
+	goto failed;
 stop_vcpus:
 	vm_request_stop(&m->vm, VM_STOP_HOST_ERROR, MVM_EXIT_INTERNAL, NULL);
+	vm_open_gate(&m->vm, started);
 	mvm_stop_threads(m, started);
-	return err_set(err, errlen, ret, "cannot start a thread: %s", strerror(-ret));
+failed:
+	if (msg)
+		return err_set(err, errlen, ret, "%s", msg);
+	return err_set(err, errlen, ret, "cannot start %s%s: %s", what,
+		       ret == -EPERM || ret == -EACCES || ret == -EINVAL ?
+		       " in its seccomp filter (--sandbox=off goes without)" : "", strerror(-ret));
+}
+
+int mvm_start(struct mvm *m, char *err, size_t errlen)
+{
+	return mvm_start_common(m, false, err, errlen);
+}
+
+int mvm_start_confined(struct mvm *m, char *err, size_t errlen)
+{
+	return mvm_start_common(m, true, err, errlen);
 }
 
 int mvm_stop(struct mvm *m, int status)

@@ -236,6 +236,17 @@ int mvm_prepare(struct mvm *vm, char *err, size_t errlen);
  * fit; others: host failures. */
 int mvm_start(struct mvm *vm, char *err, size_t errlen);
 
+/* mvm_start, and with cfg.sandbox on, before any vCPU runs, the calling
+ * thread enters the seccomp filter of a thread that only waits for the VM
+ * and ends it: mvm_stop, mvm_wait, mvm_wait_fd, the statistics calls and
+ * mvm_destroy, poll and read on descriptors it has, messages on stderr,
+ * memory, restoring the terminal console_in names, exit (what mvm(1)'s
+ * main thread does; docs/sandbox.md lists the calls). For a host thread
+ * that does nothing else from then on: anything beyond kills the process.
+ * The filter cannot be removed. Errors as mvm_start's, and a filter that
+ * cannot be installed fails the start (nothing is left running). */
+int mvm_start_confined(struct mvm *vm, char *err, size_t errlen);
+
 /* Ask the VM to stop; it ends with MVM_EXIT_STOPPED and `status` unless it
  * already ended for another reason (then its console output still
  * waiting for a slow reader is dropped: see console_out). Returns at once

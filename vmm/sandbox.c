@@ -1,89 +1,120 @@
-/* Per-thread seccomp-bpf allow-lists (see sandbox.h). The program is built
- * at run time from tables: the architecture check, then one block per
- * allowed system call; a block either allows the call outright or checks
- * one argument (ioctl request numbers, prctl options, clone flags, ...)
- * and then allows or kills. Everything not listed kills the process.
+/* Per-thread seccomp-bpf allow-lists (see sandbox.h and docs/sandbox.md).
+ * The program is built at run time from tables: the architecture check,
+ * then one block per allowed system call. A block either allows the call
+ * outright, fails it with an errno, or tries a list of alternatives: an
+ * alternative is a conjunction of argument checks ("args[1] & mask is one
+ * of these values", "args[0] is the VM's fd"); the first that holds
+ * allows the call, and a call none holds for kills the process. Whatever
+ * is not listed kills the process too.
  *
- * Blocks are independent ("jeq nr, 0, skip; <block ending in ret>"), so
- * every jump is short whatever the lists' lengths. */
+ * Layout: "ld nr; jeq NR, +1; ja next; <block ending in ret>; next: ...":
+ * the accumulator holds the number at every rule's start (a block ends in
+ * a ret on every path), and every skip is a 32-bit ja, so no jump depends
+ * on the lists' lengths. Checks look at the low 32 bits of an argument:
+ * every argument checked here is an int or is truncated to 32 bits by the
+ * kernel (fd, cmd, op, advice), or has no meaning above them (mmap's and
+ * mprotect's prot and flags). */
 #include "vmm/sandbox.h"
 #include "arch/arch.h"
 #include "vmm/kvm.h"
 #include "vmm/util.h"
 
 #include <errno.h>
-#include <sched.h>
+#include <linux/futex.h>
 #include <linux/io_uring.h>
 #include <linux/seccomp.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/syscall.h>
-#include <sys/ioctl.h>
+#include <termios.h>
 #include <unistd.h>
-
-/* What glibc's pthread_create passes, of which a thread needs these: no
- * new process (fork), no new address space. */
-#define CLONE_THREAD_FLAGS (CLONE_VM | CLONE_THREAD | CLONE_SIGHAND)
 
 const char *const sandbox_kind_names[SANDBOX_KINDS] = {
 	[SANDBOX_MAIN] = "main", [SANDBOX_CONTROL] = "control",
 	[SANDBOX_VCPU] = "vcpu", [SANDBOX_QUEUE] = "queue",
 };
 
-enum rule_kind {
-	RULE_ALLOW,             /* any arguments */
-	RULE_ARG_IN,            /* args[arg] (low 32 bits) is one of vals */
-	RULE_ARG_CLEAR,         /* args[arg] & mask == 0 (low 32 bits) */
-	RULE_ARG_SET,           /* args[arg] & mask == mask (low 32 bits) */
-	RULE_ENOSYS,            /* fail with ENOSYS (clone3: glibc falls back to clone) */
-	RULE_IOCTL,             /* ioctl: the request is on the kind's list */
-	RULE_SELF_PID,          /* args[arg] is this process (tgkill) */
+#define K_MAIN    SANDBOX_K(SANDBOX_MAIN)
+#define K_CONTROL SANDBOX_K(SANDBOX_CONTROL)
+#define K_VCPU    SANDBOX_K(SANDBOX_VCPU)
+#define K_QUEUE   SANDBOX_K(SANDBOX_QUEUE)
+#define K_ALL     (K_MAIN | K_CONTROL | K_VCPU | K_QUEUE)
+
+/* One condition on an argument. */
+enum check_op {
+	CHECK_END,              /* no more conditions */
+	CHECK_IN,               /* (args[arg] & mask) is one of vals */
+	CHECK_FD,               /* args[arg] is the descriptor fd names */
+};
+
+#define CHECK_VALS 8
+struct check {
+	enum check_op op;
+	uint8_t arg;
+	uint32_t mask;
+	uint32_t vals[CHECK_VALS];
+	uint8_t nvals;
+	enum sandbox_fd fd;
+};
+
+#define ALT_CHECKS 3
+struct alt {
+	struct check c[ALT_CHECKS];     /* all of them hold */
+};
+
+enum action {
+	ACT_ALLOW,              /* outright */
+	ACT_ERRNO,              /* fail with errno_val, outright */
+	ACT_CHECKED,            /* the first alternative that holds allows; none: kill */
 };
 
 struct rule {
-	long nr;
-	enum rule_kind kind;
-	int arg;                /* -1: the architecture does not pass it in a register */
-	uint32_t mask;
-	uint32_t vals[6];
-	unsigned nvals;
-};
-
-/* Kinds that may make a call, as a bit mask. */
-#define K_MAIN    (1u << SANDBOX_MAIN)
-#define K_CONTROL (1u << SANDBOX_CONTROL)
-#define K_VCPU    (1u << SANDBOX_VCPU)
-#define K_QUEUE   (1u << SANDBOX_QUEUE)
-#define K_ALL     (K_MAIN | K_CONTROL | K_VCPU | K_QUEUE)
-
-struct entry {
 	unsigned kinds;
-	struct rule r;
+	long nr;
+	enum action act;
+	int errno_val;
+	struct alt alts[4];
+	unsigned nalts;
 };
 
-#define ALLOW(k, name) { k, { __NR_##name, RULE_ALLOW, 0, 0, { 0 }, 0 } }
+#define MASK_ALL 0xffffffffu
+#define IN(a, m, ...) { CHECK_IN, (a), (m), { __VA_ARGS__ }, \
+			sizeof((uint32_t[]){ __VA_ARGS__ }) / sizeof(uint32_t), 0 }
+#define FD(a, which) { CHECK_FD, (a), 0, { 0 }, 0, (which) }
+#define ALLOW(k, name) { (k), __NR_##name, ACT_ALLOW, 0, { { { { 0 } } } }, 0 }
+#define CHECKED1(k, name, ...) \
+	{ (k), __NR_##name, ACT_CHECKED, 0, { { { __VA_ARGS__ } } }, 1 }
 
-/* The generic lists. Queue threads are started by vCPU threads and
- * inherit the vCPU filter, so everything a queue thread does is on the
- * vCPU list too. What each group is for:
- *  - every thread: memory (malloc, thread stacks: no executable
- *    mappings), futexes, its own exit, signal return, messages to stderr
- *    (write), eventfds (read/write), time, naming itself, and glibc's
- *    thread start (set_robust_list, rseq, sigaltstack under sanitizers);
- *  - main and control: poll, the teardown of devices and queues (closing
- *    rings, unlocking images);
- *  - vCPU: starting and stopping queue threads and their rings at the
- *    guest's DRIVER_OK and reset;
- *  - queue: io_uring_enter (and poll for the INTx helper). */
-static const struct entry generic[] = {
+/* Operations a futex may be asked for, whatever its PRIVATE and
+ * CLOCK_REALTIME flags: what glibc's mutexes, condition variables,
+ * semaphores and pthread_join use. Not the requeue, wake-op or
+ * priority-inheritance operations (where the kernel's futex bugs were). */
+#define FUTEX_OPS FUTEX_WAIT, FUTEX_WAKE, FUTEX_WAIT_BITSET, FUTEX_WAKE_BITSET
+#define FUTEX_CMD (~(uint32_t)(FUTEX_PRIVATE_FLAG | FUTEX_CLOCK_REALTIME))
+
+/* What each kind may call (docs/sandbox.md is this table in words):
+ *  - every thread: memory (brk, anonymous private mappings, munmap,
+ *    mprotect; never executable), futexes, its own exit, signal return,
+ *    messages to stderr and eventfd reads and writes (read, write), the
+ *    clock and sleeping, its own ids, and signalling a thread of its own
+ *    process (vcpu_kick);
+ *  - main and control: poll, and the teardown of devices and queues
+ *    (closing descriptors, KVM ioctls on the VM);
+ *  - vCPU: KVM_RUN on its own vCPU, and the device emulation's ioctls on
+ *    the VM;
+ *  - queue: io_uring_enter on its own ring, and as it ends the two
+ *    unregister calls that drop what its ring holds (the ring is single-
+ *    issuer: no other thread can); poll for device helper threads;
+ *    getrusage of its own thread for the poll-gap check. */
+static const struct rule generic[] = {
 	ALLOW(K_ALL, read),
 	ALLOW(K_ALL, write),
 	ALLOW(K_ALL, writev),
 	ALLOW(K_ALL, close),
-	ALLOW(K_ALL, futex),
 	ALLOW(K_ALL, exit),
 	ALLOW(K_ALL, exit_group),
 	ALLOW(K_ALL, rt_sigreturn),
@@ -94,7 +125,6 @@ static const struct entry generic[] = {
 	ALLOW(K_ALL, rt_sigprocmask),
 	ALLOW(K_ALL, sigaltstack),
 	ALLOW(K_ALL, restart_syscall),
-	ALLOW(K_ALL, madvise),
 	ALLOW(K_ALL, munmap),
 	ALLOW(K_ALL, brk),
 	ALLOW(K_ALL, clock_gettime),
@@ -103,93 +133,88 @@ static const struct entry generic[] = {
 	ALLOW(K_ALL, gettid),
 	ALLOW(K_ALL, getpid),
 	ALLOW(K_ALL, sched_yield),
-	ALLOW(K_ALL, sched_getaffinity),
-	ALLOW(K_ALL, set_robust_list),
-#ifdef __NR_rseq
-	ALLOW(K_ALL, rseq),
-#endif
 	ALLOW(K_ALL, getrandom),
-	ALLOW(K_ALL, fstat),
-	ALLOW(K_ALL, newfstatat),
-	ALLOW(K_ALL, lseek),
-	{ K_ALL, { __NR_mprotect, RULE_ARG_CLEAR, 2, PROT_EXEC, { 0 }, 0 } },
-	{ K_ALL, { __NR_prctl, RULE_ARG_IN, 0, 0,
-		   { PR_SET_NAME, PR_GET_NAME, PR_SET_NO_NEW_PRIVS, PR_GET_NO_NEW_PRIVS,
-		     PR_GET_DUMPABLE }, 5 } },
-	{ K_ALL, { __NR_tgkill, RULE_SELF_PID, 0, 0, { 0 }, 0 } },
-	{ K_ALL, { __NR_ioctl, RULE_IOCTL, 1, 0, { 0 }, 0 } },
-
-	ALLOW(K_MAIN | K_CONTROL | K_QUEUE | K_VCPU, ppoll),
+	CHECKED1(K_ALL, futex, IN(1, FUTEX_CMD, FUTEX_OPS)),
+	/* Never executable (mmap's own rule is built from arch_sandbox). */
+	CHECKED1(K_ALL, mprotect, IN(2, PROT_EXEC, 0)),
+	/* Giving pages back (thread stacks, malloc, a queue's request
+	 * slots) and what the sanitizers' allocator asks for; not
+	 * MADV_REMOVE, MADV_HWPOISON, MADV_SOFT_OFFLINE, MADV_MERGEABLE and
+	 * the rest, which act on shared or physical pages. */
+	CHECKED1(K_ALL, madvise, IN(2, MASK_ALL, MADV_DONTNEED, MADV_NOHUGEPAGE, MADV_DONTDUMP)),
+	/* A thread asks only whether it may dump (the sanitizers do). */
+	CHECKED1(K_ALL, prctl, IN(0, MASK_ALL, PR_GET_DUMPABLE)),
+	/* Signals go to this process's threads only (vcpu_kick): the pid
+	 * is compared at build time. */
+	CHECKED1(K_ALL, tgkill, { CHECK_IN, 0, MASK_ALL, { 0 }, 1, 0 }),
+	ALLOW(K_MAIN | K_CONTROL | K_QUEUE, ppoll),
 #ifdef __NR_poll
-	ALLOW(K_MAIN | K_CONTROL | K_QUEUE | K_VCPU, poll),
+	ALLOW(K_MAIN | K_CONTROL | K_QUEUE, poll),
 #endif
 	/* Console output to a socket (MSG_DONTWAIT: vmm/console_out.c). */
 	ALLOW(K_CONTROL, sendto),
-	ALLOW(K_MAIN, fcntl),           /* the images' OFD locks at close */
-	ALLOW(K_MAIN, fsync),
-	ALLOW(K_MAIN, fdatasync),
 
-	ALLOW(K_VCPU | K_QUEUE, io_uring_enter),
+	CHECKED1(K_QUEUE, io_uring_enter, FD(0, SANDBOX_FD_RING)),
+	CHECKED1(K_QUEUE, io_uring_register, FD(0, SANDBOX_FD_RING),
+		 IN(1, MASK_ALL, IORING_UNREGISTER_FILES, IORING_UNREGISTER_BUFFERS)),
 	/* A queue thread whose poll stalled asks whether it lost its CPU
 	 * (devices/virtq_worker.c: vqw_poll_gap): its own counters only. */
-	{ K_VCPU | K_QUEUE, { __NR_getrusage, RULE_ARG_IN, 0, 0, { RUSAGE_THREAD }, 1 } },
-	ALLOW(K_VCPU, io_uring_setup),
-	ALLOW(K_VCPU, eventfd2),
-	{ K_VCPU, { __NR_io_uring_register, RULE_ARG_IN, 1, 0,
-		    { IORING_REGISTER_FILES, IORING_UNREGISTER_FILES,
-		      IORING_REGISTER_RESTRICTIONS, IORING_REGISTER_ENABLE_RINGS,
-		      IORING_REGISTER_BUFFERS, IORING_UNREGISTER_BUFFERS }, 6 } },
-	{ K_MAIN | K_CONTROL, { __NR_io_uring_register, RULE_ARG_IN, 1, 0,
-				{ IORING_UNREGISTER_FILES, IORING_UNREGISTER_BUFFERS }, 2 } },
-	/* A worker registers guest RAM with its own ring (fixed-buffers=on)
-	 * once before it serves, and drops its files and buffers as it ends:
-	 * only the ring's one submitter may (devices/virtq_worker.c:
-	 * register_mem, release_registered). Its vCPU's filter, which it
-	 * inherits, allows these too. */
-	{ K_QUEUE, { __NR_io_uring_register, RULE_ARG_IN, 1, 0,
-		     { IORING_REGISTER_BUFFERS, IORING_UNREGISTER_FILES,
-		       IORING_UNREGISTER_BUFFERS }, 3 } },
-	/* A queue thread adds its own filter: only ever narrower. */
-	{ K_VCPU, { __NR_seccomp, RULE_ARG_IN, 0, 0, { SECCOMP_SET_MODE_FILTER }, 1 } },
+	CHECKED1(K_QUEUE, getrusage, IN(0, MASK_ALL, RUSAGE_THREAD)),
 #ifdef __NR_clone3
-	/* clone3's flags are in memory, out of the filter's reach: glibc
-	 * falls back to clone, whose flags must make a thread, not a process. */
-	{ K_VCPU, { __NR_clone3, RULE_ENOSYS, 0, 0, { 0 }, 0 } },
+	/* No thread is created after the filters are in, but glibc tries
+	 * clone3 first: a clear error rather than a kill. */
+	{ K_ALL, __NR_clone3, ACT_ERRNO, ENOSYS, { { { { 0 } } } }, 0 },
 #endif
 };
 
-/* Generic ioctls by kind (the architecture adds its own). */
-static const unsigned long ioctls_vcpu[] = {
-	KVM_RUN, KVM_IRQ_LINE, KVM_IRQFD, KVM_IOEVENTFD, KVM_SET_GSI_ROUTING, 0
-};
-static const unsigned long ioctls_queue[] = { 0 };
-static const unsigned long ioctls_control[] = {
-	/* console input raises the UART's line; device teardown */
-	KVM_IRQ_LINE, KVM_IRQFD, KVM_IOEVENTFD, KVM_SET_GSI_ROUTING, 0
-};
-static const unsigned long ioctls_main[] = {
-	/* device teardown; the terminal's mode restored at exit */
-	KVM_IRQFD, KVM_IOEVENTFD, KVM_SET_GSI_ROUTING, KVM_SET_USER_MEMORY_REGION,
-	TCGETS, TCSETS, TCSETSW, TCSETSF, 0
-};
-static const unsigned long *const generic_ioctls[SANDBOX_KINDS] = {
-	[SANDBOX_MAIN] = ioctls_main, [SANDBOX_CONTROL] = ioctls_control,
-	[SANDBOX_VCPU] = ioctls_vcpu, [SANDBOX_QUEUE] = ioctls_queue,
+/* The generic ioctls, by kind and descriptor (the architecture adds its
+ * own). */
+static const struct sandbox_ioctl generic_ioctls[] = {
+	{ K_VCPU, SANDBOX_FD_VCPU, KVM_RUN },
+	/* Device emulation on a vCPU: legacy interrupt lines (UART), MSI-X
+	 * vectors and their routes, notification addresses that follow a
+	 * moved BAR. */
+	{ K_VCPU | K_CONTROL, SANDBOX_FD_VM, KVM_IRQ_LINE },
+	{ K_VCPU | K_CONTROL | K_MAIN, SANDBOX_FD_VM, KVM_IRQFD },
+	{ K_VCPU | K_CONTROL | K_MAIN, SANDBOX_FD_VM, KVM_IOEVENTFD },
+	{ K_VCPU | K_CONTROL | K_MAIN, SANDBOX_FD_VM, KVM_SET_GSI_ROUTING },
+	/* Teardown of the virtio-mmio register pages' read-only slots. */
+	{ K_CONTROL | K_MAIN, SANDBOX_FD_VM, KVM_SET_USER_MEMORY_REGION },
+	/* The terminal's mode restored at exit (mvm(1)). */
+	{ K_MAIN, SANDBOX_FD_TTY, TCGETS },
+	{ K_MAIN, SANDBOX_FD_TTY, TCSETS },
+	{ K_MAIN, SANDBOX_FD_TTY, TCSETSW },
+	{ K_MAIN, SANDBOX_FD_TTY, TCSETSF },
 };
 
 struct prog {
 	struct sock_filter *insn;
 	unsigned n, cap;
 	bool overflow;
+	const struct sandbox_fds *fds;
 };
 
-static void emit(struct prog *p, uint16_t code, uint8_t jt, uint8_t jf, uint32_t k)
+static unsigned emit(struct prog *p, uint16_t code, uint8_t jt, uint8_t jf, uint32_t k)
 {
 	if (p->n >= p->cap) {
 		p->overflow = true;
-		return;
+		return p->n;
 	}
-	p->insn[p->n++] = (struct sock_filter)BPF_JUMP(code, k, jt, jf);
+	p->insn[p->n] = (struct sock_filter)BPF_JUMP(code, k, jt, jf);
+	return p->n++;
+}
+
+/* A forward jump to be patched: its index, or cap (nothing emitted). */
+static unsigned emit_ja(struct prog *p)
+{
+	return emit(p, BPF_JMP | BPF_JA, 0, 0, 0);
+}
+
+/* Point the ja at index `at` to the next instruction to be emitted. */
+static void land(struct prog *p, unsigned at)
+{
+	if (!p->overflow && at < p->n)
+		p->insn[at].k = p->n - at - 1;
 }
 
 #define RET(p, v) emit(p, BPF_RET | BPF_K, 0, 0, v)
@@ -197,110 +222,148 @@ static void emit(struct prog *p, uint16_t code, uint8_t jt, uint8_t jf, uint32_t
 #define RET_KILL(p) RET(p, SECCOMP_RET_KILL_PROCESS)
 
 /* Offset of the low 32 bits of args[i] in struct seccomp_data. */
-static uint32_t arg_lo(int i)
+static uint32_t arg_lo(unsigned i)
 {
 	static const union { uint16_t u; uint8_t b[2]; } one = { .u = 1 };
 
-	return (uint32_t)(offsetof(struct seccomp_data, args) + 8 * (unsigned)i +
-			  (one.b[0] ? 0 : 4));
+	return (uint32_t)(offsetof(struct seccomp_data, args) + 8 * i + (one.b[0] ? 0 : 4));
 }
 
-static unsigned count_ioctls(const unsigned long *l)
+static void load_arg(struct prog *p, unsigned i)
 {
-	unsigned n = 0;
-
-	while (l && l[n])
-		n++;
-	return n;
+	emit(p, BPF_LD | BPF_W | BPF_ABS, 0, 0, arg_lo(i));
 }
 
-static void emit_ioctls(struct prog *p, const unsigned long *l)
+/* The descriptor range [*lo, *hi] that `which` names, or false. */
+static bool fd_range(const struct sandbox_fds *f, enum sandbox_fd which, int *lo, int *hi)
 {
-	unsigned i, n = count_ioctls(l);
-
-	for (i = 0; i < n; i++)
-		emit(p, BPF_JMP | BPF_JEQ | BPF_K, 0, 1, (uint32_t)l[i]), RET_ALLOW(p);
+	switch (which) {
+	case SANDBOX_FD_VM: *lo = *hi = f->vm; break;
+	case SANDBOX_FD_VCPU: *lo = *hi = f->vcpu; break;
+	case SANDBOX_FD_VCPUS: *lo = f->vcpu_lo; *hi = f->vcpu_hi; break;
+	case SANDBOX_FD_RING: *lo = *hi = f->ring; break;
+	case SANDBOX_FD_TTY: *lo = *hi = f->tty; break;
+	default: return false;
+	}
+	return *lo >= 0 && *hi >= *lo;
 }
 
-/* The block of one rule, after its "jeq nr" (which skips it). */
-static void emit_block(struct prog *p, const struct rule *r, enum sandbox_kind kind)
+/* One condition; each way it can fail is a ja appended to fails. False
+ * when it can never hold (a descriptor this thread does not have). */
+static bool emit_check(struct prog *p, const struct check *c, unsigned *fails, unsigned *nfails)
+{
+	unsigned i;
+	int lo, hi;
+
+	switch (c->op) {
+	case CHECK_END:
+		return true;
+	case CHECK_IN:
+		load_arg(p, c->arg);
+		if (c->mask != MASK_ALL)
+			emit(p, BPF_ALU | BPF_AND | BPF_K, 0, 0, c->mask);
+		/* A match jumps over the other values and the failing ja. */
+		for (i = 0; i < c->nvals; i++)
+			emit(p, BPF_JMP | BPF_JEQ | BPF_K, (uint8_t)(c->nvals - i), 0, c->vals[i]);
+		fails[(*nfails)++] = emit_ja(p);
+		return true;
+	case CHECK_FD:
+		if (!fd_range(p->fds, c->fd, &lo, &hi))
+			return false;
+		load_arg(p, c->arg);
+		if (lo == hi) {
+			emit(p, BPF_JMP | BPF_JEQ | BPF_K, 1, 0, (uint32_t)lo);
+			fails[(*nfails)++] = emit_ja(p);
+		} else {
+			emit(p, BPF_JMP | BPF_JGE | BPF_K, 1, 0, (uint32_t)lo);
+			fails[(*nfails)++] = emit_ja(p);
+			emit(p, BPF_JMP | BPF_JGT | BPF_K, 0, 1, (uint32_t)hi);
+			fails[(*nfails)++] = emit_ja(p);
+		}
+		return true;
+	}
+	return false;
+}
+
+/* One alternative: its checks, then allow; every failure lands after it. */
+static void emit_alt(struct prog *p, const struct check *c, unsigned n)
+{
+	unsigned fails[2 * ALT_CHECKS], nfails = 0, i, start = p->n;
+
+	for (i = 0; i < n && c[i].op != CHECK_END; i++) {
+		if (!emit_check(p, &c[i], fails, &nfails)) {
+			p->n = start;   /* never holds: leave it out */
+			return;
+		}
+	}
+	RET_ALLOW(p);
+	for (i = 0; i < nfails; i++)
+		land(p, fails[i]);
+}
+
+static void emit_rule(struct prog *p, const struct rule *r)
+{
+	unsigned skip, i;
+
+	emit(p, BPF_JMP | BPF_JEQ | BPF_K, 1, 0, (uint32_t)r->nr);
+	skip = emit_ja(p);
+	switch (r->act) {
+	case ACT_ALLOW:
+		RET_ALLOW(p);
+		break;
+	case ACT_ERRNO:
+		RET(p, SECCOMP_RET_ERRNO | ((uint32_t)r->errno_val & SECCOMP_RET_DATA));
+		break;
+	case ACT_CHECKED:
+		for (i = 0; i < r->nalts; i++)
+			emit_alt(p, r->alts[i].c, ALT_CHECKS);
+		RET_KILL(p);
+		break;
+	}
+	land(p, skip);
+	/* Every block ended in a ret: the next rule finds nr in A again,
+	 * but only if A was reloaded. */
+	emit(p, BPF_LD | BPF_W | BPF_ABS, 0, 0, offsetof(struct seccomp_data, nr));
+}
+
+/* The ioctl block: one alternative per (descriptor, request) the kind
+ * may use. */
+static void emit_ioctls(struct prog *p, unsigned bit, const struct sandbox_ioctl *l, unsigned n)
 {
 	unsigned i;
 
-	switch (r->kind) {
-	case RULE_ALLOW:
-		RET_ALLOW(p);
-		return;
-	case RULE_ENOSYS:
-		RET(p, SECCOMP_RET_ERRNO | ENOSYS);
-		return;
-	case RULE_IOCTL:
-		emit(p, BPF_LD | BPF_W | BPF_ABS, 0, 0, arg_lo(r->arg));
-		emit_ioctls(p, generic_ioctls[kind]);
-		emit_ioctls(p, arch_sandbox.ioctls[kind]);
-		RET_KILL(p);
-		return;
-	case RULE_SELF_PID:
-		emit(p, BPF_LD | BPF_W | BPF_ABS, 0, 0, arg_lo(r->arg));
-		emit(p, BPF_JMP | BPF_JEQ | BPF_K, 0, 1, (uint32_t)getpid());
-		RET_ALLOW(p);
-		RET_KILL(p);
-		return;
-	case RULE_ARG_IN:
-		emit(p, BPF_LD | BPF_W | BPF_ABS, 0, 0, arg_lo(r->arg));
-		for (i = 0; i < r->nvals; i++)
-			emit(p, BPF_JMP | BPF_JEQ | BPF_K, 0, 1, r->vals[i]), RET_ALLOW(p);
-		RET_KILL(p);
-		return;
-	case RULE_ARG_CLEAR:
-	case RULE_ARG_SET:
-		if (r->arg < 0) {
-			/* Not in a register on this architecture: unchecked. */
-			RET_ALLOW(p);
-			return;
-		}
-		emit(p, BPF_LD | BPF_W | BPF_ABS, 0, 0, arg_lo(r->arg));
-		emit(p, BPF_ALU | BPF_AND | BPF_K, 0, 0, r->mask);
-		emit(p, BPF_JMP | BPF_JEQ | BPF_K, 0, 1, r->kind == RULE_ARG_CLEAR ? 0 : r->mask);
-		RET_ALLOW(p);
-		RET_KILL(p);
-		return;
+	for (i = 0; i < n; i++) {
+		struct check c[2] = {
+			FD(0, l[i].fd),
+			IN(1, MASK_ALL, (uint32_t)l[i].request),
+		};
+
+		if (l[i].kinds & bit)
+			emit_alt(p, c, 2);
 	}
 }
 
-static void emit_rule(struct prog *p, const struct rule *r, enum sandbox_kind kind)
+int sandbox_build(enum sandbox_kind kind, const struct sandbox_fds *fds,
+		  struct sock_filter *insn, unsigned cap)
 {
-	unsigned start, len;
-
-	emit(p, BPF_JMP | BPF_JEQ | BPF_K, 0, 0, (uint32_t)r->nr);
-	start = p->n;
-	emit_block(p, r, kind);
-	len = p->n - start;
-	if (p->overflow)
-		return;
-	if (len > 255) {
-		p->overflow = true;     /* a block too long for a jump over it */
-		return;
-	}
-	p->insn[start - 1].jf = (uint8_t)len;
-}
-
-int sandbox_build(enum sandbox_kind kind, struct sock_filter *insn, unsigned cap)
-{
-	struct prog p = { .insn = insn, .cap = cap };
+	struct prog p = { .insn = insn, .cap = cap, .fds = fds };
+	/* mmap: anonymous, private, never executable; where its arguments
+	 * are out of reach, refused (arch_sandbox.mmap_args_in_memory). */
 	struct rule mmap_rule = {
-		.nr = __NR_mmap, .kind = RULE_ARG_CLEAR, .arg = arch_sandbox.mmap_prot_arg,
-		.mask = PROT_EXEC,
+		.kinds = K_ALL, .nr = __NR_mmap, .act = ACT_CHECKED, .nalts = 1,
+		.alts = { { { IN(2, PROT_EXEC, 0),
+			      IN(3, MAP_ANONYMOUS | MAP_SHARED | MAP_SHARED_VALIDATE | MAP_PRIVATE,
+				 MAP_ANONYMOUS | MAP_PRIVATE) } } },
 	};
-	struct rule clone_rule = {
-		.nr = __NR_clone, .kind = RULE_ARG_SET, .arg = arch_sandbox.clone_flags_arg,
-		.mask = CLONE_THREAD_FLAGS,
-	};
-	unsigned i, bit;
+	struct rule tgkill_self;
+	unsigned i, bit, skip;
 
-	if ((unsigned)kind >= SANDBOX_KINDS)
+	if ((unsigned)kind >= SANDBOX_KINDS || !fds)
 		return -EINVAL;
-	bit = 1u << kind;
+	bit = SANDBOX_K(kind);
+	if (arch_sandbox.mmap_args_in_memory)
+		mmap_rule = (struct rule){ .kinds = K_ALL, .nr = __NR_mmap, .act = ACT_ERRNO,
+					   .errno_val = ENOMEM };
 	/* A call made through another architecture's entry (x32, 31-bit
 	 * compat) has other numbers: refuse it outright. */
 	emit(&p, BPF_LD | BPF_W | BPF_ABS, 0, 0, offsetof(struct seccomp_data, arch));
@@ -315,27 +378,44 @@ int sandbox_build(enum sandbox_kind kind, struct sock_filter *insn, unsigned cap
 	for (i = 0; i < ARRAY_SIZE(generic); i++) {
 		if (!(generic[i].kinds & bit))
 			continue;
-		emit_rule(&p, &generic[i].r, kind);
+		if (generic[i].nr == __NR_tgkill) {
+			tgkill_self = generic[i];
+			tgkill_self.alts[0].c[0].vals[0] = (uint32_t)getpid();
+			emit_rule(&p, &tgkill_self);
+			continue;
+		}
+		emit_rule(&p, &generic[i]);
 	}
-	emit_rule(&p, &mmap_rule, kind);
-	if (kind == SANDBOX_VCPU)
-		emit_rule(&p, &clone_rule, kind);
+	emit_rule(&p, &mmap_rule);
+	for (i = 0; i < arch_sandbox.ncalls; i++) {
+		struct rule r = { .kinds = arch_sandbox.calls[i].kinds,
+				  .nr = arch_sandbox.calls[i].nr, .act = ACT_ALLOW };
+
+		if (r.kinds & bit)
+			emit_rule(&p, &r);
+	}
+	emit(&p, BPF_JMP | BPF_JEQ | BPF_K, 1, 0, __NR_ioctl);
+	skip = emit_ja(&p);
+	emit_ioctls(&p, bit, generic_ioctls, ARRAY_SIZE(generic_ioctls));
+	emit_ioctls(&p, bit, arch_sandbox.ioctls, arch_sandbox.nioctls);
+	RET_KILL(&p);
+	land(&p, skip);
 	RET_KILL(&p);
 	return p.overflow ? -ENOSPC : (int)p.n;
 }
 
-int sandbox_enter(enum sandbox_kind kind)
+int sandbox_enter(enum sandbox_kind kind, const struct sandbox_fds *fds)
 {
 	struct sock_filter insn[SANDBOX_MAX_INSNS];
 	struct sock_fprog fprog;
-	int n = sandbox_build(kind, insn, ARRAY_SIZE(insn));
+	int n = sandbox_build(kind, fds, insn, ARRAY_SIZE(insn));
 
 	if (n < 0)
 		return n;
 	fprog = (struct sock_fprog){ .len = (unsigned short)n, .filter = insn };
 	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0))
 		return -errno;
-	/* No TSYNC: this thread only (and the threads it creates). */
+	/* No TSYNC: this thread only. */
 	if (syscall(__NR_seccomp, SECCOMP_SET_MODE_FILTER, 0, &fprog))
 		return -errno;
 	return 0;

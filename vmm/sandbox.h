@@ -1,17 +1,26 @@
 /* Per-thread seccomp filters: one allow-list per kind of thread mvm runs.
  *
- * Each thread installs its own filter (no TSYNC) once its setup is done and
- * before it touches anything the guest controls; a filter is inherited by
- * the threads it creates (a vCPU thread starts queue threads at DRIVER_OK),
- * which then add their own, narrower one. A forbidden system call, or an
- * ioctl whose request number is not on the kind's list, kills the whole
- * process (SECCOMP_RET_KILL_PROCESS): the parent sees SIGSYS, the kernel
- * log names the thread and the call.
+ * Every thread of a VM is started by mvm_start, before any vCPU runs and
+ * while the starting thread is not filtered, and installs its own filter
+ * (no TSYNC) once its setup is done and before it touches anything the
+ * guest controls; a thread that cannot install it fails the start. No
+ * thread is created after that, so no filter allows clone, and none
+ * allows a call that opens a file or a socket, creates an io_uring or
+ * registers anything with one: everything of that kind is done by
+ * mvm_prepare, while the process has one thread.
  *
- * The lists are what each thread does after setup (the ioctls come from
- * here and from the architecture, arch_sandbox_ioctls), plus what glibc
- * needs to start and end threads and to allocate. Setup itself (opening
- * /dev/kvm and the images, KVM_CREATE_*) happens before any filter. */
+ * Arguments are checked where a value decides what the call can do:
+ * ioctls by request number AND by the descriptor they act on (the VM's
+ * fd, the thread's own vCPU fd, the terminal), io_uring_enter only on the
+ * thread's own ring, futex operations, mmap/mprotect protections and
+ * flags, madvise advice. A forbidden call, or an allowed call with
+ * arguments outside its checks, kills the whole process
+ * (SECCOMP_RET_KILL_PROCESS): the parent sees SIGSYS, the kernel log names
+ * the thread and the call. docs/sandbox.md has the table, kind by kind.
+ *
+ * The lists are what each thread does after setup (the architecture adds
+ * its own ioctls and calls, arch_sandbox), plus what glibc needs to end
+ * threads and to allocate. */
 #ifndef MVM_SANDBOX_H
 #define MVM_SANDBOX_H
 
@@ -19,8 +28,8 @@
 #include <stddef.h>
 
 enum sandbox_kind {
-	SANDBOX_MAIN,           /* mvm(1)'s main thread: signals, wait, teardown */
-	SANDBOX_CONTROL,        /* a VM's control thread: console input, teardown */
+	SANDBOX_MAIN,           /* the thread that waits for the VM: signals, wait, teardown */
+	SANDBOX_CONTROL,        /* a VM's control thread: console, teardown */
 	SANDBOX_VCPU,           /* KVM_RUN and the device emulation it runs */
 	SANDBOX_QUEUE,          /* virtqueue workers and device helper threads */
 	SANDBOX_KINDS
@@ -28,15 +37,54 @@ enum sandbox_kind {
 
 extern const char *const sandbox_kind_names[SANDBOX_KINDS];
 
+/* The descriptors a thread's filter names; -1: none (a call on it is
+ * then refused). */
+struct sandbox_fds {
+	int vm;                 /* the VM's: interrupt lines, irqfds, ioeventfds, routes */
+	int vcpu;               /* a vCPU thread's own: KVM_RUN */
+	int vcpu_lo, vcpu_hi;   /* every vCPU's, lowest and highest (s390: SIGP) */
+	int ring;               /* a queue thread's io_uring */
+	int tty;                /* the main thread's terminal (its mode restored) */
+};
+#define SANDBOX_NO_FDS ((struct sandbox_fds){ -1, -1, -1, -1, -1, -1 })
+
+/* A kind's bit in the masks below. */
+#define SANDBOX_K(kind) (1u << (kind))
+
+/* Which descriptor of struct sandbox_fds a call must name. */
+enum sandbox_fd {
+	SANDBOX_FD_VM,
+	SANDBOX_FD_VCPU,        /* the thread's own vCPU */
+	SANDBOX_FD_VCPUS,       /* any vCPU of the VM */
+	SANDBOX_FD_RING,
+	SANDBOX_FD_TTY,
+};
+
+/* An ioctl the kinds in `kinds` may issue on descriptor `fd`. */
+struct sandbox_ioctl {
+	unsigned kinds;
+	enum sandbox_fd fd;
+	unsigned long request;
+};
+
+/* A system call the kinds in `kinds` may make with any arguments (for an
+ * architecture's own needs; see arch_sandbox). */
+struct sandbox_call {
+	unsigned kinds;
+	long nr;
+};
+
 /* Room for any kind's program. */
 #define SANDBOX_MAX_INSNS 1024
 
-/* Build kind's BPF program into prog (room for cap instructions): the
- * number of instructions, or -errno (-ENOSPC: cap too small). */
-int sandbox_build(enum sandbox_kind kind, struct sock_filter *prog, unsigned cap);
+/* Build kind's BPF program for fds into prog (room for cap
+ * instructions): the number of instructions, or -errno (-ENOSPC: cap too
+ * small). */
+int sandbox_build(enum sandbox_kind kind, const struct sandbox_fds *fds,
+		  struct sock_filter *prog, unsigned cap);
 
 /* Install kind's filter on the calling thread, with PR_SET_NO_NEW_PRIVS
- * (needed for an unprivileged filter, and inherited anyway). 0 or -errno. */
-int sandbox_enter(enum sandbox_kind kind);
+ * (needed for an unprivileged filter). 0 or -errno. */
+int sandbox_enter(enum sandbox_kind kind, const struct sandbox_fds *fds);
 
 #endif

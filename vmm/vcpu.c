@@ -148,6 +148,10 @@ int vcpu_create(struct vcpu *v, struct vm *vm, unsigned id)
 	v->fd = ioctl(vm->vm_fd, KVM_CREATE_VCPU, (unsigned long)id);
 	if (v->fd < 0)
 		return -errno;
+	if (ks->vcpu_fd_lo < 0 || v->fd < ks->vcpu_fd_lo)
+		ks->vcpu_fd_lo = v->fd;
+	if (v->fd > ks->vcpu_fd_hi)
+		ks->vcpu_fd_hi = v->fd;
 	v->run_size = ks->vcpu_mmap_size;
 	v->run = mmap(NULL, v->run_size, PROT_READ | PROT_WRITE, MAP_SHARED, v->fd, 0);
 	if (v->run == MAP_FAILED) {
@@ -207,6 +211,7 @@ void vcpu_thread_leave(struct vcpu *v)
 static void *vcpu_thread(void *arg)
 {
 	struct vcpu *v = arg;
+	struct kvm_state *ks = vm_kvm(v->vm);
 	char name[16];
 	int st;
 
@@ -216,16 +221,27 @@ static void *vcpu_thread(void *arg)
 	/* Before the guest's first instruction: from here on, everything this
 	 * thread does on the guest's behalf is inside the filter. */
 	if (v->vm->sandbox) {
-		st = sandbox_enter(SANDBOX_VCPU);
+		struct sandbox_fds fds = SANDBOX_NO_FDS;
+
+		fds.vm = v->vm->vm_fd;
+		fds.vcpu = v->fd;
+		fds.vcpu_lo = ks->vcpu_fd_lo;
+		fds.vcpu_hi = ks->vcpu_fd_hi;
+		st = sandbox_enter(SANDBOX_VCPU, &fds);
 		if (st) {
 			snprintf(v->fatal, sizeof(v->fatal), "vCPU %u: cannot enter its seccomp "
 				 "filter: %s; run with --sandbox=off to go without", v->id,
 				 strerror(-st));
-			log_err(&v->vm->log, "%s", v->fatal);
-			vm_request_stop(v->vm, VM_STOP_HOST_ERROR, MVM_EXIT_INTERNAL, v->fatal);
-			goto done;
+			vcpu_thread_leave(v);
+			thread_ready(&v->hs, st);
+			return NULL;
 		}
 	}
+	thread_ready(&v->hs, 0);
+	/* The guest runs once every thread of the VM is confined
+	 * (mvm_start: vm_open_gate). */
+	while (sem_wait(&ks->gate) && errno == EINTR)
+		;
 	if (v->id == 0)
 		__atomic_store_n(&v->vm->first_run_ns, mono_ns(), __ATOMIC_RELAXED);
 	while (!vcpu_stopping(v)) {
@@ -249,14 +265,13 @@ static void *vcpu_thread(void *arg)
 			break;
 		}
 	}
-done:
 	vcpu_thread_leave(v);
 	return NULL;
 }
 
 int vcpu_start(struct vcpu *v)
 {
-	int ret = thread_start(&v->thread, vcpu_thread, v);
+	int ret = thread_start_sync(&v->thread, vcpu_thread, v, &v->hs);
 
 	if (ret)
 		return ret;

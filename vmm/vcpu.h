@@ -12,6 +12,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "vmm/util.h"
 #include "vmm/vm.h"
 
 enum vcpu_exit_kind {
@@ -28,6 +29,7 @@ struct vcpu {
 	pthread_t thread;
 	bool started;
 	int tid;                           /* the thread's, while it runs (0: not yet, or no more) */
+	struct thread_handshake hs;        /* its filter is on (vcpu_start) */
 	uint64_t exits[VCPU_EXIT_KINDS];   /* written by the vCPU thread only */
 	char fatal[512];                   /* what a fatal exit was (vcpu_handle_exit) */
 };

@@ -53,13 +53,18 @@ int vm_init(struct vm *vm, unsigned ncpus)
 	vm->kick_signal = SIGUSR1;
 	vm->host_pvm = kvm_host_is_pvm("/sys");
 	atomic_init(&ks->stopping, false);
+	ks->vcpu_fd_lo = ks->vcpu_fd_hi = -1;
+	if (sem_init(&ks->gate, 0, 0)) {
+		ret = -errno;
+		goto close_efd;
+	}
 	/* The table KVM gets: the irqchip's routes, then room for every
 	 * MSI-range GSI (about 42 KiB, allocated once). */
 	ks->route_cap = KVM_CHIP_ROUTES_MAX + KVM_MSI_SLOTS;
 	ks->routes = calloc(1, sizeof(*ks->routes) + ks->route_cap * sizeof(ks->routes->entries[0]));
 	if (!ks->routes) {
 		ret = -ENOMEM;
-		goto close_efd;
+		goto destroy_gate;
 	}
 	ks->routes->nr = MIN(arch_irq_routes(ks->routes->entries, KVM_CHIP_ROUTES_MAX),
 			     KVM_CHIP_ROUTES_MAX);
@@ -82,11 +87,19 @@ destroy_lock:
 	pthread_mutex_destroy(&ks->route_lock);
 free_routes:
 	free(ks->routes);
+destroy_gate:
+	sem_destroy(&ks->gate);
 close_efd:
 	close(ks->stop_efd);
 free_ks:
 	free(ks);
 	return ret;
+}
+
+void vm_open_gate(struct vm *vm, unsigned n)
+{
+	while (n--)
+		sem_post(&vm_kvm(vm)->gate);
 }
 
 void vm_fini(struct vm *vm)
@@ -103,6 +116,7 @@ void vm_fini(struct vm *vm)
 		iobus_destroy(&vm->pio);
 		pthread_mutex_destroy(&ks->route_lock);
 		free(ks->routes);
+		sem_destroy(&ks->gate);
 		close(ks->stop_efd);
 		arch_vm_fini(ks->arch_state);
 		free(ks);

@@ -28,6 +28,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/syscall.h>
 #include <sys/ioctl.h>
 #include <unistd.h>
 #include <sys/eventfd.h>
@@ -1005,22 +1006,35 @@ void arch_describe_vcpu(const struct vcpu *v, const struct kvm_run *run, char *o
 		 run->psw_mask & (1ULL << (63 - 5)) ? "DAT on" : "DAT off");
 }
 
-/* s390x: mmap takes its arguments in memory (old_mmap), clone its flags
- * second. Floating interrupts are injected from the thread that raises
- * them: I/O and SIGP on vCPUs, adapter interrupts without an irqfd route
- * on queue threads, the SCLP's service signal for console input on the
- * control thread. */
-static const unsigned long s390_vcpu_ioctls[] = {
-	KVM_S390_INTERRUPT, KVM_S390_IRQ, KVM_S390_INITIAL_RESET, KVM_S390_MEM_OP, 0
+/* s390x: mmap takes its arguments in memory (old_mmap): refused once
+ * filtered. Floating interrupts are injected on the VM's fd from the
+ * thread that raises them: I/O and SIGP on vCPUs, adapter interrupts
+ * without an irqfd route on queue threads, the SCLP's service signal for
+ * console input on the control thread; a vCPU's SIGP acts on another
+ * vCPU's fd. A secondary vCPU waits for its SIGP START in poll, and the
+ * guest's SET_IND_ADAPTER makes the eventfds of its queues' routes. */
+#define S390_K_VCPU SANDBOX_K(SANDBOX_VCPU)
+static const struct sandbox_ioctl s390_ioctls[] = {
+	{ S390_K_VCPU | SANDBOX_K(SANDBOX_QUEUE) | SANDBOX_K(SANDBOX_CONTROL), SANDBOX_FD_VM,
+	  KVM_S390_INTERRUPT },
+	{ S390_K_VCPU, SANDBOX_FD_VCPU, KVM_S390_INTERRUPT },
+	{ S390_K_VCPU, SANDBOX_FD_VCPU, KVM_S390_MEM_OP },
+	{ S390_K_VCPU, SANDBOX_FD_VCPUS, KVM_S390_IRQ },
+	{ S390_K_VCPU, SANDBOX_FD_VCPUS, KVM_S390_INITIAL_RESET },
 };
-static const unsigned long s390_other_ioctls[] = { KVM_S390_INTERRUPT, 0 };
+static const struct sandbox_call s390_calls[] = {
+	{ S390_K_VCPU, __NR_poll },
+	{ S390_K_VCPU, __NR_ppoll },
+	{ S390_K_VCPU, __NR_eventfd2 },
+};
 
 const struct arch_sandbox arch_sandbox = {
 	.audit_arch = AUDIT_ARCH_S390X,
-	.mmap_prot_arg = -1,
-	.clone_flags_arg = 1,
-	.ioctls = { [SANDBOX_VCPU] = s390_vcpu_ioctls, [SANDBOX_QUEUE] = s390_other_ioctls,
-		    [SANDBOX_CONTROL] = s390_other_ioctls },
+	.mmap_args_in_memory = true,
+	.ioctls = s390_ioctls,
+	.nioctls = ARRAY_SIZE(s390_ioctls),
+	.calls = s390_calls,
+	.ncalls = ARRAY_SIZE(s390_calls),
 };
 
 void arch_cpu_relax(void)

@@ -271,15 +271,17 @@ void arch_describe_vcpu(const struct vcpu *v, const struct kvm_run *run, char *o
 }
 
 /* x86-64's calls; x32's share AUDIT_ARCH_X86_64 with bit 30 set. A vCPU
- * reads its registers to describe a fatal exit (diag.c). */
-static const unsigned long x86_vcpu_ioctls[] = { KVM_GET_REGS, KVM_GET_SREGS, 0 };
+ * reads its own registers to describe a fatal exit (diag.c). */
+static const struct sandbox_ioctl x86_ioctls[] = {
+	{ SANDBOX_K(SANDBOX_VCPU), SANDBOX_FD_VCPU, KVM_GET_REGS },
+	{ SANDBOX_K(SANDBOX_VCPU), SANDBOX_FD_VCPU, KVM_GET_SREGS },
+};
 
 const struct arch_sandbox arch_sandbox = {
 	.audit_arch = AUDIT_ARCH_X86_64,
 	.syscall_nr_limit = 0x40000000,         /* __X32_SYSCALL_BIT */
-	.mmap_prot_arg = 2,
-	.clone_flags_arg = 0,
-	.ioctls = { [SANDBOX_VCPU] = x86_vcpu_ioctls },
+	.ioctls = x86_ioctls,
+	.nioctls = ARRAY_SIZE(x86_ioctls),
 };
 
 void arch_cpu_relax(void)

@@ -159,12 +159,13 @@ static void set_sector(struct vdrv *d, struct breq *r, uint64_t sector)
  * previous run's queue thread dropped its ring's reference to the image
  * (and with it the OFD lock) as it stopped; left to the ring's teardown,
  * which is asynchronous, it could outlive the device. */
-static void dev_new(const struct blk_opts *o, struct vdrv *d, struct virtio_dev **dev)
+static void dev_new(const struct blk_opts *o, struct vdrv *d, bool null, struct virtio_dev **dev)
 {
 	char err[256];
 
 	for (int i = 0;; i++) {
-		int r = blk_dev_new(o, &d->mem, dev, err, sizeof(err));
+		int r = blk_dev_new_backend(o, &d->mem, null ? &blk_null_backend : &blk_file_backend,
+					    NULL, dev, err, sizeof(err));
 
 		if (!r)
 			return;
@@ -223,9 +224,7 @@ static struct virtio_dev *bench_open(struct vdrv *d, const char *path, bool null
 	/* Room for 128 requests' buffers, and their metadata. */
 	if (vdrv_ram_init(d, 0x100000, (8u << 20) + 128u * bs))
 		die_bench("fake RAM");
-	dev_new(&o, d, &dev);
-	if (null)
-		blk_set_backend(dev, &blk_null_backend, NULL);
+	dev_new(&o, d, null, &dev);
 	if (vdrv_attach(d, dev) || vdrv_negotiate(d, want) ||
 	    (d->features & VIRTIO_BIT(VIRTIO_F_RING_PACKED)) != (want & VIRTIO_BIT(VIRTIO_F_RING_PACKED)) ||
 	    vdrv_queue_setup(d, 0, QMAX) != 1)

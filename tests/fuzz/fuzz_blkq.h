@@ -76,7 +76,11 @@ int vqw_init(struct vqw *w, const struct vqw_ops *ops, struct virtio_dev *dev,
 	FZ_ASSERT(nq == 1 && idx[0] < dev->num_queues);
 	memset(w, 0, sizeof(*w));
 	w->ops = ops;
+	w->dev = dev;
 	w->nq = nq;
+	w->q = calloc(1, sizeof(*w->q));
+	FZ_ASSERT(w->q);
+	w->stopping = true;             /* parked until vqw_start */
 	w->q[0].w = w;
 	w->q[0].dev = dev;
 	w->q[0].idx = idx[0];
@@ -90,7 +94,7 @@ int vqw_init(struct vqw *w, const struct vqw_ops *ops, struct virtio_dev *dev,
 	return 0;
 }
 
-/* blk_queue_start declares the image's fds and its opcodes. */
+/* blk_workers_init declares the image's fds and its opcodes. */
 int vqw_set_io(struct vqw *w, const int *files, unsigned nfiles, uint64_t sqe_ops)
 {
 	FZ_ASSERT(w == fk.w);
@@ -105,7 +109,7 @@ int vqw_set_io(struct vqw *w, const int *files, unsigned nfiles, uint64_t sqe_op
  * real lookup (vqw_fixed_index, vqw_fixed_find) runs on it. */
 int vqw_register_mem(struct vqw *w, const struct guest_mem *gm)
 {
-	FZ_ASSERT(w == fk.w && !w->fixed && !w->started);
+	FZ_ASSERT(w == fk.w && !w->fixed && !w->launched);
 	w->fixed = gm;
 	return 0;
 }
@@ -134,7 +138,7 @@ void vqw_sqe_set_data(struct io_uring_sqe *sqe, const struct vqw_queue *q, uint3
 
 void vqw_push(struct vqw_queue *q, uint16_t head, uint32_t used_len)
 {
-	if (q->w->stopping)
+	if (vqw_stopping(q))
 		return;
 	virtq_push(q->vq, head, used_len);
 	q->pushed++;
@@ -147,10 +151,22 @@ void vqw_broken(struct vqw_queue *q, const char *why)
 	virtio_dev_needs_reset(q->dev);
 }
 
-int vqw_start(struct vqw *w)
+int vqw_launch(struct vqw *w)
 {
-	w->started = true;
+	w->launched = true;
 	return 0;
+}
+
+/* As the real thread's RUN: the queues in mask, everything about the
+ * last run forgotten. */
+void vqw_start(struct vqw *w, uint64_t mask)
+{
+	FZ_ASSERT(w->launched && !w->running);
+	w->q[0].active = mask & 1;
+	w->q[0].broken = w->q[0].more = w->q[0].held = false;
+	w->q[0].pushed = 0;
+	w->stopping = false;
+	w->running = true;
 }
 
 static void fake_complete(unsigned k, unsigned mode);
@@ -159,7 +175,7 @@ static void fake_complete(unsigned k, unsigned mode);
  * thread winding down (its host I/O ends in vqw_stop). */
 void vqw_stop_begin(struct vqw *w)
 {
-	if (w->started)
+	if (w->running)
 		w->stopping = true;
 }
 
@@ -167,7 +183,7 @@ void vqw_stop(struct vqw *w)
 {
 	unsigned rounds = 0;
 
-	if (!w->started)
+	if (!w->running)
 		return;
 	/* Like the real stop: no guest memory is written any more, and the
 	 * device's host I/O is waited for (here: completed, cancelled). */
@@ -177,12 +193,15 @@ void vqw_stop(struct vqw *w)
 		fake_complete(0, 3 /* -ECANCELED */);
 	}
 	FZ_ASSERT(w->ops->inflight(&w->q[0]) == 0);
-	w->started = false;
+	w->q[0].active = false;
+	w->running = false;
 }
 
 void vqw_fini(struct vqw *w)
 {
 	w->fixed = NULL;        /* as the real one: unregistered with the ring */
+	free(w->q);
+	w->q = NULL;
 }
 
 /* The worker's drain (virtq_worker.c): at most a queue's worth per round,
@@ -198,7 +217,7 @@ static void fake_drain(struct vqw_queue *q)
 		return;
 	virtq_notify_disable(q->vq);
 	while (budget) {
-		r = virtq_pop(q->vq, &q->chain);
+		r = virtq_pop(q->vq, &q->w->chain);
 		if (r == 0)
 			return;
 		if (r < 0) {
@@ -206,10 +225,11 @@ static void fake_drain(struct vqw_queue *q)
 			return;
 		}
 		FZ_ASSERT(r == 1);
-		FZ_ASSERT(q->chain.head < q->vq->size);
-		FZ_ASSERT(q->chain.n <= VIRTQ_MAX_CHAIN && q->chain.n_readable <= q->chain.n);
+		FZ_ASSERT(q->w->chain.head < q->vq->size);
+		FZ_ASSERT(q->w->chain.n <= VIRTQ_MAX_CHAIN &&
+			  q->w->chain.n_readable <= q->w->chain.n);
 		budget--;
-		q->w->ops->chain(q, &q->chain);
+		q->w->ops->chain(q, &q->w->chain);
 		if (q->broken)
 			return;
 	}
@@ -229,7 +249,7 @@ static void fake_round(void)
 {
 	struct vqw_queue *q = &fk.w->q[0];
 
-	if (!fk.w->started)
+	if (!fk.w->running)
 		return;
 	/* The worker's loop up to its sleep: drain and publish; a full
 	 * round comes back later; else notifications on and the re-check,
@@ -740,6 +760,9 @@ static int blkq_fuzz(const uint8_t *data, size_t size, bool packed)
 	g.blk->backend = &blk_file_backend;
 	snprintf(g.blk->opts.serial, sizeof(g.blk->opts.serial), "%s",
 		 cfg & 0x80 ? "fuzz-serial-20-bytes" : "");
+	g.blk->opts.queues = 1;
+	FZ_ASSERT(blk_workers_init(g.blk) == 0);
+	FZ_ASSERT(blk_workers_launch(g.blk) == 0);
 	g.vq = &g.blk->vdev.queues[0].vq;
 	driver_reset(&g);
 	FZ_ASSERT(queue_enable(&g) == 0);
@@ -807,6 +830,7 @@ static int blkq_fuzz(const uint8_t *data, size_t size, bool packed)
 	if (g.started)
 		blk_queue_stop(g.blk, 0);
 	g.blk->vdev.queues[0].started = false;
+	blk_workers_fini(g.blk);
 	blk_slots_free(g.blk);
 	virtio_dev_destroy(&g.blk->vdev);
 	free(g.blk->workers);

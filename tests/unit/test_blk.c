@@ -8,11 +8,13 @@
 #include "devices/blk_queue.h"
 #include "devices/blk_req.h"
 #include "vmm/log.h"
+#include "vmm/sandbox.h"
 
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
+#include <semaphore.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -21,6 +23,7 @@
 #include <sys/mman.h>
 #include <sys/resource.h>
 #include <sys/syscall.h>
+#include <sys/wait.h>
 
 #define IMG_SIZE (1u << 20)
 #define QSIZE 128
@@ -58,9 +61,16 @@ static uint64_t all_features(void)
 	       VIRTIO_BIT(VIRTIO_RING_F_INDIRECT_DESC) | 0x7fffffULL;
 }
 
-/* Create the device from "<image><opts>", negotiate `features`, set up nq
- * queues; DRIVER_OK unless !ok. */
-static void setup_ex(struct t *t, const char *opts, unsigned nq, uint64_t features, bool ok)
+/* Where the next setup's device logs from its creation on (NULL: nowhere),
+ * and whether its threads enter their filters (the VM's sandbox, which
+ * the transport sets on a device that exists already). */
+static struct log_sink *setup_log;
+static bool setup_sandbox;
+
+/* Create the device from "<image><opts>" with `backend` (NULL: the
+ * file's), negotiate `features`, set up nq queues; DRIVER_OK unless !ok. */
+static void setup_backend(struct t *t, const char *opts, unsigned nq, uint64_t features,
+			  bool ok, const struct blk_backend_ops *backend)
 {
 	char spec[256], err[256];
 	struct blk_opts o;
@@ -72,10 +82,13 @@ static void setup_ex(struct t *t, const char *opts, unsigned nq, uint64_t featur
 	snprintf(spec, sizeof(spec), "%s%s", t->path, opts);
 	CHECK_EQ(cli_parse_blk_opts(spec, nq, &o, err, sizeof(err)), 0);
 	CHECK_EQ(vdrv_ram_init(&t->d, 0x1000, 16 << 20), 0);
-	if (blk_dev_new(&o, &t->d.mem, &t->dev, err, sizeof(err))) {
+	if (blk_dev_new_backend(&o, &t->d.mem, backend ? backend : &blk_file_backend, NULL,
+				&t->dev, err, sizeof(err))) {
 		fprintf(stderr, "%s\n", err);
 		CHECK(0);
 	}
+	t->dev->log = setup_log;
+	t->dev->sandbox = setup_sandbox;
 	CHECK_EQ(vdrv_attach(&t->d, t->dev), 0);
 	CHECK_EQ(vdrv_negotiate(&t->d, features), 0);
 	t->nq = o.queues;
@@ -83,6 +96,11 @@ static void setup_ex(struct t *t, const char *opts, unsigned nq, uint64_t featur
 		CHECK_EQ(vdrv_queue_setup(&t->d, q, QSIZE), 1);
 	if (ok)
 		vdrv_driver_ok(&t->d);
+}
+
+static void setup_ex(struct t *t, const char *opts, unsigned nq, uint64_t features, bool ok)
+{
+	setup_backend(t, opts, nq, features, ok, NULL);
 }
 
 static void setup(struct t *t, const char *opts, unsigned nq)
@@ -485,7 +503,9 @@ TEST(slot_memory_follows_queue_depth_not_seg_max)
 	teardown(&t);
 }
 
-static unsigned count_threads(const char *prefix)
+/* Threads of this process whose name starts with prefix; with filtered,
+ * only those in a seccomp filter ("Seccomp: 2"). */
+static unsigned count_threads_in(const char *prefix, bool filtered)
 {
 	DIR *d = opendir("/proc/self/task");
 	struct dirent *e;
@@ -501,12 +521,43 @@ static unsigned count_threads(const char *prefix)
 		f = fopen(p, "r");
 		if (!f)
 			continue;
-		if (fgets(name, sizeof(name), f) && !strncmp(name, prefix, strlen(prefix)))
-			n++;
+		if (fgets(name, sizeof(name), f) && !strncmp(name, prefix, strlen(prefix))) {
+			char line[128];
+			bool in_filter = false;
+			FILE *st;
+
+			snprintf(p, sizeof(p), "/proc/self/task/%s/status", e->d_name);
+			st = fopen(p, "r");
+			while (st && fgets(line, sizeof(line), st))
+				if (!strncmp(line, "Seccomp:", 8))
+					in_filter = atoi(line + 8) == 2;
+			if (st)
+				fclose(st);
+			n += !filtered || in_filter;
+		}
 		fclose(f);
 	}
 	closedir(d);
 	return n;
+}
+
+static unsigned count_threads(const char *prefix)
+{
+	return count_threads_in(prefix, false);
+}
+
+/* Whether this process can install a seccomp filter (not under qemu-user). */
+static bool seccomp_works(void)
+{
+	struct sandbox_fds fds = SANDBOX_NO_FDS;
+	pid_t pid = fork();
+	int st;
+
+	CHECK(pid >= 0);
+	if (pid == 0)
+		_exit(sandbox_enter(SANDBOX_QUEUE, &fds) ? 1 : 0);
+	CHECK(waitpid(pid, &st, 0) == pid);
+	return WIFEXITED(st) && WEXITSTATUS(st) == 0;
 }
 
 /* count_threads once it is n, or after 2 s. A thread that pthread_join
@@ -543,8 +594,31 @@ TEST(multiple_queues_each_with_own_thread)
 	CHECK_EQ(count_threads_settled("mvm-blk-q", 0), 0);
 }
 
+/* The VM's sandbox reaches a disk after it was made (the transport's
+ * attach): every I/O thread is in its filter before it serves anything,
+ * and serves from there. */
+TEST(io_threads_of_a_sandboxed_vm_serve_inside_their_filter)
+{
+	struct t t;
+	unsigned q;
+
+	if (!seccomp_works())
+		CHECK_SKIP("seccomp filters cannot be installed here (qemu-user?)");
+	setup_sandbox = true;
+	setup(&t, ",queues=2,io-threads=2", 1);
+	setup_sandbox = false;
+	CHECK_EQ(count_threads_in("mvm-blk-q", true), 2);
+	for (q = 0; q < 2; q++) {
+		uint64_t buf = vdrv_alloc(&t.d, 512, 512);
+
+		CHECK_EQ(run1(&t, q, VIRTIO_BLK_T_IN, q, buf, 512, true, NULL), VIRTIO_BLK_S_OK);
+	}
+	teardown(&t);
+}
+
 /* --io-threads: queue q is served by thread q % N; every queue works, its
- * counters stay its own, and a reset stops and restarts the shared threads. */
+ * counters stay its own, and a reset parks the shared threads, which serve
+ * again after the next DRIVER_OK; they end with the device. */
 TEST(io_threads_serve_several_queues_each)
 {
 	struct t t;
@@ -565,8 +639,8 @@ TEST(io_threads_serve_several_queues_each)
 			CHECK_EQ(s.requests, round + 1);
 		}
 		if (!round) {
-			vdrv_wr(&t.d, VIRTIO_MMIO_STATUS, 0);   /* reset: joins both threads */
-			CHECK_EQ(count_threads_settled("mvm-blk-q", 0), 0);
+			vdrv_wr(&t.d, VIRTIO_MMIO_STATUS, 0);   /* reset: both threads park */
+			CHECK_EQ(count_threads("mvm-blk-q"), 2);
 			CHECK_EQ(vdrv_negotiate(&t.d, all_features()), 0);
 			for (q = 0; q < 4; q++)
 				CHECK_EQ(vdrv_queue_setup(&t.d, q, QSIZE), 1);
@@ -578,10 +652,27 @@ TEST(io_threads_serve_several_queues_each)
 	CHECK_EQ(count_threads_settled("mvm-blk-q", 0), 0);
 }
 
+/* Whether every I/O thread of the device has parked (posted its ack),
+ * waiting up to 2 s. */
+static bool all_parked(struct t *t)
+{
+	struct blk_dev *blk = t->dev->priv;
+	unsigned i, wi, parked = 0;
+	int v;
+
+	for (i = 0; i < 200 && parked < blk->nworkers; i++) {
+		for (parked = wi = 0; wi < blk->nworkers; wi++)
+			parked += sem_getvalue(&blk->workers[wi].w.parked, &v) == 0 && v > 0;
+		if (parked < blk->nworkers)
+			usleep(10000);
+	}
+	return parked == blk->nworkers;
+}
+
 /* At a reset or teardown the core first tells the device that every queue
- * is about to stop: each I/O thread then winds down on its own, side by
- * side with the others, and the queue stops that follow only wait. A
- * worker told so and then joined starts again after the reset. */
+ * is about to stop: each I/O thread then winds down and parks on its own,
+ * side by side with the others, and the queue stops that follow only
+ * wait. The threads serve again after the reset. */
 TEST(stopping_tells_every_io_thread_before_any_queue_stops)
 {
 	struct t t;
@@ -590,7 +681,7 @@ TEST(stopping_tells_every_io_thread_before_any_queue_stops)
 	setup(&t, ",queues=4,io-threads=4", 1);
 	CHECK_EQ(count_threads("mvm-blk-q"), 4);
 	t.dev->ops->queues_stopping(t.dev);
-	CHECK_EQ(count_threads_settled("mvm-blk-q", 0), 0);     /* none joined yet */
+	CHECK(all_parked(&t));          /* before any queue_stop waited */
 	vdrv_wr(&t.d, VIRTIO_MMIO_STATUS, 0);
 	CHECK_EQ(vdrv_negotiate(&t.d, all_features()), 0);
 	for (q = 0; q < 4; q++)
@@ -1015,9 +1106,9 @@ static void memlock_small(void)
 static void setup_fixed_beyond_memlock(struct t *t, struct log_sink *sink)
 {
 	memlock_small();
-	setup_ex(t, ",fixed-buffers=on", 1, all_features(), false);
-	t->dev->log = sink;
-	vdrv_driver_ok(&t->d);
+	setup_log = sink;
+	setup_ex(t, ",fixed-buffers=on", 1, all_features(), true);
+	setup_log = NULL;
 }
 
 /* Where the RAM does not fit, the disk works without, and the host is
@@ -1043,10 +1134,10 @@ TEST(fixed_buffers_beyond_memlock_work_without_and_say_why)
 	teardown(&t);
 }
 
-/* Registering populates and pins all of guest RAM (0.46 s per 256 MiB
- * here): the queue's own thread does it, before it serves, not the vCPU
- * whose DRIVER_OK write starts the queue (it would stall the guest). The
- * thread that tried is the one that says it could not. */
+/* Registering populates and pins all of guest RAM: the queue's own
+ * thread does it as it starts, before its filter and while the guest
+ * boots, not a vCPU (it would stall the guest). The thread that tried is
+ * the one that says it could not. */
 TEST(fixed_buffers_are_registered_by_the_queue_thread)
 {
 	struct warning warning = { "", "" };
@@ -1118,19 +1209,17 @@ static const struct blk_backend_ops inject_backend = {
 	.sqe_ops = BLK_FILE_SQE_OPS,
 };
 
-static void inject_on(struct t *t)
+/* A setup whose device has the hook from its creation. */
+static void setup_inj_ex(struct t *t, const char *opts, uint64_t features)
 {
 	memset(&inj, 0, sizeof(inj));
 	inj.only_type = UINT32_MAX;
-	blk_set_backend(t->dev, &inject_backend, NULL);
+	setup_backend(t, opts, 1, features, true, &inject_backend);
 }
 
-/* A setup with the hook installed before DRIVER_OK. */
 static void setup_inj(struct t *t, const char *opts)
 {
-	setup_ex(t, opts, 1, all_features(), false);
-	inject_on(t);
-	vdrv_driver_ok(&t->d);
+	setup_inj_ex(t, opts, all_features());
 }
 
 /* Post a raw chain, kick, wait: returns the used length. */
@@ -1412,9 +1501,7 @@ TEST(discard_write_zeroes_not_negotiated_are_unsupp)
 	uint64_t f = all_features() & ~(VIRTIO_BIT(VIRTIO_BLK_F_DISCARD) |
 					 VIRTIO_BIT(VIRTIO_BLK_F_WRITE_ZEROES));
 
-	setup_ex(&t, ",discard=on", 1, f, false);
-	inject_on(&t);
-	vdrv_driver_ok(&t.d);
+	setup_inj_ex(&t, ",discard=on", f);
 	CHECK_EQ(run1(&t, 0, VIRTIO_BLK_T_DISCARD, 0, dwz_segs(&t, 1, 0, 8, 0), 16, false, NULL),
 		 VIRTIO_BLK_S_UNSUPP);
 	CHECK_EQ(run1(&t, 0, VIRTIO_BLK_T_WRITE_ZEROES, 0, dwz_segs(&t, 1, 0, 8, 0), 16, false,
@@ -1431,9 +1518,7 @@ TEST(writes_to_read_only_disk_are_ioerr_and_write_nothing)
 	uint8_t chk[4096];
 	struct blk_queue_stats s;
 
-	setup_ex(&t, ",ro", 1, all_features() & ~VIRTIO_BIT(VIRTIO_BLK_F_RO), false);
-	inject_on(&t);
-	vdrv_driver_ok(&t.d);
+	setup_inj_ex(&t, ",ro", all_features() & ~VIRTIO_BIT(VIRTIO_BLK_F_RO));
 	buf = vdrv_alloc(&t.d, 4096, 4096);
 	memset(vdrv_host(&t.d, buf), 0x11, 4096);
 	CHECK_EQ(run1(&t, 0, VIRTIO_BLK_T_OUT, 0, buf, 4096, false, NULL), VIRTIO_BLK_S_IOERR);
@@ -1565,13 +1650,13 @@ TEST(reset_with_io_in_flight_writes_nothing_after)
 	vdrv_kick(&t.d, 0);
 	while (__atomic_load_n(&inj.calls, __ATOMIC_ACQUIRE) == 0)
 		usleep(1000);
-	vdrv_wr(&t.d, VIRTIO_MMIO_STATUS, 0);       /* reset: joins the queue thread */
+	vdrv_wr(&t.d, VIRTIO_MMIO_STATUS, 0);       /* reset: the queue thread parks */
 	CHECK_EQ(vdrv_status(&t.d), 0);
 	used_before = vdrv_used_idx(&t.d, 0);
 	uint8_t s_before = st_of(&t, st);
 	usleep(300000);
 	CHECK_EQ(vdrv_used_idx(&t.d, 0), used_before);
 	CHECK_EQ(st_of(&t, st), s_before);
-	CHECK_EQ(count_threads_settled("mvm-blk-q", 0), 0);
+	CHECK_EQ(count_threads("mvm-blk-q"), 1);     /* parked, not gone */
 	teardown(&t);
 }

@@ -23,8 +23,10 @@ struct pair {
 	struct virtio_dev dev;
 	struct vdrv d;
 	struct vqw w;
+	bool launched;                   /* its thread started (vdrv_attach) */
 	bool running;
 	bool slow_tx;                    /* TX "host I/O" never ends by itself */
+	bool tx_fsync;                   /* TX "host I/O" is an fsync (never declared) */
 	unsigned inflight;               /* TX I/O outstanding (worker thread) */
 	pthread_t seen[2];               /* the thread that handled each queue */
 	uint64_t sqe_ops;                /* what the device declares (vqw_set_io) */
@@ -37,6 +39,8 @@ struct pair {
 	bool fixed;                      /* register guest RAM (vqw_register_mem) */
 	bool sandbox;                    /* the worker enters the queue filter */
 };
+
+static pid_t task_tid(const char *name);
 
 static void pair_chain(struct vqw_queue *q, struct virtq_chain *c)
 {
@@ -55,7 +59,9 @@ static void pair_chain(struct vqw_queue *q, struct virtq_chain *c)
 
 		if (q->pushed > p->max_unpublished)
 			p->max_unpublished = q->pushed;
-		if (p->slow_tx)
+		if (p->tx_fsync)
+			io_uring_prep_fsync(sqe, 0, 0);
+		else if (p->slow_tx)
 			io_uring_prep_timeout(sqe, &p->forever, 0, 0);
 		else if (p->brief.tv_nsec)
 			io_uring_prep_timeout(sqe, &p->brief, 0, 0);
@@ -89,27 +95,32 @@ static const struct vqw_ops pair_vqw_ops = {
 	.inflight = pair_inflight,
 };
 
-/* The worker serves both queues: started with the last, stopped with the
- * first. */
+/* The worker serves both queues: made with the device (pair_up), its
+ * thread launched with the VM, told to serve at the last queue's start
+ * and to stop at the first queue's stop. */
+static int pair_launch(struct virtio_dev *dev)
+{
+	struct pair *p = dev->priv;
+
+	return vqw_launch(&p->w);
+}
+
+static void pair_halt(struct virtio_dev *dev)
+{
+	struct pair *p = dev->priv;
+
+	vqw_fini(&p->w);
+}
+
 static int pair_queue_start(struct virtio_dev *dev, unsigned q)
 {
 	struct pair *p = dev->priv;
-	static const unsigned idx[2] = { RX, TX };
-	void *opaque[2] = { p, p };
-	int r;
 
 	if (q != TX)
 		return 0;
-	r = vqw_init(&p->w, &pair_vqw_ops, dev, idx, opaque, 2, QSIZE, p->poll_us, p->gather_us,
-		     "test-pair");
-	if (!r && p->fixed)
-		r = vqw_register_mem(&p->w, &p->d.mem);
-	if (!r)
-		r = vqw_set_io(&p->w, NULL, 0, p->sqe_ops);
-	if (!r)
-		r = vqw_start(&p->w);
-	p->running = r == 0;
-	return r;
+	vqw_start(&p->w, 3);
+	p->running = true;
+	return 0;
 }
 
 static void pair_queue_stop(struct virtio_dev *dev, unsigned q)
@@ -119,13 +130,14 @@ static void pair_queue_stop(struct virtio_dev *dev, unsigned q)
 	if (q != RX || !p->running)
 		return;
 	vqw_stop(&p->w);
-	vqw_fini(&p->w);
 	p->running = false;
 }
 
 static const struct virtio_device_ops pair_ops = {
 	.name = "pair",
 	.device_id = VIRTIO_ID_NET,
+	.launch = pair_launch,
+	.halt = pair_halt,
 	.queue_start = pair_queue_start,
 	.queue_stop = pair_queue_stop,
 };
@@ -142,16 +154,26 @@ static struct pair *pair_alloc(uint64_t sqe_ops)
 	return p;
 }
 
-/* The device on 4 MiB of fake RAM, both queues set up, DRIVER_OK: the
- * worker starts (p->running, unless it failed). */
+/* The device on 4 MiB of fake RAM with its worker (its ring, its thread:
+ * p->launched unless that failed), both queues set up, DRIVER_OK: the
+ * worker serves them (p->running). */
 static struct pair *pair_up(struct pair *p)
 {
+	static const unsigned idx[2] = { RX, TX };
+	void *opaque[2] = { p, p };
 	unsigned q;
 
 	CHECK_EQ(vdrv_ram_init(&p->d, 0x1000, 4 << 20), 0);
 	CHECK_EQ(virtio_dev_init(&p->dev, &pair_ops, p, &p->d.mem, 2, QSIZE), 0);
-	CHECK_EQ(vdrv_attach(&p->d, &p->dev), 0);
 	p->dev.sandbox = p->sandbox;
+	CHECK_EQ(vqw_init(&p->w, &pair_vqw_ops, &p->dev, idx, opaque, 2, QSIZE, p->poll_us,
+			  p->gather_us, "test-pair"), 0);
+	if (p->fixed)
+		CHECK_EQ(vqw_register_mem(&p->w, &p->d.mem), 0);
+	CHECK_EQ(vqw_set_io(&p->w, NULL, 0, p->sqe_ops), 0);
+	p->launched = vdrv_attach(&p->d, &p->dev) == 0;
+	if (!p->launched)
+		return p;
 	CHECK_EQ(vdrv_negotiate(&p->d, VIRTIO_BIT(VIRTIO_F_VERSION_1)), 0);
 	for (q = 0; q < 2; q++)
 		CHECK_EQ(vdrv_queue_setup(&p->d, q, QSIZE), 1);
@@ -183,7 +205,9 @@ static struct pair *pair_new(bool slow_tx)
 static void pair_free(struct pair *p)
 {
 	virtio_dev_destroy(&p->dev);
-	vdrv_detach(&p->d);
+	vqw_fini(&p->w);        /* a worker never launched */
+	if (p->launched)
+		vdrv_detach(&p->d);
 	free(p->d.ram);
 	free(p);
 }
@@ -463,15 +487,15 @@ TEST(stop_cancels_host_io_and_returns_nothing_after)
 	pair_free(p);
 }
 
-/* The count after "UserFiles:" or "UserBufs:" in the ring's fdinfo. */
-static int ring_fdinfo(const struct pair *p, const char *key)
+/* The count after "UserFiles:" or "UserBufs:" in a ring's fdinfo. */
+static int fdinfo_count(int fd, const char *key)
 {
 	char path[64], line[256];
 	size_t n = strlen(key);
 	int v = -1;
 	FILE *f;
 
-	snprintf(path, sizeof(path), "/proc/self/fdinfo/%d", p->w.ring.ring_fd);
+	snprintf(path, sizeof(path), "/proc/self/fdinfo/%d", fd);
 	f = fopen(path, "r");
 	CHECK(f);
 	while (fgets(line, sizeof(line), f))
@@ -481,28 +505,77 @@ static int ring_fdinfo(const struct pair *p, const char *key)
 	return v;
 }
 
-/* The ring is SINGLE_ISSUER: once its thread enabled it, only that thread
- * may unregister. So the thread drops its registered files (which would
- * hold an image's OFD lock) and buffers (pinned guest RAM) itself as it
- * ends, not the ring's asynchronous teardown after vqw_fini. */
-TEST(stopped_worker_has_dropped_its_files_and_buffers)
+static int ring_fdinfo(const struct pair *p, const char *key)
+{
+	return fdinfo_count(p->w.ring.ring_fd, key);
+}
+
+/* A worker keeps its ring across the driver's resets: what it registered
+ * as it started (the ctl eventfd and both kick eventfds; guest RAM in one
+ * chunk, before its filter) is still there after a stop and a new start,
+ * and the thread is the same. No ring is made or registered at DRIVER_OK. */
+TEST(worker_keeps_its_ring_and_thread_across_resets)
 {
 	struct pair *p = pair_alloc(1ULL << IORING_OP_NOP);
-	unsigned i;
+	int fd;
+	pid_t tid;
+	unsigned round;
 
 	p->fixed = true;
 	pair_up(p);
 	CHECK(p->running);
-	/* The stop eventfd and both kick eventfds; guest RAM in one chunk
-	 * (registered by the thread before it serves: wait for it). */
+	fd = p->w.ring.ring_fd;
+	tid = task_tid("test-pair");
+	CHECK(tid > 0);
 	CHECK_EQ(ring_fdinfo(p, "UserFiles"), 3);
-	for (i = 0; i < 500 && ring_fdinfo(p, "UserBufs") != 1; i++)
-		usleep(1000);
 	CHECK_EQ(ring_fdinfo(p, "UserBufs"), 1);
-	vqw_stop(&p->w);        /* joined; vqw_fini (in pair_free) not yet */
-	CHECK_EQ(ring_fdinfo(p, "UserFiles"), 0);
-	CHECK_EQ(ring_fdinfo(p, "UserBufs"), 0);
+	for (round = 0; round < 3; round++) {
+		struct vdrv_sg t = { .gpa = vdrv_alloc(&p->d, 32, 8), .len = 32 };
+		uint32_t lens[1];
+		unsigned q;
+
+		vdrv_wr(&p->d, VIRTIO_MMIO_STATUS, 0);      /* reset: vqw_stop */
+		CHECK(!p->running);
+		CHECK_EQ(ring_fdinfo(p, "UserFiles"), 3);
+		CHECK_EQ(ring_fdinfo(p, "UserBufs"), 1);
+		CHECK_EQ(vdrv_negotiate(&p->d, VIRTIO_BIT(VIRTIO_F_VERSION_1)), 0);
+		for (q = 0; q < 2; q++)
+			CHECK_EQ(vdrv_queue_setup(&p->d, q, QSIZE), 1);
+		vdrv_driver_ok(&p->d);
+		CHECK(p->running);
+		CHECK(vdrv_add(&p->d, TX, &t, 1, false) >= 0);
+		vdrv_kick(&p->d, TX);
+		CHECK_EQ(wait_used(p, TX, 1, lens), 1);
+		CHECK_EQ(p->w.ring.ring_fd, fd);
+		CHECK_EQ(task_tid("test-pair"), tid);
+	}
 	pair_free(p);
+}
+
+/* The ring is SINGLE_ISSUER: once its thread enabled it, only that thread
+ * may unregister. So the thread drops its registered files (which would
+ * hold an image's OFD lock) and buffers (pinned guest RAM) itself as it
+ * ends, before the ring's asynchronous teardown after vqw_fini: seen from
+ * a copy of the ring's fd, which outlives vqw_fini. */
+TEST(ended_worker_has_dropped_its_files_and_buffers)
+{
+	struct pair *p = pair_alloc(1ULL << IORING_OP_NOP);
+	int copy;
+
+	p->fixed = true;
+	pair_up(p);
+	CHECK(p->running);
+	copy = dup(p->w.ring.ring_fd);
+	CHECK(copy >= 0);
+	CHECK_EQ(fdinfo_count(copy, "UserFiles"), 3);
+	CHECK_EQ(fdinfo_count(copy, "UserBufs"), 1);
+	virtio_dev_destroy(&p->dev);    /* stops, then ends the thread */
+	CHECK_EQ(fdinfo_count(copy, "UserFiles"), 0);
+	CHECK_EQ(fdinfo_count(copy, "UserBufs"), 0);
+	close(copy);
+	vdrv_detach(&p->d);
+	free(p->d.ram);
+	free(p);
 }
 
 TEST(init_rejects_bad_queue_sets)
@@ -523,10 +596,15 @@ TEST(init_rejects_bad_queue_sets)
  * declare never runs; it completes with -EACCES. Declared ones run. */
 TEST(undeclared_opcode_completes_with_eacces)
 {
-	struct pair *p = pair_new_ops(true, 1ULL << IORING_OP_NOP);   /* TX uses TIMEOUT */
-	struct vdrv_sg t = { .gpa = vdrv_alloc(&p->d, 32, 8), .len = 32 };
+	struct pair *p = pair_alloc(1ULL << IORING_OP_NOP);
+	struct vdrv_sg t;
 	uint32_t lens[1];
-	int head = vdrv_add(&p->d, TX, &t, 1, false);
+	int head;
+
+	p->tx_fsync = true;     /* an fsync of the ctl eventfd: not declared */
+	pair_up(p);
+	t = (struct vdrv_sg){ .gpa = vdrv_alloc(&p->d, 32, 8), .len = 32 };
+	head = vdrv_add(&p->d, TX, &t, 1, false);
 
 	CHECK(head >= 0);
 	vdrv_kick(&p->d, TX);
@@ -612,7 +690,7 @@ static struct pair *pair_new_sandboxed(unsigned poll_us)
 	p->poll_us = poll_us;
 	p->sandbox = true;
 	pair_up(p);
-	if (!p->running)
+	if (!p->launched)
 		CHECK_SKIP("the worker could not enter its filter: no seccomp here (qemu-user?)");
 	return p;
 }

@@ -133,10 +133,20 @@ static inline void vdrv_wr(struct vdrv *d, uint64_t off, uint32_t v)
 	virtio_mmio_write(&d->mmio, off, b, 4);
 }
 
+/* As the VM's start does: the transport, then the device's threads
+ * (virtio_dev_launch), waiting for DRIVER_OK. */
 static inline int vdrv_attach(struct vdrv *d, struct virtio_dev *dev)
 {
+	int r;
+
 	d->dev = dev;
-	return virtio_mmio_init(&d->mmio, dev);
+	r = virtio_mmio_init(&d->mmio, dev);
+	if (r)
+		return r;
+	r = virtio_dev_launch(dev);
+	if (r)
+		virtio_mmio_destroy(&d->mmio);
+	return r;
 }
 
 /* After virtio_dev_destroy, as the VM's teardown does: until their
