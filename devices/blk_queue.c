@@ -113,12 +113,31 @@ static void finish(struct blk_queue *q, unsigned head, uint8_t *status_byte, uin
 	vqw_push(q->wq, (uint16_t)head, used_len);
 }
 
-/* A slot's host I/O is over: free the slot and complete its request. */
+static void slot_start(struct blk_queue *q, unsigned head);
+
+/* A slot's host I/O is over: free the slot and its bytes of the queue's
+ * budget, complete its request, and let a request that waited for the
+ * budget go. */
 static void slot_done(struct blk_queue *q, unsigned head, uint8_t status)
 {
 	struct blk_slot *s = &q->slots[head];
 
 	s->busy = false;
+	q->budget_used -= s->cost;
+	if (q->waiting >= 0) {
+		unsigned w = (unsigned)q->waiting;
+
+		if (vqw_stopping(q->wq) || q->budget_used + q->slots[w].cost <= BLK_QUEUE_BUDGET) {
+			q->waiting = -1;
+			vqw_hold(q->wq, false);
+			if (vqw_stopping(q->wq)) {
+				q->slots[w].cost = 0;
+				slot_done(q, w, VIRTIO_BLK_S_IOERR);
+			} else {
+				slot_start(q, w);
+			}
+		}
+	}
 	__atomic_store_n(&q->inflight, q->inflight - 1, __ATOMIC_RELEASE);
 	if (status == VIRTIO_BLK_S_OK) {
 		if (s->req.type == VIRTIO_BLK_T_IN)
@@ -147,6 +166,43 @@ static void slot_advance(struct blk_slot *s, uint64_t n)
 	}
 }
 
+/* Results worth trying again, a few times, after a growing wait: the
+ * host had no resources for now (-EAGAIN: io_uring, a non-blocking file;
+ * -ENOMEM, -EBUSY) or a signal cut the call short (-EINTR). Anything
+ * else is the request's result. */
+static bool transient(int res)
+{
+	return res == -EAGAIN || res == -EINTR || res == -ENOMEM || res == -EBUSY;
+}
+
+/* Try slot `head`'s host I/O again after vqw_retry_later's wait, or give
+ * up: BLK_RETRY_MAX tries, VQW_RETRY_FIRST_NS doubling (about 51 ms in
+ * all), so a host that keeps refusing costs a few wake-ups, not a thread
+ * spinning at 100%. False: no tries left. */
+static bool slot_retry_later(struct blk_queue *q, unsigned head)
+{
+	struct blk_slot *s = &q->slots[head];
+
+	if (s->retries >= BLK_RETRY_MAX)
+		return false;
+	vqw_retry_later(q->wq, head, s->retries++);
+	return true;
+}
+
+/* The wait of slot_retry_later is over: submit again (or, when a stop
+ * cancelled the wait, end the request). */
+static void blk_retry(struct vqw_queue *wq, uint32_t head)
+{
+	struct blk_queue *q = wq->opaque;
+
+	if (head >= q->nslots || !q->slots[head].busy)
+		return;         /* not ours (cannot happen) */
+	if (vqw_stopping(wq))
+		slot_done(q, head, VIRTIO_BLK_S_IOERR);
+	else
+		slot_submit(q, head);
+}
+
 static void slot_complete(struct blk_queue *q, unsigned head, int res)
 {
 	struct blk_slot *s;
@@ -158,17 +214,17 @@ static void slot_complete(struct blk_queue *q, unsigned head, int res)
 	if (blk->backend->complete)
 		res = blk->backend->complete(blk->backend_arg, q->idx, s, res);
 	if (vqw_stopping(q->wq)) {
+		/* Cancelled by a reset: not the disk's failure (a FLUSH cut
+		 * short makes no later one fail). */
 		slot_done(q, head, VIRTIO_BLK_S_IOERR);
 		return;
 	}
+	if (transient(res) && slot_retry_later(q, head))
+		return;
 
 	switch (s->req.type) {
 	case VIRTIO_BLK_T_IN:
 	case VIRTIO_BLK_T_OUT:
-		if (res == -EAGAIN) {
-			slot_submit(q, head);
-			return;
-		}
 		/* O_DIRECT refuses buffers or offsets not aligned to the host's
 		 * logical block size: redo this request through the page cache. */
 		if (res == -EINVAL && blk->img.direct && !s->buffered) {
@@ -182,6 +238,7 @@ static void slot_complete(struct blk_queue *q, unsigned head, int res)
 			return;
 		}
 		if ((uint64_t)res < s->left) {
+			/* Progress, bounded by the request's size. */
 			slot_advance(s, (uint64_t)res);
 			slot_submit(q, head);
 			return;
@@ -189,6 +246,11 @@ static void slot_complete(struct blk_queue *q, unsigned head, int res)
 		slot_done(q, head, VIRTIO_BLK_S_OK);
 		return;
 	case VIRTIO_BLK_T_FLUSH:
+		/* A failed fsync may have lost data that an earlier write
+		 * reported done (and Linux reports each writeback error only
+		 * once): every later FLUSH fails too. Only transient refusals
+		 * that kept failing get here with those codes, and they too
+		 * stick: the data's fate is unknown. */
 		if (res < 0)
 			__atomic_store_n(&blk->flush_failed, true, __ATOMIC_RELEASE);
 		slot_done(q, head, res < 0 || __atomic_load_n(&blk->flush_failed, __ATOMIC_ACQUIRE)
@@ -203,10 +265,6 @@ static void slot_complete(struct blk_queue *q, unsigned head, int res)
 		}
 		/* fall through */
 	case VIRTIO_BLK_T_DISCARD:
-		if (res == -EAGAIN) {
-			slot_submit(q, head);
-			return;
-		}
 		slot_done(q, head, res < 0 ? VIRTIO_BLK_S_IOERR : VIRTIO_BLK_S_OK);
 		return;
 	}
@@ -261,8 +319,27 @@ static void blk_chain(struct vqw_queue *wq, struct virtq_chain *c)
 	s->punch = s->req.type == VIRTIO_BLK_T_WRITE_ZEROES &&
 		   (s->req.dwz_flags & VIRTIO_BLK_WRITE_ZEROES_FLAG_UNMAP) && q->blk->img.discard;
 	s->used_len = s->req.type == VIRTIO_BLK_T_IN ? (uint32_t)s->req.len + 1 : 1;
+	s->retries = 0;
+	s->cost = s->req.type == VIRTIO_BLK_T_FLUSH ? 0 : s->req.len;
 	__atomic_store_n(&q->inflight, q->inflight + 1, __ATOMIC_RELAXED);
-	slot_submit(q, c->head);
+	/* The queue's budget of host work in flight: a request that does not
+	 * fit waits (its slot taken, the queue held: the guest's next
+	 * requests wait in the ring) until enough has completed; one that is
+	 * alone always goes. */
+	if (q->budget_used && q->budget_used + s->cost > BLK_QUEUE_BUDGET) {
+		q->waiting = (int)c->head;
+		vqw_hold(wq, true);
+		STAT_ADD(q, budget_waits, 1);
+		return;
+	}
+	slot_start(q, c->head);
+}
+
+/* Count the slot's bytes against the budget and issue its host I/O. */
+static void slot_start(struct blk_queue *q, unsigned head)
+{
+	q->budget_used += q->slots[head].cost;
+	slot_submit(q, head);
 }
 
 static void blk_complete(struct vqw_queue *wq, uint32_t head, int res)
@@ -304,6 +381,7 @@ static const struct vqw_ops blk_vqw_ops = {
 	.complete = blk_complete,
 	.inflight = blk_inflight,
 	.fixed_failed = blk_fixed_failed,
+	.retry = blk_retry,
 };
 
 int blk_slots_alloc(struct blk_dev *blk)
@@ -377,6 +455,8 @@ static int queue_prepare(struct blk_dev *blk, unsigned qi)
 	q->ctx.discard = virtio_has_feature(dev, VIRTIO_BLK_F_DISCARD);
 	q->ctx.write_zeroes = virtio_has_feature(dev, VIRTIO_BLK_F_WRITE_ZEROES);
 	q->ctx.serial = blk->opts.serial;
+	q->waiting = -1;
+	q->budget_used = 0;
 	if (!blk->slot_mem || q->nslots > BLK_QUEUE_SIZE_MAX)
 		return -EINVAL;     /* cannot happen: the device made both */
 	q->slots = (struct blk_slot *)((uint8_t *)blk->slot_mem + qi * blk->slot_stride);

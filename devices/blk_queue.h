@@ -14,6 +14,15 @@
 #include "devices/virtio_blk.h"
 #include "devices/virtq_worker.h"
 
+/* Host work a queue may have in flight, in bytes of data (reads,
+ * writes) and of range (discard, write-zeroes): past it, requests wait in
+ * the ring. At least two of the largest requests (BLK_SEG_MAX segments
+ * of BLK_SIZE_MAX), so that one alone never waits. */
+#define BLK_QUEUE_BUDGET (256ULL << 20)
+/* Tries of a request's host I/O that the host refused for now (-EAGAIN,
+ * -EINTR, -ENOMEM, -EBUSY), with vqw_retry_later's growing waits. */
+#define BLK_RETRY_MAX 8
+
 /* Data segments a slot holds itself: a request with more has them in
  * its queue's overflow array for its head. Slots stay small, so the pages
  * a queue touches follow its queue depth, not the guest's seg_max. */
@@ -30,6 +39,8 @@ struct blk_slot {
 	uint32_t used_len;         /* reported to the driver on success */
 	bool buffered;             /* retried on the non-O_DIRECT fd */
 	bool punch;                /* write zeroes through PUNCH_HOLE */
+	uint8_t retries;           /* transient failures retried (BLK_RETRY_MAX) */
+	uint64_t cost;             /* its bytes of the queue's budget (0: none) */
 	int fixed;                 /* one segment: its registered buffer, or -1 */
 	struct iovec iov[BLK_SLOT_IOV];
 };
@@ -89,8 +100,10 @@ struct blk_queue {
 	 * slots' last writes too). */
 	unsigned inflight;
 	struct blk_req_ctx ctx;
+	uint64_t budget_used;      /* bytes of host work in flight (worker) */
+	int waiting;               /* a slot waiting for the budget, or -1 (worker) */
 	/* Written by the worker's thread only (relaxed atomics). */
-	uint64_t errors, bytes_read, bytes_written;
+	uint64_t errors, bytes_read, bytes_written, budget_waits;
 	/* What blk_req_parse fills, before the segments go to their slot. */
 	struct iovec parse_iov[BLK_SEG_MAX];
 };

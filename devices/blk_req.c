@@ -66,6 +66,12 @@ enum blk_verdict blk_req_parse(const struct virtq_chain *c, const struct blk_req
 			  : iov_slice(rd, nrd, BLK_REQ_HDR_BYTES, dlen, req->iov, BLK_SEG_MAX);
 		if (niov < 0)
 			goto done;
+		/* seg_max and size_max are the driver's to honour (§5.2.6.1):
+		 * a request is at most BLK_SEG_MAX * BLK_SIZE_MAX bytes of host
+		 * work, not 126 segments of 4 GiB over one guest buffer. */
+		for (int i = 0; i < niov; i++)
+			if (req->iov[i].iov_len > BLK_SIZE_MAX)
+				goto done;
 		req->niov = (unsigned)niov;
 		req->len = dlen;
 		return BLK_REQ_SUBMIT;

@@ -23,9 +23,11 @@
 #define BLK_DWZ_SEG_BYTES 16
 /* Limits advertised in config space and enforced here. */
 #define BLK_SEG_MAX       126          /* data segments per request */
-#define BLK_SIZE_MAX      (1u << 20)   /* bytes per segment (advisory) */
+#define BLK_SIZE_MAX      (1u << 20)   /* bytes per data segment */
 #define BLK_DWZ_MAX_SEG   1            /* one fallocate per request */
-#define BLK_DWZ_MAX_SECTORS (1u << 22) /* 2 GiB per discard / write-zeroes */
+/* 64 MiB per discard / write-zeroes: on a block device, write-zeroes
+ * without an offload is the kernel writing that many zeroes. */
+#define BLK_DWZ_MAX_SECTORS (1u << 17)
 
 /* What the device knows when validating a request. */
 struct blk_req_ctx {

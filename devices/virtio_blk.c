@@ -139,7 +139,7 @@ static void blk_stats_json(struct virtio_dev *dev, FILE *out)
 		fprintf(out, "%s{\"requests\":%llu,\"batches\":%llu,\"io_uring_enter\":%llu,"
 			"\"irqs\":%llu,\"errors\":%llu,\"bytes_read\":%llu,\"bytes_written\":%llu,"
 			"\"polled\":%llu,\"poll_preempted\":%llu,\"kicks\":%llu,\"gathers\":%llu,"
-			"\"gathered\":%llu,\"fixed\":%llu,\"retries\":%llu",
+			"\"gathered\":%llu,\"fixed\":%llu,\"retries\":%llu,\"budget_waits\":%llu",
 			q ? "," : "", (unsigned long long)s.requests,
 			(unsigned long long)s.batches, (unsigned long long)s.enters,
 			(unsigned long long)s.irqs, (unsigned long long)s.errors,
@@ -147,7 +147,7 @@ static void blk_stats_json(struct virtio_dev *dev, FILE *out)
 			(unsigned long long)s.polled, (unsigned long long)s.poll_preempted,
 			(unsigned long long)s.kicks, (unsigned long long)s.gathers,
 			(unsigned long long)s.gathered, (unsigned long long)s.fixed,
-			(unsigned long long)s.retries);
+			(unsigned long long)s.retries, (unsigned long long)s.budget_waits);
 		if (s.ring_valid) {
 			/* Where a stalled queue stopped: work the device never
 			 * took (avail_pending), host I/O that never completed
@@ -320,6 +320,7 @@ int blk_get_queue_stats(struct virtio_dev *dev, unsigned q, struct blk_queue_sta
 	out->ring_valid = w.ring_valid;
 	out->ring = w.ring;
 	out->errors = __atomic_load_n(&bq->errors, __ATOMIC_RELAXED);
+	out->budget_waits = __atomic_load_n(&bq->budget_waits, __ATOMIC_RELAXED);
 	out->bytes_read = __atomic_load_n(&bq->bytes_read, __ATOMIC_RELAXED);
 	out->bytes_written = __atomic_load_n(&bq->bytes_written, __ATOMIC_RELAXED);
 	return 0;

@@ -50,6 +50,7 @@ struct blk_queue_stats {
 	uint64_t gathered;         /* requests that came during those waits */
 	uint64_t fixed;            /* reads and writes on registered guest RAM (fixed-buffers) */
 	uint64_t retries;          /* host I/O retried after a wait (-EAGAIN) */
+	uint64_t budget_waits;     /* requests that waited for the queue's budget of bytes */
 	bool ring_valid;           /* the queue's thread has stopped: */
 	struct virtq_ring_state ring;   /* the ring as it left it */
 };

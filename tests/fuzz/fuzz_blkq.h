@@ -171,6 +171,17 @@ void vqw_start(struct vqw *w, uint64_t mask)
 
 static void fake_complete(unsigned k, unsigned mode);
 
+/* A retry's wait: an SQE of its own, completed when the input says, as
+ * the real ring's timeout would be (or cancelled by a stop). */
+void vqw_retry_later(struct vqw_queue *q, uint32_t data, unsigned attempt)
+{
+	struct io_uring_sqe *sqe = vqw_get_sqe(q->w);
+
+	FZ_ASSERT(attempt < 64);
+	io_uring_prep_timeout(sqe, NULL, 0, 0);
+	io_uring_sqe_set_data64(sqe, data);
+}
+
 /* Told to stop: from here on it writes no guest memory, as the real
  * thread winding down (its host I/O ends in vqw_stop). */
 void vqw_stop_begin(struct vqw *w)
@@ -213,7 +224,7 @@ static void fake_drain(struct vqw_queue *q)
 	int r;
 
 	q->more = false;
-	if (q->broken)
+	if (q->broken || q->held || !q->active)
 		return;
 	virtq_notify_disable(q->vq);
 	while (budget) {
@@ -310,6 +321,12 @@ static void fake_complete(unsigned k, unsigned mode)
 	k %= fk.nsq;
 	f = fk.sq[k];
 	fk.sq[k] = fk.sq[--fk.nsq];
+	if (s->opcode == IORING_OP_TIMEOUT) {
+		/* A retry's wait is over. */
+		FZ_ASSERT(f.q->w->ops->retry);
+		f.q->w->ops->retry(f.q, (uint32_t)s->user_data);
+		return;
+	}
 	if (s->opcode != IORING_OP_NOP) {
 		FZ_ASSERT(s->flags & IOSQE_FIXED_FILE);
 		FZ_ASSERT(s->fd == 0 || (s->fd == 1 && fk.buffered_fd));

@@ -66,6 +66,8 @@ static uint64_t all_features(void)
  * the transport sets on a device that exists already). */
 static struct log_sink *setup_log;
 static bool setup_sandbox;
+/* The next setup's image: sparse, of this size (0: IMG_SIZE of pattern). */
+static uint64_t setup_image_size;
 
 /* Create the device from "<image><opts>" with `backend` (NULL: the
  * file's), negotiate `features`, set up nq queues; DRIVER_OK unless !ok. */
@@ -78,7 +80,14 @@ static void setup_backend(struct t *t, const char *opts, unsigned nq, uint64_t f
 
 	check_need_io_uring();
 	memset(t, 0, sizeof(*t));
-	make_image(t, IMG_SIZE);
+	if (setup_image_size) {
+		strcpy(t->path, "/tmp/mvm-test-blk-XXXXXX");
+		t->fd = mkstemp(t->path);
+		CHECK(t->fd >= 0);
+		CHECK_EQ(ftruncate(t->fd, (off_t)setup_image_size), 0);
+	} else {
+		make_image(t, IMG_SIZE);
+	}
 	snprintf(spec, sizeof(spec), "%s%s", t->path, opts);
 	CHECK_EQ(cli_parse_blk_opts(spec, nq, &o, err, sizeof(err)), 0);
 	CHECK_EQ(vdrv_ram_init(&t->d, 0x1000, 16 << 20), 0);
@@ -1632,6 +1641,125 @@ TEST(failed_fsync_makes_later_flushes_fail)
 	CHECK_EQ(inj.fail_n, 0);
 	CHECK_EQ(run1(&t, 0, VIRTIO_BLK_T_FLUSH, 0, 0, 0, false, NULL), VIRTIO_BLK_S_IOERR);
 	CHECK_EQ(run1(&t, 0, VIRTIO_BLK_T_FLUSH, 0, 0, 0, false, NULL), VIRTIO_BLK_S_IOERR);
+	teardown(&t);
+}
+
+/* A host that keeps refusing for now (-EAGAIN) is asked again a bounded
+ * number of times, after growing waits (no thread spinning at 100%), and
+ * then the request fails; a refusal that passes, or a signal's -EINTR, is
+ * retried to success. */
+TEST(transient_refusals_are_retried_a_bounded_number_of_times_then_fail)
+{
+	struct blk_queue_stats s;
+	struct timespec a, b;
+	struct t t;
+	uint64_t buf;
+	int res[] = { -EAGAIN, -EINTR, -ENOMEM, -EBUSY };
+	unsigned i;
+
+	setup_inj(&t, "");
+	buf = vdrv_alloc(&t.d, 4096, 4096);
+	inj.fail_res = -EAGAIN;
+	inj.fail_n = 1000;
+	clock_gettime(CLOCK_MONOTONIC, &a);
+	CHECK_EQ(run1(&t, 0, VIRTIO_BLK_T_IN, 0, buf, 4096, true, NULL), VIRTIO_BLK_S_IOERR);
+	clock_gettime(CLOCK_MONOTONIC, &b);
+	CHECK_EQ(inj.calls, 1 + BLK_RETRY_MAX);
+	stats(&t, 0, &s);
+	CHECK_EQ(s.retries, BLK_RETRY_MAX);
+	/* The waits: VQW_RETRY_FIRST_NS doubling, BLK_RETRY_MAX of them. */
+	CHECK((b.tv_sec - a.tv_sec) * 1000000000LL + (b.tv_nsec - a.tv_nsec) >=
+	      (long long)VQW_RETRY_FIRST_NS * ((1 << BLK_RETRY_MAX) - 1));
+	for (i = 0; i < ARRAY_SIZE(res); i++) {
+		inj.calls = 0;
+		inj.fail_res = res[i];
+		inj.fail_n = 2;
+		CHECK_EQ(run1(&t, 0, VIRTIO_BLK_T_IN, 8, buf, 4096, true, NULL), VIRTIO_BLK_S_OK);
+		CHECK_EQ(inj.calls, 3);
+		CHECK(data_matches(vdrv_host(&t.d, buf), 8 * 512, 4096));
+	}
+	teardown(&t);
+}
+
+/* A FLUSH the host refused for now is retried and succeeds, and later
+ * ones are not poisoned; only a real failure (EIO) sticks. */
+TEST(transient_flush_failures_are_retried_before_they_stick)
+{
+	struct t t;
+
+	setup_inj(&t, "");
+	inj.only_type = VIRTIO_BLK_T_FLUSH;
+	inj.fail_res = -EINTR;
+	inj.fail_n = 3;
+	CHECK_EQ(run1(&t, 0, VIRTIO_BLK_T_FLUSH, 0, 0, 0, false, NULL), VIRTIO_BLK_S_OK);
+	CHECK_EQ(run1(&t, 0, VIRTIO_BLK_T_FLUSH, 0, 0, 0, false, NULL), VIRTIO_BLK_S_OK);
+	inj.fail_res = -EAGAIN;
+	inj.fail_n = 1000;              /* keeps refusing: the data's fate is unknown */
+	CHECK_EQ(run1(&t, 0, VIRTIO_BLK_T_FLUSH, 0, 0, 0, false, NULL), VIRTIO_BLK_S_IOERR);
+	inj.fail_n = 0;
+	CHECK_EQ(run1(&t, 0, VIRTIO_BLK_T_FLUSH, 0, 0, 0, false, NULL), VIRTIO_BLK_S_IOERR);
+	teardown(&t);
+}
+
+/* size_max is enforced, not only advertised: a data segment over it
+ * fails before any host I/O, as does a write-zeroes over
+ * max_write_zeroes_sectors. */
+TEST(segments_over_size_max_and_oversized_write_zeroes_are_ioerr)
+{
+	struct vdrv_sg sg[3];
+	uint64_t st, buf;
+	uint32_t id, len;
+	struct t t;
+	int head;
+
+	setup_inj(&t, "");
+	buf = vdrv_alloc(&t.d, BLK_SIZE_MAX + 4096, 4096);
+	st = status_buf(&t);
+	sg[0] = (struct vdrv_sg){ hdr(&t, VIRTIO_BLK_T_IN, 0), 16, false };
+	sg[1] = (struct vdrv_sg){ buf, BLK_SIZE_MAX + 512, true };
+	sg[2] = (struct vdrv_sg){ st, 1, true };
+	head = vdrv_add(&t.d, 0, sg, 3, false);
+	CHECK(head >= 0);
+	vdrv_kick(&t.d, 0);
+	wait_used(&t, 0, &id, &len);
+	CHECK_EQ(id, head);
+	CHECK_EQ(st_of(&t, st), VIRTIO_BLK_S_IOERR);
+	/* Exactly size_max is fine (the image is 1 MiB: read all of it). */
+	CHECK_EQ(run1(&t, 0, VIRTIO_BLK_T_IN, 0, buf, BLK_SIZE_MAX, true, NULL), VIRTIO_BLK_S_OK);
+	CHECK_EQ(inj.calls, 1);
+	CHECK_EQ(run1(&t, 0, VIRTIO_BLK_T_WRITE_ZEROES, 0,
+		      dwz_segs(&t, 1, 0, BLK_DWZ_MAX_SECTORS + 1, 0), 16, false, NULL),
+		 VIRTIO_BLK_S_IOERR);
+	CHECK_EQ(inj.calls, 1);
+	teardown(&t);
+}
+
+/* A queue's host work in flight is bounded: with more write-zeroes range
+ * posted at once than BLK_QUEUE_BUDGET, the one that does not fit waits
+ * for the others (counted in budget_waits), and all complete. */
+TEST(host_work_in_flight_per_queue_is_bounded)
+{
+	unsigned n = (unsigned)(BLK_QUEUE_BUDGET / (BLK_DWZ_MAX_SECTORS * 512ULL)) + 1, i;
+	uint64_t st[8];
+	uint32_t id, len;
+	struct blk_queue_stats s;
+	struct t t;
+
+	CHECK(n <= ARRAY_SIZE(st));
+	setup_image_size = (uint64_t)n * BLK_DWZ_MAX_SECTORS * 512;
+	setup(&t, "", 1);
+	setup_image_size = 0;
+	for (i = 0; i < n; i++)
+		CHECK(post(&t, 0, VIRTIO_BLK_T_WRITE_ZEROES, 0,
+			   dwz_segs(&t, 1, (uint64_t)i * BLK_DWZ_MAX_SECTORS, BLK_DWZ_MAX_SECTORS, 0),
+			   16, false, &st[i]) >= 0);
+	vdrv_kick(&t.d, 0);
+	for (i = 0; i < n; i++)
+		wait_used(&t, 0, &id, &len);
+	for (i = 0; i < n; i++)
+		CHECK_EQ(st_of(&t, st[i]), VIRTIO_BLK_S_OK);
+	stats(&t, 0, &s);
+	CHECK_EQ(s.budget_waits, 1);
 	teardown(&t);
 }
 

@@ -28,6 +28,7 @@ struct pair {
 	bool slow_tx;                    /* TX "host I/O" never ends by itself */
 	bool tx_fsync;                   /* TX "host I/O" is an fsync (never declared) */
 	unsigned inflight;               /* TX I/O outstanding (worker thread) */
+	unsigned stuck;                  /* host I/O that no cancel ends (reported) */
 	pthread_t seen[2];               /* the thread that handled each queue */
 	uint64_t sqe_ops;                /* what the device declares (vqw_set_io) */
 	int res[QSIZE];                  /* TX completions' results, by chain head */
@@ -85,7 +86,7 @@ static unsigned pair_inflight(const struct vqw_queue *q)
 {
 	const struct pair *p = q->opaque;
 
-	return q->idx == TX ? p->inflight : 0;
+	return q->idx == TX ? p->inflight + __atomic_load_n(&p->stuck, __ATOMIC_RELAXED) : 0;
 }
 
 static const struct vqw_ops pair_vqw_ops = {
@@ -508,6 +509,44 @@ static int fdinfo_count(int fd, const char *key)
 static int ring_fdinfo(const struct pair *p, const char *key)
 {
 	return fdinfo_count(p->w.ring.ring_fd, key);
+}
+
+static void record_line(void *opaque, int level, const char *msg)
+{
+	(void)level;
+	snprintf(opaque, 512, "%s", msg);
+}
+
+/* Host I/O that no cancel ends does not hang a reset (or SIGTERM's
+ * teardown): the stop gives it VQW_STOP_DEADLINE_NS, says so, and returns;
+ * nothing reaches the guest after. */
+TEST(stop_gives_up_on_host_io_that_will_not_end_after_its_deadline)
+{
+	struct pair *p = pair_new(false);
+	char line[512] = "";
+	struct log_sink sink = { record_line, line };
+	struct vdrv_sg t = { .gpa = vdrv_alloc(&p->d, 32, 8), .len = 32 };
+	struct timespec a, b;
+	uint32_t lens[1];
+	long long ns;
+
+	/* Serving (a RUN and a PARK the worker has not seen yet cancel out). */
+	CHECK(vdrv_add(&p->d, TX, &t, 1, false) >= 0);
+	vdrv_kick(&p->d, TX);
+	CHECK_EQ(wait_used(p, TX, 1, lens), 1);
+	p->dev.log = &sink;
+	__atomic_store_n(&p->stuck, 1, __ATOMIC_RELAXED);
+	clock_gettime(CLOCK_MONOTONIC, &a);
+	vdrv_wr(&p->d, VIRTIO_MMIO_STATUS, 0);
+	clock_gettime(CLOCK_MONOTONIC, &b);
+	ns = (b.tv_sec - a.tv_sec) * 1000000000LL + (b.tv_nsec - a.tv_nsec);
+	CHECK(!p->running);
+	CHECK(ns >= (long long)VQW_STOP_DEADLINE_NS);
+	CHECK(ns < (long long)VQW_STOP_DEADLINE_NS + 3000000000LL);
+	CHECK(strstr(line, "did not end within") != NULL);
+	__atomic_store_n(&p->stuck, 0, __ATOMIC_RELAXED);
+	p->dev.log = NULL;
+	pair_free(p);
 }
 
 /* A worker keeps its ring across the driver's resets: what it registered
