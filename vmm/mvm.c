@@ -74,7 +74,7 @@ enum mvm_phase {
 	MVM_PHASE_DEVICES,   /* board devices, console, disks */
 	MVM_PHASE_LOAD,      /* kernel and initrd into guest RAM */
 	MVM_PHASE_VCPUS,     /* KVM_CREATE_VCPU and each vCPU's registers */
-	MVM_PHASE_START,     /* the devices' threads (mvm_start up to vCPU 0) */
+	MVM_PHASE_START,     /* every thread started and confined (mvm_start up to the gate) */
 	MVM_PHASES
 };
 static const char *const mvm_phase_names[MVM_PHASES] = {
@@ -723,7 +723,6 @@ static int mvm_start_common(struct mvm *m, bool confine, char *err, size_t errle
 		if (ret)
 			goto stop_vcpus;
 	}
-	m->phase_ns[MVM_PHASE_START] = mono_ns();
 	for (i = 0; i < m->cfg.cpus; i++) {
 		ret = vcpu_start(&m->vcpus[i]);
 		if (ret) {
@@ -751,6 +750,7 @@ static int mvm_start_common(struct mvm *m, bool confine, char *err, size_t errle
 		}
 	}
 	atomic_store(&m->state, MVM_RUNNING);
+	m->phase_ns[MVM_PHASE_START] = mono_ns();
 	vm_open_gate(&m->vm, started);
 	return 0;
 
