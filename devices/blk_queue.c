@@ -532,11 +532,20 @@ int blk_workers_launch(struct blk_dev *blk)
 	for (wi = 0; wi < blk->nworkers; wi++) {
 		r = vqw_launch(&blk->workers[wi].w);
 		if (r) {
-			blk_workers_fini(blk);
+			blk_workers_end(blk);
 			return r;
 		}
 	}
 	return 0;
+}
+
+void blk_workers_end(struct blk_dev *blk)
+{
+	unsigned wi;
+
+	for (wi = 0; wi < blk->nworkers; wi++)
+		if (blk->workers[wi].up)
+			vqw_end(&blk->workers[wi].w);
 }
 
 void blk_workers_fini(struct blk_dev *blk)

@@ -146,7 +146,9 @@ unsigned blk_io_threads(const struct blk_opts *o);
 int blk_workers_init(struct blk_dev *blk);
 /* Their threads, before any vCPU runs; on failure none is left. */
 int blk_workers_launch(struct blk_dev *blk);
-/* End the threads and close the rings (idempotent). */
+/* End the threads; their counters stay (the VM's stop, before --stats). */
+void blk_workers_end(struct blk_dev *blk);
+/* End them where needed and free the rings and counters (idempotent). */
 void blk_workers_fini(struct blk_dev *blk);
 
 /* DRIVER_OK, for each enabled queue in increasing order: prepares q, and

@@ -92,7 +92,7 @@ static int blk_launch_op(struct virtio_dev *dev)
 
 static void blk_halt_op(struct virtio_dev *dev)
 {
-	blk_workers_fini(to_blk(dev));
+	blk_workers_end(to_blk(dev));
 }
 
 static int blk_queue_start_op(struct virtio_dev *dev, unsigned q)

@@ -991,33 +991,40 @@ void vqw_stop(struct vqw *w)
 	w->stop_sent = false;
 }
 
+void vqw_end(struct vqw *w)
+{
+	struct timespec until;
+	int r;
+
+	if (!w->launched)
+		return;
+	vqw_stop(w);
+	send_cmd(w, VQW_CMD_EXIT);
+	/* The thread ends within its stop's deadline; what the kernel does
+	 * with host I/O that outlived it as the thread exits is bounded by
+	 * nothing mvm controls, so the join is timed: a thread that did not
+	 * end is reported and its worker not freed (the process's exit takes
+	 * it). */
+	clock_gettime(CLOCK_REALTIME, &until);
+	until.tv_sec += (time_t)(VQW_STOP_DEADLINE_NS / 1000000000ull);
+	r = pthread_timedjoin_np(w->thread, NULL, &until);
+	if (r) {
+		log_warn(w->dev->log, "%s: I/O thread %s did not end within %llu s; leaving it "
+			 "behind", w->ops->name, w->thread_name,
+			 (unsigned long long)(VQW_STOP_DEADLINE_NS / 1000000000ull));
+		w->lost = true;
+		return;
+	}
+	w->launched = false;
+}
+
 void vqw_fini(struct vqw *w)
 {
 	if (!w->ring_ok)
 		return;
-	if (w->launched) {
-		struct timespec until;
-		int r;
-
-		vqw_stop(w);
-		send_cmd(w, VQW_CMD_EXIT);
-		/* The thread ends within its stop's deadline; what the kernel
-		 * does with host I/O that outlived it as the thread exits is
-		 * bounded by nothing mvm controls, so the join is timed: a
-		 * thread that did not end is reported and its worker not freed
-		 * (the process's exit takes it). */
-		clock_gettime(CLOCK_REALTIME, &until);
-		until.tv_sec += (time_t)(VQW_STOP_DEADLINE_NS / 1000000000ull);
-		r = pthread_timedjoin_np(w->thread, NULL, &until);
-		if (r) {
-			log_warn(w->dev->log, "%s: I/O thread %s did not end within %llu s; "
-				 "leaving it behind", w->ops->name, w->thread_name,
-				 (unsigned long long)(VQW_STOP_DEADLINE_NS / 1000000000ull));
-			w->lost = true;
-			return;
-		}
-		w->launched = false;
-	}
+	vqw_end(w);
+	if (w->lost)
+		return;
 	/* A ring no thread enabled still holds its files: closed with it. */
 	w->fixed = w->fixed_want = NULL;
 	io_uring_queue_exit(&w->ring);

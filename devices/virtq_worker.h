@@ -15,7 +15,8 @@
  *    is told to serve the queues the driver enabled, and later to stop
  *    serving them (cancel, drain with a deadline, never touch guest
  *    memory again) and park. The ring, the thread and the counters stay.
- *  - vqw_fini, at teardown: the thread ends, the ring is closed.
+ *  - vqw_end, at the VM's stop: the thread ends; its counters stay for
+ *    the statistics until vqw_fini frees everything with the device.
  *
  * The worker owns the thread and everything about waiting and batching:
  *  - the guest's kicks: a read of each queue's kick eventfd queued in the
@@ -338,8 +339,10 @@ void vqw_stop_begin(struct vqw *w);
  * memory (but host I/O that outlived the deadline, which the worker
  * reported). The thread stays, parked. */
 void vqw_stop(struct vqw *w);
-/* End the thread (stopping first) and free the ring. The ring's files
- * and buffers are dropped by the thread as it ends. */
+/* End the thread (stopping first): the ring's files and buffers are
+ * dropped by the thread as it ends; the counters stay readable. */
+void vqw_end(struct vqw *w);
+/* vqw_end where needed, then free the ring and the counters. */
 void vqw_fini(struct vqw *w);
 
 /* For the device, on the worker's thread: */

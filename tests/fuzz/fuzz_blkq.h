@@ -208,6 +208,12 @@ void vqw_stop(struct vqw *w)
 	w->running = false;
 }
 
+void vqw_end(struct vqw *w)
+{
+	vqw_stop(w);
+	w->launched = false;
+}
+
 void vqw_fini(struct vqw *w)
 {
 	w->fixed = NULL;        /* as the real one: unregistered with the ring */

@@ -603,6 +603,30 @@ TEST(multiple_queues_each_with_own_thread)
 	CHECK_EQ(count_threads_settled("mvm-blk-q", 0), 0);
 }
 
+/* The VM's stop ends the I/O threads before --stats reads the counters
+ * and long before the device is freed: they stay readable, and count
+ * what was done. */
+TEST(counters_outlive_the_io_threads)
+{
+	struct blk_queue_stats s;
+	uint64_t buf;
+	struct t t;
+
+	setup(&t, ",queues=2,io-threads=2", 1);
+	buf = vdrv_alloc(&t.d, 512, 512);
+	CHECK_EQ(run1(&t, 1, VIRTIO_BLK_T_IN, 0, buf, 512, true, NULL), VIRTIO_BLK_S_OK);
+	virtio_dev_stop(t.dev);
+	virtio_dev_halt(t.dev);
+	CHECK_EQ(count_threads_settled("mvm-blk-q", 0), 0);
+	stats(&t, 1, &s);
+	CHECK_EQ(s.requests, 1);
+	CHECK_EQ(s.bytes_read, 512);
+	CHECK(s.ring_valid);
+	stats(&t, 0, &s);
+	CHECK_EQ(s.requests, 0);
+	teardown(&t);
+}
+
 /* The VM's sandbox reaches a disk after it was made (the transport's
  * attach): every I/O thread is in its filter before it serves anything,
  * and serves from there. */

@@ -110,7 +110,7 @@ static void pair_halt(struct virtio_dev *dev)
 {
 	struct pair *p = dev->priv;
 
-	vqw_fini(&p->w);
+	vqw_end(&p->w);
 }
 
 static int pair_queue_start(struct virtio_dev *dev, unsigned q)
@@ -612,6 +612,7 @@ TEST(ended_worker_has_dropped_its_files_and_buffers)
 	CHECK_EQ(fdinfo_count(copy, "UserFiles"), 0);
 	CHECK_EQ(fdinfo_count(copy, "UserBufs"), 0);
 	close(copy);
+	vqw_fini(&p->w);
 	vdrv_detach(&p->d);
 	free(p->d.ram);
 	free(p);
