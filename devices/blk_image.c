@@ -5,6 +5,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -14,6 +15,78 @@
 #include <sys/ioctl.h>
 
 #define ERR(e, ...) (snprintf(err, errlen, __VA_ARGS__), (e))
+
+/* The images this process's VMs have open. An OFD lock also conflicts
+ * with another open file description in the same process, but its
+ * refusal cannot say whose it is, and a VM of another process that just
+ * ended is worth a short wait while one of this process is not: this
+ * table tells them apart. Process-wide by nature (the locks are). */
+#define BLK_OPEN_MAX 256
+static struct blk_open {
+	dev_t dev;
+	ino_t ino;
+	unsigned readers, writers;
+} blk_open_tab[BLK_OPEN_MAX];
+static pthread_mutex_t blk_open_lock = PTHREAD_MUTEX_INITIALIZER;
+
+/* Count the image in the table: -EBUSY when a VM of this process has it
+ * read-write (or has it at all and we want to write), -ENOSPC when the
+ * table is full. */
+static int blk_open_count(dev_t dev, ino_t ino, bool ro)
+{
+	struct blk_open *e, *free_e = NULL;
+	int r = 0;
+	unsigned i;
+
+	pthread_mutex_lock(&blk_open_lock);
+	for (i = 0; i < BLK_OPEN_MAX; i++) {
+		e = &blk_open_tab[i];
+		if (!e->readers && !e->writers) {
+			if (!free_e)
+				free_e = e;
+			continue;
+		}
+		if (e->dev == dev && e->ino == ino)
+			break;
+	}
+	if (i < BLK_OPEN_MAX) {
+		if (e->writers || !ro)
+			r = -EBUSY;
+	} else if (free_e) {
+		e = free_e;
+		e->dev = dev;
+		e->ino = ino;
+	} else {
+		r = -ENOSPC;
+	}
+	if (!r) {
+		if (ro)
+			e->readers++;
+		else
+			e->writers++;
+	}
+	pthread_mutex_unlock(&blk_open_lock);
+	return r;
+}
+
+static void blk_open_uncount(dev_t dev, ino_t ino, bool ro)
+{
+	unsigned i;
+
+	pthread_mutex_lock(&blk_open_lock);
+	for (i = 0; i < BLK_OPEN_MAX; i++) {
+		struct blk_open *e = &blk_open_tab[i];
+
+		if ((e->readers || e->writers) && e->dev == dev && e->ino == ino) {
+			if (ro && e->readers)
+				e->readers--;
+			else if (!ro && e->writers)
+				e->writers--;
+			break;
+		}
+	}
+	pthread_mutex_unlock(&blk_open_lock);
+}
 
 /* Probe hole punching past EOF: a no-op where supported, EOPNOTSUPP where
  * the filesystem lacks it. Never changes the file's contents or size. */
@@ -68,6 +141,19 @@ int blk_image_open(const struct blk_opts *o, struct blk_image *img, const struct
 		goto close_fd;
 	}
 
+	r = blk_open_count(st.st_dev, st.st_ino, o->ro);
+	if (r) {
+		r = r == -EBUSY ?
+		    ERR(-EBUSY, "disk %s: image is in use by another VM of this process%s; "
+			"destroy that VM first or use a copy of the image", o->path,
+			o->ro ? " (read-write)" : "") :
+		    ERR(r, "disk %s: more than %u images open in this process", o->path,
+			BLK_OPEN_MAX);
+		goto close_fd;
+	}
+	img->counted = true;
+	img->dev = st.st_dev;
+	img->ino = st.st_ino;
 	/* OFD locks belong to the open file description, not the process, so
 	 * they survive across our threads and drop exactly when fd closes. */
 	fl.l_type = o->ro ? F_RDLCK : F_WRLCK;
@@ -123,6 +209,9 @@ int blk_image_open(const struct blk_opts *o, struct blk_image *img, const struct
 
 close_fd:
 	close(fd);
+	if (img->counted)
+		blk_open_uncount(img->dev, img->ino, img->ro);
+	img->counted = false;
 	return r;
 }
 
@@ -133,4 +222,14 @@ void blk_image_close(struct blk_image *img)
 	if (img->fd_buffered >= 0)
 		close(img->fd_buffered);
 	img->fd = img->fd_buffered = -1;
+	if (img->counted)
+		blk_open_uncount(img->dev, img->ino, img->ro);
+	img->counted = false;
+}
+
+void blk_image_move(struct blk_image *to, struct blk_image *from)
+{
+	*to = *from;
+	from->fd = from->fd_buffered = -1;
+	from->counted = false;
 }

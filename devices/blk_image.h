@@ -9,6 +9,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 #include "vmm/log.h"
 
@@ -48,7 +49,16 @@ struct blk_image {
 	bool ro;
 	bool direct;               /* cache=none took effect */
 	bool discard;              /* discard=on requested and fallocate works */
+	/* Counted in this process's table of open images (the file's device
+	 * and inode): another VM of the process is refused at once. Moves
+	 * with the fds (blk_image_move). */
+	bool counted;
+	dev_t dev;
+	ino_t ino;
 };
+
+/* Hand an open image to a new owner: *to gets everything, *from nothing. */
+void blk_image_move(struct blk_image *to, struct blk_image *from);
 
 /* Open and lock the image. 0 or -errno with a one-line message in err.
  * Warnings (O_DIRECT refused, no hole punching) go to log (may be NULL). */

@@ -225,8 +225,7 @@ static int blk_dev_create(const struct blk_opts *o, struct blk_image *img,
 		free(blk);
 		goto oom;
 	}
-	blk->img = *img;
-	img->fd = img->fd_buffered = -1;    /* ours now */
+	blk_image_move(&blk->img, img);     /* ours now */
 	blk->backend = backend;
 	blk->backend_arg = backend_arg;
 	blk->capacity = blk->img.size / BLK_SECTOR;

@@ -36,7 +36,7 @@ struct kvm_probe_result {
 /* Run the probe payload in a fresh one-vCPU VM, bounded by timeout_ms.
  * Always fills *res; returns 0, or -errno when the host itself failed
  * (out of memory, no threads), in which case res->verdict is FAILS.
- * Needs a no-op handler on kick_signal (vcpu_signal_setup) so that a
+ * Needs a no-op handler on kick_signal (vcpu_signal_get) so that a
  * payload that never finishes can be interrupted. */
 int kvm_probe_run(unsigned timeout_ms, int kick_signal, struct kvm_probe_result *res);
 

@@ -34,6 +34,7 @@
 #include "devices/virtq_worker.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -100,6 +101,7 @@ struct mvm {
 	struct vcpu *vcpus;
 	unsigned nvcpus;               /* created */
 	bool threads_stopped;          /* mvm_stop_threads ran: devices stopped */
+	bool kick_held;                /* vcpu_signal_get succeeded: put at destroy */
 
 	/* Console input: console_in -> escape filter -> UART RX FIFO. Bytes
 	 * the FIFO cannot take yet wait in carry. Control thread only. */
@@ -187,10 +189,32 @@ static int mvm_check_file(const char *what, const char *path, char *err, size_t 
 	return 0;
 }
 
+/* A call on a VM whose prepare or start failed. */
+static int mvm_failed_err(const char *call, char *err, size_t errlen)
+{
+	return err_set(err, errlen, -EBUSY, "%s: an earlier mvm_prepare or mvm_start of this "
+		       "VM failed; destroy it (mvm_destroy) and create a new one", call);
+}
+
+/* vcpu_signal_get's refusal, in words. */
+static int mvm_kick_signal_err(int sig, int ret, char *err, size_t errlen)
+{
+	if (ret == -EINVAL)
+		return err_set(err, errlen, ret, "kick_signal %d (%s): the kernel or the process "
+			       "needs it for something else (a fault, a child, a pipe); give a "
+			       "signal the process does not use, e.g. SIGUSR1", sig, strsignal(sig));
+	if (ret == -EBUSY)
+		return err_set(err, errlen, ret, "kick_signal %d (%s): the process has a handler "
+			       "of its own for it; give a signal it does not use", sig,
+			       strsignal(sig));
+	return err_set(err, errlen, ret, "kick_signal %d: sigaction: %s", sig, strerror(-ret));
+}
+
 /* Everything about a config that needs no KVM. */
 static int mvm_check_config(const struct mvm_config *cfg, char *err, size_t errlen)
 {
 	uint64_t host_mem;
+	int ret;
 
 	if (!cfg)
 		return err_set(err, errlen, -EINVAL, "config: NULL; fill one with mvm_config_init");
@@ -212,17 +236,25 @@ static int mvm_check_config(const struct mvm_config *cfg, char *err, size_t errl
 		return err_set(err, errlen, -EINVAL, "mem %llu MiB: more than this host's RAM + "
 			       "swap (%llu MiB); give less", (unsigned long long)(cfg->mem >> 20),
 			       (unsigned long long)(host_mem >> 20));
-	if (cfg->kick_signal <= 0 || cfg->kick_signal > SIGRTMAX ||
-	    cfg->kick_signal == SIGKILL || cfg->kick_signal == SIGSTOP)
-		return err_set(err, errlen, -EINVAL, "kick_signal %d: not a signal a handler can "
-			       "be installed for; give e.g. SIGUSR1", cfg->kick_signal);
+	if (cfg->kick_signal <= 0 || cfg->kick_signal > SIGRTMAX)
+		return err_set(err, errlen, -EINVAL, "kick_signal %d: not a signal; give e.g. "
+			       "SIGUSR1", cfg->kick_signal);
+	if (vcpu_signal_reserved(cfg->kick_signal))
+		return mvm_kick_signal_err(cfg->kick_signal, -EINVAL, err, errlen);
 	if (cfg->console_escape && cfg->console_in < 0)
 		return err_set(err, errlen, -EINVAL, "console_escape: set without console_in");
-	if (mvm_check_file("kernel", cfg->kernel, err, errlen))
-		return -EINVAL;
-	if (cfg->initrd && mvm_check_file("initrd", cfg->initrd, err, errlen))
-		return -EINVAL;
-	return 0;
+	/* Checked now: an fd closed under the control thread's poll would
+	 * read as POLLNVAL forever. */
+	if (cfg->console_in >= 0 && fcntl(cfg->console_in, F_GETFD) < 0)
+		return err_set(err, errlen, -EBADF, "console_in %d: not an open file descriptor; "
+			       "give an open fd or -1", cfg->console_in);
+	if (cfg->console_out >= 0 && fcntl(cfg->console_out, F_GETFD) < 0)
+		return err_set(err, errlen, -EBADF, "console_out %d: not an open file descriptor; "
+			       "give an open fd or -1", cfg->console_out);
+	ret = mvm_check_file("kernel", cfg->kernel, err, errlen);
+	if (!ret && cfg->initrd)
+		ret = mvm_check_file("initrd", cfg->initrd, err, errlen);
+	return ret;
 }
 
 static char *mvm_strdup(const char *s, bool *oom)
@@ -332,11 +364,15 @@ int mvm_add_disk(struct mvm *m, const struct mvm_disk *d, char *err, size_t errl
 		return err_set(err, errlen, -EINVAL, "disk %s: serial '%s' longer than %u bytes",
 			       d->path, d->serial, BLK_SERIAL_MAX);
 	if (d->cache != MVM_CACHE_WRITEBACK && d->cache != MVM_CACHE_NONE)
-		return err_set(err, errlen, -EINVAL, "disk %s: cache %d unknown", d->path, d->cache);
+		return err_set(err, errlen, -EINVAL, "disk %s: cache %d unknown; give "
+			       "MVM_CACHE_WRITEBACK (%d) or MVM_CACHE_NONE (%d)", d->path, d->cache,
+			       MVM_CACHE_WRITEBACK, MVM_CACHE_NONE);
 	if (d->transport != MVM_TRANSPORT_PCI && d->transport != MVM_TRANSPORT_MMIO &&
 	    d->transport != MVM_TRANSPORT_CCW)
-		return err_set(err, errlen, -EINVAL, "disk %s: transport %d unknown", d->path,
-			       d->transport);
+		return err_set(err, errlen, -EINVAL, "disk %s: transport %d unknown; give "
+			       "MVM_TRANSPORT_PCI (%d), MVM_TRANSPORT_MMIO (%d) or "
+			       "MVM_TRANSPORT_CCW (%d)", d->path, d->transport, MVM_TRANSPORT_PCI,
+			       MVM_TRANSPORT_MMIO, MVM_TRANSPORT_CCW);
 	if ((d->transport == MVM_TRANSPORT_PCI && arch_layout.pci_mmio_end == 0) ||
 	    (d->transport == MVM_TRANSPORT_MMIO && arch_layout.virtio_mmio_max == 0) ||
 	    (d->transport == MVM_TRANSPORT_CCW && !arch_layout.has_ccw))
@@ -504,6 +540,8 @@ static void mvm_console_finish(struct mvm *m)
 		}
 		if (p[0].revents)
 			mvm_efd_reset(ks->stop_efd);
+		if (p[2].revents & POLLNVAL)
+			m->con_open = false;
 		if (p[2].revents & (POLLIN | POLLHUP | POLLERR)) {
 			uint8_t in[MVM_CONSOLE_CHUNK], out[MVM_CONSOLE_CHUNK + 1];
 			ssize_t n = read(m->cfg.console_in, in, sizeof(in));
@@ -577,6 +615,13 @@ static void *mvm_control(void *arg)
 		}
 		if (p[0].revents)
 			break;
+		if (p[1].revents & POLLNVAL) {
+			/* The caller closed console_in under the VM: no more input. */
+			log_warn(&m->log, "console_in %d was closed while the VM runs; no more "
+				 "console input", m->cfg.console_in);
+			m->con_open = false;
+			continue;
+		}
 		if ((p[1].revents & (POLLIN | POLLHUP | POLLERR)) && mvm_console_read(m))
 			vm_request_stop(&m->vm, VM_STOP_REQUESTED, MVM_EXIT_OK, NULL);
 	}
@@ -603,7 +648,8 @@ int mvm_prepare(struct mvm *m, char *err, size_t errlen)
 	if (!m)
 		return err_set(err, errlen, -EINVAL, "mvm_prepare: vm is NULL");
 	if (!atomic_compare_exchange_strong(&m->state, &expected, MVM_FAILED))
-		return err_set(err, errlen, -EBUSY, "mvm_prepare: the VM was prepared already");
+		return expected == MVM_FAILED ? mvm_failed_err("mvm_prepare", err, errlen) :
+		       err_set(err, errlen, -EBUSY, "mvm_prepare: the VM was prepared already");
 	m->phase_ns[MVM_PHASE_CREATE] = mono_ns();
 	/* From here on, any failure leaves the VM FAILED (destroy only). */
 	if (m->ndisks) {
@@ -686,10 +732,10 @@ int mvm_prepare(struct mvm *m, char *err, size_t errlen)
 			return ret;
 	}
 	m->phase_ns[MVM_PHASE_VCPUS] = mono_ns();
-	ret = vcpu_signal_setup(m->cfg.kick_signal);
+	ret = vcpu_signal_get(m->cfg.kick_signal);
 	if (ret)
-		return err_set(err, errlen, ret, "sigaction(%d): %s", m->cfg.kick_signal,
-			       strerror(-ret));
+		return mvm_kick_signal_err(m->cfg.kick_signal, ret, err, errlen);
+	m->kick_held = true;
 
 	m->con_open = m->cfg.console_in >= 0;
 	m->esc.raw = m->cfg.console_escape;
@@ -715,7 +761,8 @@ static int mvm_start_common(struct mvm *m, bool confine, char *err, size_t errle
 			return ret;
 	}
 	if (!atomic_compare_exchange_strong(&m->state, &expected, MVM_FAILED))
-		return err_set(err, errlen, -EBUSY, "mvm_start: the VM was started already");
+		return expected == MVM_FAILED ? mvm_failed_err("mvm_start", err, errlen) :
+		       err_set(err, errlen, -EBUSY, "mvm_start: the VM was started already");
 	for (i = 0; i < m->vm.ndevices; i++) {
 		if (!m->vm.devices[i].ops->start)
 			continue;
@@ -1001,6 +1048,9 @@ void mvm_destroy(struct mvm *m)
 			blk_image_close(&m->disks[i].img);
 	if (m->vm_up)
 		vm_fini(&m->vm);
+	/* After every vCPU thread was joined: none can be signalled now. */
+	if (m->kick_held)
+		vcpu_signal_put(m->cfg.kick_signal);
 	if (m->out_up)
 		conout_fini(&m->out);
 	if (m->tx_efd >= 0)
@@ -1044,10 +1094,11 @@ int mvm_check_kvm(const char *override, const char *cache_path, int kick_signal,
 		fclose(fp);
 	}
 	kvm_probe_key(key, sizeof(key));
-	ret = vcpu_signal_setup(kick_signal);
+	ret = vcpu_signal_get(kick_signal);
 	if (ret)
-		return err_set(err, errlen, ret, "sigaction(%d): %s", kick_signal, strerror(-ret));
+		return mvm_kick_signal_err(kick_signal, ret, err, errlen);
 	ret = kvm_choose(&env, &c, err, errlen);
+	vcpu_signal_put(kick_signal);
 	if (ret)
 		return ret;
 	out->direct = c.mode == KVM_MODE_DIRECT;

@@ -179,15 +179,74 @@ static void vcpu_kick_handler(int sig)
 	(void)sig;
 }
 
-int vcpu_signal_setup(int sig)
-{
-	struct sigaction sa;
+/* The kick handler is process-wide by nature: every VM of the process
+ * that kicks with a signal holds a reference to its handler there, and
+ * the last one gives the signal back to the disposition it found. */
+static struct {
+	pthread_mutex_t lock;
+	unsigned refs[_NSIG];
+	struct sigaction old[_NSIG];
+} vcpu_sig = { .lock = PTHREAD_MUTEX_INITIALIZER };
 
+/* Signals the kernel sends for a thread's own faults (and the ones a
+ * process must keep): a no-op handler there would turn a crash into a
+ * loop, or a child's end into nothing. */
+bool vcpu_signal_reserved(int sig)
+{
+	switch (sig) {
+	case SIGSEGV: case SIGBUS: case SIGFPE: case SIGILL: case SIGTRAP: case SIGABRT:
+	case SIGSYS: case SIGCHLD: case SIGKILL: case SIGSTOP: case SIGPIPE: case SIGXFSZ:
+	case SIGXCPU:
+		return true;
+	}
+	return false;
+}
+
+int vcpu_signal_get(int sig)
+{
+	struct sigaction sa, old;
+	int r = 0;
+
+	if (sig <= 0 || sig >= _NSIG || sig > SIGRTMAX || vcpu_signal_reserved(sig))
+		return -EINVAL;
+	pthread_mutex_lock(&vcpu_sig.lock);
+	if (vcpu_sig.refs[sig]) {
+		vcpu_sig.refs[sig]++;
+		goto unlock;
+	}
+	if (sigaction(sig, NULL, &old)) {
+		r = -errno;
+		goto unlock;
+	}
+	/* A handler the process installed itself is its own: not taken. */
+	if ((old.sa_flags & SA_SIGINFO) ||
+	    (old.sa_handler != SIG_DFL && old.sa_handler != SIG_IGN)) {
+		r = -EBUSY;
+		goto unlock;
+	}
 	memset(&sa, 0, sizeof(sa));
 	sa.sa_handler = vcpu_kick_handler;
 	sigemptyset(&sa.sa_mask);
 	/* No SA_RESTART: KVM_RUN must return EINTR. */
-	return sigaction(sig, &sa, NULL) ? -errno : 0;
+	if (sigaction(sig, &sa, NULL)) {
+		r = -errno;
+		goto unlock;
+	}
+	vcpu_sig.old[sig] = old;
+	vcpu_sig.refs[sig] = 1;
+unlock:
+	pthread_mutex_unlock(&vcpu_sig.lock);
+	return r;
+}
+
+void vcpu_signal_put(int sig)
+{
+	if (sig <= 0 || sig >= _NSIG)
+		return;
+	pthread_mutex_lock(&vcpu_sig.lock);
+	if (vcpu_sig.refs[sig] && !--vcpu_sig.refs[sig])
+		sigaction(sig, &vcpu_sig.old[sig], NULL);
+	pthread_mutex_unlock(&vcpu_sig.lock);
 }
 
 static bool vcpu_stopping(const struct vcpu *v)

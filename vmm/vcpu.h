@@ -47,10 +47,18 @@ void vcpu_describe_exit(const struct kvm_run *run, char *out, size_t outlen);
 int vcpu_create(struct vcpu *v, struct vm *vm, unsigned id);
 void vcpu_destroy(struct vcpu *v);
 
-/* Install the no-op handler for sig, the signal vcpu_kick sends (struct
- * vm's kick_signal), before any vCPU starts. Process-wide by nature: the
- * embedding program chooses the signal (mvm_config.kick_signal). */
-int vcpu_signal_setup(int sig);
+/* Take sig, the signal vcpu_kick sends (struct vm's kick_signal), for a
+ * VM before any of its vCPUs starts: its no-op handler is installed by the
+ * first taker (no SA_RESTART, so KVM_RUN returns EINTR) and the
+ * disposition found then is restored when the last one gives it back.
+ * -EINVAL: a signal the kernel sends for a fault, SIGCHLD and the like;
+ * -EBUSY: the process has a handler of its own there. Process-wide by
+ * nature: the embedding program chooses the signal. */
+int vcpu_signal_get(int sig);
+/* Whether sig is one vcpu_signal_get refuses as -EINVAL (a fault's, a
+ * child's, SIGKILL...). */
+bool vcpu_signal_reserved(int sig);
+void vcpu_signal_put(int sig);
 int vcpu_start(struct vcpu *v);
 /* The first and last thing a thread that runs v does (vcpu_start's, or
  * the KVM probe's): publish its tid for vcpu_kick, and take it back. */

@@ -412,7 +412,7 @@ TEST(a_probe_that_hangs_is_kicked_out_at_its_timeout)
 	char reason[128] = "";
 
 	atomic_init(&timed_out, false);
-	CHECK_EQ(vcpu_signal_setup(SIGUSR2), 0);
+	CHECK_EQ(vcpu_signal_get(SIGUSR2), 0);
 	CHECK_EQ(kvm_probe_vcpu_thread(&v, 100, SIGUSR2, hung_run, &h, &timed_out, reason,
 				       sizeof(reason)), 0);
 	CHECK(atomic_load(&timed_out));

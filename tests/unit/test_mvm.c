@@ -14,6 +14,7 @@
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 static char err[MVM_ERR_MAX];
@@ -173,6 +174,20 @@ TEST(create_rejects_bad_configs)
 	create_fails(&c, -EINVAL, "kick_signal 9");
 	c.kick_signal = 0;
 	create_fails(&c, -EINVAL, "kick_signal 0");
+	/* The kernel's signals for a thread's own faults: a no-op handler
+	 * there turns a crash into a loop. */
+	c.kick_signal = SIGSEGV;
+	create_fails(&c, -EINVAL, "kick_signal 11 (Segmentation fault): the kernel or the "
+		     "process needs it");
+	c.kick_signal = SIGCHLD;
+	create_fails(&c, -EINVAL, "kick_signal 17");
+	c = config();
+	c.console_in = 1000;
+	create_fails(&c, -EBADF, "console_in 1000: not an open file descriptor; give an open "
+		     "fd or -1");
+	c = config();
+	c.console_out = 1001;
+	create_fails(&c, -EBADF, "console_out 1001: not an open file descriptor");
 	c = config();
 	c.console_escape = true;
 	create_fails(&c, -EINVAL, "console_escape: set without console_in");
@@ -187,12 +202,12 @@ TEST(create_checks_files_and_kernel)
 	setup();
 	c = config();
 	c.kernel = "/nonexistent/bzImage";
-	create_fails(&c, -EINVAL, "kernel '/nonexistent/bzImage': No such file or directory");
+	create_fails(&c, -ENOENT, "kernel '/nonexistent/bzImage': No such file or directory");
 	c.kernel = dir;
 	create_fails(&c, -EINVAL, "not a regular file");
 	c = config();
 	c.initrd = "/nonexistent/initrd";
-	create_fails(&c, -EINVAL, "initrd '/nonexistent/initrd'");
+	create_fails(&c, -ENOENT, "initrd '/nonexistent/initrd'");
 	/* Not a kernel at all. */
 	snprintf(path, sizeof(path), "%s/notes.txt", dir);
 	write_file(path, "hello", 5);
@@ -296,6 +311,7 @@ TEST(two_vms_same_image_second_refused)
 	struct mvm_config c;
 	struct mvm_disk d;
 	struct mvm *a, *b;
+	struct timespec t0, t1;
 
 	need_disk_transport();
 
@@ -305,8 +321,17 @@ TEST(two_vms_same_image_second_refused)
 	CHECK_EQ(mvm_create(&c, &b, err, sizeof(err)), 0);
 	mvm_disk_init(&d, image);
 	CHECK_EQ(mvm_add_disk(a, &d, err, sizeof(err)), 0);
+	/* At once (no wait for a lock that another process may drop), and
+	 * saying whose it is. */
+	clock_gettime(CLOCK_MONOTONIC, &t0);
 	CHECK_EQ(mvm_add_disk(b, &d, err, sizeof(err)), -EBUSY);
-	CHECK(strstr(err, "locked by another process"));
+	clock_gettime(CLOCK_MONOTONIC, &t1);
+	CHECK(strstr(err, "in use by another VM of this process"));
+	CHECK(t1.tv_sec - t0.tv_sec < 1);
+	/* A read-only disk is refused too while the other has it read-write. */
+	d.ro = true;
+	CHECK_EQ(mvm_add_disk(b, &d, err, sizeof(err)), -EBUSY);
+	d.ro = false;
 	/* Destroying the first VM releases its lock. */
 	mvm_destroy(a);
 	CHECK_EQ(mvm_add_disk(b, &d, err, sizeof(err)), 0);
@@ -359,7 +384,9 @@ TEST(double_start_and_add_after_start)
 	ret = mvm_start(vm, err, sizeof(err));
 	CHECK(ret == 0 || ret == -ENODEV || ret == -ENOTSUP);
 	CHECK_EQ(mvm_start(vm, err, sizeof(err)), -EBUSY);
-	CHECK(strstr(err, "started already"));
+	/* A start that failed says so, not "started already". */
+	CHECK(strstr(err, ret ? "an earlier mvm_prepare or mvm_start of this VM failed"
+			      : "started already"));
 	CHECK_EQ(mvm_add_disk(vm, &d, err, sizeof(err)), -EBUSY);
 	CHECK(strstr(err, "add disks before mvm_start"));
 	if (ret == 0) {
@@ -382,4 +409,51 @@ TEST(double_start_and_add_after_start)
 	CHECK_EQ(mvm_create(&c, &vm, err, sizeof(err)), 0);
 	CHECK_EQ(mvm_add_disk(vm, &d, err, sizeof(err)), 0);
 	mvm_destroy(vm);
+}
+
+static void host_handler(int sig)
+{
+	(void)sig;
+}
+
+/* The kick signal's handler is the one process-wide thing mvm installs:
+ * a handler the host program installed itself is not taken over, and
+ * the disposition mvm found comes back when the last VM that used the
+ * signal is destroyed. */
+TEST(kick_signal_is_refused_over_a_host_handler_and_given_back)
+{
+	struct sigaction sa = { .sa_handler = host_handler }, now;
+	struct mvm_config c;
+	struct mvm *a, *b;
+	int ret;
+
+	setup();
+	c = config();
+	c.kick_signal = SIGUSR2;
+	sigemptyset(&sa.sa_mask);
+	CHECK_EQ(sigaction(SIGUSR2, &sa, NULL), 0);
+	CHECK_EQ(mvm_create(&c, &a, err, sizeof(err)), 0);
+	ret = mvm_prepare(a, err, sizeof(err));
+	if (ret == -ENODEV || ret == -ENOTSUP)
+		CHECK_SKIP("no KVM here to prepare a VM with (%s)", err);
+	CHECK_EQ(ret, -EBUSY);
+	CHECK(strstr(err, "kick_signal 12 (User defined signal 2): the process has a handler "
+		      "of its own for it"));
+	mvm_destroy(a);
+	CHECK_EQ(sigaction(SIGUSR2, NULL, &now), 0);
+	CHECK(now.sa_handler == host_handler);          /* untouched */
+
+	signal(SIGUSR2, SIG_DFL);
+	CHECK_EQ(mvm_create(&c, &a, err, sizeof(err)), 0);
+	CHECK_EQ(mvm_create(&c, &b, err, sizeof(err)), 0);
+	CHECK_EQ(mvm_prepare(a, err, sizeof(err)), 0);
+	CHECK_EQ(mvm_prepare(b, err, sizeof(err)), 0);
+	CHECK_EQ(sigaction(SIGUSR2, NULL, &now), 0);
+	CHECK(now.sa_handler != SIG_DFL);
+	mvm_destroy(a);
+	CHECK_EQ(sigaction(SIGUSR2, NULL, &now), 0);
+	CHECK(now.sa_handler != SIG_DFL);               /* b still kicks with it */
+	mvm_destroy(b);
+	CHECK_EQ(sigaction(SIGUSR2, NULL, &now), 0);
+	CHECK(now.sa_handler == SIG_DFL);
 }

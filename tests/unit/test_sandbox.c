@@ -623,7 +623,7 @@ TEST(each_kind_may_do_what_it_needs_and_no_more)
 	check_doors(d, ARRAY_SIZE(d));
 }
 
-/* The kick: a plain handler (no SA_SIGINFO, as vcpu_signal_setup installs)
+/* The kick: a plain handler (no SA_SIGINFO, as vcpu_signal_get installs)
  * runs and returns inside the vCPU filter (s390x returns through
  * sigreturn, x86-64 through rt_sigreturn). */
 static volatile sig_atomic_t kicked;
