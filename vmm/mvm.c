@@ -790,6 +790,7 @@ static int mvm_start_common(struct mvm *m, bool confine, char *err, size_t errle
 
 		fds.vm = m->vm.vm_fd;
 		fds.tty = m->cfg.console_in;
+		fds.kick_signal = m->cfg.kick_signal;
 		ret = sandbox_enter(SANDBOX_MAIN, &fds);
 		if (ret) {
 			what = "the calling thread";

@@ -103,7 +103,8 @@ struct rule {
  *    clock and sleeping, its own ids, and signalling a thread of its own
  *    process (vcpu_kick);
  *  - main and control: poll, and the teardown of devices and queues
- *    (closing descriptors, KVM ioctls on the VM);
+ *    (closing descriptors, KVM ioctls on the VM); main also gives the
+ *    kick signal's handler back;
  *  - vCPU: KVM_RUN on its own vCPU, and the device emulation's ioctls on
  *    the VM;
  *  - queue: io_uring_enter on its own ring, and as it ends the two
@@ -147,6 +148,10 @@ static const struct rule generic[] = {
 	/* Signals go to this process's threads only (vcpu_kick): the pid
 	 * is compared at build time. */
 	CHECKED1(K_ALL, tgkill, { CHECK_IN, 0, MASK_ALL, { 0 }, 1, 0 }),
+	/* The last VM's destroy gives the kick signal's disposition back
+	 * (vcpu_signal_put): that signal only. */
+	CHECKED1(K_MAIN, rt_sigaction, FD(0, SANDBOX_FD_KICK_SIGNAL)),
+
 	ALLOW(K_MAIN | K_CONTROL | K_QUEUE, ppoll),
 #ifdef __NR_poll
 	ALLOW(K_MAIN | K_CONTROL | K_QUEUE, poll),
@@ -243,6 +248,7 @@ static bool fd_range(const struct sandbox_fds *f, enum sandbox_fd which, int *lo
 	case SANDBOX_FD_VCPUS: *lo = f->vcpu_lo; *hi = f->vcpu_hi; break;
 	case SANDBOX_FD_RING: *lo = *hi = f->ring; break;
 	case SANDBOX_FD_TTY: *lo = *hi = f->tty; break;
+	case SANDBOX_FD_KICK_SIGNAL: *lo = *hi = f->kick_signal; break;
 	default: return false;
 	}
 	return *lo >= 0 && *hi >= *lo;

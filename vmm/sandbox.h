@@ -37,16 +37,17 @@ enum sandbox_kind {
 
 extern const char *const sandbox_kind_names[SANDBOX_KINDS];
 
-/* The descriptors a thread's filter names; -1: none (a call on it is
- * then refused). */
+/* The descriptors (and the signal) a thread's filter names; -1: none (a
+ * call on it is then refused). */
 struct sandbox_fds {
 	int vm;                 /* the VM's: interrupt lines, irqfds, ioeventfds, routes */
 	int vcpu;               /* a vCPU thread's own: KVM_RUN */
 	int vcpu_lo, vcpu_hi;   /* every vCPU's, lowest and highest (s390: SIGP) */
 	int ring;               /* a queue thread's io_uring */
 	int tty;                /* the main thread's terminal (its mode restored) */
+	int kick_signal;        /* the main thread gives its handler back at destroy */
 };
-#define SANDBOX_NO_FDS ((struct sandbox_fds){ -1, -1, -1, -1, -1, -1 })
+#define SANDBOX_NO_FDS ((struct sandbox_fds){ -1, -1, -1, -1, -1, -1, -1 })
 
 /* A kind's bit in the masks below. */
 #define SANDBOX_K(kind) (1u << (kind))
@@ -58,6 +59,7 @@ enum sandbox_fd {
 	SANDBOX_FD_VCPUS,       /* any vCPU of the VM */
 	SANDBOX_FD_RING,
 	SANDBOX_FD_TTY,
+	SANDBOX_FD_KICK_SIGNAL, /* not a descriptor: the VM's kick signal */
 };
 
 /* An ioctl the kinds in `kinds` may issue on descriptor `fd`. */

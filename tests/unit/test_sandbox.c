@@ -82,6 +82,7 @@ static void env_init(void)
 	env.fds.vcpu = eventfd(0, EFD_CLOEXEC);
 	env.fds.vcpu_lo = env.fds.vcpu_hi = env.fds.vcpu;
 	env.fds.tty = open("/dev/null", O_RDWR | O_CLOEXEC);
+	env.fds.kick_signal = SIGUSR2;
 	env.other = eventfd(0, EFD_CLOEXEC);
 	if (env.fds.vm < 0 || env.fds.vcpu < 0 || env.fds.tty < 0 || env.other < 0)
 		_exit(4);
@@ -598,6 +599,19 @@ static void call_getrusage_self(void)
 	getrusage(RUSAGE_SELF, &ru);
 }
 static void call_sendto(void) { sendto(env.other, "", 0, MSG_DONTWAIT, NULL, 0); }
+static void call_sigaction_kick(void)
+{
+	struct sigaction sa;
+
+	if (sigaction(SIGUSR2, NULL, &sa) || sigaction(SIGUSR2, &sa, NULL))
+		_exit(3);
+}
+static void call_sigaction_other(void)
+{
+	struct sigaction sa = { .sa_handler = SIG_IGN };
+
+	sigaction(SIGINT, &sa, NULL);
+}
 static void call_close(void)
 {
 	if (close(env.other))
@@ -618,6 +632,8 @@ TEST(each_kind_may_do_what_it_needs_and_no_more)
 		{ "getrusage RUSAGE_THREAD", call_getrusage_thread, K(QUEUE) },
 		{ "getrusage RUSAGE_SELF", call_getrusage_self, NONE },
 		{ "sendto", call_sendto, K(CONTROL) },
+		{ "sigaction of the kick signal", call_sigaction_kick, K(MAIN) },
+		{ "sigaction of another signal", call_sigaction_other, NONE },
 	};
 
 	check_doors(d, ARRAY_SIZE(d));
@@ -652,7 +668,7 @@ TEST(vcpu_thread_returns_from_the_kick_handler)
 TEST(every_kind_builds_a_program_that_fits)
 {
 	struct sock_filter insn[SANDBOX_MAX_INSNS];
-	struct sandbox_fds fds = { 3, 4, 4, 9, 5, 0 };
+	struct sandbox_fds fds = { 3, 4, 4, 9, 5, 0, SIGUSR1 };
 	unsigned k;
 
 	for (k = 0; k < SANDBOX_KINDS; k++) {
