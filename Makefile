@@ -14,7 +14,7 @@
 #   make bench                   device benchmark (no KVM needed)
 #   make bench-guest             mvm vs QEMU inside a guest (BENCH_GUEST_ARGS=...)
 #   make fuzz-build              libFuzzer targets (tests/fuzz/) with clang, in build/fuzz/
-#   make fuzz FUZZ_SECONDS=600   run each fuzz target that long (make test runs 20 s each)
+#   make fuzz FUZZ_SECONDS=600   run each fuzz target that long (make test runs 10 s each)
 #   make static                  fully static ./mvm with musl (build/static/)
 #   make clean
 
@@ -270,15 +270,20 @@ guest-s390: deps
 # make test: both variants' unit tests, short fuzz runs (where clang can
 # build them), then system tests (real KVM or the nested harness), all
 # through one runner that prints "N passed, N failed".
-test: deps
-	$(Q)$(MAKE) --no-print-directory all unit-tests
-	$(Q)$(MAKE) --no-print-directory SANITIZE=address,undefined unit-tests
-	$(Q)$(MAKE) --no-print-directory ARCH=s390 all unit-tests
-	$(Q)if tests/fuzz/have-libfuzzer >/dev/null; then $(MAKE) --no-print-directory fuzz-build; fi
+# Each step's time goes to build/test-phases (scripts/phase); tests/run
+# adds its own and prints them all before its last line.
+test:
+	$(Q)mkdir -p build && : >build/test-phases
+	$(Q)scripts/phase deps scripts/install-deps.sh
+	$(Q)scripts/phase build-plain $(MAKE) --no-print-directory all unit-tests
+	$(Q)scripts/phase build-san $(MAKE) --no-print-directory SANITIZE=address,undefined unit-tests
+	$(Q)scripts/phase build-s390 $(MAKE) --no-print-directory ARCH=s390 all unit-tests
+	$(Q)if tests/fuzz/have-libfuzzer >/dev/null; then \
+		scripts/phase build-fuzz $(MAKE) --no-print-directory fuzz-build; fi
 	$(Q)$(MAKE) --no-print-directory all
-	$(Q)guest/build.sh
-	$(Q)guest/build-s390.sh >/dev/null
-	$(Q)tests/run
+	$(Q)scripts/phase guest guest/build.sh
+	$(Q)scripts/phase guest-s390 sh -c 'guest/build-s390.sh >/dev/null'
+	$(Q)MVM_PHASES_FROM=build/test-phases tests/run
 
 # make run ARCH=s390 on another host: the s390x guest's shell through the
 # Hercules harness (tests/s390/run --shell).
