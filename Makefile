@@ -3,7 +3,9 @@
 #   make SANITIZE=address,undefined   sanitizer build (objects kept apart in build/san/)
 #   make V=1                     show full commands
 #   make lib                     libmvm.a, libmvm.so and mvm.pc in build/plain/
-#   make install PREFIX=/usr DESTDIR=...   mvm, libmvm, mvm.h, mvm.pc
+#   make install PREFIX=/usr DESTDIR=...   mvm, libmvm, mvm.h, mvm.pc (LIBDIR, INCDIR,
+#                                BINDIR: each directory on its own)
+#   make install-lib             libmvm, mvm.h and mvm.pc alone
 #   make test                    unit tests (plain + sanitizer + s390x big-endian), 20 s
 #                                of each fuzz target (where clang is) and system tests
 #   make ARCH=s390               cross build for s390x hosts (build/s390/mvm, static)
@@ -105,16 +107,22 @@ LIBMVM_OBJS := $(filter-out $(CLI_SRCS:%.c=$(BUILD)/%.o),$(LIB_OBJS))
 CLI_OBJS := $(CLI_SRCS:%.c=$(BUILD)/%.o)
 MAIN_OBJ := $(MAIN_SRC:%.c=$(BUILD)/%.o)
 
-# The shared library's ABI version (its soname) and the package version.
-LIBMVM_SOVER := 1
-LIBMVM_VERSION := 0.2.0
+# One version, written once in vmm/mvm.h (MVM_VERSION_*): the package's,
+# mvm --version's, and the soname's major (libmvm.so.MAJOR). The policy is
+# the header's: a new major only for an incompatible change.
+LIBMVM_VERSION := $(shell sed -n 's/^\#define MVM_VERSION_STRING "\(.*\)"/\1/p' vmm/mvm.h)
+LIBMVM_SOVER := $(firstword $(subst ., ,$(LIBMVM_VERSION)))
 LIBMVM_A  := $(BUILD)/libmvm.a
-LIBMVM_SO := $(BUILD)/libmvm.so.$(LIBMVM_SOVER).0.0
+LIBMVM_SO := $(BUILD)/libmvm.so.$(LIBMVM_VERSION)
+# Where make install puts things: PREFIX, or each directory on its own
+# (Debian's multiarch: LIBDIR=/usr/lib/x86_64-linux-gnu). mvm.pc names them
+# relative to ${prefix} where they lie under it, so it moves with them.
 PREFIX  ?= /usr/local
 DESTDIR ?=
 LIBDIR  ?= $(PREFIX)/lib
 INCDIR  ?= $(PREFIX)/include
 BINDIR  ?= $(PREFIX)/bin
+MANDIR  ?= $(PREFIX)/share/man
 
 # Unit tests named test_<other arch>_* test that architecture's code only.
 OTHER_ARCHES := $(filter-out $(ARCH),x86 s390)
@@ -139,7 +147,7 @@ EMBED_ROOT := $(abspath $(BUILD))/embed-root
 EMBED_BIN  := $(BUILD)/tests/embed/mvm-embed
 
 .SECONDARY:
-.PHONY: all clean test unit-tests run guest guest-s390 bench deps lib install embed static static-bin bench-guest FORCE
+.PHONY: all clean test unit-tests run guest guest-s390 bench deps lib install install-lib embed static static-bin bench-guest FORCE
 .PHONY: fuzz fuzz-build fuzz-bins fuzz-seeds
 all: mvm $(if $(CROSS),$(BUILD)/mvm) lib
 
@@ -171,13 +179,19 @@ $(LIBMVM_SO): $(LIBMVM_OBJS) vmm/libmvm.map
 	$(Q)ln -sf $(notdir $@) $(BUILD)/libmvm.so.$(LIBMVM_SOVER)
 	$(Q)ln -sf libmvm.so.$(LIBMVM_SOVER) $(BUILD)/libmvm.so
 
-PC_SUBST := -e 's|@PREFIX@|$(PREFIX)|; s|@LIBDIR@|$(LIBDIR)|; s|@INCDIR@|$(INCDIR)|; s|@VERSION@|$(LIBMVM_VERSION)|'
+PC_REL = $(if $(filter $(PREFIX)/%,$(1)),$${prefix}$(patsubst $(PREFIX)%,%,$(1)),$(1))
+PC_SUBST = -e 's|@PREFIX@|$(PREFIX)|; s|@LIBDIR@|$(call PC_REL,$(LIBDIR))|; s|@INCDIR@|$(call PC_REL,$(INCDIR))|; s|@VERSION@|$(LIBMVM_VERSION)|'
 $(BUILD)/mvm.pc: vmm/mvm.pc.in Makefile
 	$(Q)sed $(PC_SUBST) $< >$@
 
-install: $(BUILD)/mvm lib
-	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(LIBDIR)/pkgconfig $(DESTDIR)$(INCDIR)
+# install: mvm(1) and the library; install-lib: the library, its header
+# and mvm.pc alone, for a program that embeds it.
+install: install-lib $(BUILD)/mvm
+	install -d $(DESTDIR)$(BINDIR)
 	install -m 755 $(BUILD)/mvm $(DESTDIR)$(BINDIR)/mvm
+
+install-lib: lib
+	install -d $(DESTDIR)$(LIBDIR)/pkgconfig $(DESTDIR)$(INCDIR)
 	install -m 644 vmm/mvm.h $(DESTDIR)$(INCDIR)/mvm.h
 	install -m 644 $(LIBMVM_A) $(DESTDIR)$(LIBDIR)/libmvm.a
 	install -m 755 $(LIBMVM_SO) $(DESTDIR)$(LIBDIR)/

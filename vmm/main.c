@@ -82,8 +82,8 @@ static int main_probe_kvm(void)
 		snprintf(cache, sizeof(cache), "%s/mvm/kvm-verdict", xdg);
 	else if (home && *home)
 		snprintf(cache, sizeof(cache), "%s/.cache/mvm/kvm-verdict", home);
-	if (mvm_check_kvm(getenv("MVM_KVM"), cache[0] ? cache : NULL, SIGUSR1, &c, err,
-			  sizeof(err)))
+	if (mvm_check_kvm(getenv("MVM_KVM"), cache[0] ? cache : NULL, SIGUSR1, &c, sizeof(c),
+			  err, sizeof(err)))
 		die_usage("%s", err);
 	if (!c.direct && !c.forced && c.pvm)
 		printf("nested: /dev/kvm is PVM (kvm_pvm) and cannot run unmodified guests: %s\n",
@@ -246,7 +246,7 @@ int main(int argc, char **argv)
 	if (mc.console_escape)
 		fputs("mvm: console on this terminal; Ctrl-A x quits\r\n", stderr);
 	main_loop(vm, sfd);
-	mvm_wait(vm, -1, &ex);
+	mvm_wait(vm, -1, &ex, sizeof(ex));
 	term_restore();
 	/* A reboot with something to say: a triple fault, status 0 like any
 	 * reboot, but usually a guest that crashed before it had a console

@@ -143,9 +143,20 @@ static void mvm_log_bridge(void *opaque, int level, const char *msg)
 	m->cfg.log_fn(m->cfg.log_opaque, (enum mvm_log_level)level, msg);
 }
 
+/* The smallest struct sizes this library takes: 2.0's, the first with a
+ * size. A field added later at the end leaves these as they are. */
+#define MVM_CONFIG_SIZE_MIN sizeof(struct mvm_config)
+#define MVM_DISK_SIZE_MIN sizeof(struct mvm_disk)
+
+const char *mvm_version(void)
+{
+	return MVM_VERSION_STRING;
+}
+
 void mvm_config_init(struct mvm_config *cfg)
 {
 	memset(cfg, 0, sizeof(*cfg));
+	cfg->size = sizeof(*cfg);
 	cfg->cpus = 1;
 	cfg->mem = 256ULL << 20;
 	cfg->console_in = -1;
@@ -156,6 +167,7 @@ void mvm_config_init(struct mvm_config *cfg)
 void mvm_disk_init(struct mvm_disk *disk, const char *path)
 {
 	memset(disk, 0, sizeof(*disk));
+	disk->size = sizeof(*disk);
 	disk->path = path;
 	disk->queues = 1;
 	disk->transport = arch_layout.has_ccw ? MVM_TRANSPORT_CCW : MVM_TRANSPORT_PCI;
@@ -269,9 +281,27 @@ static char *mvm_strdup(const char *s, bool *oom)
 	return d;
 }
 
-int mvm_create(const struct mvm_config *cfg, struct mvm **out, char *err, size_t errlen)
+/* The caller's sized struct into ours, or why not. */
+static int mvm_take(void *ours, size_t have, const void *theirs, size_t size, size_t min,
+		    const char *what, const char *init, char *err, size_t errlen)
+{
+	int r = abi_copy_in(ours, have, theirs, size, min);
+
+	if (r == -E2BIG)
+		return err_set(err, errlen, -EINVAL, "%s: size %zu: set fields that this libmvm "
+			       "(%s, %zu bytes) does not know; use a libmvm as new as the "
+			       "program's mvm.h", what, size, MVM_VERSION_STRING, have);
+	if (r)
+		return err_set(err, errlen, -EINVAL, "%s: size %zu: not one of libmvm %d.0 or "
+			       "later (%zu bytes here); fill it with %s", what, size,
+			       MVM_VERSION_MAJOR, have, init);
+	return 0;
+}
+
+int mvm_create(const struct mvm_config *theirs, struct mvm **out, char *err, size_t errlen)
 {
 	struct arch_boot_cfg bcfg;
+	struct mvm_config c, *cfg = &c;
 	struct mvm *m;
 	bool oom = false;
 	int ret;
@@ -279,6 +309,14 @@ int mvm_create(const struct mvm_config *cfg, struct mvm **out, char *err, size_t
 	if (!out)
 		return err_set(err, errlen, -EINVAL, "mvm_create: out is NULL");
 	*out = NULL;
+	if (!theirs)
+		return err_set(err, errlen, -EINVAL, "config: NULL; fill one with mvm_config_init");
+	mvm_config_init(&c);
+	ret = mvm_take(&c, sizeof(c), theirs, theirs->size, MVM_CONFIG_SIZE_MIN, "config",
+		       "mvm_config_init", err, errlen);
+	if (ret)
+		return ret;
+	c.size = sizeof(c);
 	ret = mvm_check_config(cfg, err, errlen);
 	if (ret)
 		return ret;
@@ -329,14 +367,20 @@ int mvm_create(const struct mvm_config *cfg, struct mvm **out, char *err, size_t
 	return 0;
 }
 
-int mvm_add_disk(struct mvm *m, const struct mvm_disk *d, char *err, size_t errlen)
+int mvm_add_disk(struct mvm *m, const struct mvm_disk *theirs, char *err, size_t errlen)
 {
+	struct mvm_disk dd, *d = &dd;
 	struct mvm_disk_slot *s;
 	size_t n;
 	int ret;
 
-	if (!m || !d)
+	if (!m || !theirs)
 		return err_set(err, errlen, -EINVAL, "mvm_add_disk: %s is NULL", m ? "disk" : "vm");
+	mvm_disk_init(&dd, NULL);
+	ret = mvm_take(&dd, sizeof(dd), theirs, theirs->size, MVM_DISK_SIZE_MIN, "disk",
+		       "mvm_disk_init", err, errlen);
+	if (ret)
+		return ret;
 	if (atomic_load(&m->state) != MVM_CREATED)
 		return err_set(err, errlen, -EBUSY, "disk %s: the VM has been started; add disks "
 			       "before mvm_start", d->path ? d->path : "(null)");
@@ -860,7 +904,7 @@ int mvm_wait_fd(const struct mvm *m)
 	return m ? m->wait_efd : -1;
 }
 
-int mvm_wait(struct mvm *m, int timeout_ms, struct mvm_exit *ex)
+int mvm_wait(struct mvm *m, int timeout_ms, struct mvm_exit *ex, size_t exlen)
 {
 	struct pollfd p;
 	int st, ret;
@@ -886,7 +930,7 @@ int mvm_wait(struct mvm *m, int timeout_ms, struct mvm_exit *ex)
 	}
 	pthread_mutex_unlock(&m->lock);
 	if (ex)
-		*ex = m->exit;
+		abi_copy_out(ex, exlen, &m->exit, sizeof(m->exit));
 	return 0;
 }
 
@@ -902,62 +946,75 @@ static void mvm_vcpu_stats_add(struct mvm_vcpu_stats *st, const struct vcpu *v)
 	st->exits_arch += v->exits[VCPU_EXIT_ARCH];
 }
 
-int mvm_get_vcpu_stats(const struct mvm *m, unsigned vcpu, struct mvm_vcpu_stats *st)
+int mvm_get_vcpu_stats(const struct mvm *m, unsigned vcpu, struct mvm_vcpu_stats *out,
+		       size_t len)
 {
-	if (!m || !st || vcpu >= m->nvcpus)
+	struct mvm_vcpu_stats st;
+	unsigned i;
+
+	if (!m || !out || (vcpu != MVM_ALL && vcpu >= m->nvcpus))
 		return -EINVAL;
-	memset(st, 0, sizeof(*st));
-	mvm_vcpu_stats_add(st, &m->vcpus[vcpu]);
+	memset(&st, 0, sizeof(st));
+	for (i = 0; i < m->nvcpus; i++)
+		if (vcpu == MVM_ALL || vcpu == i)
+			mvm_vcpu_stats_add(&st, &m->vcpus[i]);
+	abi_copy_out(out, len, &st, sizeof(st));
 	return 0;
+}
+
+static void mvm_queue_stats_add(struct mvm_queue_stats *st, const struct blk_queue_stats *b)
+{
+	st->requests += b->requests;
+	st->batches += b->batches;
+	st->enters += b->enters;
+	st->irqs += b->irqs;
+	st->errors += b->errors;
+	st->bytes_read += b->bytes_read;
+	st->bytes_written += b->bytes_written;
+	st->polled += b->polled;
+	st->kicks += b->kicks;
 }
 
 int mvm_get_queue_stats(const struct mvm *m, unsigned disk, unsigned queue,
-			struct mvm_queue_stats *st)
+			struct mvm_queue_stats *out, size_t len)
 {
+	struct mvm_queue_stats st;
 	struct blk_queue_stats b;
+	unsigned i, q;
 
-	if (!m || !st || disk >= m->ndisks || !m->disks[disk].dev ||
-	    blk_get_queue_stats(m->disks[disk].dev, queue, &b))
+	if (!m || !out || (disk != MVM_ALL && (disk >= m->ndisks || !m->disks[disk].dev)) ||
+	    (disk == MVM_ALL && queue != MVM_ALL))
 		return -EINVAL;
-	*st = (struct mvm_queue_stats){
-		.requests = b.requests, .batches = b.batches, .enters = b.enters, .irqs = b.irqs,
-		.errors = b.errors, .bytes_read = b.bytes_read, .bytes_written = b.bytes_written,
-		.polled = b.polled, .kicks = b.kicks,
-	};
+	memset(&st, 0, sizeof(st));
+	for (i = 0; i < m->ndisks; i++) {
+		if ((disk != MVM_ALL && disk != i) || !m->disks[i].dev)
+			continue;
+		for (q = 0; q < m->disks[i].opts.queues; q++) {
+			if (queue != MVM_ALL && queue != q)
+				continue;
+			if (blk_get_queue_stats(m->disks[i].dev, q, &b))
+				return -EINVAL;
+			mvm_queue_stats_add(&st, &b);
+		}
+		if (queue != MVM_ALL && queue >= m->disks[i].opts.queues)
+			return -EINVAL;
+	}
+	abi_copy_out(out, len, &st, sizeof(st));
 	return 0;
 }
 
-int mvm_get_stats(const struct mvm *m, struct mvm_stats *st)
+int mvm_get_stats(const struct mvm *m, struct mvm_stats *out, size_t len)
 {
-	unsigned i, q;
+	struct mvm_stats st;
 
-	if (!m || !st)
+	if (!m || !out)
 		return -EINVAL;
-	memset(st, 0, sizeof(*st));
-	st->cpus = m->cfg.cpus;
-	st->disks = m->ndisks;
-	for (i = 0; i < m->nvcpus; i++)
-		mvm_vcpu_stats_add(&st->vcpu, &m->vcpus[i]);
-	for (i = 0; i < m->ndisks; i++) {
-		for (q = 0; q < m->disks[i].opts.queues; q++) {
-			struct mvm_queue_stats one;
-
-			if (mvm_get_queue_stats(m, i, q, &one))
-				continue;
-			st->queue.requests += one.requests;
-			st->queue.batches += one.batches;
-			st->queue.enters += one.enters;
-			st->queue.irqs += one.irqs;
-			st->queue.errors += one.errors;
-			st->queue.bytes_read += one.bytes_read;
-			st->queue.bytes_written += one.bytes_written;
-			st->queue.polled += one.polled;
-			st->queue.kicks += one.kicks;
-		}
-	}
-	if (m->con.ops) {
-		m->con.ops->counters(m->con.dev, &st->console_bytes_out, &st->console_bytes_in);
-	}
+	memset(&st, 0, sizeof(st));
+	st.cpus = m->cfg.cpus;
+	st.disks = m->ndisks;
+	if (m->con.ops)
+		m->con.ops->counters(m->con.dev, &st.console_bytes_out, &st.console_bytes_in);
+	abi_copy_out(out, len, &st, sizeof(st));
 	return 0;
 }
 
@@ -1027,7 +1084,7 @@ void mvm_destroy(struct mvm *m)
 		return;
 	if (atomic_load(&m->state) == MVM_RUNNING || atomic_load(&m->state) == MVM_ENDED) {
 		mvm_stop(m, MVM_EXIT_OK);
-		mvm_wait(m, -1, NULL);
+		mvm_wait(m, -1, NULL, 0);
 	}
 	if (m->vm_up) {
 		if (!m->threads_stopped)
@@ -1073,18 +1130,19 @@ static int mvm_probe_cb(void *ctx, struct kvm_probe_result *res)
 }
 
 int mvm_check_kvm(const char *override, const char *cache_path, int kick_signal,
-		  struct mvm_kvm_check *out, char *err, size_t errlen)
+		  struct mvm_kvm_check *theirs, size_t outlen, char *err, size_t errlen)
 {
 	char boot_id[64] = "", key[128];
 	struct kvm_choice_env env = {
 		.override = override, .cache_path = cache_path, .boot_id = boot_id, .key = key,
 		.probe = mvm_probe_cb, .ctx = &kick_signal,
 	};
+	struct mvm_kvm_check o, *out = &o;
 	struct kvm_choice c;
 	FILE *fp;
 	int ret;
 
-	if (!out)
+	if (!theirs)
 		return err_set(err, errlen, -EINVAL, "mvm_check_kvm: out is NULL");
 	memset(out, 0, sizeof(*out));
 	fp = fopen("/proc/sys/kernel/random/boot_id", "re");
@@ -1107,5 +1165,6 @@ int mvm_check_kvm(const char *override, const char *cache_path, int kick_signal,
 	out->cached = c.cached;
 	out->pvm = kvm_host_is_pvm("/sys");
 	snprintf(out->why, sizeof(out->why), "%s", c.why);
+	abi_copy_out(theirs, outlen, &o, sizeof(o));
 	return 0;
 }

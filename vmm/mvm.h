@@ -23,7 +23,7 @@
  *     disk.queues = 2;
  *     if (mvm_add_disk(vm, &disk, err, sizeof(err)) || mvm_start(vm, err, sizeof(err)))
  *         ...
- *     mvm_wait(vm, -1, &ex);          // ex.status: what mvm(1) would exit with
+ *     mvm_wait(vm, -1, &ex, sizeof(ex));   // ex.status: what mvm(1) would exit with
  *     mvm_destroy(vm);
  *
  * Messages about a field of the config or a disk start with its name
@@ -58,8 +58,19 @@
 extern "C" {
 #endif
 
-#define MVM_VERSION_STRING "0.2"
+/* One version for the header, the library, its package and mvm(1):
+ * MAJOR.MINOR.PATCH, and libmvm.so.MAJOR. A new MAJOR only when a call or
+ * a field changes meaning or a struct's layout stops being compatible; new
+ * calls and new fields (at the end of a struct, which carries its size or
+ * is passed with it) make a new MINOR: a program built against an older
+ * header runs against a newer library of the same MAJOR. */
+#define MVM_VERSION_MAJOR 2
+#define MVM_VERSION_MINOR 0
+#define MVM_VERSION_PATCH 0
+#define MVM_VERSION_STRING "2.0.0"
 #define MVM_ERR_MAX 512          /* enough for any message */
+/* For the statistics calls: every vCPU, every disk, every queue. */
+#define MVM_ALL (~0u)
 #define MVM_MAX_DISKS 16
 #define MVM_MAX_QUEUES 64
 #define MVM_MAX_CPUS 254
@@ -80,7 +91,13 @@ typedef void (*mvm_log_fn)(void *opaque, enum mvm_log_level level, const char *m
  * waits for it. */
 typedef void (*mvm_console_fn)(void *opaque, const uint8_t *buf, size_t len);
 
+/* Structs the caller fills begin with their size, which mvm_config_init /
+ * mvm_disk_init set: a library newer than the program reads only what the
+ * program knew of and takes defaults for the rest; an older library
+ * accepts a newer program's struct as long as the fields it does not
+ * know are left zero. */
 struct mvm_config {
+	size_t size;            /* sizeof(struct mvm_config): mvm_config_init */
 	const char *kernel;     /* bzImage (64-bit boot protocol) or ELF vmlinux with
 				 * a PVH note; required */
 	const char *initrd;     /* initramfs, or NULL */
@@ -135,6 +152,7 @@ enum mvm_transport { MVM_TRANSPORT_PCI, MVM_TRANSPORT_MMIO, MVM_TRANSPORT_CCW };
 enum mvm_cache { MVM_CACHE_WRITEBACK, MVM_CACHE_NONE };
 
 struct mvm_disk {
+	size_t size;            /* sizeof(struct mvm_disk): mvm_disk_init */
 	const char *path;       /* raw image (size a multiple of 512) or block device */
 	bool ro;                /* read-only: VIRTIO_BLK_F_RO, writes fail */
 	const char *serial;     /* VIRTIO_BLK_T_GET_ID, up to 20 bytes, or NULL */
@@ -180,8 +198,9 @@ struct mvm_exit {
 	char message[MVM_ERR_MAX];   /* empty unless an error ended the VM */
 };
 
-/* Statistics since mvm_start: sums over vCPUs and over every queue of
- * every disk; per-vCPU and per-queue figures below. */
+/* Statistics since mvm_start. The calls that fill these take the size of
+ * the caller's struct and write that much (fields a newer library has
+ * beyond it are left out; fields an older one lacks read as zero). */
 struct mvm_vcpu_stats {
 	uint64_t exits_io, exits_mmio, exits_intr, exits_hlt, exits_shutdown,
 		 exits_system_event, exits_other;
@@ -201,12 +220,14 @@ struct mvm_queue_stats {
 
 struct mvm_stats {
 	unsigned cpus, disks;
-	struct mvm_vcpu_stats vcpu;     /* sums */
-	struct mvm_queue_stats queue;   /* sums */
 	uint64_t console_bytes_out, console_bytes_in;
 };
 
-/* Defaults for every field. */
+/* The library's version (MVM_VERSION_STRING as it was built), whatever
+ * header the program was built with. */
+const char *mvm_version(void);
+
+/* Defaults for every field, and the size. */
 void mvm_config_init(struct mvm_config *cfg);
 void mvm_disk_init(struct mvm_disk *disk, const char *path);
 
@@ -254,19 +275,23 @@ int mvm_start_confined(struct mvm *vm, char *err, size_t errlen);
 int mvm_stop(struct mvm *vm, int status);
 
 /* Wait for the VM to end, at most timeout_ms (-1: forever, 0: poll); the
- * VM's threads are joined when it returns 0. -ETIMEDOUT, or -EINVAL
- * before mvm_start. */
-int mvm_wait(struct mvm *vm, int timeout_ms, struct mvm_exit *ex);
+ * VM's threads are joined when it returns 0, and ex (exlen bytes: sizeof,
+ * or 0 with ex NULL) says why it ended. -ETIMEDOUT, or -EINVAL before
+ * mvm_start. */
+int mvm_wait(struct mvm *vm, int timeout_ms, struct mvm_exit *ex, size_t exlen);
 
 /* An eventfd that becomes readable once the VM has ended (then mvm_wait
  * returns at once), for the caller's poll loop; -1 before mvm_start. */
 int mvm_wait_fd(const struct mvm *vm);
 
-int mvm_get_stats(const struct mvm *vm, struct mvm_stats *st);
-/* One vCPU's or one queue's statistics: -EINVAL for an index out of range. */
-int mvm_get_vcpu_stats(const struct mvm *vm, unsigned vcpu, struct mvm_vcpu_stats *st);
+int mvm_get_stats(const struct mvm *vm, struct mvm_stats *st, size_t len);
+/* One vCPU's or one queue's statistics, or with MVM_ALL their sums (all
+ * vCPUs; all queues of a disk, or of every disk): -EINVAL for an index
+ * out of range. len: sizeof(*st). */
+int mvm_get_vcpu_stats(const struct mvm *vm, unsigned vcpu, struct mvm_vcpu_stats *st,
+		       size_t len);
 int mvm_get_queue_stats(const struct mvm *vm, unsigned disk, unsigned queue,
-			struct mvm_queue_stats *st);
+			struct mvm_queue_stats *st, size_t len);
 /* The statistics as one JSON object (what mvm --stats prints), into buf
  * (NUL-terminated). Returns the length, or -ENOSPC when buf is too small. */
 int mvm_stats_json(const struct mvm *vm, char *buf, size_t len);
@@ -285,7 +310,7 @@ struct mvm_kvm_check {
 	char why[1024];
 };
 int mvm_check_kvm(const char *override, const char *cache_path, int kick_signal,
-		  struct mvm_kvm_check *out, char *err, size_t errlen);
+		  struct mvm_kvm_check *out, size_t outlen, char *err, size_t errlen);
 
 #ifdef __cplusplus
 }

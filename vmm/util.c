@@ -299,3 +299,25 @@ void thread_ready(struct thread_handshake *hs, int err)
 	hs->err = err;
 	sem_post(&hs->sem);
 }
+
+int abi_copy_in(void *dst, size_t dst_size, const void *src, size_t src_size, size_t min_size)
+{
+	const uint8_t *tail = (const uint8_t *)src + dst_size;
+	size_t i;
+
+	if (src_size < min_size)
+		return -EINVAL;
+	for (i = 0; dst_size < src_size && i < src_size - dst_size; i++)
+		if (tail[i])
+			return -E2BIG;
+	memcpy(dst, src, src_size < dst_size ? src_size : dst_size);
+	return 0;
+}
+
+void abi_copy_out(void *dst, size_t len, const void *src, size_t src_size)
+{
+	size_t n = len < src_size ? len : src_size;
+
+	memcpy(dst, src, n);
+	memset((uint8_t *)dst + n, 0, len - n);
+}

@@ -36,6 +36,16 @@ enum {
 __attribute__((format(printf, 4, 5)))
 int err_set(char *err, size_t errlen, int ret, const char *fmt, ...);
 
+/* Public structs across versions (vmm/mvm.h). abi_copy_in: the caller's
+ * struct of src_size bytes into dst (dst_size bytes, holding the
+ * defaults): min(src_size, dst_size) bytes are taken; a longer one (a
+ * program built with a newer header) is accepted when everything beyond
+ * dst_size is zero. -EINVAL: src_size below min_size, or set fields this
+ * version does not know (-E2BIG). abi_copy_out: src (src_size bytes)
+ * into the caller's dst of len bytes, zeros beyond what src has. */
+int abi_copy_in(void *dst, size_t dst_size, const void *src, size_t src_size, size_t min_size);
+void abi_copy_out(void *dst, size_t len, const void *src, size_t src_size);
+
 /* Parse "256M", "1G", "4096", "2k" (binary units, optional trailing B/iB).
  * Returns 0 or -EINVAL (malformed) / -ERANGE (overflow). */
 int parse_size(const char *s, uint64_t *out);

@@ -192,11 +192,11 @@ static void *run_vm(void *arg)
 		check_filters(r);
 	if (!r->ret && r->stop_after_ms > 0) {
 		/* Wait a little, then stop it from this (another) thread. */
-		if (mvm_wait(vm, r->stop_after_ms, &r->ex) == -ETIMEDOUT)
+		if (mvm_wait(vm, r->stop_after_ms, &r->ex, sizeof(r->ex)) == -ETIMEDOUT)
 			mvm_stop(vm, 99);
 	}
 	if (!r->ret)
-		r->ret = mvm_wait(vm, 120 * 1000, &r->ex);
+		r->ret = mvm_wait(vm, 120 * 1000, &r->ex, sizeof(r->ex));
 	mvm_destroy(vm);
 out:
 	unlink(image);

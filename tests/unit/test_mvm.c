@@ -343,6 +343,8 @@ TEST(stop_and_wait_before_start)
 	struct mvm_config c;
 	struct mvm_exit ex;
 	struct mvm_stats st;
+	struct mvm_vcpu_stats vs;
+	struct mvm_queue_stats qs;
 	struct mvm *vm;
 	char json[256];
 
@@ -350,15 +352,18 @@ TEST(stop_and_wait_before_start)
 	c = config();
 	CHECK_EQ(mvm_create(&c, &vm, err, sizeof(err)), 0);
 	CHECK_EQ(mvm_stop(vm, 3), -EINVAL);
-	CHECK_EQ(mvm_wait(vm, 0, &ex), -EINVAL);
+	CHECK_EQ(mvm_wait(vm, 0, &ex, sizeof(ex)), -EINVAL);
 	CHECK_EQ(mvm_stop(NULL, 0), -EINVAL);
-	CHECK_EQ(mvm_wait(NULL, 0, &ex), -EINVAL);
+	CHECK_EQ(mvm_wait(NULL, 0, &ex, sizeof(ex)), -EINVAL);
 	/* Statistics of a VM that never ran: zeros, valid JSON. */
-	CHECK_EQ(mvm_get_stats(vm, &st), 0);
+	CHECK_EQ(mvm_get_stats(vm, &st, sizeof(st)), 0);
 	CHECK_EQ(st.cpus, 1);
-	CHECK_EQ(st.vcpu.exits_io, 0);
-	CHECK_EQ(mvm_get_vcpu_stats(vm, 0, &st.vcpu), -EINVAL);
-	CHECK_EQ(mvm_get_queue_stats(vm, 0, 0, &st.queue), -EINVAL);
+	CHECK_EQ(mvm_get_vcpu_stats(vm, MVM_ALL, &vs, sizeof(vs)), 0);
+	CHECK_EQ(vs.exits_io, 0);
+	CHECK_EQ(mvm_get_vcpu_stats(vm, 0, &vs, sizeof(vs)), -EINVAL);
+	CHECK_EQ(mvm_get_queue_stats(vm, 0, 0, &qs, sizeof(qs)), -EINVAL);
+	CHECK_EQ(mvm_get_queue_stats(vm, MVM_ALL, MVM_ALL, &qs, sizeof(qs)), 0);
+	CHECK_EQ(qs.requests, 0);
 	CHECK(mvm_stats_json(vm, json, sizeof(json)) > 0);
 	CHECK_STR(json, "{\"vcpus\":[],\"devices\":[]}");
 	CHECK_EQ(mvm_stats_json(vm, json, 8), -ENOSPC);
@@ -394,7 +399,7 @@ TEST(double_start_and_add_after_start)
 
 		CHECK(mvm_wait_fd(vm) >= 0);
 		CHECK_EQ(mvm_stop(vm, 42), 0);
-		CHECK_EQ(mvm_wait(vm, -1, &ex), 0);
+		CHECK_EQ(mvm_wait(vm, -1, &ex, sizeof(ex)), 0);
 		/* Stopped by us, unless the fake kernel ended it first (a KVM
 		 * that cannot run it: 126; a crash: triple fault, status 0). */
 		if (ex.reason == MVM_EXIT_STOPPED)
@@ -456,4 +461,54 @@ TEST(kick_signal_is_refused_over_a_host_handler_and_given_back)
 	mvm_destroy(b);
 	CHECK_EQ(sigaction(SIGUSR2, NULL, &now), 0);
 	CHECK(now.sa_handler == SIG_DFL);
+}
+
+/* The ABI can grow: a config and a disk carry their size. One that no
+ * init function filled is refused; one from a program built with a newer
+ * header is taken as long as the fields this library does not know are
+ * left zero; the statistics calls write what the caller has room for. */
+TEST(structs_carry_their_size_and_may_grow)
+{
+	struct newer { struct mvm_config c; uint64_t future; } n;
+	struct { struct mvm_disk d; uint64_t future; } nd;
+	struct mvm_config c;
+	struct mvm_stats st;
+	struct mvm *vm;
+	uint8_t buf[sizeof(struct mvm_stats) + 8];
+
+	setup();
+	CHECK_STR(mvm_version(), MVM_VERSION_STRING);
+	memset(&c, 0, sizeof(c));
+	c.kernel = kernel;
+	c.cpus = 1;
+	c.mem = 256 << 20;
+	create_fails(&c, -EINVAL, "config: size 0: not one of libmvm 2.0 or later");
+	create_fails(&c, -EINVAL, "fill it with mvm_config_init");
+	memset(&n, 0, sizeof(n));
+	mvm_config_init(&n.c);
+	n.c.kernel = kernel;
+	n.c.size = sizeof(n);
+	CHECK_EQ(mvm_create(&n.c, &vm, err, sizeof(err)), 0);
+	need_disk_transport();
+	memset(&nd, 0, sizeof(nd));
+	mvm_disk_init(&nd.d, image);
+	nd.d.size = sizeof(nd);
+	nd.future = 1;
+	CHECK_EQ(mvm_add_disk(vm, &nd.d, err, sizeof(err)), -EINVAL);
+	CHECK(strstr(err, "disk: size") == err && strstr(err, "does not know"));
+	nd.future = 0;
+	CHECK_EQ(mvm_add_disk(vm, &nd.d, err, sizeof(err)), 0);
+	/* A caller's struct shorter than ours gets what fits, one longer
+	 * zeros beyond. */
+	memset(buf, 0xee, sizeof(buf));
+	CHECK_EQ(mvm_get_stats(vm, (struct mvm_stats *)buf, sizeof(unsigned)), 0);
+	CHECK_EQ(((struct mvm_stats *)buf)->cpus, 1);
+	CHECK_EQ(buf[sizeof(unsigned)], 0xee);
+	CHECK_EQ(mvm_get_stats(vm, (struct mvm_stats *)buf, sizeof(buf)), 0);
+	CHECK_EQ(((struct mvm_stats *)buf)->disks, 1);
+	CHECK_EQ(buf[sizeof(buf) - 1], 0);
+	CHECK_EQ(mvm_get_stats(vm, &st, sizeof(st)), 0);
+	mvm_destroy(vm);
+	n.future = 7;
+	create_fails(&n.c, -EINVAL, "set fields that this libmvm");
 }

@@ -145,3 +145,34 @@ TEST(initrd_that_shrinks_while_read_is_an_error)
 	close(fd);
 	unlink(path);
 }
+
+/* A program built with an older header hands over a shorter struct: the
+ * fields it did not know keep the library's defaults. A newer program's
+ * longer one is taken when the part beyond is zero. */
+TEST(abi_copy_in_takes_what_the_caller_knew)
+{
+	struct v1 { size_t size; uint64_t a; } old = { sizeof(old), 5 };
+	struct v2 { size_t size; uint64_t a, b; } ours = { 0, 1, 42 };
+	struct v3 { size_t size; uint64_t a, b, c; } newer = { sizeof(newer), 6, 7, 0 };
+
+	CHECK_EQ(abi_copy_in(&ours, sizeof(ours), &old, old.size, sizeof(old)), 0);
+	CHECK_EQ(ours.a, 5);
+	CHECK_EQ(ours.b, 42);
+	CHECK_EQ(abi_copy_in(&ours, sizeof(ours), &newer, newer.size, sizeof(old)), 0);
+	CHECK_EQ(ours.a, 6);
+	CHECK_EQ(ours.b, 7);
+	newer.c = 1;
+	CHECK_EQ(abi_copy_in(&ours, sizeof(ours), &newer, newer.size, sizeof(old)), -E2BIG);
+	CHECK_EQ(abi_copy_in(&ours, sizeof(ours), &old, sizeof(size_t), sizeof(old)), -EINVAL);
+}
+
+TEST(abi_copy_out_writes_what_fits_and_zeros_beyond)
+{
+	uint8_t src[4] = { 1, 2, 3, 4 }, dst[6];
+
+	memset(dst, 0xee, sizeof(dst));
+	abi_copy_out(dst, 2, src, sizeof(src));
+	CHECK(dst[0] == 1 && dst[1] == 2 && dst[2] == 0xee);
+	abi_copy_out(dst, sizeof(dst), src, sizeof(src));
+	CHECK(dst[3] == 4 && dst[4] == 0 && dst[5] == 0);
+}
