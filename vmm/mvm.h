@@ -299,8 +299,9 @@ int mvm_stats_json(const struct mvm *vm, char *buf, size_t len);
 /* Stop the VM if it runs, wait for it, free everything. NULL is ignored. */
 void mvm_destroy(struct mvm *vm);
 
-/* Can this host's /dev/kvm run a Linux guest? See docs/kvm.md. override: MVM_KVM's value (NULL = auto); cache_path: where
- * the verdict is kept for this host boot (NULL: not cached). */
+/* Can this host's /dev/kvm run a Linux guest? See docs/kvm.md.
+ * override: MVM_KVM's value (NULL = auto); cache_path: where the verdict
+ * is kept for this host boot (NULL: not cached). */
 struct mvm_kvm_check {
 	bool direct;            /* run guests on /dev/kvm (else: a nested harness) */
 	bool forced;            /* the override decided */
