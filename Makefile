@@ -6,6 +6,7 @@
 #   make install PREFIX=/usr DESTDIR=...   mvm, libmvm, mvm.h, mvm.pc (LIBDIR, INCDIR,
 #                                BINDIR: each directory on its own)
 #   make install-lib             libmvm, mvm.h and mvm.pc alone
+#   make man                     mvm(1) in build/plain/mvm.1 (make install installs it)
 #   make test                    unit tests (plain + sanitizer + s390x big-endian), 20 s
 #                                of each fuzz target (where clang is) and system tests
 #   make ARCH=s390               cross build for s390x hosts (build/s390/mvm, static)
@@ -147,7 +148,7 @@ EMBED_ROOT := $(abspath $(BUILD))/embed-root
 EMBED_BIN  := $(BUILD)/tests/embed/mvm-embed
 
 .SECONDARY:
-.PHONY: all clean test unit-tests run guest guest-s390 bench deps lib install install-lib embed static static-bin bench-guest FORCE
+.PHONY: all clean test unit-tests run guest guest-s390 bench deps lib install install-lib man embed static static-bin bench-guest FORCE
 .PHONY: fuzz fuzz-build fuzz-bins fuzz-seeds
 all: mvm $(if $(CROSS),$(BUILD)/mvm) lib
 
@@ -186,9 +187,16 @@ $(BUILD)/mvm.pc: vmm/mvm.pc.in Makefile
 
 # install: mvm(1) and the library; install-lib: the library, its header
 # and mvm.pc alone, for a program that embeds it.
-install: install-lib $(BUILD)/mvm
-	install -d $(DESTDIR)$(BINDIR)
+install: install-lib $(BUILD)/mvm $(BUILD)/mvm.1
+	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(MANDIR)/man1
 	install -m 755 $(BUILD)/mvm $(DESTDIR)$(BINDIR)/mvm
+	install -m 644 $(BUILD)/mvm.1 $(DESTDIR)$(MANDIR)/man1/mvm.1
+
+# mvm(1), from mvm --help (scripts/man.sh): the options are described once.
+man: $(BUILD)/mvm.1
+$(BUILD)/mvm.1: $(BUILD)/mvm scripts/man.sh
+	$(E) "  MAN     $@"
+	$(Q)scripts/man.sh $(BUILD)/mvm $(LIBMVM_VERSION) >$@
 
 install-lib: lib
 	install -d $(DESTDIR)$(LIBDIR)/pkgconfig $(DESTDIR)$(INCDIR)
