@@ -95,7 +95,8 @@ LDLIBS  := -luring -lpthread
 ALL_LDFLAGS := $(LDFLAGS_SAN) $(LDFLAGS_STATIC) $(LDFLAGS_CROSS) $(LDFLAGS)
 
 # Every .c under these folders is part of mvm. libmvm (the library behind
-# vmm/mvm.h) is all of it but the command line: main.c, cli.c and term.c.
+# vmm/mvm.h) is all of it but the command line: main.c, cli.c, term.c and
+# jail.c.
 # Tests and benchmarks link every object but main.o with their own main().
 SRCS     := $(sort $(wildcard vmm/*.c devices/*.c arch/$(ARCH)/*.c))
 MAIN_SRC := vmm/main.c

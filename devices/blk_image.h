@@ -20,8 +20,8 @@
 #define BLK_POLL_US_MAX 1000
 /* The longest slice an I/O thread sleeps after a kick to gather more
  * requests (struct vqw_gather): long enough for a nested or overcommitted
- * guest to post its next request (measured: 100-250 us apart under load
- * in the nested harness); off on its own where the guest waits for each. */
+ * guest to post its next request (docs/benchmarks.md: how far apart they
+ * come); off on its own where the guest waits for each. */
 #define BLK_GATHER_US_DEFAULT 200
 #define BLK_GATHER_US_MAX 1000
 

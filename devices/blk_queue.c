@@ -354,8 +354,8 @@ static unsigned blk_inflight(const struct vqw_queue *wq)
 	return __atomic_load_n(&q->inflight, __ATOMIC_RELAXED);
 }
 
-/* fixed-buffers: not fatal, the disk works without, at the cost measured
- * in virtq_worker.h. Said once per device, by whichever of its workers
+/* fixed-buffers: not fatal, the disk works without (at the cost
+ * docs/command-line.md states). Said once per device, by whichever of its workers
  * fails first. */
 static void blk_fixed_failed(struct vqw_queue *wq, int err)
 {

@@ -149,8 +149,8 @@ static void drain(struct vqw_queue *q)
 	/* Notifications off, and they stay off: rearm() turns them on
 	 * before the thread sleeps. Turned on here, a driver that refills
 	 * the ring the moment it sees our interrupt would kick even where
-	 * the poll that follows catches its buffers (with EVENT_IDX,
-	 * make bench at QD 32: one kick per batch, every batch polled). */
+	 * the poll that follows catches its buffers (with EVENT_IDX: one
+	 * kick per batch though every batch is polled). */
 	virtq_notify_disable(q->vq);
 	while (budget) {
 		r = virtq_pop(q->vq, &q->w->chain);

@@ -143,11 +143,9 @@ void vqw_poll_preempted(struct vqw_poll *p, uint64_t now_ns);
  *    an overcommitted hypervisor short gaps are its doing too.
  * Otherwise a short gap without a switch was an interrupt or a brief exit
  * to the hypervisor: polling takes the CPU from no one, so it goes on
- * (false).
- * Measured on a host that is a VM, and in the nested harness's L1: such
- * gaps of 20-200 us come 1,300-1,900 times a second when idle, the
- * stolen slices are 1-5 ms; taking every gap for a preemption switched
- * polling off most of the time. */
+ * (false): on a host that is a VM such short gaps come often even when
+ * idle, and taking each for a preemption would switch polling off most
+ * of the time (docs/benchmarks.md has the measurements). */
 bool vqw_poll_gap(struct vqw_poll *p, uint64_t gap_ns, long nivcsw, uint64_t now_ns);
 
 /* Gathering after a kick: the guest's notification wakes the worker, which
@@ -187,8 +185,7 @@ void vqw_gather_end(struct vqw_gather *g, uint32_t slice_ns, unsigned first_new)
 /* Guest RAM registered with a worker's ring (IORING_REGISTER_BUFFERS), so
  * that a read or write into it (READ_FIXED / WRITE_FIXED) skips pinning
  * and mapping its pages for every request: with O_DIRECT that is most of
- * what the kernel does per request (fio, 4 KiB random reads at QD 32 on
- * this project's host: 20% more IOPS); through the page cache it changes
+ * what the kernel does per request; through the page cache it changes
  * nothing. The kernel takes at most 1 GiB per buffer, so RAM is split into
  * chunks. Registering pins the whole of guest RAM (faulted in, neither
  * swapped nor merged) for as long as the ring lives: an opt-in. */

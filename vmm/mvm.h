@@ -105,9 +105,10 @@ struct mvm_config {
 	unsigned cpus;          /* 1..MVM_MAX_CPUS (and KVM's limit); default 1 */
 	uint64_t mem;           /* guest RAM in bytes: >= 16 MiB, a multiple of 4 KiB;
 				 * default 256 MiB */
-	/* Console (the guest's COM1). Output goes to console_fn when set, else
-	 * to console_out when >= 0, else nowhere. Input is read from
-	 * console_in when >= 0 (by the VM's control thread). Defaults: -1.
+	/* Console (x86: the guest's COM1 UART; s390x: the SCLP console).
+	 * Output goes to console_fn when set, else to console_out when >= 0,
+	 * else nowhere. Input is read from console_in when >= 0 (by the VM's
+	 * control thread). Defaults: -1.
 	 *
 	 * The guest's output waits in a 16 KiB buffer, which the VM's control
 	 * thread writes out; no vCPU ever writes to console_out. The control
