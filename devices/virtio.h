@@ -29,8 +29,8 @@
 
 /* Status bits (§2.1, VIRTIO_CONFIG_S_*), reserved feature bits (§6,
  * VIRTIO_F_*, VIRTIO_RING_F_*) and device IDs (§5, VIRTIO_ID_*) come from
- * the Linux UAPI headers. */
-#define VIRTIO_BIT(b) (1ULL << (b))
+ * the Linux UAPI headers; VIRTIO_BIT from the ring layer below
+ * (devices/virtq.h). */
 
 /* Feature bits the core offers on top of ops->features(): the ring features
  * implemented by virtq.c, and VERSION_1. RING_PACKED is withheld from a

@@ -7,7 +7,6 @@
  * uses C11 atomics and fences, each paired below with the Linux driver-side
  * barrier (drivers/virtio/virtio_ring.c) it matches. */
 #include "devices/virtq.h"
-#include "devices/virtio.h"
 #include "vmm/byteorder.h"
 #include "vmm/util.h"
 

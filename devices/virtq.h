@@ -18,7 +18,13 @@
 #include <stdint.h>
 #include <sys/uio.h>
 
+#include <linux/virtio_config.h>
 #include <linux/virtio_ring.h>
+
+/* A feature bit as a mask (virtio 1.2 §2.2): the ring's features are
+ * negotiated bits too, so the mask lives on this floor, below the device
+ * core (devices/virtio.h), which uses it as well. */
+#define VIRTIO_BIT(b) (1ULL << (b))
 
 #include "vmm/guest_mem.h"
 

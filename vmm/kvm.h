@@ -94,6 +94,10 @@ int kvm_vm_create(struct vm *vm, int kvm_fd, uint64_t mem, unsigned ncpus,
  * Returns the entry count. Takes route_lock. */
 unsigned kvm_get_routes(struct kvm_state *ks, struct kvm_irq_routing_entry *r, unsigned cap);
 
+/* Whether the host's KVM is PVM (/sys/module/kvm_pvm under sysfs_root,
+ * "/sys" on a real host): a KVM that cannot run unmodified guests. */
+bool kvm_host_is_pvm(const char *sysfs_root);
+
 /* Let n vCPU threads waiting at the gate run (or see the stop). */
 void vm_open_gate(struct vm *vm, unsigned n);
 

@@ -23,14 +23,6 @@
 #define KVM_PROBE_VERSION 1
 
 
-bool kvm_host_is_pvm(const char *sysfs_root)
-{
-	char path[PATH_MAX];
-
-	snprintf(path, sizeof(path), "%s/module/kvm_pvm", sysfs_root);
-	return access(path, F_OK) == 0;
-}
-
 int kvm_parse_override(const char *value, bool *forced, enum kvm_mode *mode)
 {
 	*forced = false;

@@ -57,9 +57,6 @@ int kvm_probe_vcpu_thread(struct vcpu *v, unsigned timeout_ms, int kick_signal,
 			  void (*fn)(void *arg), void *arg, atomic_bool *timed_out,
 			  char *reason, size_t len);
 
-/* Whether the host's KVM is PVM (/sys/module/kvm_pvm under sysfs_root,
- * "/sys" on a real host): a KVM that cannot run unmodified guests. */
-bool kvm_host_is_pvm(const char *sysfs_root);
 
 enum kvm_mode { KVM_MODE_DIRECT, KVM_MODE_NESTED };
 

@@ -2,13 +2,13 @@
  * ioeventfd/irqfd, resource allocation, the device registry and the stop
  * request. */
 #include "vmm/kvm.h"
-#include "vmm/kvm_probe.h"
 #include "vmm/util.h"
 #include "arch/arch.h"
 
 #include <errno.h>
 #include <signal.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -94,6 +94,14 @@ close_efd:
 free_ks:
 	free(ks);
 	return ret;
+}
+
+bool kvm_host_is_pvm(const char *sysfs_root)
+{
+	char path[PATH_MAX];
+
+	snprintf(path, sizeof(path), "%s/module/kvm_pvm", sysfs_root);
+	return access(path, F_OK) == 0;
 }
 
 void vm_open_gate(struct vm *vm, unsigned n)

@@ -2,6 +2,7 @@
  * the per-boot verdict cache and what invalidates it. The probe itself is
  * a fake here that counts its calls; the real one needs a KVM. */
 #include "tests/unit/check.h"
+#include "vmm/kvm.h"
 #include "vmm/kvm_probe.h"
 #include "vmm/vcpu.h"
 #include "vmm/vm.h"
