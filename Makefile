@@ -219,12 +219,22 @@ else
 mvm: $(BUILD)/mvm FORCE
 endif
 
-$(BUILD)/%.o: %.c
+# Every object depends on the flags it was built with: a build directory
+# from before a flag changed (the hardening flags, say) is rebuilt, not
+# linked as it was. The line is rewritten only when it changes.
+FLAGS_STAMP := $(BUILD)/flags
+FLAGS_LINE := $(CC) $(ALL_CFLAGS) | $(ALL_LDFLAGS)
+ifneq ($(FLAGS_LINE),$(file <$(FLAGS_STAMP)))
+$(shell mkdir -p $(BUILD))
+$(file >$(FLAGS_STAMP),$(FLAGS_LINE))
+endif
+
+$(BUILD)/%.o: %.c $(FLAGS_STAMP)
 	@mkdir -p $(dir $@)
 	$(E) "  CC      $<"
 	$(Q)$(CC) $(ALL_CFLAGS) -c -o $@ $<
 
-$(BUILD)/%.o: %.S
+$(BUILD)/%.o: %.S $(FLAGS_STAMP)
 	@mkdir -p $(dir $@)
 	$(E) "  AS      $<"
 	$(Q)$(CC) $(ALL_CFLAGS) -c -o $@ $<
