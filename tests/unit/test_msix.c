@@ -199,36 +199,26 @@ TEST(bad_address_leaves_vector_unrouted)
 	tm_free(t);
 }
 
-static char last_line[512];
-static unsigned lines;
-
-static void record_line(void *opaque, int level, const char *msg)
-{
-	(void)opaque;
-	CHECK_EQ(level, LOG_WARNING);
-	snprintf(last_line, sizeof(last_line), "%s", msg);
-	lines++;
-}
-
 /* Table writes come at the guest's will: a bad message address is one
  * line per function, however many vectors and writes; all counted. */
 TEST(bad_message_addresses_are_logged_once_per_function_and_counted)
 {
 	struct tmx *t = tm_new();
-	struct log_sink sink = { .fn = record_line };
+	struct check_log cl = { 0 };
+	struct log_sink sink = { .fn = check_log_line, .opaque = &cl };
 
 	t->pd.log = &sink;
-	lines = 0;
 	ctrl_write(t, PCI_MSIX_FLAGS_ENABLE);
 	tab_w32(t, 1, PCI_MSIX_ENTRY_LOWER_ADDR, 0xfec00000);
 	tab_w32(t, 1, PCI_MSIX_ENTRY_VECTOR_CTRL, 0);
-	CHECK_EQ(lines, 1);
-	CHECK_STR(last_line, "pci 00:00.0 (tm): MSI-X vector 1 has address 0xfec00000 outside the "
+	CHECK_EQ(cl.lines, 1);
+	CHECK_EQ(cl.level, LOG_WARNING);
+	CHECK_STR(cl.last, "pci 00:00.0 (tm): MSI-X vector 1 has address 0xfec00000 outside the "
 		  "LAPIC window 0xfeexxxxx; vector not routed (the first of its kind on this "
 		  "function: the rest are only counted, as pci_guest_errors in --stats)");
 	tab_w32(t, 3, PCI_MSIX_ENTRY_LOWER_ADDR, 0x1000);
 	tab_w32(t, 3, PCI_MSIX_ENTRY_VECTOR_CTRL, 0);
-	CHECK_EQ(lines, 1);
+	CHECK_EQ(cl.lines, 1);
 	CHECK_EQ(pci_guest_errors(&t->pd), 2);
 	CHECK(!t->m.v[1].routed && !t->m.v[3].routed);
 	tm_free(t);
@@ -239,19 +229,20 @@ TEST(bad_message_addresses_are_logged_once_per_function_and_counted)
 TEST(refused_routes_are_logged_once_per_function_and_counted)
 {
 	struct tmx *t = tm_new();
-	struct log_sink sink = { .fn = record_line };
+	struct check_log cl = { 0 };
+	struct log_sink sink = { .fn = check_log_line, .opaque = &cl };
 
 	t->pd.log = &sink;
 	t->m.bound = true;              /* routes go to vm_msi_route: -ENODEV */
-	lines = 0;
 	ctrl_write(t, PCI_MSIX_FLAGS_ENABLE);
 	vec_setup(t, 0, 0x41);
 	CHECK(!t->m.v[0].routed);
-	CHECK_EQ(lines, 1);
-	CHECK(strstr(last_line, "MSI-X vector 0: routing GSI 0 to 0xfee00000 data 0x41 failed"));
+	CHECK_EQ(cl.lines, 1);
+	CHECK_EQ(cl.level, LOG_WARNING);
+	CHECK(strstr(cl.last, "MSI-X vector 0: routing GSI 0 to 0xfee00000 data 0x41 failed"));
 	vec_setup(t, 1, 0x42);
 	CHECK(!t->m.v[1].routed);
-	CHECK_EQ(lines, 1);
+	CHECK_EQ(cl.lines, 1);
 	CHECK_EQ(pci_guest_errors(&t->pd), 2);
 	CHECK_EQ(msix_signal(&t->m, 1), -EINVAL);      /* dropped, not fired */
 	t->m.bound = false;

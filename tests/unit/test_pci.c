@@ -382,43 +382,33 @@ TEST(bar_over_a_fixed_platform_range_stays_unmapped)
 	free(d);
 }
 
-static char last_line[512];
-static unsigned lines;
-
-static void record_line(void *opaque, int level, const char *msg)
-{
-	(void)opaque;
-	CHECK_EQ(level, LOG_WARNING);
-	snprintf(last_line, sizeof(last_line), "%s", msg);
-	lines++;
-}
-
 /* A guest can move a BAR onto RAM on every exit: one line per function,
  * every refusal counted (pci_guest_errors, in virtio-pci's --stats). */
 TEST(bars_refused_again_and_again_are_logged_once_per_function_and_counted)
 {
 	struct tbus *t = tbus_new();
 	struct tdev *a = tdev_add(t), *b = tdev_add(t);
-	struct log_sink sink = { .fn = record_line };
+	struct check_log cl = { 0 };
+	struct log_sink sink = { .fn = check_log_line, .opaque = &cl };
 
 	a->pd.log = b->pd.log = &sink;
-	lines = 0;
 	conf1_write(t, 1, PCI_COMMAND, 2, PCI_COMMAND_MEMORY);
 	conf1_write(t, 1, PCI_BASE_ADDRESS_0, 4, 0x1000);
-	CHECK_EQ(lines, 1);
-	CHECK_STR(last_line, "pci 00:01.0 (tdev): BAR0 at 0x1000 (size 0x1000) overlaps guest RAM; "
+	CHECK_EQ(cl.lines, 1);
+	CHECK_EQ(cl.level, LOG_WARNING);
+	CHECK_STR(cl.last, "pci 00:01.0 (tdev): BAR0 at 0x1000 (size 0x1000) overlaps guest RAM; "
 		  "left unmapped until the guest moves it (the first of its kind on this "
 		  "function: the rest are only counted, as pci_guest_errors in --stats)");
 	conf1_write(t, 1, PCI_BASE_ADDRESS_0, 4, 0xf8000000);
 	CHECK(a->pd.bars[0].mapped);
 	conf1_write(t, 1, PCI_BASE_ADDRESS_0, 4, 0x1000);
 	CHECK(!a->pd.bars[0].mapped);
-	CHECK_EQ(lines, 1);
+	CHECK_EQ(cl.lines, 1);
 	CHECK_EQ(pci_guest_errors(&a->pd), 2);
 	/* Another function: its own line. */
 	conf1_write(t, 2, PCI_COMMAND, 2, PCI_COMMAND_MEMORY);
 	conf1_write(t, 2, PCI_BASE_ADDRESS_0, 4, (uint32_t)T_IOAPIC);
-	CHECK_EQ(lines, 2);
+	CHECK_EQ(cl.lines, 2);
 	CHECK_EQ(pci_guest_errors(&b->pd), 1);
 	CHECK_EQ(pci_guest_errors(&a->pd), 2);
 	tbus_free(t);

@@ -504,17 +504,6 @@ TEST(device_reset_clears_pending_msix_vectors)
 	tvp_free(t);
 }
 
-static char last_line[512];
-static unsigned lines;
-
-static void record_line(void *opaque, int level, const char *msg)
-{
-	(void)opaque;
-	CHECK_EQ(level, LOG_WARNING);
-	snprintf(last_line, sizeof(last_line), "%s", msg);
-	lines++;
-}
-
 /* Every BAR4 move binds the queue notify ioeventfds again; when KVM
  * refuses (here: there is no KVM), the guest could have that logged at
  * will. One line per function, each failure counted, and the count in
@@ -523,7 +512,8 @@ TEST(notify_bind_failures_on_bar_moves_are_logged_once_and_counted_in_stats)
 {
 	struct tvp *t = tvp_new();
 	struct pci_bus bus;
-	struct log_sink sink = { .fn = record_line };
+	struct check_log cl = { 0 };
+	struct log_sink sink = { .fn = check_log_line, .opaque = &cl };
 	char *buf = NULL;
 	size_t len = 0;
 	FILE *f;
@@ -535,15 +525,15 @@ TEST(notify_bind_failures_on_bar_moves_are_logged_once_and_counted_in_stats)
 	CHECK_EQ(pci_bus_add(&bus, &t->vp.pci), 0);
 	vtr_attach(&t->vp.t, &t->vm);
 	t->vp.bus = &bus;               /* as virtio_pci_attach leaves it */
-	lines = 0;
 	pci_cfg_write16(&t->vp.pci, PCI_COMMAND, PCI_COMMAND_MEMORY | PCI_COMMAND_MASTER);
 	CHECK(t->vp.pci.bars[VIRTIO_PCI_BAR].mapped);
-	CHECK_EQ(lines, 1);
-	CHECK(strstr(last_line, "pci 00:01.0 (virtio-null): cannot bind queue notify ioeventfds at "));
-	CHECK(strstr(last_line, "; kicks take the slow path (the first of its kind on this function"));
+	CHECK_EQ(cl.lines, 1);
+	CHECK_EQ(cl.level, LOG_WARNING);
+	CHECK(strstr(cl.last, "pci 00:01.0 (virtio-null): cannot bind queue notify ioeventfds at "));
+	CHECK(strstr(cl.last, "; kicks take the slow path (the first of its kind on this function"));
 	pci_cfg_write16(&t->vp.pci, PCI_COMMAND, PCI_COMMAND_MASTER);
 	pci_cfg_write16(&t->vp.pci, PCI_COMMAND, PCI_COMMAND_MEMORY | PCI_COMMAND_MASTER);
-	CHECK_EQ(lines, 1);
+	CHECK_EQ(cl.lines, 1);
 	CHECK_EQ(pci_guest_errors(&t->vp.pci), 2);
 	/* The kicks still work, through the BAR write. */
 	w(t, VIRTIO_PCI_NOTIFY_OFF + VIRTIO_PCI_NOTIFY_MULT, 2, 1);
