@@ -18,7 +18,7 @@
 #   make bench-guest             mvm vs QEMU inside a guest (BENCH_GUEST_ARGS=...)
 #   make fuzz-build              libFuzzer targets (tests/fuzz/) with clang, in build/fuzz/
 #   make fuzz FUZZ_SECONDS=600   run each fuzz target that long (make test runs 10 s each)
-#   make static                  fully static ./mvm with musl (build/static/)
+#   make static                  fully static ./mvm with musl, a static PIE (build/static/)
 #   make clean
 
 V ?= 0
@@ -42,7 +42,7 @@ override ARCH := $(patsubst x86_64,x86,$(patsubst s390x,s390,$(ARCH)))
 ifeq ($(wildcard arch/$(ARCH)/arch.c),)
 $(error ARCH=$(ARCH): no arch/$(ARCH)/arch.c; give one of: $(patsubst arch/%/arch.c,%,$(wildcard arch/*/arch.c)))
 endif
-# STATIC=1 (set by `make static`): musl-gcc, fully static, in build/static.
+# STATIC=1 (set by `make static`): musl-gcc, a static PIE, in build/static.
 STATIC  ?=
 # An s390 build on another host is a cross build: Debian's s390x cross
 # compiler, liburing from Debian's s390x packages in a sysroot
@@ -90,17 +90,56 @@ ifneq ($(STATIC),)
 CFLAGS_BASE += -isystem $(MUSL_PREFIX)/kernel-headers -I$(MUSL_PREFIX)/include
 LDFLAGS_STATIC := -static -L$(MUSL_PREFIX)/lib
 endif
+# Hardening, every variant (tests/hardening/elf-check reads the result):
+# canaries in functions with arrays or address-taken locals, stack probes
+# so that no allocation jumps over the guard page, and on x86 the CET
+# markers (endbr64, shadow-stack-compatible returns).
+CFLAGS_HARDEN := -fstack-protector-strong -fstack-clash-protection
+ifeq ($(ARCH),x86)
+CFLAGS_HARDEN += -fcf-protection
+endif
+# _FORTIFY_SOURCE=3 (gcc 12 and glibc 2.34 or later, Debian 12 has both):
+# level 2's checks plus buffer sizes known only at run time
+# (__builtin_dynamic_object_size). Not under a sanitizer (a __memcpy_chk
+# runs glibc's own memcpy, past ASan's interceptor) nor with musl (it has
+# no checked functions).
+ifeq ($(SANITIZE)$(FUZZ)$(STATIC),)
+CFLAGS_HARDEN += -U_FORTIFY_SOURCE -D_FORTIFY_SOURCE=3
+endif
+CFLAGS_BASE += $(CFLAGS_HARDEN)
+# Full RELRO for every link: the GOT and everything relocated once is
+# read-only before main runs, no lazy binding.
+LDFLAGS_HARDEN := -Wl,-z,relro -Wl,-z,now
+# Executables are position independent (the objects are -fPIC already, for
+# libmvm.so). The static build is a static PIE: musl's self-relocating
+# start file (rcrt1.o; musl-gcc's specs know only -static), the start and
+# end files by hand. The s390x cross build stays static and not PIE: the
+# cross glibc has no rcrt1.o.
+EXE_LDFLAGS := -pie
+EXE_LDLIBS :=
+ifneq ($(STATIC),)
+MUSL_LIBDIR ?= /usr/lib/$(shell uname -m)-linux-musl
+ifeq ($(wildcard $(MUSL_LIBDIR)/rcrt1.o),)
+$(error static: no $(MUSL_LIBDIR)/rcrt1.o (musl-dev), needed for a static PIE; give MUSL_LIBDIR)
+endif
+EXE_LDFLAGS := -nostartfiles $(MUSL_LIBDIR)/rcrt1.o $(MUSL_LIBDIR)/crti.o \
+	$(shell $(CC) -print-file-name=crtbeginS.o) -Wl,-pie,--no-dynamic-linker,-z,text
+EXE_LDLIBS := $(shell $(CC) -print-file-name=crtendS.o) $(MUSL_LIBDIR)/crtn.o
+endif
+ifneq ($(CROSS),)
+EXE_LDFLAGS :=
+endif
 ALL_CFLAGS := $(CFLAGS_BASE) $(CFLAGS)
 LDLIBS  := -luring -lpthread
-ALL_LDFLAGS := $(LDFLAGS_SAN) $(LDFLAGS_STATIC) $(LDFLAGS_CROSS) $(LDFLAGS)
+ALL_LDFLAGS := $(LDFLAGS_SAN) $(LDFLAGS_STATIC) $(LDFLAGS_CROSS) $(LDFLAGS_HARDEN) $(LDFLAGS)
 
 # Every .c under these folders is part of mvm. libmvm (the library behind
-# vmm/mvm.h) is all of it but the command line: main.c, cli.c, term.c and
-# jail.c.
+# vmm/mvm.h) is all of it but the command line: main.c, cli.c, term.c,
+# jail.c and relro.c (a library leaves its host program's mappings alone).
 # Tests and benchmarks link every object but main.o with their own main().
 SRCS     := $(sort $(wildcard vmm/*.c devices/*.c arch/$(ARCH)/*.c))
 MAIN_SRC := vmm/main.c
-CLI_SRCS := vmm/cli.c vmm/term.c vmm/jail.c
+CLI_SRCS := vmm/cli.c vmm/term.c vmm/jail.c vmm/relro.c
 LIB_SRCS := $(filter-out $(MAIN_SRC),$(SRCS))
 # Assembly: guest payloads that mvm loads (the KVM probe).
 ASM_SRCS := $(sort $(wildcard arch/$(ARCH)/*.S))
@@ -156,7 +195,7 @@ all: mvm $(if $(CROSS),$(BUILD)/mvm) lib
 # mvm(1) links libmvm statically: one file to copy, no library path.
 $(BUILD)/mvm: $(MAIN_OBJ) $(CLI_OBJS) $(LIBMVM_A)
 	$(E) "  LD      $@"
-	$(Q)$(CC) $(ALL_CFLAGS) $(ALL_LDFLAGS) -o $@ $^ $(LDLIBS)
+	$(Q)$(CC) $(ALL_CFLAGS) $(ALL_LDFLAGS) $(EXE_LDFLAGS) -o $@ $^ $(LDLIBS) $(EXE_LDLIBS)
 
 lib: $(LIBMVM_A) $(LIBMVM_SO) $(BUILD)/mvm.pc
 
@@ -219,24 +258,34 @@ else
 mvm: $(BUILD)/mvm FORCE
 endif
 
-$(BUILD)/%.o: %.c
+# Every object depends on the flags it was built with: a build directory
+# from before a flag changed (the hardening flags, say) is rebuilt, not
+# linked as it was. The line is rewritten only when it changes.
+FLAGS_STAMP := $(BUILD)/flags
+FLAGS_LINE := $(CC) $(ALL_CFLAGS) | $(ALL_LDFLAGS) | $(EXE_LDFLAGS) $(EXE_LDLIBS)
+ifneq ($(FLAGS_LINE),$(file <$(FLAGS_STAMP)))
+$(shell mkdir -p $(BUILD))
+$(file >$(FLAGS_STAMP),$(FLAGS_LINE))
+endif
+
+$(BUILD)/%.o: %.c $(FLAGS_STAMP)
 	@mkdir -p $(dir $@)
 	$(E) "  CC      $<"
 	$(Q)$(CC) $(ALL_CFLAGS) -c -o $@ $<
 
-$(BUILD)/%.o: %.S
+$(BUILD)/%.o: %.S $(FLAGS_STAMP)
 	@mkdir -p $(dir $@)
 	$(E) "  AS      $<"
 	$(Q)$(CC) $(ALL_CFLAGS) -c -o $@ $<
 
 $(BUILD)/tests/unit/test_%: $(BUILD)/tests/unit/test_%.o $(CHECK_OBJ) $(LIB_OBJS)
 	$(E) "  LD      $@"
-	$(Q)$(CC) $(ALL_CFLAGS) $(ALL_LDFLAGS) -o $@ $^ $(LDLIBS)
+	$(Q)$(CC) $(ALL_CFLAGS) $(ALL_LDFLAGS) $(EXE_LDFLAGS) -o $@ $^ $(LDLIBS) $(EXE_LDLIBS)
 
 $(BENCH_BIN): $(BENCH_SRCS:%.c=$(BUILD)/%.o) $(LIB_OBJS)
 	@mkdir -p $(dir $@)
 	$(E) "  LD      $@"
-	$(Q)$(CC) $(ALL_CFLAGS) $(ALL_LDFLAGS) -o $@ $^ $(LDLIBS)
+	$(Q)$(CC) $(ALL_CFLAGS) $(ALL_LDFLAGS) $(EXE_LDFLAGS) -o $@ $^ $(LDLIBS) $(EXE_LDLIBS)
 
 unit-tests: $(UNIT_BINS)
 
@@ -253,7 +302,7 @@ $(BUILD)/libmvm-fuzz.a: $(LIB_OBJS)
 
 $(BUILD)/fuzz_%: $(BUILD)/tests/fuzz/fuzz_%.o $(BUILD)/libmvm-fuzz.a
 	$(E) "  LD      $@"
-	$(Q)$(CC) $(ALL_CFLAGS) $(ALL_LDFLAGS) -o $@ $^ $(LDLIBS)
+	$(Q)$(CC) $(ALL_CFLAGS) $(ALL_LDFLAGS) $(EXE_LDFLAGS) -o $@ $^ $(LDLIBS) $(EXE_LDLIBS)
 endif
 
 # Each target FUZZ_SECONDS (default 600) on its corpus in build/fuzz/corpus/,

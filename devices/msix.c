@@ -1,5 +1,4 @@
 #include "devices/msix.h"
-#include "vmm/log.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -54,12 +53,8 @@ static void sync_route(struct msix *m, unsigned i)
 	if (!usable(m, v))
 		return;                 /* masked: routed on unmask */
 	if (!addr_valid(v)) {
-		if (!v->bad_addr_logged) {
-			v->bad_addr_logged = true;
-			log_warn(m->vm ? &m->vm->log : NULL, "pci %s: MSI-X vector %u has address 0x%" PRIx64
-				  " outside the LAPIC window 0xfeexxxxx; vector not routed",
-				  m->pd && m->pd->name ? m->pd->name : "?", i, addr);
-		}
+		pci_guest_warn(m->pd, PCI_GW_MSIX_ADDR, "MSI-X vector %u has address 0x%" PRIx64
+			       " outside the LAPIC window 0xfeexxxxx; vector not routed", i, addr);
 		if (v->routed) {
 			m->reroutes++;
 			if (m->bound)
@@ -74,12 +69,9 @@ static void sync_route(struct msix *m, unsigned i)
 	if (m->bound) {
 		ret = vm_msi_route(m->vm, v->gsi, addr, v->data, false);
 		if (ret) {
-			if (!v->route_err_logged) {
-				v->route_err_logged = true;
-				log_warn(m->vm ? &m->vm->log : NULL, "pci %s: MSI-X vector %u: routing GSI %u failed: %s",
-					  m->pd && m->pd->name ? m->pd->name : "?", i,
-					  v->gsi, strerror(-ret));
-			}
+			pci_guest_warn(m->pd, PCI_GW_MSIX_ROUTE, "MSI-X vector %u: routing GSI %u "
+				       "to 0x%" PRIx64 " data 0x%x failed: %s; vector not routed", i,
+				       v->gsi, addr, v->data, strerror(-ret));
 			v->routed = false;
 			return;
 		}

@@ -20,8 +20,9 @@
  * message, changes no route either (reroutes counts the changes; vm.c
  * then pushes the table only when a route's content changed). An address outside the
  * LAPIC window (not 0xFEExxxxx, or a non-zero high dword) leaves the vector
- * unrouted (its route removed) and is logged once per vector; signals on it
- * are dropped.
+ * unrouted (its route removed), and so does a route KVM refuses; signals
+ * on it are dropped. Either is the guest's doing, repeatable at will:
+ * logged once per function and counted (pci_guest_warn).
  *
  * Bus mastering: a message is a memory write, so none is sent while the
  * command register's Bus Master Enable is clear (PCIe 7.5.1.1.3). A signal
@@ -69,8 +70,6 @@ struct msix_vector {
 	bool routed;             /* route (route_addr, route_data) installed */
 	uint64_t route_addr;
 	uint32_t route_data;
-	bool bad_addr_logged;
-	bool route_err_logged;
 };
 
 struct msix {

@@ -3,6 +3,8 @@
 
 #include <errno.h>
 #include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "vmm/byteorder.h"
@@ -10,6 +12,21 @@
 #include "vmm/vm.h"
 
 /* ---- config space helpers ---------------------------------------------- */
+
+void pci_guest_warn(struct pci_dev *pd, unsigned kind, const char *fmt, ...)
+{
+	char what[640];
+	va_list ap;
+
+	if (!log_guest_first(&pd->guest, kind))
+		return;
+	va_start(ap, fmt);
+	vsnprintf(what, sizeof(what), fmt, ap);
+	va_end(ap);
+	log_warn(pd->log, "pci 00:%02x.0 (%s): %s (the first of its kind on this function: the "
+		 "rest are only counted, as pci_guest_errors in --stats)", pd->slot,
+		 pd->name ? pd->name : "?", what);
+}
 
 void pci_set_wmask(struct pci_dev *pd, unsigned off, unsigned len, uint32_t mask)
 {
@@ -201,12 +218,8 @@ static void bar_map(struct pci_dev *pd, unsigned bar, uint64_t addr)
 		}
 		why = ret == -EEXIST ? "another MMIO device" : "an invalid range";
 	}
-	if (!b->refused_logged) {
-		b->refused_logged = true;
-		log_warn(pd->bus && pd->bus->vm ? &pd->bus->vm->log : NULL, "pci %s: BAR%u at 0x%" PRIx64 " (size 0x%" PRIx64 ") overlaps %s; "
-			  "left unmapped until the guest moves it", pd->name ? pd->name : "?",
-			  bar, addr, b->size, why);
-	}
+	pci_guest_warn(pd, PCI_GW_BAR, "BAR%u at 0x%" PRIx64 " (size 0x%" PRIx64 ") overlaps %s; "
+		       "left unmapped until the guest moves it", bar, addr, b->size, why);
 }
 
 /* Make the mapped state of every BAR match the command register and the
@@ -482,6 +495,8 @@ int pci_bus_add(struct pci_bus *bus, struct pci_dev *pd)
 	}
 	pd->bus = bus;
 	pd->slot = s;
+	if (!pd->log && bus->vm)
+		pd->log = &bus->vm->log;
 	pd->cfg[PCI_INTERRUPT_PIN] = 1;               /* INTA# */
 	pd->cfg[PCI_INTERRUPT_LINE] = pci_intx_pin(bus, s);
 	bus->slots[s] = pd;

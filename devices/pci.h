@@ -19,8 +19,8 @@
  * is re-registered when the guest moves it. A BAR placed over guest RAM, over
  * one of the board's fixed ranges (arch_layout.fixed_mmio: the IOAPIC, the
  * LAPIC, ...), over another mapped BAR or any other MMIO range stays
- * unmapped, as if memory decode were off for it (logged once per BAR),
- * until the guest moves it somewhere valid. mvm's functions have memory
+ * unmapped, as if memory decode were off for it (pci_guest_warn: logged
+ * once per function, counted), until the guest moves it somewhere valid. mvm's functions have memory
  * BARs only; an I/O BAR would need the same check against the board's
  * ports.
  *
@@ -43,6 +43,7 @@
 
 #include "arch/arch.h"
 #include "vmm/iobus.h"
+#include "vmm/log.h"
 
 struct vm;
 
@@ -86,7 +87,6 @@ struct pci_bar {
 	void *opaque;
 	bool mapped;               /* registered on vm->mmio at mapped_addr */
 	uint64_t mapped_addr;
-	bool refused_logged;       /* "BAR overlaps ..." printed once */
 };
 
 struct pci_cap_range {
@@ -106,7 +106,32 @@ struct pci_dev {
 	unsigned cap_next;         /* next free config offset for a capability */
 	const struct pci_dev_ops *ops;
 	void *opaque;
+	/* Where its messages go: the VM's, from pci_bus_add (tests may set
+	 * their own); NULL drops them. */
+	const struct log_sink *log;
+	/* What the guest did wrong with this function (pci_guest_warn). */
+	struct log_guest guest;
 };
+
+/* Kinds of guest mistakes, each logged once per function; the function's
+ * own kinds (its device's registers) follow from PCI_GW_FUNCTION on. */
+enum {
+	PCI_GW_BAR,                /* a BAR placed where it cannot be mapped */
+	PCI_GW_MSIX_ADDR,          /* an MSI-X message outside the LAPIC window */
+	PCI_GW_MSIX_ROUTE,         /* an MSI-X message KVM would not route */
+	PCI_GW_FUNCTION,
+};
+
+/* A guest mistake on pd, which the guest may repeat at will: the first of
+ * each kind is logged (prefixed "pci 00:SS.0 (name): "), every one counted
+ * (pci_guest_errors). Any thread. */
+__attribute__((format(printf, 3, 4)))
+void pci_guest_warn(struct pci_dev *pd, unsigned kind, const char *fmt, ...);
+/* How many: what --stats reports as pci_guest_errors. */
+static inline unsigned long long pci_guest_errors(const struct pci_dev *pd)
+{
+	return log_guest_count(&pd->guest);
+}
 
 struct pci_bus {
 	struct vm *vm;

@@ -17,6 +17,9 @@
 
 static const struct vtr_ops vp_vtr_ops;
 
+/* The function's own kinds of guest-triggered trouble (pci_guest_warn). */
+enum { VP_GW_NOTIFY = PCI_GW_FUNCTION };
+
 /* ---- common cfg (§4.1.4.3) ---------------------------------------------- */
 
 struct common_field {
@@ -436,11 +439,13 @@ static void vp_bar_map(struct pci_dev *pd, unsigned bar, uint64_t addr, bool map
 	vtr_notify_unbind(&vp->t);
 	if (!mapped)
 		return;
+	/* Each BAR move the guest makes binds again: a failure (KVM's limit
+	 * of ioeventfds, say) could be logged at the guest's will. */
 	ret = notify_bind(vp, addr + VIRTIO_PCI_NOTIFY_OFF);
 	if (ret)
-		log_warn(vp->t.dev->log, "%s (virtio-pci): cannot bind queue notify ioeventfds at 0x%" PRIx64
-			  ": %s; kicks take the slow path", vp->t.dev->ops->name,
-			  addr + VIRTIO_PCI_NOTIFY_OFF, strerror(-ret));
+		pci_guest_warn(pd, VP_GW_NOTIFY, "cannot bind queue notify ioeventfds at 0x%" PRIx64
+			       ": %s; kicks take the slow path", addr + VIRTIO_PCI_NOTIFY_OFF,
+			       strerror(-ret));
 }
 
 static const struct pci_dev_ops virtio_pci_dev_ops = {
@@ -644,9 +649,9 @@ static void vp_stats_json(struct vtr *t, FILE *out)
 	struct virtio_pci *vp = container_of(t, struct virtio_pci, t);
 
 	pthread_mutex_lock(&vp->msix.lock);
-	fprintf(out, ",\"slot\":%u,\"msix_fired\":%" PRIu64 ",\"msix_pended\":%" PRIu64
-		",\"msix_reroutes\":%" PRIu64, vp->pci.slot, vp->msix.fired, vp->msix.pended,
-		vp->msix.reroutes);
+	fprintf(out, ",\"slot\":%u,\"pci_guest_errors\":%llu,\"msix_fired\":%" PRIu64
+		",\"msix_pended\":%" PRIu64 ",\"msix_reroutes\":%" PRIu64, vp->pci.slot,
+		pci_guest_errors(&vp->pci), vp->msix.fired, vp->msix.pended, vp->msix.reroutes);
 	pthread_mutex_unlock(&vp->msix.lock);
 }
 

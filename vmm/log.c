@@ -15,3 +15,9 @@ void log_msg(const struct log_sink *sink, int level, const char *fmt, ...)
 	va_end(ap);
 	sink->fn(sink->opaque, level, msg);
 }
+
+bool log_guest_first(struct log_guest *g, unsigned kind)
+{
+	__atomic_fetch_add(&g->count, 1, __ATOMIC_RELAXED);
+	return !(__atomic_fetch_or(&g->logged, 1u << kind, __ATOMIC_RELAXED) & (1u << kind));
+}

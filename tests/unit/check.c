@@ -42,6 +42,15 @@ void check_need_io_uring(void)
 			   "this case runs on a native kernel");
 }
 
+void check_log_line(void *opaque, int level, const char *msg)
+{
+	struct check_log *cl = opaque;
+
+	cl->lines++;
+	cl->level = level;
+	snprintf(cl->last, sizeof(cl->last), "%s", msg);
+}
+
 int check_fork(void (*fn)(void *), void *arg, char *out, size_t outlen)
 {
 	int pipefd[2], status;

@@ -66,6 +66,16 @@ void check_register(const char *name, void (*fn)(void));
  * unit tests on x86) does not emulate it and answers ENOSYS. */
 void check_need_io_uring(void);
 
+/* For tests of what is logged: check_log_line is a log sink's function
+ * (struct log_sink, vmm/log.h) whose opaque is a struct check_log; it
+ * counts the lines and keeps the last one with its level. */
+struct check_log {
+	unsigned lines;
+	int level;
+	char last[1024];
+};
+void check_log_line(void *opaque, int level, const char *msg);
+
 /* Run `argv0 args...` style: fork, run fn in the child, return the child's
  * exit status (or 128+signal). Lets a case check that code exits/dies. */
 int check_fork(void (*fn)(void *), void *arg, char *out, size_t outlen);

@@ -184,7 +184,7 @@ TEST(bad_address_leaves_vector_unrouted)
 	tab_w32(t, 2, PCI_MSIX_ENTRY_LOWER_ADDR, 0xfec00000);    /* IOAPIC, not LAPIC */
 	tab_w32(t, 2, PCI_MSIX_ENTRY_VECTOR_CTRL, 0);
 	CHECK(!t->m.v[2].routed);
-	CHECK(t->m.v[2].bad_addr_logged);
+	CHECK_EQ(pci_guest_errors(&t->pd), 1);
 	CHECK_EQ(msix_signal(&t->m, 2), -EINVAL);
 	CHECK_EQ(fired(t, 2), 0);
 	/* Non-zero high dword is not a LAPIC address either. */
@@ -196,6 +196,56 @@ TEST(bad_address_leaves_vector_unrouted)
 	CHECK(t->m.v[2].routed);
 	CHECK_EQ(msix_signal(&t->m, 2), 0);
 	CHECK_EQ(fired(t, 2), 1);
+	tm_free(t);
+}
+
+/* Table writes come at the guest's will: a bad message address is one
+ * line per function, however many vectors and writes; all counted. */
+TEST(bad_message_addresses_are_logged_once_per_function_and_counted)
+{
+	struct tmx *t = tm_new();
+	struct check_log cl = { 0 };
+	struct log_sink sink = { .fn = check_log_line, .opaque = &cl };
+
+	t->pd.log = &sink;
+	ctrl_write(t, PCI_MSIX_FLAGS_ENABLE);
+	tab_w32(t, 1, PCI_MSIX_ENTRY_LOWER_ADDR, 0xfec00000);
+	tab_w32(t, 1, PCI_MSIX_ENTRY_VECTOR_CTRL, 0);
+	CHECK_EQ(cl.lines, 1);
+	CHECK_EQ(cl.level, LOG_WARNING);
+	CHECK_STR(cl.last, "pci 00:00.0 (tm): MSI-X vector 1 has address 0xfec00000 outside the "
+		  "LAPIC window 0xfeexxxxx; vector not routed (the first of its kind on this "
+		  "function: the rest are only counted, as pci_guest_errors in --stats)");
+	tab_w32(t, 3, PCI_MSIX_ENTRY_LOWER_ADDR, 0x1000);
+	tab_w32(t, 3, PCI_MSIX_ENTRY_VECTOR_CTRL, 0);
+	CHECK_EQ(cl.lines, 1);
+	CHECK_EQ(pci_guest_errors(&t->pd), 2);
+	CHECK(!t->m.v[1].routed && !t->m.v[3].routed);
+	tm_free(t);
+}
+
+/* A route KVM refuses (here: no KVM at all) leaves the vector unrouted,
+ * logged once per function however often the guest rewrites it. */
+TEST(refused_routes_are_logged_once_per_function_and_counted)
+{
+	struct tmx *t = tm_new();
+	struct check_log cl = { 0 };
+	struct log_sink sink = { .fn = check_log_line, .opaque = &cl };
+
+	t->pd.log = &sink;
+	t->m.bound = true;              /* routes go to vm_msi_route: -ENODEV */
+	ctrl_write(t, PCI_MSIX_FLAGS_ENABLE);
+	vec_setup(t, 0, 0x41);
+	CHECK(!t->m.v[0].routed);
+	CHECK_EQ(cl.lines, 1);
+	CHECK_EQ(cl.level, LOG_WARNING);
+	CHECK(strstr(cl.last, "MSI-X vector 0: routing GSI 0 to 0xfee00000 data 0x41 failed"));
+	vec_setup(t, 1, 0x42);
+	CHECK(!t->m.v[1].routed);
+	CHECK_EQ(cl.lines, 1);
+	CHECK_EQ(pci_guest_errors(&t->pd), 2);
+	CHECK_EQ(msix_signal(&t->m, 1), -EINVAL);      /* dropped, not fired */
+	t->m.bound = false;
 	tm_free(t);
 }
 

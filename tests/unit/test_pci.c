@@ -325,7 +325,7 @@ TEST(bar_over_ram_or_other_bar_stays_unmapped)
 	/* Over low RAM. */
 	conf1_write(t, 1, PCI_BASE_ADDRESS_0, 4, 0x1000);
 	CHECK(!a->pd.bars[0].mapped);
-	CHECK(a->pd.bars[0].refused_logged);
+	CHECK_EQ(pci_guest_errors(&a->pd), 1);
 	CHECK_EQ(conf1_read(t, 1, PCI_BASE_ADDRESS_0, 4), 0x1000);   /* value kept */
 	/* Over RAM above 4 GiB (64-bit BAR). */
 	conf1_write(t, 2, PCI_BASE_ADDRESS_0 + 12, 4, 1);
@@ -360,7 +360,7 @@ TEST(bar_over_a_fixed_platform_range_stays_unmapped)
 	/* BAR2 (16 KiB) over the IOAPIC's page. */
 	conf1_write(t, 1, PCI_BASE_ADDRESS_0 + 8, 4, (uint32_t)T_IOAPIC);
 	CHECK(!d->pd.bars[2].mapped);
-	CHECK(d->pd.bars[2].refused_logged);
+	CHECK_EQ(pci_guest_errors(&d->pd), 1);
 	CHECK(!mmio_hits(t, T_IOAPIC));
 	CHECK_EQ(d->reads, 0);
 	/* BAR0 (4 KiB) inside the LAPIC window, not on its first page. */
@@ -382,16 +382,49 @@ TEST(bar_over_a_fixed_platform_range_stays_unmapped)
 	free(d);
 }
 
+/* A guest can move a BAR onto RAM on every exit: one line per function,
+ * every refusal counted (pci_guest_errors, in virtio-pci's --stats). */
+TEST(bars_refused_again_and_again_are_logged_once_per_function_and_counted)
+{
+	struct tbus *t = tbus_new();
+	struct tdev *a = tdev_add(t), *b = tdev_add(t);
+	struct check_log cl = { 0 };
+	struct log_sink sink = { .fn = check_log_line, .opaque = &cl };
+
+	a->pd.log = b->pd.log = &sink;
+	conf1_write(t, 1, PCI_COMMAND, 2, PCI_COMMAND_MEMORY);
+	conf1_write(t, 1, PCI_BASE_ADDRESS_0, 4, 0x1000);
+	CHECK_EQ(cl.lines, 1);
+	CHECK_EQ(cl.level, LOG_WARNING);
+	CHECK_STR(cl.last, "pci 00:01.0 (tdev): BAR0 at 0x1000 (size 0x1000) overlaps guest RAM; "
+		  "left unmapped until the guest moves it (the first of its kind on this "
+		  "function: the rest are only counted, as pci_guest_errors in --stats)");
+	conf1_write(t, 1, PCI_BASE_ADDRESS_0, 4, 0xf8000000);
+	CHECK(a->pd.bars[0].mapped);
+	conf1_write(t, 1, PCI_BASE_ADDRESS_0, 4, 0x1000);
+	CHECK(!a->pd.bars[0].mapped);
+	CHECK_EQ(cl.lines, 1);
+	CHECK_EQ(pci_guest_errors(&a->pd), 2);
+	/* Another function: its own line. */
+	conf1_write(t, 2, PCI_COMMAND, 2, PCI_COMMAND_MEMORY);
+	conf1_write(t, 2, PCI_BASE_ADDRESS_0, 4, (uint32_t)T_IOAPIC);
+	CHECK_EQ(cl.lines, 2);
+	CHECK_EQ(pci_guest_errors(&b->pd), 1);
+	CHECK_EQ(pci_guest_errors(&a->pd), 2);
+	tbus_free(t);
+	free(a); free(b);
+}
+
 TEST(bar_refused_while_decode_is_off_stays_unmapped_when_decode_turns_on)
 {
 	struct tbus *t = tbus_new();
 	struct tdev *d = tdev_add(t);
 
 	conf1_write(t, 1, PCI_BASE_ADDRESS_0, 4, (uint32_t)T_IOAPIC);
-	CHECK(!d->pd.bars[0].refused_logged);            /* decode off: no check yet */
+	CHECK_EQ(pci_guest_errors(&d->pd), 0);          /* decode off: no check yet */
 	conf1_write(t, 1, PCI_COMMAND, 2, PCI_COMMAND_MEMORY);
 	CHECK(!d->pd.bars[0].mapped);
-	CHECK(d->pd.bars[0].refused_logged);
+	CHECK_EQ(pci_guest_errors(&d->pd), 1);
 	CHECK(d->pd.bars[2].mapped);                     /* the other BAR is fine */
 	CHECK(!mmio_hits(t, T_IOAPIC));
 	tbus_free(t);

@@ -176,39 +176,29 @@ TEST(kick_signals_the_queue_eventfd_and_ignores_bad_index)
 	ttr_drop(x);
 }
 
-static char last_line[512];
-static unsigned lines;
-
-static void record_line(void *opaque, int level, const char *msg)
-{
-	(void)opaque;
-	CHECK_EQ(level, LOG_WARNING);
-	snprintf(last_line, sizeof(last_line), "%s", msg);
-	lines++;
-}
-
 TEST(guest_mistakes_logged_once_per_kind_and_device_then_counted)
 {
 	struct ttr *x = ttr_new(1);
 	struct ttr *y = ttr_new(1);
-	struct log_sink sink = { .fn = record_line };
+	struct check_log cl = { 0 };
+	struct log_sink sink = { .fn = check_log_line, .opaque = &cl };
 
 	x->v->dev.log = y->v->dev.log = &sink;
 	snprintf(x->t.name, sizeof(x->t.name), "virtio-test 0.0.0001");
-	lines = 0;
 	vtr_bad_access(&x->t, "read", "register", 0x12, 2, "registers are 64-bit");
-	CHECK_STR(last_line, "virtio-null (virtio-test 0.0.0001): driver made a 2-byte read at "
+	CHECK_STR(cl.last, "virtio-null (virtio-test 0.0.0001): driver made a 2-byte read at "
 		  "register offset 0x12; ignored (registers are 64-bit) (the first of its kind "
 		  "on this device: the rest are only counted, as guest_errors in --stats)");
 	vtr_bad_access(&x->t, "write", "register", 0x13, 1, "registers are 64-bit");
-	CHECK_EQ(lines, 1);
+	CHECK_EQ(cl.lines, 1);
+	CHECK_EQ(cl.level, LOG_WARNING);
 	CHECK_EQ(x->v->dev.guest_errors, 2);
 	vtr_bad_access(&y->t, "write", "register", 0x13, 1, "registers are 64-bit");
-	CHECK_EQ(lines, 2);     /* another device: its own message */
+	CHECK_EQ(cl.lines, 2);     /* another device: its own message */
 	virtio_guest_warn(&x->v->dev, VIRTIO_GW_RING, "queue 0: broken");
-	CHECK_EQ(lines, 3);     /* another kind: its own message */
+	CHECK_EQ(cl.lines, 3);     /* another kind: its own message */
 	virtio_guest_warn(&x->v->dev, VIRTIO_GW_RING, "queue 0: broken");
-	CHECK_EQ(lines, 3);
+	CHECK_EQ(cl.lines, 3);
 	CHECK_EQ(x->v->dev.guest_errors, 4);
 	ttr_drop(x);
 	ttr_drop(y);
