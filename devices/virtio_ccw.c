@@ -444,7 +444,7 @@ static void vccw_signal_queue(struct virtio_dev *dev, unsigned q)
 /* Configuration change or NEEDS_RESET: bit 0 of the config indicator and
  * a subchannel interrupt, in both indicator modes. This may run inside a
  * command (a bad SET_VQ, a queue that fails to start at DRIVER_OK), i.e.
- * with the subchannel's lock held: irq->subchannel must cope. */
+ * with the subchannel's lock held: irq->subchannel must not wait for it. */
 static void vccw_signal_config(struct virtio_dev *dev)
 {
 	struct virtio_ccw *vc = dev->transport;

@@ -48,7 +48,9 @@
  *
  * Locking: command() and enable() take vc->t.lock (the register lock; the
  * channel calls them with its subchannel lock held, so the lock order is
- * subchannel, then vtr). signal_queue / signal_config take no lock. */
+ * subchannel, then vtr), and a reset joins the queue threads with both
+ * held. signal_queue / signal_config, which queue threads call, take no
+ * lock and wait for none. */
 #ifndef MVM_VIRTIO_CCW_H
 #define MVM_VIRTIO_CCW_H
 
@@ -104,9 +106,11 @@ struct virtio_ccw;
  * block: they are called from queue threads and from any thread that
  * signals a config change, and subchannel also from inside command() (a
  * NEEDS_RESET raised by a bad SET_VQ or a queue that fails to start at
- * DRIVER_OK), i.e. with the subchannel's lock and vc->t.lock held, so it
- * must not take the subchannel lock itself. bind_adapter / unbind_adapter
- * run with vc->t.lock held. */
+ * DRIVER_OK), i.e. with the subchannel's lock and vc->t.lock held. Neither
+ * may wait for either lock: the thread holding them may be waiting for the
+ * very queue thread that raises the interrupt (a reset stops the queues
+ * under both); css_notify only tries the subchannel lock. bind_adapter /
+ * unbind_adapter run with vc->t.lock held. */
 struct virtio_ccw_irq_ops {
 	/* Raise an adapter (thin) I/O interrupt for interruption subclass isc. */
 	void (*adapter)(void *opaque, uint8_t isc);

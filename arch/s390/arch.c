@@ -338,7 +338,9 @@ static void ccw_adapter_irq(void *opaque, uint8_t isc)
 			d->schno, strerror(errno));
 }
 
-/* Classic indicators and config changes: status on the subchannel. */
+/* Classic indicators and config changes: status on the subchannel. From
+ * queue threads too, while a vCPU may hold the channel subsystem's lock
+ * and wait for them to stop: css_notify never waits for that lock. */
 static void ccw_subchannel_irq(void *opaque)
 {
 	struct s390_ccw *d = opaque;
@@ -436,10 +438,8 @@ int arch_attach_ccw(struct vm *vm, struct virtio_dev *dev)
 		return ret;
 	}
 	vtr_attach(&d->vc.t, vm);
-	pthread_mutex_lock(&sv->css.lock);
 	schno = css_attach(&sv->css, &virtio_ccw_dev_ops, &d->vc, VIRTIO_CCW_CU_TYPE,
 			   virtio_ccw_cu_model(&d->vc));
-	pthread_mutex_unlock(&sv->css.lock);
 	if (schno < 0) {
 		ret = schno;
 		goto abort;
