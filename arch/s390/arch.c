@@ -49,7 +49,11 @@ const struct arch_layout arch_layout = {
 	.pci_mmio_base = 0,
 	.pci_mmio_end = 0,
 	.nfixed_mmio = 0,               /* no PCI bus */
-	/* The SCLP VT220 console; reboot on panic, which ends mvm. */
+	/* The SCLP VT220 console. panic=-1 (on x86 it makes a panic a
+	 * reset that ends mvm) matters here only for a panic before Linux's
+	 * setup_ipl() registered its on_panic notifier: that one re-IPLs,
+	 * status 0; every later panic stops in a disabled wait before the
+	 * timeout is looked at (disabled_wait() below). */
 	.base_cmdline = "console=ttysclp0 panic=-1",
 	.has_ccw = true,
 	.max_vcpus = S390_MAX_VCPUS,
@@ -950,6 +954,29 @@ static int handle_instruction(struct vcpu *v, struct kvm_run *run)
 	return program_exception(v, S390_PGM_OPERATION);
 }
 
+/* KVM hands a wait to user space only when the PSW has I/O, external and
+ * machine-check interrupts all off: the CPU can never run again. At
+ * address 0xfff (...fff) it is Linux's quiesced shutdown (the SCLP's
+ * signal-quiesce handler): a poweroff. Anywhere else the kernel gave up:
+ * a panic ends in one (kernel/panic.c's panic notifiers run s390's
+ * on_panic action, "stop" by default, and then stop_run() loads a
+ * disabled-wait PSW at its own address, before panic=N could reboot), as
+ * do the early boot failures. That is the guest's own report of a panic:
+ * the VM ends with MVM_EXIT_PANICKED. The stop reason is requested here,
+ * so that the exit record says panic whatever the caller maps the status
+ * to (the first request wins). */
+static int disabled_wait(struct vcpu *v, const struct kvm_run *run)
+{
+	if ((run->psw_addr & 0xfff) == 0xfff)
+		return MVM_EXIT_OK;
+	snprintf(v->fatal, sizeof(v->fatal), "vCPU %u: the guest stopped in a disabled wait "
+		 "(PSW 0x%016llx 0x%016llx): its kernel panicked", v->id,
+		 (unsigned long long)run->psw_mask, (unsigned long long)run->psw_addr);
+	log_err(&v->vm->log, "%s", v->fatal);
+	vm_request_stop(v->vm, VM_STOP_GUEST_PANIC, MVM_EXIT_PANICKED, v->fatal);
+	return MVM_EXIT_PANICKED;
+}
+
 int arch_vcpu_exit(struct vcpu *v, struct kvm_run *run)
 {
 	switch (run->exit_reason) {
@@ -962,16 +989,7 @@ int arch_vcpu_exit(struct vcpu *v, struct kvm_run *run)
 			 * run again until started; the last one is poweroff. */
 			return cpu_stopped(s390_vm(v->vm), v->id) ? MVM_EXIT_OK : -1;
 		case S390_ICPT_WAIT:
-			/* A disabled wait at ...fff is Linux's quiesced
-			 * shutdown; anywhere else it is a crash (panic). */
-			if ((run->psw_addr & 0xfff) == 0xfff)
-				return MVM_EXIT_OK;
-			snprintf(v->fatal, sizeof(v->fatal), "vCPU %u: the guest stopped in a "
-				 "disabled wait (PSW 0x%016llx 0x%016llx): it crashed", v->id,
-				 (unsigned long long)run->psw_mask,
-				 (unsigned long long)run->psw_addr);
-			log_err(&v->vm->log, "%s", v->fatal);
-			return MVM_EXIT_UNHANDLED;
+			return disabled_wait(v, run);
 		}
 		return ARCH_EXIT_UNKNOWN;
 	case KVM_EXIT_S390_RESET:
