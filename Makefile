@@ -167,6 +167,13 @@ MANDIR  ?= $(PREFIX)/share/man
 
 # Unit tests named test_<other arch>_* test that architecture's code only.
 OTHER_ARCHES := $(filter-out $(ARCH),x86 s390)
+# The s390 channel subsystem and SCLP (arch/s390/css.c, sclp.c) are models
+# without KVM: on another architecture the unit tests and fuzz targets link
+# them too, so that the virtio-ccw tests and fuzz targets named for no
+# architecture (test_ccw_*, fuzz_ccw_css, fuzz_sclp) run natively, under
+# the sanitizers, and with io_uring (which qemu-s390x-static lacks).
+S390_MODEL_SRCS := arch/s390/css.c arch/s390/sclp.c
+MODEL_OBJS := $(if $(filter s390,$(ARCH)),,$(S390_MODEL_SRCS:%.c=$(BUILD)/%.o))
 UNIT_SRCS  := $(filter-out $(foreach a,$(OTHER_ARCHES),tests/unit/test_$(a)_%.c),$(sort $(wildcard tests/unit/test_*.c)))
 UNIT_BINS  := $(UNIT_SRCS:%.c=$(BUILD)/%)
 CHECK_OBJ  := $(BUILD)/tests/unit/check.o
@@ -278,7 +285,7 @@ $(BUILD)/%.o: %.S $(FLAGS_STAMP)
 	$(E) "  AS      $<"
 	$(Q)$(CC) $(ALL_CFLAGS) -c -o $@ $<
 
-$(BUILD)/tests/unit/test_%: $(BUILD)/tests/unit/test_%.o $(CHECK_OBJ) $(LIB_OBJS)
+$(BUILD)/tests/unit/test_%: $(BUILD)/tests/unit/test_%.o $(CHECK_OBJ) $(LIB_OBJS) $(MODEL_OBJS)
 	$(E) "  LD      $@"
 	$(Q)$(CC) $(ALL_CFLAGS) $(ALL_LDFLAGS) $(EXE_LDFLAGS) -o $@ $^ $(LDLIBS) $(EXE_LDLIBS)
 
@@ -296,7 +303,7 @@ fuzz-build:
 ifneq ($(FUZZ),)
 fuzz-bins: $(FUZZ_BINS)
 
-$(BUILD)/libmvm-fuzz.a: $(LIB_OBJS)
+$(BUILD)/libmvm-fuzz.a: $(LIB_OBJS) $(MODEL_OBJS)
 	$(E) "  AR      $@"
 	$(Q)rm -f $@ && $(AR) rcs $@ $^
 

@@ -303,9 +303,7 @@ static struct vccw_res set_ind_adapter(struct virtio_ccw *vc, struct ccw_data *d
 			vc->adapter_bound = true;
 		} else {
 			/* The device sets the bits itself: slower, still correct. */
-			log_warn(vc->t.dev->log, "%s (%s): cannot route adapter interrupts "
-				 "through KVM: %s; raising them from userspace",
-				 vc->t.dev->ops->name, vc->t.name, strerror(-ret));
+			virtio_ccw_fault(vc, VIRTIO_CCW_FAULT_ROUTE, ret);
 			unbind_adapter(vc);
 		}
 	}
@@ -444,7 +442,7 @@ static void vccw_signal_queue(struct virtio_dev *dev, unsigned q)
 /* Configuration change or NEEDS_RESET: bit 0 of the config indicator and
  * a subchannel interrupt, in both indicator modes. This may run inside a
  * command (a bad SET_VQ, a queue that fails to start at DRIVER_OK), i.e.
- * with the subchannel's lock held: irq->subchannel must cope. */
+ * with the subchannel's lock held: irq->subchannel must not wait for it. */
 static void vccw_signal_config(struct virtio_dev *dev)
 {
 	struct virtio_ccw *vc = dev->transport;
@@ -455,6 +453,29 @@ static void vccw_signal_config(struct virtio_dev *dev)
 	__atomic_fetch_or(p + 7, (uint8_t)0x01, __ATOMIC_SEQ_CST);
 	__atomic_fetch_add(&vc->subchannel_irqs, 1, __ATOMIC_RELAXED);
 	vc->irq->subchannel(vc->opaque);
+}
+
+void virtio_ccw_fault(struct virtio_ccw *vc, enum virtio_ccw_fault kind, int err)
+{
+	static const struct {
+		const char *what, *then, *counter;
+	} f[] = {
+		[VIRTIO_CCW_FAULT_ROUTE] = { "cannot route adapter interrupts through KVM",
+					     "raising them from userspace", "route_errors" },
+		[VIRTIO_CCW_FAULT_IO_IRQ] = { "cannot inject the subchannel's I/O interrupt",
+					      "the guest may wait for it", "irq_errors" },
+		[VIRTIO_CCW_FAULT_ADAPTER_IRQ] = { "cannot inject an adapter interrupt",
+						   "the guest may wait for it", "irq_errors" },
+	};
+	unsigned bit = 1u << kind;
+
+	__atomic_fetch_add(kind == VIRTIO_CCW_FAULT_ROUTE ? &vc->route_errors : &vc->irq_errors,
+			   1, __ATOMIC_RELAXED);
+	if (__atomic_fetch_or(&vc->faults_logged, bit, __ATOMIC_RELAXED) & bit)
+		return;
+	log_warn(vc->t.dev->log, "%s (%s): %s: %s; %s (the first on this device: the rest "
+		 "are only counted, as %s in --stats)", vc->t.dev->ops->name, vc->t.name,
+		 f[kind].what, strerror(-err), f[kind].then, f[kind].counter);
 }
 
 const struct virtio_transport_ops virtio_ccw_transport_ops = {
@@ -493,9 +514,12 @@ static void vccw_stats_json(struct vtr *t, FILE *out)
 				   : "classic";
 	pthread_mutex_unlock(&t->lock);
 	fprintf(out, ",\"schid\":\"0x%08" PRIx32 "\",\"revision\":%d,\"indicators\":\"%s\","
-		"\"adapter_irqs\":%" PRIu64 ",\"subchannel_irqs\":%" PRIu64,
+		"\"adapter_irqs\":%" PRIu64 ",\"subchannel_irqs\":%" PRIu64 ",\"irq_errors\":%"
+		PRIu64 ",\"route_errors\":%" PRIu64,
 		vc->schid, rev, ind, __atomic_load_n(&vc->adapter_irqs, __ATOMIC_RELAXED),
-		__atomic_load_n(&vc->subchannel_irqs, __ATOMIC_RELAXED));
+		__atomic_load_n(&vc->subchannel_irqs, __ATOMIC_RELAXED),
+		__atomic_load_n(&vc->irq_errors, __ATOMIC_RELAXED),
+		__atomic_load_n(&vc->route_errors, __ATOMIC_RELAXED));
 }
 
 static void vccw_free(struct vtr *t)

@@ -48,7 +48,9 @@
  *
  * Locking: command() and enable() take vc->t.lock (the register lock; the
  * channel calls them with its subchannel lock held, so the lock order is
- * subchannel, then vtr). signal_queue / signal_config take no lock. */
+ * subchannel, then vtr), and a reset joins the queue threads with both
+ * held. signal_queue / signal_config, which queue threads call, take no
+ * lock and wait for none. */
 #ifndef MVM_VIRTIO_CCW_H
 #define MVM_VIRTIO_CCW_H
 
@@ -104,9 +106,11 @@ struct virtio_ccw;
  * block: they are called from queue threads and from any thread that
  * signals a config change, and subchannel also from inside command() (a
  * NEEDS_RESET raised by a bad SET_VQ or a queue that fails to start at
- * DRIVER_OK), i.e. with the subchannel's lock and vc->t.lock held, so it
- * must not take the subchannel lock itself. bind_adapter / unbind_adapter
- * run with vc->t.lock held. */
+ * DRIVER_OK), i.e. with the subchannel's lock and vc->t.lock held. Neither
+ * may wait for either lock: the thread holding them may be waiting for the
+ * very queue thread that raises the interrupt (a reset stops the queues
+ * under both); css_notify only tries the subchannel lock. bind_adapter /
+ * unbind_adapter run with vc->t.lock held. */
 struct virtio_ccw_irq_ops {
 	/* Raise an adapter (thin) I/O interrupt for interruption subclass isc. */
 	void (*adapter)(void *opaque, uint8_t isc);
@@ -153,7 +157,27 @@ struct virtio_ccw {
 
 	uint64_t adapter_irqs;          /* atomic: adapter interrupts raised */
 	uint64_t subchannel_irqs;       /* atomic: subchannel interrupts raised */
+
+	/* Host-side failures a guest can make happen again and again
+	 * (virtio_ccw_fault): a bit per kind already logged, and counts. */
+	unsigned faults_logged;         /* atomic */
+	uint64_t irq_errors;            /* atomic: interrupts KVM refused to inject */
+	uint64_t route_errors;          /* atomic: adapter routes KVM refused */
 };
+
+/* What the host failed to do for a device, each logged once per device
+ * and then only counted (irq_errors, route_errors in --stats): a guest
+ * can repeat each as often as it likes (an interrupt per completion while
+ * it keeps I/O interrupts disabled and KVM's queue is full; a
+ * SET_IND_ADAPTER after every reset). */
+enum virtio_ccw_fault {
+	VIRTIO_CCW_FAULT_ROUTE,         /* adapter interrupts not routed through KVM */
+	VIRTIO_CCW_FAULT_IO_IRQ,        /* a subchannel's I/O interrupt not injected */
+	VIRTIO_CCW_FAULT_ADAPTER_IRQ,   /* an adapter interrupt not injected */
+};
+/* err: the -errno of the failure. Any thread; never blocks but for the
+ * log sink's write of the first of a kind. */
+void virtio_ccw_fault(struct virtio_ccw *vc, enum virtio_ccw_fault kind, int err);
 
 /* Bind dev (virtio_dev_init'ed, mem its guest RAM) to vc: dev->tops /
  * dev->transport are set, every irq_fd is -1, the revision is unset. irq

@@ -191,6 +191,8 @@ enum mvm_exit_reason {
 	MVM_EXIT_GUEST_ERROR,   /* the guest did something mvm cannot handle, or this
 				 * KVM cannot run it: status 126, message says what */
 	MVM_EXIT_HOST_ERROR,    /* a host or KVM failure: status 125 */
+	MVM_EXIT_GUEST_CRASH,
+	MVM_EXIT_GUEST_PANIC,
 };
 
 struct mvm_exit {

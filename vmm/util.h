@@ -28,6 +28,8 @@ enum {
 	MVM_EXIT_OK = 0,
 	MVM_EXIT_USAGE = 2,     /* bad command line or input file; nothing started */
 	MVM_EXIT_INTERNAL = 125, /* KVM or host failure after start */
+	MVM_EXIT_CRASHED = 122, /* the guest crashed: a triple fault (x86) */
+	MVM_EXIT_PANICKED = 123, /* the guest kernel panicked and said so (pvpanic on x86, a disabled wait on s390) */
 	MVM_EXIT_UNHANDLED = 126, /* guest did something mvm does not handle */
 };
 

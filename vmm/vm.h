@@ -101,6 +101,8 @@ enum vm_stop_reason {
 	VM_STOP_REQUESTED,      /* mvm_stop, Ctrl-A x */
 	VM_STOP_GUEST_ERROR,    /* an exit mvm cannot handle (status 126) */
 	VM_STOP_HOST_ERROR,     /* KVM or host failure (status 125) */
+	VM_STOP_GUEST_CRASH,
+	VM_STOP_GUEST_PANIC,
 };
 
 /* The address space a guest notify is written in. */

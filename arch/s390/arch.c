@@ -50,7 +50,11 @@ const struct arch_layout arch_layout = {
 	.pci_mmio_base = 0,
 	.pci_mmio_end = 0,
 	.nfixed_mmio = 0,               /* no PCI bus */
-	/* The SCLP VT220 console; reboot on panic, which ends mvm. */
+	/* The SCLP VT220 console. panic=-1 (on x86 it makes a panic a
+	 * reset that ends mvm) matters here only for a panic before Linux's
+	 * setup_ipl() registered its on_panic notifier: that one re-IPLs,
+	 * status 0; every later panic stops in a disabled wait before the
+	 * timeout is looked at (disabled_wait() below). */
 	.base_cmdline = "console=ttysclp0 panic=-1",
 	.has_ccw = true,
 	.max_vcpus = S390_MAX_VCPUS,
@@ -101,9 +105,12 @@ static void io_interrupt(void *opaque, unsigned schno, uint32_t intparm, unsigne
 		.parm64 = ((uint64_t)intparm << 32) | ((uint64_t)(isc & 7) << 27),
 	};
 
-	if (ioctl(sv->vm->vm_fd, KVM_S390_INTERRUPT, &irq) < 0)
-		log_err(&sv->vm->log, "subchannel 0.0.%04x: cannot inject its I/O interrupt: %s",
-			schno, strerror(errno));
+	/* Every subchannel holds a virtio-ccw device (arch_attach_ccw), set
+	 * before any vCPU ran. The guest can make this fail once per
+	 * interrupt (KVM's queue full while it keeps I/O interrupts off):
+	 * logged once per device, then counted. */
+	if (ioctl(sv->vm->vm_fd, KVM_S390_INTERRUPT, &irq) < 0 && schno < sv->css.nsch)
+		virtio_ccw_fault(sv->css.sch[schno].dev, VIRTIO_CCW_FAULT_IO_IRQ, -errno);
 }
 
 /* The FLIC with one I/O adapter per ISC, which KVM's adapter routes name:
@@ -193,14 +200,13 @@ struct s390_console {
 	struct vm *vm;
 };
 
-static void service_signal(void *opaque, uint32_t parm)
+/* sclp.c counts a failure and logs the first. */
+static int service_signal(void *opaque, uint32_t parm)
 {
 	struct s390_console *c = opaque;
 	struct kvm_s390_interrupt irq = { .type = KVM_S390_INT_SERVICE, .parm = parm };
 
-	if (ioctl(c->vm->vm_fd, KVM_S390_INTERRUPT, &irq) < 0)
-		log_err(&c->vm->log, "SCLP: cannot inject the service signal: %s; the guest "
-			"will wait for it", strerror(errno));
+	return ioctl(c->vm->vm_fd, KVM_S390_INTERRUPT, &irq) < 0 ? -errno : 0;
 }
 
 static void guest_exit(void *opaque, int status)
@@ -264,8 +270,9 @@ static void console_stats(void *dev, FILE *out)
 
 	con_counters(&c->sclp, &o, &i);
 	fprintf(out, "{\"kind\":\"sclp-console\",\"tx_bytes\":%" PRIu64 ",\"rx_bytes\":%" PRIu64
-		",\"tx_dropped\":%" PRIu64 "}", o, i,
-		__atomic_load_n(&c->sclp.tx_dropped, __ATOMIC_RELAXED));
+		",\"tx_dropped\":%" PRIu64 ",\"signal_errors\":%" PRIu64 "}", o, i,
+		__atomic_load_n(&c->sclp.tx_dropped, __ATOMIC_RELAXED),
+		__atomic_load_n(&c->sclp.signal_errors, __ATOMIC_RELAXED));
 }
 
 static void console_destroy(void *dev)
@@ -296,6 +303,7 @@ int arch_board_create(struct vm *vm, struct vm_console *con)
 	if (ret)
 		goto free_c;
 	c->sclp.guest_exit = guest_exit;
+	c->sclp.log = &vm->log;
 	ret = vm_add_device(vm, &console_vm_ops, c);
 	if (ret)
 		goto fini;
@@ -334,12 +342,14 @@ static void ccw_adapter_irq(void *opaque, uint8_t isc)
 		.parm64 = 0x80000000ULL | ((uint64_t)(isc & 7) << 27),
 	};
 
+	/* One a completion, as often as the guest likes: logged once. */
 	if (ioctl(d->sv->vm->vm_fd, KVM_S390_INTERRUPT, &irq) < 0)
-		log_err(&d->sv->vm->log, "virtio-ccw 0.0.%04x: cannot inject an adapter interrupt: %s",
-			d->schno, strerror(errno));
+		virtio_ccw_fault(&d->vc, VIRTIO_CCW_FAULT_ADAPTER_IRQ, -errno);
 }
 
-/* Classic indicators and config changes: status on the subchannel. */
+/* Classic indicators and config changes: status on the subchannel. From
+ * queue threads too, while a vCPU may hold the channel subsystem's lock
+ * and wait for them to stop: css_notify never waits for that lock. */
 static void ccw_subchannel_irq(void *opaque)
 {
 	struct s390_ccw *d = opaque;
@@ -437,10 +447,8 @@ int arch_attach_ccw(struct vm *vm, struct virtio_dev *dev)
 		return ret;
 	}
 	vtr_attach(&d->vc.t, vm);
-	pthread_mutex_lock(&sv->css.lock);
 	schno = css_attach(&sv->css, &virtio_ccw_dev_ops, &d->vc, VIRTIO_CCW_CU_TYPE,
 			   virtio_ccw_cu_model(&d->vc));
-	pthread_mutex_unlock(&sv->css.lock);
 	if (schno < 0) {
 		ret = schno;
 		goto abort;
@@ -947,6 +955,29 @@ static int handle_instruction(struct vcpu *v, struct kvm_run *run)
 	return program_exception(v, S390_PGM_OPERATION);
 }
 
+/* KVM hands a wait to user space only when the PSW has I/O, external and
+ * machine-check interrupts all off: the CPU can never run again. At
+ * address 0xfff (...fff) it is Linux's quiesced shutdown (the SCLP's
+ * signal-quiesce handler): a poweroff. Anywhere else the kernel gave up:
+ * a panic ends in one (kernel/panic.c's panic notifiers run s390's
+ * on_panic action, "stop" by default, and then stop_run() loads a
+ * disabled-wait PSW at its own address, before panic=N could reboot), as
+ * do the early boot failures. That is the guest's own report of a panic:
+ * the VM ends with MVM_EXIT_PANICKED. The stop reason is requested here,
+ * so that the exit record says panic whatever the caller maps the status
+ * to (the first request wins). */
+static int disabled_wait(struct vcpu *v, const struct kvm_run *run)
+{
+	if ((run->psw_addr & 0xfff) == 0xfff)
+		return MVM_EXIT_OK;
+	snprintf(v->fatal, sizeof(v->fatal), "vCPU %u: the guest stopped in a disabled wait "
+		 "(PSW 0x%016llx 0x%016llx): its kernel panicked", v->id,
+		 (unsigned long long)run->psw_mask, (unsigned long long)run->psw_addr);
+	log_err(&v->vm->log, "%s", v->fatal);
+	vm_request_stop(v->vm, VM_STOP_GUEST_PANIC, MVM_EXIT_PANICKED, v->fatal);
+	return MVM_EXIT_PANICKED;
+}
+
 int arch_vcpu_exit(struct vcpu *v, struct kvm_run *run)
 {
 	switch (run->exit_reason) {
@@ -959,16 +990,7 @@ int arch_vcpu_exit(struct vcpu *v, struct kvm_run *run)
 			 * run again until started; the last one is poweroff. */
 			return cpu_stopped(s390_vm(v->vm), v->id) ? MVM_EXIT_OK : -1;
 		case S390_ICPT_WAIT:
-			/* A disabled wait at ...fff is Linux's quiesced
-			 * shutdown; anywhere else it is a crash (panic). */
-			if ((run->psw_addr & 0xfff) == 0xfff)
-				return MVM_EXIT_OK;
-			snprintf(v->fatal, sizeof(v->fatal), "vCPU %u: the guest stopped in a "
-				 "disabled wait (PSW 0x%016llx 0x%016llx): it crashed", v->id,
-				 (unsigned long long)run->psw_mask,
-				 (unsigned long long)run->psw_addr);
-			log_err(&v->vm->log, "%s", v->fatal);
-			return MVM_EXIT_UNHANDLED;
+			return disabled_wait(v, run);
 		}
 		return ARCH_EXIT_UNKNOWN;
 	case KVM_EXIT_S390_RESET:

@@ -31,27 +31,19 @@
 #define SCSW_FLAGS_ECTL 0x0002
 #define ERW_CONS        0x01000000u
 
+_Static_assert(CSS_MAX_SCH <= 64, "css.attention has one bit per subchannel");
+
 int css_init(struct css *c, const struct guest_mem *mem,
 	     void (*io_interrupt)(void *, unsigned, uint32_t, unsigned), void *opaque)
 {
-	pthread_mutexattr_t a;
-	int ret;
-
 	memset(c, 0, sizeof(*c));
 	c->mem = mem;
 	c->io_interrupt = io_interrupt;
 	c->opaque = opaque;
-	/* Recursive: a device may need attention (css_notify, e.g. a
-	 * config change for NEEDS_RESET) while it executes a command of a
-	 * channel program, under this lock. */
-	ret = pthread_mutexattr_init(&a);
-	if (ret)
-		return -ret;
-	ret = pthread_mutexattr_settype(&a, PTHREAD_MUTEX_RECURSIVE);
-	if (!ret)
-		ret = pthread_mutex_init(&c->lock, &a);
-	pthread_mutexattr_destroy(&a);
-	return -ret;
+	/* A plain mutex: nothing takes it twice (a device's css_notify from
+	 * inside its command leaves an attention bit), and trylock must fail
+	 * for its holder too. */
+	return -pthread_mutex_init(&c->lock, NULL);
 }
 
 void css_fini(struct css *c)
@@ -59,21 +51,27 @@ void css_fini(struct css *c)
 	pthread_mutex_destroy(&c->lock);
 }
 
+static void css_unlock(struct css *c);
+
 int css_attach(struct css *c, const struct ccw_dev_ops *ops, void *dev, uint16_t cu_type,
 	       uint8_t cu_model)
 {
 	struct css_subchannel *s;
+	int r = -ENOSPC;
 
-	if (c->nsch == CSS_MAX_SCH)
-		return -ENOSPC;
-	s = &c->sch[c->nsch];
-	memset(s, 0, sizeof(*s));
-	s->ops = ops;
-	s->dev = dev;
-	s->cu_type = cu_type;
-	s->cu_model = cu_model;
-	s->lpm = 0x80;          /* one path, chpid 0 */
-	return (int)c->nsch++;
+	pthread_mutex_lock(&c->lock);
+	if (c->nsch < CSS_MAX_SCH) {
+		s = &c->sch[c->nsch];
+		memset(s, 0, sizeof(*s));
+		s->ops = ops;
+		s->dev = dev;
+		s->cu_type = cu_type;
+		s->cu_model = cu_model;
+		s->lpm = 0x80;          /* one path, chpid 0 */
+		r = (int)c->nsch++;
+	}
+	css_unlock(c);
+	return r;
 }
 
 int css_schid_valid(uint32_t gpr1)
@@ -418,20 +416,78 @@ static int tsch(struct css *c, const struct s390_vmem *vm, unsigned schno, uint6
 	return 0;
 }
 
+/* ---- attention: css_notify without waiting for the lock ------------------
+ *
+ * A vCPU may hold the lock while a device command waits for the device's
+ * queue threads to stop, and those threads raise interrupts through
+ * css_notify: if css_notify waited for the lock, the two would wait for
+ * each other forever. So css_notify only sets the subchannel's attention
+ * bit and then tries the lock; whoever holds the lock serves the bits
+ * after its own work (css_unlock). No attention is lost, by a Dekker
+ * argument on two seq_cst fences:
+ *
+ *   css_notify:  set bit;  fence N;  trylock   (reads the lock word)
+ *   css_unlock:  unlock;   fence U;  load bits (reads attention)
+ *
+ * Fence N pairs with fence U. If N comes first in the fences' single total
+ * order, the holder's load after U sees the bit (or a later value: someone
+ * served it) and serves it; if U comes first, the notifier's trylock after
+ * N sees the unlock, so it either gets the lock and serves the bit itself,
+ * or finds the lock taken again by a newer holder, which runs the same
+ * check when it lets go. Serving clears the bits with an exchange under
+ * the lock, so each attention is served once. */
+
+/* An unsolicited status on schno (lock held). */
+static void attend(struct css *c, unsigned schno)
+{
+	struct css_subchannel *s = &c->sch[schno];
+
+	if (schno < c->nsch && enabled(s) && !status_pending(s)) {
+		s->scsw_ctrl = SCSW_STCTL_ALERT | SCSW_STCTL_PENDING;
+		s->dstat = s->cstat = 0;
+		interrupt(c, schno);
+	}
+}
+
+/* Let go of the lock, serving every attention set while it was held,
+ * including those set after the last look. */
+static void css_unlock(struct css *c)
+{
+	uint64_t bits;
+
+	for (;;) {
+		/* Acquire: pairs with css_notify's release, so what the
+		 * device wrote before it (its indicator bits) is visible
+		 * before the interrupt that tells the guest to look. */
+		bits = __atomic_exchange_n(&c->attention, 0, __ATOMIC_ACQUIRE);
+		while (bits) {
+			attend(c, (unsigned)__builtin_ctzll(bits));
+			bits &= bits - 1;
+		}
+		pthread_mutex_unlock(&c->lock);
+		/* Fence U: pairs with css_notify's fence N. */
+		__atomic_thread_fence(__ATOMIC_SEQ_CST);
+		if (!__atomic_load_n(&c->attention, __ATOMIC_RELAXED))
+			return;
+		/* Busy: the thread that has it now runs this same check. */
+		if (pthread_mutex_trylock(&c->lock))
+			return;
+	}
+}
+
 void css_notify(struct css *c, unsigned schno)
 {
-	struct css_subchannel *s;
-
-	pthread_mutex_lock(&c->lock);
-	if (schno < c->nsch) {
-		s = &c->sch[schno];
-		if (enabled(s) && !status_pending(s)) {
-			s->scsw_ctrl = SCSW_STCTL_ALERT | SCSW_STCTL_PENDING;
-			s->dstat = s->cstat = 0;
-			interrupt(c, schno);
-		}
-	}
-	pthread_mutex_unlock(&c->lock);
+	if (schno >= CSS_MAX_SCH)
+		return;
+	/* Release: pairs with css_unlock's acquire exchange. */
+	__atomic_fetch_or(&c->attention, 1ULL << schno, __ATOMIC_RELEASE);
+	/* Fence N: pairs with css_unlock's fence U. */
+	__atomic_thread_fence(__ATOMIC_SEQ_CST);
+	/* Held (by another thread, or by this one inside a command): the
+	 * holder serves the bit in css_unlock. */
+	if (pthread_mutex_trylock(&c->lock))
+		return;
+	css_unlock(c);
 }
 
 /* CHSC: the request block (page aligned) starts with its length and
@@ -524,7 +580,7 @@ int css_instruction(struct css *c, const struct s390_vmem *vm, unsigned op, uint
 		pthread_mutex_lock(&c->lock);
 		r = schno < c->nsch ? subchannel_op(c, vm, op, schno, addr, ar)
 				    : 3;        /* no device there: not operational */
-		pthread_mutex_unlock(&c->lock);
+		css_unlock(c);
 		return r;
 	case CSS_OP_STCRW:
 		/* No channel report is ever pending: store zeros, cc 1. */

@@ -17,9 +17,17 @@
  *
  * All structures (SCHIB, ORB, SCSW, IRB, CCW) are big-endian. Operands are
  * logical addresses (struct s390_vmem); CCWs, IDAWs and data are absolute.
- * One (recursive) lock serialises the subchannels: vCPUs' instructions and
- * devices' unsolicited interrupts (css_notify), which a device may raise
- * while it executes a command. KVM-free, for unit tests. */
+ *
+ * One lock serialises the subchannels, held for a whole instruction, a
+ * channel program included. A device's command may stop the device's queue
+ * threads while it is held (VDEV_RESET, WRITE_STATUS 0, MSCH disabling
+ * the subchannel); a queue thread's interrupt reaches css_notify, which
+ * must therefore never wait for the lock: it leaves an attention bit for
+ * the subchannel and serves it only if the lock is free; otherwise whoever
+ * holds the lock serves it on its way out (css.c: css_unlock). A device may
+ * also call css_notify from inside its own command (NEEDS_RESET); that
+ * attention is served when the instruction ends. KVM-free, for unit tests
+ * and fuzzing on any architecture. */
 #ifndef MVM_S390_CSS_H
 #define MVM_S390_CSS_H
 
@@ -95,12 +103,15 @@ struct css_subchannel {
 };
 
 struct css {
-	pthread_mutex_t lock;
+	pthread_mutex_t lock;           /* not recursive: see above */
 	const struct guest_mem *mem;
 	unsigned nsch;
 	struct css_subchannel sch[CSS_MAX_SCH];
+	/* Atomic: bit n set, subchannel n's device asked for attention
+	 * (css_notify) and nobody has served it yet. */
+	uint64_t attention;
 	/* An I/O interrupt for subchannel schno (interruption parameter and
-	 * ISC from its PMCW). Called with the lock held. */
+	 * ISC from its PMCW). Called with the lock held; must not block. */
 	void (*io_interrupt)(void *opaque, unsigned schno, uint32_t intparm, unsigned isc);
 	void *opaque;
 };
@@ -109,7 +120,8 @@ int css_init(struct css *c, const struct guest_mem *mem,
 	     void (*io_interrupt)(void *, unsigned, uint32_t, unsigned), void *opaque);
 void css_fini(struct css *c);
 
-/* Put a device on the next subchannel; returns its number, or -ENOSPC. */
+/* Put a device on the next subchannel (takes the lock); returns its
+ * number, or -ENOSPC. */
 int css_attach(struct css *c, const struct ccw_dev_ops *ops, void *dev, uint16_t cu_type,
 	       uint8_t cu_model);
 
@@ -126,7 +138,9 @@ int css_schid_valid(uint32_t gpr1);
 /* The device needs attention (classic virtio indicators, a config
  * change): an unsolicited status and I/O interrupt, unless the subchannel
  * is disabled or already has status pending (the guest's TSCH then finds
- * the indicators anyway). Any thread. */
+ * the indicators anyway). Any thread, any lock held; never blocks: while
+ * another thread holds the channel subsystem's lock, that thread raises
+ * the status before it lets go of the lock. */
 void css_notify(struct css *c, unsigned schno);
 
 /* The guest executed I/O instruction 0xb2<op> (or 0xb276 XSCH) with

@@ -3,6 +3,7 @@
  * meanwhile changes nothing we decided on. */
 #include "arch/s390/sclp.h"
 #include "vmm/byteorder.h"
+#include "vmm/log.h"
 #include "vmm/util.h"
 
 #include <errno.h>
@@ -23,7 +24,7 @@
 static const uint8_t cpi_mvmexit[8] = { 0xd4, 0xe5, 0xd4, 0xc5, 0xe7, 0xc9, 0xe3, 0x40 };
 
 int sclp_init(struct sclp *s, const struct guest_mem *mem, uint64_t mem_size, unsigned ncpus,
-	      void (*service_signal)(void *, uint32_t), void *opaque)
+	      int (*service_signal)(void *, uint32_t), void *opaque)
 {
 	memset(s, 0, sizeof(*s));
 	console_buf_init(&s->tx);
@@ -38,6 +39,23 @@ int sclp_init(struct sclp *s, const struct guest_mem *mem, uint64_t mem_size, un
 void sclp_fini(struct sclp *s)
 {
 	pthread_mutex_destroy(&s->lock);
+}
+
+/* The service signal (lock held): a failure is the host's, but the guest
+ * can make it happen with every SERVC, so only the first is logged. */
+static void service_signal(struct sclp *s, uint32_t parm)
+{
+	int r = s->service_signal(s->signal_opaque, parm);
+
+	if (!r)
+		return;
+	__atomic_fetch_add(&s->signal_errors, 1, __ATOMIC_RELAXED);
+	if (s->signal_logged)
+		return;
+	s->signal_logged = true;
+	log_warn(s->log, "SCLP: cannot inject the service signal: %s; the guest will wait for "
+		 "it (the first: the rest are only counted, as signal_errors in --stats)",
+		 strerror(-r));
 }
 
 static void set_rc(uint8_t *sccb, uint16_t rc)
@@ -304,7 +322,7 @@ int sclp_service_call(struct sclp *s, uint32_t cmd, uint64_t sccb, bool problem)
 signal:
 	/* The SCCB is complete before the interrupt that says so (the
 	 * injection is a syscall: a full barrier for the guest's view). */
-	s->service_signal(s->signal_opaque, (uint32_t)sccb | (input_pending(s) ? 1 : 0));
+	service_signal(s, (uint32_t)sccb | (input_pending(s) ? 1 : 0));
 	if (input_pending(s))
 		s->pending_signalled = true;
 	pthread_mutex_unlock(&s->lock);
@@ -333,7 +351,7 @@ size_t sclp_rx_push(struct sclp *s, const uint8_t *buf, size_t len)
 	/* Tell the guest once; it reads until nothing is left. */
 	if (n && input_pending(s) && !s->pending_signalled) {
 		s->pending_signalled = true;
-		s->service_signal(s->signal_opaque, 1);
+		service_signal(s, 1);
 	}
 	pthread_mutex_unlock(&s->lock);
 	return n;

@@ -85,15 +85,21 @@
 
 #define SCLP_RX_SIZE 256
 
+struct log_sink;
+
 struct sclp {
 	pthread_mutex_t lock;
 	const struct guest_mem *mem;
 	uint64_t mem_size;
 	unsigned ncpus;
 	/* The service signal: parm = SCCB address | 1 while events are
-	 * pending (Linux then reads them). Called with the lock held. */
-	void (*service_signal)(void *opaque, uint32_t parm);
+	 * pending (Linux then reads them). Called with the lock held. 0 or
+	 * -errno: a signal that could not be injected is counted in
+	 * signal_errors and the first one logged (a guest can repeat it
+	 * with every SERVC). */
+	int (*service_signal)(void *opaque, uint32_t parm);
 	void *signal_opaque;
+	const struct log_sink *log;     /* the VM's; NULL: messages dropped */
 	/* The guest identified as "MVMEXIT": status = its system level & 0xff.
 	 * Same opaque; may be NULL. */
 	void (*guest_exit)(void *opaque, int status);
@@ -109,10 +115,12 @@ struct sclp {
 	bool pending_signalled;       /* a pending-events signal is outstanding */
 	uint64_t tx_bytes, rx_bytes;  /* atomic for readers */
 	uint64_t tx_dropped;          /* output that never reached the host */
+	uint64_t signal_errors;       /* atomic for readers: service signals not injected */
+	bool signal_logged;           /* the first of those was logged */
 };
 
 int sclp_init(struct sclp *s, const struct guest_mem *mem, uint64_t mem_size, unsigned ncpus,
-	      void (*service_signal)(void *, uint32_t), void *opaque);
+	      int (*service_signal)(void *, uint32_t), void *opaque);
 void sclp_fini(struct sclp *s);
 
 /* Console output for the control thread (struct vm_console): the wake

@@ -7,7 +7,8 @@
 # a marker the host then finds in the image; the ro disk refuses a write and
 # is unchanged; the command's exit status (SCLP control-program
 # identification) is mvm's; a poweroff with two vCPUs ends mvm with 0; a
-# kernel panic (a disabled wait) ends mvm with 126 and says so.
+# kernel panic (a disabled wait), with mvm's own command line (panic=-1),
+# ends mvm with 123 and says so.
 set -u
 cd "$(dirname "$0")/../.."
 . tests/s390/lib.sh
@@ -48,9 +49,9 @@ echo "HOST-RO-HEAD=$(head -c 6 /tmp/ro.img)"
 	--cmdline '-- poweroff -f'
 echo "POWEROFF-RC=$?"
 /mvm --kernel /guest/vmlinuz --initrd /guest/initrd.gz --mem 256M \
-	--cmdline 'panic=0 -- echo c >/proc/sysrq-trigger' >/tmp/panic 2>&1
+	--cmdline '-- echo c >/proc/sysrq-trigger' >/tmp/panic 2>&1
 echo "PANIC-RC=$?"
-grep -o 'disabled wait.*crashed' /tmp/panic
+grep -o 'disabled wait.*panicked' /tmp/panic
 EOF2
 s390_run "$S390_TMP/test"
 out=$S390_TMP/out
@@ -66,6 +67,6 @@ grep -q '^HOST-RW-SECTOR1=GUESTDATA$' "$out" || fail "the guest's write did not 
 grep -q '^MVM-RO=1$' "$out" || fail "the ro disk is not read-only in the guest"
 grep -qE '^MVM-RO-WRITE-RC=[1-9]' "$out" || fail "a write to the ro disk did not fail"
 grep -q '^HOST-RO-HEAD=RODATA$' "$out" || fail "the ro image changed"
-grep -q '^PANIC-RC=126$' "$out" || fail "a panicking guest did not end mvm with 126"
-grep -q 'disabled wait' "$out" || fail "mvm did not say the guest stopped in a disabled wait"
-echo "s390x: guest booted under mvm in Hercules' KVM with 2 vCPUs and two virtio-ccw disks (2 hardware queues, rw round trip, ro refused); exit status 42, poweroff (0) and a panic (126) reached mvm"
+grep -q '^PANIC-RC=123$' "$out" || fail "a panicking guest did not end mvm with 123"
+grep -q 'disabled wait.*panicked' "$out" || fail "mvm did not say the guest panicked (a disabled wait)"
+echo "s390x: guest booted under mvm in Hercules' KVM with 2 vCPUs and two virtio-ccw disks (2 hardware queues, rw round trip, ro refused); exit status 42, poweroff (0) and a panic (123) reached mvm"

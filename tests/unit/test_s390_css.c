@@ -7,8 +7,11 @@
  * are reached through a fake of KVM's logical-address access. Big-endian
  * fields; runs under qemu-s390x-static on x86. */
 #include <errno.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
 
 #include "arch/s390/css.h"
 #include "tests/unit/check.h"
@@ -29,6 +32,9 @@ struct fdev {
 	int ret;                        /* != 0: returned as is */
 	uint8_t got[64];
 	uint32_t ngot;
+	/* Called inside every command (the subchannel lock held). */
+	void (*during)(void *arg);
+	void *during_arg;
 };
 
 struct t {
@@ -48,6 +54,8 @@ static int fdev_command(void *opaque, uint8_t cmd, bool sli, struct ccw_data *d)
 	(void)sli;
 	f->calls++;
 	f->cmd = cmd;
+	if (f->during)
+		f->during(f->during_arg);
 	if (f->ret)
 		return f->ret;
 	if (cmd == 0x01) {              /* a write: the guest's bytes */
@@ -584,6 +592,174 @@ TEST(notify_raises_unsolicited_status_only_when_enabled_and_idle)
 	CHECK_EQ(t->irqs, 1);
 	s = test_subchannel(t);
 	CHECK_EQ(s.ctrl, SCSW_STCTL_ALERT | SCSW_STCTL_PENDING);
+	teardown(t);
+}
+
+/* MSCH on subchannel schno: enabled, ISC 2. */
+static void enable_sch(struct t *t, unsigned schno)
+{
+	uint8_t *s = ram(t, OPND + 0x200, CSS_SCHIB_LEN);
+
+	memset(s, 0, CSS_SCHIB_LEN);
+	be16_store(s + 4, 0x0080 | 2 << 11);
+	CHECK_EQ(insn(t, CSS_OP_MSCH, css_schid(schno), OPND + 0x200), 0);
+}
+
+/* TSCH on subchannel schno: its cc, the SCSW's status control in *ctrl. */
+static int tsch_of(struct t *t, unsigned schno, uint16_t *ctrl)
+{
+	int r = insn(t, CSS_OP_TSCH, css_schid(schno), OPND + 0x300);
+
+	*ctrl = be16_load(ram(t, OPND + 0x300, CSS_IRB_LEN) + 2);
+	return r;
+}
+
+struct inside {
+	struct t *t;
+	unsigned irqs_at_notify, irqs_after_notify;
+};
+
+static void notify_sch1(void *arg)
+{
+	struct inside *in = arg;
+
+	in->irqs_at_notify = in->t->irqs;
+	css_notify(&in->t->c, 1);
+	in->irqs_after_notify = in->t->irqs;
+}
+
+TEST(notify_from_inside_a_command_is_served_when_the_instruction_ends)
+{
+	struct t *t = enabled_setup();
+	struct fdev second = { 0 };
+	struct inside in = { t, 0, 0 };
+	uint16_t ctrl;
+
+	CHECK_EQ(css_attach(&t->c, &fdev_ops, &second, 0x3832, 2), 1);
+	enable_sch(t, 1);
+	/* A device's command raising another subchannel's attention (and,
+	 * below, its own): the lock is not recursive, nothing waits. */
+	t->dev.during = notify_sch1;
+	t->dev.during_arg = &in;
+	ccw1(t, PROG, 0x02, CCW_FLAG_SLI, 8, DATA);
+	CHECK_EQ(start(t, 0x0080, 0, PROG), 0);
+	CHECK_EQ(in.irqs_after_notify, in.irqs_at_notify);     /* not inside the program */
+	CHECK_EQ(t->irqs, 2);                   /* the program's end, then subchannel 1 */
+	CHECK_EQ(t->irq_sch, 1);
+	CHECK_EQ(tsch_of(t, 1, &ctrl), 0);
+	CHECK_EQ(ctrl, SCSW_STCTL_ALERT | SCSW_STCTL_PENDING);
+	CHECK_EQ(test_subchannel(t).dstat, SCSW_DSTAT_CE | SCSW_DSTAT_DE);
+	CHECK_EQ(t->c.attention, 0);
+	/* Its own attention during its program: the program's status is
+	 * pending by the time it is served, so it adds nothing. */
+	t->dev.during = NULL;
+	CHECK_EQ(start(t, 0x0080, 0, PROG), 0);
+	css_notify(&t->c, 0);
+	CHECK_EQ(t->irqs, 3);
+	CHECK_EQ(test_subchannel(t).dstat, SCSW_DSTAT_CE | SCSW_DSTAT_DE);
+	CHECK_EQ(t->c.attention, 0);
+	teardown(t);
+}
+
+/* A command that waits (inside the channel program, lock held) until the
+ * test lets it go. */
+struct gate {
+	int entered, release;           /* eventfds */
+};
+
+static void wait_at_gate(void *arg)
+{
+	struct gate *g = arg;
+	eventfd_t v;
+
+	CHECK_EQ(eventfd_write(g->entered, 1), 0);
+	CHECK_EQ(eventfd_read(g->release, &v), 0);
+}
+
+static void *start_thread(void *arg)
+{
+	struct t *t = arg;
+
+	CHECK_EQ(start(t, 0x0080, 0, PROG), 0);
+	return NULL;
+}
+
+TEST(notify_while_another_thread_holds_the_lock_returns_and_is_served)
+{
+	struct t *t = enabled_setup();
+	struct fdev second = { 0 };
+	struct gate g = { eventfd(0, 0), eventfd(0, 0) };
+	pthread_t th;
+	eventfd_t v;
+	uint16_t ctrl;
+
+	CHECK(g.entered >= 0 && g.release >= 0);
+	CHECK_EQ(css_attach(&t->c, &fdev_ops, &second, 0x3832, 2), 1);
+	enable_sch(t, 1);
+	t->dev.during = wait_at_gate;
+	t->dev.during_arg = &g;
+	ccw1(t, PROG, 0x02, CCW_FLAG_SLI, 8, DATA);
+	CHECK_EQ(pthread_create(&th, NULL, start_thread, t), 0);
+	CHECK_EQ(eventfd_read(g.entered, &v), 0);
+	/* What a queue thread does while a vCPU's reset waits for it: it
+	 * must come back at once, the interrupt left to the lock's holder. */
+	css_notify(&t->c, 1);
+	CHECK_EQ(__atomic_load_n(&t->c.attention, __ATOMIC_ACQUIRE), 1ULL << 1);
+	CHECK_EQ(eventfd_write(g.release, 1), 0);
+	CHECK_EQ(pthread_join(th, NULL), 0);
+	CHECK_EQ(t->c.attention, 0);
+	CHECK_EQ(t->irqs, 2);
+	CHECK_EQ(tsch_of(t, 1, &ctrl), 0);
+	CHECK_EQ(ctrl, SCSW_STCTL_ALERT | SCSW_STCTL_PENDING);
+	close(g.entered);
+	close(g.release);
+	teardown(t);
+}
+
+struct spinner {
+	struct t *t;
+	bool stop;                      /* atomic */
+	unsigned long n;
+};
+
+/* Instructions back to back on subchannel 1: the lock taken and let go. */
+static void *spin_stsch(void *arg)
+{
+	struct spinner *s = arg;
+
+	while (!__atomic_load_n(&s->stop, __ATOMIC_ACQUIRE)) {
+		CHECK_EQ(css_instruction(&s->t->c, &s->t->vm, CSS_OP_STSCH, css_schid(1),
+					 OPND + 0x400, 0), 0);
+		s->n++;
+	}
+	return NULL;
+}
+
+TEST(notify_racing_with_instructions_is_never_lost)
+{
+	struct t *t = enabled_setup();
+	struct fdev second = { 0 };
+	uint16_t ctrl;
+
+	CHECK_EQ(css_attach(&t->c, &fdev_ops, &second, 0x3832, 2), 1);
+	/* Each round: one attention on subchannel 0 while another thread
+	 * takes and releases the lock as fast as it can; afterwards the
+	 * subchannel must have its unsolicited status, whoever served it. */
+	for (unsigned i = 0; i < 2000; i++) {
+		struct spinner s = { t, false, 0 };
+		pthread_t th;
+
+		CHECK_EQ(pthread_create(&th, NULL, spin_stsch, &s), 0);
+		while (!__atomic_load_n(&s.n, __ATOMIC_RELAXED) && i % 2)
+			;
+		css_notify(&t->c, 0);
+		__atomic_store_n(&s.stop, true, __ATOMIC_RELEASE);
+		CHECK_EQ(pthread_join(th, NULL), 0);
+		CHECK_EQ(t->c.attention, 0);
+		CHECK_EQ(tsch_of(t, 0, &ctrl), 0);
+		CHECK_EQ(ctrl, SCSW_STCTL_ALERT | SCSW_STCTL_PENDING);
+	}
+	CHECK_EQ(t->irqs, 2000);
 	teardown(t);
 }
 

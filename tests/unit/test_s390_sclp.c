@@ -10,6 +10,7 @@
 
 #include "arch/s390/sclp.h"
 #include "tests/unit/check.h"
+#include "vmm/log.h"
 #include "vmm/byteorder.h"
 #include "vmm/util.h"
 
@@ -21,17 +22,21 @@ struct t {
 	struct sclp s;
 	uint32_t signals[16];
 	unsigned nsignals;
+	int signal_ret;                 /* what the "injection" returns */
 	int exit_status;                /* -1: none */
 	uint8_t out[4096];
 	size_t nout;
 };
 
-static void on_signal(void *opaque, uint32_t parm)
+static int on_signal(void *opaque, uint32_t parm)
 {
 	struct t *t = opaque;
 
+	if (t->signal_ret)
+		return t->signal_ret;
 	CHECK(t->nsignals < ARRAY_SIZE(t->signals));
 	t->signals[t->nsignals++] = parm;
+	return 0;
 }
 
 static void on_exit_status(void *opaque, int status)
@@ -330,5 +335,51 @@ TEST(identification_as_mvmexit_is_the_exit_status)
 	p = cpi_write(t, mvmexit, 7, SCLP_CPI_LEN - 1);  /* truncated buffer */
 	CHECK_EQ(rc(p), SCLP_RC_EVENT_BUFFER_SYNTAX_ERROR);
 	CHECK_EQ(t->exit_status, -1);
+	teardown(t);
+}
+
+struct lines {
+	unsigned n;
+	char last[512];
+};
+
+static void record_line(void *opaque, int level, const char *msg)
+{
+	struct lines *l = opaque;
+
+	(void)level;
+	l->n++;
+	snprintf(l->last, sizeof(l->last), "%s", msg);
+}
+
+TEST(a_service_signal_that_cannot_be_injected_is_logged_once_and_counted)
+{
+	struct t *t = setup(1);
+	struct lines l = { 0 };
+	struct log_sink sink = { record_line, &l };
+	uint8_t *p;
+
+	t->s.log = &sink;
+	t->signal_ret = -EBUSY;
+	/* Every SERVC ends with the signal: the guest repeats it at will. */
+	for (unsigned i = 0; i < 5; i++) {
+		p = sccb(t, SCCB, 4096);
+		CHECK_EQ(sclp_service_call(&t->s, SCLP_CMDW_READ_SCP_INFO, SCCB, false), 0);
+		CHECK_EQ(rc(p), SCLP_RC_NORMAL_READ_COMPLETION);
+	}
+	enable_vt220(t);
+	CHECK_EQ(sclp_rx_push(&t->s, (const uint8_t *)"x", 1), 1);
+	CHECK_EQ(t->s.signal_errors, 7);
+	CHECK_EQ(l.n, 1);
+	CHECK(strstr(l.last, "cannot inject the service signal"));
+	CHECK(strstr(l.last, strerror(EBUSY)));
+	CHECK(strstr(l.last, "signal_errors in --stats"));
+	/* Once it works again: nothing more logged, nothing more counted. */
+	t->signal_ret = 0;
+	p = sccb(t, SCCB, 4096);
+	CHECK_EQ(sclp_service_call(&t->s, SCLP_CMDW_READ_SCP_INFO, SCCB, false), 0);
+	CHECK_EQ(t->nsignals, 1);
+	CHECK_EQ(t->s.signal_errors, 7);
+	CHECK_EQ(l.n, 1);
 	teardown(t);
 }

@@ -12,6 +12,7 @@
 #include <sys/eventfd.h>
 
 #include "vmm/byteorder.h"
+#include "vmm/log.h"
 
 #define V1 VIRTIO_BIT(VIRTIO_F_VERSION_1)
 #define ACK VIRTIO_CONFIG_S_ACKNOWLEDGE
@@ -923,12 +924,101 @@ TEST(stats_name_the_subchannel)
 	t->vc.t.ops->stats_json(&t->vc.t, f);
 	fclose(f);
 	CHECK_STR(buf, ",\"schid\":\"0x00010002\",\"revision\":2,\"indicators\":\"none\","
-		  "\"adapter_irqs\":0,\"subchannel_irqs\":0");
+		  "\"adapter_irqs\":0,\"subchannel_irqs\":0,\"irq_errors\":0,\"route_errors\":0");
 	free(buf);
 	struct vtr_notify n = virtio_ccw_notify(0x00010002);
 	CHECK_EQ(n.space, VM_IO_CCW);
 	CHECK_EQ(n.addr, 0x00010002);
 	CHECK_EQ(n.len, 8);
 	CHECK(n.datamatch);
+	tc_free(t);
+}
+
+/* ---- what the guest can make the host fail at, again and again --------- */
+
+struct lines {
+	unsigned n;
+	char first[512];
+};
+
+static void record_line(void *opaque, int level, const char *msg)
+{
+	struct lines *l = opaque;
+
+	(void)level;
+	if (!l->n++)
+		snprintf(l->first, sizeof(l->first), "%s", msg);
+}
+
+static char *stats_of(struct tc *t)
+{
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&buf, &len);
+
+	CHECK(f);
+	t->vc.t.ops->stats_json(&t->vc.t, f);
+	fclose(f);
+	return buf;
+}
+
+TEST(failed_adapter_routes_are_logged_once_and_counted)
+{
+	struct tc *t = tc_new_ops(1, 0, &kvm_irq);
+	uint64_t summary = vdrv_alloc(&t->v->d, 1, 1), ind = vdrv_alloc(&t->v->d, 8, 8);
+	struct lines l = { 0 };
+	struct log_sink sink = { record_line, &l };
+	char *st;
+
+	t->v->dev.log = &sink;
+	t->bind_ret = -ENOSPC;
+	/* A guest resetting and setting adapter indicators in a loop. */
+	CHECK_EQ(set_rev(t, 2), 4);
+	for (unsigned i = 0; i < 10; i++) {
+		CHECK_EQ(write_status(t, ACK), 1);
+		CHECK_EQ(write_status(t, ACK | DRV), 1);
+		write_features(t, V1);
+		CHECK_EQ(write_status(t, ACK | DRV | FOK), 1);
+		CHECK_EQ(set_ind_adapter(t, summary, ind, 0, 3), 25);
+		CHECK(!t->vc.adapter_bound);
+		CHECK_EQ(run(t, VIRTIO_CCW_CMD_VDEV_RESET, false, NULL, 0, NULL), 0);
+	}
+	CHECK_EQ(t->binds, 10);
+	CHECK_EQ(l.n, 1);
+	CHECK(strstr(l.first, "cannot route adapter interrupts through KVM"));
+	CHECK(strstr(l.first, strerror(ENOSPC)));
+	CHECK(strstr(l.first, "route_errors in --stats"));
+	st = stats_of(t);
+	CHECK(strstr(st, "\"route_errors\":10"));
+	CHECK(strstr(st, "\"irq_errors\":0"));
+	free(st);
+	t->vc.t.ops->free(&t->vc.t);
+	tc_free_rest(t);
+}
+
+TEST(interrupts_that_cannot_be_injected_are_logged_once_per_kind_and_counted)
+{
+	struct tc *t = tc_new(1, 0);
+	struct lines l = { 0 };
+	struct log_sink sink = { record_line, &l };
+	char *st;
+
+	t->v->dev.log = &sink;
+	virtio_ccw_set_schid(&t->vc, 0x00010003);
+	/* The KVM binding's report, once an interrupt per completion. */
+	for (unsigned i = 0; i < 1000; i++)
+		virtio_ccw_fault(&t->vc, VIRTIO_CCW_FAULT_IO_IRQ, -EINVAL);
+	CHECK_EQ(l.n, 1);
+	CHECK(strstr(l.first, "virtio-ccw on subchannel 0.0.0003"));
+	CHECK(strstr(l.first, "cannot inject the subchannel's I/O interrupt"));
+	CHECK(strstr(l.first, strerror(EINVAL)));
+	CHECK(strstr(l.first, "irq_errors in --stats"));
+	/* Another kind is logged once of its own. */
+	for (unsigned i = 0; i < 1000; i++)
+		virtio_ccw_fault(&t->vc, VIRTIO_CCW_FAULT_ADAPTER_IRQ, -EBUSY);
+	CHECK_EQ(l.n, 2);
+	st = stats_of(t);
+	CHECK(strstr(st, "\"irq_errors\":2000,\"route_errors\":0"));
+	free(st);
 	tc_free(t);
 }
