@@ -580,3 +580,33 @@ TEST(driver_ok_reset_cycles_leak_nothing_and_each_first_request_works)
 	CHECK_EQ(rg_count_fds(), before);
 	rg_fini(&g);
 }
+
+/* --- host I/O that outlives a stop --- */
+
+/* Host I/O that does not end within VQW_STOP_DEADLINE_NS of a reset (a
+ * stuck host disk) keeps its queue's slots, and the stop goes on
+ * without it. The next DRIVER_OK that leaves that queue disabled must
+ * not have its I/O thread serve it: the other queues work, and nothing
+ * needs a reset. The stand-in for the stuck I/O: queue 1's count of host
+ * I/O in flight raised while it is idle (what a read stuck in the host's
+ * kernel leaves; the I/O thread writes the count only for requests of
+ * queue 1, and there are none), and lowered again (the I/O ends) before
+ * teardown. Takes the 5 s of the stop's deadline. */
+TEST(queue_whose_host_io_outlived_the_reset_is_not_served_after_it)
+{
+	struct blk_dev *blk;
+
+	disk_new(",queues=2,io-threads=1");
+	CHECK_EQ(rg_attach(&g), 0);
+	blk = g.dev->priv;
+	CHECK_EQ(rg_start(&g, features(false), 3, 16), 0);
+	each_queue_reads(0);
+	__atomic_add_fetch(&blk->queues[1].inflight, 1, __ATOMIC_SEQ_CST);
+	vdrv_wr(&g.d, VIRTIO_MMIO_STATUS, 0);   /* waits out the deadline */
+	CHECK_EQ(rg_start(&g, features(false), 1, 16), 0);
+	each_queue_reads(8);
+	CHECK(!(vdrv_status(&g.d) & VIRTIO_CONFIG_S_NEEDS_RESET));
+	__atomic_sub_fetch(&blk->queues[1].inflight, 1, __ATOMIC_SEQ_CST);
+	rg_dev_destroy(&g);
+	rg_fini(&g);
+}
