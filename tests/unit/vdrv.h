@@ -209,9 +209,11 @@ static inline uint32_t vdrv_queue_program(struct vdrv *d, unsigned q, uint32_t s
 	return vdrv_rd(d, VIRTIO_MMIO_QUEUE_READY);
 }
 
-/* Lay out queue q (size entries) in fake RAM and enable it. Returns
- * QueueReady as read back (1 on success). */
-static inline uint32_t vdrv_queue_setup(struct vdrv *d, unsigned q, uint16_t size)
+/* Lay out queue q (size entries) in fake RAM and start the driver's view
+ * of it afresh, without telling the device: vdrv_queue_setup programs
+ * virtio-mmio's registers next; a test on another transport programs its
+ * own from d->q[q]'s desc/avail/used. */
+static inline void vdrv_queue_layout(struct vdrv *d, unsigned q, uint16_t size)
 {
 	struct vdrv_queue *vq = &d->q[q];
 
@@ -233,6 +235,15 @@ static inline uint32_t vdrv_queue_setup(struct vdrv *d, unsigned q, uint16_t siz
 		vq->avail = vdrv_alloc(d, VIRTQ_AVAIL_BYTES(size), 2);
 		vq->used = vdrv_alloc(d, VIRTQ_USED_BYTES(size), 4);
 	}
+}
+
+/* Lay out queue q (size entries) in fake RAM and enable it. Returns
+ * QueueReady as read back (1 on success). */
+static inline uint32_t vdrv_queue_setup(struct vdrv *d, unsigned q, uint16_t size)
+{
+	struct vdrv_queue *vq = &d->q[q];
+
+	vdrv_queue_layout(d, q, size);
 	return vdrv_queue_program(d, q, size, vq->desc, vq->avail, vq->used);
 }
 
