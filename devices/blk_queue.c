@@ -449,6 +449,9 @@ static int queue_prepare(struct blk_dev *blk, unsigned qi)
 
 	if (__atomic_load_n(&q->inflight, __ATOMIC_ACQUIRE))
 		return -EBUSY;
+	/* Slots kept by host I/O that outlived the last stop, ended since. */
+	if (q->prepared)
+		q_free_slots(q);
 	q->nslots = dev->queues[qi].vq.size;
 	q->ctx.capacity = blk->capacity;
 	q->ctx.ro = blk->img.ro;
@@ -462,6 +465,7 @@ static int queue_prepare(struct blk_dev *blk, unsigned qi)
 	q->slots = (struct blk_slot *)((uint8_t *)blk->slot_mem + qi * blk->slot_stride);
 	q->big_iov = (struct iovec *)((uint8_t *)q->slots + blk->slot_big_off);
 	q->prepared = true;
+	q->started = true;
 	return 0;
 }
 
@@ -576,8 +580,11 @@ int blk_queue_start(struct blk_dev *blk, unsigned qi)
 	for (later = qi + blk->nworkers; later < dev->num_queues; later += blk->nworkers)
 		if (dev->queues[later].vq.ready)
 			return 0;
+	/* Only queues started in this run: one whose slots host I/O from
+	 * before the last reset still holds (prepared, not started) must not
+	 * be served, its ring is not set up. */
 	for (i = 0; i < bw->w.nq; i++)
-		if (blk->queues[bw->w.q[i].idx].prepared)
+		if (blk->queues[bw->w.q[i].idx].started)
 			mask |= 1ULL << i;
 	vqw_start(&bw->w, mask);
 	return 0;
@@ -596,6 +603,7 @@ void blk_queue_stop(struct blk_dev *blk, unsigned qi)
 	struct blk_queue *q = &blk->queues[qi];
 
 	vqw_stop(&blk->workers[qi % blk->nworkers].w);
+	q->started = false;
 	/* Slots whose host I/O outlived the stop stay until it ends
 	 * (queue_prepare refuses the queue meanwhile). */
 	if (!__atomic_load_n(&q->inflight, __ATOMIC_ACQUIRE))

@@ -92,6 +92,7 @@ struct blk_queue {
 	unsigned idx;
 	struct vqw_queue *wq;      /* its place in its worker */
 	bool prepared;             /* slots in use (queue_start ran) */
+	bool started;              /* queue_prepare succeeded since the last stop */
 	struct blk_slot *slots;    /* vq->size entries, indexed by chain head */
 	struct iovec *big_iov;     /* BLK_SEG_MAX per head: longer requests' segments */
 	unsigned nslots;
