@@ -879,6 +879,12 @@ TEST(poll_gap_backs_off_only_when_another_task_took_the_cpu)
 	CHECK(!vqw_poll_gap(&p, 30000, 8, now));
 }
 
+/* Judged in the optimized build only: under AddressSanitizer every poll
+ * iteration is several times slower, so the ratio of requests found by
+ * polling measures the sanitizer, not the poll rule (CI saw 388 of 1000
+ * with the host quiet). The rule itself is checked without timing by
+ * poll_gap_backs_off_only_when_another_task_took_the_cpu. */
+#ifndef __SANITIZE_ADDRESS__
 /* A signal handler that keeps the CPU for 100 us: to the poll loop it is a
  * gap with no context switch, like an interrupt or a hypervisor exit. */
 static void busy_100us(int sig)
@@ -972,6 +978,7 @@ TEST(stalls_without_a_context_switch_do_not_stop_polling)
 	pair_free(p);
 	CHECK_EQ(sigaction(SIGUSR2, &old, NULL), 0);
 }
+#endif
 
 /* --- gathering after a kick (struct vqw_gather) --------------------------- */
 
