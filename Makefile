@@ -195,7 +195,7 @@ EMBED_ROOT := $(abspath $(BUILD))/embed-root
 EMBED_BIN  := $(BUILD)/tests/embed/mvm-embed
 
 .SECONDARY:
-.PHONY: all clean test unit-tests run guest guest-s390 bench deps lib install install-lib man embed static static-bin bench-guest FORCE
+.PHONY: all clean test test-long unit-tests run guest guest-s390 bench deps lib install install-lib man embed static static-bin bench-guest FORCE
 .PHONY: fuzz fuzz-build fuzz-bins fuzz-seeds
 all: mvm $(if $(CROSS),$(BUILD)/mvm) lib
 
@@ -351,7 +351,9 @@ guest-s390: deps
 # through one runner that prints "N passed, N failed".
 # Each step's time goes to build/test-phases (scripts/phase); tests/run
 # adds its own and prints them all before its last line.
-test:
+# make test-long: the same, with the system tests marked long too
+# ("# mvm-test: long": the harness's own checks, second variants).
+test test-long:
 	$(Q)mkdir -p build && : >build/test-phases
 	$(Q)scripts/phase deps scripts/install-deps.sh
 	$(Q)scripts/phase build-plain $(MAKE) --no-print-directory all unit-tests
@@ -362,7 +364,7 @@ test:
 	$(Q)$(MAKE) --no-print-directory all
 	$(Q)scripts/phase guest guest/build.sh
 	$(Q)scripts/phase guest-s390 sh -c 'guest/build-s390.sh >/dev/null'
-	$(Q)MVM_PHASES_FROM=build/test-phases tests/run
+	$(Q)MVM_PHASES_FROM=build/test-phases $(if $(filter test-long,$@),MVM_TEST_LONG=1) tests/run
 
 # make run ARCH=s390 on another host: the s390x guest's shell through the
 # Hercules harness (tests/s390/run --shell).

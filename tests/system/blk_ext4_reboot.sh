@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# mvm-test: long
 # A file written through ext4 survives a restart of mvm on the same image:
 # mkfs.ext4 + mount + write + sync in one boot, mount + checksum in the next.
 . "$(dirname "$0")/lib.sh"

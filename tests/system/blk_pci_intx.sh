@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# mvm-test: long
 # virtio-pci for a guest that does not enable MSI-X (pci=nomsi): the device
 # falls back to legacy INTx (level-triggered IOAPIC pin 20 + slot % 4, via
 # a resampling irqfd); fio randwrite+verify passes and the one line counts.

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# mvm-test: long
 # A reader of mvm's stdout that stops reading stalls the guest's console
 # output, never mvm: SIGTERM still ends mvm within seconds, with a reader
 # that was SIGSTOPped and with one that has not started reading yet

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# mvm-test: long
 # libmvm embedded in one host process (tests/embed/embed.c, built with
 # ASan+UBSan against the installed library and nothing but <mvm.h>): 20
 # test guests in a row and 2 rounds of 4 at once, each exit status right,

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# mvm-test: long
 # MVM_KVM=nested sends tests/with-kvm (and so `make run` and the system
 # tests) to the nested harness whatever the probe says here, and says why;
 # inside the harness, mvm's probe finds L1's KVM able to run guests and the

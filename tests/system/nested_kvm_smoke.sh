@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# mvm-test: long
 # The nested-KVM harness (tests/nested/run) gives a working KVM: inside L1,
 # tests/nested/kvm-smoke runs real-mode guest code to an OUT and a HLT; the
 # command's stdout, stderr, exit status, argv quoting, working directory and

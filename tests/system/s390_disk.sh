@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# mvm-test: long
 # s390x disks under load, inside Hercules' s390 KVM (tests/s390/run), with
 # mvm's own s390x test guest (guest/build-s390.sh): fio writes a virtio-ccw
 # disk with two queues from two vCPUs (io_uring, O_DIRECT, random 4 KiB

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# mvm-test: long
 # The kernel's boot messages reach mvm's stdout through the 8250 console,
 # and the guest's own output follows them.
 . "$(dirname "$0")/lib.sh"
