@@ -100,7 +100,8 @@ void cli_usage(FILE *out)
 	      "Console: the guest's serial port is on stdin/stdout; on a terminal type\n"
 	      "Ctrl-A x to quit, Ctrl-A Ctrl-A to send Ctrl-A.\n"
 	      "Exit status: 0 guest poweroff/reboot, the byte the guest wrote to port 0x501,\n"
-	      "2 bad usage, 125 host/KVM failure, 126 unhandled guest exit, 128+N on signal N.\n",
+	      "2 bad usage, 122 guest crashed (triple fault), 123 guest kernel panicked,\n"
+	      "125 host/KVM failure, 126 unhandled guest exit, 128+N on signal N.\n",
 	      out);
 }
 

@@ -248,11 +248,8 @@ int main(int argc, char **argv)
 	main_loop(vm, sfd);
 	mvm_wait(vm, -1, &ex, sizeof(ex));
 	term_restore();
-	/* A reboot with something to say: a triple fault, status 0 like any
-	 * reboot, but usually a guest that crashed before it had a console
-	 * (or one that rebooted with reboot=t). Errors were logged already. */
-	if (ex.reason == MVM_EXIT_POWEROFF && ex.message[0])
-		fprintf(stderr, "mvm: %s\n", ex.message);
+	/* Nothing more to say about how it ended: a crash, a panic or an
+	 * error was logged (one line) when it happened. */
 	if (cfg.stats) {
 		size_t len = 1 << 20;
 		char *json = malloc(len);

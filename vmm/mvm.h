@@ -191,8 +191,10 @@ enum mvm_exit_reason {
 	MVM_EXIT_GUEST_ERROR,   /* the guest did something mvm cannot handle, or this
 				 * KVM cannot run it: status 126, message says what */
 	MVM_EXIT_HOST_ERROR,    /* a host or KVM failure: status 125 */
-	MVM_EXIT_GUEST_CRASH,
-	MVM_EXIT_GUEST_PANIC,
+	MVM_EXIT_GUEST_CRASH,   /* the guest crashed (x86: a triple fault): status 122,
+				 * message says where */
+	MVM_EXIT_GUEST_PANIC,   /* the guest's kernel panicked and said so (x86:
+				 * pvpanic; s390x: a disabled wait): status 123 */
 };
 
 struct mvm_exit {
