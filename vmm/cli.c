@@ -13,7 +13,7 @@ enum {
 	OPT_KERNEL = 'k', OPT_INITRD = 'i', OPT_CMDLINE = 'a', OPT_CPUS = 'c',
 	OPT_MEM = 'm', OPT_HELP = 'h', OPT_VERSION = 'V',
 	OPT_STATS = 0x100, OPT_DISK, OPT_QUEUES, OPT_IO_THREADS, OPT_TRANSPORT, OPT_PROBE_KVM,
-	OPT_SANDBOX, OPT_CHROOT, OPT_UID, OPT_GID,
+	OPT_SANDBOX, OPT_CHROOT, OPT_UID, OPT_GID, OPT_PVPANIC,
 };
 
 /* One row per option; cli_parse switches on .val. */
@@ -30,6 +30,7 @@ static const struct option cli_options[] = {
 	{ "transport", required_argument, NULL, OPT_TRANSPORT },
 	{ "probe-kvm", no_argument,     NULL, OPT_PROBE_KVM },
 	{ "sandbox", required_argument, NULL, OPT_SANDBOX },
+	{ "pvpanic", required_argument, NULL, OPT_PVPANIC },
 	{ "chroot",  required_argument, NULL, OPT_CHROOT },
 	{ "uid",     required_argument, NULL, OPT_UID },
 	{ "gid",     required_argument, NULL, OPT_GID },
@@ -90,6 +91,8 @@ void cli_usage(FILE *out)
 	      "  --stats          print exit and device counters as JSON on stderr at exit\n"
 	      "  --sandbox on|off seccomp filters per thread, resource limits, no new\n"
 	      "                   privileges (default on; off only to debug)\n"
+	      "  --pvpanic on|off a pvpanic device (x86): a guest kernel panic ends mvm with\n"
+	      "                   status 123 instead of a reboot (default on)\n"
 	      "  --chroot DIR     run in DIR once /dev/kvm, the kernel and the disks are open\n"
 	      "  --uid N --gid N  then run as this user and group (give both; a uid of its own\n"
 	      "                   per VM: RLIMIT_NPROC counts the user's other threads)\n"
@@ -100,7 +103,8 @@ void cli_usage(FILE *out)
 	      "Console: the guest's serial port is on stdin/stdout; on a terminal type\n"
 	      "Ctrl-A x to quit, Ctrl-A Ctrl-A to send Ctrl-A.\n"
 	      "Exit status: 0 guest poweroff/reboot, the byte the guest wrote to port 0x501,\n"
-	      "2 bad usage, 125 host/KVM failure, 126 unhandled guest exit, 128+N on signal N.\n",
+	      "2 bad usage, 122 guest crashed (triple fault), 123 guest kernel panicked,\n"
+	      "125 host/KVM failure, 126 unhandled guest exit, 128+N on signal N.\n",
 	      out);
 }
 
@@ -120,6 +124,7 @@ int cli_parse(int argc, char **argv, struct cli_config *cfg, char *err, size_t e
 	cfg->transport = CLI_DEFAULT_TRANSPORT;
 	cfg->mem = CLI_DEFAULT_MEM;
 	cfg->sandbox = true;
+	cfg->pvpanic = true;
 	optind = 0;     /* GNU: full re-initialisation, so tests can parse again */
 	opterr = 0;
 	while ((c = getopt_long(argc, argv, "+:", cli_options, NULL)) != -1) {
@@ -202,6 +207,14 @@ int cli_parse(int argc, char **argv, struct cli_config *cfg, char *err, size_t e
 				cfg->sandbox = false;
 			else
 				return cli_err(err, errlen, "--sandbox '%s': give on or off", optarg);
+			break;
+		case OPT_PVPANIC:
+			if (!strcmp(optarg, "on"))
+				cfg->pvpanic = true;
+			else if (!strcmp(optarg, "off"))
+				cfg->pvpanic = false;
+			else
+				return cli_err(err, errlen, "--pvpanic '%s': give on or off", optarg);
 			break;
 		case OPT_CHROOT:
 			if (!*optarg)

@@ -60,6 +60,7 @@ struct cli_config {
 	bool help;
 	bool version;
 	bool probe_kvm;         /* --probe-kvm: decide direct or nested, then exit */
+	bool pvpanic;           /* --pvpanic on|off (default on; x86 only) */
 	/* Confinement (vmm/jail.h, vmm/sandbox.h): --sandbox on|off (default
 	 * on), --chroot DIR, --uid N and --gid N (together). */
 	bool sandbox;

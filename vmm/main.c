@@ -48,7 +48,7 @@ static void main_log(void *opaque, enum mvm_log_level level, const char *msg)
 static const char *main_option_prefix(const char *msg)
 {
 	static const char *const fields[] = { "kernel ", "initrd ", "cmdline", "cpus ",
-					      "mem ", "disk " };
+					      "mem ", "disk ", "pvpanic " };
 	unsigned i;
 
 	for (i = 0; i < ARRAY_SIZE(fields); i++)
@@ -191,6 +191,7 @@ int main(int argc, char **argv)
 	 * (restored by atexit on every exit, by term_restore at the end). */
 	mc.console_escape = term_raw(STDIN_FILENO) == 0;
 	mc.sandbox = cfg.sandbox;
+	mc.pvpanic = cfg.pvpanic;
 	mc.start_ns = start_ns;
 	jail = (struct jail_cfg){
 		.chroot_dir = cfg.chroot_dir, .set_ids = cfg.ids_set, .uid = cfg.uid,
@@ -248,11 +249,8 @@ int main(int argc, char **argv)
 	main_loop(vm, sfd);
 	mvm_wait(vm, -1, &ex, sizeof(ex));
 	term_restore();
-	/* A reboot with something to say: a triple fault, status 0 like any
-	 * reboot, but usually a guest that crashed before it had a console
-	 * (or one that rebooted with reboot=t). Errors were logged already. */
-	if (ex.reason == MVM_EXIT_POWEROFF && ex.message[0])
-		fprintf(stderr, "mvm: %s\n", ex.message);
+	/* Nothing more to say about how it ended: a crash, a panic or an
+	 * error was logged (one line) when it happened. */
 	if (cfg.stats) {
 		size_t len = 1 << 20;
 		char *json = malloc(len);

@@ -28,6 +28,7 @@
 #include "arch/arch.h"
 #include "devices/blk_image.h"
 #include "devices/pci.h"
+#include "devices/pvpanic.h"
 #include "devices/virtio_blk.h"
 #include "devices/virtio_mmio.h"
 #include "devices/virtio_pci.h"
@@ -145,7 +146,7 @@ static void mvm_log_bridge(void *opaque, int level, const char *msg)
 
 /* The smallest struct sizes this library takes: 2.0's, the first with a
  * size. A field added later at the end leaves these as they are. */
-#define MVM_CONFIG_SIZE_MIN sizeof(struct mvm_config)
+#define MVM_CONFIG_SIZE_MIN offsetof(struct mvm_config, pvpanic)
 #define MVM_DISK_SIZE_MIN sizeof(struct mvm_disk)
 
 const char *mvm_version(void)
@@ -162,6 +163,7 @@ void mvm_config_init(struct mvm_config *cfg)
 	cfg->console_in = -1;
 	cfg->console_out = -1;
 	cfg->kick_signal = SIGUSR1;
+	cfg->pvpanic = true;
 }
 
 void mvm_disk_init(struct mvm_disk *disk, const char *path)
@@ -446,8 +448,42 @@ int mvm_add_disk(struct mvm *m, const struct mvm_disk *theirs, char *err, size_t
 	return 0;
 }
 
+/* The PCI bus, brought up by the first function that needs it. */
+static int mvm_pci_bus(struct mvm *m, char *err, size_t errlen)
+{
+	int ret;
+
+	if (m->pci_up)
+		return 0;
+	ret = pci_bus_init(&m->pci, &m->vm, arch_layout.pci_mmio_base, arch_layout.pci_mmio_end,
+			   arch_layout.pci_intx_base, arch_layout.fixed_mmio,
+			   arch_layout.nfixed_mmio);
+	if (ret)
+		return err_set(err, errlen, ret, "PCI bus: %s", strerror(-ret));
+	m->pci_up = true;
+	return 0;
+}
+
+/* pvpanic where the board has PCI, after the disks (which keep their
+ * slots). Before vCPUs start. */
+static int mvm_attach_pvpanic(struct mvm *m, char *err, size_t errlen)
+{
+	int ret;
+
+	if (!m->cfg.pvpanic || arch_layout.pci_mmio_end == 0)
+		return 0;
+	ret = mvm_pci_bus(m, err, errlen);
+	if (ret)
+		return ret;
+	ret = pvpanic_attach(&m->vm, &m->pci);
+	if (ret)
+		return err_set(err, errlen, ret, "pvpanic on: cannot attach the device: %s; "
+			       "turn it off to go without", strerror(-ret));
+	return 0;
+}
+
 /* Every disk on its transport (vda, vdb, ... in order). The PCI bus exists
- * only when some disk uses it. Before vCPUs start. */
+ * when some disk uses it, or pvpanic does. Before vCPUs start. */
 static int mvm_attach_disks(struct mvm *m, char *err, size_t errlen)
 {
 	unsigned i;
@@ -463,15 +499,12 @@ static int mvm_attach_disks(struct mvm *m, char *err, size_t errlen)
 			return ret;
 		/* Before the driver reads the features (virtio_dev_init zeroed it). */
 		dev->no_packed = !s->packed;
-		if (pci && !m->pci_up) {
-			ret = pci_bus_init(&m->pci, &m->vm, arch_layout.pci_mmio_base,
-					   arch_layout.pci_mmio_end, arch_layout.pci_intx_base,
-					   arch_layout.fixed_mmio, arch_layout.nfixed_mmio);
+		if (pci) {
+			ret = mvm_pci_bus(m, err, errlen);
 			if (ret) {
 				virtio_dev_destroy(dev);
-				return err_set(err, errlen, ret, "PCI bus: %s", strerror(-ret));
+				return ret;
 			}
-			m->pci_up = true;
 		}
 		if (s->transport == MVM_TRANSPORT_CCW)
 			ret = arch_attach_ccw(&m->vm, dev);
@@ -741,6 +774,9 @@ int mvm_prepare(struct mvm *m, char *err, size_t errlen)
 			       m->cfg.console_out, strerror(-ret));
 	m->out_up = true;
 	ret = mvm_attach_disks(m, err, errlen);
+	if (ret)
+		return ret;
+	ret = mvm_attach_pvpanic(m, err, errlen);
 	if (ret)
 		return ret;
 	m->phase_ns[MVM_PHASE_DEVICES] = mono_ns();

@@ -147,6 +147,11 @@ struct mvm_config {
 	 * entry): mvm_stats_json reports "startup_us", from here to vCPU 0's
 	 * first KVM_RUN. mvm(1) passes the start of its main(). */
 	uint64_t start_ns;
+	/* A pvpanic device (QEMU's pvpanic-pci) where the board has PCI
+	 * (x86): a guest kernel that panics says so, and the VM ends with
+	 * MVM_EXIT_GUEST_PANIC (status 123) rather than rebooting. Default
+	 * true; ignored on s390x, whose panics end in a disabled wait. */
+	bool pvpanic;
 };
 
 enum mvm_transport { MVM_TRANSPORT_PCI, MVM_TRANSPORT_MMIO, MVM_TRANSPORT_CCW };
@@ -191,8 +196,10 @@ enum mvm_exit_reason {
 	MVM_EXIT_GUEST_ERROR,   /* the guest did something mvm cannot handle, or this
 				 * KVM cannot run it: status 126, message says what */
 	MVM_EXIT_HOST_ERROR,    /* a host or KVM failure: status 125 */
-	MVM_EXIT_GUEST_CRASH,
-	MVM_EXIT_GUEST_PANIC,
+	MVM_EXIT_GUEST_CRASH,   /* the guest crashed (x86: a triple fault): status 122,
+				 * message says where */
+	MVM_EXIT_GUEST_PANIC,   /* the guest's kernel panicked and said so (x86:
+				 * pvpanic; s390x: a disabled wait): status 123 */
 };
 
 struct mvm_exit {

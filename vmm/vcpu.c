@@ -76,6 +76,17 @@ static int vcpu_fatal(struct vcpu *v, struct kvm_run *run)
 	return MVM_EXIT_UNHANDLED;
 }
 
+enum vm_stop_reason vcpu_stop_reason(int status)
+{
+	switch (status) {
+	case MVM_EXIT_OK: return VM_STOP_POWEROFF;
+	case MVM_EXIT_CRASHED: return VM_STOP_GUEST_CRASH;
+	case MVM_EXIT_PANICKED: return VM_STOP_GUEST_PANIC;
+	case MVM_EXIT_INTERNAL: return VM_STOP_HOST_ERROR;
+	default: return VM_STOP_GUEST_ERROR;
+	}
+}
+
 int vcpu_handle_exit(struct vcpu *v, struct kvm_run *run)
 {
 	struct vm *vm = v->vm;
@@ -107,20 +118,36 @@ int vcpu_handle_exit(struct vcpu *v, struct kvm_run *run)
 		 * wake it up is a powered-off machine. */
 		v->exits[VCPU_EXIT_HLT]++;
 		return MVM_EXIT_OK;
-	case KVM_EXIT_SHUTDOWN:
-		/* Triple fault: what a PC does on reboot, and what a kernel
-		 * that crashes before it has a console does. Still a reboot
-		 * (status 0), but the exit record says which kind. */
+	case KVM_EXIT_SHUTDOWN: {
+		/* Triple fault. mvm's guests reboot through the i8042 (reboot=k
+		 * in the base command line), so this is a kernel that crashed
+		 * (before it had a console, or with reboot=t asked for it): a
+		 * crash, never a success. Where it was, as for a fatal exit;
+		 * KVM on AMD re-initialises a vCPU that shut down, and then
+		 * the description says it stands at the reset vector. */
+		char where[320];
+
 		v->exits[VCPU_EXIT_SHUTDOWN]++;
-		snprintf(v->fatal, sizeof(v->fatal), "vCPU %u reset the machine with a triple "
-			 "fault (a reboot, or a crash too early to report)", v->id);
-		return MVM_EXIT_OK;
+		arch_describe_vcpu(v, run, where, sizeof(where));
+		snprintf(v->fatal, sizeof(v->fatal), "vCPU %u: the guest triple-faulted (it "
+			 "crashed); %s", v->id, where);
+		log_err(&vm->log, "%s", v->fatal);
+		return MVM_EXIT_CRASHED;
+	}
 	case KVM_EXIT_SYSTEM_EVENT:
 		v->exits[VCPU_EXIT_SYSTEM_EVENT]++;
 		if (run->system_event.type == KVM_SYSTEM_EVENT_SHUTDOWN ||
 		    run->system_event.type == KVM_SYSTEM_EVENT_RESET)
 			return MVM_EXIT_OK;
-		snprintf(v->fatal, sizeof(v->fatal), "vCPU %u: guest system event %u (crash); "
+		if (run->system_event.type == KVM_SYSTEM_EVENT_CRASH) {
+			/* The guest's own report of a panic (x86: the Hyper-V
+			 * crash MSRs), as pvpanic's. */
+			snprintf(v->fatal, sizeof(v->fatal), "vCPU %u: the guest reported a "
+				 "crash (KVM_SYSTEM_EVENT_CRASH): its kernel panicked", v->id);
+			log_err(&vm->log, "%s", v->fatal);
+			return MVM_EXIT_PANICKED;
+		}
+		snprintf(v->fatal, sizeof(v->fatal), "vCPU %u: guest system event %u; "
 			 "stopping", v->id, run->system_event.type);
 		log_err(&vm->log, "%s", v->fatal);
 		return MVM_EXIT_UNHANDLED;
@@ -319,8 +346,8 @@ static void *vcpu_thread(void *arg)
 		}
 		st = vcpu_handle_exit(v, v->run);
 		if (st >= 0) {
-			vm_request_stop(v->vm, st == MVM_EXIT_OK ? VM_STOP_POWEROFF :
-					VM_STOP_GUEST_ERROR, st, v->fatal[0] ? v->fatal : NULL);
+			vm_request_stop(v->vm, vcpu_stop_reason(st), st,
+					v->fatal[0] ? v->fatal : NULL);
 			break;
 		}
 	}

@@ -36,8 +36,15 @@ struct vcpu {
 
 /* Handle one KVM exit described by run: dispatch I/O, classify the rest.
  * Returns -1 to keep running, or the exit status mvm should stop with
- * (a message is printed for 126). Needs no KVM (unit-testable). */
+ * (for any but 0, v->fatal says why, and it was logged). Needs no KVM
+ * (unit-testable). */
 int vcpu_handle_exit(struct vcpu *v, struct kvm_run *run);
+
+/* Why the VM stops when a vCPU exit ends it with status: 0 a poweroff,
+ * MVM_EXIT_CRASHED a crash (triple fault), MVM_EXIT_PANICKED a panic the
+ * guest reported, MVM_EXIT_INTERNAL a host failure, anything else an
+ * exit mvm cannot handle. */
+enum vm_stop_reason vcpu_stop_reason(int status);
 
 /* The exit in words, for messages: "KVM_EXIT_INTERNAL_ERROR, suberror 1
  * (instruction emulation failed)", ... */

@@ -96,13 +96,14 @@ struct vm_console {
 
 /* Why the VM stops (same values as enum mvm_exit_reason in vmm/mvm.h). */
 enum vm_stop_reason {
-	VM_STOP_POWEROFF,       /* guest poweroff, reboot, triple fault */
+	VM_STOP_POWEROFF,       /* guest poweroff or reboot */
 	VM_STOP_GUEST_STATUS,   /* the guest wrote the exit port */
 	VM_STOP_REQUESTED,      /* mvm_stop, Ctrl-A x */
 	VM_STOP_GUEST_ERROR,    /* an exit mvm cannot handle (status 126) */
 	VM_STOP_HOST_ERROR,     /* KVM or host failure (status 125) */
-	VM_STOP_GUEST_CRASH,
-	VM_STOP_GUEST_PANIC,
+	VM_STOP_GUEST_CRASH,    /* the guest crashed: x86 triple fault (status 122) */
+	VM_STOP_GUEST_PANIC,    /* the guest said its kernel panicked: pvpanic, an
+				 * s390 disabled wait (status 123) */
 };
 
 /* The address space a guest notify is written in. */

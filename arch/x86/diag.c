@@ -157,6 +157,7 @@ void x86_describe_stop(const struct guest_mem *gm, const struct x86_mmu *m, uint
 	char mode[64], bytes[3 * X86_INSN_MAX + 1];
 	uint64_t linear;
 	size_t n, i, off = 0;
+	bool reset;
 
 	diag_mode(m, cs_l, cs_db, mode, sizeof(mode));
 	if ((m->efer & X86_EFER_LMA) && cs_l)
@@ -165,11 +166,15 @@ void x86_describe_stop(const struct guest_mem *gm, const struct x86_mmu *m, uint
 		linear = cs_base + (rip & 0xffff);
 	else
 		linear = (cs_base + rip) & 0xffffffffULL;
+	/* The state after RESET or INIT (SDM vol. 3, 9.1.4): KVM on AMD puts
+	 * a vCPU that shut down (triple fault) there, so what it ran is gone. */
+	reset = !(m->cr0 & X86_CR0_PE) && cs_base == 0xffff0000 && rip == 0xfff0;
 	n = x86_read_linear(gm, m, linear, insn, sizeof(insn));
 	if (!n) {
 		snprintf(out, outlen, "RIP %#llx (%s), bytes at RIP: unreadable (linear %#llx is "
-			 "not mapped to guest RAM)", (unsigned long long)rip, mode,
-			 (unsigned long long)linear);
+			 "not mapped to guest RAM)%s", (unsigned long long)rip, mode,
+			 (unsigned long long)linear, reset ? "; the CPU was reset (KVM on AMD "
+			 "resets it after a triple fault): where it was is lost" : "");
 		return;
 	}
 	for (i = 0; i < n; i++)

@@ -76,6 +76,20 @@ TEST(sandbox_is_on_unless_turned_off)
 	CHECK_STR(err, "--sandbox 'maybe': give on or off");
 }
 
+TEST(pvpanic_is_on_unless_turned_off)
+{
+	struct cli_config c;
+
+	CHECK_EQ(PARSE(&c, "--cpus", "1"), 0);
+	CHECK(c.pvpanic);
+	CHECK_EQ(PARSE(&c, "--pvpanic=off"), 0);
+	CHECK(!c.pvpanic);
+	CHECK_EQ(PARSE(&c, "--pvpanic", "on"), 0);
+	CHECK(c.pvpanic);
+	CHECK_EQ(PARSE(&c, "--pvpanic=1"), -EINVAL);
+	CHECK_STR(err, "--pvpanic '1': give on or off");
+}
+
 TEST(chroot_and_ids)
 {
 	struct cli_config c;

@@ -463,6 +463,42 @@ TEST(kick_signal_is_refused_over_a_host_handler_and_given_back)
 	CHECK(now.sa_handler == SIG_DFL);
 }
 
+/* pvpanic is on by default where the board has PCI (x86), also for a
+ * program built with 2.0's header (a config without the field), and off
+ * on request; the board without PCI (s390x) has none either way. */
+static bool has_pvpanic(const struct mvm_config *c)
+{
+	static char json[8192];
+	struct mvm *vm;
+	int ret;
+
+	CHECK_EQ(mvm_create(c, &vm, err, sizeof(err)), 0);
+	ret = mvm_prepare(vm, err, sizeof(err));
+	if (ret == -ENODEV || ret == -ENOTSUP)
+		CHECK_SKIP("no KVM here to prepare a VM with (%s)", err);
+	CHECK_EQ(ret, 0);
+	CHECK(mvm_stats_json(vm, json, sizeof(json)) > 0);
+	mvm_destroy(vm);
+	return strstr(json, "\"kind\":\"pvpanic\"") != NULL;
+}
+
+TEST(pvpanic_is_on_by_default_where_there_is_pci)
+{
+	bool pci = arch_layout.pci_mmio_end != 0;
+	struct mvm_config c;
+
+	setup();
+	c = config();
+	CHECK(c.pvpanic);
+	CHECK_EQ(has_pvpanic(&c), pci);
+	c.size = offsetof(struct mvm_config, pvpanic);
+	c.pvpanic = false;      /* beyond a 2.0 config: never read */
+	CHECK_EQ(has_pvpanic(&c), pci);
+	c = config();
+	c.pvpanic = false;
+	CHECK(!has_pvpanic(&c));
+}
+
 /* The ABI can grow: a config and a disk carry their size. One that no
  * init function filled is refused; one from a program built with a newer
  * header is taken as long as the fields this library does not know are

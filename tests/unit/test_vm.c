@@ -5,6 +5,7 @@
 #include "tests/unit/check.h"
 #include "vmm/kvm.h"
 #include "vmm/vcpu.h"
+#include "vmm/mvm.h"
 #include "vmm/console.h"
 #include "vmm/util.h"
 #include "vmm/byteorder.h"
@@ -385,16 +386,19 @@ static void exit_with(unsigned reason, int want)
 	memset(page, 0, sizeof(page));
 	run->exit_reason = reason;
 	if (reason == KVM_EXIT_SYSTEM_EVENT)
-		run->system_event.type = want == 0 ? KVM_SYSTEM_EVENT_SHUTDOWN : KVM_SYSTEM_EVENT_CRASH;
+		run->system_event.type = want == MVM_EXIT_OK ? KVM_SYSTEM_EVENT_SHUTDOWN :
+					 want == MVM_EXIT_PANICKED ? KVM_SYSTEM_EVENT_CRASH :
+					 0xff;  /* no such event */
 	CHECK_EQ(vcpu_handle_exit(&v, run), want);
 	rmvm(vm);
 }
 
 TEST(vcpu_exit_status_mapping)
 {
-	exit_with(KVM_EXIT_SHUTDOWN, MVM_EXIT_OK);          /* triple fault: reboot */
+	exit_with(KVM_EXIT_SHUTDOWN, MVM_EXIT_CRASHED);     /* triple fault */
 	exit_with(KVM_EXIT_HLT, MVM_EXIT_OK);
 	exit_with(KVM_EXIT_SYSTEM_EVENT, MVM_EXIT_OK);
+	exit_with(KVM_EXIT_SYSTEM_EVENT, MVM_EXIT_PANICKED);  /* KVM_SYSTEM_EVENT_CRASH */
 	exit_with(KVM_EXIT_SYSTEM_EVENT, MVM_EXIT_UNHANDLED);
 	exit_with(KVM_EXIT_INTERNAL_ERROR, MVM_EXIT_UNHANDLED);
 	exit_with(KVM_EXIT_FAIL_ENTRY, MVM_EXIT_UNHANDLED);
@@ -402,13 +406,27 @@ TEST(vcpu_exit_status_mapping)
 	exit_with(KVM_EXIT_INTR, -1);
 }
 
-/* A triple fault ends the VM like a reboot (status 0), but the exit
- * record tells it from an orderly one: embedders see a guest that crashed
- * before it had a console. */
-TEST(vcpu_exit_triple_fault_is_a_reboot_that_says_so)
+/* The status a vCPU exit ends the VM with decides the reason the exit
+ * record gives: a crash or a panic is never a poweroff. */
+TEST(vcpu_stop_reason_follows_the_status)
+{
+	CHECK_EQ(vcpu_stop_reason(MVM_EXIT_OK), VM_STOP_POWEROFF);
+	CHECK_EQ(vcpu_stop_reason(MVM_EXIT_CRASHED), VM_STOP_GUEST_CRASH);
+	CHECK_EQ(vcpu_stop_reason(MVM_EXIT_PANICKED), VM_STOP_GUEST_PANIC);
+	CHECK_EQ(vcpu_stop_reason(MVM_EXIT_INTERNAL), VM_STOP_HOST_ERROR);
+	CHECK_EQ(vcpu_stop_reason(MVM_EXIT_UNHANDLED), VM_STOP_GUEST_ERROR);
+	/* Same values as the public enum (mvm.c casts one to the other). */
+	CHECK_EQ((int)VM_STOP_GUEST_CRASH, (int)MVM_EXIT_GUEST_CRASH);
+	CHECK_EQ((int)VM_STOP_GUEST_PANIC, (int)MVM_EXIT_GUEST_PANIC);
+}
+
+/* A triple fault is a crash (status 122), not a reboot: mvm's guests
+ * reboot through the i8042. Its message says so, and which vCPU; an
+ * orderly shutdown event says nothing. */
+TEST(vcpu_exit_triple_fault_is_a_crash_that_says_so)
 {
 	struct vm *vm = mkvm();
-	struct vcpu v = { .vm = vm, .id = 3 };
+	struct vcpu v = { .vm = vm, .id = 3, .fd = -1 };
 	static uint8_t page[4096];
 	struct kvm_run *run = (struct kvm_run *)page;
 
@@ -418,8 +436,10 @@ TEST(vcpu_exit_triple_fault_is_a_reboot_that_says_so)
 	CHECK_EQ(vcpu_handle_exit(&v, run), MVM_EXIT_OK);
 	CHECK_EQ(v.fatal[0], '\0');
 	run->exit_reason = KVM_EXIT_SHUTDOWN;
-	CHECK_EQ(vcpu_handle_exit(&v, run), MVM_EXIT_OK);
-	CHECK(strstr(v.fatal, "vCPU 3") && strstr(v.fatal, "triple fault"));
+	CHECK_EQ(vcpu_handle_exit(&v, run), MVM_EXIT_CRASHED);
+	CHECK(strstr(v.fatal, "vCPU 3") && strstr(v.fatal, "triple-faulted"));
+	CHECK_EQ(v.exits[VCPU_EXIT_SHUTDOWN], 1);
+	CHECK(!strchr(v.fatal, '\n'));
 	rmvm(vm);
 }
 

@@ -244,6 +244,10 @@ TEST(describe_real_and_protected_mode)
 	CHECK(strstr(out, "(32-bit protected mode, paging off), bytes at RIP: f4"));
 	x86_describe_stop(&gm, &real, 0xfff0, 0xffff0000, false, false, out, sizeof(out));
 	CHECK(strstr(out, "unreadable (linear 0xfffffff0"));
+	/* The reset vector: where KVM on AMD leaves a CPU that triple-faulted. */
+	CHECK(strstr(out, "the CPU was reset"));
+	x86_describe_stop(&gm, &real, 0x10010, 0xf0000, false, false, out, sizeof(out));
+	CHECK(!strstr(out, "reset"));
 }
 
 TEST(describe_with_bad_vcpu_fd)
