@@ -489,20 +489,27 @@ TEST(stop_cancels_host_io_and_returns_nothing_after)
 }
 
 /* The count after "UserFiles:" or "UserBufs:" in a ring's fdinfo. */
+/* fdinfo lists a ring's registered files and buffers only when it gets
+ * the ring's lock without waiting (io_uring_show_fdinfo's trylock): a
+ * key that is missing because the ring's thread held it is read again. */
 static int fdinfo_count(int fd, const char *key)
 {
 	char path[64], line[256];
 	size_t n = strlen(key);
-	int v = -1;
+	int v = -1, tries;
 	FILE *f;
 
 	snprintf(path, sizeof(path), "/proc/self/fdinfo/%d", fd);
-	f = fopen(path, "r");
-	CHECK(f);
-	while (fgets(line, sizeof(line), f))
-		if (!strncmp(line, key, n) && line[n] == ':')
-			v = atoi(line + n + 1);
-	fclose(f);
+	for (tries = 0; v < 0 && tries < 1000; tries++) {
+		if (tries)
+			usleep(1000);
+		f = fopen(path, "r");
+		CHECK(f);
+		while (fgets(line, sizeof(line), f))
+			if (!strncmp(line, key, n) && line[n] == ':')
+				v = atoi(line + n + 1);
+		fclose(f);
+	}
 	return v;
 }
 
