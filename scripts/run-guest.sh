@@ -16,5 +16,6 @@ export MVM_RUN_CPUS=$cpus MVM_RUN_CMDLINE=${MVM_RUN_CMDLINE-quiet}
 exec tests/with-kvm bash -c '
 	img=${MVM_SCRATCH:-build}/run-disk.img
 	[ -f "$img" ] || { mkdir -p "${img%/*}" && truncate -s 1G "$img"; } || exit 1
-	exec ./mvm --cpus "$MVM_RUN_CPUS" --disk "$img,queues=4" --cmdline "$MVM_RUN_CMDLINE" "$@"
+	ids=; [ "$(id -u)" = 0 ] && ids="--uid 0 --gid 0"   # root: explicitly (mvm --help)
+	exec ./mvm $ids --cpus "$MVM_RUN_CPUS" --disk "$img,queues=4" --cmdline "$MVM_RUN_CMDLINE" "$@"
 ' run-guest "$@"

@@ -13,7 +13,8 @@ enum {
 	OPT_KERNEL = 'k', OPT_INITRD = 'i', OPT_CMDLINE = 'a', OPT_CPUS = 'c',
 	OPT_MEM = 'm', OPT_HELP = 'h', OPT_VERSION = 'V',
 	OPT_STATS = 0x100, OPT_DISK, OPT_QUEUES, OPT_IO_THREADS, OPT_TRANSPORT, OPT_PROBE_KVM,
-	OPT_SANDBOX, OPT_CHROOT, OPT_UID, OPT_GID, OPT_PVPANIC,
+	OPT_SANDBOX, OPT_CHROOT, OPT_UID, OPT_GID, OPT_PVPANIC, OPT_NETNS, OPT_NEW_PID_NS,
+	OPT_CGROUP, OPT_CGROUP_SET,
 };
 
 /* One row per option; cli_parse switches on .val. */
@@ -34,6 +35,10 @@ static const struct option cli_options[] = {
 	{ "chroot",  required_argument, NULL, OPT_CHROOT },
 	{ "uid",     required_argument, NULL, OPT_UID },
 	{ "gid",     required_argument, NULL, OPT_GID },
+	{ "netns",   required_argument, NULL, OPT_NETNS },
+	{ "new-pid-ns", no_argument,    NULL, OPT_NEW_PID_NS },
+	{ "cgroup",  required_argument, NULL, OPT_CGROUP },
+	{ "cgroup-set", required_argument, NULL, OPT_CGROUP_SET },
 	{ "help",    no_argument,       NULL, OPT_HELP },
 	{ "version", no_argument,       NULL, OPT_VERSION },
 	{ NULL, 0, NULL, 0 },
@@ -93,9 +98,18 @@ void cli_usage(FILE *out)
 	      "                   privileges (default on; off only to debug)\n"
 	      "  --pvpanic on|off a pvpanic device (x86): a guest kernel panic ends mvm with\n"
 	      "                   status 123 instead of a reboot (default on)\n"
-	      "  --chroot DIR     run in DIR once /dev/kvm, the kernel and the disks are open\n"
-	      "  --uid N --gid N  then run as this user and group (give both; a uid of its own\n"
-	      "                   per VM: RLIMIT_NPROC counts the user's other threads)\n"
+	      "  --chroot DIR     once /dev/kvm, the kernel and the disks are open, DIR becomes\n"
+	      "                   the root (a mount namespace, pivot_root, read-only; root only)\n"
+	      "  --uid N --gid N  then run as this user and group, with no supplementary group\n"
+	      "                   and no capability (give both; a uid of its own per VM:\n"
+	      "                   RLIMIT_NPROC counts the user's other threads). As root,\n"
+	      "                   --sandbox on needs them: --uid 0 --gid 0 stays root\n"
+	      "  --netns PATH     join this network namespace (/run/netns/NAME) first\n"
+	      "  --new-pid-ns     run the VM as PID 1 of a new PID namespace (mvm forks; the\n"
+	      "                   parent forwards signals and exits with the VM's status)\n"
+	      "  --cgroup DIR     move mvm into this cgroup v2 directory (made if missing)\n"
+	      "                   first, after writing each --cgroup-set FILE=VALUE there\n"
+	      "                   (e.g. memory.max=1G, cpu.max=\"50000 100000\", pids.max=64)\n"
 	      "  --probe-kvm      say whether this host's /dev/kvm can run guests: prints\n"
 	      "                   'direct: WHY' or 'nested: WHY' (MVM_KVM=direct|nested|auto\n"
 	      "                   overrides; the verdict is cached for this host boot)\n"
@@ -231,6 +245,24 @@ int cli_parse(int argc, char **argv, struct cli_config *cfg, char *err, size_t e
 				cfg->uid = (unsigned)v, uid_given = true;
 			else
 				cfg->gid = (unsigned)v, gid_given = true;
+			break;
+		case OPT_NETNS:
+		case OPT_CGROUP:
+			if (!*optarg)
+				return cli_err(err, errlen, "--%s: empty path; give a %s",
+					       c == OPT_NETNS ? "netns" : "cgroup", c == OPT_NETNS ?
+					       "network namespace file" : "cgroup v2 directory");
+			*(c == OPT_NETNS ? &cfg->netns : &cfg->cgroup) = optarg;
+			break;
+		case OPT_NEW_PID_NS:
+			cfg->new_pid_ns = true;
+			break;
+		case OPT_CGROUP_SET:
+			if (cfg->ncgroup_set == JAIL_MAX_CGROUP_SET)
+				return cli_err(err, errlen, "--cgroup-set '%s': more than %d; set the "
+					       "others in the cgroup beforehand", optarg,
+					       JAIL_MAX_CGROUP_SET);
+			cfg->cgroup_set[cfg->ncgroup_set++] = optarg;
 			break;
 		case OPT_HELP:
 			cfg->help = true;

@@ -14,6 +14,7 @@
 #include <stdio.h>
 
 #include "devices/blk_image.h"
+#include "vmm/jail.h"
 
 #define CLI_DEFAULT_CPUS 1
 #define CLI_DEFAULT_MEM (256ULL << 20)
@@ -62,11 +63,17 @@ struct cli_config {
 	bool probe_kvm;         /* --probe-kvm: decide direct or nested, then exit */
 	bool pvpanic;           /* --pvpanic on|off (default on; x86 only) */
 	/* Confinement (vmm/jail.h, vmm/sandbox.h): --sandbox on|off (default
-	 * on), --chroot DIR, --uid N and --gid N (together). */
+	 * on), --chroot DIR, --uid N and --gid N (together), --netns PATH,
+	 * --new-pid-ns, --cgroup DIR and --cgroup-set FILE=VALUE (repeated). */
 	bool sandbox;
 	const char *chroot_dir;
 	bool ids_set;
 	unsigned uid, gid;
+	const char *netns;
+	bool new_pid_ns;
+	const char *cgroup;
+	const char *cgroup_set[JAIL_MAX_CGROUP_SET];
+	unsigned ncgroup_set;
 	/* storage for the default guest paths */
 	char kernel_buf[4096];
 	char initrd_buf[4096];

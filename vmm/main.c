@@ -18,7 +18,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
 #include <sys/signalfd.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 __attribute__((noreturn, format(printf, 2, 3)))
@@ -93,6 +95,34 @@ static int main_probe_kvm(void)
 	return 0;
 }
 
+/* RLIMIT_FSIZE for the jail: every disk may be written to its end, and
+ * the console and log output, where they go to files, may grow by
+ * JAIL_CONSOLE_FILE_MAX from where they stand now. */
+static uint64_t main_fsize(const struct cli_config *cfg)
+{
+	uint64_t max = 0, end;
+	unsigned i;
+	int fd;
+
+	for (i = 0; i < cfg->ndisks; i++) {
+		fd = open(cfg->disks[i].opts.path, O_RDONLY | O_CLOEXEC);
+		if (fd < 0)
+			continue;       /* mvm_prepare opened it: only a race, and it is open */
+		end = (uint64_t)lseek(fd, 0, SEEK_END);
+		close(fd);
+		if (end != (uint64_t)-1 && end > max)
+			max = end;
+	}
+	for (fd = STDOUT_FILENO; fd <= STDERR_FILENO; fd++) {
+		off_t off = lseek(fd, 0, SEEK_CUR);
+
+		end = (off > 0 ? (uint64_t)off : 0) + JAIL_CONSOLE_FILE_MAX;
+		if (end > max)
+			max = end;
+	}
+	return max;
+}
+
 /* Errors of mvm_start: bad input and a missing /dev/kvm are usage errors
  * (nothing ran); everything else is the host's or KVM's. */
 static int main_start_status(int ret)
@@ -137,6 +167,8 @@ int main(int argc, char **argv)
 	struct cli_config cfg;
 	struct mvm_config mc;
 	struct jail_cfg jail;
+	struct jail_state jst;
+	bool jailed;
 	struct mvm_exit ex;
 	struct mvm *vm;
 	char err[MVM_ERR_MAX], exe_dir[PATH_MAX];
@@ -158,6 +190,8 @@ int main(int argc, char **argv)
 	}
 	if (cfg.probe_kvm)
 		return main_probe_kvm();
+	if (jail_check(cfg.sandbox, cfg.ids_set, geteuid(), err, sizeof(err)))
+		die_usage("%s", err);
 	/* Signals become events of the main loop (signalfd). Blocked before
 	 * any thread exists, so every VM thread inherits the mask; a SIGTERM
 	 * during setup waits and is handled by the same teardown. */
@@ -178,6 +212,24 @@ int main(int argc, char **argv)
 	if (cli_default_guest(&cfg, exe_dir, err, sizeof(err)))
 		die_usage("%s", err);
 
+	/* The jail's first half, before anything is opened or allocated:
+	 * cgroup, network and PID namespaces, the mount namespace. */
+	jail = (struct jail_cfg){
+		.chroot_dir = cfg.chroot_dir, .netns = cfg.netns, .new_pid_ns = cfg.new_pid_ns,
+		.cgroup = cfg.cgroup, .ncgroup_set = cfg.ncgroup_set, .set_ids = cfg.ids_set,
+		.uid = cfg.uid, .gid = cfg.gid, .threads = cfg.cpus + 1,     /* vCPUs, control */
+	};
+	memcpy(jail.cgroup_set, cfg.cgroup_set, sizeof(jail.cgroup_set));
+	jailed = cfg.sandbox || cfg.chroot_dir || cfg.ids_set || cfg.netns || cfg.new_pid_ns ||
+		 cfg.cgroup;
+	if (jailed) {
+		ret = jail_begin(&jail, &jst, err, sizeof(err));
+		if (ret < 0)
+			die_usage("%s", err);
+		if (ret > 0)
+			return jail_wait_child(&jst);
+	}
+
 	mvm_config_init(&mc);
 	mc.kernel = cfg.kernel;
 	mc.initrd = cfg.initrd;
@@ -193,10 +245,6 @@ int main(int argc, char **argv)
 	mc.sandbox = cfg.sandbox;
 	mc.pvpanic = cfg.pvpanic;
 	mc.start_ns = start_ns;
-	jail = (struct jail_cfg){
-		.chroot_dir = cfg.chroot_dir, .set_ids = cfg.ids_set, .uid = cfg.uid,
-		.gid = cfg.gid, .threads = cfg.cpus + 1,     /* vCPUs, control */
-	};
 	if (mvm_create(&mc, &vm, err, sizeof(err)))
 		die_usage("%s%s", main_option_prefix(err), err);
 	for (i = 0; i < cfg.ndisks; i++) {
@@ -226,6 +274,10 @@ int main(int argc, char **argv)
 		/* Per queue a thread, its ring and stop eventfd; PCI's INTx helper. */
 		jail.threads += md.queues + (md.transport == MVM_TRANSPORT_PCI);
 		jail.fds += 2 * md.queues;
+		/* Each of the disk's I/O threads (at most one per queue) pins
+		 * all of guest RAM in its ring. */
+		if (md.fixed_buffers)
+			jail.memlock += cfg.mem * md.queues;
 	}
 	sfd = signalfd(-1, &sigs, SFD_CLOEXEC | SFD_NONBLOCK);
 	if (sfd < 0)
@@ -234,8 +286,9 @@ int main(int argc, char **argv)
 	if (ret)
 		die_status(main_start_status(ret), "%s%s", main_option_prefix(err), err);
 	/* Everything is open and no thread runs yet: confine the process. */
-	if (cfg.sandbox || cfg.chroot_dir || cfg.ids_set) {
-		ret = jail_enter(&jail, err, sizeof(err));
+	if (jailed) {
+		jail.fsize = main_fsize(&cfg);
+		ret = jail_enter(&jail, &jst, err, sizeof(err));
 		if (ret)
 			die_usage("%s", err);
 	}

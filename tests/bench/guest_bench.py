@@ -111,7 +111,7 @@ def vmm_argv(config, args, cmd, kernel):
         if args.cache == "none":
             disk += ",cache=none"
         disk += args.disk_opts
-        return [os.path.join(args.files, "mvm"), "--stats", "--kernel", kernel, "--initrd", initrd,
+        return [os.path.join(args.files, "mvm")] + (["--uid", "0", "--gid", "0"] if os.geteuid() == 0 else []) + ["--stats", "--kernel", kernel, "--initrd", initrd,
                 "--cpus", str(args.cpus), "--mem", "%dM" % args.mem, "--disk", disk, "--cmdline", "loglevel=4 -- " + cmd]
     q = ["qemu-system-x86_64", "-accel", "kvm", "-cpu", "host", "-smp", str(args.cpus),
          "-m", "%dM" % args.mem, "-nodefaults", "-no-user-config", "-display", "none",

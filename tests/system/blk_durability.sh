@@ -52,7 +52,7 @@ done
 kill_during_writes() {
 	local cache=$1 img=$SYS_TMP/kill-$1.img out=$SYS_TMP/out-kill-$1 groups delay pid last
 	make_image "$img" 64
-	"$MVM" --disk "$img,cache=$cache" --cmdline "$(guest_script "$writer")" </dev/null >"$out" 2>&1 &
+	"$MVM" "${SYS_IDS[@]}" --disk "$img,cache=$cache" --cmdline "$(guest_script "$writer")" </dev/null >"$out" 2>&1 &
 	pid=$!
 	# A random moment: after 3 to 12 flushed groups, plus up to 1 s.
 	groups=$((3 + RANDOM % 10))
@@ -106,7 +106,7 @@ until dd if=/dev/urandom of=/dev/vda bs=4096 count=16 seek=15000 oflag=direct co
 done
 echo MVM-WRITE-AFTER-FREE=ok
 '
-"$MVM" --disk "$small/disk.img" --cmdline "$(guest_script "$filler")" </dev/null \
+"$MVM" "${SYS_IDS[@]}" --disk "$small/disk.img" --cmdline "$(guest_script "$filler")" </dev/null \
 	>"$SYS_TMP/out-enospc" 2>&1 &
 pid=$!
 wait_line "$SYS_TMP/out-enospc" '^MVM-FULL' "$pid"

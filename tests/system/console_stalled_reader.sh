@@ -96,7 +96,7 @@ check_stopped() {
 echo "--- 1: the reader is SIGSTOPped; SIGTERM"
 cat <"$FIFO" >"$SYS_TMP/out1" &
 reader=$!
-"$MVM" --stats --cmdline "loglevel=1 $(flood_cmdline 0)" </dev/null >"$FIFO" 2>"$SYS_TMP/err1" &
+"$MVM" "${SYS_IDS[@]}" --stats --cmdline "loglevel=1 $(flood_cmdline 0)" </dev/null >"$FIFO" 2>"$SYS_TMP/err1" &
 pid=$!
 # Stopped once it has read something (it holds the FIFO open by then).
 for _ in $(seq 1 600); do [ -s "$SYS_TMP/out1" ] && break; sleep 0.2; done
@@ -119,7 +119,7 @@ lines=1500              # 96000 bytes: more than the pipe and mvm's buffer (80 K
 # (sleep; cat), where the sleep lasts until mvm can write no more.
 (wait_full; sleep "$FILL_S"; tr -d '\r' | sed -n '/^MVM-FLOOD-/,$p' >"$SYS_TMP/out2") <"$FIFO" &
 reader=$!
-"$MVM" --stats --cmdline "loglevel=1 $(flood_cmdline $lines); exit 3" </dev/null >"$FIFO" 2>"$SYS_TMP/err2"
+"$MVM" "${SYS_IDS[@]}" --stats --cmdline "loglevel=1 $(flood_cmdline $lines); exit 3" </dev/null >"$FIFO" 2>"$SYS_TMP/err2"
 rc=$?
 wait "$reader"
 tail -n 3 "$SYS_TMP/err2" | cut -c1-300
@@ -138,7 +138,7 @@ echo "--- 3: mvm | (sleep; cat) with SIGTERM before the reader reads"
 # (sleep; cat), the sleep lasting until the test says so.
 (while [ ! -e "$SYS_TMP/go" ]; do sleep 0.2; done; cat) <"$FIFO" >"$SYS_TMP/out3" &
 reader=$!
-"$MVM" --stats --cmdline "loglevel=1 $(flood_cmdline 0)" </dev/null >"$FIFO" 2>"$SYS_TMP/err3" &
+"$MVM" "${SYS_IDS[@]}" --stats --cmdline "loglevel=1 $(flood_cmdline 0)" </dev/null >"$FIFO" 2>"$SYS_TMP/err3" &
 pid=$!
 wait_full || fail "the pipe to the reader never filled: the guest printed too little"
 sleep "$FILL_S"

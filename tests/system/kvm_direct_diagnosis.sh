@@ -15,7 +15,8 @@ direct:*) echo "this host's /dev/kvm runs guests: nothing to diagnose"; exit 77 
 esac
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-timeout -k 5 60 ./mvm --cmdline '-- exit 0' </dev/null >"$tmp/out" 2>"$tmp/err"
+ids=(); [ "$(id -u)" = 0 ] && ids=(--uid 0 --gid 0)   # root: explicitly (see lib.sh)
+timeout -k 5 60 ./mvm "${ids[@]}" --cmdline '-- exit 0' </dev/null >"$tmp/out" 2>"$tmp/err"
 rc=$?
 cat "$tmp/err"
 [ $rc -eq 126 ] || fail "mvm exited $rc on a KVM that cannot run the guest, expected 126"

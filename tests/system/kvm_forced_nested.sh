@@ -16,7 +16,7 @@ attempt() {
 	MVM_KVM=nested MVM_NESTED_TIMEOUT=300 tests/with-kvm bash -c '
 		./mvm --probe-kvm
 		for attempt in 1 2; do
-			timeout -k 5 120 ./mvm --cmdline "-- exit 7" </dev/null >"$MVM_SCRATCH/guest.out" 2>&1
+			timeout -k 5 120 ./mvm --uid 0 --gid 0 --cmdline "-- exit 7" </dev/null >"$MVM_SCRATCH/guest.out" 2>&1
 			rc=$?
 			grep -q "Run /init as init process" "$MVM_SCRATCH/guest.out" && break
 			echo "the guest kernel stalled before /init (status $rc); booting once more"

@@ -43,6 +43,11 @@ else
 fi
 
 MVM=${MVM_BIN:-$SYS_ROOT/mvm}
+# As root, --sandbox on refuses to run without --uid/--gid: the tests say
+# "stay root (without capabilities)" explicitly; tests/system/sandbox.sh
+# runs as an unprivileged user.
+SYS_IDS=()
+[ "$(id -u)" = 0 ] && SYS_IDS=(--uid 0 --gid 0)
 SYS_TMP=$(mktemp -d "${MVM_SCRATCH:-${TMPDIR:-/tmp}}/mvm-sys.XXXXXX")
 trap 'rm -rf "$SYS_TMP"' EXIT
 
@@ -64,7 +69,7 @@ sys_run() {
 	local out=$1 start end attempt; shift
 	for attempt in 1 2; do
 		start=$(date +%s.%N)
-		timeout -k 5 "${MVM_SYS_BOOT_TIMEOUT:-120}" "$MVM" "$@" </dev/null 2>&1 | tr -d '\r' >"$out"
+		timeout -k 5 "${MVM_SYS_BOOT_TIMEOUT:-120}" "$MVM" "${SYS_IDS[@]}" "$@" </dev/null 2>&1 | tr -d '\r' >"$out"
 		SYS_RC=${PIPESTATUS[0]}
 		end=$(date +%s.%N)
 		# awk ends the last line even when a killed guest left it open.

@@ -39,16 +39,16 @@ dd if=/dev/zero of=/dev/$ro bs=512 count=1 oflag=direct conv=fsync 2>/dev/null
 echo MVM-RO-WRITE-RC=$?
 exit 42
 EOF3
-/mvm --kernel /guest/vmlinuz --initrd /guest/initrd.gz --mem 256M \
+/mvm --uid 0 --gid 0 --kernel /guest/vmlinuz --initrd /guest/initrd.gz --mem 256M \
 	--disk /tmp/rw.img,queues=2 --disk /tmp/ro.img,ro \
 	--cmdline "-- echo $(base64 -w0 /tmp/guest.sh) | base64 -d | sh"
 echo "MVM-RC=$?"
 echo "HOST-RW-SECTOR1=$(dd if=/tmp/rw.img bs=512 skip=1 count=1 2>/dev/null | head -c 9)"
 echo "HOST-RO-HEAD=$(head -c 6 /tmp/ro.img)"
-/mvm --kernel /guest/vmlinuz --initrd /guest/initrd.gz --mem 256M --cpus 2 \
+/mvm --uid 0 --gid 0 --kernel /guest/vmlinuz --initrd /guest/initrd.gz --mem 256M --cpus 2 \
 	--cmdline '-- poweroff -f'
 echo "POWEROFF-RC=$?"
-/mvm --kernel /guest/vmlinuz --initrd /guest/initrd.gz --mem 256M \
+/mvm --uid 0 --gid 0 --kernel /guest/vmlinuz --initrd /guest/initrd.gz --mem 256M \
 	--cmdline '-- echo c >/proc/sysrq-trigger' >/tmp/panic 2>&1
 echo "PANIC-RC=$?"
 grep -o 'disabled wait.*panicked' /tmp/panic

@@ -84,7 +84,7 @@ echo MVM-REMOUNT-RC=$?
 umount /mnt
 reboot -f
 EOF3
-/mvm --kernel /guest/vmlinuz --initrd /guest/initrd.gz --mem 256M --stats \
+/mvm --uid 0 --gid 0 --kernel /guest/vmlinuz --initrd /guest/initrd.gz --mem 256M --stats \
 	--disk /tmp/fio.img,queues=2 --disk /tmp/fs.img \
 	--cmdline "-- echo $(base64 -w0 /tmp/first.sh) | base64 -d | sh" 2>/tmp/stats
 echo "MVM-FIRST-RC=$?"
@@ -94,7 +94,7 @@ for f in requests io_uring_enter irqs; do
 	echo "MVM-Q-$f=$(grep -o "\"$f\":[0-9]*" /tmp/stats | cut -d: -f2 | tr '\n' ' ')"
 done
 grep -v '^{' /tmp/stats
-/mvm --kernel /guest/vmlinuz --initrd /guest/initrd.gz --mem 256M \
+/mvm --uid 0 --gid 0 --kernel /guest/vmlinuz --initrd /guest/initrd.gz --mem 256M \
 	--disk /tmp/fio.img,queues=2 --disk /tmp/fs.img \
 	--cmdline "-- echo $(base64 -w0 /tmp/second.sh) | base64 -d | sh"
 echo "MVM-SECOND-RC=$?"

@@ -1,10 +1,14 @@
 #!/usr/bin/env bash
-# The sandbox on a running VM: with --chroot and --uid/--gid, while the
-# guest runs fio on a 2-queue disk, every thread of mvm runs in a seccomp
-# filter (one each: every thread is started unfiltered, before any vCPU
-# runs, and enters its own), as user and group 65534, not dumpable, with no new privileges,
-# no core dumps, rooted in the jail directory; fio passes and mvm exits
-# with the guest's status. With --sandbox=off no thread is filtered.
+# The sandbox on a running VM: with --chroot, --uid/--gid, --new-pid-ns and
+# --cgroup, while the guest runs fio on a 2-queue disk, every thread of mvm
+# runs in a seccomp filter (one each: every thread is started unfiltered,
+# before any vCPU runs, and enters its own), as user and group 65534 with
+# no supplementary group and no capability in any set, not dumpable, with
+# no new privileges, no core dumps, a bounded file size, PID 1 of its own
+# PID namespace, in its cgroup; its mount namespace holds one read-only
+# mount, the jail directory; the descriptor and the environment variable
+# it was started with are gone. fio passes and mvm exits with the guest's
+# status. With --sandbox=off no thread is filtered.
 . "$(dirname "$0")/lib.sh"
 
 # On failure: what mvm printed, and any seccomp kill the kernel logged
@@ -63,27 +67,54 @@ status() {
 	     END { print s, f, u, g, n }' "$1/status"
 }
 
-"$MVM" --cpus 2 --disk "$SYS_TMP/disk.img,queues=2,io-threads=2" --chroot "$jail" --uid 65534 --gid 65534 \
-	--cmdline "$(guest_script "$script")" </dev/null >"$SYS_TMP/out" 2>&1 &
-pid=$!
-wait_line "$SYS_TMP/out" '^MVM-READY' "$pid"
+# A cgroup v2 hierarchy with the pids controller for --cgroup: the L1
+# mounts none of its own.
+cgroot=/sys/fs/cgroup
+if [ "$(stat -fc %T "$cgroot" 2>/dev/null)" != cgroup2fs ]; then
+	mount -t cgroup2 none "$cgroot" || fail "cannot mount cgroup2 on $cgroot"
+fi
+grep -qw pids "$cgroot/cgroup.subtree_control" || echo +pids >"$cgroot/cgroup.subtree_control" ||
+	fail "cannot enable the pids controller in $cgroot"
+cg=$cgroot/mvm-sandbox-$$
+touch "$jail/marker"
+
+# fd 9 and MVM_TEST_SECRET: what a careless caller hands down.
+MVM_TEST_SECRET=hunter2 "$MVM" --cpus 2 --disk "$SYS_TMP/disk.img,queues=2,io-threads=2" \
+	--chroot "$jail" --uid 65534 --gid 65534 --new-pid-ns --cgroup "$cg" \
+	--cgroup-set pids.max=200 --cmdline "$(guest_script "$script")" \
+	</dev/null >"$SYS_TMP/out" 2>&1 9<"$jail/marker" &
+parent=$!
+wait_line "$SYS_TMP/out" '^MVM-READY' "$parent"
+# The VM runs in the child, PID 1 of its namespace; the parent only waits.
+pid=$(cat "/proc/$parent/task/$parent/children" 2>/dev/null)
+pid=${pid%% *}
+[ -n "$pid" ] || fail "mvm --new-pid-ns has no child"
 
 # Everything is read at once, right away: the guest ends when fio does
 # (20 s), and under emulation every fork here is slow. One status file
 # per task, concatenated ("Name:" starts each); io_uring's workers
 # (iou-wrk-*) come and go, and one that ends meanwhile is just not listed.
 tasks=$(cat /proc/$pid/task/*/status 2>/dev/null | awk '
-	function out() { if (n != "") print n, s, f, u, g, p }
-	$1 == "Name:" { out(); n = $2; s = f = u = g = p = "" }
+	function out() { if (n != "") print n, s, f, u, g, p, c }
+	$1 == "Name:" { out(); n = $2; s = f = u = g = p = ""; c = "" }
 	$1 == "Seccomp:" { s = $2 } $1 == "Seccomp_filters:" { f = $2 }
 	$1 == "Uid:" { u = $2 } $1 == "Gid:" { g = $2 } $1 == "NoNewPrivs:" { p = $2 }
+	$1 ~ /^Cap(Inh|Prm|Eff|Bnd|Amb):$/ { c = c $2 }
 	END { out() }')
-root=$(readlink "/proc/$pid/root")
+main_status=$(cat "/proc/$pid/status")
 limits=$(cat "/proc/$pid/limits")
+mounts=$(cat "/proc/$pid/mountinfo")
+fds=$(ls -l "/proc/$pid/fd/" 2>&1)
+environ=$(tr '\0' '\n' <"/proc/$pid/environ")
+cgroup=$(cat "/proc/$pid/cgroup")
+pids_current=$(cat "$cg/pids.current")
+marker_seen=no etc_seen=no
+[ -e "/proc/$pid/root/marker" ] && marker_seen=yes
+[ -e "/proc/$pid/root/etc" ] && etc_seen=yes
 
-echo "threads of mvm (pid $pid) while the guest runs fio:"
+echo "threads of mvm (pid $pid, under $parent) while the guest runs fio:"
 unfiltered=() vcpus=0 queues=0 control=0 main=0
-while read -r comm mode filters uid gid nnp; do
+while read -r comm mode filters uid gid nnp caps; do
 	printf '    %-14s Seccomp %s, filters %s, Uid %s, Gid %s, NoNewPrivs %s\n' "$comm" "$mode" \
 		"$filters" "$uid" "$gid" "$nnp"
 	[ "$mode" = 2 ] || unfiltered+=("$comm")
@@ -96,22 +127,41 @@ while read -r comm mode filters uid gid nnp; do
 	[ "$uid" = 65534 ] || fail "$comm does not run as uid 65534"
 	[ "$gid" = 65534 ] || fail "$comm does not run as gid 65534"
 	[ "$nnp" = 1 ] || fail "$comm may gain privileges"
+	[ -z "${caps//0/}" ] || fail "$comm holds capabilities (CapInh..CapAmb: $caps)"
 done <<<"$tasks"
 [ ${#unfiltered[@]} -eq 0 ] || fail "threads without a seccomp filter: ${unfiltered[*]}"
 [ $vcpus = 2 ] && [ $queues = 2 ] && [ $control = 1 ] && [ $main = 1 ] ||
 	fail "expected 2 vCPU, 2 queue, 1 control and the main thread; saw $vcpus, $queues, $control, $main"
-[ "$root" = "$(readlink -f "$jail")" ] || fail "mvm's root is '$root', not the jail $jail"
+grep -qE '^Groups:\s*$' <<<"$main_status" || fail "supplementary groups kept: $(grep ^Groups <<<"$main_status")"
+grep -qE '^NSpid:\s+[0-9]+\s+1$' <<<"$main_status" ||
+	fail "not PID 1 of a new PID namespace: $(grep ^NSpid <<<"$main_status")"
+echo "    $(grep ^NSpid <<<"$main_status"), $(grep ^CapEff <<<"$main_status"), $(grep ^CapBnd <<<"$main_status")"
+# The mount namespace: one mount, the jail, read-only, nosuid, nodev, noexec.
+echo "mounts of mvm:"; sed 's/^/    /' <<<"$mounts"
+[ "$(wc -l <<<"$mounts")" = 1 ] || fail "mvm sees more than the jail's one mount"
+awk '{ exit !($5 == "/" && $6 ~ /(^|,)ro(,|$)/ && $6 ~ /nosuid/ && $6 ~ /nodev/ && $6 ~ /noexec/) }' \
+	<<<"$mounts" || fail "the jail is not mounted on / read-only, nosuid, nodev, noexec"
+[ $marker_seen = yes ] && [ $etc_seen = no ] || fail "mvm's root is not the jail $jail"
+# What it was handed: fd 9 closed, the environment wiped.
+echo "descriptors of mvm:"; sed -n '2,$s/^.* \([0-9]* -> .*\)$/    \1/p' <<<"$fds"
+! grep -q ' 9 -> ' <<<"$fds" || fail "the inherited fd 9 is still open"
+! grep -q marker <<<"$fds" || fail "a descriptor of the caller's file is still open"
+! grep -q SECRET <<<"$environ" || fail "the environment was not wiped: $(grep SECRET <<<"$environ")"
+grep -qE "^0::/mvm-sandbox-$$\$" <<<"$cgroup" || fail "mvm is not in its cgroup: $cgroup"
+[ "$(cat "$cg/pids.max")" = 200 ] && [ "$pids_current" -ge 5 ] ||
+	fail "the cgroup's pids.max/pids.current: $(cat "$cg/pids.max")/$pids_current"
+echo "    cgroup $(cat <<<"$cgroup"), pids.current $pids_current, pids.max 200"
 grep -qE '^Max core file size +0 +0 ' <<<"$limits" || fail "core dumps are not off"
-grep -E '^Max (open files|processes|core file size)' <<<"$limits" | sed 's/^/    /'
-echo "root: $root"
+grep -qE '^Max file size +[0-9]+ +[0-9]+ ' <<<"$limits" || fail "the file size is not bounded"
+grep -E '^Max (open files|processes|core file size|file size)' <<<"$limits" | sed 's/^/    /'
 
-wait_exit "$pid" 120; rc=$?
+wait_exit "$parent" 120; rc=$?
 tr -d '\r' <"$SYS_TMP/out" | tail -n 5 | sed 's/^/    guest| /'
 [ $rc -eq 0 ] || fail "mvm exited $rc (expected 0: the guest powered off)"
 expect_line "$SYS_TMP/out" '^MVM-FIO-RC=0'
 
 # --sandbox=off: nothing filtered (for debugging with strace and friends).
-"$MVM" --sandbox=off --cmdline "-- echo MVM-READY; sleep 30" </dev/null >"$SYS_TMP/out2" 2>&1 &
+"$MVM" "${SYS_IDS[@]}" --sandbox=off --cmdline "-- echo MVM-READY; sleep 30" </dev/null >"$SYS_TMP/out2" 2>&1 &
 pid=$!
 wait_line "$SYS_TMP/out2" '^MVM-READY' "$pid"
 for task in /proc/$pid/task/*; do
@@ -122,4 +172,5 @@ for task in /proc/$pid/task/*; do
 done
 kill -TERM "$pid"; wait_exit "$pid" 30; rc=$?
 [ $rc -eq 143 ] || fail "mvm --sandbox=off exited $rc after SIGTERM, expected 143"
-echo "sandbox on: every thread filtered, uid/gid 65534, chrooted; off: none filtered"
+rmdir "$cg" 2>/dev/null
+echo "sandbox on: every thread filtered, uid/gid 65534, no capability or group, pivoted into the jail, PID 1, in its cgroup; off: none filtered"

@@ -3,7 +3,7 @@
 # 128+SIGTERM) and leaves no process behind.
 . "$(dirname "$0")/lib.sh"
 marker="mvm-sigterm-$$-$RANDOM"
-"$MVM" --cpus 2 --cmdline "-- sleep 600 # $marker" </dev/null >"$SYS_TMP/out" 2>&1 &
+"$MVM" "${SYS_IDS[@]}" --cpus 2 --cmdline "-- sleep 600 # $marker" </dev/null >"$SYS_TMP/out" 2>&1 &
 pid=$!
 sleep "${SYS_SIGTERM_DELAY:-1}"
 kill -0 "$pid" 2>/dev/null || { cat "$SYS_TMP/out"; fail "mvm ended before SIGTERM"; }

@@ -30,7 +30,7 @@ run_peak() {
 	for attempt in 1 2; do
 		# The test guest by path: mvm finds it next to itself by default,
 		# and build/static/ has none.
-		timeout -k 5 120 "$bin" --cpus 2 --kernel build/guest/bzImage \
+		timeout -k 5 120 "$bin" "${SYS_IDS[@]}" --cpus 2 --kernel build/guest/bzImage \
 			--initrd build/guest/initramfs.cpio.gz --disk "$SYS_TMP/d.img" --cmdline '-- exit 5' \
 			</dev/null >"$SYS_TMP/out.$name" 2>&1 &
 		pid=$! HWM=0

@@ -260,8 +260,9 @@ static const char *mvm_bin(void)
 	return b;
 }
 
-/* Run mvm with args; returns the exit status, stderr+stdout in out. */
-static int run_mvm(char *out, size_t outlen, const char *const *args)
+/* Run mvm with args; returns the exit status, stderr+stdout in out. As
+ * root, with_ids adds --uid 0 --gid 0 (the sandbox refuses root without). */
+static int run_mvm_ids(char *out, size_t outlen, const char *const *args, bool with_ids)
 {
 	const char *argv[32];
 	int p[2], st;
@@ -269,6 +270,10 @@ static int run_mvm(char *out, size_t outlen, const char *const *args)
 	pid_t pid;
 
 	argv[i++] = mvm_bin();
+	if (with_ids && geteuid() == 0) {
+		argv[i++] = "--uid=0";
+		argv[i++] = "--gid=0";
+	}
 	for (; *args && i < 31; args++)
 		argv[i++] = *args;
 	argv[i] = NULL;
@@ -294,6 +299,11 @@ static int run_mvm(char *out, size_t outlen, const char *const *args)
 	CHECK(waitpid(pid, &st, 0) == pid);
 	CHECK(WIFEXITED(st));
 	return WEXITSTATUS(st);
+}
+
+static int run_mvm(char *out, size_t outlen, const char *const *args)
+{
+	return run_mvm_ids(out, outlen, args, true);
 }
 
 /* Exit 2 with exactly one line "mvm: ...<want>...". */
@@ -579,4 +589,17 @@ TEST(binary_rejects_bad_disks)
 	EXPECT_USAGE("512", "--kernel", k, "--disk", odd);
 	EXPECT_USAGE("--queues '0'", "--kernel", k, "--disk", img, "--queues", "0");
 	EXPECT_USAGE("serial", "--kernel", k, "--disk", "x,serial=123456789012345678901");
+}
+
+/* As root, --sandbox on (the default) needs --uid/--gid, and says why. */
+TEST(binary_as_root_without_ids_is_refused)
+{
+	char out[2048];
+
+	if (geteuid() != 0)
+		CHECK_SKIP("the refusal is for root");
+	CHECK_EQ(run_mvm_ids(out, sizeof(out), (const char *const[]){ "--kernel", "/nonexistent/k",
+		 NULL }, false), 2);
+	CHECK(strstr(out, "mvm: running as root with --sandbox on: a guest that escaped"));
+	CHECK(strstr(out, "--uid 0 --gid 0"));
 }
