@@ -134,12 +134,12 @@ LDLIBS  := -luring -lpthread
 ALL_LDFLAGS := $(LDFLAGS_SAN) $(LDFLAGS_STATIC) $(LDFLAGS_CROSS) $(LDFLAGS_HARDEN) $(LDFLAGS)
 
 # Every .c under these folders is part of mvm. libmvm (the library behind
-# vmm/mvm.h) is all of it but the command line: main.c, cli.c, term.c,
-# jail.c and relro.c (a library leaves its host program's mappings alone).
+# vmm/mvm.h) is all of it but the command line, vmm/cli/ (main.c, cli.c,
+# term.c, jail.c and relro.c: a library leaves its host program's mappings alone).
 # Tests and benchmarks link every object but main.o with their own main().
-SRCS     := $(sort $(wildcard vmm/*.c devices/*.c arch/$(ARCH)/*.c))
-MAIN_SRC := vmm/main.c
-CLI_SRCS := vmm/cli.c vmm/term.c vmm/jail.c vmm/relro.c
+SRCS     := $(sort $(wildcard vmm/*/*.c devices/*.c arch/$(ARCH)/*.c))
+MAIN_SRC := vmm/cli/main.c
+CLI_SRCS := $(filter-out $(MAIN_SRC),$(wildcard vmm/cli/*.c))
 LIB_SRCS := $(filter-out $(MAIN_SRC),$(SRCS))
 # Assembly: guest payloads that mvm loads (the KVM probe).
 ASM_SRCS := $(sort $(wildcard arch/$(ARCH)/*.S))
@@ -219,17 +219,17 @@ $(LIBMVM_A): $(LIBMVM_OBJS)
 	$(E) "  AR      $@"
 	$(Q)rm -f $@ && $(AR) rcs $@ $^
 
-# Only mvm_* is exported (vmm/libmvm.map); everything else binds locally.
-$(LIBMVM_SO): $(LIBMVM_OBJS) vmm/libmvm.map
+# Only mvm_* is exported (vmm/lib/libmvm.map); everything else binds locally.
+$(LIBMVM_SO): $(LIBMVM_OBJS) vmm/lib/libmvm.map
 	$(E) "  LD      $@"
 	$(Q)$(CC) $(ALL_CFLAGS) $(ALL_LDFLAGS) -shared -Wl,-soname,libmvm.so.$(LIBMVM_SOVER) \
-		-Wl,--version-script=vmm/libmvm.map -Wl,--no-undefined -o $@ $(LIBMVM_OBJS) $(LDLIBS)
+		-Wl,--version-script=vmm/lib/libmvm.map -Wl,--no-undefined -o $@ $(LIBMVM_OBJS) $(LDLIBS)
 	$(Q)ln -sf $(notdir $@) $(BUILD)/libmvm.so.$(LIBMVM_SOVER)
 	$(Q)ln -sf libmvm.so.$(LIBMVM_SOVER) $(BUILD)/libmvm.so
 
 PC_REL = $(if $(filter $(PREFIX)/%,$(1)),$${prefix}$(patsubst $(PREFIX)%,%,$(1)),$(1))
 PC_SUBST = -e 's|@PREFIX@|$(PREFIX)|; s|@LIBDIR@|$(call PC_REL,$(LIBDIR))|; s|@INCDIR@|$(call PC_REL,$(INCDIR))|; s|@VERSION@|$(LIBMVM_VERSION)|'
-$(BUILD)/mvm.pc: vmm/mvm.pc.in Makefile
+$(BUILD)/mvm.pc: vmm/lib/mvm.pc.in Makefile
 	$(Q)sed $(PC_SUBST) $< >$@
 
 # install: mvm(1) and the library; install-lib: the library, its header
@@ -252,7 +252,7 @@ install-lib: lib
 	install -m 755 $(LIBMVM_SO) $(DESTDIR)$(LIBDIR)/
 	ln -sf $(notdir $(LIBMVM_SO)) $(DESTDIR)$(LIBDIR)/libmvm.so.$(LIBMVM_SOVER)
 	ln -sf libmvm.so.$(LIBMVM_SOVER) $(DESTDIR)$(LIBDIR)/libmvm.so
-	sed $(PC_SUBST) vmm/mvm.pc.in >$(DESTDIR)$(LIBDIR)/pkgconfig/mvm.pc
+	sed $(PC_SUBST) vmm/lib/mvm.pc.in >$(DESTDIR)$(LIBDIR)/pkgconfig/mvm.pc
 
 # ./mvm is always the native variant built last; a cross build stays in
 # its build directory (build/s390/mvm), which is what an s390x host runs.

@@ -3,7 +3,7 @@
  * outside arch/ includes an architecture's own headers or has an #ifdef
  * for one.
  *
- * Order at VM start (vmm/vm.c, vmm/mvm.c):
+ * Order at VM start (vmm/kvm/vm.c, vmm/lib/mvm.c):
  *   KVM_CREATE_VM -> arch_vm_init -> guest RAM (below arch_layout.ram_hole
  *   and from 4 GiB) -> arch_board_create -> the disks -> arch_boot_load ->
  *   per vCPU: KVM_CREATE_VCPU, arch_vcpu_init -> vCPU threads. */
@@ -14,7 +14,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "vmm/sandbox.h"
+#include "vmm/kvm/sandbox.h"
 
 struct guest_mem;
 struct kvm_irq_routing_entry;
@@ -63,7 +63,7 @@ struct arch_layout {
 extern const struct arch_layout arch_layout;
 
 /* KVM capabilities mvm needs on this architecture (besides the generic
- * ones vmm/vm.c checks), ending with { 0, NULL }. */
+ * ones vmm/kvm/vm.c checks), ending with { 0, NULL }. */
 struct arch_kvm_cap {
 	int cap;
 	const char *name;
@@ -124,7 +124,7 @@ void arch_boot_free(struct arch_boot *boot);
 int arch_vcpu_init(struct vcpu *v, unsigned ncpus, const struct arch_boot *boot, char *err,
 		   size_t errlen);
 
-/* A KVM exit vmm/vcpu.c does not handle itself (s390:
+/* A KVM exit vmm/kvm/vcpu.c does not handle itself (s390:
  * KVM_EXIT_S390_SIEIC and friends), on the vCPU's thread: -1 to keep
  * running, an exit status (MVM_EXIT_*, >= 0) to stop the VM with (a guest
  * error says why in v->fatal), or ARCH_EXIT_UNKNOWN for an exit the
@@ -142,7 +142,7 @@ int arch_vcpu_before_run(struct vcpu *v);
 void arch_describe_vcpu(const struct vcpu *v, const struct kvm_run *run, char *out,
 			size_t outlen);
 
-/* seccomp (vmm/sandbox.c): this architecture's system-call conventions,
+/* seccomp (vmm/kvm/sandbox.c): this architecture's system-call conventions,
  * and the ioctls and calls each kind of thread makes at run time besides
  * the generic ones. */
 struct arch_sandbox {
@@ -163,7 +163,7 @@ extern const struct arch_sandbox arch_sandbox;
 /* Inside a spin-wait: let the sibling hyperthread run (x86: PAUSE). */
 void arch_cpu_relax(void);
 
-/* A hash of the KVM probe's guest payload (vmm/kvm_probe.c caches
+/* A hash of the KVM probe's guest payload (vmm/kvm/kvm_probe.c caches
  * verdicts under it). The probe itself: kvm_probe_run in arch/. */
 uint64_t arch_probe_hash(void);
 

@@ -1,7 +1,7 @@
 /* Opening and locking the raw image. */
 #include "devices/blk_image.h"
-#include "vmm/util.h"
-#include "vmm/log.h"
+#include "vmm/base/util.h"
+#include "vmm/base/log.h"
 
 #include <errno.h>
 #include <fcntl.h>

@@ -11,7 +11,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#include "vmm/log.h"
+#include "vmm/base/log.h"
 
 #define BLK_MAX_QUEUES 64
 #define BLK_SERIAL_MAX 20          /* VIRTIO_BLK_ID_BYTES */

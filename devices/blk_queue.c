@@ -11,8 +11,8 @@
  * status byte and the used length are written in one place (slot_done /
  * finish). */
 #include "devices/blk_queue.h"
-#include "vmm/util.h"
-#include "vmm/log.h"
+#include "vmm/base/util.h"
+#include "vmm/base/log.h"
 
 #include <errno.h>
 #include <sched.h>

@@ -2,7 +2,7 @@
 #include "devices/blk_req.h"
 #include "devices/blk_image.h"
 #include "devices/iov.h"
-#include "vmm/byteorder.h"
+#include "vmm/base/byteorder.h"
 
 #include <errno.h>
 #include <string.h>

@@ -1,5 +1,5 @@
 #include "devices/console_buf.h"
-#include "vmm/util.h"
+#include "vmm/base/util.h"
 
 #include <string.h>
 #include <unistd.h>

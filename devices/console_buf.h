@@ -1,6 +1,6 @@
 /* A console's output on its way to the host: a bounded byte ring that the
  * console device fills on a vCPU thread and the VM's control thread drains
- * to the console fd or callback (vmm/console_out.c). The vCPU thread thus
+ * to the console fd or callback (vmm/lib/console_out.c). The vCPU thread thus
  * never writes to the host's output: a reader that stops reading can only
  * fill the ring, which the device turns into back-pressure on the guest
  * (the UART stops reporting THRE) or, where it has none, into counted

@@ -1,5 +1,5 @@
 #include "devices/exitport.h"
-#include "vmm/vm.h"
+#include "vmm/kvm/vm.h"
 
 #include <string.h>
 

@@ -4,7 +4,7 @@
 #ifndef MVM_EXITPORT_H
 #define MVM_EXITPORT_H
 
-#include "vmm/iobus.h"
+#include "vmm/base/iobus.h"
 
 struct vm;
 

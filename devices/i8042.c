@@ -1,6 +1,6 @@
 #include "devices/i8042.h"
-#include "vmm/util.h"
-#include "vmm/vm.h"
+#include "vmm/base/util.h"
+#include "vmm/kvm/vm.h"
 
 #include <errno.h>
 #include <stdio.h>

@@ -9,7 +9,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "vmm/iobus.h"
+#include "vmm/base/iobus.h"
 
 struct vm;
 

@@ -8,9 +8,9 @@
 #include <unistd.h>
 
 #include "devices/pci.h"
-#include "vmm/byteorder.h"
-#include "vmm/util.h"
-#include "vmm/vm.h"
+#include "vmm/base/byteorder.h"
+#include "vmm/base/util.h"
+#include "vmm/kvm/vm.h"
 
 static bool addr_valid(const struct msix_vector *v)
 {

@@ -49,7 +49,7 @@
 #include <linux/pci_regs.h>
 #include <stdint.h>
 
-#include "vmm/iobus.h"
+#include "vmm/base/iobus.h"
 
 struct vm;
 struct pci_dev;

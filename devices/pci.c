@@ -1,5 +1,5 @@
 #include "devices/pci.h"
-#include "vmm/log.h"
+#include "vmm/base/log.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -7,9 +7,9 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "vmm/byteorder.h"
-#include "vmm/util.h"
-#include "vmm/vm.h"
+#include "vmm/base/byteorder.h"
+#include "vmm/base/util.h"
+#include "vmm/kvm/vm.h"
 
 /* ---- config space helpers ---------------------------------------------- */
 

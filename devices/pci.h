@@ -42,8 +42,8 @@
 #include <stdint.h>
 
 #include "arch/arch.h"
-#include "vmm/iobus.h"
-#include "vmm/log.h"
+#include "vmm/base/iobus.h"
+#include "vmm/base/log.h"
 
 struct vm;
 

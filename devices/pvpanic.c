@@ -5,8 +5,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "vmm/util.h"
-#include "vmm/vm.h"
+#include "vmm/base/util.h"
+#include "vmm/kvm/vm.h"
 
 static void pvpanic_read(void *opaque, uint64_t off, uint8_t *data, unsigned len)
 {

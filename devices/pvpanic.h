@@ -24,7 +24,7 @@
 #include <stdint.h>
 
 #include "devices/pci.h"
-#include "vmm/log.h"
+#include "vmm/base/log.h"
 
 struct vm;
 

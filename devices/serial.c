@@ -2,8 +2,8 @@
  * priorities RLS > RDA > THRE > MS, FIFO mode reported in IIR[7:6],
  * loopback wiring of MCR to MSR and THR to RBR. */
 #include "devices/serial.h"
-#include "vmm/util.h"
-#include "vmm/vm.h"
+#include "vmm/base/util.h"
+#include "vmm/kvm/vm.h"
 
 #include <errno.h>
 #include <stdio.h>

@@ -20,7 +20,7 @@
 #include <stdint.h>
 
 #include "devices/console_buf.h"
-#include "vmm/iobus.h"
+#include "vmm/base/iobus.h"
 
 struct vm;
 

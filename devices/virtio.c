@@ -1,8 +1,8 @@
 /* virtio core: device status state machine and feature negotiation
  * (virtio 1.2 §2.1, §2.2, §3.1). Transport-independent. */
 #include "devices/virtio.h"
-#include "vmm/util.h"
-#include "vmm/log.h"
+#include "vmm/base/util.h"
+#include "vmm/base/log.h"
 
 #include <errno.h>
 #include <stdarg.h>

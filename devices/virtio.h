@@ -25,7 +25,7 @@
 #include <linux/virtio_ring.h>
 
 #include "devices/virtq.h"
-#include "vmm/guest_mem.h"
+#include "vmm/base/guest_mem.h"
 
 /* Status bits (§2.1, VIRTIO_CONFIG_S_*), reserved feature bits (§6,
  * VIRTIO_F_*, VIRTIO_RING_F_*) and device IDs (§5, VIRTIO_ID_*) come from

@@ -2,9 +2,9 @@
  * queue start/stop and --stats. The data path is in blk_queue.c. */
 #include "devices/virtio_blk.h"
 #include "devices/blk_queue.h"
-#include "vmm/byteorder.h"
-#include "vmm/util.h"
-#include "vmm/vm.h"
+#include "vmm/base/byteorder.h"
+#include "vmm/base/util.h"
+#include "vmm/kvm/vm.h"
 
 #include <errno.h>
 #include <stddef.h>

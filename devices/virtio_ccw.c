@@ -7,9 +7,9 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "vmm/byteorder.h"
-#include "vmm/log.h"
-#include "vmm/util.h"
+#include "vmm/base/byteorder.h"
+#include "vmm/base/log.h"
+#include "vmm/base/util.h"
 
 /* ---- commands (vCPU threads, vc->t.lock held) ---------------------------- */
 

@@ -60,7 +60,7 @@
 #include "devices/ccw.h"
 #include "devices/virtio.h"
 #include "devices/virtio_transport.h"
-#include "vmm/guest_mem.h"
+#include "vmm/base/guest_mem.h"
 
 /* SENSE ID identity: CU type 0x3832, CU model = virtio device id; the
  * virtual channel path's type. */

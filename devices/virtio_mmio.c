@@ -1,9 +1,9 @@
 /* virtio-mmio v2 transport (virtio 1.2 §4.2): register model + KVM binding. */
 #include "devices/virtio_mmio.h"
-#include "vmm/byteorder.h"
-#include "vmm/util.h"
-#include "vmm/log.h"
-#include "vmm/vm.h"
+#include "vmm/base/byteorder.h"
+#include "vmm/base/util.h"
+#include "vmm/base/log.h"
+#include "vmm/kvm/vm.h"
 
 #include <errno.h>
 #include <inttypes.h>

@@ -44,7 +44,7 @@
 
 #include "devices/virtio.h"
 #include "devices/virtio_transport.h"
-#include "vmm/iobus.h"
+#include "vmm/base/iobus.h"
 
 struct vm;
 

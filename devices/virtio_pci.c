@@ -1,6 +1,6 @@
 #include "devices/virtio_pci.h"
-#include "vmm/log.h"
-#include "vmm/sandbox.h"
+#include "vmm/base/log.h"
+#include "vmm/kvm/sandbox.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -10,10 +10,10 @@
 #include <sys/eventfd.h>
 #include <unistd.h>
 
-#include "vmm/byteorder.h"
-#include "vmm/util.h"
-#include "vmm/vm.h"
-#include "vmm/vm_pci.h"
+#include "vmm/base/byteorder.h"
+#include "vmm/base/util.h"
+#include "vmm/kvm/vm.h"
+#include "vmm/kvm/vm_pci.h"
 
 static const struct vtr_ops vp_vtr_ops;
 

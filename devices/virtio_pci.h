@@ -57,7 +57,7 @@
 #include "devices/pci.h"
 #include "devices/virtio.h"
 #include "devices/virtio_transport.h"
-#include "vmm/util.h"
+#include "vmm/base/util.h"
 
 struct vm;
 

@@ -8,7 +8,7 @@
 #include <string.h>
 #include <sys/eventfd.h>
 
-#include "vmm/log.h"
+#include "vmm/base/log.h"
 
 int vtr_init(struct vtr *t, const struct vtr_ops *ops, struct virtio_dev *dev,
 	     const struct virtio_transport_ops *tops, void *transport)

@@ -23,7 +23,7 @@
 #include <stdio.h>
 
 #include "devices/virtio.h"
-#include "vmm/vm.h"
+#include "vmm/kvm/vm.h"
 
 struct vtr;
 

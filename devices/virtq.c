@@ -7,8 +7,8 @@
  * uses C11 atomics and fences, each paired below with the Linux driver-side
  * barrier (drivers/virtio/virtio_ring.c) it matches. */
 #include "devices/virtq.h"
-#include "vmm/byteorder.h"
-#include "vmm/util.h"
+#include "vmm/base/byteorder.h"
+#include "vmm/base/util.h"
 
 #include <errno.h>
 #include <string.h>

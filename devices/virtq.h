@@ -26,7 +26,7 @@
  * core (devices/virtio.h), which uses it as well. */
 #define VIRTIO_BIT(b) (1ULL << (b))
 
-#include "vmm/guest_mem.h"
+#include "vmm/base/guest_mem.h"
 
 /* Largest QueueNumMax any device may offer (size of the in-flight bitmap). */
 #define VIRTQ_MAX_SIZE 1024

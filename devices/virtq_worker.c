@@ -15,9 +15,9 @@
  *   4. one io_uring_enter that submits everything and waits. */
 #include "devices/virtq_worker.h"
 #include "arch/arch.h"
-#include "vmm/log.h"
-#include "vmm/sandbox.h"
-#include "vmm/util.h"
+#include "vmm/base/log.h"
+#include "vmm/kvm/sandbox.h"
+#include "vmm/base/util.h"
 
 #include <errno.h>
 #include <poll.h>

@@ -56,7 +56,7 @@
 
 #include "devices/virtio.h"
 #include "devices/virtq.h"
-#include "vmm/util.h"
+#include "vmm/base/util.h"
 
 /* A worker may serve every queue of a device (--io-threads 1). */
 #define VQW_MAX_QUEUES VIRTIO_MAX_QUEUES

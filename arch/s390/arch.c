@@ -16,11 +16,10 @@
 #include "arch/s390/layout.h"
 #include "arch/s390/sclp.h"
 #include "devices/virtio_ccw.h"
-#include "vmm/kvm.h"
-#include "vmm/log.h"
-#include "vmm/mvm.h"
-#include "vmm/util.h"
-#include "vmm/vcpu.h"
+#include "vmm/kvm/kvm.h"
+#include "vmm/base/log.h"
+#include "vmm/base/util.h"
+#include "vmm/kvm/vcpu.h"
 
 #include <errno.h>
 #include <linux/audit.h>

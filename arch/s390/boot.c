@@ -1,8 +1,8 @@
 /* s390x Linux boot: see boot.h. */
 #include "arch/s390/boot.h"
 #include "arch/s390/layout.h"
-#include "vmm/byteorder.h"
-#include "vmm/util.h"
+#include "vmm/base/byteorder.h"
+#include "vmm/base/util.h"
 
 #include <errno.h>
 #include <string.h>

@@ -7,7 +7,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "vmm/guest_mem.h"
+#include "vmm/base/guest_mem.h"
 
 struct s390_kernel {
 	const uint8_t *image;

@@ -1,6 +1,6 @@
 /* The channel subsystem: see css.h. */
 #include "arch/s390/css.h"
-#include "vmm/byteorder.h"
+#include "vmm/base/byteorder.h"
 
 #include <errno.h>
 #include <string.h>

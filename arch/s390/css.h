@@ -37,7 +37,7 @@
 
 #include "arch/s390/intercept.h"
 #include "devices/ccw.h"
-#include "vmm/guest_mem.h"
+#include "vmm/base/guest_mem.h"
 
 /* The second byte of the B2xx opcodes. */
 #define CSS_OP_CSCH  0x30

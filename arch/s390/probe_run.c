@@ -1,11 +1,11 @@
-/* kvm_probe_run (vmm/kvm_probe.h) for s390x: a six-instruction guest, made
+/* kvm_probe_run (vmm/kvm/kvm_probe.h) for s390x: a six-instruction guest, made
  * with mvm's own VM and vCPU setup, computes 6 * 7 in 64-bit mode and
  * reports it with DIAG 0x500 (GPR1 = a probe code KVM leaves to user
  * space). The verdict is "runs" only when that exit arrives with the right
  * registers. */
-#include "vmm/kvm_probe.h"
-#include "vmm/kvm.h"
-#include "vmm/vcpu.h"
+#include "vmm/kvm/kvm_probe.h"
+#include "vmm/kvm/kvm.h"
+#include "vmm/kvm/vcpu.h"
 #include "arch/arch.h"
 #include "arch/s390/intercept.h"
 #include "arch/s390/layout.h"

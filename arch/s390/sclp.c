@@ -2,9 +2,9 @@
  * processed on the copy and written back whole, so a guest rewriting it
  * meanwhile changes nothing we decided on. */
 #include "arch/s390/sclp.h"
-#include "vmm/byteorder.h"
-#include "vmm/log.h"
-#include "vmm/util.h"
+#include "vmm/base/byteorder.h"
+#include "vmm/base/log.h"
+#include "vmm/base/util.h"
 
 #include <errno.h>
 #include <string.h>

@@ -29,7 +29,7 @@
 #include <stdint.h>
 
 #include "devices/console_buf.h"
-#include "vmm/guest_mem.h"
+#include "vmm/base/guest_mem.h"
 
 /* Command words (Linux drivers/s390/char/sclp.h). */
 #define SCLP_CMDW_READ_SCP_INFO         0x00020001u

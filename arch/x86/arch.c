@@ -10,11 +10,11 @@
 #include "devices/exitport.h"
 #include "devices/i8042.h"
 #include "devices/serial.h"
-#include "vmm/kvm.h"
-#include "vmm/util.h"
+#include "vmm/kvm/kvm.h"
+#include "vmm/base/util.h"
 
 #include <linux/audit.h>
-#include "vmm/vcpu.h"
+#include "vmm/kvm/vcpu.h"
 
 #include <errno.h>
 #include <stdio.h>

@@ -9,8 +9,8 @@
  * RAM is only reached through gmem_ptr(). */
 #include "arch/x86/x86.h"
 #include "arch/x86/layout.h"
-#include "vmm/byteorder.h"
-#include "vmm/util.h"
+#include "vmm/base/byteorder.h"
+#include "vmm/base/util.h"
 
 #include <errno.h>
 #include <stdarg.h>

@@ -18,9 +18,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "vmm/util.h"
+#include "vmm/base/util.h"
 
-#include "vmm/guest_mem.h"
+#include "vmm/base/guest_mem.h"
 
 struct kvm_cpuid2;
 

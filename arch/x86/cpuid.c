@@ -8,7 +8,7 @@
  * References: SDM vol. 2A CPUID (leaves 1, 4, 0xB, 0x1F), AMD APM vol. 3
  * (0x80000008, 0x8000001E), Documentation/virt/kvm/x86/cpuid.rst. */
 #include "arch/x86/x86.h"
-#include "vmm/util.h"
+#include "vmm/base/util.h"
 
 #include <errno.h>
 #include <string.h>

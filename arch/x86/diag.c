@@ -2,8 +2,8 @@
  * chapter 4 (4.3 32-bit paging, 4.4 PAE paging, 4.5 4-level and 5-level
  * paging). */
 #include "arch/x86/diag.h"
-#include "vmm/byteorder.h"
-#include "vmm/util.h"
+#include "vmm/base/byteorder.h"
+#include "vmm/base/util.h"
 
 #include <errno.h>
 #include <linux/kvm.h>

@@ -14,7 +14,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "vmm/guest_mem.h"
+#include "vmm/base/guest_mem.h"
 
 /* The control state that decides how a linear address is translated
  * (SDM vol. 3, 4.1.1: paging modes). */

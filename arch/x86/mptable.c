@@ -15,8 +15,8 @@
  * by MP bus id == PCI bus number; ISA is bus 1. */
 #include "arch/x86/x86.h"
 #include "arch/x86/layout.h"
-#include "vmm/byteorder.h"
-#include "vmm/util.h"
+#include "vmm/base/byteorder.h"
+#include "vmm/base/util.h"
 
 #include <errno.h>
 #include <string.h>

@@ -1,5 +1,5 @@
 /* The KVM probe's x86 side: its guest payload (probe_payload.S) and how to lay it
- * out in guest RAM. vmm/kvm_probe.c runs it. */
+ * out in guest RAM. vmm/kvm/kvm_probe.c runs it. */
 #ifndef MVM_X86_PROBE_H
 #define MVM_X86_PROBE_H
 
@@ -7,7 +7,7 @@
 #include <stdint.h>
 
 #include "arch/x86/boot.h"
-#include "vmm/guest_mem.h"
+#include "vmm/base/guest_mem.h"
 
 /* Keep in step with probe_payload.S. */
 #define X86_PROBE_LOAD   0x100000ULL   /* code */

@@ -1,4 +1,4 @@
-/* The KVM probe's guest payload (arch/x86/probe.c, vmm/kvm_probe.c).
+/* The KVM probe's guest payload (arch/x86/probe.c, vmm/kvm/kvm_probe.c).
  *
  * It answers "can this /dev/kvm run a Linux guest?" by doing, in a few
  * microseconds, what Linux does in its first second and what a KVM without

@@ -1,10 +1,10 @@
-/* kvm_probe_run (vmm/kvm_probe.h) for x86: boot the probe payload
+/* kvm_probe_run (vmm/kvm/kvm_probe.h) for x86: boot the probe payload
  * (probe_payload.S) in a one-vCPU VM made with mvm's own VM and vCPU setup,
  * and follow its step reports on X86_PROBE_PORT until it says done, computes
  * a wrong result, or KVM fails it. */
-#include "vmm/kvm_probe.h"
-#include "vmm/kvm.h"
-#include "vmm/vcpu.h"
+#include "vmm/kvm/kvm_probe.h"
+#include "vmm/kvm/kvm.h"
+#include "vmm/kvm/vcpu.h"
 #include "arch/x86/diag.h"
 #include "arch/x86/probe.h"
 

@@ -4,8 +4,8 @@
  * with the vCPU ioctls (Documentation/virt/kvm/api.rst). */
 #include "arch/x86/x86.h"
 #include "arch/x86/layout.h"
-#include "vmm/byteorder.h"
-#include "vmm/util.h"
+#include "vmm/base/byteorder.h"
+#include "vmm/base/util.h"
 
 #include <errno.h>
 #include <stdio.h>

@@ -9,7 +9,7 @@
 
 #include <linux/kvm.h>
 
-#include "vmm/guest_mem.h"
+#include "vmm/base/guest_mem.h"
 #include "arch/x86/boot.h"
 
 /* ---- e820 ---------------------------------------------------------------- */

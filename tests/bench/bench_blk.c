@@ -28,7 +28,7 @@
  * copies, where registered buffers (--opts ,fixed-buffers=on) matter. */
 #include "tests/unit/vdrv.h"
 #include "tests/unit/blk_null.h"
-#include "vmm/cli.h"
+#include "vmm/cli/cli.h"
 #include "devices/virtio_blk.h"
 #include "devices/blk_req.h"
 

@@ -23,8 +23,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "vmm/byteorder.h"
-#include "vmm/util.h"
+#include "vmm/base/byteorder.h"
+#include "vmm/base/util.h"
 
 struct fz {
 	const uint8_t *p;

@@ -34,7 +34,7 @@
 #include "tests/fuzz/fuzz.h"
 #include "devices/blk_queue.h"
 #include "devices/virtq_worker.h"
-#include "vmm/util.h"
+#include "vmm/base/util.h"
 
 #define RAM_A      0x10000ULL
 #define RAM_A_SIZE 0x10000ULL

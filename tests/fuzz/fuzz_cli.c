@@ -1,4 +1,4 @@
-/* mvm(1)'s command line (vmm/cli.c) and the kernel command line built from
+/* mvm(1)'s command line (vmm/cli/cli.c) and the kernel command line built from
  * it (vm_compose_cmdline): the input is an argv (arguments separated by
  * NUL bytes) through cli_parse, as the unit tests call it; or, by its
  * first byte, one --disk value through cli_parse_disk alone.
@@ -10,8 +10,8 @@
  * BLK_POLL_US_MAX); composing its kernel command line either fits or says
  * -ENOSPC, NUL-terminated either way. */
 #include "tests/fuzz/fuzz.h"
-#include "vmm/cli.h"
-#include "vmm/vm.h"
+#include "vmm/cli/cli.h"
+#include "vmm/kvm/vm.h"
 
 #define MAX_ARGS 64
 

@@ -1,4 +1,4 @@
-/* The port I/O bus (vmm/iobus.c) with the devices a guest reaches on it:
+/* The port I/O bus (vmm/base/iobus.c) with the devices a guest reaches on it:
  * the i8042 (devices/i8042.c) at 0x60-0x64, the exit port and the POST
  * port sink (devices/exitport.c) at 0x501 and 0x80, the UART
  * (devices/serial.c) at 0x3f8 and the PCI conf1 ports (devices/pci.c) at
@@ -23,9 +23,9 @@
 #include "devices/i8042.h"
 #include "devices/pci.h"
 #include "devices/serial.h"
-#include "vmm/kvm.h"
-#include "vmm/vcpu.h"
-#include "vmm/vm.h"
+#include "vmm/kvm/kvm.h"
+#include "vmm/kvm/vcpu.h"
+#include "vmm/kvm/vm.h"
 
 #include <linux/kvm.h>
 

@@ -10,7 +10,7 @@
 #include <sys/mman.h>
 
 #include "tests/fuzz/fuzz.h"
-#include "vmm/guest_mem.h"
+#include "vmm/base/guest_mem.h"
 
 #define FZ_PAGE 4096ULL
 

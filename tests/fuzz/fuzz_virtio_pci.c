@@ -7,7 +7,7 @@
  * no KVM (vm_fd -1), like the unit tests; null device with 3 queues. */
 #include "tests/fuzz/fuzz_vnull.h"
 #include "devices/virtio_pci.h"
-#include "vmm/vm.h"
+#include "vmm/kvm/vm.h"
 
 #include <sys/eventfd.h>
 

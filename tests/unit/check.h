@@ -67,7 +67,7 @@ void check_register(const char *name, void (*fn)(void));
 void check_need_io_uring(void);
 
 /* For tests of what is logged: check_log_line is a log sink's function
- * (struct log_sink, vmm/log.h) whose opaque is a struct check_log; it
+ * (struct log_sink, vmm/base/log.h) whose opaque is a struct check_log; it
  * counts the lines and keeps the last one with its level. */
 struct check_log {
 	unsigned lines;

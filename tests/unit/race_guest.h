@@ -48,9 +48,9 @@
 #include "tests/unit/vdrv.h"
 #include "devices/blk_queue.h"
 #include "devices/virtio_blk.h"
-#include "vmm/byteorder.h"
-#include "vmm/cli.h"
-#include "vmm/util.h"
+#include "vmm/base/byteorder.h"
+#include "vmm/cli/cli.h"
+#include "vmm/base/util.h"
 
 #define RG_MAX_Q     4
 #define RG_QMAX      BLK_QUEUE_SIZE_MAX

@@ -3,12 +3,12 @@
  * virtio-mmio register model. No KVM. */
 #include "tests/unit/check.h"
 #include "tests/unit/vdrv.h"
-#include "vmm/cli.h"
+#include "vmm/cli/cli.h"
 #include "devices/virtio_blk.h"
 #include "devices/blk_queue.h"
 #include "devices/blk_req.h"
-#include "vmm/log.h"
-#include "vmm/sandbox.h"
+#include "vmm/base/log.h"
+#include "vmm/kvm/sandbox.h"
 
 #include <dirent.h>
 #include <errno.h>

@@ -1,6 +1,6 @@
 /* --disk option parsing and image open/lock. */
 #include "tests/unit/check.h"
-#include "vmm/cli.h"
+#include "vmm/cli/cli.h"
 #include "devices/blk_image.h"
 
 #include <errno.h>

@@ -20,8 +20,8 @@
 #include "tests/unit/blk_null.h"
 #include "tests/unit/check.h"
 #include "tests/unit/vdrv.h"
-#include "vmm/byteorder.h"
-#include "vmm/cli.h"
+#include "vmm/base/byteorder.h"
+#include "vmm/cli/cli.h"
 
 #include <poll.h>
 #include <pthread.h>

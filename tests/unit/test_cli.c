@@ -3,9 +3,9 @@
  * (one "mvm: ..." line, exit status 2, nothing started). */
 #include "tests/unit/check.h"
 #include "arch/arch.h"
-#include "vmm/cli.h"
-#include "vmm/util.h"
-#include "vmm/byteorder.h"
+#include "vmm/cli/cli.h"
+#include "vmm/base/util.h"
+#include "vmm/base/byteorder.h"
 
 #include <errno.h>
 #include <fcntl.h>

@@ -1,11 +1,11 @@
-/* Console output from the device's buffer to the host (vmm/console_out.c),
+/* Console output from the device's buffer to the host (vmm/lib/console_out.c),
  * with a real UART (devices/serial.c) as the device and pipes, files and
  * sockets as the host's output: a reader that stops reading never blocks
  * the drain, and the guest's bytes arrive in order or are counted as
  * dropped. */
 #include "tests/unit/check.h"
 #include "devices/serial.h"
-#include "vmm/console_out.h"
+#include "vmm/lib/console_out.h"
 
 #include <errno.h>
 #include <fcntl.h>

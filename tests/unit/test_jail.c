@@ -1,11 +1,11 @@
-/* mvm(1)'s confinement (vmm/jail.c), applied for real in a forked child:
+/* mvm(1)'s confinement (vmm/cli/jail.c), applied for real in a forked child:
  * a mount namespace and pivot_root, user and group, no capability, the
  * inherited descriptors closed, the environment wiped, resource limits,
  * not dumpable, no new privileges; a PID namespace, a network namespace,
  * a cgroup. Namespaces and switching users need root: skipped without. */
 #include "tests/unit/check.h"
-#include "vmm/jail.h"
-#include "vmm/util.h"
+#include "vmm/cli/jail.h"
+#include "vmm/base/util.h"
 
 #include <errno.h>
 #include <fcntl.h>

@@ -1,11 +1,11 @@
-/* Direct or nested (vmm/kvm_probe.c): the MVM_KVM override, probe verdicts,
+/* Direct or nested (vmm/kvm/kvm_probe.c): the MVM_KVM override, probe verdicts,
  * the per-boot verdict cache and what invalidates it. The probe itself is
  * a fake here that counts its calls; the real one needs a KVM. */
 #include "tests/unit/check.h"
-#include "vmm/kvm.h"
-#include "vmm/kvm_probe.h"
-#include "vmm/vcpu.h"
-#include "vmm/vm.h"
+#include "vmm/kvm/kvm.h"
+#include "vmm/kvm/kvm_probe.h"
+#include "vmm/kvm/vcpu.h"
+#include "vmm/kvm/vm.h"
 
 #include <errno.h>
 #include <linux/kvm.h>

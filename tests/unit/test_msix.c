@@ -7,8 +7,8 @@
 #include "tests/unit/check.h"
 #include "devices/msix.h"
 #include "devices/pci.h"
-#include "vmm/byteorder.h"
-#include "vmm/vm.h"
+#include "vmm/base/byteorder.h"
+#include "vmm/kvm/vm.h"
 
 #define NVEC 4
 

@@ -7,8 +7,8 @@
 #include "tests/unit/check.h"
 #include "vmm/mvm.h"
 #include "arch/arch.h"
-#include "vmm/util.h"
-#include "vmm/vm.h"
+#include "vmm/base/util.h"
+#include "vmm/kvm/vm.h"
 
 #include <errno.h>
 #include <fcntl.h>

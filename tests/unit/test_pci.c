@@ -5,9 +5,9 @@
 
 #include "tests/unit/check.h"
 #include "devices/pci.h"
-#include "vmm/byteorder.h"
-#include "vmm/util.h"
-#include "vmm/vm.h"
+#include "vmm/base/byteorder.h"
+#include "vmm/base/util.h"
+#include "vmm/kvm/vm.h"
 
 /* The board's PCI window and INTx wiring for these tests (x86's values). */
 #define T_MMIO_BASE 0xe0000000ULL

@@ -7,10 +7,10 @@
 #include "tests/unit/check.h"
 #include "devices/pci.h"
 #include "devices/pvpanic.h"
-#include "vmm/byteorder.h"
-#include "vmm/kvm.h"
-#include "vmm/util.h"
-#include "vmm/vm.h"
+#include "vmm/base/byteorder.h"
+#include "vmm/kvm/kvm.h"
+#include "vmm/base/util.h"
+#include "vmm/kvm/vm.h"
 
 /* x86's PCI window and INTx wiring. */
 #define T_MMIO_BASE 0xe0000000ULL

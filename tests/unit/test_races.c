@@ -9,7 +9,7 @@
 #include "tests/unit/check.h"
 #include "tests/unit/race_guest.h"
 #include "devices/virtio_pci.h"
-#include "vmm/vm.h"
+#include "vmm/kvm/vm.h"
 
 #include <pthread.h>
 #include <sched.h>

@@ -1,9 +1,9 @@
-/* RELRO applied by mvm itself (vmm/relro.c), for the static musl build
+/* RELRO applied by mvm itself (vmm/cli/relro.c), for the static musl build
  * whose start-up code leaves the segment writable: program headers made up
  * over a mapping of our own, a write into the protected pages faults (in a
  * child), the rest of the mapping stays writable. */
 #include "tests/unit/check.h"
-#include "vmm/relro.h"
+#include "vmm/cli/relro.h"
 
 #include <signal.h>
 #include <stdbool.h>

@@ -10,8 +10,8 @@
 #include "arch/s390/intercept.h"
 #include "arch/s390/layout.h"
 #include "tests/unit/check.h"
-#include "vmm/byteorder.h"
-#include "vmm/util.h"
+#include "vmm/base/byteorder.h"
+#include "vmm/base/util.h"
 
 static uint8_t *image(size_t len, uint64_t max_cmdline)
 {

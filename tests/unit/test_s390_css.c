@@ -15,8 +15,8 @@
 
 #include "arch/s390/css.h"
 #include "tests/unit/check.h"
-#include "vmm/byteorder.h"
-#include "vmm/util.h"
+#include "vmm/base/byteorder.h"
+#include "vmm/base/util.h"
 
 #define RAM      (16ULL << 20)
 #define OPND     0x10000ULL     /* SCHIB / ORB / IRB operands */

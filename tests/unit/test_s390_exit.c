@@ -8,10 +8,10 @@
 
 #include "arch/s390/intercept.h"
 #include "tests/unit/check.h"
-#include "vmm/kvm.h"
-#include "vmm/util.h"
-#include "vmm/vcpu.h"
-#include "vmm/vm.h"
+#include "vmm/kvm/kvm.h"
+#include "vmm/base/util.h"
+#include "vmm/kvm/vcpu.h"
+#include "vmm/kvm/vm.h"
 
 /* Linux's disabled_wait(): PSW_MASK_BASE | WAIT | EA | BA, no interrupts. */
 #define DISABLED_WAIT 0x0002000180000000ULL
@@ -68,7 +68,7 @@ TEST(disabled_wait_is_a_panic_with_its_own_status_and_reason)
 	CHECK(strstr(vm_stop_message(&t->vm), "panicked"));
 	CHECK(strstr(t->v.fatal, "panicked"));
 	/* The vCPU thread then asks to stop as a guest error with the
-	 * status it got (vmm/vcpu.c): the panic's reason stays. */
+	 * status it got (vmm/kvm/vcpu.c): the panic's reason stays. */
 	vm_request_stop(&t->vm, VM_STOP_GUEST_ERROR, MVM_EXIT_PANICKED, t->v.fatal);
 	CHECK_EQ(vm_stop_reason(&t->vm), VM_STOP_GUEST_PANIC);
 	CHECK_EQ(vm_stop_status(&t->vm), MVM_EXIT_PANICKED);

@@ -10,9 +10,9 @@
 
 #include "arch/s390/sclp.h"
 #include "tests/unit/check.h"
-#include "vmm/log.h"
-#include "vmm/byteorder.h"
-#include "vmm/util.h"
+#include "vmm/base/log.h"
+#include "vmm/base/byteorder.h"
+#include "vmm/base/util.h"
 
 #define RAM (64ULL << 20)
 #define SCCB 0x20000ULL

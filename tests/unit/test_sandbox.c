@@ -1,4 +1,4 @@
-/* The per-thread seccomp filters (vmm/sandbox.c), installed for real in a
+/* The per-thread seccomp filters (vmm/kvm/sandbox.c), installed for real in a
  * forked child, kind by kind: what each kind of thread needs keeps
  * working, and every other door — a direct system call, a new io_uring, a
  * register call on the thread's ring, an ioctl on the wrong descriptor,
@@ -10,9 +10,9 @@
 #include "arch/arch.h"
 #include "devices/virtio.h"
 #include "devices/virtq_worker.h"
-#include "vmm/kvm.h"
-#include "vmm/sandbox.h"
-#include "vmm/util.h"
+#include "vmm/kvm/kvm.h"
+#include "vmm/kvm/sandbox.h"
+#include "vmm/base/util.h"
 
 #include <errno.h>
 #include <fcntl.h>

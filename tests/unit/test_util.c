@@ -1,8 +1,8 @@
 /* Size/number parsing and the guest memory translation helper. */
 #include "tests/unit/check.h"
-#include "vmm/util.h"
-#include "vmm/guest_mem.h"
-#include "vmm/byteorder.h"
+#include "vmm/base/util.h"
+#include "vmm/base/guest_mem.h"
+#include "vmm/base/byteorder.h"
 
 #include <errno.h>
 #include <string.h>

@@ -11,8 +11,8 @@
 #include <stdio.h>
 #include <sys/eventfd.h>
 
-#include "vmm/byteorder.h"
-#include "vmm/log.h"
+#include "vmm/base/byteorder.h"
+#include "vmm/base/log.h"
 
 #define V1 VIRTIO_BIT(VIRTIO_F_VERSION_1)
 #define ACK VIRTIO_CONFIG_S_ACKNOWLEDGE

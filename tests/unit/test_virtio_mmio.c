@@ -7,7 +7,7 @@
 #include <fcntl.h>
 
 #include "arch/arch.h"
-#include "vmm/vm.h"
+#include "vmm/kvm/vm.h"
 
 #define V1 VIRTIO_BIT(VIRTIO_F_VERSION_1)
 #define ACK VIRTIO_CONFIG_S_ACKNOWLEDGE

@@ -8,7 +8,7 @@
 #include "tests/unit/check.h"
 #include "tests/unit/vnulldev.h"
 #include "devices/virtio_pci.h"
-#include "vmm/vm.h"
+#include "vmm/kvm/vm.h"
 
 #define NQ 3
 

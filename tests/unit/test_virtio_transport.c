@@ -10,8 +10,8 @@
 #include "devices/virtio_transport.h"
 #include "tests/unit/check.h"
 #include "tests/unit/vnulldev.h"
-#include "vmm/util.h"
-#include "vmm/vm.h"
+#include "vmm/base/util.h"
+#include "vmm/kvm/vm.h"
 
 /* What the fake transport saw, in order: "r" reset, "s" stop, "u" unbind,
  * "f" free; plus the device's own "Q" queue_stop (via vnull counters). */

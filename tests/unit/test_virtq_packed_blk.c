@@ -3,7 +3,7 @@
  * VIRTIO_F_RING_PACKED. Real io_uring on a temp file, no KVM. */
 #include "tests/unit/check.h"
 #include "tests/unit/vdrv.h"
-#include "vmm/cli.h"
+#include "vmm/cli/cli.h"
 #include "devices/virtio_blk.h"
 #include "devices/blk_req.h"
 

@@ -3,12 +3,12 @@
  * exits (status mapping), the exit port, the i8042 reset and the console
  * escape. */
 #include "tests/unit/check.h"
-#include "vmm/kvm.h"
-#include "vmm/vcpu.h"
+#include "vmm/kvm/kvm.h"
+#include "vmm/kvm/vcpu.h"
 #include "vmm/mvm.h"
-#include "vmm/console.h"
-#include "vmm/util.h"
-#include "vmm/byteorder.h"
+#include "vmm/lib/console.h"
+#include "vmm/base/util.h"
+#include "vmm/base/byteorder.h"
 #include <unistd.h>
 #include "devices/exitport.h"
 #include "devices/i8042.h"

@@ -3,8 +3,8 @@
 #include "tests/unit/check.h"
 #include "arch/x86/x86.h"
 #include "arch/x86/layout.h"
-#include "vmm/byteorder.h"
-#include "vmm/util.h"
+#include "vmm/base/byteorder.h"
+#include "vmm/base/util.h"
 
 #include <errno.h>
 

@@ -38,8 +38,8 @@
 #include "devices/virtio.h"
 #include "devices/virtio_mmio.h"
 #include "devices/virtq.h"
-#include "vmm/byteorder.h"
-#include "vmm/guest_mem.h"
+#include "vmm/base/byteorder.h"
+#include "vmm/base/guest_mem.h"
 
 #define VDRV_MAX_QUEUES 16
 

@@ -1,8 +1,8 @@
-#include "vmm/vcpu.h"
-#include "vmm/sandbox.h"
-#include "vmm/kvm.h"
-#include "vmm/kvm_probe.h"
-#include "vmm/util.h"
+#include "vmm/kvm/vcpu.h"
+#include "vmm/kvm/sandbox.h"
+#include "vmm/kvm/kvm.h"
+#include "vmm/kvm/kvm_probe.h"
+#include "vmm/base/util.h"
 #include "arch/arch.h"
 
 #include <errno.h>

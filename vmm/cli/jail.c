@@ -1,5 +1,5 @@
-#include "vmm/jail.h"
-#include "vmm/util.h"
+#include "vmm/cli/jail.h"
+#include "vmm/base/util.h"
 
 #include <ctype.h>
 #include <dirent.h>

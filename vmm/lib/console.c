@@ -1,4 +1,4 @@
-#include "vmm/console.h"
+#include "vmm/lib/console.h"
 
 bool console_escape_filter(struct console_escape *e, const uint8_t *in, size_t len,
 			   uint8_t *out, size_t *outlen)

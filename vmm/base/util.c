@@ -1,4 +1,4 @@
-#include "vmm/util.h"
+#include "vmm/base/util.h"
 
 #include <errno.h>
 #include <time.h>

@@ -1,7 +1,7 @@
 /* mvm(1)'s command line: parsing into struct cli_config (pure, unit-
  * testable) and the defaults that belong to the command line (the shipped
  * test guest, vCPUs to match queues). Validation against the host and the
- * guest kernel command line are the library's (vmm/mvm.c).
+ * guest kernel command line are the library's (vmm/lib/mvm.c).
  *
  * To add an option: a field in struct cli_config, a row in the option table
  * in cli.c (and its case in cli_parse), a line in the usage text. */
@@ -14,7 +14,7 @@
 #include <stdio.h>
 
 #include "devices/blk_image.h"
-#include "vmm/jail.h"
+#include "vmm/cli/jail.h"
 
 #define CLI_DEFAULT_CPUS 1
 #define CLI_DEFAULT_MEM (256ULL << 20)
@@ -62,7 +62,7 @@ struct cli_config {
 	bool version;
 	bool probe_kvm;         /* --probe-kvm: decide direct or nested, then exit */
 	bool pvpanic;           /* --pvpanic on|off (default on; x86 only) */
-	/* Confinement (vmm/jail.h, vmm/sandbox.h): --sandbox on|off (default
+	/* Confinement (vmm/cli/jail.h, vmm/kvm/sandbox.h): --sandbox on|off (default
 	 * on), --chroot DIR, --uid N and --gid N (together), --netns PATH,
 	 * --new-pid-ns, --cgroup DIR and --cgroup-set FILE=VALUE (repeated). */
 	bool sandbox;

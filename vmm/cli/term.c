@@ -1,4 +1,4 @@
-#include "vmm/term.h"
+#include "vmm/cli/term.h"
 
 #include <errno.h>
 #include <stdbool.h>

@@ -14,10 +14,10 @@
  * every argument checked here is an int or is truncated to 32 bits by the
  * kernel (fd, cmd, op, advice), or has no meaning above them (mmap's and
  * mprotect's prot and flags). */
-#include "vmm/sandbox.h"
+#include "vmm/kvm/sandbox.h"
 #include "arch/arch.h"
-#include "vmm/kvm.h"
-#include "vmm/util.h"
+#include "vmm/kvm/kvm.h"
+#include "vmm/base/util.h"
 
 #include <errno.h>
 #include <linux/futex.h>
@@ -156,7 +156,7 @@ static const struct rule generic[] = {
 #ifdef __NR_poll
 	ALLOW(K_MAIN | K_CONTROL | K_QUEUE, poll),
 #endif
-	/* Console output to a socket (MSG_DONTWAIT: vmm/console_out.c). */
+	/* Console output to a socket (MSG_DONTWAIT: vmm/lib/console_out.c). */
 	ALLOW(K_CONTROL, sendto),
 
 	CHECKED1(K_QUEUE, io_uring_enter, FD(0, SANDBOX_FD_RING)),

@@ -1,4 +1,4 @@
-#include "vmm/log.h"
+#include "vmm/base/log.h"
 
 #include <stdarg.h>
 #include <stdio.h>

@@ -1,4 +1,4 @@
-/* The VM runtime's side of struct vm (vmm/vm.h): KVM VM creation and the
+/* The VM runtime's side of struct vm (vmm/kvm/vm.h): KVM VM creation and the
  * state behind vm->arch — the GSI routing table and the stop request. */
 #ifndef MVM_KVM_H
 #define MVM_KVM_H
@@ -11,7 +11,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "vmm/vm.h"
+#include "vmm/kvm/vm.h"
 
 /* GSIs below arch_irq_pins() are the interrupt controller's pins (x86:
  * 0..23 the IOAPIC, 0..15 also the PICs); MSI routes use KVM_MSI_GSI_FIRST..

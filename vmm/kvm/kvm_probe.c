@@ -1,10 +1,10 @@
 /* The behavioural KVM probe and the direct-or-nested decision: see
  * kvm_probe.h. */
-#include "vmm/kvm_probe.h"
-#include "vmm/kvm.h"
-#include "vmm/util.h"
+#include "vmm/kvm/kvm_probe.h"
+#include "vmm/kvm/kvm.h"
+#include "vmm/base/util.h"
 #include "arch/arch.h"
-#include "vmm/vcpu.h"
+#include "vmm/kvm/vcpu.h"
 
 #include <errno.h>
 #include <sys/eventfd.h>

@@ -1,4 +1,4 @@
-#include "vmm/iobus.h"
+#include "vmm/base/iobus.h"
 
 #include <errno.h>
 #include <stdlib.h>

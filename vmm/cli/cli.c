@@ -1,6 +1,6 @@
-#include "vmm/cli.h"
+#include "vmm/cli/cli.h"
 #include "arch/arch.h"
-#include "vmm/util.h"
+#include "vmm/base/util.h"
 
 #include <errno.h>
 #include <getopt.h>

@@ -1,13 +1,13 @@
 /* mvm(1): the command line over libmvm (vmm/mvm.h). Parses the options
- * (vmm/cli.c), builds a struct mvm_config and the disks, owns what is
+ * (vmm/cli/cli.c), builds a struct mvm_config and the disks, owns what is
  * process-wide — the terminal's raw mode, signals (SIGINT, SIGTERM, SIGHUP
  * become mvm_stop with status 128+N), SIGPIPE, stderr — and turns errors
  * into exit statuses. The only place in mvm that exits. */
-#include "vmm/cli.h"
-#include "vmm/jail.h"
+#include "vmm/cli/cli.h"
+#include "vmm/cli/jail.h"
 #include "vmm/mvm.h"
-#include "vmm/term.h"
-#include "vmm/util.h"
+#include "vmm/cli/term.h"
+#include "vmm/base/util.h"
 
 #include <errno.h>
 #include <libgen.h>

@@ -1,8 +1,8 @@
 /* struct vm on Linux KVM: VM creation, guest RAM slots, interrupt routing,
  * ioeventfd/irqfd, resource allocation, the device registry and the stop
  * request. */
-#include "vmm/kvm.h"
-#include "vmm/util.h"
+#include "vmm/kvm/kvm.h"
+#include "vmm/base/util.h"
 #include "arch/arch.h"
 
 #include <errno.h>

@@ -14,9 +14,9 @@
 #include <stdint.h>
 #include <stdio.h>
 
-#include "vmm/guest_mem.h"
-#include "vmm/iobus.h"
-#include "vmm/log.h"
+#include "vmm/base/guest_mem.h"
+#include "vmm/base/iobus.h"
+#include "vmm/base/log.h"
 
 #define VM_MAX_DEVICES 64
 
@@ -63,14 +63,14 @@ struct vm {
 				       * the start: a fatal exit says so from inside
 				       * the vCPU's filter, which allows no file access */
 	bool sandbox;                 /* every thread of the VM enters its seccomp
-				       * filter (vmm/sandbox.h) */
+				       * filter (vmm/kvm/sandbox.h) */
 };
 
 /* The guest's console device (x86: the COM1 UART; s390: the SCLP
  * console) as the VM's control thread drives it: input from the console
  * fd goes in through rx_push; output waits in the device's bounded buffer
  * (devices/console_buf.h) until the control thread takes it
- * (vmm/console_out.c), so no vCPU ever writes to a host fd. One const
+ * (vmm/lib/console_out.c), so no vCPU ever writes to a host fd. One const
  * table per device type. */
 struct vm_console_ops {
 	/* Bytes of input the device takes now (0: its buffer is full). */

@@ -12,8 +12,8 @@
 #include <stdint.h>
 #include <stdio.h>
 
-#include "vmm/util.h"
-#include "vmm/vm.h"
+#include "vmm/base/util.h"
+#include "vmm/kvm/vm.h"
 
 enum vcpu_exit_kind {
 	VCPU_EXIT_IO, VCPU_EXIT_MMIO, VCPU_EXIT_INTR, VCPU_EXIT_HLT, VCPU_EXIT_SHUTDOWN,

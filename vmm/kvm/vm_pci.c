@@ -1,11 +1,11 @@
-#include "vmm/vm_pci.h"
+#include "vmm/kvm/vm_pci.h"
 
 #include <errno.h>
 #include <linux/kvm.h>
 #include <string.h>
 #include <sys/ioctl.h>
 
-#include "vmm/vm.h"
+#include "vmm/kvm/vm.h"
 
 int vm_irqfd_resample(struct vm *vm, unsigned gsi, int fd, int resample_fd, bool deassign)
 {

@@ -1,6 +1,6 @@
-#include "vmm/console_out.h"
+#include "vmm/lib/console_out.h"
 #include "devices/console_buf.h"
-#include "vmm/util.h"
+#include "vmm/base/util.h"
 
 #include <errno.h>
 #include <fcntl.h>

@@ -1,4 +1,4 @@
-#include "vmm/relro.h"
+#include "vmm/cli/relro.h"
 
 #include <errno.h>
 #include <sys/mman.h>

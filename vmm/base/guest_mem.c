@@ -1,4 +1,4 @@
-#include "vmm/guest_mem.h"
+#include "vmm/base/guest_mem.h"
 
 #include <errno.h>
 #include <string.h>

@@ -14,8 +14,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "vmm/log.h"
-#include "vmm/vm.h"
+#include "vmm/base/log.h"
+#include "vmm/kvm/vm.h"
 
 struct conout {
 	const struct vm_console *con;
