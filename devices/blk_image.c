@@ -96,7 +96,7 @@ static bool blk_probe_punch(int fd, uint64_t size)
 			 (off_t)size, (off_t)BLK_SECTOR) == 0;
 }
 
-int blk_image_open(const struct blk_opts *o, struct blk_image *img, const struct log_sink *log,
+int blk_image_open(const struct mvm_disk *o, struct blk_image *img, const struct log_sink *log,
 		   char *err, size_t errlen)
 {
 	int flags = (o->ro ? O_RDONLY : O_RDWR) | O_CLOEXEC;
@@ -176,7 +176,7 @@ int blk_image_open(const struct blk_opts *o, struct blk_image *img, const struct
 		goto close_fd;
 	}
 
-	if (o->cache == BLK_CACHE_NONE) {
+	if (o->cache == MVM_CACHE_NONE) {
 		char self[64];
 		int dfd;
 

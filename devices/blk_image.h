@@ -1,4 +1,4 @@
-/* virtio-blk backing image: the --disk option string and the host file.
+/* virtio-blk backing image: the host file behind a disk.
  *
  * Raw images only. The image is locked with an OFD lock (shared for ro,
  * exclusive for rw) held for as long as the fd is open, so two mvm
@@ -12,8 +12,11 @@
 #include <sys/types.h>
 
 #include "vmm/base/log.h"
+/* struct mvm_disk: a disk has one shape, from the command line (or a
+ * program) through the library to this device. */
+#include "vmm/mvm.h"
 
-#define BLK_MAX_QUEUES 64
+#define BLK_PATH_MAX 4096          /* an image path, with its NUL */
 #define BLK_SERIAL_MAX 20          /* VIRTIO_BLK_ID_BYTES */
 #define BLK_SECTOR 512ULL          /* virtio-blk sector unit, also our blk_size */
 #define BLK_POLL_US_DEFAULT 32     /* like QEMU's iothread poll-max-ns */
@@ -24,23 +27,6 @@
  * come); off on its own where the guest waits for each. */
 #define BLK_GATHER_US_DEFAULT 200
 #define BLK_GATHER_US_MAX 1000
-
-enum blk_cache { BLK_CACHE_WRITEBACK, BLK_CACHE_NONE };
-
-struct blk_opts {
-	char path[4096];
-	bool ro;
-	bool discard;
-	enum blk_cache cache;
-	unsigned queues;
-	char serial[BLK_SERIAL_MAX + 1];
-	unsigned poll_us;          /* the longest polling window of an I/O thread */
-	unsigned gather_us;        /* the longest wait after a kick for more requests */
-	unsigned io_threads;       /* I/O threads serving the queues; 0: automatic
-				    * (blk_io_threads) */
-	bool fixed_buffers;        /* guest RAM registered with each I/O thread's
-				    * io_uring (devices/virtq_worker.h) */
-};
 
 struct blk_image {
 	int fd;                    /* O_DIRECT when direct */
@@ -62,7 +48,7 @@ void blk_image_move(struct blk_image *to, struct blk_image *from);
 
 /* Open and lock the image. 0 or -errno with a one-line message in err.
  * Warnings (O_DIRECT refused, no hole punching) go to log (may be NULL). */
-int blk_image_open(const struct blk_opts *o, struct blk_image *img, const struct log_sink *log,
+int blk_image_open(const struct mvm_disk *o, struct blk_image *img, const struct log_sink *log,
 		   char *err, size_t errlen);
 void blk_image_close(struct blk_image *img);
 

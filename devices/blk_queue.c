@@ -422,7 +422,7 @@ static void q_free_slots(struct blk_queue *q)
 	q->prepared = false;
 }
 
-unsigned blk_io_threads(const struct blk_opts *o)
+unsigned blk_io_threads(const struct mvm_disk *o)
 {
 	unsigned n = o->io_threads;
 	cpu_set_t cpus;

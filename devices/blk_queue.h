@@ -111,7 +111,9 @@ struct blk_queue {
 
 struct blk_dev {
 	struct virtio_dev vdev;
-	struct blk_opts opts;
+	struct mvm_disk opts;      /* as given, checked (mvm_add_disk: kv_check) */
+	char path[BLK_PATH_MAX];   /* opts.path and opts.serial point here: ours */
+	char serial[BLK_SERIAL_MAX + 1];
 	struct blk_image img;
 	uint64_t capacity;         /* sectors */
 	bool flush_failed;         /* atomic, sticky: a failed fsync fails later flushes */
@@ -140,7 +142,7 @@ void blk_slots_free(struct blk_dev *blk);
 
 /* The device's I/O threads for its options: io_threads, or (0) one per
  * queue up to the CPUs this process may run on; never more than queues. */
-unsigned blk_io_threads(const struct blk_opts *o);
+unsigned blk_io_threads(const struct mvm_disk *o);
 
 /* The device's workers (its I/O threads) and their rings, with the
  * device: queue q is served by worker q % nworkers. 0 or -errno. */

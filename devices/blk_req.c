@@ -90,7 +90,8 @@ enum blk_verdict blk_req_parse(const struct virtq_chain *c, const struct blk_req
 
 		if (wlen < sizeof(id))
 			goto done;
-		memcpy(id, ctx->serial, n);
+		if (n)          /* no serial: NULL, and memcpy's source may not be */
+			memcpy(id, ctx->serial, n);
 		iov_write(wr, nwr, 0, id, sizeof(id));
 		*used_len = sizeof(id) + 1;
 		st = VIRTIO_BLK_S_OK;

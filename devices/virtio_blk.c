@@ -199,23 +199,103 @@ static const struct virtio_device_ops blk_ops = {
 	.destroy = blk_destroy,
 };
 
-static int blk_dev_create(const struct blk_opts *o, struct blk_image *img,
+#define BLK_KEY(member, ctype) KV_OFF(struct mvm_disk, member, ctype)
+
+static const struct kv_value blk_on_off[] = {
+	{ .name = "on", .value = 1 },
+	{ .name = "off", .value = 0 },
+	{ .name = NULL },
+};
+static const struct kv_value blk_discard_values[] = {
+	{ .name = "on", .value = 1 },
+	{ .name = "off", .value = 0 },
+	{ .name = "unmap", .value = 1, .alias = true },
+	{ .name = "ignore", .value = 0, .alias = true },
+	{ .name = NULL },
+};
+static const struct kv_value blk_cache_values[] = {
+	{ .name = "none", .value = MVM_CACHE_NONE },
+	{ .name = "writeback", .value = MVM_CACHE_WRITEBACK },
+	{ .name = NULL },
+};
+static const struct kv_value blk_transport_values[] = {
+	{ .name = "mmio", .value = MVM_TRANSPORT_MMIO },
+	{ .name = "pci", .value = MVM_TRANSPORT_PCI },
+	{ .name = "ccw", .value = MVM_TRANSPORT_CCW },
+	{ .name = NULL },
+};
+
+/* In the order mvm --help shows them. The transport's default is the
+ * architecture's (mvm_disk_init), not the device's. */
+static const struct kv_key blk_keys[] = {
+	{ "ro", KV_FLAG, BLK_KEY(ro, bool), .max = 1, .def = 0,
+	  .help = "read-only: VIRTIO_BLK_F_RO, the guest's writes fail" },
+	{ "rw", KV_FLAG, BLK_KEY(ro, bool), .max = 0, .no_default = true },
+	{ "serial", KV_STRING, BLK_KEY(serial, const char *), .max = BLK_SERIAL_MAX,
+	  .meta = "ID", .help = "the virtio-blk ID (/sys/block/vda/serial), up to 20 bytes" },
+	{ "cache", KV_ENUM, BLK_KEY(cache, enum mvm_cache), .values = blk_cache_values,
+	  .def = MVM_CACHE_WRITEBACK,
+	  .help = "none: O_DIRECT on the host (default writeback)" },
+	{ "discard", KV_BOOL, BLK_KEY(discard, bool), .values = blk_discard_values, .def = 0,
+	  .help = "offer DISCARD (hole punching) where the host can (default off)" },
+	{ "queues", KV_UINT, BLK_KEY(queues, unsigned), .min = 1, .max = MVM_MAX_QUEUES,
+	  .def = 1, .meta = "N", .help = "virtqueues (default 1, or --queues)" },
+	{ "io-threads", KV_UINT, BLK_KEY(io_threads, unsigned), .min = 1,
+	  .max = MVM_MAX_QUEUES, .zero_is_unset = true, .meta = "N",
+	  .help = "host threads serving the queues (default: one per queue, at most as "
+		  "many as CPUs mvm may run on, or --io-threads)" },
+	{ "poll", KV_UINT, BLK_KEY(poll_us, unsigned), .max = BLK_POLL_US_MAX,
+	  .def = BLK_POLL_US_DEFAULT, .meta = "USEC", .unit = "us",
+	  .help = "the longest time an idle I/O thread polls for work (default 32; it "
+		  "adapts below that, 0: never)" },
+	{ "gather", KV_UINT, BLK_KEY(gather_us, unsigned), .max = BLK_GATHER_US_MAX,
+	  .def = BLK_GATHER_US_DEFAULT, .meta = "USEC", .unit = "us",
+	  .help = "the longest an I/O thread waits after a kick for more requests to "
+		  "batch (default 200; it adapts below that and turns itself off at low "
+		  "queue depths; 0: never)" },
+	{ "transport", KV_ENUM, BLK_KEY(transport, enum mvm_transport),
+	  .values = blk_transport_values, .no_default = true,
+	  .help = "the virtio transport (default: --transport, or pci on x86, ccw on s390x)" },
+	{ "packed", KV_BOOL, BLK_KEY(packed, bool), .values = blk_on_off, .def = 1,
+	  .help = "offer the packed ring (default on)" },
+	{ "fixed-buffers", KV_BOOL, BLK_KEY(fixed_buffers, bool), .values = blk_on_off,
+	  .def = 0,
+	  .help = "on: guest RAM registered with io_uring, so O_DIRECT I/O skips pinning "
+		  "pages per request; pins all of guest RAM (needs RLIMIT_MEMLOCK or "
+		  "CAP_IPC_LOCK; default off)" },
+};
+
+const struct kv_table blk_disk_keys = {
+	.what = "disk",
+	.first = "PATH",
+	.first_name = "image path",
+	.first_off = BLK_KEY(path, const char *),
+	.keys = blk_keys,
+	.nkeys = sizeof(blk_keys) / sizeof(blk_keys[0]),
+};
+
+static int blk_dev_create(const struct mvm_disk *o, struct blk_image *img,
 			  const struct guest_mem *mem, const struct blk_backend_ops *backend,
 			  void *backend_arg, struct virtio_dev **out, char *err, size_t errlen)
 {
 	struct blk_dev *blk;
 	int r;
 
-	if (o->queues < 1 || o->queues > BLK_MAX_QUEUES) {
-		snprintf(err, errlen, "disk %s: %u queues; use 1 to %u", o->path, o->queues,
-			 BLK_MAX_QUEUES);
-		r = -EINVAL;
+	r = kv_check(&blk_disk_keys, o, o->path, err, errlen);
+	if (r)
+		goto close_image;
+	if (!o->path || strlen(o->path) >= BLK_PATH_MAX) {
+		snprintf(err, errlen, "disk %.64s: no path, or a path longer than %d bytes",
+			 o->path ? o->path : "(null)", BLK_PATH_MAX - 1);
+		r = -ENAMETOOLONG;
 		goto close_image;
 	}
 	blk = calloc(1, sizeof(*blk));
 	if (!blk)
 		goto oom;
 	blk->opts = *o;
+	blk->opts.path = strcpy(blk->path, o->path);
+	blk->opts.serial = o->serial ? strcpy(blk->serial, o->serial) : NULL;
 	blk->queues = calloc(o->queues, sizeof(*blk->queues));
 	blk->nworkers = blk_io_threads(o);
 	blk->workers = calloc(blk->nworkers, sizeof(*blk->workers));
@@ -268,14 +348,14 @@ close_image:
 	return r;
 }
 
-int blk_dev_from_image(const struct blk_opts *o, struct blk_image *img,
+int blk_dev_from_image(const struct mvm_disk *o, struct blk_image *img,
 		       const struct guest_mem *mem, struct virtio_dev **out, char *err,
 		       size_t errlen)
 {
 	return blk_dev_create(o, img, mem, &blk_file_backend, NULL, out, err, errlen);
 }
 
-int blk_dev_new_backend(const struct blk_opts *o, const struct guest_mem *mem,
+int blk_dev_new_backend(const struct mvm_disk *o, const struct guest_mem *mem,
 			const struct blk_backend_ops *backend, void *arg,
 			struct virtio_dev **out, char *err, size_t errlen)
 {
@@ -288,7 +368,7 @@ int blk_dev_new_backend(const struct blk_opts *o, const struct guest_mem *mem,
 	return blk_dev_create(o, &img, mem, backend, arg, out, err, errlen);
 }
 
-int blk_dev_new(const struct blk_opts *o, const struct guest_mem *mem,
+int blk_dev_new(const struct mvm_disk *o, const struct guest_mem *mem,
 		struct virtio_dev **out, char *err, size_t errlen)
 {
 	return blk_dev_new_backend(o, mem, &blk_file_backend, NULL, out, err, errlen);

@@ -11,26 +11,32 @@
 
 #include "devices/blk_image.h"
 #include "devices/virtio.h"
+#include "vmm/base/keyval.h"
 
 #define BLK_QUEUE_SIZE_MAX 256     /* QueueNumMax of every request queue */
+
+/* A disk's keys after its path ("PATH[,ro][,serial=ID]..."), over struct
+ * mvm_disk: their limits, defaults and help, for mvm_disk_parse,
+ * mvm_disk_init, mvm_add_disk's check and mvm --help alike. */
+extern const struct kv_table blk_disk_keys;
 
 /* Create the device around an image opened with blk_image_open (taken
  * over, also on failure: closed then), not yet bound to a transport. *out
  * is freed by virtio_dev_destroy(). 0 or -errno with a one-line message. */
-int blk_dev_from_image(const struct blk_opts *o, struct blk_image *img,
+int blk_dev_from_image(const struct mvm_disk *o, struct blk_image *img,
 		       const struct guest_mem *mem, struct virtio_dev **out, char *err,
 		       size_t errlen);
 
 /* blk_image_open (warnings dropped) + blk_dev_from_image: for tests and
  * the benchmark. */
-int blk_dev_new(const struct blk_opts *o, const struct guest_mem *mem,
+int blk_dev_new(const struct mvm_disk *o, const struct guest_mem *mem,
 		struct virtio_dev **out, char *err, size_t errlen);
 /* The same with another block backend (devices/blk_queue.h: the null
  * backend of the benchmark, fault injection in tests); arg goes to its
  * complete(). The backend is part of the device from its creation: the
  * rings' restrictions name its opcodes. */
 struct blk_backend_ops;
-int blk_dev_new_backend(const struct blk_opts *o, const struct guest_mem *mem,
+int blk_dev_new_backend(const struct mvm_disk *o, const struct guest_mem *mem,
 			const struct blk_backend_ops *backend, void *arg,
 			struct virtio_dev **out, char *err, size_t errlen);
 

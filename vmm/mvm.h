@@ -65,15 +65,16 @@ extern "C" {
  * is passed with it) make a new MINOR: a program built against an older
  * header runs against a newer library of the same MAJOR. */
 #define MVM_VERSION_MAJOR 2
-#define MVM_VERSION_MINOR 0
+#define MVM_VERSION_MINOR 1
 #define MVM_VERSION_PATCH 0
-#define MVM_VERSION_STRING "2.0.0"
+#define MVM_VERSION_STRING "2.1.0"
 #define MVM_ERR_MAX 512          /* enough for any message */
 /* For the statistics calls: every vCPU, every disk, every queue. */
 #define MVM_ALL (~0u)
 #define MVM_MAX_DISKS 16
 #define MVM_MAX_QUEUES 64
 #define MVM_MAX_CPUS 254
+#define MVM_MIN_MEM (16ULL << 20)
 
 struct mvm;
 
@@ -237,9 +238,30 @@ struct mvm_stats {
  * header the program was built with. */
 const char *mvm_version(void);
 
+/* The most vCPUs a VM of this library's architecture takes (at most
+ * MVM_MAX_CPUS; KVM may allow fewer still). Since 2.1. */
+unsigned mvm_max_cpus(void);
+
 /* Defaults for every field, and the size. */
 void mvm_config_init(struct mvm_config *cfg);
 void mvm_disk_init(struct mvm_disk *disk, const char *path);
+
+/* Parse mvm(1)'s --disk syntax, "PATH[,key=value]..." (mvm_disk_syntax
+ * writes it out: "PATH[,ro][,serial=ID][,cache=none|writeback]..."), over
+ * *disk: keys the spec leaves out keep what disk holds (mvm_disk_init's
+ * defaults, or the caller's). path and serial then point into buf, which
+ * needs strlen(spec) + 1 bytes and must live until mvm_add_disk (which
+ * copies them). The limits are mvm_add_disk's. 0, or -EINVAL (-ENOSPC:
+ * buf too small) with a one-line message that starts with "disk". Since
+ * 2.1. */
+int mvm_disk_parse(struct mvm_disk *disk, const char *spec, char *buf, size_t buflen,
+		   char *err, size_t errlen);
+/* That syntax into buf (cut to len, NUL-terminated); returns the length
+ * it needs. Since 2.1. */
+size_t mvm_disk_syntax(char *buf, size_t len);
+/* What each key means, for a program's help (one key per paragraph,
+ * indented by indent), into buf as mvm_disk_syntax. Since 2.1. */
+size_t mvm_disk_help(unsigned indent, char *buf, size_t len);
 
 /* Check cfg and make a VM that is not running yet (the config is copied;
  * files are checked and the kernel is parsed now). 0 or -errno. */

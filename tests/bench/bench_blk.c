@@ -26,9 +26,9 @@
  * device's disk spec. --cache none reads the file with O_DIRECT on both
  * sides (the device with cache=none): host block I/O instead of page-cache
  * copies, where registered buffers (--opts ,fixed-buffers=on) matter. */
+#include "tests/unit/disk_spec.h"
 #include "tests/unit/vdrv.h"
 #include "tests/unit/blk_null.h"
-#include "vmm/cli/cli.h"
 #include "devices/virtio_blk.h"
 #include "devices/blk_req.h"
 
@@ -159,7 +159,7 @@ static void set_sector(struct vdrv *d, struct breq *r, uint64_t sector)
  * previous run's queue thread dropped its ring's reference to the image
  * (and with it the OFD lock) as it stopped; left to the ring's teardown,
  * which is asynchronous, it could outlive the device. */
-static void dev_new(const struct blk_opts *o, struct vdrv *d, bool null, struct virtio_dev **dev)
+static void dev_new(const struct mvm_disk *o, struct vdrv *d, bool null, struct virtio_dev **dev)
 {
 	char err[256];
 
@@ -213,13 +213,13 @@ static struct virtio_dev *bench_open(struct vdrv *d, const char *path, bool null
 	uint64_t want = VIRTIO_BIT(VIRTIO_F_VERSION_1) | VIRTIO_BIT(VIRTIO_RING_F_EVENT_IDX) |
 			VIRTIO_BIT(VIRTIO_RING_F_INDIRECT_DESC);
 	struct virtio_dev *dev;
-	struct blk_opts o;
+	struct mvm_disk o;
 	char err[256], spec[512];
 
 	if (packed)
 		want |= VIRTIO_BIT(VIRTIO_F_RING_PACKED);
 	snprintf(spec, sizeof(spec), "%s%s%s", path, odirect ? ",cache=none" : "", disk_opts);
-	if (cli_parse_blk_opts(spec, 1, &o, err, sizeof(err)))
+	if (test_disk_parse(spec, 1, &o, err, sizeof(err)))
 		die_bench(err);
 	/* Room for 128 requests' buffers, and their metadata. */
 	if (vdrv_ram_init(d, 0x100000, (8u << 20) + 128u * bs))

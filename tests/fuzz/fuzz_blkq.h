@@ -781,9 +781,9 @@ static int blkq_fuzz(const uint8_t *data, size_t size, bool packed)
 	g.blk->img.discard = cfg & 0x40;
 	g.blk->img.size = fk.disk_bytes;
 	g.blk->backend = &blk_file_backend;
-	snprintf(g.blk->opts.serial, sizeof(g.blk->opts.serial), "%s",
-		 cfg & 0x80 ? "fuzz-serial-20-bytes" : "");
+	g.blk->opts.serial = cfg & 0x80 ? strcpy(g.blk->serial, "fuzz-serial-20-bytes") : NULL;
 	g.blk->opts.queues = 1;
+	g.blk->opts.path = g.blk->path;       /* "": no image file */
 	FZ_ASSERT(blk_workers_init(g.blk) == 0);
 	FZ_ASSERT(blk_workers_launch(g.blk) == 0);
 	g.vq = &g.blk->vdev.queues[0].vq;

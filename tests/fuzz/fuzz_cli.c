@@ -1,17 +1,19 @@
 /* mvm(1)'s command line (vmm/cli/cli.c) and the kernel command line built from
  * it (vm_compose_cmdline): the input is an argv (arguments separated by
  * NUL bytes) through cli_parse, as the unit tests call it; or, by its
- * first byte, one --disk value through cli_parse_disk alone.
+ * first byte, one --disk value through mvm_disk_parse alone.
  *
  * Invariants (besides ASan/UBSan): the result is 0 or -EINVAL; an error
  * has a one-line message; a parsed configuration is within the documented
  * ranges (cpus 1..254, mem >= 16 MiB, at most 16 disks, each with 1..N
  * queues, a serial that fits VIRTIO_BLK_ID_BYTES, a poll window within
- * BLK_POLL_US_MAX); composing its kernel command line either fits or says
- * -ENOSPC, NUL-terminated either way. */
+ * BLK_POLL_US_MAX), and every disk it accepts passes mvm_add_disk's check
+ * (kv_check over the same table); composing its kernel command line either
+ * fits or says -ENOSPC, NUL-terminated either way. */
 #include "tests/fuzz/fuzz.h"
 #include "vmm/cli/cli.h"
 #include "vmm/kvm/vm.h"
+#include "devices/virtio_blk.h"
 
 #define MAX_ARGS 64
 
@@ -27,20 +29,19 @@ static void check_err(int ret)
 	}
 }
 
-static void check_blk(const struct blk_opts *o)
+static void check_disk(const struct mvm_disk *o)
 {
-	FZ_ASSERT(memchr(o->path, 0, sizeof(o->path)) && o->path[0]);
-	FZ_ASSERT(strlen(o->serial) <= BLK_SERIAL_MAX);
-	FZ_ASSERT(o->queues >= 1);
+	char cerr[512];
+
+	FZ_ASSERT(o->path && o->path[0]);
+	FZ_ASSERT(!o->serial || strlen(o->serial) <= BLK_SERIAL_MAX);
+	FZ_ASSERT(o->queues >= 1 && o->queues <= MVM_MAX_QUEUES);
 	FZ_ASSERT(o->poll_us <= BLK_POLL_US_MAX);
 	FZ_ASSERT(o->gather_us <= BLK_GATHER_US_MAX);
-	FZ_ASSERT(o->cache == BLK_CACHE_WRITEBACK || o->cache == BLK_CACHE_NONE);
-}
-
-static void check_disk(const struct cli_disk *d)
-{
-	check_blk(&d->opts);
-	FZ_ASSERT(d->transport <= CLI_TRANSPORT_DEFAULT);
+	FZ_ASSERT(o->cache == MVM_CACHE_WRITEBACK || o->cache == MVM_CACHE_NONE);
+	FZ_ASSERT(o->transport == MVM_TRANSPORT_PCI || o->transport == MVM_TRANSPORT_MMIO ||
+		  o->transport == MVM_TRANSPORT_CCW);
+	FZ_ASSERT(kv_check(&blk_disk_keys, o, o->path, cerr, sizeof(cerr)) == 0);
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
@@ -60,13 +61,17 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	buf[size - 1] = 0;
 
 	if (data[0] & 1) {
-		struct cli_disk d;
-		enum cli_transport t = (enum cli_transport)((data[0] >> 1) % 4);
+		struct mvm_disk d;
+		char *text = malloc(size);
 
-		ret = cli_parse_disk(buf, 1 + (data[0] >> 3) % 8, t, &d, err, sizeof(err));
+		FZ_ASSERT(text);
+		mvm_disk_init(&d, NULL);
+		d.queues = 1 + (data[0] >> 3) % 8;
+		ret = mvm_disk_parse(&d, buf, text, size, err, sizeof(err));
 		check_err(ret);
 		if (ret == 0)
 			check_disk(&d);
+		free(text);
 		free(buf);
 		return 0;
 	}
@@ -82,16 +87,15 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	ret = cli_parse(argc, argv, cfg, err, sizeof(err));
 	check_err(ret);
 	if (ret == 0) {
-		FZ_ASSERT(cfg->cpus >= 1 && cfg->cpus <= CLI_MAX_CPUS);
-		FZ_ASSERT(cfg->mem >= CLI_MIN_MEM);
-		FZ_ASSERT(cfg->ndisks <= CLI_MAX_DISKS);
-		FZ_ASSERT(cfg->queues >= 1);
+		FZ_ASSERT(cfg->vm.cpus >= 1 && cfg->vm.cpus <= MVM_MAX_CPUS);
+		FZ_ASSERT(cfg->vm.mem >= MVM_MIN_MEM);
+		FZ_ASSERT(cfg->ndisks <= MVM_MAX_DISKS);
 		for (unsigned d = 0; d < cfg->ndisks; d++)
 			check_disk(&cfg->disks[d]);
 		FZ_ASSERT(cli_max_queues(cfg) >= (cfg->ndisks ? 1u : 0u));
 		cli_auto_cpus(cfg);
-		FZ_ASSERT(cfg->cpus >= 1 && cfg->cpus <= CLI_MAX_CPUS);
-		ret = vm_compose_cmdline("virtio_mmio.device=4K@0xd0000000:5", cfg->cmdline,
+		FZ_ASSERT(cfg->vm.cpus >= 1 && cfg->vm.cpus <= MVM_MAX_CPUS);
+		ret = vm_compose_cmdline("virtio_mmio.device=4K@0xd0000000:5", cfg->vm.cmdline,
 					 line, sizeof(line));
 		FZ_ASSERT(ret == 0 || ret == -ENOSPC);
 		FZ_ASSERT(memchr(line, 0, sizeof(line)));

@@ -45,11 +45,11 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "tests/unit/disk_spec.h"
 #include "tests/unit/vdrv.h"
 #include "devices/blk_queue.h"
 #include "devices/virtio_blk.h"
 #include "vmm/base/byteorder.h"
-#include "vmm/cli/cli.h"
 #include "vmm/base/util.h"
 
 #define RG_MAX_Q     4
@@ -251,13 +251,13 @@ static inline void rg_fini(struct rg *g)
 static inline int rg_dev_new(struct rg *g, const char *opts)
 {
 	char spec[256], err[256];
-	struct blk_opts o;
+	struct mvm_disk o;
 	int r;
 
 	memset(g->d.ram, 0, RG_SIZE_A);
 	memset(g->b, 0, RG_SIZE_B);
 	snprintf(spec, sizeof(spec), "%s%s", g->img_path, opts);
-	r = cli_parse_blk_opts(spec, 1, &o, err, sizeof(err));
+	r = test_disk_parse(spec, 1, &o, err, sizeof(err));
 	if (!r) {
 		rg_io.mem = &g->d.mem;
 		r = blk_dev_new_backend(&o, &g->d.mem, &rg_backend, NULL, &g->dev, err, sizeof(err));

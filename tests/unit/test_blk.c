@@ -1,9 +1,9 @@
 /* virtio-blk device: real device code and real io_uring on a temp file,
  * driven by the fake-guest driver (tests/unit/vdrv.h) through the
  * virtio-mmio register model. No KVM. */
+#include "tests/unit/disk_spec.h"
 #include "tests/unit/check.h"
 #include "tests/unit/vdrv.h"
-#include "vmm/cli/cli.h"
 #include "devices/virtio_blk.h"
 #include "devices/blk_queue.h"
 #include "devices/blk_req.h"
@@ -75,7 +75,7 @@ static void setup_backend(struct t *t, const char *opts, unsigned nq, uint64_t f
 			  bool ok, const struct blk_backend_ops *backend)
 {
 	char spec[256], err[256];
-	struct blk_opts o;
+	struct mvm_disk o;
 	unsigned q;
 
 	check_need_io_uring();
@@ -89,7 +89,7 @@ static void setup_backend(struct t *t, const char *opts, unsigned nq, uint64_t f
 		make_image(t, IMG_SIZE);
 	}
 	snprintf(spec, sizeof(spec), "%s%s", t->path, opts);
-	CHECK_EQ(cli_parse_blk_opts(spec, nq, &o, err, sizeof(err)), 0);
+	CHECK_EQ(test_disk_parse(spec, nq, &o, err, sizeof(err)), 0);
 	CHECK_EQ(vdrv_ram_init(&t->d, 0x1000, 16 << 20), 0);
 	if (blk_dev_new_backend(&o, &t->d.mem, backend ? backend : &blk_file_backend, NULL,
 				&t->dev, err, sizeof(err))) {
@@ -733,7 +733,7 @@ TEST(stopping_tells_every_io_thread_before_any_queue_stops)
  * process may run on (threads sharing a CPU cost a switch per batch). */
 TEST(io_threads_default_is_queues_capped_by_cpus)
 {
-	struct blk_opts o = { .queues = 64 };
+	struct mvm_disk o = { .queues = 64 };
 	cpu_set_t one;
 	cpu_set_t all;
 

@@ -13,6 +13,7 @@
  * the channel subsystem's lock, the vCPU holding it would wait for the
  * queue thread forever: a watchdog fails the case when a reset does not
  * finish in time. Needs io_uring: skipped under qemu-user. */
+#include "tests/unit/disk_spec.h"
 #include "arch/s390/css.h"
 #include "devices/blk_queue.h"
 #include "devices/virtio_blk.h"
@@ -21,7 +22,6 @@
 #include "tests/unit/check.h"
 #include "tests/unit/vdrv.h"
 #include "vmm/base/byteorder.h"
-#include "vmm/cli/cli.h"
 
 #include <poll.h>
 #include <pthread.h>
@@ -354,7 +354,7 @@ static struct rt *rt_new(void)
 {
 	struct rt *t = calloc(1, sizeof(*t));
 	char spec[128], err[256];
-	struct blk_opts o;
+	struct mvm_disk o;
 	int fd;
 
 	check_need_io_uring();
@@ -365,7 +365,7 @@ static struct rt *rt_new(void)
 	CHECK_EQ(ftruncate(fd, 1 << 20), 0);
 	close(fd);
 	snprintf(spec, sizeof(spec), "%s", t->path);
-	CHECK_EQ(cli_parse_blk_opts(spec, 1, &o, err, sizeof(err)), 0);
+	CHECK_EQ(test_disk_parse(spec, 1, &o, err, sizeof(err)), 0);
 	CHECK_EQ(vdrv_ram_init(&t->d, RAM_GPA, RAM_SIZE), 0);
 	if (blk_dev_new_backend(&o, &t->d.mem, &blk_null_backend, NULL, &t->dev, err,
 				sizeof(err))) {

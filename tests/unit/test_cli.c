@@ -28,9 +28,9 @@ TEST(defaults_are_one_cpu_256m)
 	char *argv[] = { "mvm", NULL };
 
 	CHECK_EQ(cli_parse(1, argv, &c, err, sizeof(err)), 0);
-	CHECK_EQ(c.cpus, 1);
-	CHECK_EQ(c.mem, 256 * MiB);
-	CHECK(c.kernel == NULL && c.initrd == NULL && c.cmdline == NULL);
+	CHECK_EQ(c.vm.cpus, 1);
+	CHECK_EQ(c.vm.mem, 256 * MiB);
+	CHECK(c.vm.kernel == NULL && c.vm.initrd == NULL && c.vm.cmdline == NULL);
 	CHECK(!c.stats && !c.help && !c.version);
 }
 
@@ -40,11 +40,11 @@ TEST(every_option_separate_value)
 
 	CHECK_EQ(PARSE(&c, "--kernel", "k", "--initrd", "i", "--cmdline", "-- exit 3",
 		       "--cpus", "4", "--mem", "1G", "--stats"), 0);
-	CHECK_STR(c.kernel, "k");
-	CHECK_STR(c.initrd, "i");
-	CHECK_STR(c.cmdline, "-- exit 3");
-	CHECK_EQ(c.cpus, 4);
-	CHECK_EQ(c.mem, GiB);
+	CHECK_STR(c.vm.kernel, "k");
+	CHECK_STR(c.vm.initrd, "i");
+	CHECK_STR(c.vm.cmdline, "-- exit 3");
+	CHECK_EQ(c.vm.cpus, 4);
+	CHECK_EQ(c.vm.mem, GiB);
 	CHECK(c.stats);
 }
 
@@ -54,11 +54,11 @@ TEST(every_option_equals_value)
 
 	CHECK_EQ(PARSE(&c, "--kernel=k", "--initrd=i", "--cmdline=quiet", "--cpus=32",
 		       "--mem=5G"), 0);
-	CHECK_STR(c.kernel, "k");
-	CHECK_STR(c.initrd, "i");
-	CHECK_STR(c.cmdline, "quiet");
-	CHECK_EQ(c.cpus, 32);
-	CHECK_EQ(c.mem, 5 * GiB);
+	CHECK_STR(c.vm.kernel, "k");
+	CHECK_STR(c.vm.initrd, "i");
+	CHECK_STR(c.vm.cmdline, "quiet");
+	CHECK_EQ(c.vm.cpus, 32);
+	CHECK_EQ(c.vm.mem, 5 * GiB);
 }
 
 TEST(sandbox_is_on_unless_turned_off)
@@ -66,12 +66,12 @@ TEST(sandbox_is_on_unless_turned_off)
 	struct cli_config c;
 
 	CHECK_EQ(PARSE(&c, "--cpus", "1"), 0);
-	CHECK(c.sandbox);
+	CHECK(c.vm.sandbox);
 	CHECK(!c.chroot_dir && !c.ids_set);
 	CHECK_EQ(PARSE(&c, "--sandbox=off"), 0);
-	CHECK(!c.sandbox);
+	CHECK(!c.vm.sandbox);
 	CHECK_EQ(PARSE(&c, "--sandbox", "on"), 0);
-	CHECK(c.sandbox);
+	CHECK(c.vm.sandbox);
 	CHECK_EQ(PARSE(&c, "--sandbox=maybe"), -EINVAL);
 	CHECK_STR(err, "--sandbox 'maybe': give on or off");
 }
@@ -81,11 +81,11 @@ TEST(pvpanic_is_on_unless_turned_off)
 	struct cli_config c;
 
 	CHECK_EQ(PARSE(&c, "--cpus", "1"), 0);
-	CHECK(c.pvpanic);
+	CHECK(c.vm.pvpanic);
 	CHECK_EQ(PARSE(&c, "--pvpanic=off"), 0);
-	CHECK(!c.pvpanic);
+	CHECK(!c.vm.pvpanic);
 	CHECK_EQ(PARSE(&c, "--pvpanic", "on"), 0);
-	CHECK(c.pvpanic);
+	CHECK(c.vm.pvpanic);
 	CHECK_EQ(PARSE(&c, "--pvpanic=1"), -EINVAL);
 	CHECK_STR(err, "--pvpanic '1': give on or off");
 }
@@ -125,7 +125,7 @@ TEST(parse_can_run_twice)
 
 	CHECK_EQ(PARSE(&c, "--cpus", "2"), 0);
 	CHECK_EQ(PARSE(&c, "--cpus", "3"), 0);
-	CHECK_EQ(c.cpus, 3);
+	CHECK_EQ(c.vm.cpus, 3);
 }
 
 TEST(bad_cpus)
@@ -236,13 +236,13 @@ TEST(default_guest_found_next_to_binary)
 	CHECK_EQ(PARSE(&c, "--cpus", "1"), 0);
 	CHECK_EQ(cli_default_guest(&c, tmpdir, err, sizeof(err)), 0);
 	snprintf(path, sizeof(path), "%s/build/guest/bzImage", tmpdir);
-	CHECK_STR(c.kernel, path);
-	CHECK(strstr(c.initrd, "/build/guest/initramfs.cpio.gz"));
+	CHECK_STR(c.vm.kernel, path);
+	CHECK(strstr(c.vm.initrd, "/build/guest/initramfs.cpio.gz"));
 	/* An explicit --kernel wins and gets no default initrd. */
 	CHECK_EQ(PARSE(&c, "--kernel", "/k"), 0);
 	CHECK_EQ(cli_default_guest(&c, tmpdir, err, sizeof(err)), 0);
-	CHECK_STR(c.kernel, "/k");
-	CHECK(c.initrd == NULL);
+	CHECK_STR(c.vm.kernel, "/k");
+	CHECK(c.vm.initrd == NULL);
 }
 
 /* --- the real binary ----------------------------------------------------- */
@@ -431,7 +431,7 @@ TEST(binary_without_kvm_says_use_the_harness)
 
 TEST(binary_help_and_version)
 {
-	char out[4096];
+	char out[16384];
 
 	CHECK_EQ(run_mvm(out, sizeof(out), (const char *const[]){ "--help", NULL }), 0);
 	CHECK(strstr(out, "--kernel") && strstr(out, "Ctrl-A x"));
@@ -450,14 +450,14 @@ TEST(disks_in_order_with_global_queues_and_transport)
 	CHECK_EQ(PARSE(&c, "--disk", "a.img", "--disk", "b.img,ro,queues=2,transport=pci",
 		       "--queues", "4", "--transport", "mmio"), 0);
 	CHECK_EQ(c.ndisks, 2);
-	CHECK_STR(c.disks[0].opts.path, "a.img");
-	CHECK_EQ(c.disks[0].opts.queues, 4);
-	CHECK_EQ(c.disks[0].transport, CLI_TRANSPORT_MMIO);
-	CHECK(c.disks[0].packed && !c.disks[0].opts.ro);
-	CHECK_STR(c.disks[1].opts.path, "b.img");
-	CHECK_EQ(c.disks[1].opts.queues, 2);
-	CHECK_EQ(c.disks[1].transport, CLI_TRANSPORT_PCI);
-	CHECK(c.disks[1].opts.ro);
+	CHECK_STR(c.disks[0].path, "a.img");
+	CHECK_EQ(c.disks[0].queues, 4);
+	CHECK_EQ(c.disks[0].transport, MVM_TRANSPORT_MMIO);
+	CHECK(c.disks[0].packed && !c.disks[0].ro);
+	CHECK_STR(c.disks[1].path, "b.img");
+	CHECK_EQ(c.disks[1].queues, 2);
+	CHECK_EQ(c.disks[1].transport, MVM_TRANSPORT_PCI);
+	CHECK(c.disks[1].ro);
 	CHECK_EQ(cli_max_queues(&c), 4);
 }
 
@@ -469,30 +469,36 @@ TEST(io_threads_global_and_per_disk)
 
 	CHECK_EQ(PARSE(&c, "--disk", "a.img,queues=4", "--disk", "b.img,io-threads=3",
 		       "--io-threads", "2"), 0);
-	CHECK_EQ(c.disks[0].opts.io_threads, 2);
-	CHECK_EQ(c.disks[1].opts.io_threads, 3);
+	CHECK_EQ(c.disks[0].io_threads, 2);
+	CHECK_EQ(c.disks[1].io_threads, 3);
 	CHECK_EQ(PARSE(&c, "--disk", "a.img,queues=4"), 0);
-	CHECK_EQ(c.disks[0].opts.io_threads, 0);
+	CHECK_EQ(c.disks[0].io_threads, 0);
 	CHECK_EQ(PARSE(&c, "--io-threads", "0"), -EINVAL);
 	CHECK(strstr(err, "--io-threads '0'") && strstr(err, "1 to 64"));
 	CHECK_EQ(PARSE(&c, "--disk", "a.img,io-threads=x"), -EINVAL);
 	CHECK(strstr(err, "io-threads='x'") && strstr(err, "not a number"));
 }
 
-TEST(disk_transport_keys_do_not_reach_the_block_layer)
+/* A disk's transport keys and its block keys fill one struct mvm_disk;
+ * without transport= or --transport, the library's choice stands. */
+TEST(disk_transport_and_block_keys_in_one_struct)
 {
 	struct cli_config c;
+	struct mvm_disk dflt;
 
 	CHECK_EQ(PARSE(&c, "--disk", "x.img,packed=off,serial=abc,transport=mmio,cache=none"), 0);
 	CHECK(!c.disks[0].packed);
-	CHECK_EQ(c.disks[0].transport, CLI_TRANSPORT_MMIO);
-	CHECK_STR(c.disks[0].opts.serial, "abc");
-	CHECK_EQ(c.disks[0].opts.cache, BLK_CACHE_NONE);
-	CHECK_EQ(c.disks[0].opts.queues, 1);
-	CHECK_EQ(CLI_DEFAULT_TRANSPORT, CLI_TRANSPORT_DEFAULT);
+	CHECK_EQ(c.disks[0].transport, MVM_TRANSPORT_MMIO);
+	CHECK_STR(c.disks[0].serial, "abc");
+	CHECK_EQ(c.disks[0].cache, MVM_CACHE_NONE);
+	CHECK_EQ(c.disks[0].queues, 1);
+	mvm_disk_init(&dflt, NULL);
+	CHECK_EQ(PARSE(&c, "--disk", "x.img"), 0);
+	CHECK_EQ(c.disks[0].transport, dflt.transport);
+	CHECK_EQ(c.disks[0].size, sizeof(struct mvm_disk));
 	CHECK_EQ(PARSE(&c, "--transport", "ccw", "--disk", "x.img", "--disk", "y.img,transport=pci"), 0);
-	CHECK_EQ(c.disks[0].transport, CLI_TRANSPORT_CCW);
-	CHECK_EQ(c.disks[1].transport, CLI_TRANSPORT_PCI);
+	CHECK_EQ(c.disks[0].transport, MVM_TRANSPORT_CCW);
+	CHECK_EQ(c.disks[1].transport, MVM_TRANSPORT_PCI);
 }
 
 /* fixed-buffers= registers guest RAM with the disk's rings: off unless
@@ -503,18 +509,18 @@ TEST(disk_fixed_buffers_is_off_unless_asked)
 
 	CHECK_EQ(PARSE(&c, "--disk", "a.img", "--disk", "b.img,fixed-buffers=on,cache=none",
 		       "--disk", "c.img,fixed-buffers=off"), 0);
-	CHECK(!c.disks[0].opts.fixed_buffers);
-	CHECK(c.disks[1].opts.fixed_buffers);
-	CHECK(!c.disks[2].opts.fixed_buffers);
+	CHECK(!c.disks[0].fixed_buffers);
+	CHECK(c.disks[1].fixed_buffers);
+	CHECK(!c.disks[2].fixed_buffers);
 	CHECK_EQ(PARSE(&c, "--disk", "a.img,fixed-buffers=yes"), -EINVAL);
-	CHECK(strstr(err, "fixed-buffers='yes'") && strstr(err, "fixed-buffers=on"));
+	CHECK(strstr(err, "fixed-buffers 'yes'") && strstr(err, "fixed-buffers=on"));
 	CHECK_EQ(PARSE(&c, "--disk", "a.img,fixed-buffers"), -EINVAL);
 }
 
 TEST(bad_disk_options)
 {
 	struct cli_config c;
-	char *many[2 + 2 * (CLI_MAX_DISKS + 1)];
+	char *many[2 + 2 * (MVM_MAX_DISKS + 1)];
 	int i, n = 0;
 
 	CHECK_EQ(PARSE(&c, "--disk", "x.img,transport=virtio"), -EINVAL);
@@ -528,7 +534,7 @@ TEST(bad_disk_options)
 	CHECK_EQ(PARSE(&c, "--queues", "65"), -EINVAL);
 	CHECK_EQ(PARSE(&c, "--disk", "x.img", "--queues", "4x"), -EINVAL);
 	many[n++] = "mvm";
-	for (i = 0; i <= CLI_MAX_DISKS; i++) {
+	for (i = 0; i <= MVM_MAX_DISKS; i++) {
 		many[n++] = "--disk";
 		many[n++] = "x.img";
 	}
@@ -558,18 +564,18 @@ TEST(queues_raise_vcpus_only_without_cpus)
 {
 	struct cli_config c;
 
-	unsigned max = MIN(CLI_MAX_CPUS, arch_layout.max_vcpus);
+	unsigned max = MIN(MVM_MAX_CPUS, arch_layout.max_vcpus);
 
 	CHECK_EQ(PARSE(&c, "--disk", "x.img", "--queues", "4"), 0);
 	/* As many as the queues, as far as the architecture goes (s390x: 1). */
 	CHECK_EQ(cli_auto_cpus(&c), max > 1);
-	CHECK_EQ(c.cpus, MIN(4, max));
+	CHECK_EQ(c.vm.cpus, MIN(4, max));
 	CHECK_EQ(PARSE(&c, "--disk", "x.img", "--queues", "4", "--cpus", "2"), 0);
 	CHECK(!cli_auto_cpus(&c));
-	CHECK_EQ(c.cpus, 2);
+	CHECK_EQ(c.vm.cpus, 2);
 	CHECK_EQ(PARSE(&c, "--queues", "4"), 0);     /* no disk: nothing to use them */
 	CHECK(!cli_auto_cpus(&c));
-	CHECK_EQ(c.cpus, 1);
+	CHECK_EQ(c.vm.cpus, 1);
 }
 
 TEST(binary_rejects_bad_disks)

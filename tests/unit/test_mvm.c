@@ -241,6 +241,41 @@ TEST(cmdline_order_base_devices_user)
 	CHECK_EQ(vm_compose_cmdline(NULL, "quiet", out, strlen(base) + 4), -ENOSPC);
 }
 
+/* mvm(1)'s --disk syntax is the library's (mvm_disk_parse): what it
+ * parses, mvm_add_disk takes; the strings live in the caller's buffer
+ * until mvm_add_disk copies them. */
+TEST(disk_parse_gives_what_add_disk_takes)
+{
+	struct mvm_config c;
+	struct mvm_disk d;
+	struct mvm *vm;
+	char spec[256], buf[256], syntax[512];
+
+	need_disk_transport();
+
+	setup();
+	c = config();
+	CHECK_EQ(mvm_create(&c, &vm, err, sizeof(err)), 0);
+	mvm_disk_init(&d, NULL);
+	d.queues = 3;           /* a program's default, as --queues is mvm(1)'s */
+	snprintf(spec, sizeof(spec), "%s,ro,serial=abc,cache=writeback,poll=0", image);
+	CHECK_EQ(mvm_disk_parse(&d, spec, buf, sizeof(buf), err, sizeof(err)), 0);
+	CHECK_STR(d.path, image);
+	CHECK(d.ro && d.queues == 3 && d.poll_us == 0);
+	CHECK_STR(d.serial, "abc");
+	CHECK(d.path >= buf && d.path < buf + sizeof(buf));
+	CHECK_EQ(mvm_add_disk(vm, &d, err, sizeof(err)), 0);
+	memset(buf, 'x', sizeof(buf));          /* copied: the VM no longer needs it */
+	CHECK_EQ(mvm_disk_parse(&d, spec, buf, strlen(spec), err, sizeof(err)), -ENOSPC);
+	CHECK_EQ(mvm_disk_parse(&d, "x.img,queues=65", buf, sizeof(buf), err, sizeof(err)),
+		 -EINVAL);
+	CHECK(strncmp(err, "disk queues='65'", 16) == 0 && strstr(err, "1 to 64"));
+	CHECK_EQ(mvm_disk_parse(NULL, "x.img", buf, sizeof(buf), err, sizeof(err)), -EINVAL);
+	CHECK(mvm_disk_syntax(syntax, sizeof(syntax)) == strlen(syntax));
+	CHECK(strncmp(syntax, "PATH[,ro][,serial=ID]", 21) == 0);
+	mvm_destroy(vm);
+}
+
 TEST(add_disk_rejects_bad_disks)
 {
 	struct mvm_config c;

@@ -1,9 +1,9 @@
 /* virtio-blk over the packed ring: the unchanged device code (blk_queue.c
  * uses only the virtq API) with a driver that negotiated
  * VIRTIO_F_RING_PACKED. Real io_uring on a temp file, no KVM. */
+#include "tests/unit/disk_spec.h"
 #include "tests/unit/check.h"
 #include "tests/unit/vdrv.h"
-#include "vmm/cli/cli.h"
 #include "devices/virtio_blk.h"
 #include "devices/blk_req.h"
 
@@ -29,7 +29,7 @@ static uint8_t pattern(uint64_t off)
 static void setup(struct t *t, bool ok)
 {
 	char spec[128], err[256];
-	struct blk_opts o;
+	struct mvm_disk o;
 	uint8_t *img = malloc(IMG_SIZE);
 
 	check_need_io_uring();
@@ -42,7 +42,7 @@ static void setup(struct t *t, bool ok)
 	CHECK_EQ(pwrite(t->fd, img, IMG_SIZE, 0), IMG_SIZE);
 	free(img);
 	snprintf(spec, sizeof(spec), "%s", t->path);
-	CHECK_EQ(cli_parse_blk_opts(spec, 1, &o, err, sizeof(err)), 0);
+	CHECK_EQ(test_disk_parse(spec, 1, &o, err, sizeof(err)), 0);
 	CHECK_EQ(vdrv_ram_init(&t->d, 0x1000, 16 << 20), 0);
 	if (blk_dev_new(&o, &t->d.mem, &t->dev, err, sizeof(err))) {
 		fprintf(stderr, "%s\n", err);

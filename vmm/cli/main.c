@@ -50,7 +50,7 @@ static void main_log(void *opaque, enum mvm_log_level level, const char *msg)
 static const char *main_option_prefix(const char *msg)
 {
 	static const char *const fields[] = { "kernel ", "initrd ", "cmdline", "cpus ",
-					      "mem ", "disk ", "pvpanic " };
+					      "mem ", "disk ", "disk:", "pvpanic " };
 	unsigned i;
 
 	for (i = 0; i < ARRAY_SIZE(fields); i++)
@@ -105,7 +105,7 @@ static uint64_t main_fsize(const struct cli_config *cfg)
 	int fd;
 
 	for (i = 0; i < cfg->ndisks; i++) {
-		fd = open(cfg->disks[i].opts.path, O_RDONLY | O_CLOEXEC);
+		fd = open(cfg->disks[i].path, O_RDONLY | O_CLOEXEC);
 		if (fd < 0)
 			continue;       /* mvm_prepare opened it: only a race, and it is open */
 		end = (uint64_t)lseek(fd, 0, SEEK_END);
@@ -164,7 +164,7 @@ static void main_loop(struct mvm *vm, int sfd)
 
 int main(int argc, char **argv)
 {
-	struct cli_config cfg;
+	static struct cli_config cfg;   /* its disks' text is large for a stack */
 	struct mvm_config mc;
 	struct jail_cfg jail;
 	struct jail_state jst;
@@ -190,7 +190,7 @@ int main(int argc, char **argv)
 	}
 	if (cfg.probe_kvm)
 		return main_probe_kvm();
-	if (jail_check(cfg.sandbox, cfg.ids_set, geteuid(), err, sizeof(err)))
+	if (jail_check(cfg.vm.sandbox, cfg.ids_set, geteuid(), err, sizeof(err)))
 		die_usage("%s", err);
 	/* Signals become events of the main loop (signalfd). Blocked before
 	 * any thread exists, so every VM thread inherits the mask; a SIGTERM
@@ -207,7 +207,7 @@ int main(int argc, char **argv)
 	 * many vCPUs (blk-mq caps hardware queues at nr_cpu_ids). */
 	if (cli_auto_cpus(&cfg))
 		fprintf(stderr, "mvm: %u vCPUs so the guest can use all %u queues "
-			"(set --cpus to choose)\n", cfg.cpus, cli_max_queues(&cfg));
+			"(set --cpus to choose)\n", cfg.vm.cpus, cli_max_queues(&cfg));
 	main_exe_dir(exe_dir, sizeof(exe_dir));
 	if (cli_default_guest(&cfg, exe_dir, err, sizeof(err)))
 		die_usage("%s", err);
@@ -217,10 +217,10 @@ int main(int argc, char **argv)
 	jail = (struct jail_cfg){
 		.chroot_dir = cfg.chroot_dir, .netns = cfg.netns, .new_pid_ns = cfg.new_pid_ns,
 		.cgroup = cfg.cgroup, .ncgroup_set = cfg.ncgroup_set, .set_ids = cfg.ids_set,
-		.uid = cfg.uid, .gid = cfg.gid, .threads = cfg.cpus + 1,     /* vCPUs, control */
+		.uid = cfg.uid, .gid = cfg.gid, .threads = cfg.vm.cpus + 1,     /* vCPUs, control */
 	};
 	memcpy(jail.cgroup_set, cfg.cgroup_set, sizeof(jail.cgroup_set));
-	jailed = cfg.sandbox || cfg.chroot_dir || cfg.ids_set || cfg.netns || cfg.new_pid_ns ||
+	jailed = cfg.vm.sandbox || cfg.chroot_dir || cfg.ids_set || cfg.netns || cfg.new_pid_ns ||
 		 cfg.cgroup;
 	if (jailed) {
 		ret = jail_begin(&jail, &jst, err, sizeof(err));
@@ -230,54 +230,28 @@ int main(int argc, char **argv)
 			return jail_wait_child(&jst);
 	}
 
-	mvm_config_init(&mc);
-	mc.kernel = cfg.kernel;
-	mc.initrd = cfg.initrd;
-	mc.cmdline = cfg.cmdline;
-	mc.cpus = cfg.cpus;
-	mc.mem = cfg.mem;
+	mc = cfg.vm;
 	mc.console_in = STDIN_FILENO;
 	mc.console_out = STDOUT_FILENO;
 	mc.log_fn = main_log;
 	/* Ctrl-A x and Ctrl-A Ctrl-A mean something only on a raw terminal
 	 * (restored by atexit on every exit, by term_restore at the end). */
 	mc.console_escape = term_raw(STDIN_FILENO) == 0;
-	mc.sandbox = cfg.sandbox;
-	mc.pvpanic = cfg.pvpanic;
 	mc.start_ns = start_ns;
 	if (mvm_create(&mc, &vm, err, sizeof(err)))
 		die_usage("%s%s", main_option_prefix(err), err);
 	for (i = 0; i < cfg.ndisks; i++) {
-		const struct cli_disk *d = &cfg.disks[i];
-		struct mvm_disk md;
+		const struct mvm_disk *d = &cfg.disks[i];
 
-		mvm_disk_init(&md, d->opts.path);
-		md.ro = d->opts.ro;
-		md.serial = d->opts.serial[0] ? d->opts.serial : NULL;
-		md.cache = d->opts.cache == BLK_CACHE_NONE ? MVM_CACHE_NONE : MVM_CACHE_WRITEBACK;
-		md.discard = d->opts.discard;
-		md.queues = d->opts.queues;
-		md.poll_us = d->opts.poll_us;
-		md.gather_us = d->opts.gather_us;
-		md.io_threads = d->opts.io_threads;
-		md.fixed_buffers = d->opts.fixed_buffers;
-		if (d->transport == CLI_TRANSPORT_MMIO)
-			md.transport = MVM_TRANSPORT_MMIO;
-		else if (d->transport == CLI_TRANSPORT_PCI)
-			md.transport = MVM_TRANSPORT_PCI;
-		else if (d->transport == CLI_TRANSPORT_CCW)
-			md.transport = MVM_TRANSPORT_CCW;
-		/* else mvm_disk_init's: the architecture's own */
-		md.packed = d->packed;
-		if (mvm_add_disk(vm, &md, err, sizeof(err)))
+		if (mvm_add_disk(vm, d, err, sizeof(err)))
 			die_usage("%s%s", main_option_prefix(err), err);
 		/* Per queue a thread, its ring and stop eventfd; PCI's INTx helper. */
-		jail.threads += md.queues + (md.transport == MVM_TRANSPORT_PCI);
-		jail.fds += 2 * md.queues;
+		jail.threads += d->queues + (d->transport == MVM_TRANSPORT_PCI);
+		jail.fds += 2 * d->queues;
 		/* Each of the disk's I/O threads (at most one per queue) pins
 		 * all of guest RAM in its ring. */
-		if (md.fixed_buffers)
-			jail.memlock += cfg.mem * md.queues;
+		if (d->fixed_buffers)
+			jail.memlock += cfg.vm.mem * d->queues;
 	}
 	sfd = signalfd(-1, &sigs, SFD_CLOEXEC | SFD_NONBLOCK);
 	if (sfd < 0)

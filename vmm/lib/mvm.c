@@ -48,16 +48,15 @@
 #include <sys/sysinfo.h>
 #include <unistd.h>
 
-#define MVM_MIN_MEM (16ULL << 20)
 #define MVM_MAX_GPA (1ULL << 40)     /* guest RAM + the 1 GiB hole stays below */
 
 enum mvm_state { MVM_CREATED, MVM_PREPARED, MVM_RUNNING, MVM_ENDED, MVM_FAILED };
 
 struct mvm_disk_slot {
-	struct blk_opts opts;
+	struct mvm_disk opts;          /* the caller's, checked; its strings are ours: */
+	char path[BLK_PATH_MAX];
+	char serial[BLK_SERIAL_MAX + 1];
 	struct blk_image img;          /* open from mvm_add_disk until mvm_start */
-	enum mvm_transport transport;
-	bool packed;
 	struct virtio_dev *dev;        /* from mvm_start; the VM owns it */
 };
 
@@ -171,11 +170,32 @@ void mvm_disk_init(struct mvm_disk *disk, const char *path)
 	memset(disk, 0, sizeof(*disk));
 	disk->size = sizeof(*disk);
 	disk->path = path;
-	disk->queues = 1;
+	kv_defaults(&blk_disk_keys, disk);
 	disk->transport = arch_layout.has_ccw ? MVM_TRANSPORT_CCW : MVM_TRANSPORT_PCI;
-	disk->packed = true;
-	disk->poll_us = BLK_POLL_US_DEFAULT;
-	disk->gather_us = BLK_GATHER_US_DEFAULT;
+}
+
+int mvm_disk_parse(struct mvm_disk *disk, const char *spec, char *buf, size_t buflen,
+		   char *err, size_t errlen)
+{
+	if (!disk || disk->size < MVM_DISK_SIZE_MIN)
+		return err_set(err, errlen, -EINVAL, "disk: %s; fill it with mvm_disk_init first",
+			       disk ? "size not set" : "NULL");
+	return kv_parse(&blk_disk_keys, spec, disk, buf, buflen, err, errlen);
+}
+
+size_t mvm_disk_syntax(char *buf, size_t len)
+{
+	return kv_syntax(&blk_disk_keys, buf, len);
+}
+
+size_t mvm_disk_help(unsigned indent, char *buf, size_t len)
+{
+	return kv_help(&blk_disk_keys, indent, buf, len);
+}
+
+unsigned mvm_max_cpus(void)
+{
+	return MIN(MVM_MAX_CPUS, arch_layout.max_vcpus);
 }
 
 static uint64_t mvm_host_mem(void)
@@ -235,9 +255,9 @@ static int mvm_check_config(const struct mvm_config *cfg, char *err, size_t errl
 	if (!cfg->kernel || !*cfg->kernel)
 		return err_set(err, errlen, -EINVAL, "kernel: not set; give a bzImage or an ELF "
 			       "vmlinux with a PVH note");
-	if (cfg->cpus < 1 || cfg->cpus > MIN(MVM_MAX_CPUS, arch_layout.max_vcpus))
+	if (cfg->cpus < 1 || cfg->cpus > mvm_max_cpus())
 		return err_set(err, errlen, -EINVAL, "cpus %u: out of range; give 1 to %u",
-			       cfg->cpus, MIN(MVM_MAX_CPUS, arch_layout.max_vcpus));
+			       cfg->cpus, mvm_max_cpus());
 	if (cfg->mem < MVM_MIN_MEM || cfg->mem % 4096)
 		return err_set(err, errlen, -EINVAL, "mem %llu bytes: give at least 16 MiB, a "
 			       "multiple of 4 KiB", (unsigned long long)cfg->mem);
@@ -391,34 +411,14 @@ int mvm_add_disk(struct mvm *m, const struct mvm_disk *theirs, char *err, size_t
 			       d->path ? d->path : "(null)", MVM_MAX_DISKS);
 	if (!d->path || !*d->path)
 		return err_set(err, errlen, -EINVAL, "disk: no path; give a raw image");
-	s = &m->disks[m->ndisks];
-	memset(s, 0, sizeof(*s));
 	n = strlen(d->path);
-	if (n >= sizeof(s->opts.path))
-		return err_set(err, errlen, -ENAMETOOLONG, "disk %.64s...: path too long", d->path);
-	memcpy(s->opts.path, d->path, n + 1);
-	if (d->queues < 1 || d->queues > MVM_MAX_QUEUES)
-		return err_set(err, errlen, -EINVAL, "disk %s: %u queues; give 1 to %u", d->path,
-			       d->queues, MVM_MAX_QUEUES);
-	if (d->poll_us > BLK_POLL_US_MAX)
-		return err_set(err, errlen, -EINVAL, "disk %s: poll %u us; give 0 to %u", d->path,
-			       d->poll_us, BLK_POLL_US_MAX);
-	if (d->gather_us > BLK_GATHER_US_MAX)
-		return err_set(err, errlen, -EINVAL, "disk %s: gather %u us; give 0 to %u", d->path,
-			       d->gather_us, BLK_GATHER_US_MAX);
-	if (d->serial && strlen(d->serial) > BLK_SERIAL_MAX)
-		return err_set(err, errlen, -EINVAL, "disk %s: serial '%s' longer than %u bytes",
-			       d->path, d->serial, BLK_SERIAL_MAX);
-	if (d->cache != MVM_CACHE_WRITEBACK && d->cache != MVM_CACHE_NONE)
-		return err_set(err, errlen, -EINVAL, "disk %s: cache %d unknown; give "
-			       "MVM_CACHE_WRITEBACK (%d) or MVM_CACHE_NONE (%d)", d->path, d->cache,
-			       MVM_CACHE_WRITEBACK, MVM_CACHE_NONE);
-	if (d->transport != MVM_TRANSPORT_PCI && d->transport != MVM_TRANSPORT_MMIO &&
-	    d->transport != MVM_TRANSPORT_CCW)
-		return err_set(err, errlen, -EINVAL, "disk %s: transport %d unknown; give "
-			       "MVM_TRANSPORT_PCI (%d), MVM_TRANSPORT_MMIO (%d) or "
-			       "MVM_TRANSPORT_CCW (%d)", d->path, d->transport, MVM_TRANSPORT_PCI,
-			       MVM_TRANSPORT_MMIO, MVM_TRANSPORT_CCW);
+	if (n >= BLK_PATH_MAX)
+		return err_set(err, errlen, -ENAMETOOLONG, "disk %.64s...: path longer than %d "
+			       "bytes", d->path, BLK_PATH_MAX - 1);
+	/* The device's table: the limits mvm_disk_parse and mvm(1) take. */
+	ret = kv_check(&blk_disk_keys, d, d->path, err, errlen);
+	if (ret)
+		return ret;
 	if ((d->transport == MVM_TRANSPORT_PCI && arch_layout.pci_mmio_end == 0) ||
 	    (d->transport == MVM_TRANSPORT_MMIO && arch_layout.virtio_mmio_max == 0) ||
 	    (d->transport == MVM_TRANSPORT_CCW && !arch_layout.has_ccw))
@@ -427,18 +427,12 @@ int mvm_add_disk(struct mvm *m, const struct mvm_disk *theirs, char *err, size_t
 			       d->transport == MVM_TRANSPORT_PCI ? "pci" :
 			       d->transport == MVM_TRANSPORT_MMIO ? "mmio" : "ccw", arch_layout.name,
 			       arch_layout.has_ccw ? "ccw" : "pci or transport=mmio");
-	s->opts.ro = d->ro;
-	s->opts.discard = d->discard;
-	s->opts.cache = d->cache == MVM_CACHE_NONE ? BLK_CACHE_NONE : BLK_CACHE_WRITEBACK;
-	s->opts.queues = d->queues;
-	s->opts.poll_us = d->poll_us;
-	s->opts.gather_us = d->gather_us;
-	s->opts.io_threads = d->io_threads;
-	s->opts.fixed_buffers = d->fixed_buffers;
-	if (d->serial)
-		memcpy(s->opts.serial, d->serial, strlen(d->serial) + 1);
-	s->transport = d->transport;
-	s->packed = d->packed;
+	s = &m->disks[m->ndisks];
+	memset(s, 0, sizeof(*s));
+	s->opts = *d;
+	s->opts.size = sizeof(s->opts);
+	s->opts.path = memcpy(s->path, d->path, n + 1);
+	s->opts.serial = d->serial ? strcpy(s->serial, d->serial) : NULL;
 	/* Opened and locked now, once: a busy or odd-sized image fails here,
 	 * before anything is started. */
 	ret = blk_image_open(&s->opts, &s->img, &m->log, err, errlen);
@@ -491,14 +485,14 @@ static int mvm_attach_disks(struct mvm *m, char *err, size_t errlen)
 
 	for (i = 0; i < m->ndisks; i++) {
 		struct mvm_disk_slot *s = &m->disks[i];
-		bool pci = s->transport == MVM_TRANSPORT_PCI;
+		bool pci = s->opts.transport == MVM_TRANSPORT_PCI;
 		struct virtio_dev *dev;
 
 		ret = blk_dev_from_image(&s->opts, &s->img, &m->vm.mem, &dev, err, errlen);
 		if (ret)
 			return ret;
 		/* Before the driver reads the features (virtio_dev_init zeroed it). */
-		dev->no_packed = !s->packed;
+		dev->no_packed = !s->opts.packed;
 		if (pci) {
 			ret = mvm_pci_bus(m, err, errlen);
 			if (ret) {
@@ -506,7 +500,7 @@ static int mvm_attach_disks(struct mvm *m, char *err, size_t errlen)
 				return ret;
 			}
 		}
-		if (s->transport == MVM_TRANSPORT_CCW)
+		if (s->opts.transport == MVM_TRANSPORT_CCW)
 			ret = arch_attach_ccw(&m->vm, dev);
 		else
 			ret = pci ? virtio_pci_attach(&m->vm, &m->pci, dev) :
@@ -515,7 +509,7 @@ static int mvm_attach_disks(struct mvm *m, char *err, size_t errlen)
 			virtio_dev_destroy(dev);
 			return err_set(err, errlen, ret, "disk %s: cannot attach the %s device: %s",
 				       s->opts.path, pci ? "virtio-pci" :
-				       s->transport == MVM_TRANSPORT_CCW ? "virtio-ccw" : "virtio-mmio",
+				       s->opts.transport == MVM_TRANSPORT_CCW ? "virtio-ccw" : "virtio-mmio",
 				       strerror(-ret));
 		}
 		s->dev = dev;

@@ -1,0 +1,370 @@
+#include "vmm/base/keyval.h"
+#include "vmm/base/util.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+/* What the caller typed is quoted in messages and may hold a newline or
+ * other control characters: they become '?', so a message stays one line. */
+__attribute__((format(printf, 4, 5)))
+static int kv_err(char *err, size_t errlen, int ret, const char *fmt, ...)
+{
+	va_list ap;
+	char *p;
+
+	if (!err || !errlen)
+		return ret;
+	va_start(ap, fmt);
+	vsnprintf(err, errlen, fmt, ap);
+	va_end(ap);
+	for (p = err; *p; p++)
+		if ((unsigned char)*p < 0x20 || *p == 0x7f)
+			*p = '?';
+	return ret;
+}
+
+static void *kv_field(void *obj, const struct kv_key *k)
+{
+	return (char *)obj + k->off;
+}
+
+static const void *kv_cfield(const void *obj, const struct kv_key *k)
+{
+	return (const char *)obj + k->off;
+}
+
+/* "mmio, pci or ccw" (sep ", "/" or ") or "none|writeback" (sep "|"),
+ * with prefix before each name ("transport="). */
+static size_t kv_values(const struct kv_key *k, const char *prefix, bool words, char *buf,
+			size_t len)
+{
+	size_t n = 0, shown = 0, total = 0, i;
+
+	for (i = 0; k->values[i].name; i++)
+		total += !k->values[i].alias;
+	buf[0] = '\0';
+	for (i = 0; k->values[i].name; i++) {
+		const char *sep = "";
+
+		if (k->values[i].alias)
+			continue;
+		if (shown)
+			sep = !words ? "|" : shown + 1 == total ? " or " : ", ";
+		shown++;
+		n += (size_t)snprintf(buf + MIN(n, len - 1), len - MIN(n, len - 1), "%s%s%s", sep,
+				      prefix, k->values[i].name);
+	}
+	return n;
+}
+
+static const struct kv_value *kv_lookup(const struct kv_key *k, const char *name)
+{
+	size_t i;
+
+	for (i = 0; k->values[i].name; i++)
+		if (!strcmp(k->values[i].name, name))
+			return &k->values[i];
+	return NULL;
+}
+
+static int kv_set(const struct kv_table *t, const struct kv_key *k, const char *spec,
+		  const char *val, void *obj, char *err, size_t errlen)
+{
+	const struct kv_value *v;
+	char list[256], prefix[64];
+	uint64_t u, lo;
+	size_t i, n;
+	int r;
+
+	switch (k->kind) {
+	case KV_FLAG:
+		*(bool *)kv_field(obj, k) = k->max != 0;
+		return 0;
+	case KV_BOOL:
+	case KV_ENUM:
+		v = kv_lookup(k, val);
+		if (!v) {
+			snprintf(prefix, sizeof(prefix), "%s=", k->name);
+			kv_values(k, prefix, true, list, sizeof(list));
+			return kv_err(err, errlen, -EINVAL, "%s '%s': %s '%s' unknown; give %s",
+				      t->what, spec, k->name, val, list);
+		}
+		if (k->kind == KV_BOOL)
+			*(bool *)kv_field(obj, k) = v->value != 0;
+		else
+			*(int *)kv_field(obj, k) = v->value;
+		return 0;
+	case KV_UINT:
+		lo = k->zero_is_unset ? MAX(k->min, 1) : k->min;
+		r = parse_uint(val, lo, k->max, &u);
+		if (r && k->unit)
+			return kv_err(err, errlen, -EINVAL, "%s %s='%s': %s; use %llu%s to %llu "
+				      "microseconds", t->what, k->name, val,
+				      r == -ERANGE ? "out of range" : "not a number",
+				      (unsigned long long)lo, lo ? "" : " (off)",
+				      (unsigned long long)k->max);
+		if (r)
+			return kv_err(err, errlen, -EINVAL, "%s %s='%s': %s; use a number from %llu "
+				      "to %llu", t->what, k->name, val,
+				      r == -ERANGE ? "out of range" : "not a number",
+				      (unsigned long long)lo, (unsigned long long)k->max);
+		*(unsigned *)kv_field(obj, k) = (unsigned)u;
+		return 0;
+	case KV_STRING:
+		n = strlen(val);
+		if (n > k->max)
+			return kv_err(err, errlen, -EINVAL, "%s %s '%s' is %zu bytes; at most %llu "
+				      "bytes fit, give a shorter %s", t->what, k->name, val, n,
+				      (unsigned long long)k->max, k->name);
+		for (i = 0; i < n; i++)
+			if (val[i] < 0x20 || val[i] > 0x7e)
+				return kv_err(err, errlen, -EINVAL, "%s %s '%s': only printable "
+					      "ASCII is allowed", t->what, k->name, val);
+		*(const char **)kv_field(obj, k) = val;
+		return 0;
+	}
+	return kv_err(err, errlen, -EINVAL, "%s: key %s of unknown kind", t->what, k->name);
+}
+
+static size_t kv_key_syntax(const struct kv_key *k, char *buf, size_t len)
+{
+	char list[256];
+
+	switch (k->kind) {
+	case KV_FLAG:
+		return (size_t)snprintf(buf, len, "%s", k->name);
+	case KV_BOOL:
+	case KV_ENUM:
+		kv_values(k, "", false, list, sizeof(list));
+		return (size_t)snprintf(buf, len, "%s=%s", k->name, list);
+	default:
+		return (size_t)snprintf(buf, len, "%s=%s", k->name, k->meta ? k->meta : "VALUE");
+	}
+}
+
+/* "ro, serial=ID, cache=none|writeback, ...": the keys a spec may hold. */
+static void kv_key_list(const struct kv_table *t, char *buf, size_t len)
+{
+	size_t i, n = 0;
+
+	buf[0] = '\0';
+	for (i = 0; i < t->nkeys; i++) {
+		if (!t->keys[i].help)
+			continue;
+		if (n)
+			n += (size_t)snprintf(buf + MIN(n, len - 1), len - MIN(n, len - 1), ", ");
+		n += kv_key_syntax(&t->keys[i], buf + MIN(n, len - 1), len - MIN(n, len - 1));
+	}
+}
+
+int kv_parse(const struct kv_table *t, const char *spec, void *obj, char *buf, size_t buflen,
+	     char *err, size_t errlen)
+{
+	char syntax[1024];
+	char *p, *next;
+	size_t n;
+
+	if (!spec)
+		return kv_err(err, errlen, -EINVAL, "%s: no spec; give %s[,key=value]...", t->what,
+			      t->first);
+	n = strlen(spec);
+	if (!buf || n >= buflen)
+		return kv_err(err, errlen, -ENOSPC, "%s '%.64s': %zu bytes, more than the %zu "
+			      "bytes of room for it; give a buffer of strlen(spec) + 1", t->what,
+			      spec, n, buflen);
+	memcpy(buf, spec, n + 1);
+	next = strchr(buf, ',');
+	if (next)
+		*next++ = '\0';
+	if (!*buf) {
+		kv_syntax(t, syntax, sizeof(syntax));
+		return kv_err(err, errlen, -EINVAL, "%s '%s': missing %s; use %s", t->what, spec,
+			      t->first_name, syntax);
+	}
+	*(const char **)kv_field(obj, &(struct kv_key){ .off = t->first_off }) = buf;
+	for (p = next; p; p = next) {
+		const struct kv_key *k = NULL;
+		char *val;
+		size_t i;
+		int r;
+
+		next = strchr(p, ',');
+		if (next)
+			*next++ = '\0';
+		if (!*p)
+			return kv_err(err, errlen, -EINVAL, "%s '%s': empty option (two commas or "
+				      "a trailing comma); remove it", t->what, spec);
+		val = strchr(p, '=');
+		if (val)
+			*val++ = '\0';
+		for (i = 0; i < t->nkeys && !k; i++)
+			if (!strcmp(t->keys[i].name, p))
+				k = &t->keys[i];
+		if (k && (k->kind == KV_FLAG) != !val) {
+			kv_key_syntax(k, syntax, sizeof(syntax));
+			return kv_err(err, errlen, -EINVAL, "%s '%s': %s %s; give %s", t->what, spec,
+				      p, val ? "takes no value" : "needs a value", syntax);
+		}
+		if (!k) {
+			kv_key_list(t, syntax, sizeof(syntax));
+			return kv_err(err, errlen, -EINVAL, "%s: unknown option '%s%s%s'; valid "
+				      "options are %s", t->what, p, val ? "=" : "", val ? val : "",
+				      syntax);
+		}
+		r = kv_set(t, k, spec, val, obj, err, errlen);
+		if (r)
+			return r;
+	}
+	return 0;
+}
+
+int kv_check(const struct kv_table *t, const void *obj, const char *name, char *err,
+	     size_t errlen)
+{
+	char list[256];
+	size_t i, j;
+
+	for (i = 0; i < t->nkeys; i++) {
+		const struct kv_key *k = &t->keys[i];
+		const void *f = kv_cfield(obj, k);
+		const char *s;
+		unsigned u;
+		int e;
+
+		switch (k->kind) {
+		case KV_FLAG:
+		case KV_BOOL:
+			break;          /* a bool holds nothing else */
+		case KV_UINT:
+			u = *(const unsigned *)f;
+			if ((u == 0 && k->zero_is_unset) || (u >= k->min && u <= k->max))
+				break;
+			if (k->unit)
+				return kv_err(err, errlen, -EINVAL, "%s %s: %s %u %s; give %llu to "
+					      "%llu", t->what, name, k->name, u, k->unit,
+					      (unsigned long long)k->min,
+					      (unsigned long long)k->max);
+			return kv_err(err, errlen, -EINVAL, "%s %s: %u %s; give %llu to %llu",
+				      t->what, name, u, k->name, (unsigned long long)k->min,
+				      (unsigned long long)k->max);
+		case KV_ENUM:
+			e = *(const int *)f;
+			for (j = 0; k->values[j].name; j++)
+				if (k->values[j].value == e)
+					break;
+			if (k->values[j].name)
+				break;
+			kv_values(k, "", true, list, sizeof(list));
+			return kv_err(err, errlen, -EINVAL, "%s %s: %s %d unknown; give %s (the "
+				      "values of enum mvm_%s)", t->what, name, k->name, e, list,
+				      k->name);
+		case KV_STRING:
+			s = *(const char *const *)f;
+			if (!s)
+				break;
+			if (strlen(s) > k->max)
+				return kv_err(err, errlen, -EINVAL, "%s %s: %s '%s' longer than %llu "
+					      "bytes", t->what, name, k->name, s,
+					      (unsigned long long)k->max);
+			for (j = 0; s[j]; j++)
+				if (s[j] < 0x20 || s[j] > 0x7e)
+					return kv_err(err, errlen, -EINVAL, "%s %s: %s '%s': only "
+						      "printable ASCII is allowed", t->what, name,
+						      k->name, s);
+			break;
+		}
+	}
+	return 0;
+}
+
+void kv_defaults(const struct kv_table *t, void *obj)
+{
+	size_t i;
+
+	for (i = 0; i < t->nkeys; i++) {
+		const struct kv_key *k = &t->keys[i];
+
+		if (k->no_default || !k->help)
+			continue;
+		switch (k->kind) {
+		case KV_FLAG:
+		case KV_BOOL:
+			*(bool *)kv_field(obj, k) = k->def != 0;
+			break;
+		case KV_UINT:
+			*(unsigned *)kv_field(obj, k) = (unsigned)k->def;
+			break;
+		case KV_ENUM:
+			*(int *)kv_field(obj, k) = (int)k->def;
+			break;
+		case KV_STRING:
+			*(const char **)kv_field(obj, k) = NULL;
+			break;
+		}
+	}
+}
+
+size_t kv_syntax(const struct kv_table *t, char *buf, size_t len)
+{
+	size_t i, n;
+
+	n = (size_t)snprintf(buf, len, "%s", t->first);
+	for (i = 0; i < t->nkeys; i++) {
+		if (!t->keys[i].help)
+			continue;
+		n += (size_t)snprintf(buf + MIN(n, len - 1), len - MIN(n, len - 1), "[,");
+		n += kv_key_syntax(&t->keys[i], buf + MIN(n, len - 1), len - MIN(n, len - 1));
+		n += (size_t)snprintf(buf + MIN(n, len - 1), len - MIN(n, len - 1), "]");
+	}
+	return n;
+}
+
+size_t kv_help(const struct kv_table *t, unsigned indent, char *buf, size_t len)
+{
+	const unsigned col = indent + 17, width = 79;
+	char syn[256];
+	size_t i, n = 0;
+
+#define KV_PUT(...) (n += (size_t)snprintf(buf + MIN(n, len - 1), len - MIN(n, len - 1), \
+					    __VA_ARGS__))
+	buf[0] = '\0';
+	for (i = 0; i < t->nkeys; i++) {
+		const char *h = t->keys[i].help;
+		unsigned at;
+
+		if (!h)
+			continue;
+		kv_key_syntax(&t->keys[i], syn, sizeof(syn));
+		KV_PUT("%*s,%s", (int)indent, "", syn);
+		at = indent + 1 + (unsigned)strlen(syn);
+		if (at >= col) {
+			KV_PUT("\n");
+			at = 0;
+		}
+		/* Word-wrapped at width, every line from col. */
+		while (*h) {
+			size_t w = strcspn(h, " ");
+
+			if (at > col && at + 1 + w > width) {
+				KV_PUT("\n");
+				at = 0;
+			}
+			if (at < col) {
+				KV_PUT("%*s", (int)(col - at), "");
+				at = col;
+			} else {
+				KV_PUT(" ");
+				at++;
+			}
+			KV_PUT("%.*s", (int)w, h);
+			at += (unsigned)w;
+			h += w;
+			h += strspn(h, " ");
+		}
+		KV_PUT("\n");
+	}
+#undef KV_PUT
+	return n;
+}
