@@ -109,6 +109,8 @@ struct virtio_transport_ops {
 	bool (*dma_allowed)(struct virtio_dev *);
 };
 
+struct vqw;
+
 struct virtio_dev {
 	const struct virtio_device_ops *ops;
 	const struct virtio_transport_ops *tops;   /* set by the transport */
@@ -128,6 +130,14 @@ struct virtio_dev {
 	 * the transport at attach), which name the VM's fd (-1: none). */
 	bool sandbox;
 	int vm_fd;
+	/* Names and ids of its threads, for the VM's owner: thread_prefix
+	 * begins their names (the VM's "ID-dN"; "": the device's own
+	 * names), set before launch; vqws lists its queue threads (vqw_init
+	 * links, vqw_fini unlinks); helper_tid is the transport's own thread
+	 * (virtio-pci's INTx resampler) once started, 0: none. */
+	char thread_prefix[13];
+	struct vqw *vqws;
+	int helper_tid;
 
 	/* §2.1 status as written by the driver (transport lock). NEEDS_RESET is
 	 * kept apart in `needs_reset` (atomic: set from queue threads);

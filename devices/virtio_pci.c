@@ -584,7 +584,11 @@ static void *intx_thread(void *arg)
 	eventfd_t v;
 	int r;
 
-	pthread_setname_np(pthread_self(), "mvm-pci-intx");
+	char name[16] = "mvm-pci-intx";
+
+	if (vp->t.dev->thread_prefix[0])
+		snprintf(name, sizeof(name), "%.12sirq", vp->t.dev->thread_prefix);
+	thread_begin(&vp->intx_hs, name);
 	if (vp->t.vm->sandbox) {
 		struct sandbox_fds fds = SANDBOX_NO_FDS;
 
@@ -615,6 +619,7 @@ static int vp_start(struct vtr *t)
 	if (ret)
 		return ret;
 	vp->intx_thread_started = true;
+	vp->t.dev->helper_tid = vp->intx_hs.tid;
 	return 0;
 }
 

@@ -749,8 +749,7 @@ static void *vqw_thread(void *arg)
 	struct sandbox_fds fds = SANDBOX_NO_FDS;
 	int r;
 
-	/* Named here: naming another thread opens a file in /proc. */
-	pthread_setname_np(pthread_self(), w->thread_name);
+	thread_begin(&w->hs, w->thread_name);
 	/* IORING_SETUP_R_DISABLED + SINGLE_ISSUER: this thread becomes the
 	 * ring's only submitter; its restrictions (vqw_set_io) hold from now.
 	 * liburing 2.3 declares io_uring_enable_rings but does not export it. */
@@ -838,6 +837,9 @@ int vqw_init(struct vqw *w, const struct vqw_ops *ops, struct virtio_dev *dev,
 	if (r < 0)
 		goto close_ctl;
 	w->ring_ok = true;
+	/* Listed with its device (mvm_get_threads); vqw_fini unlinks it. */
+	w->dev_next = dev->vqws;
+	dev->vqws = w;
 	return 0;
 
 close_ctl:
@@ -941,6 +943,10 @@ int vqw_launch(struct vqw *w)
 		if (r)
 			return r;
 	}
+	/* The VM's names for its device's threads, where it gave them. */
+	if (w->dev->thread_prefix[0])
+		snprintf(w->thread_name, sizeof(w->thread_name), "%.*sq%u",
+			 (int)sizeof(w->thread_name) - 4, w->dev->thread_prefix, w->q[0].idx);
 	r = thread_start_sync(&w->thread, vqw_thread, w, &w->hs);
 	if (r)
 		return r;
@@ -1020,8 +1026,15 @@ void vqw_end(struct vqw *w)
 
 void vqw_fini(struct vqw *w)
 {
+	struct vqw **pp;
+
 	if (!w->ring_ok)
 		return;
+	for (pp = &w->dev->vqws; *pp; pp = &(*pp)->dev_next)
+		if (*pp == w) {
+			*pp = w->dev_next;
+			break;
+		}
 	vqw_end(w);
 	if (w->lost)
 		return;

@@ -286,6 +286,7 @@ struct vqw {
 	bool stop_sent;            /* vqw_stop_begin sent PARK */
 	bool lost;                 /* its end was not seen in time: not freed */
 	char thread_name[16];
+	struct vqw *dev_next;      /* the device's next worker (dev->vqws) */
 };
 
 /* Set up the worker for the queues of dev listed in idx (1..VQW_MAX_QUEUES),

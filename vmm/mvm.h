@@ -75,6 +75,7 @@ extern "C" {
 #define MVM_MAX_QUEUES 64
 #define MVM_MAX_CPUS 254
 #define MVM_MIN_MEM (16ULL << 20)
+#define MVM_ID_MAX 8             /* bytes of mvm_config.id */
 
 struct mvm;
 
@@ -153,6 +154,13 @@ struct mvm_config {
 	 * MVM_EXIT_GUEST_PANIC (status 123) rather than rebooting. Default
 	 * true; ignored on s390x, whose panics end in a disabled wait. */
 	bool pvpanic;
+	/* Since 2.1. The VM's name in its threads' names: "ID-ctl" (control),
+	 * "ID-dNqM" (disk N's I/O thread whose first queue is M), "ID-dNirq"
+	 * (a virtio-pci disk's INTx helper); vCPU threads are "vcpuN"
+	 * whatever it is, as Cloud Hypervisor names them. 1 to MVM_ID_MAX
+	 * letters, digits, '-', '_' or '.'; NULL (default): "mvm".
+	 * mvm_get_threads lists them with their ids. */
+	const char *id;
 };
 
 enum mvm_transport { MVM_TRANSPORT_PCI, MVM_TRANSPORT_MMIO, MVM_TRANSPORT_CCW };
@@ -327,6 +335,28 @@ int mvm_get_queue_stats(const struct mvm *vm, unsigned disk, unsigned queue,
 /* The statistics as one JSON object (what mvm --stats prints), into buf
  * (NUL-terminated). Returns the length, or -ENOSPC when buf is too small. */
 int mvm_stats_json(const struct mvm *vm, char *buf, size_t len);
+
+/* The VM's threads, for a host that pins them or puts them in cgroups. */
+enum mvm_thread_kind {
+	MVM_THREAD_VCPU,        /* index: the vCPU's id */
+	MVM_THREAD_IO,          /* a disk's I/O thread; index: the first queue it serves */
+	MVM_THREAD_CONTROL,     /* the console and the VM's end */
+	MVM_THREAD_DEVICE,      /* a device's helper (virtio-pci's INTx resampler) */
+};
+
+struct mvm_thread {
+	int tid;                /* the Linux thread id (gettid; /proc/PID/task/TID) */
+	enum mvm_thread_kind kind;
+	unsigned index;
+	unsigned disk;          /* MVM_THREAD_IO, _DEVICE: the disk (vda: 0); else MVM_ALL */
+	char name[16];          /* as its comm reads, unless the thread renamed itself */
+};
+
+/* From mvm_start until mvm_wait joined them: up to n entries of entsize
+ * bytes each (sizeof(struct mvm_thread)) into out, vCPUs first. Returns
+ * how many threads the VM has (more than n: the rest left out), -ESRCH
+ * before mvm_start or once joined, -EINVAL for bad arguments. Since 2.1. */
+int mvm_get_threads(const struct mvm *vm, struct mvm_thread *out, size_t n, size_t entsize);
 
 /* Stop the VM if it runs, wait for it, free everything. NULL is ignored. */
 void mvm_destroy(struct mvm *vm);

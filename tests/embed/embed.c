@@ -21,6 +21,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -81,9 +82,9 @@ static long now_ms(void)
 	return ts.tv_sec * 1000L + ts.tv_nsec / 1000000;
 }
 
-/* Threads of this process by seccomp mode: the VM's (named mvm-vcpuN,
- * mvm-control, ...) and the others (ours). A VM thread not yet named has
- * its creator's name and filter. */
+/* Threads of this process by seccomp mode: the VM's (named vcpuN, ID-ctl,
+ * ID-dNqM: the ids below all begin with "vm") and the others (ours). A VM
+ * thread not yet named has its creator's name and filter. */
 static void count_filtered(unsigned *vm_on, unsigned *vm_off, unsigned *ours_on)
 {
 	DIR *d = opendir("/proc/self/task");
@@ -121,7 +122,8 @@ static void count_filtered(unsigned *vm_on, unsigned *vm_off, unsigned *ours_on)
 		if (!strncmp(comm, "iou-", 4))
 			continue;
 		/* Ours are named after the program, mvm-embed. */
-		if (!strncmp(comm, "mvm-", 4) && strncmp(comm, "mvm-embed", 9))
+		if (!strncmp(comm, "vm", 2) ||
+		    (!strncmp(comm, "vcpu", 4) && comm[4] >= '0' && comm[4] <= '9'))
 			mode == 2 ? (*vm_on)++ : (*vm_off)++;
 		else
 			*ours_on += mode == 2;
@@ -151,6 +153,48 @@ static void check_filters(const struct run *r)
 		FAIL("vm %ld: without cfg.sandbox, %u of its threads have a filter", r->id, on);
 }
 
+/* mvm_get_threads while the VM runs: its vCPU ("vcpu0"), its disk's I/O
+ * thread and its control thread, each under the name it says (comm, read
+ * by its id), the I/O and control threads' beginning with the VM's id. */
+static void check_threads(const struct run *r, struct mvm *vm, const char *id)
+{
+	struct mvm_thread t[16];
+	unsigned vcpus = 0, io = 0, control = 0;
+	int n, i;
+
+	n = mvm_get_threads(vm, t, 16, sizeof(t[0]));
+	if (n < 3 || n > 16)
+		FAIL("vm %ld: mvm_get_threads gave %d threads", r->id, n);
+	for (i = 0; i < n; i++) {
+		char path[64], comm[32] = "";
+		FILE *f;
+
+		snprintf(path, sizeof(path), "/proc/self/task/%d/comm", t[i].tid);
+		f = fopen(path, "r");
+		if (!f || !fgets(comm, sizeof(comm), f)) {
+			struct pollfd p = { .fd = mvm_wait_fd(vm), .events = POLLIN };
+
+			if (poll(&p, 1, 0) == 1)
+				return;         /* the VM ended meanwhile: its threads may too */
+			FAIL("vm %ld: thread %d (%s) is not one of this process's", r->id,
+			     t[i].tid, t[i].name);
+		}
+		fclose(f);
+		comm[strcspn(comm, "\n")] = '\0';
+		if (t[i].name[0] && strcmp(comm, t[i].name))
+			FAIL("vm %ld: thread %d is named '%s', mvm_get_threads says '%s'", r->id,
+			     t[i].tid, comm, t[i].name);
+		vcpus += t[i].kind == MVM_THREAD_VCPU && t[i].index == 0 &&
+			 !strcmp(t[i].name, "vcpu0");
+		io += t[i].kind == MVM_THREAD_IO && t[i].disk == 0 &&
+		      !strncmp(t[i].name, id, strlen(id));
+		control += t[i].kind == MVM_THREAD_CONTROL && !strncmp(t[i].name, id, strlen(id));
+	}
+	if (vcpus != 1 || io != 1 || control != 1)
+		FAIL("vm %ld: %u vCPU, %u I/O and %u control threads listed; expected one each",
+		     r->id, vcpus, io, control);
+}
+
 /* One VM from start to end: a 4 MiB disk of its own, whose first sector
  * the guest reads before it exits with r->want. */
 static void *run_vm(void *arg)
@@ -159,7 +203,7 @@ static void *run_vm(void *arg)
 	struct mvm_config cfg;
 	struct mvm_disk disk;
 	struct mvm *vm;
-	char cmdline[160], image[512];
+	char cmdline[160], image[512], id[MVM_ID_MAX + 1];
 	int fd;
 
 	snprintf(image, sizeof(image), "%s/disk-%ld.img", workdir, r->id);
@@ -181,6 +225,8 @@ static void *run_vm(void *arg)
 	cfg.log_fn = log_line;
 	cfg.log_opaque = (void *)(intptr_t)r->id;
 	cfg.sandbox = r->sandbox;
+	snprintf(id, sizeof(id), "vm%ld", r->id);
+	cfg.id = id;
 	r->ret = mvm_create(&cfg, &vm, r->err, sizeof(r->err));
 	if (r->ret)
 		goto out;
@@ -190,6 +236,8 @@ static void *run_vm(void *arg)
 		r->ret = mvm_start(vm, r->err, sizeof(r->err));
 	if (!r->ret && r->check_filters)
 		check_filters(r);
+	if (!r->ret)
+		check_threads(r, vm, id);
 	if (!r->ret && r->stop_after_ms > 0) {
 		/* Wait a little, then stop it from this (another) thread. */
 		if (mvm_wait(vm, r->stop_after_ms, &r->ex, sizeof(r->ex)) == -ETIMEDOUT)

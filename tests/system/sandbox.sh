@@ -119,9 +119,9 @@ while read -r comm mode filters uid gid nnp caps; do
 		"$filters" "$uid" "$gid" "$nnp"
 	[ "$mode" = 2 ] || unfiltered+=("$comm")
 	case $comm in
-	mvm-vcpu*) vcpus=$((vcpus + 1)); [ "$filters" = 1 ] || fail "$comm has $filters filters" ;;
-	mvm-blk-q*) queues=$((queues + 1)); [ "$filters" = 1 ] || fail "$comm has $filters filters" ;;
-	mvm-control) control=1 ;;
+	vcpu[0-9]*) vcpus=$((vcpus + 1)); [ "$filters" = 1 ] || fail "$comm has $filters filters" ;;
+	mvm-d0q[0-9]*) queues=$((queues + 1)); [ "$filters" = 1 ] || fail "$comm has $filters filters" ;;
+	mvm-ctl) control=1 ;;
 	mvm) main=1 ;;
 	esac
 	[ "$uid" = 65534 ] || fail "$comm does not run as uid 65534"

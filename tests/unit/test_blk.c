@@ -66,6 +66,7 @@ static uint64_t all_features(void)
  * the transport sets on a device that exists already). */
 static struct log_sink *setup_log;
 static bool setup_sandbox;
+static const char *setup_prefix = "";   /* dev->thread_prefix: the VM's names */
 /* The next setup's image: sparse, of this size (0: IMG_SIZE of pattern). */
 static uint64_t setup_image_size;
 
@@ -98,6 +99,7 @@ static void setup_backend(struct t *t, const char *opts, unsigned nq, uint64_t f
 	}
 	t->dev->log = setup_log;
 	t->dev->sandbox = setup_sandbox;
+	snprintf(t->dev->thread_prefix, sizeof(t->dev->thread_prefix), "%s", setup_prefix);
 	CHECK_EQ(vdrv_attach(&t->d, t->dev), 0);
 	CHECK_EQ(vdrv_negotiate(&t->d, features), 0);
 	t->nq = o.queues;
@@ -579,6 +581,38 @@ static unsigned count_threads_settled(const char *prefix, unsigned n)
 	for (i = 0; (c = count_threads(prefix)) != n && i < 2000; i++)
 		usleep(1000);
 	return c;
+}
+
+/* The VM names its device's threads (dev->thread_prefix, "ID-dN" from
+ * mvm_attach_disks): each I/O thread is PREFIX + "q" + its first queue,
+ * and the device lists them (dev->vqws) with the ids their comm is under. */
+TEST(io_threads_carry_the_vms_names_and_ids)
+{
+	const struct vqw *w;
+	struct t t;
+	unsigned n = 0;
+
+	setup_prefix = "vm7-d2";
+	setup(&t, ",queues=3,io-threads=2", 1);
+	setup_prefix = "";
+	CHECK_EQ(count_threads("vm7-d2q"), 2);
+	CHECK_EQ(count_threads("mvm-blk-q"), 0);
+	for (w = t.dev->vqws; w; w = w->dev_next, n++) {
+		char path[64], comm[32] = "", want[16];
+		FILE *f;
+
+		snprintf(want, sizeof(want), "vm7-d2q%u", w->q[0].idx);
+		CHECK_STR(w->thread_name, want);
+		CHECK(w->hs.tid > 0);
+		snprintf(path, sizeof(path), "/proc/self/task/%d/comm", w->hs.tid);
+		f = fopen(path, "r");
+		CHECK(f && fgets(comm, sizeof(comm), f));
+		fclose(f);
+		comm[strcspn(comm, "\n")] = '\0';
+		CHECK_STR(comm, want);
+	}
+	CHECK_EQ(n, 2);
+	teardown(&t);
 }
 
 TEST(multiple_queues_each_with_own_thread)

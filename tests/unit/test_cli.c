@@ -61,6 +61,17 @@ TEST(every_option_equals_value)
 	CHECK_EQ(c.vm.mem, 5 * GiB);
 }
 
+/* --id goes to the library as it is: mvm_create checks it. */
+TEST(id_names_the_vm)
+{
+	struct cli_config c;
+
+	CHECK_EQ(PARSE(&c, "--cpus", "1"), 0);
+	CHECK(c.vm.id == NULL);
+	CHECK_EQ(PARSE(&c, "--id", "web1"), 0);
+	CHECK_STR(c.vm.id, "web1");
+}
+
 TEST(sandbox_is_on_unless_turned_off)
 {
 	struct cli_config c;

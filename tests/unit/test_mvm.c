@@ -139,6 +139,31 @@ TEST(create_valid_config_and_destroy)
 	mvm_destroy(NULL);
 }
 
+/* cfg.id begins the VM's thread names, which hold 15 bytes: 1 to 8 of
+ * [A-Za-z0-9_.-]. The thread list exists from mvm_start on. */
+TEST(vm_id_and_thread_list_before_start)
+{
+	struct mvm_config c;
+	struct mvm_thread t[4];
+	struct mvm *vm;
+
+	setup();
+	c = config();
+	c.id = "";
+	create_fails(&c, -EINVAL, "id '': give 1 to 8 letters");
+	c.id = "123456789";
+	create_fails(&c, -EINVAL, "id '123456789'");
+	c.id = "a/b";
+	create_fails(&c, -EINVAL, "id 'a/b'");
+	c.id = "web-1.a_";
+	CHECK_EQ(mvm_create(&c, &vm, err, sizeof(err)), 0);
+	CHECK_EQ(mvm_get_threads(vm, t, 4, sizeof(t[0])), -ESRCH);
+	CHECK_EQ(mvm_get_threads(vm, NULL, 4, sizeof(t[0])), -EINVAL);
+	CHECK_EQ(mvm_get_threads(vm, t, 4, 0), -EINVAL);
+	CHECK_EQ(mvm_get_threads(NULL, t, 4, sizeof(t[0])), -EINVAL);
+	mvm_destroy(vm);
+}
+
 TEST(create_rejects_bad_configs)
 {
 	struct mvm_config c;

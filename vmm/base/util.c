@@ -280,6 +280,7 @@ int thread_start_sync(pthread_t *t, void *(*fn)(void *), void *arg,
 	if (sem_init(&hs->sem, 0, 0))
 		return -errno;
 	hs->err = 0;
+	hs->tid = 0;
 	r = thread_start(t, fn, arg);
 	if (r)
 		goto destroy_sem;
@@ -292,6 +293,16 @@ int thread_start_sync(pthread_t *t, void *(*fn)(void *), void *arg,
 destroy_sem:
 	sem_destroy(&hs->sem);
 	return r;
+}
+
+void thread_begin(struct thread_handshake *hs, const char *name)
+{
+	char comm[16];
+
+	snprintf(comm, sizeof(comm), "%s", name);
+	pthread_setname_np(pthread_self(), comm);
+	/* Published by thread_ready's sem_post, like err. */
+	hs->tid = (int)gettid();
 }
 
 void thread_ready(struct thread_handshake *hs, int err)

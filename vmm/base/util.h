@@ -128,9 +128,15 @@ int thread_start(pthread_t *t, void *(*fn)(void *), void *arg);
 struct thread_handshake {
 	sem_t sem;
 	int err;
+	int tid;                /* the thread's id (gettid), from thread_begin: the
+				 * starter reads it once thread_start_sync returned */
 };
 int thread_start_sync(pthread_t *t, void *(*fn)(void *), void *arg,
 		      struct thread_handshake *hs);
+/* A started thread's first call, before its filter: its name (comm, at
+ * most 15 bytes) and its id into hs. Named by itself: naming another
+ * thread opens a file in /proc. */
+void thread_begin(struct thread_handshake *hs, const char *name);
 void thread_ready(struct thread_handshake *hs, int err);
 
 #endif

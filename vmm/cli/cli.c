@@ -13,7 +13,7 @@ enum {
 	OPT_MEM = 'm', OPT_HELP = 'h', OPT_VERSION = 'V',
 	OPT_STATS = 0x100, OPT_DISK, OPT_QUEUES, OPT_IO_THREADS, OPT_TRANSPORT, OPT_PROBE_KVM,
 	OPT_SANDBOX, OPT_CHROOT, OPT_UID, OPT_GID, OPT_PVPANIC, OPT_NETNS, OPT_NEW_PID_NS,
-	OPT_CGROUP, OPT_CGROUP_SET,
+	OPT_CGROUP, OPT_CGROUP_SET, OPT_ID,
 };
 
 /* One row per option; cli_parse switches on .val. */
@@ -38,6 +38,7 @@ static const struct option cli_options[] = {
 	{ "new-pid-ns", no_argument,    NULL, OPT_NEW_PID_NS },
 	{ "cgroup",  required_argument, NULL, OPT_CGROUP },
 	{ "cgroup-set", required_argument, NULL, OPT_CGROUP_SET },
+	{ "id",      required_argument, NULL, OPT_ID },
 	{ "help",    no_argument,       NULL, OPT_HELP },
 	{ "version", no_argument,       NULL, OPT_VERSION },
 	{ NULL, 0, NULL, 0 },
@@ -112,6 +113,9 @@ void cli_usage(FILE *out)
 	      "                   many as CPUs mvm may run on; never more than queues)\n"
 	      "  --transport T    pci, mmio or ccw, for every disk without ,transport=\n"
 	      "                   (default: pci on x86, ccw on s390x)\n"
+	      "  --id NAME        the VM's name in its threads' names (NAME-ctl, NAME-d0q0;\n"
+	      "                   vCPUs are vcpu0, vcpu1, ...): up to 8 letters, digits, '-',\n"
+	      "                   '_' or '.' (default mvm)\n"
 	      "  --stats          print exit and device counters as JSON on stderr at exit\n"
 	      "  --sandbox on|off seccomp filters per thread, resource limits, no new\n"
 	      "                   privileges (default on; off only to debug)\n"
@@ -240,6 +244,9 @@ int cli_parse(int argc, char **argv, struct cli_config *cfg, char *err, size_t e
 			break;
 		case OPT_STATS:
 			cfg->stats = true;
+			break;
+		case OPT_ID:
+			cfg->vm.id = optarg;    /* checked by the library (mvm_create) */
 			break;
 		case OPT_DISK:
 			if (cfg->ndisks == MVM_MAX_DISKS)

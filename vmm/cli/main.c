@@ -50,7 +50,7 @@ static void main_log(void *opaque, enum mvm_log_level level, const char *msg)
 static const char *main_option_prefix(const char *msg)
 {
 	static const char *const fields[] = { "kernel ", "initrd ", "cmdline", "cpus ",
-					      "mem ", "disk ", "disk:", "pvpanic " };
+					      "mem ", "disk ", "disk:", "pvpanic ", "id " };
 	unsigned i;
 
 	for (i = 0; i < ARRAY_SIZE(fields); i++)

@@ -301,8 +301,10 @@ static void *vcpu_thread(void *arg)
 	char name[16];
 	int st;
 
-	snprintf(name, sizeof(name), "mvm-vcpu%u", v->id);
-	pthread_setname_np(pthread_self(), name);
+	/* "vcpuN", as Cloud Hypervisor names them: tools that look for
+	 * ^vcpu[0-9]+$ find them; mvm_get_threads says which VM's. */
+	snprintf(name, sizeof(name), "vcpu%u", v->id);
+	thread_begin(&v->hs, name);
 	vcpu_thread_enter(v);
 	/* Before the guest's first instruction: from here on, everything this
 	 * thread does on the guest's behalf is inside the filter. */

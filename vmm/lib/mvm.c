@@ -34,6 +34,7 @@
 #include "devices/virtio_pci.h"
 #include "devices/virtq_worker.h"
 
+#include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
@@ -85,6 +86,8 @@ static const char *const mvm_phase_names[MVM_PHASES] = {
 struct mvm {
 	struct mvm_config cfg;         /* copy; its strings point into ours */
 	char *kernel, *initrd, *cmdline;
+	char id[MVM_ID_MAX + 1];       /* cfg.id, or "mvm": its threads' names begin with it */
+	char ctl_name[16];
 	struct log_sink log;
 	atomic_int state;              /* enum mvm_state */
 
@@ -244,6 +247,23 @@ static int mvm_kick_signal_err(int sig, int ret, char *err, size_t errlen)
 	return err_set(err, errlen, ret, "kick_signal %d: sigaction: %s", sig, strerror(-ret));
 }
 
+/* A thread name holds 15 bytes: "ID-d15q63" and "ID-ctl" must fit. */
+static int mvm_check_id(const char *id, char *err, size_t errlen)
+{
+	size_t i, n;
+
+	if (!id)
+		return 0;
+	n = strlen(id);
+	for (i = 0; i < n; i++)
+		if (!isalnum((unsigned char)id[i]) && !strchr("-_.", id[i]))
+			break;
+	if (n == 0 || n > MVM_ID_MAX || i < n)
+		return err_set(err, errlen, -EINVAL, "id '%.64s': give 1 to %d letters, digits, "
+			       "'-', '_' or '.' (it begins the VM's thread names)", id, MVM_ID_MAX);
+	return 0;
+}
+
 /* Everything about a config that needs no KVM. */
 static int mvm_check_config(const struct mvm_config *cfg, char *err, size_t errlen)
 {
@@ -275,6 +295,9 @@ static int mvm_check_config(const struct mvm_config *cfg, char *err, size_t errl
 			       "SIGUSR1", cfg->kick_signal);
 	if (vcpu_signal_reserved(cfg->kick_signal))
 		return mvm_kick_signal_err(cfg->kick_signal, -EINVAL, err, errlen);
+	ret = mvm_check_id(cfg->id, err, errlen);
+	if (ret)
+		return ret;
 	if (cfg->console_escape && cfg->console_in < 0)
 		return err_set(err, errlen, -EINVAL, "console_escape: set without console_in");
 	/* Checked now: an fd closed under the control thread's poll would
@@ -354,6 +377,9 @@ int mvm_create(const struct mvm_config *theirs, struct mvm **out, char *err, siz
 	m->cfg.kernel = m->kernel;
 	m->cfg.initrd = m->initrd;
 	m->cfg.cmdline = m->cmdline;
+	snprintf(m->id, sizeof(m->id), "%s", cfg->id ? cfg->id : "mvm");
+	m->cfg.id = m->id;
+	snprintf(m->ctl_name, sizeof(m->ctl_name), "%s-ctl", m->id);
 	m->wait_efd = -1;
 	m->tx_efd = -1;
 	m->kimage = BOOT_IMAGE_NONE;
@@ -493,6 +519,9 @@ static int mvm_attach_disks(struct mvm *m, char *err, size_t errlen)
 			return ret;
 		/* Before the driver reads the features (virtio_dev_init zeroed it). */
 		dev->no_packed = !s->opts.packed;
+		/* Before launch: "ID-dN", then the worker's "qM" or PCI's "irq". */
+		snprintf(dev->thread_prefix, sizeof(dev->thread_prefix), "%s-d%u", m->id,
+			 i % 100u);     /* i < MVM_MAX_DISKS: what fits 15 bytes */
 		if (pci) {
 			ret = mvm_pci_bus(m, err, errlen);
 			if (ret) {
@@ -638,7 +667,7 @@ static void *mvm_control(void *arg)
 	uint64_t one = 1;
 	int status;
 
-	pthread_setname_np(pthread_self(), "mvm-control");
+	thread_begin(&m->control_hs, m->ctl_name);
 	if (m->cfg.sandbox) {
 		struct sandbox_fds fds = SANDBOX_NO_FDS;
 		int r;
@@ -1031,6 +1060,60 @@ int mvm_get_queue_stats(const struct mvm *m, unsigned disk, unsigned queue,
 	}
 	abi_copy_out(out, len, &st, sizeof(st));
 	return 0;
+}
+
+/* One entry, as much of it as the caller's entsize takes. */
+static void mvm_thread_put(struct mvm_thread *out, size_t n, size_t entsize, unsigned *count,
+			   int tid, enum mvm_thread_kind kind, unsigned index, unsigned disk,
+			   const char *name)
+{
+	struct mvm_thread t = { .tid = tid, .kind = kind, .index = index, .disk = disk };
+
+	if (!tid)
+		return;         /* never started */
+	snprintf(t.name, sizeof(t.name), "%s", name);
+	if (*count < n)
+		abi_copy_out((char *)out + *count * entsize, entsize, &t, sizeof(t));
+	(*count)++;
+}
+
+int mvm_get_threads(const struct mvm *m, struct mvm_thread *out, size_t n, size_t entsize)
+{
+	unsigned count = 0, i;
+	int state;
+
+	if (!m || (n && (!out || !entsize)))
+		return -EINVAL;
+	/* The ids hold from mvm_start until mvm_wait or mvm_destroy joins. */
+	state = atomic_load(&m->state);
+	if ((state != MVM_RUNNING && state != MVM_ENDED) || m->joined)
+		return -ESRCH;
+	for (i = 0; i < m->nvcpus; i++) {
+		char name[16];
+
+		if (!m->vcpus[i].started)
+			continue;
+		snprintf(name, sizeof(name), "vcpu%u", m->vcpus[i].id);
+		mvm_thread_put(out, n, entsize, &count, m->vcpus[i].hs.tid, MVM_THREAD_VCPU,
+			       m->vcpus[i].id, MVM_ALL, name);
+	}
+	for (i = 0; i < m->ndisks; i++) {
+		const struct virtio_dev *dev = m->disks[i].dev;
+		const struct vqw *w;
+
+		if (!dev)
+			continue;
+		for (w = dev->vqws; w; w = w->dev_next)
+			if (w->launched)
+				mvm_thread_put(out, n, entsize, &count, w->hs.tid, MVM_THREAD_IO,
+					       w->q[0].idx, i, w->thread_name);
+		mvm_thread_put(out, n, entsize, &count, dev->helper_tid, MVM_THREAD_DEVICE, 0, i,
+			       "");
+	}
+	if (m->control_started)
+		mvm_thread_put(out, n, entsize, &count, m->control_hs.tid, MVM_THREAD_CONTROL, 0,
+			       MVM_ALL, m->ctl_name);
+	return (int)count;
 }
 
 int mvm_get_stats(const struct mvm *m, struct mvm_stats *out, size_t len)
