@@ -73,7 +73,7 @@ static bool serial_rx_put(struct serial *s, uint8_t b)
 	}
 	s->rx[(s->rx_head + s->rx_count) % SERIAL_FIFO_SIZE] = b;
 	s->rx_count++;
-	__atomic_add_fetch(&s->rx_bytes, 1, __ATOMIC_RELAXED);
+	__atomic_add_fetch(&s->con.rx_bytes, 1, __ATOMIC_RELAXED);
 	return true;
 }
 
@@ -97,13 +97,11 @@ static void serial_tx(struct serial *s, uint8_t b)
 		serial_rx_put(s, b);
 		return;
 	}
-	__atomic_add_fetch(&s->tx_bytes, 1, __ATOMIC_RELAXED);
 	/* Without room the guest wrote THR although THRE was clear (the
-	 * slack of a FIFO load is gone too): the byte is lost, as on a real
-	 * UART's overfull FIFO. */
-	if (!console_buf_put(&s->tx, &b, 1))
-		__atomic_add_fetch(&s->tx_dropped, 1, __ATOMIC_RELAXED);
-	if (!s->tx_busy && console_buf_room(&s->tx) < SERIAL_TX_LOW_ROOM) {
+	 * slack of a FIFO load is gone too): the byte is lost (counted), as
+	 * on a real UART's overfull FIFO. */
+	console_port_put(&s->con, &b, 1);
+	if (!s->tx_busy && console_buf_room(&s->con.tx) < SERIAL_TX_LOW_ROOM) {
 		s->tx_busy = true;
 		__atomic_add_fetch(&s->tx_waits, 1, __ATOMIC_RELAXED);
 	}
@@ -162,7 +160,7 @@ static void serial_write_reg(struct serial *s, unsigned reg, uint8_t v)
 		serial_tx(s, v);
 		/* THR empties at once into the host buffer while it has
 		 * room; otherwise THRE (and its interrupt) come back from
-		 * serial_tx_consume. */
+		 * the host taking output (serial_port_tx_freed). */
 		s->thr_ipending = serial_thre(s);
 		break;
 	case UART_IER:
@@ -225,10 +223,12 @@ const struct io_ops serial_io_ops = {
 	.write = serial_io_write,
 };
 
+static const struct console_port_ops serial_port_ops;
+
 int serial_init(struct serial *s, void (*set_irq)(void *, bool), void *opaque)
 {
 	memset(s, 0, sizeof(*s));
-	console_buf_init(&s->tx);
+	console_port_init(&s->con, &s->lock, &serial_port_ops, s);
 	s->set_irq = set_irq;
 	s->irq_opaque = opaque;
 	s->mcr = UART_MCR_OUT2;
@@ -242,60 +242,43 @@ void serial_fini(struct serial *s)
 	pthread_mutex_destroy(&s->lock);
 }
 
-void serial_set_tx_wake(struct serial *s, int efd)
+/* The console port's calls, with the lock held. */
+static size_t serial_port_rx_room(void *dev)
 {
-	pthread_mutex_lock(&s->lock);
-	s->tx.wake_fd = efd;
-	pthread_mutex_unlock(&s->lock);
+	struct serial *s = dev;
+
+	/* Nothing is accepted in loopback: the line is disconnected. */
+	return (s->mcr & UART_MCR_LOOP) ? 0 : serial_rx_cap(s) - s->rx_count;
 }
 
-size_t serial_tx_peek(struct serial *s, uint8_t *buf, size_t len)
+static size_t serial_port_rx_take(void *dev, const uint8_t *buf, size_t len)
 {
-	size_t n;
+	struct serial *s = dev;
+	size_t i;
 
-	pthread_mutex_lock(&s->lock);
-	n = console_buf_peek(&s->tx, buf, len);
-	pthread_mutex_unlock(&s->lock);
-	return n;
+	for (i = 0; i < len && serial_rx_put(s, buf[i]); i++)
+		;
+	serial_update_irq(s);
+	return i;
 }
 
-void serial_tx_consume(struct serial *s, size_t n, bool delivered)
+static void serial_port_tx_freed(void *dev)
 {
-	pthread_mutex_lock(&s->lock);
-	console_buf_consume(&s->tx, n);
-	if (!delivered)
-		__atomic_add_fetch(&s->tx_dropped, n, __ATOMIC_RELAXED);
+	struct serial *s = dev;
+
 	/* THR empties: the THRE interrupt the guest's driver waits for. */
-	if (s->tx_busy && console_buf_room(&s->tx) >= SERIAL_TX_RESUME_ROOM) {
+	if (s->tx_busy && console_buf_room(&s->con.tx) >= SERIAL_TX_RESUME_ROOM) {
 		s->tx_busy = false;
 		s->thr_ipending = true;
 	}
 	serial_update_irq(s);
-	pthread_mutex_unlock(&s->lock);
 }
 
-unsigned serial_rx_room(struct serial *s)
-{
-	unsigned room;
-
-	pthread_mutex_lock(&s->lock);
-	/* Nothing is accepted in loopback: the line is disconnected. */
-	room = (s->mcr & UART_MCR_LOOP) ? 0 : serial_rx_cap(s) - s->rx_count;
-	pthread_mutex_unlock(&s->lock);
-	return room;
-}
-
-size_t serial_rx_push(struct serial *s, const uint8_t *buf, size_t len)
-{
-	size_t i;
-
-	pthread_mutex_lock(&s->lock);
-	for (i = 0; i < len && !(s->mcr & UART_MCR_LOOP) && s->rx_count < serial_rx_cap(s); i++)
-		serial_rx_put(s, buf[i]);
-	serial_update_irq(s);
-	pthread_mutex_unlock(&s->lock);
-	return i;
-}
+static const struct console_port_ops serial_port_ops = {
+	.rx_room = serial_port_rx_room,
+	.rx_take = serial_port_rx_take,
+	.tx_freed = serial_port_tx_freed,
+};
 
 /* --- COM1 on the VM ------------------------------------------------------ */
 
@@ -324,10 +307,10 @@ static void serial_vm_stats(void *dev, FILE *out)
 
 	fprintf(out, "{\"kind\":\"serial\",\"port\":%d,\"tx_bytes\":%llu,\"rx_bytes\":%llu,"
 		"\"tx_waits\":%llu,\"tx_dropped\":%llu}", sv->port,
-		(unsigned long long)__atomic_load_n(&sv->s.tx_bytes, __ATOMIC_RELAXED),
-		(unsigned long long)__atomic_load_n(&sv->s.rx_bytes, __ATOMIC_RELAXED),
+		(unsigned long long)__atomic_load_n(&sv->s.con.tx_bytes, __ATOMIC_RELAXED),
+		(unsigned long long)__atomic_load_n(&sv->s.con.rx_bytes, __ATOMIC_RELAXED),
 		(unsigned long long)__atomic_load_n(&sv->s.tx_waits, __ATOMIC_RELAXED),
-		(unsigned long long)__atomic_load_n(&sv->s.tx_dropped, __ATOMIC_RELAXED));
+		(unsigned long long)__atomic_load_n(&sv->s.con.tx_dropped, __ATOMIC_RELAXED));
 }
 
 static void serial_vm_destroy(void *dev)
@@ -346,47 +329,6 @@ static const struct vm_device_ops serial_vm_ops = {
 	.destroy = serial_vm_destroy,
 };
 
-static size_t serial_con_rx_room(void *dev)
-{
-	return serial_rx_room(dev);
-}
-
-static size_t serial_con_rx_push(void *dev, const uint8_t *buf, size_t len)
-{
-	return serial_rx_push(dev, buf, len);
-}
-
-static void serial_con_set_tx_wake(void *dev, int efd)
-{
-	serial_set_tx_wake(dev, efd);
-}
-
-static size_t serial_con_tx_peek(void *dev, uint8_t *buf, size_t len)
-{
-	return serial_tx_peek(dev, buf, len);
-}
-
-static void serial_con_tx_consume(void *dev, size_t n, bool delivered)
-{
-	serial_tx_consume(dev, n, delivered);
-}
-
-static void serial_con_counters(void *dev, uint64_t *out, uint64_t *in)
-{
-	struct serial *s = dev;
-
-	*out = __atomic_load_n(&s->tx_bytes, __ATOMIC_RELAXED);
-	*in = __atomic_load_n(&s->rx_bytes, __ATOMIC_RELAXED);
-}
-
-const struct vm_console_ops serial_console_ops = {
-	.rx_room = serial_con_rx_room,
-	.rx_push = serial_con_rx_push,
-	.set_tx_wake = serial_con_set_tx_wake,
-	.tx_peek = serial_con_tx_peek,
-	.tx_consume = serial_con_tx_consume,
-	.counters = serial_con_counters,
-};
 
 int serial_create(struct vm *vm, uint16_t port, unsigned irq, struct serial **out)
 {

@@ -1,7 +1,7 @@
 /* 8250/16550A UART (COM1). Register emulation runs on vCPU threads; the
- * VM's control thread feeds received bytes with serial_rx_push and takes
- * the transmitted ones with serial_tx_peek/serial_tx_consume. All state is
- * under one mutex.
+ * VM's control thread feeds received bytes and takes the transmitted ones
+ * through its console port (s->con: console_port_rx_push, _tx_peek,
+ * _tx_consume). All state is under one mutex.
  *
  * TX: THR writes go into a bounded buffer (devices/console_buf.h), never
  * to a host fd, so a vCPU never waits for the host's reader. THR and the
@@ -84,14 +84,12 @@ struct serial {
 	uint8_t rx[SERIAL_FIFO_SIZE];
 	unsigned rx_head, rx_count;
 
-	struct console_buf tx;   /* transmitted, not yet taken by the host */
+	/* Transmitted, not yet taken by the host; tx_bytes counts what the
+	 * guest wrote to THR (loopback excluded), rx_bytes what entered the
+	 * RX FIFO. The host drains it through console_port_vm_ops. */
+	struct console_port con;
 	bool tx_busy;            /* THRE withheld: the buffer ran short of room */
-
-	/* Read with atomic loads by --stats while the guest runs. */
-	uint64_t tx_bytes;       /* the guest wrote to THR (loopback excluded) */
-	uint64_t rx_bytes;
-	uint64_t tx_waits;       /* times THRE was withheld (the guest waited) */
-	uint64_t tx_dropped;     /* bytes that never reached the host's output */
+	uint64_t tx_waits;       /* atomic: times THRE was withheld (the guest waited) */
 };
 
 extern const struct io_ops serial_io_ops;
@@ -100,24 +98,9 @@ extern const struct io_ops serial_io_ops;
 int serial_init(struct serial *s, void (*set_irq)(void *, bool), void *opaque);
 void serial_fini(struct serial *s);
 
-/* The eventfd written when output arrives in an empty buffer (-1: none);
- * before the guest runs. */
-void serial_set_tx_wake(struct serial *s, int efd);
-/* Copy up to len of the oldest transmitted bytes to buf, leaving them
- * queued; returns how many. */
-size_t serial_tx_peek(struct serial *s, uint8_t *buf, size_t len);
-/* The n oldest bytes are done with: written to the host (delivered) or
- * discarded (counted in tx_dropped). Room again gives the guest THRE back,
- * with its interrupt. */
-void serial_tx_consume(struct serial *s, size_t n, bool delivered);
-
-/* Free room in the RX FIFO (the main loop reads at most that from stdin). */
-unsigned serial_rx_room(struct serial *s);
-/* Queue received bytes; returns how many were taken. */
-size_t serial_rx_push(struct serial *s, const uint8_t *buf, size_t len);
-
-/* The UART as the VM's console (struct vm_console): dev is a struct serial. */
-extern const struct vm_console_ops serial_console_ops;
+/* The host's side (output, input, counters) is s->con, a console port
+ * (devices/console_buf.h): console_port_vm_ops with dev = &s->con as the
+ * VM's console. */
 
 /* A UART on the VM at I/O ports port..port+7, interrupt line irq via
  * KVM_IRQ_LINE (x86 COM1: 0x3f8, 4), registered with the VM for

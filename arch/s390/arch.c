@@ -215,48 +215,6 @@ static void guest_exit(void *opaque, int status)
 	vm_request_stop(c->vm, VM_STOP_GUEST_STATUS, status, NULL);
 }
 
-static size_t con_rx_room(void *dev)
-{
-	return sclp_rx_room(dev);
-}
-
-static size_t con_rx_push(void *dev, const uint8_t *buf, size_t len)
-{
-	return sclp_rx_push(dev, buf, len);
-}
-
-static void con_set_tx_wake(void *dev, int efd)
-{
-	sclp_set_tx_wake(dev, efd);
-}
-
-static size_t con_tx_peek(void *dev, uint8_t *buf, size_t len)
-{
-	return sclp_tx_peek(dev, buf, len);
-}
-
-static void con_tx_consume(void *dev, size_t n, bool delivered)
-{
-	sclp_tx_consume(dev, n, delivered);
-}
-
-static void con_counters(void *dev, uint64_t *out, uint64_t *in)
-{
-	struct sclp *s = dev;
-
-	*out = __atomic_load_n(&s->tx_bytes, __ATOMIC_RELAXED);
-	*in = __atomic_load_n(&s->rx_bytes, __ATOMIC_RELAXED);
-}
-
-static const struct vm_console_ops sclp_console_ops = {
-	.rx_room = con_rx_room,
-	.rx_push = con_rx_push,
-	.set_tx_wake = con_set_tx_wake,
-	.tx_peek = con_tx_peek,
-	.tx_consume = con_tx_consume,
-	.counters = con_counters,
-};
-
 static void console_stop(void *dev)
 {
 	(void)dev;              /* no threads of its own */
@@ -267,10 +225,10 @@ static void console_stats(void *dev, FILE *out)
 	struct s390_console *c = dev;
 	uint64_t o, i;
 
-	con_counters(&c->sclp, &o, &i);
+	console_port_counters(&c->sclp.con, &o, &i);
 	fprintf(out, "{\"kind\":\"sclp-console\",\"tx_bytes\":%" PRIu64 ",\"rx_bytes\":%" PRIu64
 		",\"tx_dropped\":%" PRIu64 ",\"signal_errors\":%" PRIu64 "}", o, i,
-		__atomic_load_n(&c->sclp.tx_dropped, __ATOMIC_RELAXED),
+		__atomic_load_n(&c->sclp.con.tx_dropped, __ATOMIC_RELAXED),
 		__atomic_load_n(&c->sclp.signal_errors, __ATOMIC_RELAXED));
 }
 
@@ -307,7 +265,7 @@ int arch_board_create(struct vm *vm, struct vm_console *con)
 	if (ret)
 		goto fini;
 	s390_vm(vm)->sclp = &c->sclp;
-	*con = (struct vm_console){ .ops = &sclp_console_ops, .dev = &c->sclp };
+	*con = (struct vm_console){ .ops = &console_port_vm_ops, .dev = &c->sclp.con };
 	if (ioctl(vm->kvm_fd, KVM_CHECK_EXTENSION, KVM_CAP_S390_COW) <= 0)
 		log_warn(&vm->log, "KVM on this host lacks KVM_CAP_S390_COW (no ESOP facility, as "
 			 "under Hercules): the guest runs, but its kernel cannot protect "

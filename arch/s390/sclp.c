@@ -23,11 +23,13 @@
  * 500, which Linux uses). */
 static const uint8_t cpi_mvmexit[8] = { 0xd4, 0xe5, 0xd4, 0xc5, 0xe7, 0xc9, 0xe3, 0x40 };
 
+static const struct console_port_ops sclp_port_ops;
+
 int sclp_init(struct sclp *s, const struct guest_mem *mem, uint64_t mem_size, unsigned ncpus,
 	      int (*service_signal)(void *, uint32_t), void *opaque)
 {
 	memset(s, 0, sizeof(*s));
-	console_buf_init(&s->tx);
+	console_port_init(&s->con, &s->lock, &sclp_port_ops, s);
 	s->mem = mem;
 	s->mem_size = mem_size;
 	s->ncpus = ncpus;
@@ -127,38 +129,7 @@ static void write_event_mask(struct sclp *s, uint8_t *sccb, unsigned len)
 
 static void console_out(struct sclp *s, const uint8_t *buf, size_t len)
 {
-	size_t n;
-
-	__atomic_add_fetch(&s->tx_bytes, len, __ATOMIC_RELAXED);
-	n = console_buf_put(&s->tx, buf, len);
-	if (n < len)
-		__atomic_add_fetch(&s->tx_dropped, len - n, __ATOMIC_RELAXED);
-}
-
-void sclp_set_tx_wake(struct sclp *s, int efd)
-{
-	pthread_mutex_lock(&s->lock);
-	s->tx.wake_fd = efd;
-	pthread_mutex_unlock(&s->lock);
-}
-
-size_t sclp_tx_peek(struct sclp *s, uint8_t *buf, size_t len)
-{
-	size_t n;
-
-	pthread_mutex_lock(&s->lock);
-	n = console_buf_peek(&s->tx, buf, len);
-	pthread_mutex_unlock(&s->lock);
-	return n;
-}
-
-void sclp_tx_consume(struct sclp *s, size_t n, bool delivered)
-{
-	pthread_mutex_lock(&s->lock);
-	console_buf_consume(&s->tx, n);
-	if (!delivered)
-		__atomic_add_fetch(&s->tx_dropped, n, __ATOMIC_RELAXED);
-	pthread_mutex_unlock(&s->lock);
+	console_port_put(&s->con, buf, len);    /* what does not fit: dropped, counted */
 }
 
 /* Write Event Data: event buffers from offset 8 to the SCCB's length. */
@@ -251,7 +222,7 @@ static void read_event_data(struct sclp *s, uint8_t *sccb, unsigned len)
 		e[SCLP_EVBUF_HDR_LEN + 1 + i] = s->rx[(s->rx_head + i) % SCLP_RX_SIZE];
 	s->rx_head = (s->rx_head + n) % SCLP_RX_SIZE;
 	s->rx_count -= n;
-	__atomic_add_fetch(&s->rx_bytes, n, __ATOMIC_RELAXED);
+	__atomic_add_fetch(&s->con.rx_bytes, n, __ATOMIC_RELAXED);
 	be16_store(e, (uint16_t)(SCLP_EVBUF_HDR_LEN + 1 + n));
 	e[2] = SCLP_EVTYP_VT220;
 	e[3] = 0;
@@ -329,30 +300,32 @@ signal:
 	return 0;
 }
 
-size_t sclp_rx_room(struct sclp *s)
+/* The console port's calls, with the lock held. */
+static size_t sclp_port_rx_room(void *dev)
 {
-	size_t room;
+	struct sclp *s = dev;
 
-	pthread_mutex_lock(&s->lock);
-	room = SCLP_RX_SIZE - s->rx_count;
-	pthread_mutex_unlock(&s->lock);
-	return room;
+	return SCLP_RX_SIZE - s->rx_count;
 }
 
-size_t sclp_rx_push(struct sclp *s, const uint8_t *buf, size_t len)
+static size_t sclp_port_rx_take(void *dev, const uint8_t *buf, size_t len)
 {
-	size_t n, i;
+	struct sclp *s = dev;
+	size_t i;
 
-	pthread_mutex_lock(&s->lock);
-	n = MIN(len, (size_t)(SCLP_RX_SIZE - s->rx_count));
-	for (i = 0; i < n; i++)
+	for (i = 0; i < len; i++)
 		s->rx[(s->rx_head + s->rx_count + i) % SCLP_RX_SIZE] = buf[i];
-	s->rx_count += (unsigned)n;
+	s->rx_count += (unsigned)len;
 	/* Tell the guest once; it reads until nothing is left. */
-	if (n && input_pending(s) && !s->pending_signalled) {
+	if (len && input_pending(s) && !s->pending_signalled) {
 		s->pending_signalled = true;
 		service_signal(s, 1);
 	}
-	pthread_mutex_unlock(&s->lock);
-	return n;
+	return len;
 }
+
+static const struct console_port_ops sclp_port_ops = {
+	.rx_room = sclp_port_rx_room,
+	.rx_take = sclp_port_rx_take,
+	.tx_freed = NULL,       /* output that finds no room is dropped, not waited for */
+};

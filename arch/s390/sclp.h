@@ -109,12 +109,13 @@ struct sclp {
 	uint32_t guest_receive, guest_send;
 
 	/* VT220 console */
-	struct console_buf tx;        /* output the host has not taken yet */
+	/* Output the host has not taken yet, and the byte counters (rx_bytes:
+	 * what the guest read); the host drains it through
+	 * console_port_vm_ops. */
+	struct console_port con;
 	uint8_t rx[SCLP_RX_SIZE];
 	unsigned rx_head, rx_count;
 	bool pending_signalled;       /* a pending-events signal is outstanding */
-	uint64_t tx_bytes, rx_bytes;  /* atomic for readers */
-	uint64_t tx_dropped;          /* output that never reached the host */
 	uint64_t signal_errors;       /* atomic for readers: service signals not injected */
 	bool signal_logged;           /* the first of those was logged */
 };
@@ -123,22 +124,14 @@ int sclp_init(struct sclp *s, const struct guest_mem *mem, uint64_t mem_size, un
 	      int (*service_signal)(void *, uint32_t), void *opaque);
 void sclp_fini(struct sclp *s);
 
-/* Console output for the control thread (struct vm_console): the wake
- * eventfd, a copy of the oldest bytes, and dropping them once written
- * (delivered) or discarded (counted in tx_dropped). */
-void sclp_set_tx_wake(struct sclp *s, int efd);
-size_t sclp_tx_peek(struct sclp *s, uint8_t *buf, size_t len);
-void sclp_tx_consume(struct sclp *s, size_t n, bool delivered);
+/* Console output and input for the control thread: s->con, a console
+ * port (devices/console_buf.h); input raises a service signal once the
+ * guest has enabled VT220 input. */
 
 /* The guest's SERVC: cmd from R1, sccb (real address) from R2, problem:
  * the PSW's problem-state bit. Returns the condition code (0: initiated,
  * the service signal follows) or -code for a program exception. */
 int sclp_service_call(struct sclp *s, uint32_t cmd, uint64_t sccb, bool problem);
-
-/* Console input (struct vm_console): room, and queue bytes; a service
- * signal tells the guest when it has enabled VT220 input. */
-size_t sclp_rx_room(struct sclp *s);
-size_t sclp_rx_push(struct sclp *s, const uint8_t *buf, size_t len);
 
 /* Event type t as a bit of a 4-byte mask. */
 static inline uint32_t sclp_evtyp_bit(unsigned t)

@@ -175,7 +175,7 @@ int arch_board_create(struct vm *vm, struct vm_console *con)
 
 	ret = serial_create(vm, X86_COM1_PORT, X86_COM1_IRQ, &uart);
 	if (!ret)
-		*con = (struct vm_console){ .ops = &serial_console_ops, .dev = uart };
+		*con = (struct vm_console){ .ops = &console_port_vm_ops, .dev = &uart->con };
 	if (!ret)
 		ret = i8042_create(vm, X86_I8042_DATA_PORT);
 	if (!ret)

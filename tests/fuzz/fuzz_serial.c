@@ -145,7 +145,7 @@ static void guest_burst(struct tp *t, unsigned count)
 static void host_rx(struct tp *t, struct fz *f)
 {
 	uint8_t buf[32];
-	unsigned room = serial_rx_room(&t->s), n = fz_u8(f) % sizeof(buf);
+	unsigned room = console_port_rx_room(&t->s.con), n = fz_u8(f) % sizeof(buf);
 	bool greedy = n & 1;           /* a caller that pushes beyond the room */
 	size_t took;
 
@@ -155,7 +155,7 @@ static void host_rx(struct tp *t, struct fz *f)
 	FZ_ASSERT(room <= rx_cap(&t->s) - t->m.rx_len);
 	if (!greedy && n > room)
 		n = room;
-	took = serial_rx_push(&t->s, buf, n);
+	took = console_port_rx_push(&t->s.con, buf, n);
 	FZ_ASSERT(took <= n && took <= room);
 	FZ_ASSERT(took == (n < room ? n : room));
 	for (size_t i = 0; i < took; i++)
@@ -169,13 +169,13 @@ static void host_tx(struct tp *t, struct fz *f)
 	size_t want = fz_u16(f) % (CONSOLE_BUF_SIZE + 1), got, first, n;
 	uint8_t how = fz_u8(f);
 
-	got = serial_tx_peek(&t->s, buf, want);
+	got = console_port_tx_peek(&t->s.con, buf, want);
 	FZ_ASSERT(got == (want < t->m.tx_len ? want : t->m.tx_len));
 	first = got < CONSOLE_BUF_SIZE - t->m.tx_head ? got : CONSOLE_BUF_SIZE - t->m.tx_head;
 	FZ_ASSERT(!memcmp(buf, t->m.tx + t->m.tx_head, first));
 	FZ_ASSERT(!memcmp(buf + first, t->m.tx, got - first));
 	n = (how & 2) ? got : got / 2;
-	serial_tx_consume(&t->s, n, how & 1);
+	console_port_tx_consume(&t->s.con, n, how & 1);
 	if (!(how & 1))
 		t->m.tx_dropped += n;
 	t->m.tx_head = (t->m.tx_head + n) % CONSOLE_BUF_SIZE;
@@ -198,9 +198,9 @@ static void check(struct tp *t)
 	struct serial *s = &t->s;
 	size_t room = CONSOLE_BUF_SIZE - t->m.tx_len;
 
-	FZ_ASSERT(s->tx.len == t->m.tx_len);
-	FZ_ASSERT(s->tx_bytes == t->m.tx_bytes);
-	FZ_ASSERT(s->tx_dropped == t->m.tx_dropped);
+	FZ_ASSERT(s->con.tx.len == t->m.tx_len);
+	FZ_ASSERT(s->con.tx_bytes == t->m.tx_bytes);
+	FZ_ASSERT(s->con.tx_dropped == t->m.tx_dropped);
 	FZ_ASSERT(s->rx_count == t->m.rx_len && s->rx_count <= rx_cap(s));
 	FZ_ASSERT(s->rx_head < SERIAL_FIFO_SIZE);
 	FZ_ASSERT(s->rx_count == 0 || s->rx_head == t->m.rx_head);
@@ -228,7 +228,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	FZ_ASSERT(iobus_register(&t->bus, PORT, 8, &serial_io_ops, &t->s) == 0);
 	t->wake_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
 	FZ_ASSERT(t->wake_fd >= 0);
-	serial_set_tx_wake(&t->s, t->wake_fd);
+	console_port_set_tx_wake(&t->s.con, t->wake_fd);
 	/* The model's RX FIFO starts where the UART's does. */
 	t->m.rx_head = t->s.rx_head;
 

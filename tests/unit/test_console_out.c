@@ -33,7 +33,7 @@ static struct rig *rig(void)
 
 	CHECK(r);
 	CHECK_EQ(serial_init(&r->s, no_irq, NULL), 0);
-	r->con = (struct vm_console){ .ops = &serial_console_ops, .dev = &r->s };
+	r->con = (struct vm_console){ .ops = &console_port_vm_ops, .dev = &r->s.con };
 	return r;
 }
 
@@ -96,15 +96,15 @@ TEST(a_reader_that_stops_reading_never_blocks_the_drain)
 	}
 	CHECK(conout_wait_fd(&r->out) >= 0);       /* waits for POLLOUT */
 	CHECK(sent < 64 * 8192);                   /* the guest was held back */
-	CHECK_EQ(r->s.tx_dropped, 0);
+	CHECK_EQ(r->s.con.tx_dropped, 0);
 	/* The reader comes back: everything arrives, in order. */
 	for (int i = 0; i < 100000 && got < sent; i++) {
 		reader_take(p[0], &got);
 		conout_drain(&r->out);
 	}
 	CHECK_EQ(got, sent);
-	CHECK_EQ(r->s.tx_bytes, sent);
-	CHECK_EQ(r->s.tx_dropped, 0);
+	CHECK_EQ(r->s.con.tx_bytes, sent);
+	CHECK_EQ(r->s.con.tx_dropped, 0);
 	close(p[0]);
 	close(p[1]);
 	rig_free(r);
@@ -136,14 +136,14 @@ TEST(a_closed_reader_drops_output_so_the_guest_never_waits)
 	CHECK_EQ(guest_send(r, 100), 100);
 	CHECK(conout_drain(&r->out));
 	CHECK(r->out.dead);
-	CHECK_EQ(r->s.tx_dropped, 100);
+	CHECK_EQ(r->s.con.tx_dropped, 100);
 	/* From now on the guest's output goes nowhere: it never waits. */
 	for (int i = 0; i < 8; i++) {
 		CHECK_EQ(guest_send(r, CONSOLE_BUF_SIZE / 2), CONSOLE_BUF_SIZE / 2);
 		CHECK(conout_drain(&r->out));
 	}
 	CHECK_EQ(r->s.tx_waits, 0);
-	CHECK_EQ(r->s.tx_dropped, 100 + 4 * CONSOLE_BUF_SIZE);
+	CHECK_EQ(r->s.con.tx_dropped, 100 + 4 * CONSOLE_BUF_SIZE);
 	close(p[1]);
 	rig_free(r);
 }
@@ -184,7 +184,7 @@ TEST(no_output_at_all_discards_without_counting_drops)
 		CHECK(conout_drain(&r->out));
 	}
 	CHECK_EQ(r->s.tx_waits, 0);
-	CHECK_EQ(r->s.tx_dropped, 0);
+	CHECK_EQ(r->s.con.tx_dropped, 0);
 	rig_free(r);
 }
 
@@ -227,7 +227,7 @@ TEST(a_socket_that_stops_reading_never_blocks_the_drain)
 		conout_drain(&r->out);
 	}
 	CHECK_EQ(got, sent);
-	CHECK_EQ(r->s.tx_dropped, 0);
+	CHECK_EQ(r->s.con.tx_dropped, 0);
 	close(sv[0]);
 	close(sv[1]);
 	rig_free(r);
@@ -240,7 +240,7 @@ TEST(discard_drops_what_is_left_and_counts_it)
 	CHECK_EQ(conout_init(&r->out, &r->con, -1, NULL, NULL, NULL), 0);
 	CHECK_EQ(guest_send(r, 700), 700);
 	conout_discard(&r->out);
-	CHECK_EQ(r->s.tx_dropped, 700);
-	CHECK_EQ(r->s.tx.len, 0);
+	CHECK_EQ(r->s.con.tx_dropped, 700);
+	CHECK_EQ(r->s.con.tx.len, 0);
 	rig_free(r);
 }

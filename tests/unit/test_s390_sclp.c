@@ -47,7 +47,7 @@ static void on_exit_status(void *opaque, int status)
 /* The console output waiting for the host, as t->out/t->nout. */
 static size_t out_now(struct t *t)
 {
-	t->nout = sclp_tx_peek(&t->s, t->out, sizeof(t->out));
+	t->nout = console_port_tx_peek(&t->s.con, t->out, sizeof(t->out));
 	return t->nout;
 }
 
@@ -213,7 +213,7 @@ TEST(vt220_output_reaches_the_console_once_enabled)
 	CHECK(p[11] & SCLP_EVBUF_ACCEPTED);
 	CHECK_EQ(out_now(t), 7);
 	CHECK(memcmp(t->out, "hello\r\n", 7) == 0);
-	CHECK_EQ(__atomic_load_n(&t->s.tx_bytes, __ATOMIC_RELAXED), 7);
+	CHECK_EQ(__atomic_load_n(&t->s.con.tx_bytes, __ATOMIC_RELAXED), 7);
 	teardown(t);
 }
 
@@ -261,7 +261,7 @@ TEST(vt220_input_signals_then_reads_with_session_byte)
 	struct t *t = setup(1);
 	uint8_t *p;
 
-	CHECK_EQ(sclp_rx_push(&t->s, (const uint8_t *)"ls\n", 3), 3);
+	CHECK_EQ(console_port_rx_push(&t->s.con, (const uint8_t *)"ls\n", 3), 3);
 	CHECK_EQ(t->nsignals, 0);                /* the guest has not enabled input */
 	enable_vt220(t);
 	/* Input was pending when the mask command completed: its signal
@@ -283,8 +283,8 @@ TEST(vt220_input_signals_then_reads_with_session_byte)
 	CHECK_EQ(rc(p), SCLP_RC_NO_EVENT_BUFFERS_STORED);
 	/* New input while idle: one signal with parameter 1, not one per byte. */
 	t->nsignals = 0;
-	CHECK_EQ(sclp_rx_push(&t->s, (const uint8_t *)"a", 1), 1);
-	CHECK_EQ(sclp_rx_push(&t->s, (const uint8_t *)"b", 1), 1);
+	CHECK_EQ(console_port_rx_push(&t->s.con, (const uint8_t *)"a", 1), 1);
+	CHECK_EQ(console_port_rx_push(&t->s.con, (const uint8_t *)"b", 1), 1);
 	CHECK_EQ(t->nsignals, 1);
 	CHECK_EQ(t->signals[0], 1);
 	teardown(t);
@@ -296,9 +296,9 @@ TEST(input_buffer_is_bounded)
 	uint8_t big[SCLP_RX_SIZE + 10];
 
 	memset(big, 'x', sizeof(big));
-	CHECK_EQ(sclp_rx_push(&t->s, big, sizeof(big)), SCLP_RX_SIZE);
-	CHECK_EQ(sclp_rx_room(&t->s), 0);
-	CHECK_EQ(sclp_rx_push(&t->s, big, 1), 0);
+	CHECK_EQ(console_port_rx_push(&t->s.con, big, sizeof(big)), SCLP_RX_SIZE);
+	CHECK_EQ(console_port_rx_room(&t->s.con), 0);
+	CHECK_EQ(console_port_rx_push(&t->s.con, big, 1), 0);
 	teardown(t);
 }
 
@@ -368,7 +368,7 @@ TEST(a_service_signal_that_cannot_be_injected_is_logged_once_and_counted)
 		CHECK_EQ(rc(p), SCLP_RC_NORMAL_READ_COMPLETION);
 	}
 	enable_vt220(t);
-	CHECK_EQ(sclp_rx_push(&t->s, (const uint8_t *)"x", 1), 1);
+	CHECK_EQ(console_port_rx_push(&t->s.con, (const uint8_t *)"x", 1), 1);
 	CHECK_EQ(t->s.signal_errors, 7);
 	CHECK_EQ(l.n, 1);
 	CHECK(strstr(l.last, "cannot inject the service signal"));

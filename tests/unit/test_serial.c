@@ -60,9 +60,9 @@ TEST(thr_writes_reach_output)
 	uart(&s);
 	wr(&s, UART_THR, 'h');
 	wr(&s, UART_THR, 'i');
-	CHECK_EQ(serial_tx_peek(&s, buf, sizeof(buf)), 2);
+	CHECK_EQ(console_port_tx_peek(&s.con, buf, sizeof(buf)), 2);
 	CHECK(buf[0] == 'h' && buf[1] == 'i');
-	CHECK_EQ(s.tx_bytes, 2);
+	CHECK_EQ(s.con.tx_bytes, 2);
 }
 
 TEST(dlab_switches_divisor_latch)
@@ -78,7 +78,7 @@ TEST(dlab_switches_divisor_latch)
 	wr(&s, UART_LCR, 0x03);
 	CHECK_EQ(rd(&s, UART_IER), 0);       /* IER untouched by DLM write */
 	CHECK_EQ(rd(&s, UART_LCR), 0x03);
-	CHECK_EQ(s.tx_bytes, 0);            /* DLL write was not a THR write */
+	CHECK_EQ(s.con.tx_bytes, 0);            /* DLL write was not a THR write */
 }
 
 TEST(thre_interrupt_on_enable_cleared_by_iir_read)
@@ -114,9 +114,9 @@ TEST(rx_fifo_raises_rda_and_drains)
 
 	uart(&s);
 	wr(&s, UART_FCR, UART_FCR_ENABLE);
-	CHECK_EQ(serial_rx_room(&s), SERIAL_FIFO_SIZE);
-	CHECK_EQ(serial_rx_push(&s, in, 20), SERIAL_FIFO_SIZE);   /* no overrun: refused */
-	CHECK_EQ(serial_rx_room(&s), 0);
+	CHECK_EQ(console_port_rx_room(&s.con), SERIAL_FIFO_SIZE);
+	CHECK_EQ(console_port_rx_push(&s.con, in, 20), SERIAL_FIFO_SIZE);   /* no overrun: refused */
+	CHECK_EQ(console_port_rx_room(&s.con), 0);
 	CHECK(!irq_now);                       /* RDA not enabled yet */
 	CHECK(rd(&s, UART_LSR) & UART_LSR_DR);
 	wr(&s, UART_IER, UART_IER_RDI);
@@ -135,7 +135,7 @@ TEST(rda_has_priority_over_thre)
 
 	uart(&s);
 	wr(&s, UART_IER, UART_IER_RDI | UART_IER_THRI);
-	CHECK_EQ(serial_rx_push(&s, (const uint8_t *)"z", 1), 1);
+	CHECK_EQ(console_port_rx_push(&s.con, (const uint8_t *)"z", 1), 1);
 	CHECK_EQ(rd(&s, UART_IIR), UART_IIR_RDI);
 	CHECK_EQ(rd(&s, UART_RBR), 'z');
 	CHECK_EQ(rd(&s, UART_IIR), UART_IIR_THRI);
@@ -146,8 +146,8 @@ TEST(without_fifo_holds_one_byte)
 	struct serial s;
 
 	uart(&s);
-	CHECK_EQ(serial_rx_room(&s), 1);
-	CHECK_EQ(serial_rx_push(&s, (const uint8_t *)"ab", 2), 1);
+	CHECK_EQ(console_port_rx_room(&s.con), 1);
+	CHECK_EQ(console_port_rx_push(&s.con, (const uint8_t *)"ab", 2), 1);
 }
 
 TEST(loopback_wires_mcr_to_msr_and_thr_to_rbr)
@@ -163,9 +163,9 @@ TEST(loopback_wires_mcr_to_msr_and_thr_to_rbr)
 	wr(&s, UART_THR, 'L');
 	CHECK(rd(&s, UART_LSR) & UART_LSR_DR);
 	CHECK_EQ(rd(&s, UART_RBR), 'L');
-	CHECK_EQ(serial_rx_room(&s), 0);       /* line disconnected */
-	CHECK_EQ(serial_tx_peek(&s, &c, 1), 0);     /* nothing went out */
-	CHECK_EQ(s.tx_bytes, 0);
+	CHECK_EQ(console_port_rx_room(&s.con), 0);       /* line disconnected */
+	CHECK_EQ(console_port_tx_peek(&s.con, &c, 1), 0);     /* nothing went out */
+	CHECK_EQ(s.con.tx_bytes, 0);
 	wr(&s, UART_MCR, UART_MCR_OUT2);
 	CHECK_EQ(rd(&s, UART_MSR), UART_MSR_DCD | UART_MSR_DSR | UART_MSR_CTS |
 		 UART_MSR_DDSR);                 /* DSR came back: delta set */
@@ -217,12 +217,12 @@ static void take(struct serial *s, size_t n, size_t *taken)
 	uint8_t buf[4096];
 
 	while (n) {
-		size_t k = serial_tx_peek(s, buf, n < sizeof(buf) ? n : sizeof(buf));
+		size_t k = console_port_tx_peek(&s->con, buf, n < sizeof(buf) ? n : sizeof(buf));
 
 		CHECK(k > 0);
 		for (size_t i = 0; i < k; i++)
 			CHECK_EQ(buf[i], 'a' + (*taken + i) % 26);
-		serial_tx_consume(s, k, true);
+		console_port_tx_consume(&s->con, k, true);
 		*taken += k;
 		n -= k;
 	}
@@ -236,11 +236,11 @@ TEST(output_waits_in_the_buffer_until_the_host_takes_it)
 
 	uart(&s);
 	CHECK_EQ(send_while_thre(&s, 3), 3);
-	CHECK_EQ(serial_tx_peek(&s, buf, sizeof(buf)), 3);      /* peek leaves them */
-	CHECK_EQ(serial_tx_peek(&s, buf, sizeof(buf)), 3);
+	CHECK_EQ(console_port_tx_peek(&s.con, buf, sizeof(buf)), 3);      /* peek leaves them */
+	CHECK_EQ(console_port_tx_peek(&s.con, buf, sizeof(buf)), 3);
 	take(&s, 3, &taken);
-	CHECK_EQ(serial_tx_peek(&s, buf, sizeof(buf)), 0);
-	CHECK_EQ(s.tx_dropped, 0);
+	CHECK_EQ(console_port_tx_peek(&s.con, buf, sizeof(buf)), 0);
+	CHECK_EQ(s.con.tx_dropped, 0);
 }
 
 TEST(a_full_buffer_clears_thre_and_temt_so_the_guest_waits)
@@ -255,8 +255,8 @@ TEST(a_full_buffer_clears_thre_and_temt_so_the_guest_waits)
 	CHECK(sent <= CONSOLE_BUF_SIZE);
 	CHECK(sent > CONSOLE_BUF_SIZE - 2 * SERIAL_FIFO_SIZE);
 	CHECK_EQ(rd(&s, UART_LSR) & (UART_LSR_THRE | UART_LSR_TEMT), 0);
-	CHECK_EQ(s.tx_dropped, 0);
-	CHECK_EQ(s.tx_bytes, sent);
+	CHECK_EQ(s.con.tx_dropped, 0);
+	CHECK_EQ(s.con.tx_bytes, sent);
 	CHECK_EQ(s.tx_waits, 1);
 }
 
@@ -301,7 +301,7 @@ TEST(a_slow_reader_loses_no_byte_of_a_driver_that_honours_thre)
 	}
 	take(&s, sent - taken, &taken);
 	CHECK_EQ(taken, total);
-	CHECK_EQ(s.tx_dropped, 0);
+	CHECK_EQ(s.con.tx_dropped, 0);
 	CHECK(s.tx_waits > 0);
 }
 
@@ -312,9 +312,9 @@ TEST(a_guest_that_ignores_thre_loses_only_what_finds_no_room)
 	uart(&s);
 	for (size_t i = 0; i < CONSOLE_BUF_SIZE + 100; i++)
 		wr(&s, UART_THR, 'x');           /* never reads LSR */
-	CHECK_EQ(s.tx_bytes, CONSOLE_BUF_SIZE + 100);
-	CHECK_EQ(s.tx_dropped, 100);
-	CHECK_EQ(s.tx.len, CONSOLE_BUF_SIZE);
+	CHECK_EQ(s.con.tx_bytes, CONSOLE_BUF_SIZE + 100);
+	CHECK_EQ(s.con.tx_dropped, 100);
+	CHECK_EQ(s.con.tx.len, CONSOLE_BUF_SIZE);
 }
 
 TEST(output_discarded_by_the_host_counts_as_dropped)
@@ -323,9 +323,9 @@ TEST(output_discarded_by_the_host_counts_as_dropped)
 
 	uart(&s);
 	send_while_thre(&s, 10);
-	serial_tx_consume(&s, 10, false);
-	CHECK_EQ(s.tx_dropped, 10);
-	CHECK_EQ(s.tx.len, 0);
+	console_port_tx_consume(&s.con, 10, false);
+	CHECK_EQ(s.con.tx_dropped, 10);
+	CHECK_EQ(s.con.tx.len, 0);
 }
 
 TEST(output_into_an_empty_buffer_wakes_the_host_once)
@@ -337,7 +337,7 @@ TEST(output_into_an_empty_buffer_wakes_the_host_once)
 
 	CHECK(efd >= 0);
 	uart(&s);
-	serial_set_tx_wake(&s, efd);
+	console_port_set_tx_wake(&s.con, efd);
 	CHECK_EQ(read(efd, &v, sizeof(v)), -1);      /* nothing yet */
 	send_while_thre(&s, 3);
 	CHECK_EQ(read(efd, &v, sizeof(v)), sizeof(v));
@@ -366,7 +366,7 @@ TEST(loopback_bytes_never_reach_the_host_buffer)
 	uart(&s);
 	wr(&s, UART_MCR, UART_MCR_LOOP);
 	wr(&s, UART_THR, 'q');
-	CHECK_EQ(s.tx.len, 0);
+	CHECK_EQ(s.con.tx.len, 0);
 	CHECK(rd(&s, UART_LSR) & UART_LSR_THRE);
 }
 
