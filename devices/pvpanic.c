@@ -1,4 +1,5 @@
 #include "devices/pvpanic.h"
+#include "vmm/base/json.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -69,13 +70,17 @@ static void pvpanic_stop(void *dev)
 	(void)dev;
 }
 
-static void pvpanic_stats(void *dev, FILE *out)
+static void pvpanic_stats(void *dev, struct json *j)
 {
 	struct pvpanic *p = dev;
 
-	fprintf(out, "{\"kind\":\"pvpanic\",\"slot\":%u,\"panicked\":%llu,\"crash_loaded\":%llu,"
-		"\"pci_guest_errors\":%llu}", p->pci.slot, log_guest_count(&p->panicked),
-		log_guest_count(&p->crash_loaded), pci_guest_errors(&p->pci));
+	json_obj_begin(j, NULL);
+	json_str(j, "kind", "pvpanic");
+	json_u64(j, "slot", p->pci.slot);
+	json_u64(j, "panicked", log_guest_count(&p->panicked));
+	json_u64(j, "crash_loaded", log_guest_count(&p->crash_loaded));
+	json_u64(j, "pci_guest_errors", pci_guest_errors(&p->pci));
+	json_obj_end(j);
 }
 
 static void pvpanic_destroy(void *dev)

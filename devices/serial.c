@@ -2,6 +2,7 @@
  * priorities RLS > RDA > THRE > MS, FIFO mode reported in IIR[7:6],
  * loopback wiring of MCR to MSR and THR to RBR. */
 #include "devices/serial.h"
+#include "vmm/base/json.h"
 #include "vmm/base/util.h"
 #include "vmm/kvm/vm.h"
 
@@ -301,16 +302,18 @@ static void serial_vm_stop(void *dev)
 	(void)dev;   /* no threads of its own */
 }
 
-static void serial_vm_stats(void *dev, FILE *out)
+static void serial_vm_stats(void *dev, struct json *j)
 {
 	struct serial_vm *sv = dev;
 
-	fprintf(out, "{\"kind\":\"serial\",\"port\":%d,\"tx_bytes\":%llu,\"rx_bytes\":%llu,"
-		"\"tx_waits\":%llu,\"tx_dropped\":%llu}", sv->port,
-		(unsigned long long)__atomic_load_n(&sv->s.con.tx_bytes, __ATOMIC_RELAXED),
-		(unsigned long long)__atomic_load_n(&sv->s.con.rx_bytes, __ATOMIC_RELAXED),
-		(unsigned long long)__atomic_load_n(&sv->s.tx_waits, __ATOMIC_RELAXED),
-		(unsigned long long)__atomic_load_n(&sv->s.con.tx_dropped, __ATOMIC_RELAXED));
+	json_obj_begin(j, NULL);
+	json_str(j, "kind", "serial");
+	json_u64(j, "port", sv->port);
+	json_u64(j, "tx_bytes", __atomic_load_n(&sv->s.con.tx_bytes, __ATOMIC_RELAXED));
+	json_u64(j, "rx_bytes", __atomic_load_n(&sv->s.con.rx_bytes, __ATOMIC_RELAXED));
+	json_u64(j, "tx_waits", __atomic_load_n(&sv->s.tx_waits, __ATOMIC_RELAXED));
+	json_u64(j, "tx_dropped", __atomic_load_n(&sv->s.con.tx_dropped, __ATOMIC_RELAXED));
+	json_obj_end(j);
 }
 
 static void serial_vm_destroy(void *dev)

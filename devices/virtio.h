@@ -27,6 +27,8 @@
 #include "devices/virtq.h"
 #include "vmm/base/guest_mem.h"
 
+struct json;
+
 /* Status bits (§2.1, VIRTIO_CONFIG_S_*), reserved feature bits (§6,
  * VIRTIO_F_*, VIRTIO_RING_F_*) and device IDs (§5, VIRTIO_ID_*) come from
  * the Linux UAPI headers; VIRTIO_BIT from the ring layer below
@@ -89,7 +91,7 @@ struct virtio_device_ops {
 	 * state. May be NULL. */
 	void (*reset)(struct virtio_dev *);
 	/* One JSON object describing the device (for --stats). May be NULL. */
-	void (*stats_json)(struct virtio_dev *, FILE *out);
+	void (*stats_json)(struct virtio_dev *, struct json *j);
 	/* Free device-private state (dev->priv) at teardown, after every queue
 	 * was stopped; called last by virtio_dev_destroy, so it may free the
 	 * memory holding dev itself. May be NULL. */

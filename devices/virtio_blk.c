@@ -3,6 +3,7 @@
 #include "devices/virtio_blk.h"
 #include "devices/blk_queue.h"
 #include "vmm/base/byteorder.h"
+#include "vmm/base/json.h"
 #include "vmm/base/util.h"
 #include "vmm/kvm/vm.h"
 
@@ -118,52 +119,56 @@ static void blk_reset(struct virtio_dev *dev)
 	(void)dev;
 }
 
-static void blk_stats_json(struct virtio_dev *dev, FILE *out)
+/* The members of the transport's "device" object. */
+static void blk_stats_json(struct virtio_dev *dev, struct json *j)
 {
 	struct blk_dev *blk = to_blk(dev);
 	unsigned q;
 
-	fprintf(out, "{\"kind\":\"virtio-blk\",\"path\":\"");
-	for (const char *p = blk->opts.path; *p; p++) {
-		if (*p == '"' || *p == '\\')
-			fputc('\\', out);
-		if ((unsigned char)*p < 0x20)
-			fprintf(out, "\\u%04x", *p);
-		else
-			fputc(*p, out);
-	}
-	fprintf(out, "\",\"io_threads\":%u,\"queues\":[", blk->nworkers);
+	json_str(j, "kind", "virtio-blk");
+	json_str(j, "path", blk->opts.path);
+	json_u64(j, "io_threads", blk->nworkers);
+	json_arr_begin(j, "queues");
 	for (q = 0; q < dev->num_queues; q++) {
 		struct blk_queue_stats s;
+
 		blk_get_queue_stats(dev, q, &s);
-		fprintf(out, "%s{\"requests\":%llu,\"batches\":%llu,\"io_uring_enter\":%llu,"
-			"\"irqs\":%llu,\"errors\":%llu,\"bytes_read\":%llu,\"bytes_written\":%llu,"
-			"\"polled\":%llu,\"poll_preempted\":%llu,\"kicks\":%llu,\"gathers\":%llu,"
-			"\"gathered\":%llu,\"fixed\":%llu,\"retries\":%llu,\"budget_waits\":%llu",
-			q ? "," : "", (unsigned long long)s.requests,
-			(unsigned long long)s.batches, (unsigned long long)s.enters,
-			(unsigned long long)s.irqs, (unsigned long long)s.errors,
-			(unsigned long long)s.bytes_read, (unsigned long long)s.bytes_written,
-			(unsigned long long)s.polled, (unsigned long long)s.poll_preempted,
-			(unsigned long long)s.kicks, (unsigned long long)s.gathers,
-			(unsigned long long)s.gathered, (unsigned long long)s.fixed,
-			(unsigned long long)s.retries, (unsigned long long)s.budget_waits);
+		json_obj_begin(j, NULL);
+		json_u64(j, "requests", s.requests);
+		json_u64(j, "batches", s.batches);
+		json_u64(j, "io_uring_enter", s.enters);
+		json_u64(j, "irqs", s.irqs);
+		json_u64(j, "errors", s.errors);
+		json_u64(j, "bytes_read", s.bytes_read);
+		json_u64(j, "bytes_written", s.bytes_written);
+		json_u64(j, "polled", s.polled);
+		json_u64(j, "poll_preempted", s.poll_preempted);
+		json_u64(j, "kicks", s.kicks);
+		json_u64(j, "gathers", s.gathers);
+		json_u64(j, "gathered", s.gathered);
+		json_u64(j, "fixed", s.fixed);
+		json_u64(j, "retries", s.retries);
+		json_u64(j, "budget_waits", s.budget_waits);
 		if (s.ring_valid) {
 			/* Where a stalled queue stopped: work the device never
 			 * took (avail_pending), host I/O that never completed
 			 * (in_flight), or completions past the driver's
 			 * used_event that it never saw. */
-			fprintf(out, ",\"ring\":{\"layout\":\"%s\",\"last_avail\":%u,\"used\":%u,\"avail_pending\":%u,"
-				"\"in_flight\":%u,\"driver_event\":%u,\"driver_flags\":%u,"
-				"\"device_event\":%u,\"device_flags\":%u}",
-				s.ring.packed ? "packed" : "split", s.ring.last_avail,
-				s.ring.used, s.ring.avail_pending,
-				s.ring.in_flight, s.ring.driver_event, s.ring.driver_flags,
-				s.ring.device_event, s.ring.device_flags);
+			json_obj_begin(j, "ring");
+			json_str(j, "layout", s.ring.packed ? "packed" : "split");
+			json_u64(j, "last_avail", s.ring.last_avail);
+			json_u64(j, "used", s.ring.used);
+			json_u64(j, "avail_pending", s.ring.avail_pending);
+			json_u64(j, "in_flight", s.ring.in_flight);
+			json_u64(j, "driver_event", s.ring.driver_event);
+			json_u64(j, "driver_flags", s.ring.driver_flags);
+			json_u64(j, "device_event", s.ring.device_event);
+			json_u64(j, "device_flags", s.ring.device_flags);
+			json_obj_end(j);
 		}
-		fputc('}', out);
+		json_obj_end(j);
 	}
-	fprintf(out, "]}");
+	json_arr_end(j);
 }
 
 static void blk_destroy(struct virtio_dev *dev)

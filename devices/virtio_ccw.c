@@ -1,5 +1,6 @@
 /* virtio-ccw transport, device side (virtio 1.2 §4.3): see virtio_ccw.h. */
 #include "devices/virtio_ccw.h"
+#include "vmm/base/json.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -502,7 +503,7 @@ static void vccw_unbind(struct vtr *t)
 	unbind_adapter(container_of(t, struct virtio_ccw, t));
 }
 
-static void vccw_stats_json(struct vtr *t, FILE *out)
+static void vccw_stats_json(struct vtr *t, struct json *j)
 {
 	struct virtio_ccw *vc = container_of(t, struct virtio_ccw, t);
 	const char *ind;
@@ -513,13 +514,13 @@ static void vccw_stats_json(struct vtr *t, FILE *out)
 	ind = !vc->ind ? "none" : vc->thinint ? (vc->adapter_bound ? "adapter-kvm" : "adapter")
 				   : "classic";
 	pthread_mutex_unlock(&t->lock);
-	fprintf(out, ",\"schid\":\"0x%08" PRIx32 "\",\"revision\":%d,\"indicators\":\"%s\","
-		"\"adapter_irqs\":%" PRIu64 ",\"subchannel_irqs\":%" PRIu64 ",\"irq_errors\":%"
-		PRIu64 ",\"route_errors\":%" PRIu64,
-		vc->schid, rev, ind, __atomic_load_n(&vc->adapter_irqs, __ATOMIC_RELAXED),
-		__atomic_load_n(&vc->subchannel_irqs, __ATOMIC_RELAXED),
-		__atomic_load_n(&vc->irq_errors, __ATOMIC_RELAXED),
-		__atomic_load_n(&vc->route_errors, __ATOMIC_RELAXED));
+	json_strf(j, "schid", "0x%08" PRIx32, vc->schid);
+	json_i64(j, "revision", rev);
+	json_str(j, "indicators", ind);
+	json_u64(j, "adapter_irqs", __atomic_load_n(&vc->adapter_irqs, __ATOMIC_RELAXED));
+	json_u64(j, "subchannel_irqs", __atomic_load_n(&vc->subchannel_irqs, __ATOMIC_RELAXED));
+	json_u64(j, "irq_errors", __atomic_load_n(&vc->irq_errors, __ATOMIC_RELAXED));
+	json_u64(j, "route_errors", __atomic_load_n(&vc->route_errors, __ATOMIC_RELAXED));
 }
 
 static void vccw_free(struct vtr *t)

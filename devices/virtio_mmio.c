@@ -1,5 +1,6 @@
 /* virtio-mmio v2 transport (virtio 1.2 §4.2): register model + KVM binding. */
 #include "devices/virtio_mmio.h"
+#include "vmm/base/json.h"
 #include "vmm/base/byteorder.h"
 #include "vmm/base/util.h"
 #include "vmm/base/log.h"
@@ -314,12 +315,13 @@ static void mmio_unbind(struct vtr *t)
 	m->window_bound = false;
 }
 
-static void mmio_stats_json(struct vtr *t, FILE *out)
+static void mmio_stats_json(struct vtr *t, struct json *j)
 {
 	struct virtio_mmio *m = container_of(t, struct virtio_mmio, t);
 
-	fprintf(out, ",\"base\":\"0x%" PRIx64 "\",\"irq\":%u,\"register_reads\":\"%s\"",
-		m->base, m->gsi, m->regs_mapped ? "mapped" : "exit");
+	json_strf(j, "base", "0x%" PRIx64, m->base);
+	json_u64(j, "irq", m->gsi);
+	json_str(j, "register_reads", m->regs_mapped ? "mapped" : "exit");
 }
 
 static void mmio_free(struct vtr *t)

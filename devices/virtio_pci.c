@@ -1,4 +1,5 @@
 #include "devices/virtio_pci.h"
+#include "vmm/base/json.h"
 #include "vmm/base/log.h"
 #include "vmm/kvm/sandbox.h"
 
@@ -649,14 +650,16 @@ static void vp_unbind(struct vtr *t)
 	vp->stop_fd = -1;
 }
 
-static void vp_stats_json(struct vtr *t, FILE *out)
+static void vp_stats_json(struct vtr *t, struct json *j)
 {
 	struct virtio_pci *vp = container_of(t, struct virtio_pci, t);
 
 	pthread_mutex_lock(&vp->msix.lock);
-	fprintf(out, ",\"slot\":%u,\"pci_guest_errors\":%llu,\"msix_fired\":%" PRIu64
-		",\"msix_pended\":%" PRIu64 ",\"msix_reroutes\":%" PRIu64, vp->pci.slot,
-		pci_guest_errors(&vp->pci), vp->msix.fired, vp->msix.pended, vp->msix.reroutes);
+	json_u64(j, "slot", vp->pci.slot);
+	json_u64(j, "pci_guest_errors", pci_guest_errors(&vp->pci));
+	json_u64(j, "msix_fired", vp->msix.fired);
+	json_u64(j, "msix_pended", vp->msix.pended);
+	json_u64(j, "msix_reroutes", vp->msix.reroutes);
 	pthread_mutex_unlock(&vp->msix.lock);
 }
 

@@ -1,6 +1,7 @@
 /* The part of a virtio transport that does not depend on its register
  * layout: see virtio_transport.h. */
 #include "devices/virtio_transport.h"
+#include "vmm/base/json.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -138,21 +139,25 @@ static void vtr_vm_stop(void *opaque)
 	virtio_dev_halt(t->dev);
 }
 
-static void vtr_vm_stats(void *opaque, FILE *out)
+static void vtr_vm_stats(void *opaque, struct json *j)
 {
 	struct vtr *t = opaque;
 
-	fprintf(out, "{\"transport\":\"%s\",\"guest_errors\":%llu", t->ops->kind,
-		__atomic_load_n(&t->dev->guest_errors, __ATOMIC_RELAXED));
+	json_obj_begin(j, NULL);
+	json_str(j, "transport", t->ops->kind);
+	json_u64(j, "guest_errors", __atomic_load_n(&t->dev->guest_errors, __ATOMIC_RELAXED));
 	if (t->ops->stats_json)
-		t->ops->stats_json(t, out);
+		t->ops->stats_json(t, j);
 	if (t->dev->ops->stats_json) {
-		fputs(",\"device\":", out);
-		t->dev->ops->stats_json(t->dev, out);
+		json_obj_begin(j, "device");
+		t->dev->ops->stats_json(t->dev, j);
+		json_obj_end(j);
 	} else {
-		fprintf(out, ",\"device\":{\"kind\":\"%s\"}", t->dev->ops->name);
+		json_obj_begin(j, "device");
+		json_str(j, "kind", t->dev->ops->name);
+		json_obj_end(j);
 	}
-	fputc('}', out);
+	json_obj_end(j);
 }
 
 static void vtr_unbind(struct vtr *t)

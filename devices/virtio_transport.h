@@ -25,6 +25,8 @@
 #include "devices/virtio.h"
 #include "vmm/kvm/vm.h"
 
+struct json;
+
 struct vtr;
 
 /* One const table per transport kind. */
@@ -42,7 +44,7 @@ struct vtr_ops {
 	 * notify ioeventfds are gone. Safe on a partial binding. May be NULL. */
 	void (*unbind)(struct vtr *);
 	/* The transport's stats fields, each as ,"name":value. May be NULL. */
-	void (*stats_json)(struct vtr *, FILE *out);
+	void (*stats_json)(struct vtr *, struct json *j);
 	/* Free the transport (the device is gone already). */
 	void (*free)(struct vtr *);
 };

@@ -17,6 +17,7 @@
 #include "arch/s390/sclp.h"
 #include "devices/virtio_ccw.h"
 #include "vmm/kvm/kvm.h"
+#include "vmm/base/json.h"
 #include "vmm/base/log.h"
 #include "vmm/base/util.h"
 #include "vmm/kvm/vcpu.h"
@@ -220,16 +221,19 @@ static void console_stop(void *dev)
 	(void)dev;              /* no threads of its own */
 }
 
-static void console_stats(void *dev, FILE *out)
+static void console_stats(void *dev, struct json *j)
 {
 	struct s390_console *c = dev;
 	uint64_t o, i;
 
 	console_port_counters(&c->sclp.con, &o, &i);
-	fprintf(out, "{\"kind\":\"sclp-console\",\"tx_bytes\":%" PRIu64 ",\"rx_bytes\":%" PRIu64
-		",\"tx_dropped\":%" PRIu64 ",\"signal_errors\":%" PRIu64 "}", o, i,
-		__atomic_load_n(&c->sclp.con.tx_dropped, __ATOMIC_RELAXED),
-		__atomic_load_n(&c->sclp.signal_errors, __ATOMIC_RELAXED));
+	json_obj_begin(j, NULL);
+	json_str(j, "kind", "sclp-console");
+	json_u64(j, "tx_bytes", o);
+	json_u64(j, "rx_bytes", i);
+	json_u64(j, "tx_dropped", __atomic_load_n(&c->sclp.con.tx_dropped, __ATOMIC_RELAXED));
+	json_u64(j, "signal_errors", __atomic_load_n(&c->sclp.signal_errors, __ATOMIC_RELAXED));
+	json_obj_end(j);
 }
 
 static void console_destroy(void *dev)

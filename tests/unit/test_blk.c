@@ -3,6 +3,7 @@
  * virtio-mmio register model. No KVM. */
 #include "tests/unit/disk_spec.h"
 #include "tests/unit/check.h"
+#include "vmm/base/json.h"
 #include "tests/unit/vdrv.h"
 #include "devices/virtio_blk.h"
 #include "devices/blk_queue.h"
@@ -998,7 +999,14 @@ TEST(stats_json_has_per_queue_counters)
 	setup(&t, ",queues=2", 1);
 	CHECK_EQ(run1(&t, 1, VIRTIO_BLK_T_FLUSH, 0, 0, 0, false, NULL), VIRTIO_BLK_S_OK);
 	f = open_memstream(&out, &len);
-	t.dev->ops->stats_json(t.dev, f);
+	{
+		struct json j_;
+
+		json_init(&j_, f);
+		json_obj_begin(&j_, NULL);
+		t.dev->ops->stats_json(t.dev, &j_);
+		json_obj_end(&j_);
+	}
 	fclose(f);
 	CHECK(strstr(out, "\"kind\":\"virtio-blk\"") != NULL);
 	CHECK(strstr(out, "\"queues\":[{\"requests\":0,") != NULL);
@@ -1048,7 +1056,14 @@ TEST(stopped_queue_reports_where_its_ring_stands)
 	CHECK_EQ(s.ring.device_event, 1);        /* avail_event: kicks wanted */
 	CHECK_EQ(s.ring.device_flags, 0);
 	f = open_memstream(&out, &len);
-	t.dev->ops->stats_json(t.dev, f);
+	{
+		struct json j_;
+
+		json_init(&j_, f);
+		json_obj_begin(&j_, NULL);
+		t.dev->ops->stats_json(t.dev, &j_);
+		json_obj_end(&j_);
+	}
 	fclose(f);
 	CHECK(strstr(out, "\"ring\":{\"layout\":\"split\",\"last_avail\":1,\"used\":1,\"avail_pending\":2,"
 			  "\"in_flight\":0,\"driver_event\":1,") != NULL);

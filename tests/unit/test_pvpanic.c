@@ -5,6 +5,7 @@
 #include <errno.h>
 
 #include "tests/unit/check.h"
+#include "vmm/base/json.h"
 #include "devices/pci.h"
 #include "devices/pvpanic.h"
 #include "vmm/base/byteorder.h"
@@ -203,7 +204,12 @@ TEST(stats_count_the_events)
 	bar_write(t, 0, 0x10);
 	f = fmemopen(buf, sizeof(buf), "w");
 	CHECK(f);
-	t->vm.devices[0].ops->stats_json(t->vm.devices[0].dev, f);
+	{
+		struct json j_;
+
+		json_init(&j_, f);
+		t->vm.devices[0].ops->stats_json(t->vm.devices[0].dev, &j_);
+	}
 	fclose(f);
 	CHECK_STR(buf, "{\"kind\":\"pvpanic\",\"slot\":1,\"panicked\":0,\"crash_loaded\":1,"
 		  "\"pci_guest_errors\":1}");

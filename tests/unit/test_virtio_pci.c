@@ -6,6 +6,7 @@
 #include <sys/eventfd.h>
 
 #include "tests/unit/check.h"
+#include "vmm/base/json.h"
 #include "tests/unit/vnulldev.h"
 #include "devices/virtio_pci.h"
 #include "vmm/kvm/vm.h"
@@ -541,7 +542,12 @@ TEST(notify_bind_failures_on_bar_moves_are_logged_once_and_counted_in_stats)
 	CHECK_EQ(vtr_register(&t->vp.t), 0);
 	f = open_memstream(&buf, &len);
 	CHECK(f);
-	t->vm.devices[0].ops->stats_json(t->vm.devices[0].dev, f);
+	{
+		struct json j_;
+
+		json_init(&j_, f);
+		t->vm.devices[0].ops->stats_json(t->vm.devices[0].dev, &j_);
+	}
 	fclose(f);
 	CHECK(strstr(buf, ",\"slot\":1,\"pci_guest_errors\":2,\"msix_fired\":0,"));
 	free(buf);

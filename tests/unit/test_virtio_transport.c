@@ -9,6 +9,7 @@
 
 #include "devices/virtio_transport.h"
 #include "tests/unit/check.h"
+#include "vmm/base/json.h"
 #include "tests/unit/vnulldev.h"
 #include "vmm/base/util.h"
 #include "vmm/kvm/vm.h"
@@ -48,10 +49,10 @@ static void ttr_unbind(struct vtr *t)
 	trace(container_of(t, struct ttr, t), 'u');
 }
 
-static void ttr_stats(struct vtr *t, FILE *out)
+static void ttr_stats(struct vtr *t, struct json *j)
 {
 	(void)t;
-	fputs(",\"doorbells\":7", out);
+	json_u64(j, "doorbells", 7);
 }
 
 static unsigned ttr_freed;
@@ -273,7 +274,12 @@ TEST(stats_have_one_shape_transport_fields_then_device)
 	vm.ndevices = 0;
 	CHECK_EQ(vtr_register(&x->t), 0);
 	vtr_bad_access(&x->t, "read", "register", 0, 1, "none");
-	vm.devices[0].ops->stats_json(vm.devices[0].dev, f);
+	{
+		struct json j_;
+
+		json_init(&j_, f);
+		vm.devices[0].ops->stats_json(vm.devices[0].dev, &j_);
+	}
 	fclose(f);
 	CHECK_STR(buf, "{\"transport\":\"virtio-test\",\"guest_errors\":1,\"doorbells\":7,"
 		  "\"device\":{\"kind\":\"virtio-null\"}}");

@@ -1,4 +1,5 @@
 #include "vmm/kvm/vcpu.h"
+#include "vmm/base/json.h"
 #include "vmm/kvm/sandbox.h"
 #include "vmm/kvm/kvm.h"
 #include "vmm/kvm/kvm_probe.h"
@@ -395,13 +396,15 @@ void vcpu_join(struct vcpu *v)
 	v->started = false;
 }
 
-void vcpu_stats_json(const struct vcpu *v, FILE *out)
+void vcpu_stats_json(const struct vcpu *v, struct json *j)
 {
 	unsigned i;
 
-	fprintf(out, "{\"id\":%u,\"exits\":{", v->id);
+	json_obj_begin(j, NULL);
+	json_u64(j, "id", v->id);
+	json_obj_begin(j, "exits");
 	for (i = 0; i < VCPU_EXIT_KINDS; i++)
-		fprintf(out, "%s\"%s\":%llu", i ? "," : "", vcpu_exit_names[i],
-			(unsigned long long)v->exits[i]);
-	fputs("}}", out);
+		json_u64(j, vcpu_exit_names[i], v->exits[i]);
+	json_obj_end(j);
+	json_obj_end(j);
 }

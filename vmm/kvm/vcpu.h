@@ -15,6 +15,8 @@
 #include "vmm/base/util.h"
 #include "vmm/kvm/vm.h"
 
+struct json;
+
 enum vcpu_exit_kind {
 	VCPU_EXIT_IO, VCPU_EXIT_MMIO, VCPU_EXIT_INTR, VCPU_EXIT_HLT, VCPU_EXIT_SHUTDOWN,
 	VCPU_EXIT_SYSTEM_EVENT, VCPU_EXIT_OTHER, VCPU_EXIT_ARCH, VCPU_EXIT_KINDS,
@@ -78,6 +80,6 @@ void vcpu_kick(struct vcpu *v);
 void vcpu_join(struct vcpu *v);
 
 /* {"id":N,"exits":{...}} */
-void vcpu_stats_json(const struct vcpu *v, FILE *out);
+void vcpu_stats_json(const struct vcpu *v, struct json *j);
 
 #endif

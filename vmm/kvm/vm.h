@@ -18,6 +18,8 @@
 #include "vmm/base/iobus.h"
 #include "vmm/base/log.h"
 
+struct json;
+
 #define VM_MAX_DEVICES 64
 
 /* A device model registered with the VM, for orderly teardown and --stats. */
@@ -26,7 +28,7 @@ struct vm_device_ops {
 	int (*start)(void *dev);                       /* start its threads, before the vCPUs
 							* run; may be NULL; 0 or -errno */
 	void (*stop)(void *dev);                       /* stop threads; called once, vCPUs stopped */
-	void (*stats_json)(void *dev, FILE *out);      /* one JSON object, may be NULL */
+	void (*stats_json)(void *dev, struct json *j);  /* one JSON object, may be NULL */
 	void (*destroy)(void *dev);                    /* free everything; after stop */
 };
 

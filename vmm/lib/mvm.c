@@ -21,6 +21,7 @@
 #include "vmm/lib/console_out.h"
 #include "vmm/kvm/kvm.h"
 #include "vmm/kvm/kvm_probe.h"
+#include "vmm/base/json.h"
 #include "vmm/base/log.h"
 #include "vmm/kvm/sandbox.h"
 #include "vmm/base/util.h"
@@ -1133,7 +1134,7 @@ int mvm_get_stats(const struct mvm *m, struct mvm_stats *out, size_t len)
 
 int mvm_stats_json(const struct mvm *m, char *buf, size_t len)
 {
-	bool first = true;
+	struct json j;
 	size_t n = 0;
 	FILE *f;
 	unsigned i;
@@ -1143,22 +1144,17 @@ int mvm_stats_json(const struct mvm *m, char *buf, size_t len)
 	f = fmemopen(buf, len, "w");
 	if (!f)
 		return -errno;
-	fputs("{\"vcpus\":[", f);
-	for (i = 0; i < m->nvcpus; i++) {
-		if (i)
-			fputc(',', f);
-		vcpu_stats_json(&m->vcpus[i], f);
-	}
-	fputs("],\"devices\":[", f);
-	for (i = 0; m->vm_up && i < m->vm.ndevices; i++) {
-		if (!m->vm.devices[i].ops->stats_json)
-			continue;
-		if (!first)
-			fputc(',', f);
-		first = false;
-		m->vm.devices[i].ops->stats_json(m->vm.devices[i].dev, f);
-	}
-	fputc(']', f);
+	json_init(&j, f);
+	json_obj_begin(&j, NULL);
+	json_arr_begin(&j, "vcpus");
+	for (i = 0; i < m->nvcpus; i++)
+		vcpu_stats_json(&m->vcpus[i], &j);
+	json_arr_end(&j);
+	json_arr_begin(&j, "devices");
+	for (i = 0; m->vm_up && i < m->vm.ndevices; i++)
+		if (m->vm.devices[i].ops->stats_json)
+			m->vm.devices[i].ops->stats_json(m->vm.devices[i].dev, &j);
+	json_arr_end(&j);
 	if (m->vm_up) {
 		uint64_t first = __atomic_load_n(&m->vm.first_run_ns, __ATOMIC_RELAXED);
 
@@ -1167,22 +1163,21 @@ int mvm_stats_json(const struct mvm *m, char *buf, size_t len)
 		if (first) {
 			uint64_t prev = m->cfg.start_ns;
 
-			fprintf(f, ",\"startup_us\":%llu",
-				(unsigned long long)(first - m->cfg.start_ns) / 1000);
+			json_u64(&j, "startup_us", (first - m->cfg.start_ns) / 1000);
 			/* The same time by step; "run": vCPU 0's thread up to
 			 * its first KVM_RUN. */
-			fputs(",\"startup_phases_us\":{", f);
+			json_obj_begin(&j, "startup_phases_us");
 			for (i = 0; i < MVM_PHASES; i++) {
 				uint64_t t = m->phase_ns[i] ? m->phase_ns[i] : prev;
 
-				fprintf(f, "\"%s\":%llu,", mvm_phase_names[i],
-					(unsigned long long)(t - prev) / 1000);
+				json_u64(&j, mvm_phase_names[i], (t - prev) / 1000);
 				prev = t;
 			}
-			fprintf(f, "\"run\":%llu}", (unsigned long long)(first - prev) / 1000);
+			json_u64(&j, "run", (first - prev) / 1000);
+			json_obj_end(&j);
 		}
 	}
-	fputc('}', f);
+	json_obj_end(&j);
 	n = (size_t)ftell(f);
 	if (fclose(f) || n + 1 >= len)
 		return -ENOSPC;
