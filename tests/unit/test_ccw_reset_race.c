@@ -105,7 +105,7 @@ static void on_io(void *opaque, unsigned schno, uint32_t intparm, unsigned isc)
 	t->io_irqs++;                   /* css lock held: no atomics needed */
 }
 
-/* The KVM binding's part, as arch/s390/arch.c does it: classic indicators
+/* The KVM binding's part, as arch/s390/ccw.c does it: classic indicators
  * and config changes make the subchannel status-pending. */
 static void irq_adapter(void *opaque, uint8_t isc)
 {
