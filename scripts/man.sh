@@ -23,7 +23,8 @@ device is opened before the first guest instruction.
 .SH OPTIONS
 HEAD
 # Option lines ("  --name ARGS  text") start a tagged paragraph; indented
-# lines continue it; other lines are paragraphs of their own.
+# lines continue it, a disk key (",key=VALUE  text") on a line of its own;
+# other lines are paragraphs of their own.
 "$mvm" --help | sed 1d | awk '
 	function esc(s) { gsub(/\\/, "\\\\", s); gsub(/^\./, "\\&.", s); gsub(/-/, "\\-", s); return s }
 	/^  --/ {
@@ -33,6 +34,7 @@ HEAD
 		else { tag = line; text = "" }
 		print ".TP"; print "\\fB" esc(tag) "\\fR"; if (text != "") print esc(text); next
 	}
+	/^ +,[a-z-]+/ { t = $0; sub(/^ +/, "", t); print ".br"; print esc(t); next }
 	/^       / { t = $0; sub(/^ +/, "", t); print esc(t); next }
 	/^[^ ]/ { print ".PP"; print esc($0); next }'
 cat <<'TAIL'
