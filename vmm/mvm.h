@@ -264,6 +264,13 @@ void mvm_disk_init(struct mvm_disk *disk, const char *path);
  * 2.1. */
 int mvm_disk_parse(struct mvm_disk *disk, const char *spec, char *buf, size_t buflen,
 		   char *err, size_t errlen);
+/* One key of that syntax over *disk ("queues", "4"; value NULL for a
+ * flag such as "ro"): for a program's option that sets it for every disk
+ * (mvm(1)'s --queues, --io-threads, --transport). A string key points at
+ * value itself. 0 or -EINVAL with a message that starts with the key.
+ * Since 2.1. */
+int mvm_disk_set(struct mvm_disk *disk, const char *key, const char *value, char *err,
+		 size_t errlen);
 /* That syntax into buf (cut to len, NUL-terminated); returns the length
  * it needs. Since 2.1. */
 size_t mvm_disk_syntax(char *buf, size_t len);

@@ -180,3 +180,28 @@ TEST(syntax_and_help_come_from_the_table)
 		CHECK(strchr(line, '\n') - line <= 79);
 	CHECK(strstr(text, "seventy-nine"));
 }
+
+/* One key alone (a program's option that sets it for every spec): the
+ * same limits, messages that start with the key. */
+TEST(one_key_alone)
+{
+	struct thing t = { 0 };
+
+	kv_defaults(&table, &t);
+	CHECK_EQ(kv_set_key(&table, "count", "5", &t, err, sizeof(err)), 0);
+	CHECK_EQ(t.count, 5);
+	CHECK_EQ(kv_set_key(&table, "color", "red", &t, err, sizeof(err)), 0);
+	CHECK_EQ(t.color, RED);
+	CHECK_EQ(kv_set_key(&table, "flag", NULL, &t, err, sizeof(err)), 0);
+	CHECK(t.flag);
+	CHECK_EQ(kv_set_key(&table, "count", "0", &t, err, sizeof(err)), -EINVAL);
+	CHECK_STR(err, "count '0': out of range; use a number from 1 to 8");
+	CHECK_EQ(kv_set_key(&table, "color", "blue", &t, err, sizeof(err)), -EINVAL);
+	CHECK_STR(err, "color 'blue': unknown; give red or green");
+	CHECK_EQ(kv_set_key(&table, "flag", "1", &t, err, sizeof(err)), -EINVAL);
+	CHECK_EQ(kv_set_key(&table, "count", NULL, &t, err, sizeof(err)), -EINVAL);
+	CHECK_STR(err, "count: needs a value");
+	CHECK_EQ(kv_set_key(&table, "nope", "1", &t, err, sizeof(err)), -EINVAL);
+	CHECK(strstr(err, "no key 'nope'; the keys are flag, on=on|off"));
+	CHECK_EQ(t.count, 5);           /* refusals leave the struct alone */
+}

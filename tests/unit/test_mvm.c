@@ -296,6 +296,12 @@ TEST(disk_parse_gives_what_add_disk_takes)
 		 -EINVAL);
 	CHECK(strncmp(err, "disk queues='65'", 16) == 0 && strstr(err, "1 to 64"));
 	CHECK_EQ(mvm_disk_parse(NULL, "x.img", buf, sizeof(buf), err, sizeof(err)), -EINVAL);
+	/* One key for every disk, as mvm(1)'s --queues sets it. */
+	mvm_disk_init(&d, NULL);
+	CHECK_EQ(mvm_disk_set(&d, "queues", "4", err, sizeof(err)), 0);
+	CHECK_EQ(d.queues, 4);
+	CHECK_EQ(mvm_disk_set(&d, "transport", "dma", err, sizeof(err)), -EINVAL);
+	CHECK(strncmp(err, "transport 'dma': unknown; give mmio, pci or ccw", 40) == 0);
 	CHECK(mvm_disk_syntax(syntax, sizeof(syntax)) == strlen(syntax));
 	CHECK(strncmp(syntax, "PATH[,ro][,serial=ID]", 21) == 0);
 	mvm_destroy(vm);

@@ -69,15 +69,23 @@ static const struct kv_value *kv_lookup(const struct kv_key *k, const char *name
 	return NULL;
 }
 
+static void kv_key_list(const struct kv_table *t, char *buf, size_t len);
+
+/* Messages quote the whole spec where there is one (kv_parse), or the
+ * key and its value alone (kv_set_key: spec NULL). */
 static int kv_set(const struct kv_table *t, const struct kv_key *k, const char *spec,
 		  const char *val, void *obj, char *err, size_t errlen)
 {
 	const struct kv_value *v;
-	char list[256], prefix[64];
+	char list[256], prefix[64], label[160];
 	uint64_t u, lo;
 	size_t i, n;
 	int r;
 
+	if (spec)
+		snprintf(label, sizeof(label), "%s %s='%s'", t->what, k->name, val ? val : "");
+	else
+		snprintf(label, sizeof(label), "%s '%s'", k->name, val ? val : "");
 	switch (k->kind) {
 	case KV_FLAG:
 		*(bool *)kv_field(obj, k) = k->max != 0;
@@ -85,11 +93,15 @@ static int kv_set(const struct kv_table *t, const struct kv_key *k, const char *
 	case KV_BOOL:
 	case KV_ENUM:
 		v = kv_lookup(k, val);
-		if (!v) {
+		if (!v && spec) {
 			snprintf(prefix, sizeof(prefix), "%s=", k->name);
 			kv_values(k, prefix, true, list, sizeof(list));
 			return kv_err(err, errlen, -EINVAL, "%s '%s': %s '%s' unknown; give %s",
 				      t->what, spec, k->name, val, list);
+		}
+		if (!v) {
+			kv_values(k, "", true, list, sizeof(list));
+			return kv_err(err, errlen, -EINVAL, "%s: unknown; give %s", label, list);
 		}
 		if (k->kind == KV_BOOL)
 			*(bool *)kv_field(obj, k) = v->value != 0;
@@ -100,32 +112,53 @@ static int kv_set(const struct kv_table *t, const struct kv_key *k, const char *
 		lo = k->zero_is_unset ? MAX(k->min, 1) : k->min;
 		r = parse_uint(val, lo, k->max, &u);
 		if (r && k->unit)
-			return kv_err(err, errlen, -EINVAL, "%s %s='%s': %s; use %llu%s to %llu "
-				      "microseconds", t->what, k->name, val,
-				      r == -ERANGE ? "out of range" : "not a number",
+			return kv_err(err, errlen, -EINVAL, "%s: %s; use %llu%s to %llu microseconds",
+				      label, r == -ERANGE ? "out of range" : "not a number",
 				      (unsigned long long)lo, lo ? "" : " (off)",
 				      (unsigned long long)k->max);
 		if (r)
-			return kv_err(err, errlen, -EINVAL, "%s %s='%s': %s; use a number from %llu "
-				      "to %llu", t->what, k->name, val,
-				      r == -ERANGE ? "out of range" : "not a number",
+			return kv_err(err, errlen, -EINVAL, "%s: %s; use a number from %llu to %llu",
+				      label, r == -ERANGE ? "out of range" : "not a number",
 				      (unsigned long long)lo, (unsigned long long)k->max);
 		*(unsigned *)kv_field(obj, k) = (unsigned)u;
 		return 0;
 	case KV_STRING:
 		n = strlen(val);
 		if (n > k->max)
-			return kv_err(err, errlen, -EINVAL, "%s %s '%s' is %zu bytes; at most %llu "
-				      "bytes fit, give a shorter %s", t->what, k->name, val, n,
-				      (unsigned long long)k->max, k->name);
+			return kv_err(err, errlen, -EINVAL, "%s%s%s '%s' is %zu bytes; at most %llu "
+				      "bytes fit, give a shorter %s", spec ? t->what : "",
+				      spec ? " " : "", k->name, val, n, (unsigned long long)k->max,
+				      k->name);
 		for (i = 0; i < n; i++)
 			if (val[i] < 0x20 || val[i] > 0x7e)
-				return kv_err(err, errlen, -EINVAL, "%s %s '%s': only printable "
-					      "ASCII is allowed", t->what, k->name, val);
+				return kv_err(err, errlen, -EINVAL, "%s%s%s '%s': only printable "
+					      "ASCII is allowed", spec ? t->what : "", spec ? " " : "",
+					      k->name, val);
 		*(const char **)kv_field(obj, k) = val;
 		return 0;
 	}
 	return kv_err(err, errlen, -EINVAL, "%s: key %s of unknown kind", t->what, k->name);
+}
+
+int kv_set_key(const struct kv_table *t, const char *key, const char *val, void *obj,
+	       char *err, size_t errlen)
+{
+	char keys[1024];
+	size_t i;
+
+	for (i = 0; key && i < t->nkeys; i++) {
+		const struct kv_key *k = &t->keys[i];
+
+		if (strcmp(k->name, key))
+			continue;
+		if ((k->kind == KV_FLAG) != !val)
+			return kv_err(err, errlen, -EINVAL, "%s: %s", key,
+				      val ? "takes no value" : "needs a value");
+		return kv_set(t, k, NULL, val, obj, err, errlen);
+	}
+	kv_key_list(t, keys, sizeof(keys));
+	return kv_err(err, errlen, -EINVAL, "%s: no key '%s'; the keys are %s", t->what,
+		      key ? key : "(null)", keys);
 }
 
 static size_t kv_key_syntax(const struct kv_key *k, char *buf, size_t len)

@@ -72,6 +72,12 @@ struct kv_table {
 int kv_parse(const struct kv_table *t, const char *spec, void *obj, char *buf, size_t buflen,
 	     char *err, size_t errlen);
 
+/* One key over *obj: kv_parse's "key=value" without the spec around it
+ * (val NULL for a flag). A string field points at val itself. Messages
+ * start with the key: "queues '0': out of range; ...". */
+int kv_set_key(const struct kv_table *t, const char *key, const char *val, void *obj,
+	       char *err, size_t errlen);
+
 /* Check a struct filled by a program: every KV_UINT in range, every
  * KV_ENUM and KV_BOOL a known value, every KV_STRING short enough and
  * printable. Messages start with "WHAT NAME: " (name: e.g. the path). */

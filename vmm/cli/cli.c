@@ -145,19 +145,31 @@ void cli_usage(FILE *out)
 	      out);
 }
 
-/* What --queues, --io-threads and --transport set for the disks that do
- * not say otherwise. */
-struct cli_disk_defaults {
-	unsigned queues, io_threads;    /* 0: the library's */
-	enum mvm_transport transport;
-	bool transport_set;
+/* What cli_parse keeps while it reads the line. --queues, --io-threads
+ * and --transport set the keys of a disk that every --disk starts from
+ * (with the device's own parser, mvm_disk_set), so they apply wherever
+ * they stand on the line and a disk's own ,queues= and so on win. */
+struct cli_state {
+	const char *disk_specs[MVM_MAX_DISKS];
+	struct mvm_disk tmpl;
+	bool uid_given, gid_given;
 };
 
-/* Each --disk value straight into its struct mvm_disk: the library's
- * defaults, then the command line's, then what the value says (the
- * device's keys: mvm_disk_parse). Their strings live in cfg->disk_text. */
-static int cli_parse_disks(struct cli_config *cfg, const char *const *specs,
-			   const struct cli_disk_defaults *dflt, char *err, size_t errlen)
+/* A library message about a field ("queues '0': ...", "disk ...") as the
+ * command line says it: about its option. */
+static int cli_err_option(char *err, size_t errlen)
+{
+	char msg[MVM_ERR_MAX];
+
+	snprintf(msg, sizeof(msg), "%s", err);
+	return cli_err(err, errlen, "--%s", msg);
+}
+
+/* Each --disk value straight into its struct mvm_disk: the template, then
+ * what the value says (the device's keys: mvm_disk_parse). Their strings
+ * live in cfg->disk_text. */
+static int cli_parse_disks(struct cli_config *cfg, const struct cli_state *st, char *err,
+			   size_t errlen)
 {
 	size_t used = 0;
 	unsigned i;
@@ -166,190 +178,185 @@ static int cli_parse_disks(struct cli_config *cfg, const char *const *specs,
 	for (i = 0; i < cfg->ndisks; i++) {
 		struct mvm_disk *d = &cfg->disks[i];
 
-		mvm_disk_init(d, NULL);
-		if (dflt->queues)
-			d->queues = dflt->queues;
-		d->io_threads = dflt->io_threads;
-		if (dflt->transport_set)
-			d->transport = dflt->transport;
-		ret = mvm_disk_parse(d, specs[i], cfg->disk_text + used,
+		*d = st->tmpl;
+		ret = mvm_disk_parse(d, st->disk_specs[i], cfg->disk_text + used,
 				     sizeof(cfg->disk_text) - used, err, errlen);
 		if (ret == -ENOSPC)
 			return cli_err(err, errlen, "--disk '%.64s...': the disks' values are "
 				       "longer than %zu bytes in all; give shorter paths",
-				       specs[i], sizeof(cfg->disk_text));
-		if (ret) {
-			/* The library's message names the field ("disk ..."):
-			 * on the command line, the option. */
-			char msg[MVM_ERR_MAX];
+				       st->disk_specs[i], sizeof(cfg->disk_text));
+		if (ret)
+			return cli_err_option(err, errlen);
+		used += strlen(st->disk_specs[i]) + 1;
+	}
+	return 0;
+}
 
-			snprintf(msg, sizeof(msg), "%s", err);
-			return cli_err(err, errlen, "--%s", msg);
-		}
-		used += strlen(specs[i]) + 1;
+/* The VM's own options, into cfg->vm. 1: taken, 0: not one of these. */
+static int cli_vm_option(int c, const char *arg, struct cli_config *cfg, char *err,
+			 size_t errlen)
+{
+	uint64_t v;
+	int ret;
+
+	switch (c) {
+	case OPT_KERNEL:
+	case OPT_INITRD:
+		if (!*arg)
+			return c == OPT_KERNEL ?
+			       cli_err(err, errlen, "--kernel: empty path; give a bzImage or vmlinux") :
+			       cli_err(err, errlen, "--initrd: empty path; give an initramfs file");
+		*(c == OPT_KERNEL ? &cfg->vm.kernel : &cfg->vm.initrd) = arg;
+		return 1;
+	case OPT_CMDLINE:
+		cfg->vm.cmdline = arg;
+		return 1;
+	case OPT_CPUS:
+		ret = parse_uint(arg, 1, MVM_MAX_CPUS, &v);
+		if (ret)
+			return cli_err(err, errlen, "--cpus '%s': %s; give a number from 1 to %d",
+				       arg, ret == -ERANGE ? "out of range" : "not a number",
+				       MVM_MAX_CPUS);
+		cfg->vm.cpus = v;
+		cfg->cpus_given = true;
+		return 1;
+	case OPT_MEM:
+		ret = parse_size(arg, &v);
+		if (ret)
+			return cli_err(err, errlen, "--mem '%s': %s; give a size like 512M or 2G",
+				       arg, ret == -ERANGE ? "too large" : "malformed size");
+		if (v < MVM_MIN_MEM)
+			return cli_err(err, errlen, "--mem '%s': too small; give at least 16M "
+				       "(a number without suffix is bytes)", arg);
+		if (v % 4096)
+			return cli_err(err, errlen, "--mem '%s': not a multiple of 4 KiB; "
+				       "give a size like 512M", arg);
+		cfg->vm.mem = v;
+		return 1;
+	case OPT_ID:
+		cfg->vm.id = arg;       /* checked by the library (mvm_create) */
+		return 1;
+	case OPT_SANDBOX:
+	case OPT_PVPANIC:
+		if (strcmp(arg, "on") && strcmp(arg, "off"))
+			return cli_err(err, errlen, "--%s '%s': give on or off",
+				       c == OPT_SANDBOX ? "sandbox" : "pvpanic", arg);
+		*(c == OPT_SANDBOX ? &cfg->vm.sandbox : &cfg->vm.pvpanic) = !strcmp(arg, "on");
+		return 1;
+	}
+	return 0;
+}
+
+/* --disk and the defaults for every disk. 1: taken, 0: not one of these. */
+static int cli_disk_option(int c, const char *arg, struct cli_config *cfg, struct cli_state *st,
+			   char *err, size_t errlen)
+{
+	const char *key = c == OPT_QUEUES ? "queues" : c == OPT_IO_THREADS ? "io-threads" :
+			  c == OPT_TRANSPORT ? "transport" : NULL;
+
+	if (c == OPT_DISK) {
+		if (cfg->ndisks == MVM_MAX_DISKS)
+			return cli_err(err, errlen, "--disk '%s': more than %d disks; give at most %d",
+				       arg, MVM_MAX_DISKS, MVM_MAX_DISKS);
+		st->disk_specs[cfg->ndisks++] = arg;
+		return 1;
+	}
+	if (!key)
+		return 0;
+	if (mvm_disk_set(&st->tmpl, key, arg, err, errlen))
+		return cli_err_option(err, errlen);
+	return 1;
+}
+
+/* The jail's options (vmm/cli/jail.h). 1: taken, 0: not one of these. */
+static int cli_jail_option(int c, const char *arg, struct cli_config *cfg, struct cli_state *st,
+			   char *err, size_t errlen)
+{
+	uint64_t v;
+
+	switch (c) {
+	case OPT_CHROOT:
+		if (!*arg)
+			return cli_err(err, errlen, "--chroot: empty path; give a directory");
+		cfg->chroot_dir = arg;
+		return 1;
+	case OPT_UID:
+	case OPT_GID:
+		if (parse_uint(arg, 0, UINT32_MAX - 1, &v))
+			return cli_err(err, errlen, "--%s '%s': not a numeric id; give a number "
+				       "like 65534", c == OPT_UID ? "uid" : "gid", arg);
+		if (c == OPT_UID)
+			cfg->uid = (unsigned)v, st->uid_given = true;
+		else
+			cfg->gid = (unsigned)v, st->gid_given = true;
+		return 1;
+	case OPT_NETNS:
+	case OPT_CGROUP:
+		if (!*arg)
+			return cli_err(err, errlen, "--%s: empty path; give a %s",
+				       c == OPT_NETNS ? "netns" : "cgroup", c == OPT_NETNS ?
+				       "network namespace file" : "cgroup v2 directory");
+		*(c == OPT_NETNS ? &cfg->netns : &cfg->cgroup) = arg;
+		return 1;
+	case OPT_NEW_PID_NS:
+		cfg->new_pid_ns = true;
+		return 1;
+	case OPT_CGROUP_SET:
+		if (cfg->ncgroup_set == JAIL_MAX_CGROUP_SET)
+			return cli_err(err, errlen, "--cgroup-set '%s': more than %d; set the others "
+				       "in the cgroup beforehand", arg, JAIL_MAX_CGROUP_SET);
+		cfg->cgroup_set[cfg->ncgroup_set++] = arg;
+		return 1;
 	}
 	return 0;
 }
 
 int cli_parse(int argc, char **argv, struct cli_config *cfg, char *err, size_t errlen)
 {
-	uint64_t v;
+	struct cli_state st;
 	int c, ret;
 
-	const char *disk_specs[MVM_MAX_DISKS];
-	bool uid_given = false, gid_given = false;
-	struct cli_disk_defaults dflt = { 0 };
-
 	memset(cfg, 0, sizeof(*cfg));
+	memset(&st, 0, sizeof(st));
 	mvm_config_init(&cfg->vm);
 	cfg->vm.sandbox = true;         /* the library's default is off: mvm(1)'s is on */
+	mvm_disk_init(&st.tmpl, NULL);
 	optind = 0;     /* GNU: full re-initialisation, so tests can parse again */
 	opterr = 0;
 	while ((c = getopt_long(argc, argv, "+:", cli_options, NULL)) != -1) {
-		switch (c) {
-		case OPT_KERNEL:
-			if (!*optarg)
-				return cli_err(err, errlen, "--kernel: empty path; give a bzImage or vmlinux");
-			cfg->vm.kernel = optarg;
-			break;
-		case OPT_INITRD:
-			if (!*optarg)
-				return cli_err(err, errlen, "--initrd: empty path; give an initramfs file");
-			cfg->vm.initrd = optarg;
-			break;
-		case OPT_CMDLINE:
-			cfg->vm.cmdline = optarg;
-			break;
-		case OPT_CPUS:
-			ret = parse_uint(optarg, 1, MVM_MAX_CPUS, &v);
-			if (ret)
-				return cli_err(err, errlen, "--cpus '%s': %s; give a number from 1 to %d",
-					       optarg, ret == -ERANGE ? "out of range" : "not a number",
-					       MVM_MAX_CPUS);
-			cfg->vm.cpus = v;
-			cfg->cpus_given = true;
-			break;
-		case OPT_MEM:
-			ret = parse_size(optarg, &v);
-			if (ret)
-				return cli_err(err, errlen, "--mem '%s': %s; give a size like 512M or 2G",
-					       optarg, ret == -ERANGE ? "too large" : "malformed size");
-			if (v < MVM_MIN_MEM)
-				return cli_err(err, errlen, "--mem '%s': too small; give at least 16M "
-					       "(a number without suffix is bytes)", optarg);
-			if (v % 4096)
-				return cli_err(err, errlen, "--mem '%s': not a multiple of 4 KiB; "
-					       "give a size like 512M", optarg);
-			cfg->vm.mem = v;
-			break;
-		case OPT_STATS:
-			cfg->stats = true;
-			break;
-		case OPT_ID:
-			cfg->vm.id = optarg;    /* checked by the library (mvm_create) */
-			break;
-		case OPT_DISK:
-			if (cfg->ndisks == MVM_MAX_DISKS)
-				return cli_err(err, errlen, "--disk '%s': more than %d disks; "
-					       "give at most %d", optarg, MVM_MAX_DISKS, MVM_MAX_DISKS);
-			disk_specs[cfg->ndisks++] = optarg;
-			break;
-		case OPT_QUEUES:
-			ret = parse_uint(optarg, 1, MVM_MAX_QUEUES, &v);
-			if (ret)
-				return cli_err(err, errlen, "--queues '%s': %s; give a number from 1 to %d",
-					       optarg, ret == -ERANGE ? "out of range" : "not a number",
-					       MVM_MAX_QUEUES);
-			dflt.queues = (unsigned)v;
-			break;
-		case OPT_IO_THREADS:
-			ret = parse_uint(optarg, 1, MVM_MAX_QUEUES, &v);
-			if (ret)
-				return cli_err(err, errlen, "--io-threads '%s': %s; give a number from 1 "
-					       "to %d", optarg, ret == -ERANGE ? "out of range" :
-					       "not a number", MVM_MAX_QUEUES);
-			dflt.io_threads = (unsigned)v;
-			break;
-		case OPT_TRANSPORT:
-			if (!strcmp(optarg, "mmio"))
-				dflt.transport = MVM_TRANSPORT_MMIO;
-			else if (!strcmp(optarg, "pci"))
-				dflt.transport = MVM_TRANSPORT_PCI;
-			else if (!strcmp(optarg, "ccw"))
-				dflt.transport = MVM_TRANSPORT_CCW;
-			else
-				return cli_err(err, errlen, "--transport '%s': unknown; give mmio, pci "
-					       "or ccw", optarg);
-			dflt.transport_set = true;
-			break;
-		case OPT_SANDBOX:
-		case OPT_PVPANIC:
-			if (strcmp(optarg, "on") && strcmp(optarg, "off"))
-				return cli_err(err, errlen, "--%s '%s': give on or off",
-					       c == OPT_SANDBOX ? "sandbox" : "pvpanic", optarg);
-			*(c == OPT_SANDBOX ? &cfg->vm.sandbox : &cfg->vm.pvpanic) =
-				!strcmp(optarg, "on");
-			break;
-		case OPT_CHROOT:
-			if (!*optarg)
-				return cli_err(err, errlen, "--chroot: empty path; give a directory");
-			cfg->chroot_dir = optarg;
-			break;
-		case OPT_UID:
-		case OPT_GID:
-			ret = parse_uint(optarg, 0, UINT32_MAX - 1, &v);
-			if (ret)
-				return cli_err(err, errlen, "--%s '%s': not a numeric id; give a "
-					       "number like 65534", c == OPT_UID ? "uid" : "gid", optarg);
-			if (c == OPT_UID)
-				cfg->uid = (unsigned)v, uid_given = true;
-			else
-				cfg->gid = (unsigned)v, gid_given = true;
-			break;
-		case OPT_NETNS:
-		case OPT_CGROUP:
-			if (!*optarg)
-				return cli_err(err, errlen, "--%s: empty path; give a %s",
-					       c == OPT_NETNS ? "netns" : "cgroup", c == OPT_NETNS ?
-					       "network namespace file" : "cgroup v2 directory");
-			*(c == OPT_NETNS ? &cfg->netns : &cfg->cgroup) = optarg;
-			break;
-		case OPT_NEW_PID_NS:
-			cfg->new_pid_ns = true;
-			break;
-		case OPT_CGROUP_SET:
-			if (cfg->ncgroup_set == JAIL_MAX_CGROUP_SET)
-				return cli_err(err, errlen, "--cgroup-set '%s': more than %d; set the "
-					       "others in the cgroup beforehand", optarg,
-					       JAIL_MAX_CGROUP_SET);
-			cfg->cgroup_set[cfg->ncgroup_set++] = optarg;
-			break;
-		case OPT_HELP:
-			cfg->help = true;
-			break;
-		case OPT_PROBE_KVM:
-			cfg->probe_kvm = true;
-			break;
-		case OPT_VERSION:
-			cfg->version = true;
-			break;
-		case ':':
+		if (c == ':')
 			return cli_err(err, errlen, "%s: needs a value; see mvm --help",
 				       argv[optind - 1]);
-		default:
+		ret = cli_vm_option(c, optarg, cfg, err, errlen);
+		if (!ret)
+			ret = cli_disk_option(c, optarg, cfg, &st, err, errlen);
+		if (!ret)
+			ret = cli_jail_option(c, optarg, cfg, &st, err, errlen);
+		if (ret < 0)
+			return ret;
+		if (ret)
+			continue;
+		if (c == OPT_STATS)
+			cfg->stats = true;
+		else if (c == OPT_HELP)
+			cfg->help = true;
+		else if (c == OPT_PROBE_KVM)
+			cfg->probe_kvm = true;
+		else if (c == OPT_VERSION)
+			cfg->version = true;
+		else
 			return cli_err(err, errlen, "unknown option '%s'; see mvm --help",
 				       argv[optind - 1]);
-		}
 	}
 	if (optind < argc)
 		return cli_err(err, errlen, "unexpected argument '%s'; options start with --, "
 			       "see mvm --help", argv[optind]);
-	if (uid_given != gid_given)
+	if (st.uid_given != st.gid_given)
 		return cli_err(err, errlen, "--%s given without --%s; give both",
-			       uid_given ? "uid" : "gid", uid_given ? "gid" : "uid");
-	cfg->ids_set = uid_given;
-	/* Disks last: --queues, --io-threads and --transport are defaults. */
-	return cli_parse_disks(cfg, disk_specs, &dflt, err, errlen);
+			       st.uid_given ? "uid" : "gid", st.uid_given ? "gid" : "uid");
+	cfg->ids_set = st.uid_given;
+	/* Disks last: the template is complete once the line is read. */
+	return cli_parse_disks(cfg, &st, err, errlen);
 }
 
 unsigned cli_max_queues(const struct cli_config *cfg)

@@ -162,18 +162,88 @@ static void main_loop(struct mvm *vm, int sfd)
 	}
 }
 
+/* SIGINT, SIGTERM and SIGHUP become events of the main loop (signalfd).
+ * Blocked before any thread exists, so every VM thread inherits the
+ * mask; a SIGTERM during setup waits and is handled by the same teardown. */
+static void main_block_signals(sigset_t *sigs)
+{
+	sigemptyset(sigs);
+	sigaddset(sigs, SIGINT);
+	sigaddset(sigs, SIGTERM);
+	sigaddset(sigs, SIGHUP);
+	if (pthread_sigmask(SIG_BLOCK, sigs, NULL))
+		die("pthread_sigmask failed");
+	signal(SIGPIPE, SIG_IGN);   /* a closed stdout must not kill the VM */
+}
+
+/* The jail's settings from the command line; whether there is a jail. */
+static bool main_jail_cfg(const struct cli_config *cfg, struct jail_cfg *jail)
+{
+	*jail = (struct jail_cfg){
+		.chroot_dir = cfg->chroot_dir, .netns = cfg->netns, .new_pid_ns = cfg->new_pid_ns,
+		.cgroup = cfg->cgroup, .ncgroup_set = cfg->ncgroup_set, .set_ids = cfg->ids_set,
+		.uid = cfg->uid, .gid = cfg->gid, .threads = cfg->vm.cpus + 1,  /* vCPUs, control */
+	};
+	memcpy(jail->cgroup_set, cfg->cgroup_set, sizeof(jail->cgroup_set));
+	return cfg->vm.sandbox || cfg->chroot_dir || cfg->ids_set || cfg->netns ||
+	       cfg->new_pid_ns || cfg->cgroup;
+}
+
+/* The VM as the command line has it, on this process's stdin and stdout,
+ * with its disks; the jail's limits grow with what each disk needs. */
+static struct mvm *main_create(const struct cli_config *cfg, uint64_t start_ns,
+			       struct jail_cfg *jail, bool *escape)
+{
+	struct mvm_config mc = cfg->vm;
+	char err[MVM_ERR_MAX];
+	struct mvm *vm;
+	unsigned i;
+
+	mc.console_in = STDIN_FILENO;
+	mc.console_out = STDOUT_FILENO;
+	mc.log_fn = main_log;
+	/* Ctrl-A x and Ctrl-A Ctrl-A mean something only on a raw terminal
+	 * (restored by atexit on every exit, by term_restore at the end). */
+	mc.console_escape = *escape = term_raw(STDIN_FILENO) == 0;
+	mc.start_ns = start_ns;
+	if (mvm_create(&mc, &vm, err, sizeof(err)))
+		die_usage("%s%s", main_option_prefix(err), err);
+	for (i = 0; i < cfg->ndisks; i++) {
+		const struct mvm_disk *d = &cfg->disks[i];
+
+		if (mvm_add_disk(vm, d, err, sizeof(err)))
+			die_usage("%s%s", main_option_prefix(err), err);
+		/* Per queue a thread, its ring and stop eventfd; PCI's INTx helper. */
+		jail->threads += d->queues + (d->transport == MVM_TRANSPORT_PCI);
+		jail->fds += 2 * d->queues;
+		/* Each of the disk's I/O threads (at most one per queue) pins
+		 * all of guest RAM in its ring. */
+		if (d->fixed_buffers)
+			jail->memlock += cfg->vm.mem * d->queues;
+	}
+	return vm;
+}
+
+static void main_print_stats(const struct mvm *vm)
+{
+	size_t len = 1 << 20;
+	char *json = malloc(len);
+
+	if (json && mvm_stats_json(vm, json, len) >= 0)
+		fprintf(stderr, "%s\n", json);
+	free(json);
+}
+
 int main(int argc, char **argv)
 {
 	static struct cli_config cfg;   /* its disks' text is large for a stack */
-	struct mvm_config mc;
 	struct jail_cfg jail;
 	struct jail_state jst;
-	bool jailed;
+	bool jailed, escape;
 	struct mvm_exit ex;
 	struct mvm *vm;
 	char err[MVM_ERR_MAX], exe_dir[PATH_MAX];
 	sigset_t sigs;
-	unsigned i;
 	int sfd, ret;
 
 	uint64_t start_ns = mono_ns();
@@ -192,17 +262,7 @@ int main(int argc, char **argv)
 		return main_probe_kvm();
 	if (jail_check(cfg.vm.sandbox, cfg.ids_set, geteuid(), err, sizeof(err)))
 		die_usage("%s", err);
-	/* Signals become events of the main loop (signalfd). Blocked before
-	 * any thread exists, so every VM thread inherits the mask; a SIGTERM
-	 * during setup waits and is handled by the same teardown. */
-	sigemptyset(&sigs);
-	sigaddset(&sigs, SIGINT);
-	sigaddset(&sigs, SIGTERM);
-	sigaddset(&sigs, SIGHUP);
-	if (pthread_sigmask(SIG_BLOCK, &sigs, NULL))
-		die("pthread_sigmask failed");
-	signal(SIGPIPE, SIG_IGN);   /* a closed stdout must not kill the VM */
-
+	main_block_signals(&sigs);
 	/* A multi-queue disk is only used multi-queue by a guest with as
 	 * many vCPUs (blk-mq caps hardware queues at nr_cpu_ids). */
 	if (cli_auto_cpus(&cfg))
@@ -214,14 +274,7 @@ int main(int argc, char **argv)
 
 	/* The jail's first half, before anything is opened or allocated:
 	 * cgroup, network and PID namespaces, the mount namespace. */
-	jail = (struct jail_cfg){
-		.chroot_dir = cfg.chroot_dir, .netns = cfg.netns, .new_pid_ns = cfg.new_pid_ns,
-		.cgroup = cfg.cgroup, .ncgroup_set = cfg.ncgroup_set, .set_ids = cfg.ids_set,
-		.uid = cfg.uid, .gid = cfg.gid, .threads = cfg.vm.cpus + 1,     /* vCPUs, control */
-	};
-	memcpy(jail.cgroup_set, cfg.cgroup_set, sizeof(jail.cgroup_set));
-	jailed = cfg.vm.sandbox || cfg.chroot_dir || cfg.ids_set || cfg.netns || cfg.new_pid_ns ||
-		 cfg.cgroup;
+	jailed = main_jail_cfg(&cfg, &jail);
 	if (jailed) {
 		ret = jail_begin(&jail, &jst, err, sizeof(err));
 		if (ret < 0)
@@ -229,30 +282,7 @@ int main(int argc, char **argv)
 		if (ret > 0)
 			return jail_wait_child(&jst);
 	}
-
-	mc = cfg.vm;
-	mc.console_in = STDIN_FILENO;
-	mc.console_out = STDOUT_FILENO;
-	mc.log_fn = main_log;
-	/* Ctrl-A x and Ctrl-A Ctrl-A mean something only on a raw terminal
-	 * (restored by atexit on every exit, by term_restore at the end). */
-	mc.console_escape = term_raw(STDIN_FILENO) == 0;
-	mc.start_ns = start_ns;
-	if (mvm_create(&mc, &vm, err, sizeof(err)))
-		die_usage("%s%s", main_option_prefix(err), err);
-	for (i = 0; i < cfg.ndisks; i++) {
-		const struct mvm_disk *d = &cfg.disks[i];
-
-		if (mvm_add_disk(vm, d, err, sizeof(err)))
-			die_usage("%s%s", main_option_prefix(err), err);
-		/* Per queue a thread, its ring and stop eventfd; PCI's INTx helper. */
-		jail.threads += d->queues + (d->transport == MVM_TRANSPORT_PCI);
-		jail.fds += 2 * d->queues;
-		/* Each of the disk's I/O threads (at most one per queue) pins
-		 * all of guest RAM in its ring. */
-		if (d->fixed_buffers)
-			jail.memlock += cfg.vm.mem * d->queues;
-	}
+	vm = main_create(&cfg, start_ns, &jail, &escape);
 	sfd = signalfd(-1, &sigs, SFD_CLOEXEC | SFD_NONBLOCK);
 	if (sfd < 0)
 		die("signalfd: %s", strerror(errno));
@@ -271,21 +301,15 @@ int main(int argc, char **argv)
 	ret = mvm_start_confined(vm, err, sizeof(err));
 	if (ret)
 		die_status(main_start_status(ret), "%s%s", main_option_prefix(err), err);
-	if (mc.console_escape)
+	if (escape)
 		fputs("mvm: console on this terminal; Ctrl-A x quits\r\n", stderr);
 	main_loop(vm, sfd);
 	mvm_wait(vm, -1, &ex, sizeof(ex));
 	term_restore();
 	/* Nothing more to say about how it ended: a crash, a panic or an
 	 * error was logged (one line) when it happened. */
-	if (cfg.stats) {
-		size_t len = 1 << 20;
-		char *json = malloc(len);
-
-		if (json && mvm_stats_json(vm, json, len) >= 0)
-			fprintf(stderr, "%s\n", json);
-		free(json);
-	}
+	if (cfg.stats)
+		main_print_stats(vm);
 	mvm_destroy(vm);
 	close(sfd);
 	return ex.status;

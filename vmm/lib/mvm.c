@@ -187,6 +187,15 @@ int mvm_disk_parse(struct mvm_disk *disk, const char *spec, char *buf, size_t bu
 	return kv_parse(&blk_disk_keys, spec, disk, buf, buflen, err, errlen);
 }
 
+int mvm_disk_set(struct mvm_disk *disk, const char *key, const char *value, char *err,
+		 size_t errlen)
+{
+	if (!disk || disk->size < MVM_DISK_SIZE_MIN)
+		return err_set(err, errlen, -EINVAL, "disk: %s; fill it with mvm_disk_init first",
+			       disk ? "size not set" : "NULL");
+	return kv_set_key(&blk_disk_keys, key, value, disk, err, errlen);
+}
+
 size_t mvm_disk_syntax(char *buf, size_t len)
 {
 	return kv_syntax(&blk_disk_keys, buf, len);
