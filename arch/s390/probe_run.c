@@ -40,17 +40,8 @@ uint64_t arch_probe_hash(void)
 	return h;
 }
 
-struct probe_run {
-	struct vcpu *v;
-	atomic_bool timed_out;
-	unsigned timeout_ms;
-	bool ok;
-	char fail[KVM_REASON_MAX];
-};
-
-static void probe_thread(void *arg)
+static void probe_thread(struct kvm_probe_run *r)
 {
-	struct probe_run *r = arg;
 	struct kvm_run *run = r->v->run;
 	char what[160];
 
@@ -59,10 +50,10 @@ static void probe_thread(void *arg)
 			if ((errno == EINTR || errno == EAGAIN) && !atomic_load(&r->timed_out))
 				continue;
 			if (atomic_load(&r->timed_out))
-				snprintf(r->fail, sizeof(r->fail), "the probe guest did not finish "
+				snprintf(r->why, sizeof(r->why), "the probe guest did not finish "
 					 "within %u ms", r->timeout_ms);
 			else
-				snprintf(r->fail, sizeof(r->fail), "KVM_RUN failed: %s",
+				snprintf(r->why, sizeof(r->why), "KVM_RUN failed: %s",
 					 strerror(errno));
 			break;
 		}
@@ -71,18 +62,20 @@ static void probe_thread(void *arg)
 		if (run->exit_reason == KVM_EXIT_S390_SIEIC &&
 		    run->s390_sieic.icptcode == S390_ICPT_INST &&
 		    run->s390_sieic.ipa == 0x8312) {
-			if (run->s.regs.gprs[1] == PROBE_CODE &&
-			    run->s.regs.gprs[2] == PROBE_ANSWER)
-				r->ok = true;
+			r->ok = run->s.regs.gprs[1] == PROBE_CODE &&
+				run->s.regs.gprs[2] == PROBE_ANSWER;
+			if (r->ok)
+				snprintf(r->why, sizeof(r->why), "the probe guest ran 64-bit code and "
+					 "reported its result through DIAG 0x500");
 			else
-				snprintf(r->fail, sizeof(r->fail), "the probe guest computed a wrong "
+				snprintf(r->why, sizeof(r->why), "the probe guest computed a wrong "
 					 "result (r1 0x%llx, r2 %llu)",
 					 (unsigned long long)run->s.regs.gprs[1],
 					 (unsigned long long)run->s.regs.gprs[2]);
 			break;
 		}
 		vcpu_describe_exit(run, what, sizeof(what));
-		snprintf(r->fail, sizeof(r->fail), "%s; PSW 0x%016llx 0x%016llx", what,
+		snprintf(r->why, sizeof(r->why), "%s; PSW 0x%016llx 0x%016llx", what,
 			 (unsigned long long)run->psw_mask, (unsigned long long)run->psw_addr);
 		break;
 	}
@@ -90,7 +83,7 @@ static void probe_thread(void *arg)
 
 int kvm_probe_run(unsigned timeout_ms, int kick_signal, struct kvm_probe_result *res)
 {
-	struct probe_run r;
+	struct kvm_probe_run r;
 	struct vcpu v;
 	struct vm vm;
 	struct kvm_enable_cap css = { .cap = KVM_CAP_S390_CSS_SUPPORT };
@@ -114,22 +107,7 @@ int kvm_probe_run(unsigned timeout_ms, int kick_signal, struct kvm_probe_result 
 	}
 	v.run->psw_mask = S390_PSW_MASK_64;
 	v.run->psw_addr = S390_KERNEL_ENTRY;
-	memset(&r, 0, sizeof(r));
-	r.v = &v;
-	r.timeout_ms = timeout_ms;
-	atomic_init(&r.timed_out, false);
-	ret = kvm_probe_vcpu_thread(&v, timeout_ms, kick_signal, probe_thread, &r, &r.timed_out,
-				    res->reason, sizeof(res->reason));
-	if (ret)
-		goto destroy_vcpu;
-	ret = 0;
-	if (r.ok) {
-		res->verdict = KVM_VERDICT_RUNS;
-		snprintf(res->reason, sizeof(res->reason), "the probe guest ran 64-bit code and "
-			 "reported its result through DIAG 0x500");
-	} else {
-		snprintf(res->reason, sizeof(res->reason), "%s", r.fail);
-	}
+	ret = kvm_probe_vcpu_verdict(&r, &v, timeout_ms, kick_signal, probe_thread, res);
 destroy_vcpu:
 	vcpu_destroy(&v);
 fini_vm:

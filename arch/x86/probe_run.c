@@ -18,38 +18,46 @@
 
 /* The vCPU thread's state; the caller reads it after joining. */
 struct probe_run {
+	struct kvm_probe_run base;      /* ok: X86_PROBE_DONE seen */
 	struct vm *vm;
-	struct vcpu *v;
-	atomic_bool timed_out;
-	unsigned timeout_ms;
 	unsigned step;          /* last step the payload reported */
-	bool done;              /* X86_PROBE_DONE seen */
-	char fail[KVM_REASON_MAX];
+	uint64_t t0;            /* probe_now_us() before the VM was made */
 };
 
-/* r->fail = "step N (what it checks): detail". */
-static void probe_fail_step(struct probe_run *r, const char *detail)
+static uint64_t probe_now_us(void)
 {
-	if (r->step)
-		snprintf(r->fail, sizeof(r->fail), "step %u (%s): %.600s", r->step,
-			 x86_probe_step_name(r->step), detail);
-	else
-		snprintf(r->fail, sizeof(r->fail), "before the first instruction: %.600s", detail);
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
 }
 
-static void probe_thread(void *arg)
+/* why = "step N (what it checks): detail". */
+static void probe_fail_step(struct probe_run *r, const char *detail)
 {
-	struct probe_run *r = arg;
-	struct kvm_run *run = r->v->run;
+	char *why = r->base.why;
+
+	if (r->step)
+		snprintf(why, sizeof(r->base.why), "step %u (%s): %.600s", r->step,
+			 x86_probe_step_name(r->step), detail);
+	else
+		snprintf(why, sizeof(r->base.why), "before the first instruction: %.600s", detail);
+}
+
+static void probe_thread(struct kvm_probe_run *base)
+{
+	struct probe_run *r = container_of(base, struct probe_run, base);
+	struct kvm_run *run = base->v->run;
+	char tested[96];
 	char exit_desc[160], where[256], both[sizeof(exit_desc) + sizeof(where) + 2];
 
 	for (;;) {
-		if (ioctl(r->v->fd, KVM_RUN, 0) < 0) {
-			if ((errno == EINTR || errno == EAGAIN) && !atomic_load(&r->timed_out))
+		if (ioctl(base->v->fd, KVM_RUN, 0) < 0) {
+			if ((errno == EINTR || errno == EAGAIN) && !atomic_load(&base->timed_out))
 				continue;
-			if (atomic_load(&r->timed_out)) {
+			if (atomic_load(&base->timed_out)) {
 				snprintf(exit_desc, sizeof(exit_desc), "did not finish within %u ms",
-					 r->timeout_ms);
+					 base->timeout_ms);
 			} else {
 				snprintf(exit_desc, sizeof(exit_desc), "KVM_RUN failed: %s",
 					 strerror(errno));
@@ -65,7 +73,11 @@ static void probe_thread(void *arg)
 			uint8_t b = *((uint8_t *)run + run->io.data_offset);
 
 			if (b == X86_PROBE_DONE) {
-				r->done = true;
+				base->ok = true;
+				x86_probe_tested(&r->vm->mem, tested, sizeof(tested));
+				snprintf(base->why, sizeof(base->why), "the probe guest ran 64-bit "
+					 "code with paging, string ops, CPUID and %s (%llu us)", tested,
+					 (unsigned long long)(probe_now_us() - r->t0));
 				break;
 			}
 			if (b & X86_PROBE_WRONG) {
@@ -78,19 +90,11 @@ static void probe_thread(void *arg)
 		}
 		/* Anything else is a failure of this KVM: say what and where. */
 		vcpu_describe_exit(run, exit_desc, sizeof(exit_desc));
-		x86_describe_vcpu(r->v->fd, &r->vm->mem, where, sizeof(where));
+		x86_describe_vcpu(base->v->fd, &r->vm->mem, where, sizeof(where));
 		snprintf(both, sizeof(both), "%s; %s", exit_desc, where);
 		probe_fail_step(r, both);
 		break;
 	}
-}
-
-static uint64_t probe_now_us(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
 }
 
 int kvm_probe_run(unsigned timeout_ms, int kick_signal, struct kvm_probe_result *res)
@@ -99,9 +103,12 @@ int kvm_probe_run(unsigned timeout_ms, int kick_signal, struct kvm_probe_result 
 	struct x86_boot_info info;
 	struct vcpu v;
 	struct vm vm;
-	char err[KVM_REASON_MAX / 2], tested[96];
-	uint64_t t0 = probe_now_us();
+	char err[KVM_REASON_MAX / 2];
 	int ret;
+
+	memset(&r, 0, sizeof(r));
+	r.t0 = probe_now_us();
+	r.vm = &vm;
 
 	if (!kvm_probe_vm(&vm, X86_PROBE_MEM, res))
 		return 0;
@@ -123,25 +130,7 @@ int kvm_probe_run(unsigned timeout_ms, int kick_signal, struct kvm_probe_result 
 		ret = 0;
 		goto destroy_vcpu;
 	}
-	memset(&r, 0, sizeof(r));
-	r.vm = &vm;
-	r.v = &v;
-	r.timeout_ms = timeout_ms;
-	atomic_init(&r.timed_out, false);
-	ret = kvm_probe_vcpu_thread(&v, timeout_ms, kick_signal, probe_thread, &r, &r.timed_out,
-				    res->reason, sizeof(res->reason));
-	if (ret)
-		goto destroy_vcpu;
-	ret = 0;
-	if (r.done) {
-		res->verdict = KVM_VERDICT_RUNS;
-		x86_probe_tested(&vm.mem, tested, sizeof(tested));
-		snprintf(res->reason, sizeof(res->reason),
-			 "the probe guest ran 64-bit code with paging, string ops, CPUID and %s "
-			 "(%llu us)", tested, (unsigned long long)(probe_now_us() - t0));
-	} else {
-		snprintf(res->reason, sizeof(res->reason), "%s", r.fail);
-	}
+	ret = kvm_probe_vcpu_verdict(&r.base, &v, timeout_ms, kick_signal, probe_thread, res);
 destroy_vcpu:
 	vcpu_destroy(&v);
 fini_vm:

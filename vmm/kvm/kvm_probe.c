@@ -234,6 +234,40 @@ int kvm_probe_vcpu_thread(struct vcpu *v, unsigned timeout_ms, int kick_signal,
 	return 0;
 }
 
+struct probe_verdict {
+	struct kvm_probe_run *r;
+	void (*fn)(struct kvm_probe_run *r);
+};
+
+static void probe_verdict_run(void *arg)
+{
+	struct probe_verdict *p = arg;
+
+	p->fn(p->r);
+}
+
+int kvm_probe_vcpu_verdict(struct kvm_probe_run *r, struct vcpu *v, unsigned timeout_ms,
+			   int kick_signal, void (*fn)(struct kvm_probe_run *r),
+			   struct kvm_probe_result *res)
+{
+	struct probe_verdict p = { r, fn };
+	int ret;
+
+	r->v = v;
+	r->timeout_ms = timeout_ms;
+	atomic_init(&r->timed_out, false);
+	r->ok = false;
+	r->why[0] = '\0';
+	ret = kvm_probe_vcpu_thread(v, timeout_ms, kick_signal, probe_verdict_run, &p,
+				    &r->timed_out, res->reason, sizeof(res->reason));
+	if (ret)
+		return ret;
+	if (r->ok)
+		res->verdict = KVM_VERDICT_RUNS;
+	snprintf(res->reason, sizeof(res->reason), "%s", r->why);
+	return 0;
+}
+
 bool kvm_probe_vm(struct vm *vm, uint64_t mem, struct kvm_probe_result *res)
 {
 	char err[KVM_REASON_MAX / 2];

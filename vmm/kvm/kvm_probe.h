@@ -57,6 +57,24 @@ int kvm_probe_vcpu_thread(struct vcpu *v, unsigned timeout_ms, int kick_signal,
 			  void (*fn)(void *arg), void *arg, atomic_bool *timed_out,
 			  char *reason, size_t len);
 
+/* A board's probe run: what its vCPU thread found. The board's own state
+ * embeds it; fn gets it back (container_of). */
+struct kvm_probe_run {
+	struct vcpu *v;
+	atomic_bool timed_out;
+	unsigned timeout_ms;
+	bool ok;                        /* the guest showed what the board wanted */
+	char why[KVM_REASON_MAX];       /* what failed, or, when ok, what ran */
+};
+
+/* The end every board's kvm_probe_run shares: fn drives v on its own
+ * thread (kvm_probe_vcpu_thread, at most timeout_ms), then the verdict
+ * into res: KVM_VERDICT_RUNS when r->ok, and r->why as the reason either
+ * way. 0, or -errno with a reason when the thread could not start. */
+int kvm_probe_vcpu_verdict(struct kvm_probe_run *r, struct vcpu *v, unsigned timeout_ms,
+			   int kick_signal, void (*fn)(struct kvm_probe_run *r),
+			   struct kvm_probe_result *res);
+
 
 enum kvm_mode { KVM_MODE_DIRECT, KVM_MODE_NESTED };
 
