@@ -989,25 +989,31 @@ TEST(guest_sleeping_on_interrupts_is_never_stranded_gathering_packed)
 	guest_sleeping_on_interrupts(",gather=200", true);
 }
 
+/* The device's --stats members, as one JSON object (malloc'd). */
+static char *dev_stats(struct t *t)
+{
+	char *out = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&out, &len);
+	struct json j;
+
+	CHECK(f);
+	json_init(&j, f);
+	json_obj_begin(&j, NULL);
+	t->dev->ops->stats_json(t->dev, &j);
+	json_obj_end(&j);
+	fclose(f);
+	return out;
+}
+
 TEST(stats_json_has_per_queue_counters)
 {
 	struct t t;
-	char *out = NULL;
-	size_t len = 0;
-	FILE *f;
+	char *out;
 
 	setup(&t, ",queues=2", 1);
 	CHECK_EQ(run1(&t, 1, VIRTIO_BLK_T_FLUSH, 0, 0, 0, false, NULL), VIRTIO_BLK_S_OK);
-	f = open_memstream(&out, &len);
-	{
-		struct json j_;
-
-		json_init(&j_, f);
-		json_obj_begin(&j_, NULL);
-		t.dev->ops->stats_json(t.dev, &j_);
-		json_obj_end(&j_);
-	}
-	fclose(f);
+	out = dev_stats(&t);
 	CHECK(strstr(out, "\"kind\":\"virtio-blk\"") != NULL);
 	CHECK(strstr(out, "\"queues\":[{\"requests\":0,") != NULL);
 	CHECK(strstr(out, "},{\"requests\":1,") != NULL);
@@ -1026,9 +1032,7 @@ TEST(stopped_queue_reports_where_its_ring_stands)
 	struct t t;
 	struct blk_queue_stats s;
 	uint64_t st;
-	char *out = NULL;
-	size_t len = 0;
-	FILE *f;
+	char *out;
 	int i;
 
 	setup(&t, ",poll=0,gather=0", 1);
@@ -1055,16 +1059,7 @@ TEST(stopped_queue_reports_where_its_ring_stands)
 	CHECK_EQ(s.ring.driver_event, 1);        /* used_event */
 	CHECK_EQ(s.ring.device_event, 1);        /* avail_event: kicks wanted */
 	CHECK_EQ(s.ring.device_flags, 0);
-	f = open_memstream(&out, &len);
-	{
-		struct json j_;
-
-		json_init(&j_, f);
-		json_obj_begin(&j_, NULL);
-		t.dev->ops->stats_json(t.dev, &j_);
-		json_obj_end(&j_);
-	}
-	fclose(f);
+	out = dev_stats(&t);
 	CHECK(strstr(out, "\"ring\":{\"layout\":\"split\",\"last_avail\":1,\"used\":1,\"avail_pending\":2,"
 			  "\"in_flight\":0,\"driver_event\":1,") != NULL);
 	free(out);
