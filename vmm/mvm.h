@@ -272,7 +272,7 @@ int mvm_disk_parse(struct mvm_disk *disk, const char *spec, char *buf, size_t bu
 int mvm_disk_set(struct mvm_disk *disk, const char *key, const char *value, char *err,
 		 size_t errlen);
 /* That syntax into buf (cut to len, NUL-terminated); returns the length
- * it needs. Since 2.1. */
+ * it needs (buf NULL or len 0: the length alone). Since 2.1. */
 size_t mvm_disk_syntax(char *buf, size_t len);
 /* What each key means, for a program's help (one key per paragraph,
  * indented by indent), into buf as mvm_disk_syntax. Since 2.1. */

@@ -172,6 +172,8 @@ TEST(syntax_and_help_come_from_the_table)
 		  "[,color=red|green][,label=ID]");
 	CHECK_EQ(n, strlen(text));
 	CHECK(kv_syntax(&table, text, 8) == n && strlen(text) == 7);    /* cut, not overrun */
+	CHECK_EQ(kv_syntax(&table, NULL, 0), n);                       /* the length alone */
+	CHECK_EQ(kv_help(&table, 4, NULL, 0), kv_help(&table, 4, text, sizeof(text)));
 	n = kv_help(&table, 4, text, sizeof(text));
 	CHECK_EQ(n, strlen(text));
 	CHECK(strstr(text, "    ,flag            sets the flag\n"));

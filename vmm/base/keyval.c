@@ -341,7 +341,11 @@ void kv_defaults(const struct kv_table *t, void *obj)
 
 size_t kv_syntax(const struct kv_table *t, char *buf, size_t len)
 {
+	char scratch;
 	size_t i, n;
+
+	if (!buf || !len)               /* asked for the length alone */
+		buf = &scratch, len = 1;
 
 	n = (size_t)snprintf(buf, len, "%s", t->first);
 	for (i = 0; i < t->nkeys; i++) {
@@ -357,8 +361,11 @@ size_t kv_syntax(const struct kv_table *t, char *buf, size_t len)
 size_t kv_help(const struct kv_table *t, unsigned indent, char *buf, size_t len)
 {
 	const unsigned col = indent + 17, width = 79;
-	char syn[256];
+	char syn[256], scratch;
 	size_t i, n = 0;
+
+	if (!buf || !len)               /* asked for the length alone */
+		buf = &scratch, len = 1;
 
 #define KV_PUT(...) (n += (size_t)snprintf(buf + MIN(n, len - 1), len - MIN(n, len - 1), \
 					    __VA_ARGS__))
