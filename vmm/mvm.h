@@ -250,9 +250,17 @@ const char *mvm_version(void);
  * MVM_MAX_CPUS; KVM may allow fewer still). Since 2.1. */
 unsigned mvm_max_cpus(void);
 
-/* Defaults for every field, and the size. */
+/* Defaults for every field, and the size: that of the caller's struct,
+ * which the macros pass, so that a program built with an older mvm.h gets
+ * the fields it knows and nothing is written past them. The functions of
+ * the same names are what programs built with 2.0's mvm.h call (they fill
+ * 2.0's structs). _size: since 2.1. */
+void mvm_config_init_size(struct mvm_config *cfg, size_t size);
+void mvm_disk_init_size(struct mvm_disk *disk, const char *path, size_t size);
 void mvm_config_init(struct mvm_config *cfg);
 void mvm_disk_init(struct mvm_disk *disk, const char *path);
+#define mvm_config_init(cfg) mvm_config_init_size((cfg), sizeof(*(cfg)))
+#define mvm_disk_init(disk, path) mvm_disk_init_size((disk), (path), sizeof(*(disk)))
 
 /* Parse mvm(1)'s --disk syntax, "PATH[,key=value]..." (mvm_disk_syntax
  * writes it out: "PATH[,ro][,serial=ID][,cache=none|writeback]..."), over
@@ -359,10 +367,11 @@ struct mvm_thread {
 	char name[16];          /* as its comm reads, unless the thread renamed itself */
 };
 
-/* From mvm_start until mvm_wait joined them: up to n entries of entsize
- * bytes each (sizeof(struct mvm_thread)) into out, vCPUs first. Returns
- * how many threads the VM has (more than n: the rest left out), -ESRCH
- * before mvm_start or once joined, -EINVAL for bad arguments. Since 2.1. */
+/* From mvm_start until the VM's threads are told to stop (it ended, or
+ * mvm_stop, mvm_destroy): up to n entries of entsize bytes each
+ * (sizeof(struct mvm_thread)) into out, vCPUs first. Returns how many
+ * threads the VM has (more than n: the rest left out), -ESRCH before
+ * mvm_start or once they stop, -EINVAL for bad arguments. Since 2.1. */
 int mvm_get_threads(const struct mvm *vm, struct mvm_thread *out, size_t n, size_t entsize);
 
 /* Stop the VM if it runs, wait for it, free everything. NULL is ignored. */

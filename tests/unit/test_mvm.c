@@ -569,6 +569,46 @@ TEST(pvpanic_is_on_by_default_where_there_is_pci)
  * init function filled is refused; one from a program built with a newer
  * header is taken as long as the fields this library does not know are
  * left zero; the statistics calls write what the caller has room for. */
+/* A program built with 2.0's mvm.h calls the functions mvm_config_init
+ * and mvm_disk_init on 2.0's structs: nothing is written past them, the
+ * size says 2.0's, and the library takes them as they are. */
+TEST(a_20_program_s_structs_are_not_overrun)
+{
+	const size_t c20 = offsetof(struct mvm_config, pvpanic);
+	const size_t d20 = offsetof(struct mvm_disk, fixed_buffers) + sizeof(bool);
+	union { struct mvm_config c; uint8_t b[sizeof(struct mvm_config) + 16]; } cu;
+	union { struct mvm_disk d; uint8_t b[sizeof(struct mvm_disk) + 16]; } du;
+	char buf[256];
+	struct mvm *vm;
+	size_t i;
+
+	setup();
+	memset(&cu, 0xa5, sizeof(cu));
+	(mvm_config_init)(&cu.c);
+	CHECK_EQ(cu.c.size, c20);
+	for (i = c20; i < sizeof(cu); i++)
+		CHECK_EQ(cu.b[i], 0xa5);
+	CHECK_EQ(cu.c.cpus, 1);
+	cu.c.kernel = kernel;
+	CHECK_EQ(mvm_create(&cu.c, &vm, err, sizeof(err)), 0);
+	memset(&du, 0xa5, sizeof(du));
+	(mvm_disk_init)(&du.d, image);
+	CHECK_EQ(du.d.size, d20);
+	for (i = d20; i < sizeof(du); i++)
+		CHECK_EQ(du.b[i], 0xa5);
+	CHECK_EQ(mvm_disk_parse(&du.d, "x.img,queues=2,fixed-buffers=on", buf, sizeof(buf), err,
+				sizeof(err)), 0);
+	CHECK(du.d.queues == 2 && du.d.fixed_buffers && du.d.size == d20);
+	for (i = d20; i < sizeof(du); i++)
+		CHECK_EQ(du.b[i], 0xa5);
+	mvm_destroy(vm);
+	/* The macros fill the whole struct of the header the program has. */
+	memset(&cu, 0xa5, sizeof(cu));
+	mvm_config_init(&cu.c);
+	CHECK_EQ(cu.c.size, sizeof(struct mvm_config));
+	CHECK(cu.c.pvpanic && cu.c.id == NULL);
+}
+
 TEST(structs_carry_their_size_and_may_grow)
 {
 	struct newer { struct mvm_config c; uint64_t future; } n;

@@ -148,52 +148,125 @@ static void mvm_log_bridge(void *opaque, int level, const char *msg)
 }
 
 /* The smallest struct sizes this library takes: 2.0's, the first with a
- * size. A field added later at the end leaves these as they are. */
+ * size (what mvm_config_init and mvm_disk_init, the functions a 2.0
+ * program calls, fill). A field added later at the end leaves these as
+ * they are. */
 #define MVM_CONFIG_SIZE_MIN offsetof(struct mvm_config, pvpanic)
-#define MVM_DISK_SIZE_MIN sizeof(struct mvm_disk)
+#define MVM_DISK_SIZE_MIN (offsetof(struct mvm_disk, fixed_buffers) + sizeof(bool))
 
 const char *mvm_version(void)
 {
 	return MVM_VERSION_STRING;
 }
 
-void mvm_config_init(struct mvm_config *cfg)
+/* The caller's sized struct into ours, or why not. */
+static int mvm_take(void *ours, size_t have, const void *theirs, size_t size, size_t min,
+		    const char *what, const char *init, char *err, size_t errlen)
 {
-	memset(cfg, 0, sizeof(*cfg));
-	cfg->size = sizeof(*cfg);
-	cfg->cpus = 1;
-	cfg->mem = 256ULL << 20;
-	cfg->console_in = -1;
-	cfg->console_out = -1;
-	cfg->kick_signal = SIGUSR1;
-	cfg->pvpanic = true;
+	int r = abi_copy_in(ours, have, theirs, size, min);
+
+	if (r == -E2BIG)
+		return err_set(err, errlen, -EINVAL, "%s: size %zu: set fields that this libmvm "
+			       "(%s, %zu bytes) does not know; use a libmvm as new as the "
+			       "program's mvm.h", what, size, MVM_VERSION_STRING, have);
+	if (r)
+		return err_set(err, errlen, -EINVAL, "%s: size %zu: not one of libmvm %d.0 or "
+			       "later (%zu bytes here); fill it with %s", what, size,
+			       MVM_VERSION_MAJOR, have, init);
+	return 0;
 }
 
-void mvm_disk_init(struct mvm_disk *disk, const char *path)
+/* ours (full, with defaults) into the caller's struct of size bytes:
+ * what fits; the size is theirs, and bytes beyond ours (a newer
+ * program's fields) are zero, which an older library reads as "not set". */
+static void mvm_give(void *theirs, size_t size, const void *ours, size_t have)
 {
-	memset(disk, 0, sizeof(*disk));
-	disk->size = sizeof(*disk);
-	disk->path = path;
-	kv_defaults(&blk_disk_keys, disk);
-	disk->transport = arch_layout.has_ccw ? MVM_TRANSPORT_CCW : MVM_TRANSPORT_PCI;
+	if (size < sizeof(size_t))
+		return;         /* cannot even hold its size */
+	abi_copy_out(theirs, size, ours, have);
+	memcpy(theirs, &size, sizeof(size));    /* size is every struct's first field */
+}
+
+void mvm_config_init_size(struct mvm_config *cfg, size_t size)
+{
+	struct mvm_config c;
+
+	memset(&c, 0, sizeof(c));
+	c.cpus = 1;
+	c.mem = 256ULL << 20;
+	c.console_in = -1;
+	c.console_out = -1;
+	c.kick_signal = SIGUSR1;
+	c.pvpanic = true;
+	if (cfg)
+		mvm_give(cfg, size, &c, sizeof(c));
+}
+
+/* The function a program built with 2.0's mvm.h calls: its struct is 2.0's. */
+void (mvm_config_init)(struct mvm_config *cfg)
+{
+	mvm_config_init_size(cfg, MVM_CONFIG_SIZE_MIN);
+}
+
+void mvm_disk_init_size(struct mvm_disk *disk, const char *path, size_t size)
+{
+	struct mvm_disk d;
+
+	memset(&d, 0, sizeof(d));
+	d.path = path;
+	kv_defaults(&blk_disk_keys, &d);
+	d.transport = arch_layout.has_ccw ? MVM_TRANSPORT_CCW : MVM_TRANSPORT_PCI;
+	if (disk)
+		mvm_give(disk, size, &d, sizeof(d));
+}
+
+void (mvm_disk_init)(struct mvm_disk *disk, const char *path)
+{
+	mvm_disk_init_size(disk, path, MVM_DISK_SIZE_MIN);
+}
+
+/* The device's keys write at this library's offsets: they work on a full
+ * copy, and a key whose field lies beyond the caller's struct (a program
+ * built with an older mvm.h) is refused rather than written past it. */
+static int mvm_disk_edit(struct mvm_disk *disk, const char *spec, const char *key,
+			 const char *value, char *buf, size_t buflen, char *err, size_t errlen)
+{
+	struct mvm_disk d, before;
+	int r;
+
+	if (!disk)
+		return err_set(err, errlen, -EINVAL, "disk: NULL; fill one with mvm_disk_init");
+	mvm_disk_init_size(&d, NULL, sizeof(d));
+	r = mvm_take(&d, sizeof(d), disk, disk->size, MVM_DISK_SIZE_MIN, "disk", "mvm_disk_init",
+		     err, errlen);
+	if (r)
+		return r;
+	before = d;
+	r = spec ? kv_parse(&blk_disk_keys, spec, &d, buf, buflen, err, errlen) :
+		   kv_set_key(&blk_disk_keys, key, value, &d, err, errlen);
+	if (r)
+		return r;
+	if (disk->size < sizeof(d) && memcmp((char *)&d + disk->size, (char *)&before + disk->size,
+					     sizeof(d) - disk->size))
+		return err_set(err, errlen, -EINVAL, "disk: size %zu: a key given is beyond this "
+			       "program's struct mvm_disk; build it with libmvm %s's mvm.h",
+			       disk->size, MVM_VERSION_STRING);
+	memcpy(disk, &d, MIN(disk->size, sizeof(d)));
+	return 0;
 }
 
 int mvm_disk_parse(struct mvm_disk *disk, const char *spec, char *buf, size_t buflen,
 		   char *err, size_t errlen)
 {
-	if (!disk || disk->size < MVM_DISK_SIZE_MIN)
-		return err_set(err, errlen, -EINVAL, "disk: %s; fill it with mvm_disk_init first",
-			       disk ? "size not set" : "NULL");
-	return kv_parse(&blk_disk_keys, spec, disk, buf, buflen, err, errlen);
+	if (!spec)
+		return err_set(err, errlen, -EINVAL, "disk: no spec; give PATH[,key=value]...");
+	return mvm_disk_edit(disk, spec, NULL, NULL, buf, buflen, err, errlen);
 }
 
 int mvm_disk_set(struct mvm_disk *disk, const char *key, const char *value, char *err,
 		 size_t errlen)
 {
-	if (!disk || disk->size < MVM_DISK_SIZE_MIN)
-		return err_set(err, errlen, -EINVAL, "disk: %s; fill it with mvm_disk_init first",
-			       disk ? "size not set" : "NULL");
-	return kv_set_key(&blk_disk_keys, key, value, disk, err, errlen);
+	return mvm_disk_edit(disk, NULL, key, value, NULL, 0, err, errlen);
 }
 
 size_t mvm_disk_syntax(char *buf, size_t len)
@@ -336,22 +409,6 @@ static char *mvm_strdup(const char *s, bool *oom)
 	return d;
 }
 
-/* The caller's sized struct into ours, or why not. */
-static int mvm_take(void *ours, size_t have, const void *theirs, size_t size, size_t min,
-		    const char *what, const char *init, char *err, size_t errlen)
-{
-	int r = abi_copy_in(ours, have, theirs, size, min);
-
-	if (r == -E2BIG)
-		return err_set(err, errlen, -EINVAL, "%s: size %zu: set fields that this libmvm "
-			       "(%s, %zu bytes) does not know; use a libmvm as new as the "
-			       "program's mvm.h", what, size, MVM_VERSION_STRING, have);
-	if (r)
-		return err_set(err, errlen, -EINVAL, "%s: size %zu: not one of libmvm %d.0 or "
-			       "later (%zu bytes here); fill it with %s", what, size,
-			       MVM_VERSION_MAJOR, have, init);
-	return 0;
-}
 
 int mvm_create(const struct mvm_config *theirs, struct mvm **out, char *err, size_t errlen)
 {
