@@ -107,6 +107,8 @@ int blk_image_open(const struct mvm_disk *o, struct blk_image *img, const struct
 	memset(img, 0, sizeof(*img));
 	img->fd = img->fd_buffered = -1;
 	img->ro = o->ro;
+	if (!o->path)
+		return err_set(err, errlen, -EINVAL, "disk: no path; give a raw image");
 
 	fd = open(o->path, flags);
 	if (fd < 0) {

@@ -140,6 +140,7 @@ struct virtio_dev {
 	char thread_prefix[13];
 	struct vqw *vqws;
 	int helper_tid;
+	char helper_name[16];
 
 	/* §2.1 status as written by the driver (transport lock). NEEDS_RESET is
 	 * kept apart in `needs_reset` (atomic: set from queue threads);

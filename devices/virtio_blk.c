@@ -8,6 +8,7 @@
 #include "vmm/kvm/vm.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -245,8 +246,10 @@ static const struct kv_key blk_keys[] = {
 	  .help = "offer DISCARD (hole punching) where the host can (default off)" },
 	{ "queues", KV_UINT, BLK_KEY(queues, unsigned), .min = 1, .max = MVM_MAX_QUEUES,
 	  .def = 1, .meta = "N", .help = "virtqueues (default 1, or --queues)" },
+	/* A program may give more threads than queues (it gets one per
+	 * queue), as in 2.0; a spec may not. */
 	{ "io-threads", KV_UINT, BLK_KEY(io_threads, unsigned), .min = 1,
-	  .max = MVM_MAX_QUEUES, .zero_is_unset = true, .meta = "N",
+	  .max = MVM_MAX_QUEUES, .check_max = UINT_MAX, .zero_is_unset = true, .meta = "N",
 	  .help = "host threads serving the queues (default: one per queue, at most as "
 		  "many as CPUs mvm may run on, or --io-threads)" },
 	{ "poll", KV_UINT, BLK_KEY(poll_us, unsigned), .max = BLK_POLL_US_MAX,
@@ -286,15 +289,15 @@ static int blk_dev_create(const struct mvm_disk *o, struct blk_image *img,
 	struct blk_dev *blk;
 	int r;
 
-	r = kv_check(&blk_disk_keys, o, o->path, err, errlen);
-	if (r)
-		goto close_image;
 	if (!o->path || strlen(o->path) >= BLK_PATH_MAX) {
 		snprintf(err, errlen, "disk %.64s: no path, or a path longer than %d bytes",
 			 o->path ? o->path : "(null)", BLK_PATH_MAX - 1);
 		r = -ENAMETOOLONG;
 		goto close_image;
 	}
+	r = kv_check(&blk_disk_keys, o, o->path, err, errlen);
+	if (r)
+		goto close_image;
 	blk = calloc(1, sizeof(*blk));
 	if (!blk)
 		goto oom;

@@ -590,6 +590,8 @@ static void *intx_thread(void *arg)
 	if (vp->t.dev->thread_prefix[0])
 		snprintf(name, sizeof(name), "%.12sirq", vp->t.dev->thread_prefix);
 	thread_begin(&vp->intx_hs, name);
+	/* Published to the starter by the handshake, like the tid. */
+	memcpy(vp->t.dev->helper_name, name, sizeof(name));
 	if (vp->t.vm->sandbox) {
 		struct sandbox_fds fds = SANDBOX_NO_FDS;
 
@@ -632,6 +634,7 @@ static void vp_stop(struct vtr *t)
 		eventfd_write(vp->stop_fd, 1);
 		pthread_join(vp->intx_thread, NULL);
 		vp->intx_thread_started = false;
+		t->dev->helper_tid = 0;
 	}
 }
 

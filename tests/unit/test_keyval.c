@@ -42,8 +42,8 @@ static const struct kv_key keys[] = {
 	{ "usec", KV_UINT, OFF(usec, unsigned), .max = 100, .def = 10, .meta = "USEC",
 	  .unit = "us", .help = "a long help text that goes on and on so that it has to be "
 	  "wrapped, more than once, at the seventy-nine columns a terminal shows" },
-	{ "threads", KV_UINT, OFF(threads, unsigned), .min = 1, .max = 4, .zero_is_unset = true,
-	  .meta = "N", .help = "threads (0 in a struct: automatic)" },
+	{ "threads", KV_UINT, OFF(threads, unsigned), .min = 1, .max = 4, .check_max = 6,
+	  .zero_is_unset = true, .meta = "N", .help = "threads (0 in a struct: automatic)" },
 	{ "color", KV_ENUM, OFF(color, enum color), .values = colors, .def = GREEN,
 	  .help = "red or green" },
 	{ "label", KV_STRING, OFF(label, const char *), .max = 4, .meta = "ID",
@@ -147,7 +147,10 @@ TEST(the_same_table_checks_a_struct_a_program_filled)
 	t.usec = 0;
 	t.threads = 0;          /* unset: allowed */
 	CHECK_EQ(kv_check(&table, &t, "x", err, sizeof(err)), 0);
-	t.threads = 5;
+	t.threads = 6;          /* a struct may say more than a spec (check_max) */
+	CHECK_EQ(kv_check(&table, &t, "x", err, sizeof(err)), 0);
+	CHECK_EQ(parse(&t, "x,threads=6"), -EINVAL);
+	t.threads = 7;
 	CHECK_EQ(kv_check(&table, &t, "x", err, sizeof(err)), -EINVAL);
 	t.threads = 4;
 	t.color = (enum color)3;

@@ -272,7 +272,8 @@ int kv_check(const struct kv_table *t, const void *obj, const char *name, char *
 			break;          /* a bool holds nothing else */
 		case KV_UINT:
 			u = *(const unsigned *)f;
-			if ((u == 0 && k->zero_is_unset) || (u >= k->min && u <= k->max))
+			if ((u == 0 && k->zero_is_unset) ||
+			    (u >= k->min && u <= (k->check_max ? k->check_max : k->max)))
 				break;
 			if (k->unit)
 				return kv_err(err, errlen, -EINVAL, "%s %s: %s %u %s; give %llu to "
@@ -360,9 +361,13 @@ size_t kv_syntax(const struct kv_table *t, char *buf, size_t len)
 
 size_t kv_help(const struct kv_table *t, unsigned indent, char *buf, size_t len)
 {
-	const unsigned col = indent + 17, width = 79;
+	const unsigned width = 79;
 	char syn[256], scratch;
 	size_t i, n = 0;
+	unsigned col;
+
+	indent = MIN(indent, 40u);      /* the text still has room beside it */
+	col = indent + 17;
 
 	if (!buf || !len)               /* asked for the length alone */
 		buf = &scratch, len = 1;

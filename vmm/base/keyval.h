@@ -34,6 +34,8 @@ struct kv_key {
 	enum kv_kind kind;
 	size_t off;             /* of the field in the configured struct */
 	uint64_t min, max;      /* KV_UINT: the range; KV_STRING: max bytes */
+	uint64_t check_max;     /* KV_UINT: kv_check's bound where it is wider than
+				 * what a spec may say (0: max) */
 	uint64_t def;           /* default (KV_BOOL, KV_UINT, KV_ENUM) */
 	bool no_default;        /* kv_defaults leaves the field alone */
 	bool zero_is_unset;     /* KV_UINT: 0 in a struct means "not set", so

@@ -105,6 +105,12 @@ struct mvm {
 	struct vcpu *vcpus;
 	unsigned nvcpus;               /* created */
 	bool threads_stopped;          /* mvm_stop_threads ran: devices stopped */
+	/* mvm_get_threads against the joins: threads_going is set under
+	 * threads_lock before mvm_stop_threads joins anything, so a listing
+	 * either ends before the first join or says -ESRCH. Never held
+	 * across a join. */
+	pthread_mutex_t threads_lock;
+	bool threads_going;
 	bool kick_held;                /* vcpu_signal_get succeeded: put at destroy */
 
 	/* Console input: console_in -> escape filter -> UART RX FIFO. Bytes
@@ -455,7 +461,16 @@ int mvm_create(const struct mvm_config *theirs, struct mvm **out, char *err, siz
 	if (cfg->log_fn)
 		m->log = (struct log_sink){ .fn = mvm_log_bridge, .opaque = m };
 	ret = -pthread_mutex_init(&m->lock, NULL);
+	if (!ret) {
+		ret = -pthread_mutex_init(&m->threads_lock, NULL);
+		if (ret)
+			pthread_mutex_destroy(&m->lock);
+	}
 	if (oom || ret) {
+		if (!ret) {
+			pthread_mutex_destroy(&m->threads_lock);
+			pthread_mutex_destroy(&m->lock);
+		}
 		free(m->kernel);
 		free(m->initrd);
 		free(m->cmdline);
@@ -648,6 +663,9 @@ static void mvm_stop_threads(struct mvm *m, unsigned started)
 {
 	unsigned i;
 
+	pthread_mutex_lock(&m->threads_lock);
+	m->threads_going = true;
+	pthread_mutex_unlock(&m->threads_lock);
 	for (i = 0; i < started; i++)
 		vcpu_kick(&m->vcpus[i]);
 	for (i = 0; i < started; i++)
@@ -1144,17 +1162,24 @@ static void mvm_thread_put(struct mvm_thread *out, size_t n, size_t entsize, uns
 	(*count)++;
 }
 
-int mvm_get_threads(const struct mvm *m, struct mvm_thread *out, size_t n, size_t entsize)
+int mvm_get_threads(const struct mvm *cm, struct mvm_thread *out, size_t n, size_t entsize)
 {
+	struct mvm *m = (struct mvm *)cm;     /* for threads_lock alone */
 	unsigned count = 0, i;
 	int state;
 
 	if (!m || (n && (!out || !entsize)))
 		return -EINVAL;
-	/* The ids hold from mvm_start until mvm_wait or mvm_destroy joins. */
+	/* The ids hold from mvm_start until the VM's threads are told to
+	 * stop (the guest's end, mvm_stop, mvm_destroy). */
 	state = atomic_load(&m->state);
-	if ((state != MVM_RUNNING && state != MVM_ENDED) || m->joined)
+	if (state != MVM_RUNNING && state != MVM_ENDED)
 		return -ESRCH;
+	pthread_mutex_lock(&m->threads_lock);
+	if (m->threads_going) {
+		pthread_mutex_unlock(&m->threads_lock);
+		return -ESRCH;
+	}
 	for (i = 0; i < m->nvcpus; i++) {
 		char name[16];
 
@@ -1175,11 +1200,12 @@ int mvm_get_threads(const struct mvm *m, struct mvm_thread *out, size_t n, size_
 				mvm_thread_put(out, n, entsize, &count, w->hs.tid, MVM_THREAD_IO,
 					       w->q[0].idx, i, w->thread_name);
 		mvm_thread_put(out, n, entsize, &count, dev->helper_tid, MVM_THREAD_DEVICE, 0, i,
-			       "");
+			       dev->helper_name);
 	}
 	if (m->control_started)
 		mvm_thread_put(out, n, entsize, &count, m->control_hs.tid, MVM_THREAD_CONTROL, 0,
 			       MVM_ALL, m->ctl_name);
+	pthread_mutex_unlock(&m->threads_lock);
 	return (int)count;
 }
 
@@ -1290,6 +1316,7 @@ void mvm_destroy(struct mvm *m)
 	if (m->wait_efd >= 0)
 		close(m->wait_efd);
 	pthread_mutex_destroy(&m->lock);
+	pthread_mutex_destroy(&m->threads_lock);
 	free(m->kernel);
 	free(m->initrd);
 	free(m->cmdline);
