@@ -14,7 +14,6 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 /* The kernel image: the one arch_boot_check read (cfg->kernel_image,
@@ -68,7 +67,7 @@ int arch_boot_check(const struct arch_boot_cfg *cfg, struct boot_image *keep, ch
 {
 	struct s390_kernel k;
 	struct boot_image im;
-	uint64_t initrd_size = 0;
+	uint64_t isize = 0;
 	bool owned;
 	int ret;
 
@@ -79,19 +78,12 @@ int arch_boot_check(const struct arch_boot_cfg *cfg, struct boot_image *keep, ch
 	if (ret)
 		return ret;
 	if (cfg->initrd_path) {
-		struct stat st;
-
-		errno = 0;
-		if (stat(cfg->initrd_path, &st) < 0 || !S_ISREG(st.st_mode)) {
-			ret = err_set(err, errlen, errno ? -errno : -EINVAL, "cannot open initrd %s: "
-				      "%s", cfg->initrd_path,
-				      errno ? strerror(errno) : "not a regular file");
+		ret = initrd_size(cfg->initrd_path, &isize, err, errlen);
+		if (ret)
 			goto free_image;
-		}
-		initrd_size = (uint64_t)st.st_size;
 	}
 	ret = s390_kernel_check(&k, cfg->mem_size, cfg->cmdline ? strlen(cfg->cmdline) : 0,
-				initrd_size, err, errlen);
+				isize, err, errlen);
 	if (!ret && keep && owned) {
 		*keep = im;
 		return 0;

@@ -18,7 +18,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
-#include <sys/stat.h>
 
 /* ---- e820 ---------------------------------------------------------------- */
 
@@ -622,8 +621,7 @@ int x86_boot_check_keep(const struct x86_boot_cfg *cfg, struct boot_image *keep,
 {
 	struct x86_kernel k;
 	struct boot_image im;
-	struct stat st;
-	uint64_t initrd_size = 0;
+	uint64_t isize = 0;
 	bool owned;
 	int ret;
 
@@ -631,20 +629,12 @@ int x86_boot_check_keep(const struct x86_boot_cfg *cfg, struct boot_image *keep,
 	if (ret)
 		return ret;
 	if (cfg->initrd_path) {
-		if (stat(cfg->initrd_path, &st) < 0) {
-			ret = err_set(err, errlen, -errno, "cannot open initrd %s: %s",
-				   cfg->initrd_path, strerror(errno));
+		ret = initrd_size(cfg->initrd_path, &isize, err, errlen);
+		if (ret)
 			goto free_image;
-		}
-		if (!S_ISREG(st.st_mode)) {
-			ret = err_set(err, errlen, -EINVAL, "initrd %s is not a regular file",
-				   cfg->initrd_path);
-			goto free_image;
-		}
-		initrd_size = (uint64_t)st.st_size;
 	}
 	ret = x86_kernel_check(&k, cfg->mem_size, cfg->cmdline ? strlen(cfg->cmdline) : 0,
-			       cfg->initrd_path != NULL, initrd_size, cfg->ncpus, err, errlen);
+			       cfg->initrd_path != NULL, isize, cfg->ncpus, err, errlen);
 	if (!ret && keep && owned) {
 		*keep = im;
 		return 0;

@@ -146,6 +146,21 @@ TEST(initrd_that_shrinks_while_read_is_an_error)
 	unlink(path);
 }
 
+/* A boot check's initrd: its size, or why not, naming the file. */
+TEST(initrd_size_names_what_is_wrong)
+{
+	char err[512] = "";
+	uint64_t size = 7;
+
+	CHECK_EQ(initrd_size("/nonexistent/initrd", &size, err, sizeof(err)), -ENOENT);
+	CHECK(strstr(err, "cannot open initrd /nonexistent/initrd: No such file"));
+	CHECK_EQ(initrd_size("/tmp", &size, err, sizeof(err)), -EINVAL);
+	CHECK_STR(err, "initrd /tmp is not a regular file");
+	CHECK_EQ(size, 7);
+	CHECK_EQ(initrd_size("/proc/self/exe", &size, err, sizeof(err)), 0);
+	CHECK(size > 0);
+}
+
 /* A program built with an older header hands over a shorter struct: the
  * fields it did not know keep the library's defaults. A newer program's
  * longer one is taken when the part beyond is zero. */

@@ -232,6 +232,19 @@ int open_initrd(const char *path, uint64_t mem_size, int *fd, size_t *len, char 
 	return 0;
 }
 
+int initrd_size(const char *path, uint64_t *size, char *err, size_t errlen)
+{
+	struct stat st;
+
+	if (stat(path, &st) < 0)
+		return err_set(err, errlen, -errno, "cannot open initrd %s: %s", path,
+			       strerror(errno));
+	if (!S_ISREG(st.st_mode))
+		return err_set(err, errlen, -EINVAL, "initrd %s is not a regular file", path);
+	*size = (uint64_t)st.st_size;
+	return 0;
+}
+
 int read_initrd_into(int fd, const char *path, void *dst, size_t len, char *err,
 		     size_t errlen)
 {

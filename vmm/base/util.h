@@ -101,6 +101,9 @@ void boot_image_free(struct boot_image *im);
  * closes *fd. 0, or -errno with "... initrd PATH ..." in err. */
 int open_initrd(const char *path, uint64_t mem_size, int *fd, size_t *len, char *err,
 		size_t errlen);
+/* What a boot check needs before any loading: the initrd's size (a
+ * regular file). 0, or -errno with "... initrd PATH ..." in err. */
+int initrd_size(const char *path, uint64_t *size, char *err, size_t errlen);
 int read_initrd_into(int fd, const char *path, void *dst, size_t len, char *err,
 		     size_t errlen);
 
