@@ -35,16 +35,45 @@ static const void *kv_cfield(const void *obj, const struct kv_key *k)
 	return (const char *)obj + k->off;
 }
 
+/* Text appended to a caller's buffer, cut where it is full (always
+ * NUL-terminated); n counts what the whole text takes. A NULL buffer or
+ * length 0 asks for the length alone. */
+struct kv_out {
+	char *buf;
+	size_t len, n;
+	char scratch;
+};
+
+static void kv_out_init(struct kv_out *o, char *buf, size_t len)
+{
+	o->buf = buf && len ? buf : &o->scratch;
+	o->len = buf && len ? len : 1;
+	o->n = 0;
+	o->buf[0] = '\0';
+}
+
+__attribute__((format(printf, 2, 3)))
+static void kv_put(struct kv_out *o, const char *fmt, ...)
+{
+	size_t at = MIN(o->n, o->len - 1);
+	va_list ap;
+	int r;
+
+	va_start(ap, fmt);
+	r = vsnprintf(o->buf + at, o->len - at, fmt, ap);
+	va_end(ap);
+	if (r > 0)
+		o->n += (size_t)r;
+}
+
 /* "mmio, pci or ccw" (sep ", "/" or ") or "none|writeback" (sep "|"),
  * with prefix before each name ("transport="). */
-static size_t kv_values(const struct kv_key *k, const char *prefix, bool words, char *buf,
-			size_t len)
+static void kv_values(const struct kv_key *k, const char *prefix, bool words, struct kv_out *o)
 {
-	size_t n = 0, shown = 0, total = 0, i;
+	size_t shown = 0, total = 0, i;
 
 	for (i = 0; k->values[i].name; i++)
 		total += !k->values[i].alias;
-	buf[0] = '\0';
 	for (i = 0; k->values[i].name; i++) {
 		const char *sep = "";
 
@@ -53,10 +82,8 @@ static size_t kv_values(const struct kv_key *k, const char *prefix, bool words, 
 		if (shown)
 			sep = !words ? "|" : shown + 1 == total ? " or " : ", ";
 		shown++;
-		n += (size_t)snprintf(buf + MIN(n, len - 1), len - MIN(n, len - 1), "%s%s%s", sep,
-				      prefix, k->values[i].name);
+		kv_put(o, "%s%s%s", sep, prefix, k->values[i].name);
 	}
-	return n;
 }
 
 static const struct kv_value *kv_lookup(const struct kv_key *k, const char *name)
@@ -69,7 +96,7 @@ static const struct kv_value *kv_lookup(const struct kv_key *k, const char *name
 	return NULL;
 }
 
-static void kv_key_list(const struct kv_table *t, char *buf, size_t len);
+static void kv_key_list(const struct kv_table *t, struct kv_out *o);
 
 /* Messages quote the whole spec where there is one (kv_parse), or the
  * key and its value alone (kv_set_key: spec NULL). */
@@ -78,6 +105,7 @@ static int kv_set(const struct kv_table *t, const struct kv_key *k, const char *
 {
 	const struct kv_value *v;
 	char list[256], prefix[64], label[160];
+	struct kv_out o;
 	uint64_t u, lo;
 	size_t i, n;
 	int r;
@@ -95,12 +123,14 @@ static int kv_set(const struct kv_table *t, const struct kv_key *k, const char *
 		v = kv_lookup(k, val);
 		if (!v && spec) {
 			snprintf(prefix, sizeof(prefix), "%s=", k->name);
-			kv_values(k, prefix, true, list, sizeof(list));
+			kv_out_init(&o, list, sizeof(list));
+			kv_values(k, prefix, true, &o);
 			return kv_err(err, errlen, -EINVAL, "%s '%s': %s '%s' unknown; give %s",
 				      t->what, spec, k->name, val, list);
 		}
 		if (!v) {
-			kv_values(k, "", true, list, sizeof(list));
+			kv_out_init(&o, list, sizeof(list));
+			kv_values(k, "", true, &o);
 			return kv_err(err, errlen, -EINVAL, "%s: unknown; give %s", label, list);
 		}
 		if (k->kind == KV_BOOL)
@@ -144,6 +174,7 @@ int kv_set_key(const struct kv_table *t, const char *key, const char *val, void 
 	       char *err, size_t errlen)
 {
 	char keys[1024];
+	struct kv_out o;
 	size_t i;
 
 	for (i = 0; key && i < t->nkeys; i++) {
@@ -156,39 +187,39 @@ int kv_set_key(const struct kv_table *t, const char *key, const char *val, void 
 				      val ? "takes no value" : "needs a value");
 		return kv_set(t, k, NULL, val, obj, err, errlen);
 	}
-	kv_key_list(t, keys, sizeof(keys));
+	kv_out_init(&o, keys, sizeof(keys));
+	kv_key_list(t, &o);
 	return kv_err(err, errlen, -EINVAL, "%s: no key '%s'; the keys are %s", t->what,
 		      key ? key : "(null)", keys);
 }
 
-static size_t kv_key_syntax(const struct kv_key *k, char *buf, size_t len)
+static void kv_key_syntax(const struct kv_key *k, struct kv_out *o)
 {
-	char list[256];
-
 	switch (k->kind) {
 	case KV_FLAG:
-		return (size_t)snprintf(buf, len, "%s", k->name);
+		kv_put(o, "%s", k->name);
+		break;
 	case KV_BOOL:
 	case KV_ENUM:
-		kv_values(k, "", false, list, sizeof(list));
-		return (size_t)snprintf(buf, len, "%s=%s", k->name, list);
+		kv_put(o, "%s=", k->name);
+		kv_values(k, "", false, o);
+		break;
 	default:
-		return (size_t)snprintf(buf, len, "%s=%s", k->name, k->meta ? k->meta : "VALUE");
+		kv_put(o, "%s=%s", k->name, k->meta ? k->meta : "VALUE");
 	}
 }
 
 /* "ro, serial=ID, cache=none|writeback, ...": the keys a spec may hold. */
-static void kv_key_list(const struct kv_table *t, char *buf, size_t len)
+static void kv_key_list(const struct kv_table *t, struct kv_out *o)
 {
-	size_t i, n = 0;
+	size_t i;
 
-	buf[0] = '\0';
 	for (i = 0; i < t->nkeys; i++) {
 		if (!t->keys[i].help)
 			continue;
-		if (n)
-			n += (size_t)snprintf(buf + MIN(n, len - 1), len - MIN(n, len - 1), ", ");
-		n += kv_key_syntax(&t->keys[i], buf + MIN(n, len - 1), len - MIN(n, len - 1));
+		if (o->n)
+			kv_put(o, ", ");
+		kv_key_syntax(&t->keys[i], o);
 	}
 }
 
@@ -196,6 +227,7 @@ int kv_parse(const struct kv_table *t, const char *spec, void *obj, char *buf, s
 	     char *err, size_t errlen)
 {
 	char syntax[1024];
+	struct kv_out o;
 	char *p, *next;
 	size_t n;
 
@@ -235,13 +267,14 @@ int kv_parse(const struct kv_table *t, const char *spec, void *obj, char *buf, s
 		for (i = 0; i < t->nkeys && !k; i++)
 			if (!strcmp(t->keys[i].name, p))
 				k = &t->keys[i];
+		kv_out_init(&o, syntax, sizeof(syntax));
 		if (k && (k->kind == KV_FLAG) != !val) {
-			kv_key_syntax(k, syntax, sizeof(syntax));
+			kv_key_syntax(k, &o);
 			return kv_err(err, errlen, -EINVAL, "%s '%s': %s %s; give %s", t->what, spec,
 				      p, val ? "takes no value" : "needs a value", syntax);
 		}
 		if (!k) {
-			kv_key_list(t, syntax, sizeof(syntax));
+			kv_key_list(t, &o);
 			return kv_err(err, errlen, -EINVAL, "%s: unknown option '%s%s%s'; valid "
 				      "options are %s", t->what, p, val ? "=" : "", val ? val : "",
 				      syntax);
@@ -257,6 +290,7 @@ int kv_check(const struct kv_table *t, const void *obj, const char *name, char *
 	     size_t errlen)
 {
 	char list[256];
+	struct kv_out o;
 	size_t i, j;
 
 	for (i = 0; i < t->nkeys; i++) {
@@ -290,7 +324,8 @@ int kv_check(const struct kv_table *t, const void *obj, const char *name, char *
 					break;
 			if (k->values[j].name)
 				break;
-			kv_values(k, "", true, list, sizeof(list));
+			kv_out_init(&o, list, sizeof(list));
+			kv_values(k, "", true, &o);
 			return kv_err(err, errlen, -EINVAL, "%s %s: %s %d unknown; give %s (the "
 				      "values of enum mvm_%s)", t->what, name, k->name, e, list,
 				      k->name);
@@ -342,50 +377,43 @@ void kv_defaults(const struct kv_table *t, void *obj)
 
 size_t kv_syntax(const struct kv_table *t, char *buf, size_t len)
 {
-	char scratch;
-	size_t i, n;
+	struct kv_out o;
+	size_t i;
 
-	if (!buf || !len)               /* asked for the length alone */
-		buf = &scratch, len = 1;
-
-	n = (size_t)snprintf(buf, len, "%s", t->first);
+	kv_out_init(&o, buf, len);
+	kv_put(&o, "%s", t->first);
 	for (i = 0; i < t->nkeys; i++) {
 		if (!t->keys[i].help)
 			continue;
-		n += (size_t)snprintf(buf + MIN(n, len - 1), len - MIN(n, len - 1), "[,");
-		n += kv_key_syntax(&t->keys[i], buf + MIN(n, len - 1), len - MIN(n, len - 1));
-		n += (size_t)snprintf(buf + MIN(n, len - 1), len - MIN(n, len - 1), "]");
+		kv_put(&o, "[,");
+		kv_key_syntax(&t->keys[i], &o);
+		kv_put(&o, "]");
 	}
-	return n;
+	return o.n;
 }
 
 size_t kv_help(const struct kv_table *t, unsigned indent, char *buf, size_t len)
 {
 	const unsigned width = 79;
-	char syn[256], scratch;
-	size_t i, n = 0;
+	struct kv_out o;
+	size_t i;
 	unsigned col;
 
 	indent = MIN(indent, 40u);      /* the text still has room beside it */
 	col = indent + 17;
-
-	if (!buf || !len)               /* asked for the length alone */
-		buf = &scratch, len = 1;
-
-#define KV_PUT(...) (n += (size_t)snprintf(buf + MIN(n, len - 1), len - MIN(n, len - 1), \
-					    __VA_ARGS__))
-	buf[0] = '\0';
+	kv_out_init(&o, buf, len);
 	for (i = 0; i < t->nkeys; i++) {
 		const char *h = t->keys[i].help;
+		size_t line = o.n;      /* where this key's first line begins */
 		unsigned at;
 
 		if (!h)
 			continue;
-		kv_key_syntax(&t->keys[i], syn, sizeof(syn));
-		KV_PUT("%*s,%s", (int)indent, "", syn);
-		at = indent + 1 + (unsigned)strlen(syn);
+		kv_put(&o, "%*s,", (int)indent, "");
+		kv_key_syntax(&t->keys[i], &o);
+		at = (unsigned)(o.n - line);
 		if (at >= col) {
-			KV_PUT("\n");
+			kv_put(&o, "\n");
 			at = 0;
 		}
 		/* Word-wrapped at width, every line from col. */
@@ -393,23 +421,22 @@ size_t kv_help(const struct kv_table *t, unsigned indent, char *buf, size_t len)
 			size_t w = strcspn(h, " ");
 
 			if (at > col && at + 1 + w > width) {
-				KV_PUT("\n");
+				kv_put(&o, "\n");
 				at = 0;
 			}
 			if (at < col) {
-				KV_PUT("%*s", (int)(col - at), "");
+				kv_put(&o, "%*s", (int)(col - at), "");
 				at = col;
 			} else {
-				KV_PUT(" ");
+				kv_put(&o, " ");
 				at++;
 			}
-			KV_PUT("%.*s", (int)w, h);
+			kv_put(&o, "%.*s", (int)w, h);
 			at += (unsigned)w;
 			h += w;
 			h += strspn(h, " ");
 		}
-		KV_PUT("\n");
+		kv_put(&o, "\n");
 	}
-#undef KV_PUT
-	return n;
+	return o.n;
 }
