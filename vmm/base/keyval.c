@@ -6,25 +6,6 @@
 #include <stdio.h>
 #include <string.h>
 
-/* What the caller typed is quoted in messages and may hold a newline or
- * other control characters: they become '?', so a message stays one line. */
-__attribute__((format(printf, 4, 5)))
-static int kv_err(char *err, size_t errlen, int ret, const char *fmt, ...)
-{
-	va_list ap;
-	char *p;
-
-	if (!err || !errlen)
-		return ret;
-	va_start(ap, fmt);
-	vsnprintf(err, errlen, fmt, ap);
-	va_end(ap);
-	for (p = err; *p; p++)
-		if ((unsigned char)*p < 0x20 || *p == 0x7f)
-			*p = '?';
-	return ret;
-}
-
 static void *kv_field(void *obj, const struct kv_key *k)
 {
 	return (char *)obj + k->off;
@@ -125,13 +106,13 @@ static int kv_set(const struct kv_table *t, const struct kv_key *k, const char *
 			snprintf(prefix, sizeof(prefix), "%s=", k->name);
 			kv_out_init(&o, list, sizeof(list));
 			kv_values(k, prefix, true, &o);
-			return kv_err(err, errlen, -EINVAL, "%s '%s': %s '%s' unknown; give %s",
+			return err_set(err, errlen, -EINVAL, "%s '%s': %s '%s' unknown; give %s",
 				      t->what, spec, k->name, val, list);
 		}
 		if (!v) {
 			kv_out_init(&o, list, sizeof(list));
 			kv_values(k, "", true, &o);
-			return kv_err(err, errlen, -EINVAL, "%s: unknown; give %s", label, list);
+			return err_set(err, errlen, -EINVAL, "%s: unknown; give %s", label, list);
 		}
 		if (k->kind == KV_BOOL)
 			*(bool *)kv_field(obj, k) = v->value != 0;
@@ -142,12 +123,12 @@ static int kv_set(const struct kv_table *t, const struct kv_key *k, const char *
 		lo = k->zero_is_unset ? MAX(k->min, 1) : k->min;
 		r = parse_uint(val, lo, k->max, &u);
 		if (r && k->unit)
-			return kv_err(err, errlen, -EINVAL, "%s: %s; use %llu%s to %llu microseconds",
+			return err_set(err, errlen, -EINVAL, "%s: %s; use %llu%s to %llu microseconds",
 				      label, r == -ERANGE ? "out of range" : "not a number",
 				      (unsigned long long)lo, lo ? "" : " (off)",
 				      (unsigned long long)k->max);
 		if (r)
-			return kv_err(err, errlen, -EINVAL, "%s: %s; use a number from %llu to %llu",
+			return err_set(err, errlen, -EINVAL, "%s: %s; use a number from %llu to %llu",
 				      label, r == -ERANGE ? "out of range" : "not a number",
 				      (unsigned long long)lo, (unsigned long long)k->max);
 		*(unsigned *)kv_field(obj, k) = (unsigned)u;
@@ -155,19 +136,19 @@ static int kv_set(const struct kv_table *t, const struct kv_key *k, const char *
 	case KV_STRING:
 		n = strlen(val);
 		if (n > k->max)
-			return kv_err(err, errlen, -EINVAL, "%s%s%s '%s' is %zu bytes; at most %llu "
+			return err_set(err, errlen, -EINVAL, "%s%s%s '%s' is %zu bytes; at most %llu "
 				      "bytes fit, give a shorter %s", spec ? t->what : "",
 				      spec ? " " : "", k->name, val, n, (unsigned long long)k->max,
 				      k->name);
 		for (i = 0; i < n; i++)
 			if (val[i] < 0x20 || val[i] > 0x7e)
-				return kv_err(err, errlen, -EINVAL, "%s%s%s '%s': only printable "
+				return err_set(err, errlen, -EINVAL, "%s%s%s '%s': only printable "
 					      "ASCII is allowed", spec ? t->what : "", spec ? " " : "",
 					      k->name, val);
 		*(const char **)kv_field(obj, k) = val;
 		return 0;
 	}
-	return kv_err(err, errlen, -EINVAL, "%s: key %s of unknown kind", t->what, k->name);
+	return err_set(err, errlen, -EINVAL, "%s: key %s of unknown kind", t->what, k->name);
 }
 
 int kv_set_key(const struct kv_table *t, const char *key, const char *val, void *obj,
@@ -183,13 +164,13 @@ int kv_set_key(const struct kv_table *t, const char *key, const char *val, void 
 		if (strcmp(k->name, key))
 			continue;
 		if ((k->kind == KV_FLAG) != !val)
-			return kv_err(err, errlen, -EINVAL, "%s: %s", key,
+			return err_set(err, errlen, -EINVAL, "%s: %s", key,
 				      val ? "takes no value" : "needs a value");
 		return kv_set(t, k, NULL, val, obj, err, errlen);
 	}
 	kv_out_init(&o, keys, sizeof(keys));
 	kv_key_list(t, &o);
-	return kv_err(err, errlen, -EINVAL, "%s: no key '%s'; the keys are %s", t->what,
+	return err_set(err, errlen, -EINVAL, "%s: no key '%s'; the keys are %s", t->what,
 		      key ? key : "(null)", keys);
 }
 
@@ -232,11 +213,11 @@ int kv_parse(const struct kv_table *t, const char *spec, void *obj, char *buf, s
 	size_t n;
 
 	if (!spec)
-		return kv_err(err, errlen, -EINVAL, "%s: no spec; give %s[,key=value]...", t->what,
+		return err_set(err, errlen, -EINVAL, "%s: no spec; give %s[,key=value]...", t->what,
 			      t->first);
 	n = strlen(spec);
 	if (!buf || n >= buflen)
-		return kv_err(err, errlen, -ENOSPC, "%s '%.64s': %zu bytes, more than the %zu "
+		return err_set(err, errlen, -ENOSPC, "%s '%.64s': %zu bytes, more than the %zu "
 			      "bytes of room for it; give a buffer of strlen(spec) + 1", t->what,
 			      spec, n, buflen);
 	memcpy(buf, spec, n + 1);
@@ -245,7 +226,7 @@ int kv_parse(const struct kv_table *t, const char *spec, void *obj, char *buf, s
 		*next++ = '\0';
 	if (!*buf) {
 		kv_syntax(t, syntax, sizeof(syntax));
-		return kv_err(err, errlen, -EINVAL, "%s '%s': missing %s; use %s", t->what, spec,
+		return err_set(err, errlen, -EINVAL, "%s '%s': missing %s; use %s", t->what, spec,
 			      t->first_name, syntax);
 	}
 	*(const char **)kv_field(obj, &(struct kv_key){ .off = t->first_off }) = buf;
@@ -259,7 +240,7 @@ int kv_parse(const struct kv_table *t, const char *spec, void *obj, char *buf, s
 		if (next)
 			*next++ = '\0';
 		if (!*p)
-			return kv_err(err, errlen, -EINVAL, "%s '%s': empty option (two commas or "
+			return err_set(err, errlen, -EINVAL, "%s '%s': empty option (two commas or "
 				      "a trailing comma); remove it", t->what, spec);
 		val = strchr(p, '=');
 		if (val)
@@ -270,12 +251,12 @@ int kv_parse(const struct kv_table *t, const char *spec, void *obj, char *buf, s
 		kv_out_init(&o, syntax, sizeof(syntax));
 		if (k && (k->kind == KV_FLAG) != !val) {
 			kv_key_syntax(k, &o);
-			return kv_err(err, errlen, -EINVAL, "%s '%s': %s %s; give %s", t->what, spec,
+			return err_set(err, errlen, -EINVAL, "%s '%s': %s %s; give %s", t->what, spec,
 				      p, val ? "takes no value" : "needs a value", syntax);
 		}
 		if (!k) {
 			kv_key_list(t, &o);
-			return kv_err(err, errlen, -EINVAL, "%s: unknown option '%s%s%s'; valid "
+			return err_set(err, errlen, -EINVAL, "%s: unknown option '%s%s%s'; valid "
 				      "options are %s", t->what, p, val ? "=" : "", val ? val : "",
 				      syntax);
 		}
@@ -310,11 +291,11 @@ int kv_check(const struct kv_table *t, const void *obj, const char *name, char *
 			    (u >= k->min && u <= (k->check_max ? k->check_max : k->max)))
 				break;
 			if (k->unit)
-				return kv_err(err, errlen, -EINVAL, "%s %s: %s %u %s; give %llu to "
+				return err_set(err, errlen, -EINVAL, "%s %s: %s %u %s; give %llu to "
 					      "%llu", t->what, name, k->name, u, k->unit,
 					      (unsigned long long)k->min,
 					      (unsigned long long)k->max);
-			return kv_err(err, errlen, -EINVAL, "%s %s: %u %s; give %llu to %llu",
+			return err_set(err, errlen, -EINVAL, "%s %s: %u %s; give %llu to %llu",
 				      t->what, name, u, k->name, (unsigned long long)k->min,
 				      (unsigned long long)k->max);
 		case KV_ENUM:
@@ -326,7 +307,7 @@ int kv_check(const struct kv_table *t, const void *obj, const char *name, char *
 				break;
 			kv_out_init(&o, list, sizeof(list));
 			kv_values(k, "", true, &o);
-			return kv_err(err, errlen, -EINVAL, "%s %s: %s %d unknown; give %s (the "
+			return err_set(err, errlen, -EINVAL, "%s %s: %s %d unknown; give %s (the "
 				      "values of enum mvm_%s)", t->what, name, k->name, e, list,
 				      k->name);
 		case KV_STRING:
@@ -334,12 +315,12 @@ int kv_check(const struct kv_table *t, const void *obj, const char *name, char *
 			if (!s)
 				break;
 			if (strlen(s) > k->max)
-				return kv_err(err, errlen, -EINVAL, "%s %s: %s '%s' longer than %llu "
+				return err_set(err, errlen, -EINVAL, "%s %s: %s '%s' longer than %llu "
 					      "bytes", t->what, name, k->name, s,
 					      (unsigned long long)k->max);
 			for (j = 0; s[j]; j++)
 				if (s[j] < 0x20 || s[j] > 0x7e)
-					return kv_err(err, errlen, -EINVAL, "%s %s: %s '%s': only "
+					return err_set(err, errlen, -EINVAL, "%s %s: %s '%s': only "
 						      "printable ASCII is allowed", t->what, name,
 						      k->name, s);
 			break;

@@ -11,15 +11,26 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+int err_vset(char *err, size_t errlen, int ret, const char *fmt, va_list ap)
+{
+	char *p;
+
+	if (!err || !errlen)
+		return ret;
+	vsnprintf(err, errlen, fmt, ap);
+	for (p = err; *p; p++)
+		if ((unsigned char)*p < 0x20 || *p == 0x7f)
+			*p = '?';
+	return ret;
+}
+
 int err_set(char *err, size_t errlen, int ret, const char *fmt, ...)
 {
 	va_list ap;
 
-	if (err && errlen) {
-		va_start(ap, fmt);
-		vsnprintf(err, errlen, fmt, ap);
-		va_end(ap);
-	}
+	va_start(ap, fmt);
+	ret = err_vset(err, errlen, ret, fmt, ap);
+	va_end(ap);
 	return ret;
 }
 

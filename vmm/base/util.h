@@ -2,6 +2,7 @@
 #ifndef MVM_UTIL_H
 #define MVM_UTIL_H
 
+#include <stdarg.h>
 #include <stddef.h>
 #include <pthread.h>
 #include <semaphore.h>
@@ -34,9 +35,13 @@ enum {
 };
 
 /* Format a one-line message into err (when err and errlen are non-zero)
- * and return ret: `return err_set(err, errlen, -EINVAL, "...", ...);`. */
+ * and return ret: `return err_set(err, errlen, -EINVAL, "...", ...);`.
+ * What it quotes may hold a newline or other control characters (a path,
+ * a value the caller typed): they become '?', so it stays one line. */
 __attribute__((format(printf, 4, 5)))
 int err_set(char *err, size_t errlen, int ret, const char *fmt, ...);
+__attribute__((format(printf, 4, 0)))
+int err_vset(char *err, size_t errlen, int ret, const char *fmt, va_list ap);
 
 /* Public structs across versions (vmm/mvm.h). abi_copy_in: the caller's
  * struct of src_size bytes into dst (dst_size bytes, holding the

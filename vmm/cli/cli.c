@@ -44,22 +44,18 @@ static const struct option cli_options[] = {
 	{ NULL, 0, NULL, 0 },
 };
 
-/* The message quotes what the user typed, which may hold a newline or
- * other control characters: they become '?', so that it stays one line
- * ("mvm: ...", exit status 2) whatever the argument. */
+/* A usage error: err_set's one line ("mvm: ...", exit status 2), whatever
+ * the argument it quotes holds. */
 __attribute__((format(printf, 3, 4)))
 static int cli_err(char *err, size_t errlen, const char *fmt, ...)
 {
 	va_list ap;
-	char *p;
+	int ret;
 
 	va_start(ap, fmt);
-	vsnprintf(err, errlen, fmt, ap);
+	ret = err_vset(err, errlen, -EINVAL, fmt, ap);
 	va_end(ap);
-	for (p = err; errlen && *p; p++)
-		if ((unsigned char)*p < 0x20 || *p == 0x7f)
-			*p = '?';
-	return -EINVAL;
+	return ret;
 }
 
 /* --disk's syntax and keys come from the device's table (mvm_disk_parse):
