@@ -590,8 +590,6 @@ static void *intx_thread(void *arg)
 	if (vp->t.dev->thread_prefix[0])
 		snprintf(name, sizeof(name), "%.12sirq", vp->t.dev->thread_prefix);
 	thread_begin(&vp->intx_hs, name);
-	/* Published to the starter by the handshake, like the tid. */
-	memcpy(vp->t.dev->helper_name, name, sizeof(name));
 	if (vp->t.vm->sandbox) {
 		struct sandbox_fds fds = SANDBOX_NO_FDS;
 
@@ -623,6 +621,7 @@ static int vp_start(struct vtr *t)
 		return ret;
 	vp->intx_thread_started = true;
 	vp->t.dev->helper_tid = vp->intx_hs.tid;
+	memcpy(vp->t.dev->helper_name, vp->intx_hs.name, sizeof(vp->t.dev->helper_name));
 	return 0;
 }
 

@@ -305,6 +305,7 @@ int thread_start_sync(pthread_t *t, void *(*fn)(void *), void *arg,
 		return -errno;
 	hs->err = 0;
 	hs->tid = 0;
+	hs->name[0] = '\0';
 	r = thread_start(t, fn, arg);
 	if (r)
 		goto destroy_sem;
@@ -321,11 +322,9 @@ destroy_sem:
 
 void thread_begin(struct thread_handshake *hs, const char *name)
 {
-	char comm[16];
-
-	snprintf(comm, sizeof(comm), "%s", name);
-	pthread_setname_np(pthread_self(), comm);
 	/* Published by thread_ready's sem_post, like err. */
+	snprintf(hs->name, sizeof(hs->name), "%s", name);
+	pthread_setname_np(pthread_self(), hs->name);
 	hs->tid = (int)gettid();
 }
 

@@ -136,8 +136,10 @@ int thread_start(pthread_t *t, void *(*fn)(void *), void *arg);
 struct thread_handshake {
 	sem_t sem;
 	int err;
-	int tid;                /* the thread's id (gettid), from thread_begin: the
-				 * starter reads it once thread_start_sync returned */
+	int tid;                /* the thread's id (gettid) and name, from
+				 * thread_begin: the starter reads them once
+				 * thread_start_sync returned */
+	char name[16];
 };
 int thread_start_sync(pthread_t *t, void *(*fn)(void *), void *arg,
 		      struct thread_handshake *hs);

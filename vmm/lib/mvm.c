@@ -1180,15 +1180,10 @@ int mvm_get_threads(const struct mvm *cm, struct mvm_thread *out, size_t n, size
 		pthread_mutex_unlock(&m->threads_lock);
 		return -ESRCH;
 	}
-	for (i = 0; i < m->nvcpus; i++) {
-		char name[16];
-
-		if (!m->vcpus[i].started)
-			continue;
-		snprintf(name, sizeof(name), "vcpu%u", m->vcpus[i].id);
-		mvm_thread_put(out, n, entsize, &count, m->vcpus[i].hs.tid, MVM_THREAD_VCPU,
-			       m->vcpus[i].id, MVM_ALL, name);
-	}
+	for (i = 0; i < m->nvcpus; i++)
+		if (m->vcpus[i].started)
+			mvm_thread_put(out, n, entsize, &count, m->vcpus[i].hs.tid, MVM_THREAD_VCPU,
+				       m->vcpus[i].id, MVM_ALL, m->vcpus[i].hs.name);
 	for (i = 0; i < m->ndisks; i++) {
 		const struct virtio_dev *dev = m->disks[i].dev;
 		const struct vqw *w;
@@ -1198,13 +1193,13 @@ int mvm_get_threads(const struct mvm *cm, struct mvm_thread *out, size_t n, size
 		for (w = dev->vqws; w; w = w->dev_next)
 			if (w->launched)
 				mvm_thread_put(out, n, entsize, &count, w->hs.tid, MVM_THREAD_IO,
-					       w->q[0].idx, i, w->thread_name);
+					       w->q[0].idx, i, w->hs.name);
 		mvm_thread_put(out, n, entsize, &count, dev->helper_tid, MVM_THREAD_DEVICE, 0, i,
 			       dev->helper_name);
 	}
 	if (m->control_started)
 		mvm_thread_put(out, n, entsize, &count, m->control_hs.tid, MVM_THREAD_CONTROL, 0,
-			       MVM_ALL, m->ctl_name);
+			       MVM_ALL, m->control_hs.name);
 	pthread_mutex_unlock(&m->threads_lock);
 	return (int)count;
 }
