@@ -148,15 +148,12 @@ static void vtr_vm_stats(void *opaque, struct json *j)
 	json_u64(j, "guest_errors", __atomic_load_n(&t->dev->guest_errors, __ATOMIC_RELAXED));
 	if (t->ops->stats_json)
 		t->ops->stats_json(t, j);
-	if (t->dev->ops->stats_json) {
-		json_obj_begin(j, "device");
+	json_obj_begin(j, "device");
+	if (t->dev->ops->stats_json)
 		t->dev->ops->stats_json(t->dev, j);
-		json_obj_end(j);
-	} else {
-		json_obj_begin(j, "device");
+	else
 		json_str(j, "kind", t->dev->ops->name);
-		json_obj_end(j);
-	}
+	json_obj_end(j);
 	json_obj_end(j);
 }
 
