@@ -136,16 +136,52 @@ void vqw_retry_later(struct vqw_queue *q, uint32_t data, unsigned attempt)
 	STAT_ADD(q, retries, 1);
 }
 
+/* Whether the worker takes q's buffers now: served, not broken, not held,
+ * and for a pull queue, wanted. */
+static bool takes(const struct vqw_queue *q)
+{
+	return q->active && !q->broken && !q->held && (!q->pull || q->want);
+}
+
+int vqw_pull(struct vqw_queue *q, struct virtq_chain **out)
+{
+	int r;
+
+	if (!q->active || q->broken || q->w->stopping)
+		return 0;
+	r = virtq_pop(q->vq, &q->w->pulled);
+	if (r < 0) {
+		vqw_broken(q, strerror(-r));
+		return r;
+	}
+	if (!r)
+		return 0;
+	q->w->worked = true;
+	STAT_ADD(q, requests, 1);
+	*out = &q->w->pulled;
+	return 1;
+}
+
 /* Drain the avail ring: at most one queue's worth per call, so completions
- * and the other queues are not starved by a driver that keeps refilling. */
+ * and the other queues are not starved by a driver that keeps refilling.
+ * A pull queue is the device's to take from: it is told buffers wait. */
 static void drain(struct vqw_queue *q)
 {
 	unsigned budget = q->vq->size;
 	int r;
 
 	q->more = false;
-	if (q->broken || q->held || !q->active)
+	if (!takes(q))
 		return;
+	if (q->pull) {
+		virtq_notify_disable(q->vq);
+		if (virtq_has_work(q->vq)) {
+			q->want = false;
+			q->w->worked = true;
+			q->w->ops->avail(q);
+		}
+		return;
+	}
 	/* Notifications off, and they stay off: rearm() turns them on
 	 * before the thread sleeps. Turned on here, a driver that refills
 	 * the ring the moment it sees our interrupt would kick even where
@@ -179,10 +215,16 @@ static bool rearm(struct vqw *w)
 	bool more = false;
 	unsigned i;
 
-	for (i = 0; i < w->nq; i++)
-		if (w->q[i].active && !w->q[i].broken && !w->q[i].held &&
-		    virtq_notify_enable(w->q[i].vq))
+	for (i = 0; i < w->nq; i++) {
+		struct vqw_queue *q = &w->q[i];
+
+		if (takes(q) && virtq_notify_enable(q->vq))
 			more = true;
+		/* A pull queue the device wants nothing from: the guest's
+		 * refills need not wake us. */
+		else if (q->pull && q->active && !q->broken && !q->want)
+			virtq_notify_disable(q->vq);
+	}
 	return more;
 }
 
@@ -377,8 +419,7 @@ static bool poll_rings(struct vqw *w)
 	deadline = t + win;
 	do {
 		for (i = 0; i < w->nq && !found; i++)
-			found = w->q[i].active && !w->q[i].broken && !w->q[i].held &&
-				virtq_has_work(w->q[i].vq);
+			found = takes(&w->q[i]) && virtq_has_work(w->q[i].vq);
 		if (found)
 			break;
 		arch_cpu_relax();
@@ -474,7 +515,7 @@ static unsigned avail_total(struct vqw *w)
 	unsigned i, n = 0;
 
 	for (i = 0; i < w->nq; i++)
-		if (w->q[i].active && !w->q[i].broken && !w->q[i].held)
+		if (takes(&w->q[i]))
 			n += virtq_avail_count(w->q[i].vq);
 	return n;
 }
@@ -590,6 +631,9 @@ static void serve(struct vqw *w, uint64_t mask)
 
 		q->active = (mask >> i) & 1;
 		q->broken = q->more = q->held = false;
+		/* A pull queue hears of its first buffers: the device may
+		 * have owed the guest something since before the reset. */
+		q->want = q->pull;
 		q->pushed = 0;
 	}
 	vqw_poll_init(&w->poll, w->poll_us);
@@ -719,6 +763,10 @@ static void round_served(struct vqw *w)
 		drain(&w->q[i]);
 		publish(&w->q[i]);
 	}
+	/* A queue's chains may have filled another's buffers (a pull
+	 * queue's, taken while a chain of a later queue was handled). */
+	for (i = 0; i < w->nq; i++)
+		publish(&w->q[i]);
 	if (!any_more(w) && poll_rings(w))
 		return;
 	if (any_more(w) || io_uring_cq_ready(&w->ring)) {
@@ -850,6 +898,14 @@ free_queues:
 	free(w->q);
 	w->q = NULL;
 	return r;
+}
+
+int vqw_set_pull(struct vqw *w, unsigned qi)
+{
+	if (!w->ops->avail || qi >= w->nq || w->launched)
+		return -EINVAL;
+	w->q[qi].pull = true;
+	return 0;
 }
 
 int vqw_register_mem(struct vqw *w, const struct guest_mem *gm)

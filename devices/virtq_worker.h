@@ -215,6 +215,10 @@ struct vqw_ops {
 	/* Optional: the wait of vqw_retry_later(q, data) is over (or was
 	 * cancelled by a stop: vqw_stopping then says so). */
 	void (*retry)(struct vqw_queue *q, uint32_t data);
+	/* For a queue the device pulls from (vqw_set_pull): it asked for
+	 * buffers (vqw_want) and the guest has made some available: take
+	 * them with vqw_pull. */
+	void (*avail)(struct vqw_queue *q);
 };
 
 /* One virtqueue served by a worker. */
@@ -232,6 +236,8 @@ struct vqw_queue {
 	bool broken;               /* the guest broke the ring: stop consuming */
 	bool more;                 /* drain stopped at its budget: come back */
 	bool held;                 /* the device asked for a pause (vqw_hold) */
+	bool pull;                 /* the device pulls its chains (vqw_set_pull) */
+	bool want;                 /* pull: the device waits for buffers (vqw_want) */
 	unsigned pushed;           /* used entries not yet published */
 	/* Counters; ring and ring_valid under ring_seq (a seqcount: odd
 	 * while the worker writes them). */
@@ -247,6 +253,8 @@ struct vqw {
 	struct vqw_queue *q;       /* nq entries */
 	unsigned nq;
 	struct virtq_chain chain;  /* scratch for virtq_pop (worker thread) */
+	struct virtq_chain pulled; /* vqw_pull's: apart, so that a device may pull
+				    * while it handles a chain of another queue */
 	struct vqw_poll poll;      /* adaptive polling window */
 	unsigned poll_us, gather_us;
 	bool poll_armed;           /* this sleep follows a round with work: time it */
@@ -305,6 +313,15 @@ int vqw_init(struct vqw *w, const struct vqw_ops *ops, struct virtio_dev *dev,
  * two its thread makes as it ends; vqw_launch calls it (no files, no
  * opcodes) where the device did not. 0 or -errno. */
 int vqw_set_io(struct vqw *w, const int *files, unsigned nfiles, uint64_t sqe_ops);
+/* Make queue qi (an index in w->q) one the device pulls from: the worker
+ * pops none of its chains itself. A device that fills buffers only when it
+ * has something to put there (virtio-vsock's and virtio-net's receive
+ * queues) says so with vqw_want; once the guest has made buffers
+ * available the worker calls ops->avail, which takes them (vqw_pull).
+ * Until the device wants buffers the guest's kicks on the queue are
+ * suppressed. Before vqw_launch; 0 or -EINVAL (no ops->avail, no such
+ * queue, too late). */
+int vqw_set_pull(struct vqw *w, unsigned qi);
 /* Have the thread register gm's RAM with the ring as fixed buffers (see
  * VQW_FIXED_CHUNK) as it starts (vqw_launch), before its filter: the
  * device then issues READ_FIXED / WRITE_FIXED where vqw_fixed_index finds
@@ -379,6 +396,17 @@ static inline bool vqw_stopping(const struct vqw_queue *q)
  * host I/O that failed for now (-EAGAIN) and is worth trying again
  * without spinning. A stop cancels the wait (ops->retry still comes). */
 void vqw_retry_later(struct vqw_queue *q, uint32_t data, unsigned attempt);
+/* A pull queue's next chain, for the device on the worker's thread: 1
+ * (*out points at it until the next vqw_pull), 0 (none now: vqw_want to
+ * hear of more; or the queue is not served), or the guest broke the ring
+ * (-errno; the device is in NEEDS_RESET). */
+int vqw_pull(struct vqw_queue *q, struct virtq_chain **out);
+/* The device has something for a pull queue and found no buffer: call
+ * ops->avail once the guest makes some available. Worker thread. */
+static inline void vqw_want(struct vqw_queue *q)
+{
+	q->want = true;
+}
 /* Stop draining q (hold) or let it drain again (release): for a device
  * whose host resources for the queue are used up (bytes in flight), so
  * that what the guest posts waits in the ring. */

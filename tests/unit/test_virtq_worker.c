@@ -39,9 +39,27 @@ struct pair {
 	unsigned poll_us;                /* the worker's poll= */
 	bool fixed;                      /* register guest RAM (vqw_register_mem) */
 	bool sandbox;                    /* the worker enters the queue filter */
+	bool pull_rx;                    /* RX is a pull queue: filled per TX chain */
+	unsigned rx_owed;                /* pull: RX buffers the device would fill */
 };
 
 static pid_t task_tid(const char *name);
+
+/* A pull RX queue: fill as many buffers as the device owes, then wait
+ * for more. */
+static void pair_avail(struct vqw_queue *q)
+{
+	struct pair *p = q->opaque;
+	struct virtq_chain *c;
+
+	while (p->rx_owed && vqw_pull(q, &c) == 1) {
+		memset(c->iov[0].iov_base, 0x6b, c->iov[0].iov_len);
+		vqw_push(q, c->head, (uint32_t)c->iov[0].iov_len);
+		p->rx_owed--;
+	}
+	if (p->rx_owed)
+		vqw_want(q);
+}
 
 static void pair_chain(struct vqw_queue *q, struct virtq_chain *c)
 {
@@ -49,6 +67,15 @@ static void pair_chain(struct vqw_queue *q, struct virtq_chain *c)
 	unsigned qi = q->idx;
 
 	p->seen[qi] = pthread_self();
+	if (p->pull_rx) {
+		/* Each TX chain owes the guest one RX buffer (a reply),
+		 * pulled while this chain is still being handled. */
+		CHECK_EQ(qi, TX);
+		p->rx_owed++;
+		pair_avail(&q->w->q[RX]);
+		vqw_push(q, c->head, (uint32_t)c->total_len);
+		return;
+	}
 	if (qi == RX) {
 		/* Fill the writable buffer: what a NIC's receive would do. */
 		memset(c->iov[0].iov_base, 0x5a, c->iov[0].iov_len);
@@ -94,6 +121,7 @@ static const struct vqw_ops pair_vqw_ops = {
 	.chain = pair_chain,
 	.complete = pair_complete,
 	.inflight = pair_inflight,
+	.avail = pair_avail,
 };
 
 /* The worker serves both queues: made with the device (pair_up), its
@@ -171,6 +199,8 @@ static struct pair *pair_up(struct pair *p)
 			  p->gather_us, "test-pair"), 0);
 	if (p->fixed)
 		CHECK_EQ(vqw_register_mem(&p->w, &p->d.mem), 0);
+	if (p->pull_rx)
+		CHECK_EQ(vqw_set_pull(&p->w, RX), 0);
 	CHECK_EQ(vqw_set_io(&p->w, NULL, 0, p->sqe_ops), 0);
 	p->launched = vdrv_attach(&p->d, &p->dev) == 0;
 	if (!p->launched)
@@ -266,6 +296,83 @@ TEST(one_worker_serves_an_rx_tx_pair)
 	vqw_get_stats(&p->w.q[1], &st);
 	CHECK_EQ(st.requests, 8);
 	CHECK(st.irqs >= 1);
+	pair_free(p);
+}
+
+static struct pair *pair_new_pull(void)
+{
+	struct pair *p = pair_alloc((1ULL << IORING_OP_NOP) | (1ULL << IORING_OP_TIMEOUT));
+
+	p->pull_rx = true;
+	pair_up(p);
+	CHECK(p->running);
+	return p;
+}
+
+static void post(struct pair *p, unsigned q, unsigned n, uint64_t *gpa)
+{
+	for (unsigned i = 0; i < n; i++) {
+		struct vdrv_sg sg = { .gpa = vdrv_alloc(&p->d, 64, 8), .len = 64,
+				      .writable = q == RX };
+
+		if (gpa)
+			gpa[i] = sg.gpa;
+		CHECK(vdrv_add(&p->d, q, &sg, 1, false) >= 0);
+	}
+	vdrv_kick(&p->d, q);
+}
+
+/* A receive queue in pull mode: the guest's empty buffers wait in the
+ * ring until the device has something to put in them (virtio-vsock,
+ * virtio-net), and the device may pull while it handles another queue's
+ * chain. */
+TEST(pull_queue_gives_up_buffers_only_when_the_device_has_data)
+{
+	struct pair *p = pair_new_pull();
+	uint64_t rx[4];
+	uint32_t id, len, lens[4];
+	struct vqw_stats st;
+
+	post(p, RX, 4, rx);
+	usleep(50000);
+	CHECK_EQ(vdrv_get_used(&p->d, RX, &id, &len), 0);
+	vqw_get_stats(&p->w.q[RX], &st);
+	CHECK_EQ(st.requests, 0);
+	post(p, TX, 2, NULL);
+	CHECK_EQ(wait_used(p, TX, 2, lens), 2);
+	CHECK_EQ(wait_used(p, RX, 2, lens), 2);
+	CHECK_EQ(lens[0], 64);
+	CHECK_EQ(lens[1], 64);
+	CHECK_EQ(((uint8_t *)vdrv_host(&p->d, rx[0]))[0], 0x6b);
+	CHECK_EQ(((uint8_t *)vdrv_host(&p->d, rx[1]))[63], 0x6b);
+	/* The other two stay the guest's. */
+	usleep(50000);
+	CHECK_EQ(vdrv_get_used(&p->d, RX, &id, &len), 0);
+	CHECK_EQ(((uint8_t *)vdrv_host(&p->d, rx[2]))[0], 0);
+	pair_free(p);
+}
+
+TEST(pull_queue_that_wants_buffers_is_woken_by_the_guests_kick)
+{
+	struct pair *p = pair_new_pull();
+	uint32_t id, len, lens[3];
+
+	post(p, TX, 3, NULL);
+	CHECK_EQ(wait_used(p, TX, 3, lens), 3);
+	usleep(20000);
+	CHECK_EQ(vdrv_get_used(&p->d, RX, &id, &len), 0);
+	post(p, RX, 3, NULL);
+	CHECK_EQ(wait_used(p, RX, 3, lens), 3);
+	CHECK_EQ(lens[2], 64);
+	pair_free(p);
+}
+
+TEST(set_pull_needs_the_avail_op_and_comes_before_launch)
+{
+	struct pair *p = pair_new_pull();
+
+	CHECK_EQ(vqw_set_pull(&p->w, TX), -EINVAL);      /* launched */
+	CHECK_EQ(vqw_set_pull(&p->w, 5), -EINVAL);
 	pair_free(p);
 }
 
