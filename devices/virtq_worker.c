@@ -934,14 +934,17 @@ int vqw_probe(void)
 
 int vqw_set_io(struct vqw *w, const int *files, unsigned nfiles, uint64_t sqe_ops)
 {
-	int table[VQW_MAX_FILES];
 	struct io_uring_restriction res[64 + 4];
 	unsigned i, n = 0, op;
 	uint64_t ops;
+	int *table;
 	int r;
 
 	if (w->io_set || !w->ring_ok || nfiles > VQW_MAX_DEVICE_FILES)
 		return -EINVAL;
+	table = malloc((nfiles + 1 + w->nq) * sizeof(*table));
+	if (!table)
+		return -ENOMEM;
 	/* The device's files first (its SQEs name 0..nfiles-1), then the
 	 * worker's: the ctl eventfd and each queue's kick eventfd. */
 	for (i = 0; i < nfiles; i++)
@@ -951,6 +954,7 @@ int vqw_set_io(struct vqw *w, const int *files, unsigned nfiles, uint64_t sqe_op
 		table[n++] = w->q[i].kick_fd;
 	w->file_base = nfiles;
 	r = io_uring_register_files(&w->ring, table, n);
+	free(table);
 	if (r < 0)
 		return r;
 	/* Restrictions (Linux 5.10), in force from IORING_REGISTER_ENABLE_RINGS:

@@ -60,8 +60,9 @@
 
 /* A worker may serve every queue of a device (--io-threads 1). */
 #define VQW_MAX_QUEUES VIRTIO_MAX_QUEUES
-/* The ring's registered files: the device's, then the worker's. */
-#define VQW_MAX_DEVICE_FILES 4
+/* The ring's registered files: the device's (a slot each, some of them
+ * empty, for sockets the ring itself makes), then the worker's. */
+#define VQW_MAX_DEVICE_FILES 8192
 #define VQW_MAX_FILES (VQW_MAX_DEVICE_FILES + 1 + VQW_MAX_QUEUES)
 enum { VQW_FILE_CTL, VQW_FILE_KICK0 };    /* after the device's files */
 /* The longest a stop waits for host I/O that did not end when it was
@@ -308,10 +309,16 @@ int vqw_init(struct vqw *w, const struct vqw_ops *ops, struct virtio_dev *dev,
 	     unsigned poll_us, unsigned gather_us, const char *thread_name);
 /* The device's host I/O, once, after vqw_init: the files its SQEs name
  * (as registered-file indexes 0..nfiles-1, nfiles <= VQW_MAX_DEVICE_FILES)
- * and the IORING_OP_* it uses (a bit each). The ring refuses every other
- * opcode, any SQE on an unregistered file and every register call but the
- * two its thread makes as it ends; vqw_launch calls it (no files, no
- * opcodes) where the device did not. 0 or -errno. */
+ * and the IORING_OP_* it uses (a bit each). An entry of -1 is an empty
+ * slot: for a socket the ring makes at run time (IORING_OP_SOCKET or
+ * IORING_OP_ACCEPT into that slot), which never enters the process's file
+ * table, so the thread's filter need not allow socket(2) or accept4(2);
+ * a new socket in a slot releases the one that was there (IORING_OP_CLOSE
+ * cannot close a slot: it refuses IOSQE_FIXED_FILE, which the ring
+ * requires). The ring refuses every other opcode, any SQE on an
+ * unregistered file and every register call but the two its thread makes
+ * as it ends; vqw_launch calls it (no files, no opcodes) where the device
+ * did not. 0 or -errno. */
 int vqw_set_io(struct vqw *w, const int *files, unsigned nfiles, uint64_t sqe_ops);
 /* Make queue qi (an index in w->q) one the device pulls from: the worker
  * pops none of its chains itself. A device that fills buffers only when it

@@ -11,7 +11,9 @@
 #include <dirent.h>
 #include <pthread.h>
 #include <signal.h>
+#include <sys/socket.h>
 #include <sys/syscall.h>
+#include <sys/un.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -39,11 +41,18 @@ struct pair {
 	unsigned poll_us;                /* the worker's poll= */
 	bool fixed;                      /* register guest RAM (vqw_register_mem) */
 	bool sandbox;                    /* the worker enters the queue filter */
+	const int *files;                /* the device's files (vqw_set_io), or none */
+	unsigned nfiles;
+	struct sockaddr_un sock_addr;    /* set: each TX chain connects a new socket
+					  * made in slot 1 to it */
+	int sock_res;                    /* the last such socket's result */
 	bool pull_rx;                    /* RX is a pull queue: filled per TX chain */
 	unsigned rx_owed;                /* pull: RX buffers the device would fill */
 };
 
 static pid_t task_tid(const char *name);
+
+#define PAIR_NO_PUSH 0x10000u            /* a completion that returns no chain */
 
 /* A pull RX queue: fill as many buffers as the device owes, then wait
  * for more. */
@@ -87,7 +96,14 @@ static void pair_chain(struct vqw_queue *q, struct virtq_chain *c)
 
 		if (q->pushed > p->max_unpublished)
 			p->max_unpublished = q->pushed;
-		if (p->tx_fsync)
+		if (p->sock_addr.sun_family) {
+			/* A socket into slot 1; its connect follows (the ring
+			 * allows no IOSQE_IO_LINK: its restrictions). */
+			io_uring_prep_socket_direct(sqe, AF_UNIX, SOCK_STREAM, 0, 1, 0);
+			vqw_sqe_set_data(sqe, q, c->head | PAIR_NO_PUSH);
+			p->inflight++;
+			return;
+		} else if (p->tx_fsync)
 			io_uring_prep_fsync(sqe, 0, 0);
 		else if (p->slow_tx)
 			io_uring_prep_timeout(sqe, &p->forever, 0, 0);
@@ -104,8 +120,18 @@ static void pair_complete(struct vqw_queue *q, uint32_t head, int res)
 {
 	struct pair *p = q->opaque;
 
-	p->res[head % QSIZE] = res;
 	p->inflight--;
+	if (head & PAIR_NO_PUSH) {
+		struct io_uring_sqe *sqe = vqw_get_sqe(q->w);
+
+		p->sock_res = res;
+		io_uring_prep_connect(sqe, 1, (struct sockaddr *)&p->sock_addr,
+				      sizeof(p->sock_addr));
+		vqw_sqe_set_data(sqe, q, head & ~PAIR_NO_PUSH);
+		p->inflight++;
+		return;
+	}
+	p->res[head % QSIZE] = res;
 	vqw_push(q, (uint16_t)head, 0);
 }
 
@@ -201,7 +227,7 @@ static struct pair *pair_up(struct pair *p)
 		CHECK_EQ(vqw_register_mem(&p->w, &p->d.mem), 0);
 	if (p->pull_rx)
 		CHECK_EQ(vqw_set_pull(&p->w, RX), 0);
-	CHECK_EQ(vqw_set_io(&p->w, NULL, 0, p->sqe_ops), 0);
+	CHECK_EQ(vqw_set_io(&p->w, p->files, p->nfiles, p->sqe_ops), 0);
 	p->launched = vdrv_attach(&p->d, &p->dev) == 0;
 	if (!p->launched)
 		return p;
@@ -374,6 +400,68 @@ TEST(set_pull_needs_the_avail_op_and_comes_before_launch)
 	CHECK_EQ(vqw_set_pull(&p->w, TX), -EINVAL);      /* launched */
 	CHECK_EQ(vqw_set_pull(&p->w, 5), -EINVAL);
 	pair_free(p);
+}
+
+static int count_fds(void)
+{
+	DIR *d = opendir("/proc/self/fd");
+	struct dirent *e;
+	int n = 0;
+
+	CHECK(d);
+	while ((e = readdir(d)))
+		n += e->d_name[0] != '.';
+	closedir(d);
+	return n;
+}
+
+/* A device's empty file slots: the ring makes sockets there itself
+ * (IORING_OP_SOCKET, CONNECT), under its restrictions, and none of them
+ * enters the process's file table; a new socket in a slot releases the
+ * old one, whose peer sees the end. What virtio-vsock's host side needs
+ * once the thread is inside its filter. */
+TEST(ring_makes_sockets_in_empty_slots_outside_the_fd_table)
+{
+	static const int files[2] = { -1, -1 };
+	struct pair *p = pair_alloc((1ULL << IORING_OP_SOCKET) | (1ULL << IORING_OP_CONNECT));
+	struct sockaddr_un a = { .sun_family = AF_UNIX };
+	uint32_t lens[1];
+	int lfd, c1, c2, n0;
+	char b;
+
+	snprintf(a.sun_path, sizeof(a.sun_path), "/tmp/mvm-test-vqw-%d.sock", (int)getpid());
+	unlink(a.sun_path);
+	lfd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	CHECK(lfd >= 0);
+	CHECK_EQ(bind(lfd, (struct sockaddr *)&a, sizeof(a)), 0);
+	CHECK_EQ(listen(lfd, 4), 0);
+	p->files = files;
+	p->nfiles = 2;
+	p->sock_addr = a;
+	p->sock_res = 1;
+	pair_up(p);
+	CHECK(p->running);
+	n0 = count_fds();
+	post(p, TX, 1, NULL);
+	CHECK_EQ(wait_used(p, TX, 1, lens), 1);
+	CHECK_EQ(p->sock_res, 0);
+	CHECK_EQ(p->res[0], 0);               /* connected */
+	CHECK_EQ(count_fds(), n0);
+	c1 = accept(lfd, NULL, NULL);
+	CHECK(c1 >= 0);
+	post(p, TX, 1, NULL);
+	CHECK_EQ(wait_used(p, TX, 1, lens), 1);
+	CHECK_EQ(p->res[1], 0);
+	CHECK_EQ(recv(c1, &b, 1, 0), 0);      /* the first socket is gone */
+	c2 = accept(lfd, NULL, NULL);
+	CHECK(c2 >= 0);
+	pair_free(p);
+	/* The ring's end closed the second. */
+	CHECK_EQ(recv(c2, &b, 1, 0), 0);
+	close(c1);
+	close(c2);
+	close(lfd);
+	unlink(a.sun_path);
 }
 
 /* Every notification the guest sends is counted (a kick is a VM exit:
