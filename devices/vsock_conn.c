@@ -311,6 +311,21 @@ static enum vsock_act rw_from_guest(struct vsock *v, struct vsock_conn *c,
 	return VSOCK_ACT_DATA;
 }
 
+/* Everything the guest sent has reached the host: carry out the
+ * SHUTDOWN it sent. Both ways shut: the peer that got the SHUTDOWN resets
+ * (what Linux does), and the connection is over; SEND: the host socket's
+ * write side is shut. */
+static enum vsock_act drained(struct vsock *v, struct vsock_conn *c)
+{
+	if (c->shut_rcvd == (VIRTIO_VSOCK_SHUTDOWN_RCV | VIRTIO_VSOCK_SHUTDOWN_SEND))
+		return conn_reset(v, c, true);
+	if ((c->shut_rcvd & VIRTIO_VSOCK_SHUTDOWN_SEND) && !c->host_wr_shut) {
+		c->host_wr_shut = true;
+		return VSOCK_ACT_SHUT_WR;
+	}
+	return VSOCK_ACT_NONE;
+}
+
 static enum vsock_act shutdown_from_guest(struct vsock *v, struct vsock_conn *c,
 					  const struct vsock_hdr *h, enum vsock_bad *bad)
 {
@@ -321,15 +336,7 @@ static enum vsock_act shutdown_from_guest(struct vsock *v, struct vsock_conn *c,
 	c->shut_rcvd |= h->flags & (VIRTIO_VSOCK_SHUTDOWN_RCV | VIRTIO_VSOCK_SHUTDOWN_SEND);
 	if (c->ring.len)
 		return VSOCK_ACT_NONE;      /* vsock_wrote_host goes on when it drains */
-	/* Both ways shut and nothing left to deliver: the peer that got the
-	 * SHUTDOWN resets (what Linux does), and the connection is over. */
-	if (c->shut_rcvd == (VIRTIO_VSOCK_SHUTDOWN_RCV | VIRTIO_VSOCK_SHUTDOWN_SEND))
-		return conn_reset(v, c, true);
-	if ((c->shut_rcvd & VIRTIO_VSOCK_SHUTDOWN_SEND) && !c->host_wr_shut) {
-		c->host_wr_shut = true;
-		return VSOCK_ACT_SHUT_WR;
-	}
-	return VSOCK_ACT_NONE;
+	return drained(v, c);
 }
 
 static enum vsock_act conn_packet(struct vsock *v, struct vsock_conn *c, const struct vsock_hdr *h,
@@ -515,13 +522,7 @@ enum vsock_act vsock_wrote_host(struct vsock *v, struct vsock_conn *c, uint32_t 
 		owe(v, c, VSOCK_OWE_CREDIT_UPDATE);
 	if (c->ring.len)
 		return VSOCK_ACT_DATA;
-	if (c->shut_rcvd == (VIRTIO_VSOCK_SHUTDOWN_RCV | VIRTIO_VSOCK_SHUTDOWN_SEND))
-		return conn_reset(v, c, true);
-	if ((c->shut_rcvd & VIRTIO_VSOCK_SHUTDOWN_SEND) && !c->host_wr_shut) {
-		c->host_wr_shut = true;
-		return VSOCK_ACT_SHUT_WR;
-	}
-	return VSOCK_ACT_NONE;
+	return drained(v, c);
 }
 
 uint32_t vsock_data_room(struct vsock *v, struct vsock_conn *c)
@@ -619,49 +620,44 @@ void vsock_release(struct vsock *v, struct vsock_conn *c)
 	maybe_free(v, c);
 }
 
+/* The order a connection's packets must go in, first to last. */
+static const struct { unsigned bit; uint16_t op; } owed_order[] = {
+	{ VSOCK_OWE_RST, VIRTIO_VSOCK_OP_RST },
+	{ VSOCK_OWE_REQUEST, VIRTIO_VSOCK_OP_REQUEST },
+	{ VSOCK_OWE_RESPONSE, VIRTIO_VSOCK_OP_RESPONSE },
+	{ VSOCK_OWE_SHUTDOWN, VIRTIO_VSOCK_OP_SHUTDOWN },
+	{ VSOCK_OWE_CREDIT_UPDATE, VIRTIO_VSOCK_OP_CREDIT_UPDATE },
+	{ VSOCK_OWE_CREDIT_REQUEST, VIRTIO_VSOCK_OP_CREDIT_REQUEST },
+};
+
+/* The list's head owes nothing more: off the list. */
+static void pending_pop(struct vsock *v, struct vsock_conn *c)
+{
+	v->pending_head = c->next_pending;
+	if (v->pending_head == NONE)
+		v->pending_tail = NONE;
+	c->on_pending = false;
+}
+
 static bool next_conn_ctl(struct vsock *v, struct vsock_hdr *h)
 {
 	while (v->pending_head != NONE) {
 		struct vsock_conn *c = &v->conns[v->pending_head];
-		unsigned bit;
+		unsigned k = 0;
 		uint16_t op;
 
 		if (!c->pending) {
-			v->pending_head = c->next_pending;
-			if (v->pending_head == NONE)
-				v->pending_tail = NONE;
-			c->on_pending = false;
+			pending_pop(v, c);
 			maybe_free(v, c);
 			continue;
 		}
-		/* The order a connection's packets must go in. */
-		if (c->pending & VSOCK_OWE_RST) {
-			bit = VSOCK_OWE_RST;
-			op = VIRTIO_VSOCK_OP_RST;
-		} else if (c->pending & VSOCK_OWE_REQUEST) {
-			bit = VSOCK_OWE_REQUEST;
-			op = VIRTIO_VSOCK_OP_REQUEST;
-		} else if (c->pending & VSOCK_OWE_RESPONSE) {
-			bit = VSOCK_OWE_RESPONSE;
-			op = VIRTIO_VSOCK_OP_RESPONSE;
-		} else if (c->pending & VSOCK_OWE_SHUTDOWN) {
-			bit = VSOCK_OWE_SHUTDOWN;
-			op = VIRTIO_VSOCK_OP_SHUTDOWN;
-		} else if (c->pending & VSOCK_OWE_CREDIT_UPDATE) {
-			bit = VSOCK_OWE_CREDIT_UPDATE;
-			op = VIRTIO_VSOCK_OP_CREDIT_UPDATE;
-		} else {
-			bit = VSOCK_OWE_CREDIT_REQUEST;
-			op = VIRTIO_VSOCK_OP_CREDIT_REQUEST;
-		}
-		c->pending &= ~bit;
+		while (!(c->pending & owed_order[k].bit))
+			k++;
+		op = owed_order[k].op;
+		c->pending &= ~owed_order[k].bit;
 		hdr_for(v, c, op, h);
-		if (!c->pending) {
-			v->pending_head = c->next_pending;
-			if (v->pending_head == NONE)
-				v->pending_tail = NONE;
-			c->on_pending = false;
-		}
+		if (!c->pending)
+			pending_pop(v, c);
 		c->fwd_cnt_told = c->fwd_cnt;
 		if (op == VIRTIO_VSOCK_OP_SHUTDOWN)
 			h->flags = c->shut_sent;
