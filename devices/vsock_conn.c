@@ -219,6 +219,9 @@ static void owe_rst_tuple(struct vsock *v, uint64_t cid, uint32_t guest_port, ui
  * nothing else; the device closes its host side. */
 static enum vsock_act conn_reset(struct vsock *v, struct vsock_conn *c, bool send_rst)
 {
+	/* Once: its RST is owed and its CLOSE was asked for already. */
+	if (c->state == VSOCK_DEAD)
+		return VSOCK_ACT_NONE;
 	if (c->state == VSOCK_HOST_CONNECTING)
 		v->connecting--;
 	c->state = VSOCK_DEAD;

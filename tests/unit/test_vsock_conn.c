@@ -252,6 +252,27 @@ TEST(wrong_dst_cid_type_or_op_gets_rst)
 	vsock_fini(&v);
 }
 
+/* A connection being reset is reset once: a malformed packet that
+ * crosses its RST neither cancels that RST nor asks for a second close. */
+TEST(malformed_packet_on_a_dying_connection_changes_nothing)
+{
+	struct vsock_hdr h;
+	struct vsock_conn *c;
+
+	setup(8, 1u << 20);
+	c = established(GPORT);
+	expect_ctl(VIRTIO_VSOCK_OP_RESPONSE);
+	CHECK_EQ(send_op(99, GPORT, HPORT, NULL), VSOCK_ACT_CLOSE);
+	h = pkt(VIRTIO_VSOCK_OP_RST, GPORT, HPORT);
+	h.type = 77;
+	CHECK_EQ(send_h(&h, NULL, 0, NULL, NULL), VSOCK_ACT_NONE);
+	vsock_release(&v, c);
+	expect_ctl(VIRTIO_VSOCK_OP_RST);
+	expect_ctl(0);
+	CHECK_EQ(v.st.conns_open, 0);
+	vsock_fini(&v);
+}
+
 TEST(len_beyond_the_chain_resets_the_connection)
 {
 	static uint8_t buf[100];
