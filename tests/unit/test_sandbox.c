@@ -388,6 +388,14 @@ static void call_madvise_dontneed(void)
 	if (p == MAP_FAILED || madvise(p, 8192, MADV_DONTNEED) || munmap(p, 8192))
 		_exit(3);
 }
+/* What musl's free does with a freed slot of several pages. */
+static void call_madvise_free(void)
+{
+	void *p = mmap(NULL, 8192, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+
+	if (p == MAP_FAILED || madvise(p, 8192, MADV_FREE) || munmap(p, 8192))
+		_exit(3);
+}
 static void *anon_page(void)
 {
 	void *p = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
@@ -419,6 +427,7 @@ TEST(memory_may_be_allocated_but_never_executable_shared_or_poisoned)
 	static const struct door d[] = {
 		{ "malloc and free", call_malloc, ANY },
 		{ "madvise MADV_DONTNEED", call_madvise_dontneed, ANY },
+		{ "madvise MADV_FREE", call_madvise_free, ANY },
 		{ "mmap PROT_EXEC", call_mmap_exec, NONE },
 		{ "mmap MAP_SHARED", call_mmap_shared, NONE },
 		{ "mmap of a file", call_mmap_fd, NONE },

@@ -139,10 +139,11 @@ static const struct rule generic[] = {
 	/* Never executable (mmap's own rule is built from arch_sandbox). */
 	CHECKED1(K_ALL, mprotect, IN(2, PROT_EXEC, 0)),
 	/* Giving pages back (thread stacks, malloc, a queue's request
-	 * slots) and what the sanitizers' allocator asks for; not
+	 * slots; musl's free gives a freed multi-page slot back with
+	 * MADV_FREE) and what the sanitizers' allocator asks for; not
 	 * MADV_REMOVE, MADV_HWPOISON, MADV_SOFT_OFFLINE, MADV_MERGEABLE and
 	 * the rest, which act on shared or physical pages. */
-	CHECKED1(K_ALL, madvise, IN(2, MASK_ALL, MADV_DONTNEED, MADV_NOHUGEPAGE, MADV_DONTDUMP)),
+	CHECKED1(K_ALL, madvise, IN(2, MASK_ALL, MADV_DONTNEED, MADV_FREE, MADV_NOHUGEPAGE, MADV_DONTDUMP)),
 	/* A thread asks only whether it may dump (the sanitizers do). */
 	CHECKED1(K_ALL, prctl, IN(0, MASK_ALL, PR_GET_DUMPABLE)),
 	/* Signals go to this process's threads only (vcpu_kick): the pid
