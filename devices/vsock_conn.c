@@ -151,12 +151,17 @@ static struct vsock_conn *conn_new(struct vsock *v, uint32_t guest_port, uint32_
 	return c;
 }
 
+/* The ring's bytes are forgotten; its memory stays while the device has
+ * host state for the connection (a send in flight may still read it) and
+ * goes when the slot is freed. */
 static void ring_drop(struct vsock *v, struct vsock_conn *c)
 {
 	v->buffered -= c->ring.len;
+	c->ring.head = c->ring.len = 0;
+	if (c->host_busy)
+		return;
 	free(c->ring.buf);
 	c->ring.buf = NULL;
-	c->ring.head = c->ring.len = 0;
 }
 
 /* Back to the free list: only once it owes nothing and the device holds
@@ -396,6 +401,14 @@ static void count_bad(struct vsock *v, enum vsock_bad kind, enum vsock_bad *bad)
 	*bad = kind;
 	ST_ADD(v, bad, 1);
 	ST_ADD(v, bad_kind[kind], 1);
+}
+
+void vsock_bad_chain(struct vsock *v)
+{
+	enum vsock_bad kind;
+
+	ST_ADD(v, pkts_from_guest, 1);
+	count_bad(v, VSOCK_BAD_CHAIN, &kind);
 }
 
 enum vsock_act vsock_from_guest(struct vsock *v, const struct vsock_hdr *h,
@@ -710,10 +723,13 @@ bool vsock_reset_next(struct vsock *v, struct vsock_conn **connp)
 				v->connecting--;
 			c->state = VSOCK_DEAD;
 			ring_drop(v, c);
-		}
-		if (c->host_busy) {
-			*connp = c;
-			return true;
+			if (c->host_busy) {
+				*connp = c;
+				return true;
+			}
+		} else if (c->host_busy) {
+			/* Dead already: the device was told to close it then. */
+			continue;
 		}
 		conn_free(v, c);
 	}

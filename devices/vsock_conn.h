@@ -72,7 +72,8 @@ void vsock_hdr_encode(const struct vsock_hdr *h, uint8_t b[VSOCK_HDR_LEN]);
 
 /* A byte ring: what the guest sent on a connection and the host socket has
  * not taken yet. At most VSOCK_BUF_ALLOC bytes (the credit the guest was
- * given), allocated with the first byte, freed when the connection ends. */
+ * given), allocated with the first byte, freed when the connection's slot
+ * is (not before the device let go of it: a send may be reading it). */
 struct vsock_ring {
 	uint8_t *buf;
 	uint32_t head;             /* first byte not yet written to the host */
@@ -203,6 +204,9 @@ enum vsock_act vsock_from_guest(struct vsock *v, const struct vsock_hdr *h,
 				const struct iovec *payload, unsigned nseg,
 				uint64_t payload_len, struct vsock_conn **connp,
 				enum vsock_bad *bad);
+/* A chain on the TX queue that cannot hold a packet (device-writable
+ * buffers, shorter than a header): counted as VSOCK_BAD_CHAIN. */
+void vsock_bad_chain(struct vsock *v);
 /* Whether the device may take the guest's next packet: no backlog of
  * resets waiting, room for one more packet of buffered bytes. */
 bool vsock_can_take(struct vsock *v);
@@ -240,8 +244,9 @@ void vsock_release(struct vsock *v, struct vsock_conn *c);
  * false when none. The device sends it in one RX buffer. */
 bool vsock_next_ctl(struct vsock *v, struct vsock_hdr *h);
 /* Drop every connection (driver reset, VM stop): *connp set for each that
- * still has host state (the device closes it and calls vsock_release),
- * false when none is left. Owed packets are forgotten. */
+ * still has host state and was not dead already (the device closes it
+ * and calls vsock_release once it has; a dead one's close was asked for
+ * when it died), false when none is left. Owed packets are forgotten. */
 bool vsock_reset_next(struct vsock *v, struct vsock_conn **connp);
 
 /* Conn by table index and generation (the device's io_uring user data), or NULL. */

@@ -256,6 +256,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			if (fz_u8(&f) % 8 == 0) {
 				while (vsock_reset_next(&v, &c))
 					vsock_release(&v, c);
+				/* Those whose close was asked for before: the
+				 * device lets go of them as their closes end. */
+				for (unsigned i = 0; i < v.max_conns; i++)
+					if (v.conns[i].state != VSOCK_FREE) {
+						FZ_ASSERT(v.conns[i].state == VSOCK_DEAD &&
+							  v.conns[i].host_busy);
+						vsock_release(&v, &v.conns[i]);
+					}
 				FZ_ASSERT(v.st.conns_open == 0);
 			} else {
 				vsock_can_take(&v);

@@ -536,6 +536,58 @@ TEST(reset_drops_every_connection)
 	vsock_fini(&v);
 }
 
+/* The device closes sockets asynchronously: a reset hands each live
+ * connection out once, whether or not the device has let go of it yet,
+ * and one that died before (its close asked for then) not again. */
+TEST(reset_hands_each_connection_out_once_while_the_device_holds_it)
+{
+	struct vsock_conn *c, *dead, *got[4];
+	unsigned n = 0;
+
+	setup(16, 4u << 20);
+	for (unsigned i = 0; i < 3; i++)
+		established(GPORT + i);
+	dead = established(GPORT + 3);
+	CHECK_EQ(send_op(VIRTIO_VSOCK_OP_RST, GPORT + 3, HPORT, NULL), VSOCK_ACT_CLOSE);
+	while (vsock_reset_next(&v, &c)) {
+		CHECK(n < 4);
+		CHECK(c != dead);
+		got[n++] = c;
+	}
+	CHECK_EQ(n, 3);
+	CHECK_EQ(v.st.conns_open, 4);          /* the device holds all of them */
+	for (unsigned i = 0; i < n; i++)
+		vsock_release(&v, got[i]);
+	vsock_release(&v, dead);
+	CHECK_EQ(v.st.conns_open, 0);
+	expect_ctl(0);
+	vsock_fini(&v);
+}
+
+/* A send of the ring's bytes may be in flight when the guest resets the
+ * connection: the bytes are forgotten but their memory stays until the
+ * device lets go (the sanitizer build reads it after the reset). */
+TEST(ring_memory_outlives_a_reset_until_the_device_lets_go)
+{
+	struct vsock_conn *c;
+	struct iovec iov[2];
+	char copy[8];
+
+	setup(16, 4u << 20);
+	c = established(GPORT);
+	CHECK_EQ(rw(GPORT, "in-fly", 6), VSOCK_ACT_DATA);
+	CHECK_EQ(vsock_ring_peek(c, iov), 1);
+	CHECK_EQ(send_op(VIRTIO_VSOCK_OP_RST, GPORT, HPORT, NULL), VSOCK_ACT_CLOSE);
+	CHECK_EQ(v.buffered, 0);
+	CHECK_EQ(vsock_ring_peek(c, (struct iovec[2]){ { 0 } }), 0);
+	memcpy(copy, iov[0].iov_base, 6);      /* what the kernel's send reads */
+	CHECK(!memcmp(copy, "in-fly", 6));
+	vsock_release(&v, c);
+	expect_ctl(0);                         /* its RESPONSE went with it */
+	CHECK_EQ(v.st.conns_open, 0);
+	vsock_fini(&v);
+}
+
 TEST(buffered_bytes_cap_holds_the_guest)
 {
 	static uint8_t buf[VSOCK_MAX_PKT];
