@@ -644,6 +644,8 @@ static void serve(struct vqw *w, uint64_t mask)
 	for (i = 0; i < w->nq; i++)
 		if (w->q[i].active)
 			arm_kick(&w->q[i], false);
+	if (w->ops->serve_begin)
+		w->ops->serve_begin(&w->q[0]);
 }
 
 static bool any_kick_pending(const struct vqw *w)
@@ -670,6 +672,10 @@ static void unserve(struct vqw *w)
 	unsigned i;
 
 	w->stopping = true;
+	/* The device's own SQEs go first, so the cancel that follows does
+	 * not find them queued behind it. */
+	if (w->ops->serve_end)
+		w->ops->serve_end(&w->q[0]);
 	sqe = vqw_get_sqe(w);
 	/* CANCEL_ANY: Linux 5.19, below the 6.1 that vqw_init requires. The
 	 * fixed-file flag means nothing to a cancel; the ring requires it. */

@@ -220,6 +220,15 @@ struct vqw_ops {
 	 * buffers (vqw_want) and the guest has made some available: take
 	 * them with vqw_pull. */
 	void (*avail)(struct vqw_queue *q);
+	/* Optional, on the worker's thread, q its first queue: it has begun
+	 * serving (a driver's DRIVER_OK), and the device may start host I/O
+	 * of its own that no chain asked for (a listening socket's accept);
+	 * and it is about to stop serving (a reset, the VM's stop), before
+	 * the stop's cancel, so that the device can let go of what must not
+	 * outlive the driver (its connections' sockets) with SQEs of its
+	 * own; the stop waits for those like any other (ops->inflight). */
+	void (*serve_begin)(struct vqw_queue *q);
+	void (*serve_end)(struct vqw_queue *q);
 };
 
 /* One virtqueue served by a worker. */

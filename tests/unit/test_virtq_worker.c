@@ -48,6 +48,10 @@ struct pair {
 	int sock_res;                    /* the last such socket's result */
 	bool pull_rx;                    /* RX is a pull queue: filled per TX chain */
 	unsigned rx_owed;                /* pull: RX buffers the device would fill */
+	unsigned begun, ended;           /* serve_begin / serve_end calls */
+	bool hook_off_thread;            /* a hook ran elsewhere than the worker */
+	bool end_io_done;                /* serve_end's own I/O completed */
+	const struct vqw_ops *vops;      /* the device's ops (default pair_vqw_ops) */
 };
 
 static pid_t task_tid(const char *name);
@@ -142,12 +146,63 @@ static unsigned pair_inflight(const struct vqw_queue *q)
 	return q->idx == TX ? p->inflight + __atomic_load_n(&p->stuck, __ATOMIC_RELAXED) : 0;
 }
 
+#define PAIR_END_IO 0x20000u             /* serve_end's own SQE */
+
+static void pair_serve_begin(struct vqw_queue *q)
+{
+	struct pair *p = q->opaque;
+
+	if (!pthread_equal(pthread_self(), q->w->thread) || vqw_stopping(q))
+		p->hook_off_thread = true;
+	p->begun++;
+}
+
+/* Host I/O of the device's own as the worker stops: a short wait the
+ * stop must see end before it returns. */
+static void pair_serve_end(struct vqw_queue *q)
+{
+	struct pair *p = q->opaque;
+	struct io_uring_sqe *sqe = vqw_get_sqe(q->w);
+
+	if (!pthread_equal(pthread_self(), q->w->thread))
+		p->hook_off_thread = true;
+	p->ended++;
+	p->brief.tv_nsec = 20 * 1000 * 1000;
+	io_uring_prep_timeout(sqe, &p->brief, 0, 0);
+	vqw_sqe_set_data(sqe, &q->w->q[TX], PAIR_END_IO);
+	p->inflight++;
+}
+
+static void pair_complete_hooked(struct vqw_queue *q, uint32_t data, int res)
+{
+	struct pair *p = q->opaque;
+
+	if (data != PAIR_END_IO) {
+		pair_complete(q, data, res);
+		return;
+	}
+	/* Ended (-ETIME) or cancelled by the stop's cancel: either way
+	 * before the stop returned. */
+	(void)res;
+	p->inflight--;
+	p->end_io_done = true;
+}
+
 static const struct vqw_ops pair_vqw_ops = {
 	.name = "pair",
 	.chain = pair_chain,
 	.complete = pair_complete,
 	.inflight = pair_inflight,
 	.avail = pair_avail,
+};
+
+static const struct vqw_ops pair_hooked_ops = {
+	.name = "pair",
+	.chain = pair_chain,
+	.complete = pair_complete_hooked,
+	.inflight = pair_inflight,
+	.serve_begin = pair_serve_begin,
+	.serve_end = pair_serve_end,
 };
 
 /* The worker serves both queues: made with the device (pair_up), its
@@ -221,8 +276,8 @@ static struct pair *pair_up(struct pair *p)
 	CHECK_EQ(vdrv_ram_init(&p->d, 0x1000, 4 << 20), 0);
 	CHECK_EQ(virtio_dev_init(&p->dev, &pair_ops, p, &p->d.mem, 2, QSIZE), 0);
 	p->dev.sandbox = p->sandbox;
-	CHECK_EQ(vqw_init(&p->w, &pair_vqw_ops, &p->dev, idx, opaque, 2, QSIZE, p->poll_us,
-			  p->gather_us, "test-pair"), 0);
+	CHECK_EQ(vqw_init(&p->w, p->vops ? p->vops : &pair_vqw_ops, &p->dev, idx, opaque, 2,
+			  QSIZE, p->poll_us, p->gather_us, "test-pair"), 0);
 	if (p->fixed)
 		CHECK_EQ(vqw_register_mem(&p->w, &p->d.mem), 0);
 	if (p->pull_rx)
@@ -467,6 +522,37 @@ TEST(ring_makes_sockets_in_empty_slots_outside_the_fd_table)
 /* Every notification the guest sends is counted (a kick is a VM exit:
  * kicks per request say how well notification suppression works), however
  * the kicks fall between the worker's reads of its eventfd. */
+/* A device may start host I/O of its own when the worker begins serving
+ * (vsock: accept on its listening socket) and let go of host state as it
+ * stops (vsock: close its connections' sockets); both on the worker's
+ * thread, and the stop waits for what the second one started. */
+TEST(device_hooks_run_on_the_worker_as_it_begins_and_ends_serving)
+{
+	struct pair *p = pair_alloc((1ULL << IORING_OP_NOP) | (1ULL << IORING_OP_TIMEOUT));
+	unsigned q, spins;
+
+	p->vops = &pair_hooked_ops;
+	pair_up(p);
+	CHECK(p->running);
+	for (spins = 0; !__atomic_load_n(&p->begun, __ATOMIC_ACQUIRE) && spins < 5000; spins++)
+		usleep(1000);
+	CHECK_EQ(__atomic_load_n(&p->begun, __ATOMIC_ACQUIRE), 1);
+	CHECK_EQ(p->ended, 0);
+	vdrv_wr(&p->d, VIRTIO_MMIO_STATUS, 0);      /* reset: vqw_stop */
+	CHECK_EQ(p->ended, 1);
+	CHECK(p->end_io_done);
+	CHECK_EQ(p->inflight, 0);
+	CHECK_EQ(vdrv_negotiate(&p->d, VIRTIO_BIT(VIRTIO_F_VERSION_1)), 0);
+	for (q = 0; q < 2; q++)
+		CHECK_EQ(vdrv_queue_setup(&p->d, q, QSIZE), 1);
+	vdrv_driver_ok(&p->d);
+	for (spins = 0; __atomic_load_n(&p->begun, __ATOMIC_ACQUIRE) < 2 && spins < 5000; spins++)
+		usleep(1000);
+	CHECK_EQ(__atomic_load_n(&p->begun, __ATOMIC_ACQUIRE), 2);
+	CHECK(!p->hook_off_thread);
+	pair_free(p);
+}
+
 TEST(worker_counts_every_guest_notification)
 {
 	struct pair *p = pair_new(false);
