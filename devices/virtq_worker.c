@@ -200,7 +200,9 @@ static void drain(struct vqw_queue *q)
 		q->w->worked = true;
 		STAT_ADD(q, requests, 1);
 		q->w->ops->chain(q, &q->w->chain);
-		if (q->broken)
+		/* Held: the device took this chain but no more (its host
+		 * resources are used up); the rest wait in the ring. */
+		if (q->broken || q->held)
 			return;
 	}
 	q->more = true;  /* a ring's worth: the others get their turn first */

@@ -425,7 +425,8 @@ static inline void vqw_want(struct vqw_queue *q)
 }
 /* Stop draining q (hold) or let it drain again (release): for a device
  * whose host resources for the queue are used up (bytes in flight), so
- * that what the guest posts waits in the ring. */
+ * that what the guest posts waits in the ring. A hold from ops->chain
+ * takes effect at once: that chain is the last one popped. */
 static inline void vqw_hold(struct vqw_queue *q, bool hold)
 {
 	q->held = hold;

@@ -1803,11 +1803,12 @@ TEST(segments_over_size_max_and_oversized_write_zeroes_are_ioerr)
 }
 
 /* A queue's host work in flight is bounded: with more write-zeroes range
- * posted at once than BLK_QUEUE_BUDGET, the one that does not fit waits
- * for the others (counted in budget_waits), and all complete. */
+ * posted at once than BLK_QUEUE_BUDGET, those that do not fit wait for
+ * the others (counted in budget_waits; the queue is held from the first,
+ * so the second stays in the ring), and all complete. */
 TEST(host_work_in_flight_per_queue_is_bounded)
 {
-	unsigned n = (unsigned)(BLK_QUEUE_BUDGET / (BLK_DWZ_MAX_SECTORS * 512ULL)) + 1, i;
+	unsigned n = (unsigned)(BLK_QUEUE_BUDGET / (BLK_DWZ_MAX_SECTORS * 512ULL)) + 2, i;
 	uint64_t st[8];
 	uint32_t id, len;
 	struct blk_queue_stats s;
@@ -1827,7 +1828,7 @@ TEST(host_work_in_flight_per_queue_is_bounded)
 	for (i = 0; i < n; i++)
 		CHECK_EQ(st_of(&t, st[i]), VIRTIO_BLK_S_OK);
 	stats(&t, 0, &s);
-	CHECK_EQ(s.budget_waits, 1);
+	CHECK(s.budget_waits >= 1 && s.budget_waits <= 2);
 	teardown(&t);
 }
 
