@@ -197,6 +197,20 @@ struct mvm_disk {
 				 * runs without); default false */
 };
 
+/* A virtio-vsock device (one per VM): a stream channel between the
+ * guest and host programs, as Firecracker's and Cloud Hypervisor's
+ * "hybrid vsock" over Unix sockets. Host programs connect to `socket` and
+ * write "CONNECT <port>\n" to reach the guest's port (mvm answers
+ * "OK <host port>\n"); a guest connecting to CID 2 port P reaches
+ * whoever listens on the Unix socket "<socket>_P". */
+struct mvm_vsock {
+	size_t size;            /* sizeof(struct mvm_vsock): mvm_vsock_init */
+	unsigned cid;           /* the guest's CID, 3..0xfffffffe */
+	const char *socket;     /* PATH of the listening Unix socket mvm makes */
+	enum mvm_transport transport;   /* default: the architecture's */
+	unsigned conns;         /* connections at once, 1..4096; default 1024 */
+};
+
 /* Why a VM ended. */
 enum mvm_exit_reason {
 	MVM_EXIT_POWEROFF,      /* the guest powered off or rebooted: status 0 */

@@ -210,3 +210,53 @@ TEST(one_key_alone)
 	CHECK(strstr(err, "no key 'nope'; the keys are flag, on=on|off"));
 	CHECK_EQ(t.count, 5);           /* refusals leave the struct alone */
 }
+
+/* A table with no word before the keys, and keys a spec must give
+ * ("cid=N,socket=PATH"): the syntax leads with them, unbracketed, and a
+ * struct without them is refused naming the missing key. */
+struct addr {
+	unsigned id;
+	const char *where;
+	unsigned conns;
+};
+#define AOFF(m, t) KV_OFF(struct addr, m, t)
+static const struct kv_key addr_keys[] = {
+	{ "id", KV_UINT, AOFF(id, unsigned), .min = 3, .max = 100, .required = true, .meta = "N",
+	  .help = "whose" },
+	{ "where", KV_STRING, AOFF(where, const char *), .max = 16, .required = true,
+	  .meta = "PATH", .help = "there" },
+	{ "conns", KV_UINT, AOFF(conns, unsigned), .min = 1, .max = 9, .def = 4, .meta = "N",
+	  .help = "how many" },
+};
+static const struct kv_table addr_table = {
+	.what = "addr", .keys = addr_keys, .nkeys = sizeof(addr_keys) / sizeof(addr_keys[0]),
+};
+
+TEST(a_table_of_keys_alone_with_required_ones)
+{
+	struct addr a = { 0 };
+	char text[256];
+
+	kv_syntax(&addr_table, text, sizeof(text));
+	CHECK_STR(text, "id=N,where=PATH[,conns=N]");
+	kv_defaults(&addr_table, &a);
+	CHECK_EQ(a.conns, 4);
+	CHECK_EQ(kv_parse(&addr_table, "where=/x,id=7", &a, buf, sizeof(buf), err, sizeof(err)),
+		 0);
+	CHECK_EQ(a.id, 7);
+	CHECK_STR(a.where, "/x");
+	CHECK_EQ(kv_check(&addr_table, &a, "/x", err, sizeof(err)), 0);
+	a = (struct addr){ .conns = 4 };
+	CHECK_EQ(kv_parse(&addr_table, "id=5", &a, buf, sizeof(buf), err, sizeof(err)), 0);
+	CHECK_EQ(kv_check(&addr_table, &a, "-", err, sizeof(err)), -EINVAL);
+	CHECK(strstr(err, "where= is missing; use id=N,where=PATH[,conns=N]"));
+	a.where = "/y";
+	a.id = 0;
+	CHECK_EQ(kv_check(&addr_table, &a, "/y", err, sizeof(err)), -EINVAL);
+	CHECK(strstr(err, "id= is missing"));
+	CHECK_EQ(kv_parse(&addr_table, "", &a, buf, sizeof(buf), err, sizeof(err)), -EINVAL);
+	CHECK(strstr(err, "empty spec"));
+	CHECK_EQ(kv_parse(&addr_table, "id=2,where=/z", &a, buf, sizeof(buf), err, sizeof(err)),
+		 -EINVAL);
+	CHECK(strstr(err, "use a number from 3 to 100"));
+}

@@ -213,23 +213,29 @@ int kv_parse(const struct kv_table *t, const char *spec, void *obj, char *buf, s
 	size_t n;
 
 	if (!spec)
-		return err_set(err, errlen, -EINVAL, "%s: no spec; give %s[,key=value]...", t->what,
-			      t->first);
+		return err_set(err, errlen, -EINVAL, "%s: no spec; give %s%skey=value...", t->what,
+			      t->first ? t->first : "", t->first ? "[," : "[");
 	n = strlen(spec);
 	if (!buf || n >= buflen)
 		return err_set(err, errlen, -ENOSPC, "%s '%.64s': %zu bytes, more than the %zu "
 			      "bytes of room for it; give a buffer of strlen(spec) + 1", t->what,
 			      spec, n, buflen);
 	memcpy(buf, spec, n + 1);
-	next = strchr(buf, ',');
-	if (next)
-		*next++ = '\0';
-	if (!*buf) {
+	next = buf;
+	if (t->first) {
+		next = strchr(buf, ',');
+		if (next)
+			*next++ = '\0';
+		if (!*buf) {
+			kv_syntax(t, syntax, sizeof(syntax));
+			return err_set(err, errlen, -EINVAL, "%s '%s': missing %s; use %s", t->what,
+				      spec, t->first_name, syntax);
+		}
+		*(const char **)kv_field(obj, &(struct kv_key){ .off = t->first_off }) = buf;
+	} else if (!*buf) {
 		kv_syntax(t, syntax, sizeof(syntax));
-		return err_set(err, errlen, -EINVAL, "%s '%s': missing %s; use %s", t->what, spec,
-			      t->first_name, syntax);
+		return err_set(err, errlen, -EINVAL, "%s: an empty spec; use %s", t->what, syntax);
 	}
-	*(const char **)kv_field(obj, &(struct kv_key){ .off = t->first_off }) = buf;
 	for (p = next; p; p = next) {
 		const struct kv_key *k = NULL;
 		char *val;
@@ -267,6 +273,16 @@ int kv_parse(const struct kv_table *t, const char *spec, void *obj, char *buf, s
 	return 0;
 }
 
+static int kv_missing(const struct kv_table *t, const struct kv_key *k, const char *name,
+		      char *err, size_t errlen)
+{
+	char syntax[1024];
+
+	kv_syntax(t, syntax, sizeof(syntax));
+	return err_set(err, errlen, -EINVAL, "%s %s: %s= is missing; use %s", t->what, name,
+		      k->name, syntax);
+}
+
 int kv_check(const struct kv_table *t, const void *obj, const char *name, char *err,
 	     size_t errlen)
 {
@@ -287,6 +303,8 @@ int kv_check(const struct kv_table *t, const void *obj, const char *name, char *
 			break;          /* a bool holds nothing else */
 		case KV_UINT:
 			u = *(const unsigned *)f;
+			if (u == 0 && k->required)
+				return kv_missing(t, k, name, err, errlen);
 			if ((u == 0 && k->zero_is_unset) ||
 			    (u >= k->min && u <= (k->check_max ? k->check_max : k->max)))
 				break;
@@ -312,6 +330,8 @@ int kv_check(const struct kv_table *t, const void *obj, const char *name, char *
 				      k->name);
 		case KV_STRING:
 			s = *(const char *const *)f;
+			if (!s && k->required)
+				return kv_missing(t, k, name, err, errlen);
 			if (!s)
 				break;
 			if (strlen(s) > k->max)
@@ -362,11 +382,20 @@ size_t kv_syntax(const struct kv_table *t, char *buf, size_t len)
 	size_t i;
 
 	kv_out_init(&o, buf, len);
-	kv_put(&o, "%s", t->first);
+	if (t->first)
+		kv_put(&o, "%s", t->first);
+	/* The required keys first, as the first word is: "cid=N,socket=PATH". */
 	for (i = 0; i < t->nkeys; i++) {
-		if (!t->keys[i].help)
+		if (!t->keys[i].help || !t->keys[i].required)
 			continue;
-		kv_put(&o, "[,");
+		if (o.n)
+			kv_put(&o, ",");
+		kv_key_syntax(&t->keys[i], &o);
+	}
+	for (i = 0; i < t->nkeys; i++) {
+		if (!t->keys[i].help || t->keys[i].required)
+			continue;
+		kv_put(&o, o.n ? "[," : "[");
 		kv_key_syntax(&t->keys[i], &o);
 		kv_put(&o, "]");
 	}

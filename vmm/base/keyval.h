@@ -40,6 +40,8 @@ struct kv_key {
 	bool no_default;        /* kv_defaults leaves the field alone */
 	bool zero_is_unset;     /* KV_UINT: 0 in a struct means "not set", so
 				 * kv_check lets it pass; key=0 is refused */
+	bool required;          /* KV_UINT, KV_STRING: kv_check refuses 0 or NULL
+				 * as missing; the syntax shows it unbracketed */
 	const struct kv_value *values;  /* KV_BOOL, KV_ENUM: NULL-terminated */
 	const char *meta;       /* the value's name in the syntax: N, USEC, ID */
 	const char *unit;       /* KV_UINT: "us" where the number is a time */
@@ -49,7 +51,8 @@ struct kv_key {
 
 struct kv_table {
 	const char *what;       /* "disk": every message starts with it */
-	const char *first;      /* what comes before the first comma: "PATH" */
+	const char *first;      /* what comes before the first comma: "PATH";
+				 * NULL: none, the spec is keys alone */
 	const char *first_name; /* ... in words, for messages: "image path" */
 	size_t first_off;       /* its const char * field */
 	const struct kv_key *keys;
