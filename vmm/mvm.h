@@ -65,9 +65,9 @@ extern "C" {
  * is passed with it) make a new MINOR: a program built against an older
  * header runs against a newer library of the same MAJOR. */
 #define MVM_VERSION_MAJOR 2
-#define MVM_VERSION_MINOR 1
+#define MVM_VERSION_MINOR 2
 #define MVM_VERSION_PATCH 0
-#define MVM_VERSION_STRING "2.1.0"
+#define MVM_VERSION_STRING "2.2.0"
 #define MVM_ERR_MAX 512          /* enough for any message */
 /* For the statistics calls: every vCPU, every disk, every queue. */
 #define MVM_ALL (~0u)
@@ -300,6 +300,17 @@ size_t mvm_disk_syntax(char *buf, size_t len);
  * indented by indent), into buf as mvm_disk_syntax. Since 2.1. */
 size_t mvm_disk_help(unsigned indent, char *buf, size_t len);
 
+/* The vsock device's (struct mvm_vsock) counterparts of the four calls
+ * above, over mvm(1)'s --vsock syntax "cid=N,socket=PATH[,key=value]..."
+ * (socket then points into buf). mvm_vsock_init leaves cid and socket
+ * unset: mvm_add_vsock refuses a struct without them. Since 2.2. */
+void mvm_vsock_init_size(struct mvm_vsock *vsock, size_t size);
+#define mvm_vsock_init(vsock) mvm_vsock_init_size((vsock), sizeof(*(vsock)))
+int mvm_vsock_parse(struct mvm_vsock *vsock, const char *spec, char *buf, size_t buflen,
+		    char *err, size_t errlen);
+size_t mvm_vsock_syntax(char *buf, size_t len);
+size_t mvm_vsock_help(unsigned indent, char *buf, size_t len);
+
 /* Check cfg and make a VM that is not running yet (the config is copied;
  * files are checked and the kernel is parsed now). 0 or -errno. */
 int mvm_create(const struct mvm_config *cfg, struct mvm **out, char *err, size_t errlen);
@@ -308,6 +319,12 @@ int mvm_create(const struct mvm_config *cfg, struct mvm **out, char *err, size_t
  * image is opened and locked now (an image another VM holds read-write is
  * refused: -EBUSY). -EBUSY after mvm_start, -ENOSPC past MVM_MAX_DISKS. */
 int mvm_add_disk(struct mvm *vm, const struct mvm_disk *disk, char *err, size_t errlen);
+
+/* Give the VM its virtio-vsock device (one per VM) before mvm_start. The
+ * listening socket is made at mvm_start (mvm_prepare), and removed when
+ * the VM is destroyed. -EBUSY after mvm_start, -EEXIST for a second one.
+ * Since 2.2. */
+int mvm_add_vsock(struct mvm *vm, const struct mvm_vsock *vsock, char *err, size_t errlen);
 
 /* Everything of mvm_start that opens or creates something, and no thread:
  * open /dev/kvm, create the KVM VM, its devices and vCPUs, load the kernel.
@@ -371,6 +388,7 @@ enum mvm_thread_kind {
 	MVM_THREAD_IO,          /* a disk's I/O thread; index: the first queue it serves */
 	MVM_THREAD_CONTROL,     /* the console and the VM's end */
 	MVM_THREAD_DEVICE,      /* a device's helper (virtio-pci's INTx resampler) */
+	MVM_THREAD_VSOCK,       /* the vsock device's thread (index 0); since 2.2 */
 };
 
 struct mvm_thread {

@@ -620,3 +620,39 @@ TEST(binary_as_root_without_ids_is_refused)
 	CHECK(strstr(out, "mvm: running as root with --sandbox on: a guest that escaped"));
 	CHECK(strstr(out, "--uid 0 --gid 0"));
 }
+
+/* --vsock: the device's keys, --transport as its default too, once. */
+TEST(vsock_option_fills_the_librarys_struct)
+{
+	struct cli_config c;
+
+	CHECK_EQ(PARSE(&c, "--vsock", "cid=7,socket=/run/v.sock", "--transport", "mmio"), 0);
+	CHECK(c.has_vsock);
+	CHECK_EQ(c.vsock.cid, 7);
+	CHECK_STR(c.vsock.socket, "/run/v.sock");
+	CHECK_EQ(c.vsock.conns, 1024);
+	CHECK_EQ(c.vsock.transport, MVM_TRANSPORT_MMIO);
+	CHECK_EQ(c.vsock.size, sizeof(c.vsock));
+	CHECK_EQ(PARSE(&c, "--transport", "mmio", "--vsock", "socket=/v,cid=9,transport=pci,"
+		       "conns=4"), 0);
+	CHECK_EQ(c.vsock.transport, MVM_TRANSPORT_PCI);
+	CHECK_EQ(c.vsock.conns, 4);
+	CHECK_EQ(PARSE(&c, "--kernel", "k"), 0);
+	CHECK(!c.has_vsock);
+}
+
+TEST(bad_vsock_options)
+{
+	struct cli_config c;
+
+	CHECK_EQ(PARSE(&c, "--vsock", "cid=2,socket=/v"), -EINVAL);
+	CHECK(strstr(err, "--vsock cid='2': out of range; use a number from 3 to 4294967294"));
+	CHECK_EQ(PARSE(&c, "--vsock", "cid=3,socket=/v,conns=5000"), -EINVAL);
+	CHECK(strstr(err, "1 to 4096"));
+	CHECK_EQ(PARSE(&c, "--vsock", "cid=3,port=5"), -EINVAL);
+	CHECK(strstr(err, "unknown option 'port=5'"));
+	CHECK_EQ(PARSE(&c, "--vsock", "cid=3,socket=/a", "--vsock", "cid=4,socket=/b"), -EINVAL);
+	CHECK(strstr(err, "a VM has one vsock device"));
+	CHECK_EQ(PARSE(&c, "--vsock", ""), -EINVAL);
+	CHECK(strstr(err, "empty spec; use cid=N,socket=PATH"));
+}

@@ -654,3 +654,44 @@ TEST(structs_carry_their_size_and_may_grow)
 	n.future = 7;
 	create_fails(&n.c, -EINVAL, "set fields that this libmvm");
 }
+
+/* The vsock device's struct: defaults, the --vsock syntax, and what
+ * mvm_add_vsock refuses (the same table's limits), one per VM. */
+TEST(vsock_parse_and_add_take_one_device)
+{
+	struct mvm_config c;
+	struct mvm_vsock v;
+	struct mvm *vm;
+	char buf[256], syntax[256];
+
+	need_disk_transport();
+	setup();
+	c = config();
+	CHECK_EQ(mvm_create(&c, &vm, err, sizeof(err)), 0);
+	mvm_vsock_init(&v);
+	CHECK_EQ(v.size, sizeof(v));
+	CHECK_EQ(v.cid, 0);
+	CHECK(!v.socket);
+	CHECK_EQ(v.conns, 1024);
+	CHECK_EQ(v.transport, arch_layout.has_ccw ? MVM_TRANSPORT_CCW : MVM_TRANSPORT_PCI);
+	CHECK_EQ(mvm_add_vsock(vm, &v, err, sizeof(err)), -EINVAL);
+	CHECK(strstr(err, "cid= is missing"));
+	CHECK(mvm_vsock_syntax(syntax, sizeof(syntax)) == strlen(syntax));
+	CHECK_STR(syntax, "cid=N,socket=PATH[,conns=N][,transport=mmio|pci|ccw]");
+	CHECK_EQ(mvm_vsock_parse(&v, "cid=5", buf, sizeof(buf), err, sizeof(err)), 0);
+	CHECK_EQ(mvm_add_vsock(vm, &v, err, sizeof(err)), -EINVAL);
+	CHECK(strstr(err, "socket= is missing"));
+	CHECK_EQ(mvm_vsock_parse(&v, "socket=/tmp/mvm-test-v.sock,conns=2", buf, sizeof(buf),
+				 err, sizeof(err)), 0);
+	CHECK_EQ(v.cid, 5);
+	CHECK_EQ(v.conns, 2);
+	v.conns = 0;
+	CHECK_EQ(mvm_add_vsock(vm, &v, err, sizeof(err)), -EINVAL);
+	CHECK(strstr(err, "conns; give 1 to 4096"));
+	v.conns = 2;
+	CHECK_EQ(mvm_add_vsock(vm, &v, err, sizeof(err)), 0);
+	CHECK_EQ(mvm_add_vsock(vm, &v, err, sizeof(err)), -EEXIST);
+	CHECK(strstr(err, "has one already"));
+	CHECK_EQ(mvm_add_vsock(NULL, &v, err, sizeof(err)), -EINVAL);
+	mvm_destroy(vm);
+}

@@ -419,7 +419,7 @@ size_t kv_help(const struct kv_table *t, unsigned indent, char *buf, size_t len)
 
 		if (!h)
 			continue;
-		kv_put(&o, "%*s,", (int)indent, "");
+		kv_put(&o, "%*s%s", (int)indent, "", t->first ? "," : "");
 		kv_key_syntax(&t->keys[i], &o);
 		at = (unsigned)(o.n - line);
 		if (at >= col) {

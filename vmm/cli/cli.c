@@ -13,7 +13,7 @@ enum {
 	OPT_MEM = 'm', OPT_HELP = 'h', OPT_VERSION = 'V',
 	OPT_STATS = 0x100, OPT_DISK, OPT_QUEUES, OPT_IO_THREADS, OPT_TRANSPORT, OPT_PROBE_KVM,
 	OPT_SANDBOX, OPT_CHROOT, OPT_UID, OPT_GID, OPT_PVPANIC, OPT_NETNS, OPT_NEW_PID_NS,
-	OPT_CGROUP, OPT_CGROUP_SET, OPT_ID,
+	OPT_CGROUP, OPT_CGROUP_SET, OPT_ID, OPT_VSOCK,
 };
 
 /* One row per option; cli_parse switches on .val. */
@@ -28,6 +28,7 @@ static const struct option cli_options[] = {
 	{ "queues",  required_argument, NULL, OPT_QUEUES },
 	{ "io-threads", required_argument, NULL, OPT_IO_THREADS },
 	{ "transport", required_argument, NULL, OPT_TRANSPORT },
+	{ "vsock",   required_argument, NULL, OPT_VSOCK },
 	{ "probe-kvm", no_argument,     NULL, OPT_PROBE_KVM },
 	{ "sandbox", required_argument, NULL, OPT_SANDBOX },
 	{ "pvpanic", required_argument, NULL, OPT_PVPANIC },
@@ -88,6 +89,21 @@ static void cli_usage_disk(FILE *out)
 	fputs(help, out);
 }
 
+/* --vsock's, from the device's table (mvm_vsock_parse). */
+static void cli_usage_vsock(FILE *out)
+{
+	char syntax[512], help[4096];
+
+	mvm_vsock_syntax(syntax, sizeof(syntax));
+	fprintf(out, "  --vsock %s\n"
+		"                   a virtio-vsock device: host programs reach the guest's ports\n"
+		"                   through PATH (\"CONNECT <port>\\n\", as Firecracker and Cloud\n"
+		"                   Hypervisor), the guest's connects to CID 2 port P reach PATH_P:\n",
+		syntax);
+	mvm_vsock_help(19, help, sizeof(help));
+	fputs(help, out);
+}
+
 void cli_usage(FILE *out)
 {
 	fputs("usage: mvm [options]\n"
@@ -101,14 +117,15 @@ void cli_usage(FILE *out)
 	      "                   the host's RAM + swap and below 1 TiB)\n",
 	      out);
 	cli_usage_disk(out);
+	cli_usage_vsock(out);
 	fputs("  --queues N       virtqueues per disk (default 1) for every disk without\n"
 	      "                   ,queues=; without --cpus, the guest gets as many vCPUs as\n"
 	      "                   the most queues of any disk\n"
 	      "  --io-threads N   host threads serving each disk's queues, for every disk\n"
 	      "                   without ,io-threads= (default: one per queue, at most as\n"
 	      "                   many as CPUs mvm may run on; never more than queues)\n"
-	      "  --transport T    pci, mmio or ccw, for every disk without ,transport=\n"
-	      "                   (default: pci on x86, ccw on s390x)\n"
+	      "  --transport T    pci, mmio or ccw, for every disk and --vsock without\n"
+	      "                   ,transport= (default: pci on x86, ccw on s390x)\n"
 	      "  --id NAME        the VM's name in its threads' names (NAME-ctl, NAME-d0q0;\n"
 	      "                   vCPUs are vcpu0, vcpu1, ...): up to 8 letters, digits, '-',\n"
 	      "                   '_' or '.' (default mvm)\n"
@@ -148,6 +165,8 @@ void cli_usage(FILE *out)
 struct cli_state {
 	const char *disk_specs[MVM_MAX_DISKS];
 	struct mvm_disk tmpl;
+	const char *vsock_spec;
+	bool transport_given;
 	bool uid_given, gid_given;
 };
 
@@ -257,11 +276,35 @@ static int cli_disk_option(int c, const char *arg, struct cli_config *cfg, struc
 		st->disk_specs[cfg->ndisks++] = arg;
 		return 1;
 	}
+	if (c == OPT_VSOCK) {
+		if (st->vsock_spec)
+			return cli_err(err, errlen, "--vsock '%s': a second one; a VM has one vsock "
+				       "device (give --vsock once)", arg);
+		st->vsock_spec = arg;
+		return 1;
+	}
 	if (!key)
 		return 0;
 	if (mvm_disk_set(&st->tmpl, key, arg, err, errlen))
 		return cli_err_option(err, errlen);
+	st->transport_given |= c == OPT_TRANSPORT;
 	return 1;
+}
+
+/* --vsock's value into cfg->vsock: --transport's default, then the spec. */
+static int cli_parse_vsock(struct cli_config *cfg, const struct cli_state *st, char *err,
+			   size_t errlen)
+{
+	if (!st->vsock_spec)
+		return 0;
+	mvm_vsock_init(&cfg->vsock);
+	if (st->transport_given)
+		cfg->vsock.transport = st->tmpl.transport;
+	if (mvm_vsock_parse(&cfg->vsock, st->vsock_spec, cfg->vsock_text,
+			    sizeof(cfg->vsock_text), err, errlen))
+		return cli_err_option(err, errlen);
+	cfg->has_vsock = true;
+	return 0;
 }
 
 /* The jail's options (vmm/cli/jail.h). 1: taken, 0: not one of these. */
@@ -351,7 +394,10 @@ int cli_parse(int argc, char **argv, struct cli_config *cfg, char *err, size_t e
 		return cli_err(err, errlen, "--%s given without --%s; give both",
 			       st.uid_given ? "uid" : "gid", st.uid_given ? "gid" : "uid");
 	cfg->ids_set = st.uid_given;
-	/* Disks last: the template is complete once the line is read. */
+	/* Disks and vsock last: the template is complete once the line is read. */
+	ret = cli_parse_vsock(cfg, &st, err, errlen);
+	if (ret)
+		return ret;
 	return cli_parse_disks(cfg, &st, err, errlen);
 }
 

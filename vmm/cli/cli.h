@@ -32,6 +32,10 @@ struct cli_config {
 	 * stand on the line. */
 	struct mvm_disk disks[MVM_MAX_DISKS];
 	unsigned ndisks;
+	/* --vsock cid=N,socket=PATH[,...] (once); --transport is its default
+	 * too. */
+	bool has_vsock;
+	struct mvm_vsock vsock;
 	bool cpus_given;        /* --cpus on the command line */
 	bool stats;
 	bool help;
@@ -51,6 +55,7 @@ struct cli_config {
 	unsigned ncgroup_set;
 	/* storage: the disks' strings, the default guest's paths */
 	char disk_text[CLI_DISK_TEXT];
+	char vsock_text[4096];
 	char kernel_buf[4096];
 	char initrd_buf[4096];
 };

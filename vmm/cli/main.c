@@ -50,7 +50,8 @@ static void main_log(void *opaque, enum mvm_log_level level, const char *msg)
 static const char *main_option_prefix(const char *msg)
 {
 	static const char *const fields[] = { "kernel ", "initrd ", "cmdline", "cpus ",
-					      "mem ", "disk ", "disk:", "pvpanic ", "id " };
+					      "mem ", "disk ", "disk:", "pvpanic ", "id ", "vsock ",
+					      "vsock:" };
 	unsigned i;
 
 	for (i = 0; i < ARRAY_SIZE(fields); i++)
@@ -220,6 +221,14 @@ static struct mvm *main_create(const struct cli_config *cfg, uint64_t start_ns,
 		 * all of guest RAM in its ring. */
 		if (d->fixed_buffers)
 			jail->memlock += cfg->vm.mem * d->queues;
+	}
+	if (cfg->has_vsock) {
+		if (mvm_add_vsock(vm, &cfg->vsock, err, sizeof(err)))
+			die_usage("%s%s", main_option_prefix(err), err);
+		/* Its thread, ring, listening socket and 3 queues' eventfds
+		 * (the sockets live in the ring, not the fd table). */
+		jail->threads += 1 + (cfg->vsock.transport == MVM_TRANSPORT_PCI);
+		jail->fds += 6;
 	}
 	return vm;
 }

@@ -31,6 +31,7 @@
 #include "devices/pci.h"
 #include "devices/pvpanic.h"
 #include "devices/virtio_blk.h"
+#include "devices/virtio_vsock.h"
 #include "devices/virtio_mmio.h"
 #include "devices/virtio_pci.h"
 #include "devices/virtq_worker.h"
@@ -94,6 +95,12 @@ struct mvm {
 
 	struct mvm_disk_slot disks[MVM_MAX_DISKS];
 	unsigned ndisks;
+	/* The vsock device: its options (socket pointing at vsock_path) from
+	 * mvm_add_vsock, the device from mvm_prepare (the VM owns it). */
+	bool has_vsock;
+	struct mvm_vsock vsock;
+	char vsock_path[VSOCK_PATH_MAX + 1];
+	struct virtio_dev *vsock_dev;
 
 	struct vm vm;
 	bool vm_up;
@@ -159,6 +166,8 @@ static void mvm_log_bridge(void *opaque, int level, const char *msg)
  * they are. */
 #define MVM_CONFIG_SIZE_MIN offsetof(struct mvm_config, pvpanic)
 #define MVM_DISK_SIZE_MIN (offsetof(struct mvm_disk, fixed_buffers) + sizeof(bool))
+/* 2.2's: the first. */
+#define MVM_VSOCK_SIZE_MIN (offsetof(struct mvm_vsock, conns) + sizeof(unsigned))
 
 const char *mvm_version(void)
 {
@@ -283,6 +292,62 @@ size_t mvm_disk_syntax(char *buf, size_t len)
 size_t mvm_disk_help(unsigned indent, char *buf, size_t len)
 {
 	return kv_help(&blk_disk_keys, indent, buf, len);
+}
+
+void mvm_vsock_init_size(struct mvm_vsock *vsock, size_t size)
+{
+	struct mvm_vsock v;
+
+	memset(&v, 0, sizeof(v));
+	kv_defaults(&vsock_keys, &v);
+	v.transport = arch_layout.has_ccw ? MVM_TRANSPORT_CCW : MVM_TRANSPORT_PCI;
+	if (vsock)
+		mvm_give(vsock, size, &v, sizeof(v));
+}
+
+int mvm_vsock_parse(struct mvm_vsock *vsock, const char *spec, char *buf, size_t buflen,
+		    char *err, size_t errlen)
+{
+	struct mvm_vsock v;
+	int r;
+
+	if (!vsock)
+		return err_set(err, errlen, -EINVAL, "vsock: NULL; fill one with mvm_vsock_init");
+	mvm_vsock_init(&v);
+	r = mvm_take(&v, sizeof(v), vsock, vsock->size, MVM_VSOCK_SIZE_MIN, "vsock",
+		     "mvm_vsock_init", err, errlen);
+	if (r)
+		return r;
+	r = kv_parse(&vsock_keys, spec, &v, buf, buflen, err, errlen);
+	if (r)
+		return r;
+	memcpy(vsock, &v, MIN(vsock->size, sizeof(v)));
+	return 0;
+}
+
+size_t mvm_vsock_syntax(char *buf, size_t len)
+{
+	return kv_syntax(&vsock_keys, buf, len);
+}
+
+size_t mvm_vsock_help(unsigned indent, char *buf, size_t len)
+{
+	return kv_help(&vsock_keys, indent, buf, len);
+}
+
+/* A transport the board has, or why not ("disk PATH", "vsock PATH"). */
+static int mvm_transport_check(enum mvm_transport t, const char *what, const char *name,
+			       char *err, size_t errlen)
+{
+	if ((t == MVM_TRANSPORT_PCI && arch_layout.pci_mmio_end == 0) ||
+	    (t == MVM_TRANSPORT_MMIO && arch_layout.virtio_mmio_max == 0) ||
+	    (t == MVM_TRANSPORT_CCW && !arch_layout.has_ccw))
+		return err_set(err, errlen, -EINVAL, "%s %s: transport %s: %s guests have no "
+			       "such bus; give transport=%s", what, name,
+			       t == MVM_TRANSPORT_PCI ? "pci" : t == MVM_TRANSPORT_MMIO ? "mmio" :
+			       "ccw", arch_layout.name,
+			       arch_layout.has_ccw ? "ccw" : "pci or transport=mmio");
+	return 0;
 }
 
 unsigned mvm_max_cpus(void)
@@ -527,14 +592,9 @@ int mvm_add_disk(struct mvm *m, const struct mvm_disk *theirs, char *err, size_t
 	ret = kv_check(&blk_disk_keys, d, d->path, err, errlen);
 	if (ret)
 		return ret;
-	if ((d->transport == MVM_TRANSPORT_PCI && arch_layout.pci_mmio_end == 0) ||
-	    (d->transport == MVM_TRANSPORT_MMIO && arch_layout.virtio_mmio_max == 0) ||
-	    (d->transport == MVM_TRANSPORT_CCW && !arch_layout.has_ccw))
-		return err_set(err, errlen, -EINVAL, "disk %s: transport %s: %s guests have no "
-			       "such bus; give transport=%s", d->path,
-			       d->transport == MVM_TRANSPORT_PCI ? "pci" :
-			       d->transport == MVM_TRANSPORT_MMIO ? "mmio" : "ccw", arch_layout.name,
-			       arch_layout.has_ccw ? "ccw" : "pci or transport=mmio");
+	ret = mvm_transport_check(d->transport, "disk", d->path, err, errlen);
+	if (ret)
+		return ret;
 	s = &m->disks[m->ndisks];
 	memset(s, 0, sizeof(*s));
 	s->opts = *d;
@@ -547,6 +607,39 @@ int mvm_add_disk(struct mvm *m, const struct mvm_disk *theirs, char *err, size_t
 	if (ret)
 		return ret;
 	m->ndisks++;
+	return 0;
+}
+
+int mvm_add_vsock(struct mvm *m, const struct mvm_vsock *theirs, char *err, size_t errlen)
+{
+	struct mvm_vsock v;
+	int ret;
+
+	if (!m || !theirs)
+		return err_set(err, errlen, -EINVAL, "mvm_add_vsock: %s is NULL",
+			       m ? "vsock" : "vm");
+	mvm_vsock_init(&v);
+	ret = mvm_take(&v, sizeof(v), theirs, theirs->size, MVM_VSOCK_SIZE_MIN, "vsock",
+		       "mvm_vsock_init", err, errlen);
+	if (ret)
+		return ret;
+	if (atomic_load(&m->state) != MVM_CREATED)
+		return err_set(err, errlen, -EBUSY, "vsock: the VM has been started; add it "
+			       "before mvm_start");
+	if (m->has_vsock)
+		return err_set(err, errlen, -EEXIST, "vsock %s: the VM has one already (at %s); "
+			       "give one --vsock", v.socket ? v.socket : "(null)", m->vsock_path);
+	/* The device's table: the limits mvm_vsock_parse and mvm(1) take. */
+	ret = kv_check(&vsock_keys, &v, v.socket ? v.socket : "(no socket)", err, errlen);
+	if (ret)
+		return ret;
+	ret = mvm_transport_check(v.transport, "vsock", v.socket, err, errlen);
+	if (ret)
+		return ret;
+	m->vsock = v;
+	m->vsock.size = sizeof(m->vsock);
+	m->vsock.socket = strcpy(m->vsock_path, v.socket);
+	m->has_vsock = true;
 	return 0;
 }
 
@@ -625,6 +718,42 @@ static int mvm_attach_disks(struct mvm *m, char *err, size_t errlen)
 		}
 		s->dev = dev;
 	}
+	return 0;
+}
+
+/* The vsock device on its transport, after the disks (which keep their
+ * places on the bus). Its socket is made here. Before vCPUs start. */
+static int mvm_attach_vsock(struct mvm *m, char *err, size_t errlen)
+{
+	const char *kind = m->vsock.transport == MVM_TRANSPORT_PCI ? "virtio-pci" :
+			   m->vsock.transport == MVM_TRANSPORT_CCW ? "virtio-ccw" : "virtio-mmio";
+	struct virtio_dev *dev;
+	int ret;
+
+	if (!m->has_vsock)
+		return 0;
+	ret = vsock_dev_new(&m->vsock, &m->vm.mem, &dev, err, errlen);
+	if (ret)
+		return ret;
+	snprintf(dev->thread_prefix, sizeof(dev->thread_prefix), "%.8s-vs", m->id);
+	if (m->vsock.transport == MVM_TRANSPORT_PCI) {
+		ret = mvm_pci_bus(m, err, errlen);
+		if (ret) {
+			virtio_dev_destroy(dev);
+			return ret;
+		}
+	}
+	if (m->vsock.transport == MVM_TRANSPORT_CCW)
+		ret = arch_attach_ccw(&m->vm, dev);
+	else
+		ret = m->vsock.transport == MVM_TRANSPORT_PCI ?
+		      virtio_pci_attach(&m->vm, &m->pci, dev) : virtio_mmio_attach(&m->vm, dev);
+	if (ret) {
+		virtio_dev_destroy(dev);
+		return err_set(err, errlen, ret, "vsock %s: cannot attach the %s device: %s",
+			       m->vsock_path, kind, strerror(-ret));
+	}
+	m->vsock_dev = dev;
 	return 0;
 }
 
@@ -837,7 +966,7 @@ int mvm_prepare(struct mvm *m, char *err, size_t errlen)
 		       err_set(err, errlen, -EBUSY, "mvm_prepare: the VM was prepared already");
 	m->phase_ns[MVM_PHASE_CREATE] = mono_ns();
 	/* From here on, any failure leaves the VM FAILED (destroy only). */
-	if (m->ndisks) {
+	if (m->ndisks || m->has_vsock) {
 		/* Said now, not as a queue that fails at the guest's DRIVER_OK. */
 		ret = vqw_probe();
 		if (ret)
@@ -882,6 +1011,9 @@ int mvm_prepare(struct mvm *m, char *err, size_t errlen)
 			       m->cfg.console_out, strerror(-ret));
 	m->out_up = true;
 	ret = mvm_attach_disks(m, err, errlen);
+	if (ret)
+		return ret;
+	ret = mvm_attach_vsock(m, err, errlen);
 	if (ret)
 		return ret;
 	ret = mvm_attach_pvpanic(m, err, errlen);
@@ -1196,6 +1328,13 @@ int mvm_get_threads(const struct mvm *cm, struct mvm_thread *out, size_t n, size
 					       w->q[0].idx, i, w->hs.name);
 		mvm_thread_put(out, n, entsize, &count, dev->helper_tid, MVM_THREAD_DEVICE, 0, i,
 			       dev->helper_name);
+	}
+	if (m->vsock_dev) {
+		const struct vqw *w = m->vsock_dev->vqws;
+
+		if (w && w->launched)
+			mvm_thread_put(out, n, entsize, &count, w->hs.tid, MVM_THREAD_VSOCK, 0,
+				       MVM_ALL, w->hs.name);
 	}
 	if (m->control_started)
 		mvm_thread_put(out, n, entsize, &count, m->control_hs.tid, MVM_THREAD_CONTROL, 0,
