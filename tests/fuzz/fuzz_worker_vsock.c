@@ -61,6 +61,11 @@ static struct {
 	unsigned resets;
 } fv;
 
+static void fv_rmdir(void)
+{
+	rmdir(fv.dir);
+}
+
 static void fv_sleep_us(unsigned us)
 {
 	struct timespec ts = { 0, (long)us * 1000 };
@@ -317,6 +322,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		snprintf(fv.dir, sizeof(fv.dir), "/tmp/mvm-fuzz-vsock-XXXXXX");
 		FZ_ASSERT(mkdtemp(fv.dir));
 		snprintf(fv.path, sizeof(fv.path), "%s/v", fv.dir);
+		atexit(fv_rmdir);
 	}
 	fds = count_fds();
 	o.socket = fv.path;
