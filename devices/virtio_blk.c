@@ -2,6 +2,7 @@
  * queue start/stop and --stats. The data path is in blk_queue.c. */
 #include "devices/virtio_blk.h"
 #include "devices/blk_queue.h"
+#include "devices/virtio_transport.h"
 #include "vmm/base/byteorder.h"
 #include "vmm/base/json.h"
 #include "vmm/base/util.h"
@@ -224,13 +225,6 @@ static const struct kv_value blk_cache_values[] = {
 	{ .name = "writeback", .value = MVM_CACHE_WRITEBACK },
 	{ .name = NULL },
 };
-static const struct kv_value blk_transport_values[] = {
-	{ .name = "mmio", .value = MVM_TRANSPORT_MMIO },
-	{ .name = "pci", .value = MVM_TRANSPORT_PCI },
-	{ .name = "ccw", .value = MVM_TRANSPORT_CCW },
-	{ .name = NULL },
-};
-
 /* In the order mvm --help shows them. The transport's default is the
  * architecture's (mvm_disk_init), not the device's. */
 static const struct kv_key blk_keys[] = {
@@ -262,7 +256,7 @@ static const struct kv_key blk_keys[] = {
 		  "batch (default 200; it adapts below that and turns itself off at low "
 		  "queue depths; 0: never)" },
 	{ "transport", KV_ENUM, BLK_KEY(transport, enum mvm_transport),
-	  .values = blk_transport_values, .no_default = true,
+	  .values = vtr_transport_values, .no_default = true,
 	  .help = "the virtio transport (default: --transport, or pci on x86, ccw on s390x)" },
 	{ "packed", KV_BOOL, BLK_KEY(packed, bool), .values = blk_on_off, .def = 1,
 	  .help = "offer the packed ring (default on)" },

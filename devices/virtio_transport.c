@@ -1,6 +1,7 @@
 /* The part of a virtio transport that does not depend on its register
  * layout: see virtio_transport.h. */
 #include "devices/virtio_transport.h"
+#include "vmm/mvm.h"
 #include "vmm/base/json.h"
 
 #include <errno.h>
@@ -10,6 +11,13 @@
 #include <sys/eventfd.h>
 
 #include "vmm/base/log.h"
+
+const struct kv_value vtr_transport_values[] = {
+	{ .name = "mmio", .value = MVM_TRANSPORT_MMIO },
+	{ .name = "pci", .value = MVM_TRANSPORT_PCI },
+	{ .name = "ccw", .value = MVM_TRANSPORT_CCW },
+	{ .name = NULL },
+};
 
 int vtr_init(struct vtr *t, const struct vtr_ops *ops, struct virtio_dev *dev,
 	     const struct virtio_transport_ops *tops, void *transport)

@@ -23,11 +23,16 @@
 #include <stdio.h>
 
 #include "devices/virtio.h"
+#include "vmm/base/keyval.h"
 #include "vmm/kvm/vm.h"
 
 struct json;
 
 struct vtr;
+
+/* What a device's transport= key takes (enum mvm_transport's values), the
+ * one list every device's key table names. */
+extern const struct kv_value vtr_transport_values[];
 
 /* One const table per transport kind. */
 struct vtr_ops {

@@ -21,6 +21,7 @@
 #include <unistd.h>
 
 #include "devices/iov.h"
+#include "devices/virtio_transport.h"
 #include "devices/virtq_worker.h"
 #include "vmm/base/byteorder.h"
 #include "vmm/base/json.h"
@@ -1024,13 +1025,6 @@ static const struct virtio_device_ops vsd_ops = {
 
 #define VSOCK_KEY(member, ctype) KV_OFF(struct mvm_vsock, member, ctype)
 
-static const struct kv_value vsock_transport_values[] = {
-	{ .name = "mmio", .value = MVM_TRANSPORT_MMIO },
-	{ .name = "pci", .value = MVM_TRANSPORT_PCI },
-	{ .name = "ccw", .value = MVM_TRANSPORT_CCW },
-	{ .name = NULL },
-};
-
 static const struct kv_key vsock_key_list[] = {
 	{ "cid", KV_UINT, VSOCK_KEY(cid, unsigned), .min = VSOCK_CID_MIN, .max = VSOCK_CID_MAX,
 	  .required = true, .meta = "N",
@@ -1045,7 +1039,7 @@ static const struct kv_key vsock_key_list[] = {
 	  .help = "connections at once, both ways (default 1024; each takes a registered "
 		  "file, so RLIMIT_NOFILE's hard limit must allow them)" },
 	{ "transport", KV_ENUM, VSOCK_KEY(transport, enum mvm_transport),
-	  .values = vsock_transport_values, .no_default = true,
+	  .values = vtr_transport_values, .no_default = true,
 	  .help = "the virtio transport (default: --transport, or pci on x86, ccw on s390x)" },
 };
 

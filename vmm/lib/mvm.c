@@ -677,6 +677,36 @@ static int mvm_attach_pvpanic(struct mvm *m, char *err, size_t errlen)
 	return 0;
 }
 
+/* A virtio device onto its transport (the PCI bus brought up where it is
+ * the first to need it); on failure the device is destroyed. what and
+ * name say whose it is in the message ("disk", its path). */
+static int mvm_attach_virtio(struct mvm *m, struct virtio_dev *dev, enum mvm_transport t,
+			     const char *what, const char *name, char *err, size_t errlen)
+{
+	const char *kind = t == MVM_TRANSPORT_PCI ? "virtio-pci" :
+			   t == MVM_TRANSPORT_CCW ? "virtio-ccw" : "virtio-mmio";
+	int ret;
+
+	if (t == MVM_TRANSPORT_PCI) {
+		ret = mvm_pci_bus(m, err, errlen);
+		if (ret) {
+			virtio_dev_destroy(dev);
+			return ret;
+		}
+	}
+	if (t == MVM_TRANSPORT_CCW)
+		ret = arch_attach_ccw(&m->vm, dev);
+	else
+		ret = t == MVM_TRANSPORT_PCI ? virtio_pci_attach(&m->vm, &m->pci, dev) :
+					       virtio_mmio_attach(&m->vm, dev);
+	if (ret) {
+		virtio_dev_destroy(dev);
+		return err_set(err, errlen, ret, "%s %s: cannot attach the %s device: %s", what,
+			       name, kind, strerror(-ret));
+	}
+	return 0;
+}
+
 /* Every disk on its transport (vda, vdb, ... in order). The PCI bus exists
  * when some disk uses it, or pvpanic does. Before vCPUs start. */
 static int mvm_attach_disks(struct mvm *m, char *err, size_t errlen)
@@ -686,7 +716,6 @@ static int mvm_attach_disks(struct mvm *m, char *err, size_t errlen)
 
 	for (i = 0; i < m->ndisks; i++) {
 		struct mvm_disk_slot *s = &m->disks[i];
-		bool pci = s->opts.transport == MVM_TRANSPORT_PCI;
 		struct virtio_dev *dev;
 
 		ret = blk_dev_from_image(&s->opts, &s->img, &m->vm.mem, &dev, err, errlen);
@@ -697,25 +726,10 @@ static int mvm_attach_disks(struct mvm *m, char *err, size_t errlen)
 		/* Before launch: "ID-dN", then the worker's "qM" or PCI's "irq". */
 		snprintf(dev->thread_prefix, sizeof(dev->thread_prefix), "%s-d%u", m->id,
 			 i % 100u);     /* i < MVM_MAX_DISKS: what fits 15 bytes */
-		if (pci) {
-			ret = mvm_pci_bus(m, err, errlen);
-			if (ret) {
-				virtio_dev_destroy(dev);
-				return ret;
-			}
-		}
-		if (s->opts.transport == MVM_TRANSPORT_CCW)
-			ret = arch_attach_ccw(&m->vm, dev);
-		else
-			ret = pci ? virtio_pci_attach(&m->vm, &m->pci, dev) :
-				    virtio_mmio_attach(&m->vm, dev);
-		if (ret) {
-			virtio_dev_destroy(dev);
-			return err_set(err, errlen, ret, "disk %s: cannot attach the %s device: %s",
-				       s->opts.path, pci ? "virtio-pci" :
-				       s->opts.transport == MVM_TRANSPORT_CCW ? "virtio-ccw" : "virtio-mmio",
-				       strerror(-ret));
-		}
+		ret = mvm_attach_virtio(m, dev, s->opts.transport, "disk", s->opts.path, err,
+					errlen);
+		if (ret)
+			return ret;
 		s->dev = dev;
 	}
 	return 0;
@@ -725,8 +739,6 @@ static int mvm_attach_disks(struct mvm *m, char *err, size_t errlen)
  * places on the bus). Its socket is made here. Before vCPUs start. */
 static int mvm_attach_vsock(struct mvm *m, char *err, size_t errlen)
 {
-	const char *kind = m->vsock.transport == MVM_TRANSPORT_PCI ? "virtio-pci" :
-			   m->vsock.transport == MVM_TRANSPORT_CCW ? "virtio-ccw" : "virtio-mmio";
 	struct virtio_dev *dev;
 	int ret;
 
@@ -735,24 +747,11 @@ static int mvm_attach_vsock(struct mvm *m, char *err, size_t errlen)
 	ret = vsock_dev_new(&m->vsock, &m->vm.mem, &dev, err, errlen);
 	if (ret)
 		return ret;
+	/* "ID-vs", then the worker's "q0". */
 	snprintf(dev->thread_prefix, sizeof(dev->thread_prefix), "%.8s-vs", m->id);
-	if (m->vsock.transport == MVM_TRANSPORT_PCI) {
-		ret = mvm_pci_bus(m, err, errlen);
-		if (ret) {
-			virtio_dev_destroy(dev);
-			return ret;
-		}
-	}
-	if (m->vsock.transport == MVM_TRANSPORT_CCW)
-		ret = arch_attach_ccw(&m->vm, dev);
-	else
-		ret = m->vsock.transport == MVM_TRANSPORT_PCI ?
-		      virtio_pci_attach(&m->vm, &m->pci, dev) : virtio_mmio_attach(&m->vm, dev);
-	if (ret) {
-		virtio_dev_destroy(dev);
-		return err_set(err, errlen, ret, "vsock %s: cannot attach the %s device: %s",
-			       m->vsock_path, kind, strerror(-ret));
-	}
+	ret = mvm_attach_virtio(m, dev, m->vsock.transport, "vsock", m->vsock_path, err, errlen);
+	if (ret)
+		return ret;
 	m->vsock_dev = dev;
 	return 0;
 }
