@@ -102,6 +102,7 @@ struct vsock_dev {
 	unsigned io;               /* SQEs in flight */
 	unsigned handshakes;       /* slots in SLOT_HANDSHAKE */
 	bool accept_on, timer_on;
+	bool connect_warned;       /* a guest connect failed other than for want of a listener */
 	unsigned accept_fails;     /* in a row: the retry's wait grows */
 	struct __kernel_timespec timer_ts;
 	struct vsock_hdr ctl;      /* a control packet taken from the core, not yet sent */
@@ -572,7 +573,17 @@ static void conn_io(struct vsock_dev *d, struct vsd_slot *s, enum vsd_op op, int
 		break;
 	case OP_CONNECT:
 		/* Nobody listening (-ENOENT, -ECONNREFUSED): the guest gets its
-		 * RST, counted by the core as no_listener. */
+		 * RST, counted by the core as no_listener. Anything else is the
+		 * host's to hear of, once (the guest may connect at will). */
+		if (res < 0 && res != -ENOENT && res != -ECONNREFUSED) {
+			STAT_ADD(d, host_errors);
+			if (!d->connect_warned) {
+				d->connect_warned = true;
+				log_warn(d->vdev.log, "vsock %s: connecting the guest to %s: %s (the "
+					 "first such failure; the rest are counted as host_errors)",
+					 d->path, s->addr.sun_path, strerror(-res));
+			}
+		}
 		act(d, c, vsock_connect_done(&d->v, c, res == 0));
 		slot_recv(d, s);
 		break;
@@ -975,11 +986,15 @@ static void vsd_stats_json(struct virtio_dev *dev, struct json *j)
 	json_u64(j, "bad_rx_buffers", s.bad_rx);
 }
 
-/* The socket file, if it is still the one we bound. */
+/* The socket file, if it is still the one we bound. Not in a sandboxed
+ * VM: its threads may make no path call once their filters are in (the
+ * next start on PATH replaces the stale file). */
 static void sock_unlink(struct vsock_dev *d)
 {
 	struct stat st;
 
+	if (d->vdev.sandbox)
+		return;
 	if (d->sock_ino && !lstat(d->path, &st) && S_ISSOCK(st.st_mode) &&
 	    st.st_dev == d->sock_dev && st.st_ino == d->sock_ino)
 		unlink(d->path);

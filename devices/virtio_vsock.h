@@ -42,8 +42,8 @@ extern const struct kv_table vsock_keys;
 /* The device, not yet bound to a transport: its listening socket bound
  * at o->socket (a stale socket file there, which nobody listens on, is
  * replaced; anything else is an error) and its worker's ring. *out is
- * freed by virtio_dev_destroy(), which removes the socket file. 0 or
- * -errno with a one-line message. */
+ * freed by virtio_dev_destroy(), which removes the socket file unless the
+ * device is sandboxed. 0 or -errno with a one-line message. */
 int vsock_dev_new(const struct mvm_vsock *o, const struct guest_mem *mem,
 		  struct virtio_dev **out, char *err, size_t errlen);
 

@@ -322,7 +322,7 @@ int mvm_add_disk(struct mvm *vm, const struct mvm_disk *disk, char *err, size_t 
 
 /* Give the VM its virtio-vsock device (one per VM) before mvm_start. The
  * listening socket is made at mvm_start (mvm_prepare), and removed when
- * the VM is destroyed. -EBUSY after mvm_start, -EEXIST for a second one.
+ * the VM is destroyed unless it is sandboxed (the next start replaces it). -EBUSY after mvm_start, -EEXIST for a second one.
  * Since 2.2. */
 int mvm_add_vsock(struct mvm *vm, const struct mvm_vsock *vsock, char *err, size_t errlen);
 
