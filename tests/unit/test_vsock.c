@@ -282,6 +282,25 @@ static int guest_connects(struct g *g, int lfd, uint32_t gport, uint32_t port)
 	return fd;
 }
 
+/* A host client connected to the guest's port 9, the guest accepting,
+ * its "OK <port>\n" read: the client's fd. */
+static int host_connects(struct g *g)
+{
+	int fd = host_client(g);
+	struct vsock_hdr h;
+	char buf[32], want[32];
+	size_t n;
+
+	CHECK_EQ(write(fd, "CONNECT 9\n", 10), 10);
+	h = g_expect(g, VIRTIO_VSOCK_OP_REQUEST, NULL, 0);
+	CHECK_EQ(h.dst_port, 9);
+	g_send(g, VIRTIO_VSOCK_OP_RESPONSE, 9, h.src_port, 0, NULL, 0);
+	n = (size_t)snprintf(want, sizeof(want), "OK %u\n", h.src_port);
+	CHECK_EQ(host_read(fd, buf, n), n);
+	CHECK(!memcmp(buf, want, n));
+	return fd;
+}
+
 static unsigned fds_open(void)
 {
 	DIR *d = opendir("/proc/self/fd");
@@ -415,13 +434,9 @@ TEST(host_sockets_of_the_device_are_never_in_the_fd_table)
 	struct g *g = g_up(8);
 	int lfd = host_listen(g, 1234), fd1, fd2;
 	unsigned before = fds_open();
-	struct vsock_hdr h;
 
 	fd1 = guest_connects(g, lfd, 5000, 1234);
-	fd2 = host_client(g);
-	CHECK_EQ(write(fd2, "CONNECT 9\n", 10), 10);
-	h = g_expect(g, VIRTIO_VSOCK_OP_REQUEST, NULL, 0);
-	g_send(g, VIRTIO_VSOCK_OP_RESPONSE, 9, h.src_port, 0, NULL, 0);
+	fd2 = host_connects(g);
 	CHECK_EQ(fds_open(), before + 2);
 	close(fd1);
 	close(fd2);
@@ -482,18 +497,9 @@ TEST(driver_reset_closes_every_host_socket)
 {
 	struct g *g = g_up(8);
 	int lfd = host_listen(g, 1234), fd1, fd2;
-	struct vsock_hdr h;
-	char buf[64], want[32];
-	size_t n;
 
 	fd1 = guest_connects(g, lfd, 5000, 1234);
-	fd2 = host_client(g);
-	CHECK_EQ(write(fd2, "CONNECT 9\n", 10), 10);
-	h = g_expect(g, VIRTIO_VSOCK_OP_REQUEST, NULL, 0);
-	g_send(g, VIRTIO_VSOCK_OP_RESPONSE, 9, h.src_port, 0, NULL, 0);
-	n = (size_t)snprintf(want, sizeof(want), "OK %u\n", h.src_port);
-	CHECK_EQ(host_read(fd2, buf, n), n);
-	CHECK(!memcmp(buf, want, n));
+	fd2 = host_connects(g);
 	vdrv_wr(&g->d, VIRTIO_MMIO_STATUS, 0);
 	CHECK(host_sees_eof(fd1));
 	CHECK(host_sees_eof(fd2));
@@ -646,22 +652,125 @@ TEST(the_worker_does_it_all_inside_the_queue_filter)
 {
 	struct g *g = g_up_full(8, true);
 	int lfd = host_listen(g, 1234), fd1, fd2;
-	struct vsock_hdr h;
 	char buf[64];
 
 	CHECK_EQ(thread_seccomp("mvm-vsock"), 2);
 	fd1 = guest_connects(g, lfd, 5000, 1234);
 	g_send(g, VIRTIO_VSOCK_OP_RW, 5000, 1234, 0, "in", 2);
 	CHECK_EQ(host_read(fd1, buf, 2), 2);
-	fd2 = host_client(g);
-	CHECK_EQ(write(fd2, "CONNECT 9\n", 10), 10);
-	h = g_expect(g, VIRTIO_VSOCK_OP_REQUEST, NULL, 0);
-	g_send(g, VIRTIO_VSOCK_OP_RESPONSE, 9, h.src_port, 0, NULL, 0);
-	CHECK_EQ(host_read(fd2, buf, 3), 3);
+	fd2 = host_connects(g);
 	vdrv_wr(&g->d, VIRTIO_MMIO_STATUS, 0);
 	CHECK(host_sees_eof(fd1));
 	close(fd1);
 	close(fd2);
 	close(lfd);
 	g_down(g);
+}
+
+/* A host peer that goes away mid-transfer: the guest hears it (SHUTDOWN,
+ * then RST as its next data finds no one), and the connection ends. */
+TEST(host_peer_vanishing_mid_transfer_resets_the_guest)
+{
+	struct g *g = g_up(8);
+	int lfd = host_listen(g, 1234), fd;
+	static char chunk[4096];
+	struct vsock_hdr h;
+	bool rst = false;
+	char buf[RXLEN];
+
+	fd = guest_connects(g, lfd, 5000, 1234);
+	memset(chunk, 'a', sizeof(chunk));
+	g_send(g, VIRTIO_VSOCK_OP_RW, 5000, 1234, 0, chunk, sizeof(chunk));
+	close(fd);                                  /* 4 KiB unread: a reset */
+	for (unsigned i = 0; i < 64 && !rst; i++) {
+		g_send(g, VIRTIO_VSOCK_OP_RW, 5000, 1234, 0, chunk, sizeof(chunk));
+		while (!rst && g_recv_ms(g, &h, buf, sizeof(buf), 20)) {
+			CHECK(h.op == VIRTIO_VSOCK_OP_SHUTDOWN || h.op == VIRTIO_VSOCK_OP_RST);
+			rst = h.op == VIRTIO_VSOCK_OP_RST;
+		}
+	}
+	CHECK(rst);
+	for (unsigned i = 0; i < 100 && stats(g).conn.conns_open; i++)
+		usleep(10000);
+	CHECK_EQ(stats(g).conn.conns_open, 0);
+	close(lfd);
+	g_down(g);
+}
+
+/* The guest's credit as the device last told it (§5.10.6.3). */
+static uint32_t credit_left(uint32_t sent, const struct vsock_hdr *last)
+{
+	return last->buf_alloc - (sent - last->fwd_cnt);
+}
+
+/* A host peer that does not read stalls only its own connection: the
+ * device takes what the guest's credit allows and no more, the guest
+ * waits for credit, and another connection goes on; once the peer reads,
+ * every byte arrives in order. */
+TEST(host_reader_that_stalls_holds_only_its_connection)
+{
+	struct g *g = g_up(8);
+	int lfd = host_listen(g, 1234), fd1, fd2;
+	static uint8_t chunk[VSOCK_MAX_PKT], got[VSOCK_MAX_PKT];
+	uint32_t sent = 0, checked = 0;
+	struct vsock_hdr last, h;
+	char buf[RXLEN];
+
+	fd1 = guest_connects(g, lfd, 5000, 1234);
+	fd2 = guest_connects(g, lfd, 5001, 1234);
+	last = (struct vsock_hdr){ .buf_alloc = VSOCK_BUF_ALLOC };
+	/* Send while there is credit; then credit updates come only as the
+	 * host socket takes bytes, which stops once its buffer is full. */
+	for (;;) {
+		while (credit_left(sent, &last) >= sizeof(chunk)) {
+			for (uint32_t i = 0; i < sizeof(chunk); i++)
+				chunk[i] = (uint8_t)((sent + i) * 13);
+			g_send(g, VIRTIO_VSOCK_OP_RW, 5000, 1234, 0, chunk, sizeof(chunk));
+			sent += sizeof(chunk);
+		}
+		if (!g_recv_ms(g, &h, buf, sizeof(buf), 300))
+			break;
+		CHECK(h.op == VIRTIO_VSOCK_OP_CREDIT_UPDATE);
+		if (h.dst_port == 5000)
+			last = h;
+	}
+	CHECK(sent < 8u << 20);                     /* it did stall */
+	CHECK(stats(g).conn.bytes_to_host < sent);
+	/* The other connection is not held up. */
+	g_send(g, VIRTIO_VSOCK_OP_RW, 5001, 1234, 0, "other", 5);
+	CHECK_EQ(host_read(fd2, buf, 5), 5);
+	CHECK(!memcmp(buf, "other", 5));
+	/* The stalled peer reads: all of it, in order. */
+	while (checked < sent) {
+		size_t want = sent - checked < sizeof(got) ? sent - checked : sizeof(got);
+		size_t n = host_read(fd1, got, want);
+
+		CHECK(n > 0);
+		for (size_t i = 0; i < n; i++)
+			CHECK_EQ(got[i], (uint8_t)((checked + i) * 13));
+		checked += (uint32_t)n;
+	}
+	close(fd1);
+	close(fd2);
+	close(lfd);
+	g_down(g);
+}
+
+/* The VM stops with connections open both ways: every host peer sees its
+ * end, and the process has no descriptor more than before the device. */
+TEST(vm_stop_with_connections_open_leaves_no_fd)
+{
+	unsigned before = fds_open();
+	struct g *g = g_up(8);
+	int lfd = host_listen(g, 1234), fd1, fd2;
+
+	fd1 = guest_connects(g, lfd, 5000, 1234);
+	fd2 = host_connects(g);
+	g_down(g);                                  /* the VM's stop and teardown */
+	CHECK(host_sees_eof(fd1));
+	CHECK(host_sees_eof(fd2));
+	close(fd1);
+	close(fd2);
+	close(lfd);
+	CHECK_EQ(fds_open(), before);
 }
