@@ -13,6 +13,12 @@
  *                                    echo: prints "rr COUNT NS_PER_RT"
  *   mvm-vsock stream CID PORT MIB    MIB mebibytes out: prints
  *                                    "stream MIB KIB_PER_S"
+ *   mvm-vsock serve PORT [N]         a command agent for the host: for each
+ *                                    of N connections (default: no end), the
+ *                                    bytes up to the host's end of writing
+ *                                    are a shell command line; its stdout
+ *                                    and stderr go back, then a last line
+ *                                    "mvm-vsock-status: STATUS"
  *
  * The host is CID 2 (there, mvm connects it to the Unix socket
  * SOCKET_PORT); a host program reaches a guest listener through mvm's
@@ -20,12 +26,15 @@
  * stderr. Static, as the guest's other helpers. */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <fcntl.h>
 #include <linux/vm_sockets.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -186,6 +195,59 @@ static int cmd_stream(unsigned cid, unsigned port, unsigned long mib)
 	return 0;
 }
 
+/* One command from the host: what it wrote until its shutdown(SHUT_WR),
+ * run by sh -c with the connection as stdout and stderr. */
+static void serve_one(int fd)
+{
+	static char cmd[64 << 10];
+	size_t n = 0;
+	ssize_t r;
+	char tail[48];
+	int status, len;
+	pid_t pid;
+
+	while (n < sizeof(cmd) - 1 && (r = read(fd, cmd + n, sizeof(cmd) - 1 - n)) > 0)
+		n += (size_t)r;
+	cmd[n] = '\0';
+	pid = fork();
+	if (pid < 0)
+		die("fork");
+	if (pid == 0) {
+		int null = open("/dev/null", O_RDONLY);
+
+		if (null < 0 || dup2(null, STDIN_FILENO) < 0 || dup2(fd, STDOUT_FILENO) < 0 ||
+		    dup2(fd, STDERR_FILENO) < 0)
+			_exit(127);
+		execl("/bin/sh", "sh", "-c", cmd, (char *)NULL);
+		_exit(127);
+	}
+	if (waitpid(pid, &status, 0) < 0)
+		die("waitpid");
+	len = snprintf(tail, sizeof(tail), "mvm-vsock-status: %d\n",
+		       WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status));
+	put_all(fd, tail, (size_t)len);
+}
+
+static int cmd_serve(unsigned port, unsigned long n, bool forever)
+{
+	struct sockaddr_vm a = { .svm_family = AF_VSOCK, .svm_cid = VMADDR_CID_ANY,
+				 .svm_port = port };
+	int lfd = vsock_socket();
+
+	if (bind(lfd, (struct sockaddr *)&a, sizeof(a)) || listen(lfd, 16))
+		die("bind/listen");
+	fprintf(stderr, "mvm-vsock: serving commands on port %u\n", port);
+	while (forever || n--) {
+		int fd = accept4(lfd, NULL, NULL, SOCK_CLOEXEC);
+
+		if (fd < 0)
+			die("accept");
+		serve_one(fd);
+		close(fd);
+	}
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	if (argc >= 4 && !strcmp(argv[1], "listen") && argc <= 5)
@@ -199,7 +261,10 @@ int main(int argc, char **argv)
 	if (argc == 5 && !strcmp(argv[1], "stream"))
 		return cmd_stream((unsigned)num(argv[2], "cid"), (unsigned)num(argv[3], "port"),
 				  num(argv[4], "MiB"));
+	if ((argc == 3 || argc == 4) && !strcmp(argv[1], "serve"))
+		return cmd_serve((unsigned)num(argv[2], "port"), argc == 4 ? num(argv[3], "count") : 0,
+				 argc == 3);
 	fprintf(stderr, "usage: mvm-vsock listen PORT echo|sink|cat [N] | connect CID PORT | "
-		"rr CID PORT COUNT | stream CID PORT MIB\n");
+		"rr CID PORT COUNT | stream CID PORT MIB | serve PORT [N]\n");
 	return 2;
 }
