@@ -225,9 +225,11 @@ static struct mvm *main_create(const struct cli_config *cfg, uint64_t start_ns,
 	if (cfg->has_vsock) {
 		if (mvm_add_vsock(vm, &cfg->vsock, err, sizeof(err)))
 			die_usage("%s%s", main_option_prefix(err), err);
-		/* Its thread, ring, listening socket and 3 queues' eventfds
+		/* Its thread and the io_uring worker its shutdown(SHUT_WR)s
+		 * run on (the kernel never does them inline), PCI's INTx
+		 * helper; its ring, listening socket and 3 queues' eventfds
 		 * (the sockets live in the ring, not the fd table). */
-		jail->threads += 1 + (cfg->vsock.transport == MVM_TRANSPORT_PCI);
+		jail->threads += 2 + (cfg->vsock.transport == MVM_TRANSPORT_PCI);
 		jail->fds += 6;
 	}
 	return vm;
