@@ -257,7 +257,9 @@ static void op_host(struct fz *f)
 		if (fv.host[k] >= 0) {
 			n = 1 + fz_u16(f) % sizeof(junk);
 			memset(junk, 'h', (size_t)n);
-			if (write(fv.host[k], junk, (size_t)n) < 0) {
+			/* MSG_NOSIGNAL: a peer the device closed must not
+			 * kill the fuzzer with SIGPIPE (exit 141, no input) */
+			if (send(fv.host[k], junk, (size_t)n, MSG_NOSIGNAL) < 0) {
 				/* full, or the peer went: both fine */
 			}
 		}
@@ -291,7 +293,7 @@ static void op_host(struct fz *f)
 			       (int)(fz_u8(f) % sizeof(line));
 		if (!(b & 0x80))
 			fz_bytes(f, line, (size_t)n);
-		if (write(fv.host[i], line, (size_t)n) < 0) {
+		if (send(fv.host[i], line, (size_t)n, MSG_NOSIGNAL) < 0) {
 			/* the device closed it already */
 		}
 		break;
