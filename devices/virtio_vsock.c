@@ -48,6 +48,7 @@ enum vsd_op {
 	OP_CANCEL,                 /* a closing slot's I/O cancelled */
 	OP_CLOSE,                  /* a fresh socket in its place: the old one closes */
 	OP_TIMER,                  /* the next deadline (slot 0) */
+	OP_END,                    /* shutdown(SHUT_RDWR) of a closing slot's socket */
 };
 #define TAG(op, slot, gen) (((uint32_t)(op) << 28) | ((uint32_t)(slot) << 15) | ((gen) & 0x7fffu))
 #define TAG_OP(t) ((t) >> 28)
@@ -198,32 +199,44 @@ static void rx_add(struct vsock_dev *d, struct vsd_slot *s)
 	d->rx_tail = n;
 }
 
-/* Let go of the slot's socket: its I/O cancelled, then a fresh unconnected
- * socket installed in its place, which releases the old one (the peer
- * sees its end); IORING_OP_CLOSE cannot close a slot under the ring's
- * fixed-file rule (docs/vsock.md). The fresh socket waits for the slot's
- * next use. The slot is free once both completed (slot_io_done). */
-static void slot_placeholder(struct vsock_dev *d, struct vsd_slot *s)
+/* Let go of the slot's socket in two steps. First shutdown(SHUT_RDWR):
+ * the peer sees its end now, and the slot's own I/O ends. Then (OP_END's
+ * completion, slot_release) whatever is left cancelled and a fresh
+ * unconnected socket installed in the slot, which drops the old one;
+ * IORING_OP_CLOSE cannot close a slot under the ring's fixed-file rule
+ * (docs/vsock.md). The drop alone is not the peer's end: before Linux 6.8
+ * the ring keeps a replaced file until every request issued before the
+ * replacement has completed (its resource node), and the accept waiting
+ * on the listening socket may wait for as long as no client comes. The
+ * fresh socket waits for the slot's next use. The slot is free once all
+ * of it completed (slot_io_done). */
+static void slot_end(struct vsock_dev *d, struct vsd_slot *s)
 {
 	struct io_uring_sqe *sqe = sqe_for(d, s);
 
+	io_uring_prep_shutdown(sqe, (int)slot_no(d, s), SHUT_RDWR);
+	sqe_tag(d, sqe, s, OP_END);
+}
+
+static void slot_release(struct vsock_dev *d, struct vsd_slot *s)
+{
+	struct io_uring_sqe *sqe = sqe_for(d, s);
+
+	io_uring_prep_cancel_fd(sqe, (int)slot_no(d, s),
+				IORING_ASYNC_CANCEL_ALL | IORING_ASYNC_CANCEL_FD_FIXED);
+	sqe_tag(d, sqe, s, OP_CANCEL);
+	sqe = sqe_for(d, s);
 	io_uring_prep_socket_direct(sqe, AF_UNIX, SOCK_STREAM, 0, slot_no(d, s), 0);
 	sqe_tag(d, sqe, s, OP_CLOSE);
 }
 
 static void slot_close(struct vsock_dev *d, struct vsd_slot *s)
 {
-	struct io_uring_sqe *sqe;
-
 	if (s->closing)
 		return;
 	rx_remove(d, s);
 	s->closing = true;
-	sqe = sqe_for(d, s);
-	io_uring_prep_cancel_fd(sqe, (int)slot_no(d, s),
-				IORING_ASYNC_CANCEL_ALL | IORING_ASYNC_CANCEL_FD_FIXED);
-	sqe_tag(d, sqe, s, OP_CANCEL);
-	slot_placeholder(d, s);
+	slot_end(d, s);
 }
 
 /* The guest's TX queue waits while the core can take no more packets
@@ -479,7 +492,7 @@ static void accepted(struct vsock_dev *d, struct vsd_slot *s, int res)
 	}
 	if (s->closing) {
 		/* Accepted after the stop closed the slot: this socket goes too. */
-		slot_placeholder(d, s);
+		slot_end(d, s);
 		return;
 	}
 	d->accept_fails = 0;
@@ -650,6 +663,11 @@ static void vsd_complete(struct vqw_queue *q, uint32_t tag, int res)
 	case OP_LINE:
 		if (!s->closing)
 			line_byte(d, s, res);
+		break;
+	case OP_END:
+		/* Failed or not (a socket never connected), the slot's socket
+		 * is shut: now replace it. */
+		slot_release(d, s);
 		break;
 	case OP_CANCEL:
 	case OP_CLOSE:
