@@ -73,7 +73,9 @@ static void g_driver_up(struct g *g)
 	vdrv_kick(&g->d, RXQ);
 }
 
-static struct g *g_up_full(unsigned conns, bool sandbox)
+/* The device attached, its driver not yet up (as before the guest's
+ * kernel probes it). */
+static struct g *g_up_bare(unsigned conns, bool sandbox)
 {
 	struct g *g = calloc(1, sizeof(*g));
 	struct mvm_vsock o = { .size = sizeof(o), .cid = CID, .conns = conns,
@@ -93,6 +95,13 @@ static struct g *g_up_full(unsigned conns, bool sandbox)
 	g->dev->vm_fd = -1;
 	if (vdrv_attach(&g->d, g->dev) && sandbox)
 		CHECK_SKIP("the worker could not enter its filter: no seccomp here (qemu-user?)");
+	return g;
+}
+
+static struct g *g_up_full(unsigned conns, bool sandbox)
+{
+	struct g *g = g_up_bare(conns, sandbox);
+
 	g_driver_up(g);
 	return g;
 }
@@ -134,10 +143,10 @@ static bool wait_used1(struct g *g, unsigned q, uint32_t *id, uint32_t *len, uns
 	return false;
 }
 
-/* One packet from the guest, as one readable buffer; waits until the
- * device has taken it. */
-static void g_send(struct g *g, uint16_t op, uint32_t src_port, uint32_t dst_port,
-		   uint32_t flags, const void *data, uint32_t len)
+/* A packet from the guest on the TX ring, as one readable buffer, not yet
+ * kicked. */
+static void g_queue(struct g *g, uint16_t op, uint32_t src_port, uint32_t dst_port,
+		    uint32_t flags, const void *data, uint32_t len)
 {
 	struct vsock_hdr h = {
 		.src_cid = CID, .dst_cid = VSOCK_HOST_CID, .src_port = src_port,
@@ -146,15 +155,31 @@ static void g_send(struct g *g, uint16_t op, uint32_t src_port, uint32_t dst_por
 	};
 	uint64_t gpa = vdrv_alloc(&g->d, VSOCK_HDR_LEN + len, 8);
 	struct vdrv_sg sg = { .gpa = gpa, .len = VSOCK_HDR_LEN + len };
-	uint32_t id, used;
 
 	vsock_hdr_encode(&h, vdrv_host(&g->d, gpa));
 	if (len)
 		memcpy((uint8_t *)vdrv_host(&g->d, gpa) + VSOCK_HDR_LEN, data, len);
 	CHECK(vdrv_add(&g->d, TXQ, &sg, 1, false) >= 0);
+}
+
+/* Kick the TX queue; wait until the device has taken n packets. */
+static void g_kick_tx(struct g *g, unsigned n)
+{
+	uint32_t id, used;
+
 	vdrv_kick(&g->d, TXQ);
-	CHECK(wait_used1(g, TXQ, &id, &used, 5000));
-	CHECK_EQ(used, 0);
+	while (n--) {
+		CHECK(wait_used1(g, TXQ, &id, &used, 5000));
+		CHECK_EQ(used, 0);
+	}
+}
+
+/* One packet from the guest; waits until the device has taken it. */
+static void g_send(struct g *g, uint16_t op, uint32_t src_port, uint32_t dst_port,
+		   uint32_t flags, const void *data, uint32_t len)
+{
+	g_queue(g, op, src_port, dst_port, flags, data, len);
+	g_kick_tx(g, 1);
 }
 
 /* The next packet for the guest (within ms): its header and payload;
@@ -424,6 +449,64 @@ TEST(host_client_the_guest_refuses_is_closed)
 	g_send(g, VIRTIO_VSOCK_OP_RST, 77, h.src_port, 0, NULL, 0);
 	CHECK(host_sees_eof(fd));
 	close(fd);
+	g_down(g);
+}
+
+/* A command agent's exchange, again and again, as a CI runner drives one
+ * (tests/system/vsock.sh): the client's first try comes before the guest's
+ * driver is up, and then the guest refuses it (nobody listens yet); every later client is accepted, sends its
+ * command and shuts its write side, gets the output and the end. */
+TEST(host_clients_one_after_another_each_reach_the_guest)
+{
+	struct g *g = g_up_bare(8, false);
+	struct vsock_hdr h;
+	char buf[64];
+	int fd = host_client(g);
+
+	/* Before the guest's driver is up: the client waits. */
+	CHECK_EQ(write(fd, "CONNECT 1024\n", 13), 13);
+	usleep(20000);
+	g_driver_up(g);
+	h = g_expect(g, VIRTIO_VSOCK_OP_REQUEST, NULL, 0);
+	g_send(g, VIRTIO_VSOCK_OP_RST, 1024, h.src_port, 0, NULL, 0);
+	CHECK(host_sees_eof(fd));
+	close(fd);
+	for (unsigned i = 0; i < 6; i++) {
+		char want[32];
+		size_t n;
+
+		g->fwd_cnt[1024 % 64] = 0;     /* a new guest socket's count */
+		fd = host_client(g);
+		CHECK_EQ(write(fd, "CONNECT 1024\n", 13), 13);
+		h = g_expect(g, VIRTIO_VSOCK_OP_REQUEST, NULL, 0);
+		CHECK_EQ(h.dst_port, 1024);
+		g_send(g, VIRTIO_VSOCK_OP_RESPONSE, 1024, h.src_port, 0, NULL, 0);
+		n = (size_t)snprintf(want, sizeof(want), "OK %u\n", h.src_port);
+		CHECK_EQ(host_read(fd, buf, n), n);
+		CHECK(!memcmp(buf, want, n));
+		CHECK_EQ(write(fd, "cmd", 3), 3);
+		CHECK_EQ(shutdown(fd, SHUT_WR), 0);
+		h = g_expect(g, VIRTIO_VSOCK_OP_RW, buf, sizeof(buf));
+		CHECK_EQ(h.len, 3);
+		h = g_expect(g, VIRTIO_VSOCK_OP_SHUTDOWN, NULL, 0);
+		CHECK(h.flags & VIRTIO_VSOCK_SHUTDOWN_SEND);
+		/* The output and the guest's close in one kick, as Linux sends
+		 * them: its SHUTDOWN comes while the device is still sending
+		 * the output on. The client sees it all and then its end, with
+		 * the next client's accept waiting on the listening socket. */
+		g_queue(g, VIRTIO_VSOCK_OP_RW, 1024, h.src_port, 0, "out", 3);
+		g_queue(g, VIRTIO_VSOCK_OP_SHUTDOWN, 1024, h.src_port,
+			VIRTIO_VSOCK_SHUTDOWN_SEND | VIRTIO_VSOCK_SHUTDOWN_RCV, NULL, 0);
+		g_kick_tx(g, 2);
+		CHECK_EQ(host_read(fd, buf, 3), 3);
+		CHECK(!memcmp(buf, "out", 3));
+		CHECK(host_sees_eof(fd));
+		close(fd);
+		/* Both sides shut: the device ends it with an RST (§5.10.6.5). */
+		h = g_expect(g, VIRTIO_VSOCK_OP_RST, NULL, 0);
+	}
+	CHECK_EQ(stats(g).accepted, 7);
+	CHECK_EQ(stats(g).conn.conns_open, 0);
 	g_down(g);
 }
 
