@@ -204,7 +204,7 @@ static void rx_add(struct vsock_dev *d, struct vsd_slot *s)
  * completion, slot_release) whatever is left cancelled and a fresh
  * unconnected socket installed in the slot, which drops the old one;
  * IORING_OP_CLOSE cannot close a slot under the ring's fixed-file rule
- * (docs/vsock.md). The drop alone is not the peer's end: before Linux 6.8
+ * (docs/vsock.md). The drop alone is not the peer's end: on Linux 6.1
  * the ring keeps a replaced file until every request issued before the
  * replacement has completed (its resource node), and the accept waiting
  * on the listening socket may wait for as long as no client comes. The

@@ -458,7 +458,7 @@ TEST(host_client_the_guest_refuses_is_closed)
  * command and shuts its write side, gets the output and the end. */
 TEST(host_clients_one_after_another_each_reach_the_guest)
 {
-	struct g *g = g_up_bare(8, false);
+	struct g *g = g_up_bare(8, true);
 	struct vsock_hdr h;
 	char buf[64];
 	int fd = host_client(g);
