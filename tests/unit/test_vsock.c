@@ -36,7 +36,7 @@
 struct g {
 	struct vdrv d;
 	struct virtio_dev *dev;
-	char dir[64], path[80];
+	char dir[80], path[96];
 	uint64_t rxgpa[QSZ];
 	uint32_t buf_alloc;             /* the guest's receive buffer, as it says */
 	uint32_t fwd_cnt[64];           /* what each guest port consumed (at once),
@@ -56,7 +56,11 @@ static void g_post_rx(struct g *g, uint64_t gpa)
 
 static void g_mkdir(struct g *g)
 {
-	snprintf(g->dir, sizeof(g->dir), "/tmp/mvm-vsock-XXXXXX");
+	const char *tmp = getenv("TMPDIR");
+
+	/* TMPDIR where the caller gives one (the nested harness's scratch
+	 * disk: its /tmp is read-only). */
+	snprintf(g->dir, sizeof(g->dir), "%s/mvm-vsock-XXXXXX", tmp && *tmp ? tmp : "/tmp");
 	CHECK(mkdtemp(g->dir));
 	snprintf(g->path, sizeof(g->path), "%s/v.sock", g->dir);
 }
@@ -113,7 +117,7 @@ static struct g *g_up(unsigned conns)
 
 static void g_down(struct g *g)
 {
-	char sub[320];
+	char sub[384];
 	DIR *dir;
 	struct dirent *e;
 
