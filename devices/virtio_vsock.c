@@ -265,7 +265,7 @@ static void slot_io_done(struct vsock_dev *d, struct vsd_slot *s)
 	}
 	if (s->kind == SLOT_HANDSHAKE)
 		d->handshakes--;
-	free(s->stage);
+	pages_free(s->stage, VSOCK_MAX_PKT);
 	s->stage = NULL;
 	s->kind = SLOT_FREE;
 	s->gen++;
@@ -403,7 +403,7 @@ static void slot_recv(struct vsock_dev *d, struct vsd_slot *s)
 	if (!room)
 		return;        /* a CREDIT_REQUEST is owed: rx_pump sends it */
 	if (!s->stage) {
-		s->stage = malloc(VSOCK_MAX_PKT);
+		s->stage = pages_alloc(VSOCK_MAX_PKT);
 		if (!s->stage) {
 			STAT_ADD(d, host_errors);
 			act(d, c, vsock_host_eof(&d->v, c, true));
@@ -1035,7 +1035,7 @@ static void vsd_destroy(struct virtio_dev *dev)
 		close(d->listen_fd);
 	if (d->slots)
 		for (unsigned i = 0; i < d->nslots; i++)
-			free(d->slots[i].stage);
+			pages_free(d->slots[i].stage, VSOCK_MAX_PKT);
 	free(d->slots);
 	vsock_fini(&d->v);
 	free(d);       /* holds dev: last */

@@ -1,6 +1,7 @@
 /* virtio-vsock's protocol without a device: see vsock_conn.h. */
 #include "devices/vsock_conn.h"
 #include "vmm/base/byteorder.h"
+#include "vmm/base/util.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -66,11 +67,13 @@ int vsock_init(struct vsock *v, uint64_t guest_cid, unsigned max_conns, uint64_t
 	memset(v, 0, sizeof(*v));
 	while (nb < 2 * max_conns)
 		nb <<= 1;
-	v->conns = calloc(max_conns, sizeof(*v->conns));
-	v->hash = malloc(nb * sizeof(*v->hash));
+	/* Mappings, like the rings (pages_alloc): the tables are freed at
+	 * teardown, on a filtered thread, maybe off the arena they came from. */
+	v->conns = pages_alloc(max_conns * sizeof(*v->conns));
+	v->hash = pages_alloc(nb * sizeof(*v->hash));
 	if (!v->conns || !v->hash) {
-		free(v->conns);
-		free(v->hash);
+		pages_free(v->conns, max_conns * sizeof(*v->conns));
+		pages_free(v->hash, nb * sizeof(*v->hash));
 		return -ENOMEM;
 	}
 	memset(v->hash, 0xff, nb * sizeof(*v->hash));
@@ -93,9 +96,9 @@ void vsock_fini(struct vsock *v)
 	if (!v->conns)
 		return;
 	for (unsigned i = 0; i < v->max_conns; i++)
-		free(v->conns[i].ring.buf);
-	free(v->conns);
-	free(v->hash);
+		pages_free(v->conns[i].ring.buf, VSOCK_BUF_ALLOC);
+	pages_free(v->conns, v->max_conns * sizeof(*v->conns));
+	pages_free(v->hash, (v->hash_mask + 1) * sizeof(*v->hash));
 	v->conns = NULL;
 	v->hash = NULL;
 }
@@ -160,7 +163,7 @@ static void ring_drop(struct vsock *v, struct vsock_conn *c)
 	c->ring.head = c->ring.len = 0;
 	if (c->host_busy)
 		return;
-	free(c->ring.buf);
+	pages_free(c->ring.buf, VSOCK_BUF_ALLOC);
 	c->ring.buf = NULL;
 }
 
@@ -309,7 +312,7 @@ static enum vsock_act rw_from_guest(struct vsock *v, struct vsock_conn *c,
 		return conn_reset(v, c, true);
 	}
 	if (!c->ring.buf) {
-		c->ring.buf = malloc(VSOCK_BUF_ALLOC);
+		c->ring.buf = pages_alloc(VSOCK_BUF_ALLOC);
 		if (!c->ring.buf)
 			return conn_reset(v, c, true);
 	}

@@ -756,6 +756,43 @@ TEST(the_worker_does_it_all_inside_the_queue_filter)
 
 /* A host peer that goes away mid-transfer: the guest hears it (SHUTDOWN,
  * then RST as its next data finds no one), and the connection ends. */
+/* Connections that come and go while the worker is in its filter, four
+ * at a time, round after round: each one's buffers (its ring for the
+ * host, its stage for the guest) are taken and given back on the worker.
+ * Were they malloc's, glibc would put the later ones on the worker's
+ * arena and, trimming it, open /proc/sys/vm/overcommit_memory: the filter
+ * kills the process (SIGSYS), as system/vsock's mvm died in the L1. */
+TEST(connections_come_and_go_inside_the_queue_filter)
+{
+	struct g *g = g_up_full(8, true);
+	int lfd = host_listen(g, 1234), fd[4];
+	struct vsock_hdr h;
+	char buf[64];
+
+	for (unsigned r = 0; r < 4; r++) {
+		for (unsigned i = 0; i < 4; i++) {
+			uint32_t gport = 5000 + r * 4 + i;
+
+			fd[i] = guest_connects(g, lfd, gport, 1234);
+			g_send(g, VIRTIO_VSOCK_OP_RW, gport, 1234, 0, "in", 2);
+			CHECK_EQ(host_read(fd[i], buf, 2), 2);
+			CHECK_EQ(write(fd[i], "out", 3), 3);
+			h = g_expect(g, VIRTIO_VSOCK_OP_RW, buf, sizeof(buf));
+			CHECK_EQ(h.len, 3);
+		}
+		for (unsigned i = 0; i < 4; i++) {
+			close(fd[i]);
+			h = g_expect(g, VIRTIO_VSOCK_OP_SHUTDOWN, NULL, 0);
+			g_send(g, VIRTIO_VSOCK_OP_RST, h.dst_port, 1234, 0, NULL, 0);
+		}
+	}
+	CHECK_EQ(stats(g).conn.conns_guest, 16);
+	CHECK_EQ(stats(g).conn.bytes_to_host, 32);
+	CHECK_EQ(stats(g).conn.bytes_to_guest, 48);
+	close(lfd);
+	g_down(g);
+}
+
 TEST(host_peer_vanishing_mid_transfer_resets_the_guest)
 {
 	struct g *g = g_up(8);

@@ -129,6 +129,39 @@ int read_full(int fd, void *dst, size_t len)
 	return 0;
 }
 
+/* Under AddressSanitizer the blocks are its allocator's, which opens
+ * nothing and checks every access against the block's end. */
+#if defined(__SANITIZE_ADDRESS__)
+#define PAGES_ASAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define PAGES_ASAN 1
+#endif
+#endif
+
+void *pages_alloc(size_t len)
+{
+#ifdef PAGES_ASAN
+	return calloc(1, len ? len : 1);
+#else
+	void *p = mmap(NULL, len ? len : 1, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
+		       -1, 0);
+
+	return p == MAP_FAILED ? NULL : p;
+#endif
+}
+
+void pages_free(void *p, size_t len)
+{
+#ifdef PAGES_ASAN
+	(void)len;
+	free(p);
+#else
+	if (p)
+		munmap(p, len ? len : 1);
+#endif
+}
+
 int boot_image_read(const char *path, uint64_t max, size_t head,
 		    bool (*head_only)(const uint8_t *buf, size_t n, size_t len),
 		    struct boot_image *im)
@@ -141,14 +174,10 @@ int boot_image_read(const char *path, uint64_t max, size_t head,
 	ret = file_open_regular(path, max, &fd, &size);
 	if (ret)
 		return ret;
-	/* Its own mapping, not the heap: a kernel is megabytes, read once at
-	 * start, and malloc would keep the pages after free (glibc raises its
-	 * mmap threshold once such a block is freed, so the next one lands on
-	 * the heap, which is not trimmed): resident memory for the whole life
-	 * of the VM. Pages that are not read into stay untouched and cost
-	 * nothing. */
-	b = mmap(NULL, size ? size : 1, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-	if (b == MAP_FAILED) {
+	/* A kernel is megabytes, read once at start (pages_alloc). Pages
+	 * that are not read into stay untouched and cost nothing. */
+	b = pages_alloc(size);
+	if (!b) {
 		ret = -ENOMEM;
 		goto close_fd;
 	}
@@ -167,7 +196,7 @@ int boot_image_read(const char *path, uint64_t max, size_t head,
 	*im = (struct boot_image){ .buf = b, .len = size, .head = size, .fd = -1 };
 	return 0;
 free_buf:
-	munmap(b, size ? size : 1);
+	pages_free(b, size);
 close_fd:
 	close(fd);
 	return ret;
@@ -220,7 +249,7 @@ int boot_image_fill(const struct boot_image *im, size_t off, size_t len)
 void boot_image_free(struct boot_image *im)
 {
 	if (im->buf)
-		munmap(im->buf, im->len ? im->len : 1);
+		pages_free(im->buf, im->len);
 	if (im->fd >= 0)
 		close(im->fd);
 	*im = BOOT_IMAGE_NONE;

@@ -112,6 +112,17 @@ int initrd_size(const char *path, uint64_t *size, char *err, size_t errlen);
 int read_initrd_into(int fd, const char *path, void *dst, size_t len, char *err,
 		     size_t errlen);
 
+/* A buffer of its own anonymous private mapping (NULL when none could be
+ * had; len 0 takes a page) and its release, for blocks that come and go
+ * while a VM runs (a vsock connection's ring) and for megabytes read once
+ * (a kernel image). Not malloc: glibc puts such a block on a thread's
+ * arena once an earlier one was freed (it raises its mmap threshold), and
+ * trimming that arena later reads /proc/sys/vm/overcommit_memory, a file
+ * no seccomp filter lets a thread open (docs/sandbox.md); the main arena
+ * would keep the pages resident instead. */
+void *pages_alloc(size_t len);
+void pages_free(void *p, size_t len);
+
 /* CLOCK_MONOTONIC in nanoseconds (vDSO: no system call). */
 uint64_t mono_ns(void);
 
