@@ -16,6 +16,7 @@ pkgs=(
 	clang libclang-rt-14-dev                      # fuzz targets: clang, libFuzzer + sanitizer runtimes (only Recommended by clang)
 	hercules                                      # s390x system tests (s390 KVM in L1)
 	python3 procps util-linux
+	socat                                         # a stock hybrid-vsock client (system/vsock_many, make bench-vsock)
 )
 missing=()
 for p in "${pkgs[@]}"; do
