@@ -16,6 +16,7 @@
 #   make guest-s390              the same for the s390x test guest (cross-built)
 #   make bench                   device benchmark (no KVM needed)
 #   make bench-guest             mvm vs QEMU inside a guest (BENCH_GUEST_ARGS=...)
+#   make bench-vsock             mvm's vsock vs QEMU's vhost-vsock (BENCH_VSOCK_ARGS=...)
 #   make fuzz-build              libFuzzer targets (tests/fuzz/) with clang, in build/fuzz/
 #   make fuzz FUZZ_SECONDS=600   run each fuzz target that long (make test runs 10 s each)
 #   make static                  fully static ./mvm with musl, a static PIE (build/static/)
@@ -195,7 +196,7 @@ EMBED_ROOT := $(abspath $(BUILD))/embed-root
 EMBED_BIN  := $(BUILD)/tests/embed/mvm-embed
 
 .SECONDARY:
-.PHONY: all clean test test-long unit-tests run guest guest-s390 bench deps lib install install-lib man embed static static-bin bench-guest FORCE
+.PHONY: all clean test test-long unit-tests run guest guest-s390 bench deps lib install install-lib man embed static static-bin bench-guest bench-vsock FORCE
 .PHONY: fuzz fuzz-build fuzz-bins fuzz-seeds
 all: mvm $(if $(CROSS),$(BUILD)/mvm) lib
 
@@ -385,6 +386,12 @@ bench: $(BENCH_BIN)
 bench-guest: all
 	$(Q)guest/build.sh
 	$(Q)tests/bench/guest-bench $(BENCH_GUEST_ARGS)
+
+# mvm's virtio-vsock against QEMU's vhost-vsock (nested where /dev/kvm cannot
+# run the guest).
+bench-vsock: all
+	$(Q)guest/build.sh
+	$(Q)tests/bench/vsock-bench $(BENCH_VSOCK_ARGS)
 
 clean:
 	rm -rf build mvm
