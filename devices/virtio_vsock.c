@@ -294,7 +294,7 @@ static void act(struct vsock_dev *d, struct vsock_conn *c, enum vsock_act a)
 {
 	struct vsd_slot *s = c ? c->opaque : NULL;
 
-	switch (a) {
+	switch ((unsigned)a & ~(unsigned)VSOCK_ACT_RESUME) {
 	case VSOCK_ACT_NONE:
 		break;
 	case VSOCK_ACT_CONNECT:
@@ -322,14 +322,12 @@ static void act(struct vsock_dev *d, struct vsock_conn *c, enum vsock_act a)
 	case VSOCK_ACT_CLOSE:
 		conn_close(d, c);
 		break;
-	case VSOCK_ACT_RESUME:
-		if (!s)
-			break;
+	}
+	if ((a & VSOCK_ACT_RESUME) && s) {
 		if (s->stage_off < s->stage_len)
 			rx_add(d, s);
 		else
 			slot_recv(d, s);
-		break;
 	}
 }
 

@@ -393,8 +393,7 @@ static enum vsock_act conn_packet(struct vsock *v, struct vsock_conn *c, const s
 	if (c->state == VSOCK_ESTABLISHED && c->credit_stalled && peer_credit(c)) {
 		c->credit_stalled = false;
 		c->pending &= ~VSOCK_OWE_CREDIT_REQUEST;
-		if (act == VSOCK_ACT_NONE)
-			act = VSOCK_ACT_RESUME;
+		act |= VSOCK_ACT_RESUME;
 	}
 	return act;
 }

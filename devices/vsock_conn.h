@@ -193,7 +193,11 @@ enum vsock_act {
 	VSOCK_ACT_DATA,            /* conn's ring has new bytes for the host socket */
 	VSOCK_ACT_SHUT_WR,         /* the guest sends no more: ring empty, shutdown(SHUT_WR) */
 	VSOCK_ACT_CLOSE,           /* conn ended: close its host socket, then vsock_release */
-	VSOCK_ACT_RESUME,          /* the guest's credit grew: read the host socket again */
+	/* The guest's credit grew: read the host socket again. A flag, alone
+	 * or OR'ed into the action of the packet that brought the credit
+	 * (an RW packet's DATA, a SHUTDOWN's SHUT_WR): the credit comes in
+	 * every header, not only in CREDIT_UPDATEs. */
+	VSOCK_ACT_RESUME = 0x100,
 };
 
 /* One packet from the guest's TX queue: h decoded from the chain's first

@@ -81,7 +81,9 @@ static struct vsock_conn *find(uint32_t gport, uint32_t hport)
  * (the conn keeps host_busy until then). */
 static void act_on(enum vsock_act a, struct vsock_conn *c, bool close_now)
 {
-	FZ_ASSERT(a <= VSOCK_ACT_RESUME);
+	FZ_ASSERT(((unsigned)a & ~(unsigned)VSOCK_ACT_RESUME) <= VSOCK_ACT_CLOSE);
+	/* Credit comes back only to a connection that goes on. */
+	FZ_ASSERT(!(a & VSOCK_ACT_RESUME) || (c && c->state == VSOCK_ESTABLISHED));
 	if (a == VSOCK_ACT_CLOSE) {
 		FZ_ASSERT(c && c->state == VSOCK_DEAD && c->host_busy);
 		if (close_now)

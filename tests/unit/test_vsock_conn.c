@@ -390,6 +390,33 @@ TEST(host_data_waits_for_the_guests_credit)
 	vsock_fini(&v);
 }
 
+/* The credit comes in every header: an RW packet that brings it back
+ * (the guest reads and writes at once, as an echo's client does) asks
+ * for both, its data to the host and the host socket read again. Were
+ * the resume lost, host-to-guest data would stop for good. */
+TEST(credit_back_on_a_data_packet_resumes_the_host_side_too)
+{
+	struct vsock_conn *c;
+	struct vsock_hdr h, r;
+
+	setup(8, 1u << 20);
+	CHECK_EQ(send_op(VIRTIO_VSOCK_OP_REQUEST, GPORT, HPORT, &c), VSOCK_ACT_CONNECT);
+	vsock_connect_done(&v, c, true);
+	c->peer_buf_alloc = VSOCK_MAX_PKT;
+	vsock_data_sent(&v, c, VSOCK_MAX_PKT, &r);
+	CHECK_EQ(vsock_data_room(&v, c), 0);
+	h = pkt(VIRTIO_VSOCK_OP_RW, GPORT, HPORT);
+	h.buf_alloc = VSOCK_MAX_PKT;
+	h.fwd_cnt = 4096;
+	h.len = 3;
+	CHECK_EQ(send_h(&h, "abc", 3, NULL, NULL), VSOCK_ACT_DATA | VSOCK_ACT_RESUME);
+	CHECK_EQ(vsock_data_room(&v, c), 4096);
+	/* Not stalled any more: the next header's credit resumes nothing. */
+	h.fwd_cnt = 8192;
+	CHECK_EQ(send_h(&h, "abc", 3, NULL, NULL), VSOCK_ACT_DATA);
+	vsock_fini(&v);
+}
+
 TEST(credit_request_is_answered_with_credit_update)
 {
 	setup(8, 1u << 20);
