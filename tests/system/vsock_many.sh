@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Many vsock connections at once, checked byte for byte: the guest opens
+# Many vsock connections at once, checked byte for byte, over virtio-mmio
+# (system/vsock runs the device over PCI): the guest opens
 # CONNS (100) connections together to CID 2 port 7000, which mvm connects
 # to the host's echo on PATH_7000 (socat's PIPE, a stock program: blocks
 # of 4 KiB, for socat writes a block whole into its one pipe and, with a
@@ -24,7 +25,7 @@ for _ in $(seq 100); do [ -S "${sock}_7000" ] && break; sleep 0.1; done
 [ -S "${sock}_7000" ] || fail "socat did not listen on ${sock}_7000"
 
 MVM_SYS_BOOT_TIMEOUT=${MVM_SYS_BOOT_TIMEOUT:-240} \
-	sys_run "$SYS_TMP/out" --cpus 2 --mem 512M --stats --vsock "cid=3,socket=$sock" \
+	sys_run "$SYS_TMP/out" --cpus 2 --mem 512M --stats --vsock "cid=3,socket=$sock,transport=mmio" \
 	--cmdline "-- mvm-vsock check 2 7000 $conns $mib"
 [ "$SYS_RC" -eq 0 ] || fail "mvm exited $SYS_RC, expected 0 (every connection's echo intact)"
 expect_line "$SYS_TMP/out" "^check $conns $mib ok\$"
