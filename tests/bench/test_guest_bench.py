@@ -19,13 +19,9 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 sys.dont_write_bytecode = True
 import guest_bench as gb  # noqa: E402
+from bench_cases import check, run_cases  # noqa: E402
 
 SCRIPT = os.path.join(HERE, "guest_bench.py")
-
-
-def check(cond, what):
-    if not cond:
-        raise AssertionError(what)
 
 
 def parse(*argv):
@@ -187,21 +183,5 @@ def test_startup_steps_are_read_from_stats_and_reported():
     check("qemu-microvm bzImage  startup by step" not in out, out)
 
 
-def main():
-    cases = {n[5:]: f for n, f in globals().items() if n.startswith("test_")}
-    if len(sys.argv) == 2 and sys.argv[1] == "--list":
-        print("\n".join(cases))
-        return 0
-    if len(sys.argv) != 2 or sys.argv[1] not in cases:
-        print("usage: %s --list | CASE" % sys.argv[0], file=sys.stderr)
-        return 2
-    try:
-        cases[sys.argv[1]]()
-    except AssertionError as e:
-        print("FAIL: %s" % e)
-        return 1
-    return 0
-
-
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(run_cases(globals()))

@@ -15,13 +15,9 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 sys.dont_write_bytecode = True
 import vsock_bench as vb  # noqa: E402
+from bench_cases import check, run_cases  # noqa: E402
 
 SCRIPT = os.path.join(HERE, "vsock_bench.py")
-
-
-def check(cond, what):
-    if not cond:
-        raise AssertionError(what)
 
 
 def snap(t, dev, vmm):
@@ -84,21 +80,5 @@ def test_bad_counts_are_refused_with_one_line():
         check(p.returncode == 2 and "at least 1" in last, "%s 0: %d %r" % (opt, p.returncode, last))
 
 
-def main():
-    cases = {n[5:]: f for n, f in globals().items() if n.startswith("test_")}
-    if len(sys.argv) == 2 and sys.argv[1] == "--list":
-        print("\n".join(cases))
-        return 0
-    if len(sys.argv) != 2 or sys.argv[1] not in cases:
-        print("usage: %s --list | CASE" % sys.argv[0], file=sys.stderr)
-        return 2
-    try:
-        cases[sys.argv[1]]()
-    except AssertionError as e:
-        print("FAIL: %s" % e)
-        return 1
-    return 0
-
-
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(run_cases(globals()))
