@@ -61,6 +61,11 @@ enum vsd_op {
 
 enum vsd_kind { SLOT_FREE, SLOT_HANDSHAKE, SLOT_CONN };
 
+/* A connection's stage: two packets' worth. A RECV is issued while at
+ * least VSD_RECV_MIN bytes of it are free in one piece (or all of it). */
+#define VSD_STAGE (2 * VSOCK_MAX_PKT)
+#define VSD_RECV_MIN 4096u
+
 /* One file slot of the worker's ring and what the device keeps for the
  * socket in it. */
 struct vsd_slot {
@@ -77,9 +82,13 @@ struct vsd_slot {
 	/* A handshake's line as it comes, then the "OK <port>\n" to send. */
 	char line[VSOCK_LINE_MAX];
 	unsigned line_len, ok_off, ok_len;
-	/* Host data read for the guest, not all of it sent yet. */
+	/* Host data read for the guest, not all of it sent yet: a circular
+	 * buffer of VSD_STAGE bytes, stage_len of them from stage_off on. A
+	 * RECV fills the space after them while the guest is sent what is
+	 * there, so reading the socket and filling RX buffers overlap. */
 	uint8_t *stage;
 	uint32_t stage_len, stage_off;
+	bool eof_owed;             /* the host's end came after staged bytes */
 	struct sockaddr_un addr;   /* a guest connect's target (CONNECT reads it) */
 };
 
@@ -146,6 +155,7 @@ static struct vsd_slot *slot_get(struct vsock_dev *d, enum vsd_kind kind)
 	s->next = NONE;
 	s->line_len = s->ok_off = s->ok_len = 0;
 	s->stage_len = s->stage_off = 0;
+	s->eof_owed = false;
 	s->deadline_ns = 0;
 	if (kind == SLOT_HANDSHAKE)
 		d->handshakes++;
@@ -265,7 +275,7 @@ static void slot_io_done(struct vsock_dev *d, struct vsd_slot *s)
 	}
 	if (s->kind == SLOT_HANDSHAKE)
 		d->handshakes--;
-	pages_free(s->stage, VSOCK_MAX_PKT);
+	pages_free(s->stage, VSD_STAGE);
 	s->stage = NULL;
 	s->kind = SLOT_FREE;
 	s->gen++;
@@ -324,10 +334,9 @@ static void act(struct vsock_dev *d, struct vsock_conn *c, enum vsock_act a)
 		break;
 	}
 	if ((a & VSOCK_ACT_RESUME) && s) {
-		if (s->stage_off < s->stage_len)
+		if (s->stage_len)
 			rx_add(d, s);
-		else
-			slot_recv(d, s);
+		slot_recv(d, s);
 	}
 }
 
@@ -385,31 +394,44 @@ static void slot_send(struct vsock_dev *d, struct vsd_slot *s)
 	s->send_on = true;
 }
 
-/* One read of the host socket while the guest has credit for it and the
- * last one has all gone to the guest: at most what the guest can take,
- * so nothing is ever buffered beyond its credit. */
+/* One read of the host socket into the stage's free space, while the
+ * guest has credit beyond what is staged: at most that much, so nothing
+ * is ever buffered beyond its credit. */
 static void slot_recv(struct vsock_dev *d, struct vsd_slot *s)
 {
 	struct vsock_conn *c = s->conn;
 	struct io_uring_sqe *sqe;
-	uint32_t room;
+	uint32_t credit, tail, len;
 
-	if (s->recv_on || s->closing || !c || s->stage_len || c->state != VSOCK_ESTABLISHED ||
+	if (s->recv_on || s->closing || !c || s->eof_owed || c->state != VSOCK_ESTABLISHED ||
 	    c->host_eof || s->ok_off < s->ok_len)
 		return;
-	room = vsock_data_room(&d->v, c);
-	if (!room)
+	if (!vsock_data_room(&d->v, c))
 		return;        /* a CREDIT_REQUEST is owed: rx_pump sends it */
+	credit = vsock_credit(c);
+	if (credit <= s->stage_len)
+		return;        /* what is staged takes all of it */
 	if (!s->stage) {
-		s->stage = pages_alloc(VSOCK_MAX_PKT);
+		s->stage = pages_alloc(VSD_STAGE);
 		if (!s->stage) {
 			STAT_ADD(d, host_errors);
 			act(d, c, vsock_host_eof(&d->v, c, true));
 			return;
 		}
 	}
+	/* The free space after the staged bytes, in one piece. */
+	tail = s->stage_off + s->stage_len;
+	if (tail >= VSD_STAGE) {
+		tail -= VSD_STAGE;
+		len = s->stage_off - tail;
+	} else {
+		len = VSD_STAGE - tail;
+	}
+	len = MIN(len, credit - s->stage_len);
+	if (s->stage_len && len < VSD_RECV_MIN)
+		return;        /* rx_pump calls again as the guest takes more */
 	sqe = sqe_for(d, s);
-	io_uring_prep_recv(sqe, (int)slot_no(d, s), s->stage, room, 0);
+	io_uring_prep_recv(sqe, (int)slot_no(d, s), s->stage + tail, len, 0);
 	sqe_tag(d, sqe, s, OP_RECV);
 	s->recv_on = true;
 }
@@ -601,9 +623,11 @@ static void conn_io(struct vsock_dev *d, struct vsd_slot *s, enum vsd_op op, int
 	case OP_RECV:
 		s->recv_on = false;
 		if (res > 0) {
-			s->stage_len = (uint32_t)res;
-			s->stage_off = 0;
+			s->stage_len += (uint32_t)res;
 			rx_add(d, s);
+			slot_recv(d, s);
+		} else if (!res && s->stage_len) {
+			s->eof_owed = true;     /* rx_pump says it after the bytes */
 		} else {
 			if (res < 0)
 				STAT_ADD(d, host_errors);
@@ -766,7 +790,8 @@ static void rx_pump(struct vsock_dev *d)
 			tx_release(d);          /* a reset of the backlog went out */
 			continue;
 		}
-		n = s->stage_len - s->stage_off;
+		/* The staged bytes in one piece: up to the stage's end. */
+		n = MIN(s->stage_len, VSD_STAGE - s->stage_off);
 		if (n > ch->total_len - VSOCK_HDR_LEN)
 			n = ch->total_len - VSOCK_HDR_LEN;
 		if (n > vsock_data_room(&d->v, s->conn))
@@ -781,14 +806,23 @@ static void rx_pump(struct vsock_dev *d)
 		iov_write(ch->iov, ch->n, 0, hb, sizeof(hb));
 		iov_write(ch->iov, ch->n, VSOCK_HDR_LEN, s->stage + s->stage_off, n);
 		vqw_push(d->rxq, ch->head, (uint32_t)(VSOCK_HDR_LEN + n));
-		s->stage_off += (uint32_t)n;
+		s->stage_off = (s->stage_off + (uint32_t)n) % VSD_STAGE;
+		s->stage_len -= (uint32_t)n;
 		rx_remove(d, s);
-		if (s->stage_off < s->stage_len) {
+		if (s->stage_len) {
 			rx_add(d, s);          /* its turn again after the others' */
 		} else {
-			s->stage_off = s->stage_len = 0;
-			slot_recv(d, s);
+			/* Empty: the next RECV starts at the front, unless one
+			 * in flight already writes after the old end. */
+			if (!s->recv_on)
+				s->stage_off = 0;
+			if (s->eof_owed) {
+				s->eof_owed = false;
+				act(d, s->conn, vsock_host_eof(&d->v, s->conn, false));
+				continue;
+			}
 		}
+		slot_recv(d, s);
 	}
 }
 
@@ -1033,7 +1067,7 @@ static void vsd_destroy(struct virtio_dev *dev)
 		close(d->listen_fd);
 	if (d->slots)
 		for (unsigned i = 0; i < d->nslots; i++)
-			pages_free(d->slots[i].stage, VSOCK_MAX_PKT);
+			pages_free(d->slots[i].stage, VSD_STAGE);
 	free(d->slots);
 	vsock_fini(&d->v);
 	free(d);       /* holds dev: last */

@@ -562,6 +562,11 @@ uint32_t vsock_data_room(struct vsock *v, struct vsock_conn *c)
 	return room < VSOCK_MAX_PKT ? room : VSOCK_MAX_PKT;
 }
 
+uint32_t vsock_credit(const struct vsock_conn *c)
+{
+	return peer_credit(c);
+}
+
 static void hdr_for(const struct vsock *v, const struct vsock_conn *c, uint16_t op,
 		    struct vsock_hdr *h)
 {

@@ -229,6 +229,9 @@ enum vsock_act vsock_wrote_host(struct vsock *v, struct vsock_conn *c, uint32_t 
  * connection sends no more (or the guest's receive side is shut). A 0
  * for want of credit marks the conn stalled: a CREDIT_REQUEST is owed. */
 uint32_t vsock_data_room(struct vsock *v, struct vsock_conn *c);
+/* The guest's whole credit for conn's host data (not capped at a packet,
+ * no stall marked): how much the device may hold read ahead of sending. */
+uint32_t vsock_credit(const struct vsock_conn *c);
 /* The device put an RW packet of n payload bytes (n <= vsock_data_room)
  * in the guest's RX queue: fill its header. */
 void vsock_data_sent(struct vsock *v, struct vsock_conn *c, uint32_t n, struct vsock_hdr *h);
