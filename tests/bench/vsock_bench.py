@@ -26,6 +26,9 @@ boot the guest's `mvm-vsock` (guest/mvm-vsock.c) runs three phases:
   h2g  the host sends 64 KiB writes to the guest's sink, until the guest
        has taken all and closed: MiB/s (the host's clock)
 
+after --warmup boots of each that are not counted (the first boot of a
+VMM in a fresh L1 pays for cold caches: it was the slowest of its kind)
+
 and around each phase the guest's interrupts (its /proc/interrupts,
 virtio lines) and, on the host, the device's CPU time: mvm's vsock thread
 (ID-vsq0), QEMU's vhost worker (the kernel thread vhost-PID), and the
@@ -328,14 +331,23 @@ def main():
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--rr", type=int, default=2000, help="round trips per run (default 2000)")
     ap.add_argument("--mib", type=int, default=64, help="MiB each way per run (default 64)")
+    ap.add_argument("--warmup", type=int, default=1,
+                    help="boots of each configuration before round 1, not counted (default 1): "
+                    "the L1's first boot of a VMM pays for its cold caches")
     ap.add_argument("--timeout", type=int, default=600, help="seconds per boot (default 600)")
     ap.add_argument("--files", default=ROOT, help="the checkout with ./mvm and build/guest")
     ap.add_argument("--out", default=None, help="write result.json there")
     args = ap.parse_args()
     if args.rounds < 1 or args.rr < 1 or args.mib < 1:
         ap.error("--rounds, --rr and --mib must be at least 1")
+    if args.warmup < 0:
+        ap.error("--warmup must be 0 or more")
     rounds, failures = [], []
     tmp = tempfile.mkdtemp(prefix="mvm-vsock-bench.")
+    for k in range(args.warmup):
+        for c in CONFIGS:
+            why = Run(c, args, tmp).failure()
+            log("warm-up %d %s: %s" % (k + 1, c, "FAILED: " + why if why else "done"))
     for k in range(args.rounds):
         order = CONFIGS[k % 2:] + CONFIGS[:k % 2]
         r = {}
