@@ -180,6 +180,7 @@ class Run:
     def __init__(self, config, args, tmp):
         self.config, self.args = config, args
         self.lines, self.marks, self.h2g_s = [], {}, None
+        self.rr = self.stream = None     # the guest's "rr" and "stream" lines
         self.error = None
         sock = os.path.join(tmp, "v.sock")
         servers = host_servers(config, sock)
@@ -259,7 +260,7 @@ class Run:
             return "exit status %d; the guest's last lines: %s; stderr: %s" % (
                 self.rc, " | ".join(self.lines[-5:]), self.err[-300:].decode(errors="replace"))
         missing = [p for p in PHASES if "end" not in self.marks.get(p, {})]
-        if missing or not hasattr(self, "rr") or not hasattr(self, "stream") or not self.h2g_s:
+        if missing or self.rr is None or self.stream is None or not self.h2g_s:
             return "phases missing (%s); the guest's last lines: %s" % (
                 ", ".join(missing) or "their figures", " | ".join(self.lines[-5:]))
         return None
