@@ -79,6 +79,12 @@ static const struct kv_value *kv_lookup(const struct kv_key *k, const char *name
 
 static void kv_key_list(const struct kv_table *t, struct kv_out *o);
 
+/* A time unit in words, for messages. */
+static const char *kv_unit_word(const struct kv_key *k)
+{
+	return !strcmp(k->unit, "ms") ? "milliseconds" : "microseconds";
+}
+
 /* Messages quote the whole spec where there is one (kv_parse), or the
  * key and its value alone (kv_set_key: spec NULL). */
 static int kv_set(const struct kv_table *t, const struct kv_key *k, const char *spec,
@@ -120,18 +126,22 @@ static int kv_set(const struct kv_table *t, const struct kv_key *k, const char *
 			*(int *)kv_field(obj, k) = v->value;
 		return 0;
 	case KV_UINT:
+	case KV_U64:
 		lo = k->zero_is_unset ? MAX(k->min, 1) : k->min;
 		r = parse_uint(val, lo, k->max, &u);
 		if (r && k->unit)
-			return err_set(err, errlen, -EINVAL, "%s: %s; use %llu%s to %llu microseconds",
+			return err_set(err, errlen, -EINVAL, "%s: %s; use %llu%s to %llu %s",
 				      label, r == -ERANGE ? "out of range" : "not a number",
 				      (unsigned long long)lo, lo ? "" : " (off)",
-				      (unsigned long long)k->max);
+				      (unsigned long long)k->max, kv_unit_word(k));
 		if (r)
 			return err_set(err, errlen, -EINVAL, "%s: %s; use a number from %llu to %llu",
 				      label, r == -ERANGE ? "out of range" : "not a number",
 				      (unsigned long long)lo, (unsigned long long)k->max);
-		*(unsigned *)kv_field(obj, k) = (unsigned)u;
+		if (k->kind == KV_U64)
+			*(uint64_t *)kv_field(obj, k) = u;
+		else
+			*(unsigned *)kv_field(obj, k) = (unsigned)u;
 		return 0;
 	case KV_STRING:
 		n = strlen(val);
@@ -294,7 +304,7 @@ int kv_check(const struct kv_table *t, const void *obj, const char *name, char *
 		const struct kv_key *k = &t->keys[i];
 		const void *f = kv_cfield(obj, k);
 		const char *s;
-		unsigned u;
+		uint64_t u;
 		int e;
 
 		switch (k->kind) {
@@ -302,20 +312,21 @@ int kv_check(const struct kv_table *t, const void *obj, const char *name, char *
 		case KV_BOOL:
 			break;          /* a bool holds nothing else */
 		case KV_UINT:
-			u = *(const unsigned *)f;
+		case KV_U64:
+			u = k->kind == KV_U64 ? *(const uint64_t *)f : *(const unsigned *)f;
 			if (u == 0 && k->required)
 				return kv_missing(t, k, name, err, errlen);
 			if ((u == 0 && k->zero_is_unset) ||
 			    (u >= k->min && u <= (k->check_max ? k->check_max : k->max)))
 				break;
 			if (k->unit)
-				return err_set(err, errlen, -EINVAL, "%s %s: %s %u %s; give %llu to "
-					      "%llu", t->what, name, k->name, u, k->unit,
-					      (unsigned long long)k->min,
+				return err_set(err, errlen, -EINVAL, "%s %s: %s %llu %s; give %llu to "
+					      "%llu", t->what, name, k->name, (unsigned long long)u,
+					      k->unit, (unsigned long long)k->min,
 					      (unsigned long long)k->max);
-			return err_set(err, errlen, -EINVAL, "%s %s: %u %s; give %llu to %llu",
-				      t->what, name, u, k->name, (unsigned long long)k->min,
-				      (unsigned long long)k->max);
+			return err_set(err, errlen, -EINVAL, "%s %s: %llu %s; give %llu to %llu",
+				      t->what, name, (unsigned long long)u, k->name,
+				      (unsigned long long)k->min, (unsigned long long)k->max);
 		case KV_ENUM:
 			e = *(const int *)f;
 			for (j = 0; k->values[j].name; j++)
@@ -365,6 +376,9 @@ void kv_defaults(const struct kv_table *t, void *obj)
 			break;
 		case KV_UINT:
 			*(unsigned *)kv_field(obj, k) = (unsigned)k->def;
+			break;
+		case KV_U64:
+			*(uint64_t *)kv_field(obj, k) = k->def;
 			break;
 		case KV_ENUM:
 			*(int *)kv_field(obj, k) = (int)k->def;

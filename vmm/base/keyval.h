@@ -18,6 +18,7 @@ enum kv_kind {
 	KV_FLAG,        /* "key" alone: the bool field becomes .max (ro, rw) */
 	KV_BOOL,        /* key=on|off, or an alias in .values: a bool field */
 	KV_UINT,        /* key=N, .min to .max: an unsigned field */
+	KV_U64,         /* the same for a uint64_t field */
 	KV_ENUM,        /* key=NAME, one of .values: an enum (int-sized) field */
 	KV_STRING,      /* key=TEXT, printable ASCII, at most .max bytes: a
 			 * const char * field, pointing into the caller's buffer */
@@ -44,7 +45,7 @@ struct kv_key {
 				 * as missing; the syntax shows it unbracketed */
 	const struct kv_value *values;  /* KV_BOOL, KV_ENUM: NULL-terminated */
 	const char *meta;       /* the value's name in the syntax: N, USEC, ID */
-	const char *unit;       /* KV_UINT: "us" where the number is a time */
+	const char *unit;       /* KV_UINT, KV_U64: "us" or "ms" where the number is a time */
 	const char *help;       /* what it does, word-wrapped by kv_help; NULL:
 				 * the key is an alias, left out of the help */
 };
