@@ -136,6 +136,35 @@ void vqw_retry_later(struct vqw_queue *q, uint32_t data, unsigned attempt)
 	STAT_ADD(q, retries, 1);
 }
 
+void vqw_wait_until(struct vqw_queue *q, uint32_t data, uint64_t when_ns)
+{
+	struct io_uring_sqe *sqe = vqw_get_sqe(q->w);
+
+	/* The kernel copies the time when it takes the SQE (the next
+	 * io_uring_enter); a second wait of q before that names the same
+	 * place, and both end at the later time: the device's newest. */
+	q->wake_at.tv_sec = (long long)(when_ns / 1000000000ull);
+	q->wake_at.tv_nsec = (long long)(when_ns % 1000000000ull);
+	io_uring_prep_timeout(sqe, &q->wake_at, 0, IORING_TIMEOUT_ABS);
+	/* A timeout names no file; the ring's restrictions want the flag. */
+	sqe->flags |= IOSQE_FIXED_FILE;
+	io_uring_sqe_set_data64(sqe, UD(TAG_RETRY, q - q->w->q, data));
+}
+
+void vqw_poke(struct vqw *w)
+{
+	uint64_t one = 1;
+
+	/* Release: what the poker changed before is seen by the worker's
+	 * exchange (acquire) in command(). */
+	__atomic_store_n(&w->poked, true, __ATOMIC_RELEASE);
+	/* A blocking eventfd refuses a write only at a saturated count,
+	 * which already wakes the worker. */
+	if (write(w->ctl_fd, &one, sizeof(one)) < 0) {
+		/* see above */
+	}
+}
+
 /* Whether the worker takes q's buffers now: served, not broken, not held,
  * and for a pull queue, wanted. */
 static bool takes(const struct vqw_queue *q)
@@ -729,6 +758,15 @@ static bool command(struct vqw *w)
 
 	w->ctl_event = false;
 	arm_ctl(w);
+	/* Pairs with vqw_poke's release. */
+	if (__atomic_exchange_n(&w->poked, false, __ATOMIC_ACQUIRE) && w->serving &&
+	    !w->stopping && w->ops->poked) {
+		unsigned i;
+
+		for (i = 0; i < w->nq; i++)
+			if (w->q[i].active)
+				w->ops->poked(&w->q[i]);
+	}
 	if (word >> 8 == w->ctl_seen)
 		return true;
 	w->ctl_seen = word >> 8;

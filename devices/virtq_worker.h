@@ -213,9 +213,14 @@ struct vqw_ops {
 	/* Optional: vqw_register_mem's registration failed (-errno) on the
 	 * worker's thread; the worker goes on without (q: its first queue). */
 	void (*fixed_failed)(struct vqw_queue *q, int err);
-	/* Optional: the wait of vqw_retry_later(q, data) is over (or was
-	 * cancelled by a stop: vqw_stopping then says so). */
+	/* Optional: the wait of vqw_retry_later(q, data) or of
+	 * vqw_wait_until(q, data, ...) is over (or was cancelled by a stop:
+	 * vqw_stopping then says so). */
 	void (*retry)(struct vqw_queue *q, uint32_t data);
+	/* Optional: vqw_poke woke the worker (settings the device shares
+	 * with other threads changed: its rate limits); called for each
+	 * queue it serves, on the worker's thread, never while stopping. */
+	void (*poked)(struct vqw_queue *q);
 	/* For a queue the device pulls from (vqw_set_pull): it asked for
 	 * buffers (vqw_want) and the guest has made some available: take
 	 * them with vqw_pull. */
@@ -253,6 +258,7 @@ struct vqw_queue {
 	 * while the worker writes them). */
 	struct vqw_stats st;
 	unsigned ring_seq;
+	struct __kernel_timespec wake_at;   /* vqw_wait_until's, until submitted */
 };
 
 enum vqw_cmd { VQW_CMD_NONE, VQW_CMD_RUN, VQW_CMD_PARK, VQW_CMD_EXIT };
@@ -286,6 +292,7 @@ struct vqw {
 	unsigned ctl_seen;         /* the last command carried out (worker) */
 	unsigned ctl_word;
 	unsigned ctl_next;         /* owner: the next sequence number */
+	bool poked;                /* vqw_poke: any thread sets it, the worker clears it */
 	uint64_t run_mask;
 	struct thread_handshake hs;
 	sem_t parked;
@@ -412,6 +419,15 @@ static inline bool vqw_stopping(const struct vqw_queue *q)
  * host I/O that failed for now (-EAGAIN) and is worth trying again
  * without spinning. A stop cancels the wait (ops->retry still comes). */
 void vqw_retry_later(struct vqw_queue *q, uint32_t data, unsigned attempt);
+/* Call ops->retry(q, data) at when_ns (CLOCK_MONOTONIC, mono_ns), or at
+ * once where that has passed: a wait of exactly the length the device
+ * computed (a rate limit's), in the same io_uring_enter as everything
+ * else. A stop cancels it (ops->retry still comes). */
+void vqw_wait_until(struct vqw_queue *q, uint32_t data, uint64_t when_ns);
+/* From any thread, while the worker exists (vqw_init to vqw_fini): wake
+ * it and have it call ops->poked for each queue it serves. Pokes that
+ * come before it looks are one. */
+void vqw_poke(struct vqw *w);
 /* A pull queue's next chain, for the device on the worker's thread: 1
  * (*out points at it until the next vqw_pull), 0 (none now: vqw_want to
  * hear of more; or the queue is not served), or the guest broke the ring
