@@ -28,6 +28,12 @@
 #define STAT_ADD(q, f, n) \
 	__atomic_store_n(&(q)->f, (q)->f + (n), __ATOMIC_RELAXED)
 
+/* The wait of a slot held by the rate limits: vqw_wait_until's data. A
+ * new wait of the queue (after a vqw_poke) makes the older ones stale. */
+#define BLK_RATE_WAKE 0x80000000u
+#define BLK_RATE_DATA(seq, head) (BLK_RATE_WAKE | (uint32_t)((seq) & 0x7fff) << 16 | (head))
+_Static_assert(BLK_QUEUE_SIZE_MAX <= 0x10000, "a head fits in 16 bits of the wait's data");
+
 static void file_prep(const struct blk_slot *s, int file, struct io_uring_sqe *sqe)
 {
 	switch (s->req.type) {
@@ -114,6 +120,7 @@ static void finish(struct blk_queue *q, unsigned head, uint8_t *status_byte, uin
 }
 
 static void slot_start(struct blk_queue *q, unsigned head);
+static void slot_rate_wake(struct blk_queue *q, uint32_t data);
 
 /* A slot's host I/O is over: free the slot and its bytes of the queue's
  * budget, complete its request, and let a request that waited for the
@@ -195,6 +202,10 @@ static void blk_retry(struct vqw_queue *wq, uint32_t head)
 {
 	struct blk_queue *q = wq->opaque;
 
+	if (head & BLK_RATE_WAKE) {
+		slot_rate_wake(q, head);
+		return;
+	}
 	if (head >= q->nslots || !q->slots[head].busy)
 		return;         /* not ours (cannot happen) */
 	if (vqw_stopping(wq))
@@ -320,6 +331,7 @@ static void blk_chain(struct vqw_queue *wq, struct virtq_chain *c)
 		   (s->req.dwz_flags & VIRTIO_BLK_WRITE_ZEROES_FLAG_UNMAP) && q->blk->img.discard;
 	s->used_len = s->req.type == VIRTIO_BLK_T_IN ? (uint32_t)s->req.len + 1 : 1;
 	s->retries = 0;
+	s->rate_since = 0;
 	s->cost = s->req.type == VIRTIO_BLK_T_FLUSH ? 0 : s->req.len;
 	__atomic_store_n(&q->inflight, q->inflight + 1, __ATOMIC_RELAXED);
 	/* The queue's budget of host work in flight: a request that does not
@@ -335,11 +347,76 @@ static void blk_chain(struct vqw_queue *wq, struct virtq_chain *c)
 	slot_start(q, c->head);
 }
 
-/* Count the slot's bytes against the budget and issue its host I/O. */
+static bool rate_limited(const struct blk_dev *blk)
+{
+	return __atomic_load_n(&blk->rate.on, __ATOMIC_RELAXED) ||
+	       (blk->group && __atomic_load_n(&blk->group->on, __ATOMIC_RELAXED));
+}
+
+/* Issue the slot's host I/O once the disk's rate limits (its own, then
+ * its group's) have its tokens: where they do not, the queue is held
+ * (what the guest posts meanwhile waits in the ring) and the thread
+ * waits exactly until they will, in its io_uring (vqw_wait_until). Then
+ * count its bytes against the budget. */
 static void slot_start(struct blk_queue *q, unsigned head)
 {
-	q->budget_used += q->slots[head].cost;
+	struct blk_slot *s = &q->slots[head];
+	struct ratelim *rl[2] = { &q->blk->rate, q->blk->group };
+	uint64_t now = 0, wait;
+
+	if (rate_limited(q->blk)) {
+		now = mono_ns();
+		wait = ratelim_take(rl, 2, s->req.type == VIRTIO_BLK_T_IN ||
+				    s->req.type == VIRTIO_BLK_T_OUT ? s->req.len : 0, now);
+		if (wait) {
+			if (!s->rate_since) {
+				s->rate_since = now;
+				STAT_ADD(q, rate_delayed, 1);
+			}
+			q->rate_waiting = (int)head;
+			vqw_hold(q->wq, true);
+			q->rate_seq++;
+			vqw_wait_until(q->wq, BLK_RATE_DATA(q->rate_seq, head), now + wait);
+			return;
+		}
+	}
+	if (q->rate_waiting == (int)head) {
+		q->rate_waiting = -1;
+		vqw_hold(q->wq, false);
+	}
+	if (s->rate_since) {
+		STAT_ADD(q, rate_wait_ns, (now ? now : mono_ns()) - s->rate_since);
+		s->rate_since = 0;
+	}
+	q->budget_used += s->cost;
 	slot_submit(q, head);
+}
+
+/* The rate limits' wait of a slot is over (or a stop cancelled it). */
+static void slot_rate_wake(struct blk_queue *q, uint32_t data)
+{
+	unsigned head = data & 0xffff;
+
+	if (q->rate_waiting != (int)head || (data >> 16 & 0x7fff) != (q->rate_seq & 0x7fffu))
+		return;         /* stale: a poke gave it a newer wait */
+	if (vqw_stopping(q->wq)) {
+		q->rate_waiting = -1;
+		vqw_hold(q->wq, false);
+		q->slots[head].cost = 0;        /* none of the budget taken yet */
+		slot_done(q, head, VIRTIO_BLK_S_IOERR);
+		return;
+	}
+	slot_start(q, head);
+}
+
+/* The limits changed (vqw_poke): a slot waiting for tokens is looked at
+ * again now, under the new ones. */
+static void blk_poked(struct vqw_queue *wq)
+{
+	struct blk_queue *q = wq->opaque;
+
+	if (q->rate_waiting >= 0)
+		slot_start(q, (unsigned)q->rate_waiting);
 }
 
 static void blk_complete(struct vqw_queue *wq, uint32_t head, int res)
@@ -382,6 +459,7 @@ static const struct vqw_ops blk_vqw_ops = {
 	.inflight = blk_inflight,
 	.fixed_failed = blk_fixed_failed,
 	.retry = blk_retry,
+	.poked = blk_poked,
 };
 
 int blk_slots_alloc(struct blk_dev *blk)
@@ -459,6 +537,7 @@ static int queue_prepare(struct blk_dev *blk, unsigned qi)
 	q->ctx.write_zeroes = virtio_has_feature(dev, VIRTIO_BLK_F_WRITE_ZEROES);
 	q->ctx.serial = blk->opts.serial;
 	q->waiting = -1;
+	q->rate_waiting = -1;
 	q->budget_used = 0;
 	if (!blk->slot_mem || q->nslots > BLK_QUEUE_SIZE_MAX)
 		return -EINVAL;     /* cannot happen: the device made both */
@@ -522,6 +601,10 @@ int blk_workers_init(struct blk_dev *blk)
 		r = vqw_set_io(&bw->w, fds, (unsigned)nfds, disk_sqe_ops(blk));
 		if (r)
 			return r;
+		/* Woken when the disk's limits change at run time. */
+		r = ratelim_join(&blk->rate, &bw->w);
+		if (r)
+			return r;
 		for (qi = 0; qi < n; qi++)
 			blk->queues[idx[qi]].wq = &bw->w.q[qi];
 	}
@@ -559,6 +642,10 @@ void blk_workers_fini(struct blk_dev *blk)
 	for (wi = 0; wi < blk->nworkers; wi++) {
 		if (!blk->workers[wi].up)
 			continue;
+		/* Before its eventfd goes: ratelim_set pokes members. */
+		ratelim_leave(&blk->rate, &blk->workers[wi].w);
+		if (blk->group)
+			ratelim_leave(blk->group, &blk->workers[wi].w);
 		vqw_fini(&blk->workers[wi].w);
 		blk->workers[wi].up = blk->workers[wi].w.lost;
 	}

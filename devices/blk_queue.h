@@ -10,6 +10,7 @@
 
 #include "devices/blk_image.h"
 #include "devices/blk_req.h"
+#include "devices/ratelim.h"
 #include "devices/virtio.h"
 #include "devices/virtio_blk.h"
 #include "devices/virtq_worker.h"
@@ -41,6 +42,7 @@ struct blk_slot {
 	bool punch;                /* write zeroes through PUNCH_HOLE */
 	uint8_t retries;           /* transient failures retried (BLK_RETRY_MAX) */
 	uint64_t cost;             /* its bytes of the queue's budget (0: none) */
+	uint64_t rate_since;       /* when the rate limits first held it (ns), or 0 */
 	int fixed;                 /* one segment: its registered buffer, or -1 */
 	struct iovec iov[BLK_SLOT_IOV];
 };
@@ -103,8 +105,10 @@ struct blk_queue {
 	struct blk_req_ctx ctx;
 	uint64_t budget_used;      /* bytes of host work in flight (worker) */
 	int waiting;               /* a slot waiting for the budget, or -1 (worker) */
+	int rate_waiting;          /* a slot waiting for rate-limit tokens, or -1 (worker) */
+	uint16_t rate_seq;         /* its current wait (older ones are stale) */
 	/* Written by the worker's thread only (relaxed atomics). */
-	uint64_t errors, bytes_read, bytes_written, budget_waits;
+	uint64_t errors, bytes_read, bytes_written, budget_waits, rate_delayed, rate_wait_ns;
 	/* What blk_req_parse fills, before the segments go to their slot. */
 	struct iovec parse_iov[BLK_SEG_MAX];
 };
@@ -126,6 +130,11 @@ struct blk_dev {
 	size_t slot_stride;        /* bytes per queue in slot_mem */
 	size_t slot_big_off;       /* where a queue's overflow arrays start in it */
 	size_t slot_len;           /* the whole mapping */
+	/* Its own rate limits (always there, so that they can be set at run
+	 * time) and its group's, or NULL (the VM holds the group). */
+	struct ratelim rate;
+	bool rate_up;
+	struct ratelim *group;
 	const struct blk_backend_ops *backend;   /* blk_file_backend by default */
 	void *backend_arg;
 };

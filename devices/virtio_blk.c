@@ -151,6 +151,8 @@ static void blk_stats_json(struct virtio_dev *dev, struct json *j)
 		json_u64(j, "fixed", s.fixed);
 		json_u64(j, "retries", s.retries);
 		json_u64(j, "budget_waits", s.budget_waits);
+		json_u64(j, "rate_delayed", s.rate_delayed);
+		json_u64(j, "rate_wait_us", s.rate_wait_us);
 		if (s.ring_valid) {
 			/* Where a stalled queue stopped: work the device never
 			 * took (avail_pending), host I/O that never completed
@@ -183,6 +185,8 @@ static void blk_destroy(struct virtio_dev *dev)
 	for (unsigned wi = 0; wi < blk->nworkers; wi++)
 		if (blk->workers[wi].up)
 			return;
+	if (blk->rate_up)
+		ratelim_fini(&blk->rate);
 	blk_image_close(&blk->img);
 	blk_slots_free(blk);
 	free(blk->workers);
@@ -265,6 +269,11 @@ static const struct kv_key blk_keys[] = {
 	  .help = "on: guest RAM registered with io_uring, so O_DIRECT I/O skips pinning "
 		  "pages per request; pins all of guest RAM (needs RLIMIT_MEMLOCK or "
 		  "CAP_IPC_LOCK; default off)" },
+	RATELIM_KEYS(struct mvm_disk, rate),
+	{ "rate_limit_group", KV_STRING, BLK_KEY(rate_limit_group, const char *),
+	  .max = MVM_ID_MAX, .meta = "ID",
+	  .help = "share the limits of the rate-limit group ID (--rate-limit-group) "
+		  "with its other disks, on top of this disk's own" },
 };
 
 const struct kv_table blk_disk_keys = {
@@ -290,6 +299,8 @@ static int blk_dev_create(const struct mvm_disk *o, struct blk_image *img,
 		goto close_image;
 	}
 	r = kv_check(&blk_disk_keys, o, o->path, err, errlen);
+	if (!r)
+		r = ratelim_check(&o->rate, "disk", o->path, err, errlen);
 	if (r)
 		goto close_image;
 	blk = calloc(1, sizeof(*blk));
@@ -312,10 +323,15 @@ static int blk_dev_create(const struct mvm_disk *o, struct blk_image *img,
 	blk->backend_arg = backend_arg;
 	blk->capacity = blk->img.size / BLK_SECTOR;
 	blk_build_config(blk);
-	r = virtio_dev_init(&blk->vdev, &blk_ops, blk, mem, o->queues, BLK_QUEUE_SIZE_MAX);
+	r = ratelim_init(&blk->rate, &o->rate, mono_ns());
+	blk->rate_up = !r;
+	if (!r)
+		r = virtio_dev_init(&blk->vdev, &blk_ops, blk, mem, o->queues, BLK_QUEUE_SIZE_MAX);
 	if (r) {
 		snprintf(err, errlen, "disk %s: cannot create the virtio device: %s",
 			 o->path, strerror(-r));
+		if (blk->rate_up)
+			ratelim_fini(&blk->rate);
 		blk_image_close(&blk->img);
 		free(blk->workers);
 		free(blk->queues);
@@ -402,7 +418,46 @@ int blk_get_queue_stats(struct virtio_dev *dev, unsigned q, struct blk_queue_sta
 	out->ring = w.ring;
 	out->errors = __atomic_load_n(&bq->errors, __ATOMIC_RELAXED);
 	out->budget_waits = __atomic_load_n(&bq->budget_waits, __ATOMIC_RELAXED);
+	out->rate_delayed = __atomic_load_n(&bq->rate_delayed, __ATOMIC_RELAXED);
+	out->rate_wait_us = __atomic_load_n(&bq->rate_wait_ns, __ATOMIC_RELAXED) / 1000;
 	out->bytes_read = __atomic_load_n(&bq->bytes_read, __ATOMIC_RELAXED);
 	out->bytes_written = __atomic_load_n(&bq->bytes_written, __ATOMIC_RELAXED);
+	return 0;
+}
+
+int blk_set_rate(struct virtio_dev *dev, const struct mvm_rate_limit *rate, char *err,
+		 size_t errlen)
+{
+	struct blk_dev *blk;
+	int r;
+
+	if (dev->ops != &blk_ops)
+		return -EINVAL;
+	blk = to_blk(dev);
+	r = ratelim_check(rate, "disk", blk->opts.path, err, errlen);
+	if (r)
+		return r;
+	ratelim_set(&blk->rate, rate, mono_ns());
+	return 0;
+}
+
+int blk_set_group(struct virtio_dev *dev, struct ratelim *group)
+{
+	struct blk_dev *blk;
+	unsigned wi;
+	int r;
+
+	if (dev->ops != &blk_ops || to_blk(dev)->group)
+		return -EINVAL;
+	blk = to_blk(dev);
+	for (wi = 0; wi < blk->nworkers; wi++) {
+		r = ratelim_join(group, &blk->workers[wi].w);
+		if (r) {
+			while (wi--)
+				ratelim_leave(group, &blk->workers[wi].w);
+			return r;
+		}
+	}
+	blk->group = group;
 	return 0;
 }

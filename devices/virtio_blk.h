@@ -57,10 +57,21 @@ struct blk_queue_stats {
 	uint64_t fixed;            /* reads and writes on registered guest RAM (fixed-buffers) */
 	uint64_t retries;          /* host I/O retried after a wait (-EAGAIN) */
 	uint64_t budget_waits;     /* requests that waited for the queue's budget of bytes */
+	uint64_t rate_delayed;     /* requests the rate limits held */
+	uint64_t rate_wait_us;     /* the time they were held, in all */
 	bool ring_valid;           /* the queue's thread has stopped: */
 	struct virtq_ring_state ring;   /* the ring as it left it */
 };
 /* 0 or -EINVAL (not a blk device / bad queue). Any thread. */
 int blk_get_queue_stats(struct virtio_dev *dev, unsigned q, struct blk_queue_stats *out);
+
+/* The disk's own rate limits from now on (checked: -EINVAL with a
+ * message); a request waiting for tokens is looked at again. Any thread. */
+int blk_set_rate(struct virtio_dev *dev, const struct mvm_rate_limit *rate, char *err,
+		 size_t errlen);
+/* Share group's limits too (once, before the device's threads are
+ * launched); group must outlive the device. 0 or -errno. */
+struct ratelim;
+int blk_set_group(struct virtio_dev *dev, struct ratelim *group);
 
 #endif

@@ -65,9 +65,9 @@ extern "C" {
  * is passed with it) make a new MINOR: a program built against an older
  * header runs against a newer library of the same MAJOR. */
 #define MVM_VERSION_MAJOR 2
-#define MVM_VERSION_MINOR 2
+#define MVM_VERSION_MINOR 3
 #define MVM_VERSION_PATCH 0
-#define MVM_VERSION_STRING "2.2.0"
+#define MVM_VERSION_STRING "2.3.0"
 #define MVM_ERR_MAX 512          /* enough for any message */
 /* For the statistics calls: every vCPU, every disk, every queue. */
 #define MVM_ALL (~0u)
@@ -164,6 +164,30 @@ struct mvm_config {
 };
 
 enum mvm_transport { MVM_TRANSPORT_PCI, MVM_TRANSPORT_MMIO, MVM_TRANSPORT_CCW };
+
+/* Since 2.3. A token bucket, Firecracker's and Cloud Hypervisor's model,
+ * so that their settings carry over: it holds up to `size` tokens and
+ * refills from empty to full in `refill_time_ms`, continuously (mvm
+ * computes when the next request fits and waits exactly that long; no
+ * re-check timer). `one_time_burst` tokens more are there at the start,
+ * used first and never refilled. It starts full. A request that costs
+ * more than `size` waits for a full bucket and then goes (the bucket
+ * goes into debt): nothing is ever refused. size 0: no limit. */
+struct mvm_token_bucket {
+	uint64_t size;          /* 0 (no limit) .. MVM_RATE_SIZE_MAX */
+	uint64_t one_time_burst;/* 0 .. MVM_RATE_SIZE_MAX */
+	uint64_t refill_time_ms;/* 1 .. MVM_RATE_REFILL_MS_MAX where size is set */
+};
+#define MVM_RATE_SIZE_MAX (1ULL << 50)
+#define MVM_RATE_REFILL_MS_MAX 3600000ULL
+/* A disk's I/O limits (since 2.3): bytes read and written, and requests
+ * (every request that reaches the host: reads, writes, flushes, discards,
+ * write-zeroes). A request waits until both buckets have its tokens; the
+ * guest's next requests wait in the ring meanwhile. */
+struct mvm_rate_limit {
+	struct mvm_token_bucket bw;     /* bytes */
+	struct mvm_token_bucket ops;    /* requests */
+};
 enum mvm_cache { MVM_CACHE_WRITEBACK, MVM_CACHE_NONE };
 
 struct mvm_disk {
@@ -195,7 +219,23 @@ struct mvm_disk {
 				 * is pinned (RLIMIT_MEMLOCK without CAP_IPC_LOCK;
 				 * where it does not fit, a warning and the disk
 				 * runs without); default false */
+	/* Since 2.3. This disk's own I/O limits (default none), and the
+	 * id of a rate-limit group (mvm_add_rate_group) whose limits it
+	 * shares with the group's other disks, of this VM and of others in
+	 * the process: a request waits for the tokens of both. NULL: none. */
+	struct mvm_rate_limit rate;
+	const char *rate_limit_group;
 };
+
+/* Since 2.3. A rate-limit group: limits that several disks share (Cloud
+ * Hypervisor's rate_limit_groups). The config of mvm_rate_group_new, and
+ * mvm(1)'s --rate-limit-group "id=NAME,bw_size=N,..." */
+struct mvm_rate_group_config {
+	size_t size;            /* sizeof: mvm_rate_group_config_init */
+	const char *id;         /* 1..MVM_ID_MAX letters, digits, '-', '_', '.' */
+	struct mvm_rate_limit rate;
+};
+struct mvm_rate_group;
 
 /* A virtio-vsock device (one per VM): a stream channel between the
  * guest and host programs, as Firecracker's and Cloud Hypervisor's
@@ -249,6 +289,10 @@ struct mvm_queue_stats {
 	uint64_t bytes_read, bytes_written;
 	uint64_t polled;        /* rounds where polling found work */
 	uint64_t kicks;         /* guest notifications (VM exits), +1 per queue start */
+	/* Since 2.3: requests the disk's rate limits (or its group's)
+	 * delayed, and the time they waited in all. */
+	uint64_t rate_delayed;
+	uint64_t rate_wait_us;
 };
 
 struct mvm_stats {
@@ -311,6 +355,26 @@ int mvm_vsock_parse(struct mvm_vsock *vsock, const char *spec, char *buf, size_t
 size_t mvm_vsock_syntax(char *buf, size_t len);
 size_t mvm_vsock_help(unsigned indent, char *buf, size_t len);
 
+/* Since 2.3: rate-limit groups. _init, _parse, _syntax and _help are
+ * the counterparts of mvm_disk's over the --rate-limit-group syntax
+ * "id=NAME[,bw_size=N]..." (id then points into buf). A group is made
+ * with one reference, the caller's; each VM it is added to takes one
+ * more (dropped by mvm_destroy), and the last mvm_rate_group_unref frees
+ * it. mvm_rate_group_set changes its limits at any time, for every disk
+ * in it at once (tokens it holds beyond the new size are dropped; a new
+ * one_time_burst is granted again). */
+void mvm_rate_group_config_init_size(struct mvm_rate_group_config *g, size_t size);
+#define mvm_rate_group_config_init(g) mvm_rate_group_config_init_size((g), sizeof(*(g)))
+int mvm_rate_group_parse(struct mvm_rate_group_config *g, const char *spec, char *buf,
+			 size_t buflen, char *err, size_t errlen);
+size_t mvm_rate_group_syntax(char *buf, size_t len);
+size_t mvm_rate_group_help(unsigned indent, char *buf, size_t len);
+int mvm_rate_group_new(const struct mvm_rate_group_config *g, struct mvm_rate_group **out,
+		       char *err, size_t errlen);
+int mvm_rate_group_set(struct mvm_rate_group *grp, const struct mvm_rate_limit *rate,
+		       size_t len, char *err, size_t errlen);
+void mvm_rate_group_unref(struct mvm_rate_group *grp);
+
 /* Check cfg and make a VM that is not running yet (the config is copied;
  * files are checked and the kernel is parsed now). 0 or -errno. */
 int mvm_create(const struct mvm_config *cfg, struct mvm **out, char *err, size_t errlen);
@@ -319,6 +383,18 @@ int mvm_create(const struct mvm_config *cfg, struct mvm **out, char *err, size_t
  * image is opened and locked now (an image another VM holds read-write is
  * refused: -EBUSY). -EBUSY after mvm_start, -ENOSPC past MVM_MAX_DISKS. */
 int mvm_add_disk(struct mvm *vm, const struct mvm_disk *disk, char *err, size_t errlen);
+
+/* Let the VM's disks name grp (its id) in rate_limit_group; before
+ * mvm_add_disk of those disks and before mvm_start. -EEXIST: a group of
+ * that id is there already; -EBUSY after mvm_start. Since 2.3. */
+int mvm_add_rate_group(struct mvm *vm, struct mvm_rate_group *grp, char *err, size_t errlen);
+
+/* Change disk's own rate limits (len: sizeof(*rate)), before or while
+ * the VM runs: from the next request on, and a request waiting for
+ * tokens is looked at again at once. As mvm_rate_group_set for the
+ * tokens. -EINVAL: no such disk or bad limits. Any thread. Since 2.3. */
+int mvm_disk_set_rate_limit(struct mvm *vm, unsigned disk, const struct mvm_rate_limit *rate,
+			    size_t len, char *err, size_t errlen);
 
 /* Give the VM its virtio-vsock device (one per VM) before mvm_start. The
  * listening socket is made at mvm_start (mvm_prepare), and removed when

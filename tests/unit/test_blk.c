@@ -1857,3 +1857,219 @@ TEST(reset_with_io_in_flight_writes_nothing_after)
 	CHECK_EQ(count_threads("mvm-blk-q"), 1);     /* parked, not gone */
 	teardown(&t);
 }
+
+/* --- I/O rate limits --- */
+
+static double secs_since(const struct timespec *t0)
+{
+	struct timespec t1;
+
+	clock_gettime(CLOCK_MONOTONIC, &t1);
+	return (double)(t1.tv_sec - t0->tv_sec) + (double)(t1.tv_nsec - t0->tv_nsec) / 1e9;
+}
+
+/* ops_size=1 every 20 ms: 50 requests a second. Six requests one after
+ * another take at least five refills (the first finds the bucket full),
+ * and the five that waited are counted with their time. Only a lower
+ * bound on time: a slow host may take longer, never less. */
+TEST(a_rate_limited_disk_paces_requests_and_counts_the_wait)
+{
+	struct blk_queue_stats s;
+	struct timespec t0;
+	uint64_t buf;
+	struct t t;
+	int i;
+
+	setup(&t, ",ops_size=1,ops_refill_time=20", 1);
+	buf = vdrv_alloc(&t.d, 4096, 4096);
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	for (i = 0; i < 6; i++)
+		CHECK_EQ(run1(&t, 0, VIRTIO_BLK_T_IN, (uint64_t)i * 8, buf, 4096, true, NULL),
+			 VIRTIO_BLK_S_OK);
+	CHECK(secs_since(&t0) >= 0.099);
+	stats(&t, 0, &s);
+	CHECK_EQ(s.rate_delayed, 5);
+	/* Each waited most of a refill (the request came right after the
+	 * last went): well over half of 5 x 20 ms in all. */
+	CHECK(s.rate_wait_us >= 50000);
+	CHECK_EQ(s.requests, 6);
+	teardown(&t);
+}
+
+/* Bytes: a 64 KiB bucket refilled in 100 ms (640 KiB/s). A 256 KiB read,
+ * larger than the bucket, still goes (once the bucket is full) and
+ * leaves a debt that the next request waits out: three of them take at
+ * least 2 x 256 KiB / 640 KiB/s = 0.8 s. */
+TEST(a_request_larger_than_the_bytes_bucket_goes_and_the_next_waits_its_debt)
+{
+	struct blk_queue_stats s;
+	struct timespec t0;
+	uint64_t buf;
+	struct t t;
+	int i;
+
+	setup(&t, ",bw_size=65536,bw_refill_time=100", 1);
+	buf = vdrv_alloc(&t.d, 256 << 10, 4096);
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	for (i = 0; i < 3; i++)
+		CHECK_EQ(run1(&t, 0, VIRTIO_BLK_T_IN, 0, buf, 256 << 10, true, NULL),
+			 VIRTIO_BLK_S_OK);
+	CHECK(secs_since(&t0) >= 0.79);
+	stats(&t, 0, &s);
+	CHECK_EQ(s.rate_delayed, 2);
+	CHECK_EQ(s.bytes_read, 3 * (256 << 10));
+	teardown(&t);
+}
+
+/* A request waiting for a token 100 s away goes as soon as the limit is
+ * lifted: the change wakes the queue's thread (vqw_poke), which looks
+ * again at once, rather than at the wait it had computed. */
+TEST(a_limit_lifted_at_run_time_releases_the_waiting_request_at_once)
+{
+	struct mvm_rate_limit none;
+	struct blk_queue_stats s;
+	char err[256];
+	uint64_t buf, st;
+	uint32_t id, len;
+	struct t t;
+	int head;
+
+	setup(&t, ",ops_size=1,ops_refill_time=100000", 1);
+	buf = vdrv_alloc(&t.d, 4096, 4096);
+	CHECK_EQ(run1(&t, 0, VIRTIO_BLK_T_IN, 0, buf, 4096, true, NULL), VIRTIO_BLK_S_OK);
+	head = post(&t, 0, VIRTIO_BLK_T_IN, 8, buf, 4096, true, &st);
+	CHECK(head >= 0);
+	vdrv_kick(&t.d, 0);
+	usleep(100000);
+	CHECK(!vdrv_get_used(&t.d, 0, &id, &len));
+	stats(&t, 0, &s);
+	CHECK_EQ(s.rate_delayed, 1);
+	memset(&none, 0, sizeof(none));
+	CHECK_EQ(blk_set_rate(t.dev, &none, err, sizeof(err)), 0);
+	wait_used(&t, 0, &id, &len);
+	CHECK_EQ(id, head);
+	CHECK_EQ(st_of(&t, st), VIRTIO_BLK_S_OK);
+	teardown(&t);
+}
+
+/* Limits the device is given at run time are checked like a spec's. */
+TEST(bad_limits_at_run_time_are_refused_and_the_old_ones_stay)
+{
+	struct mvm_rate_limit bad;
+	struct timespec t0;
+	char err[256];
+	uint64_t buf;
+	struct t t;
+
+	setup(&t, ",ops_size=1,ops_refill_time=50", 1);
+	memset(&bad, 0, sizeof(bad));
+	bad.ops.size = 5;       /* no refill time */
+	CHECK_EQ(blk_set_rate(t.dev, &bad, err, sizeof(err)), -EINVAL);
+	CHECK(strstr(err, "ops_refill_time"));
+	buf = vdrv_alloc(&t.d, 4096, 4096);
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	CHECK_EQ(run1(&t, 0, VIRTIO_BLK_T_IN, 0, buf, 4096, true, NULL), VIRTIO_BLK_S_OK);
+	CHECK_EQ(run1(&t, 0, VIRTIO_BLK_T_IN, 0, buf, 4096, true, NULL), VIRTIO_BLK_S_OK);
+	CHECK(secs_since(&t0) >= 0.049);
+	teardown(&t);
+}
+
+/* A reset while a request waits for tokens: the wait is cancelled with
+ * the rest, the request ends without reaching the guest, and the stop
+ * does not sit out its deadline (nothing is logged). */
+TEST(a_reset_while_a_request_waits_for_tokens_stops_at_once)
+{
+	struct check_log lg = { 0 };
+	struct log_sink sink = { .fn = check_log_line, .opaque = &lg };
+	struct timespec t0;
+	uint64_t buf, st;
+	struct t t;
+
+	setup_log = &sink;
+	setup(&t, ",ops_size=1,ops_refill_time=100000", 1);
+	setup_log = NULL;
+	buf = vdrv_alloc(&t.d, 4096, 4096);
+	CHECK_EQ(run1(&t, 0, VIRTIO_BLK_T_IN, 0, buf, 4096, true, NULL), VIRTIO_BLK_S_OK);
+	CHECK(post(&t, 0, VIRTIO_BLK_T_IN, 8, buf, 4096, true, &st) >= 0);
+	vdrv_kick(&t.d, 0);
+	usleep(50000);
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	vdrv_wr(&t.d, VIRTIO_MMIO_STATUS, 0);
+	CHECK(secs_since(&t0) < 2.0);
+	CHECK_EQ(st_of(&t, st), 0xff);      /* never written */
+	CHECK_EQ(lg.lines, 0);
+	teardown(&t);
+}
+
+/* Two disks in one group (ops_size=1 every 40 ms between them): three
+ * requests each, taking turns, need five refills of the shared bucket,
+ * where each disk alone would need two. */
+TEST(disks_in_a_group_share_its_tokens)
+{
+	struct mvm_rate_limit g = { .ops = { .size = 1, .refill_time_ms = 40 } };
+	struct blk_queue_stats sa, sb;
+	struct ratelim group;
+	struct timespec t0;
+	uint64_t ba, bb;
+	struct t a, b;
+	int i;
+
+	CHECK_EQ(ratelim_init(&group, &g, mono_ns()), 0);
+	setup(&a, "", 1);
+	setup(&b, "", 1);
+	CHECK_EQ(blk_set_group(a.dev, &group), 0);
+	CHECK_EQ(blk_set_group(b.dev, &group), 0);
+	CHECK_EQ(blk_set_group(b.dev, &group), -EINVAL);      /* one group per disk */
+	ba = vdrv_alloc(&a.d, 4096, 4096);
+	bb = vdrv_alloc(&b.d, 4096, 4096);
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	for (i = 0; i < 3; i++) {
+		CHECK_EQ(run1(&a, 0, VIRTIO_BLK_T_IN, 0, ba, 4096, true, NULL), VIRTIO_BLK_S_OK);
+		CHECK_EQ(run1(&b, 0, VIRTIO_BLK_T_IN, 0, bb, 4096, true, NULL), VIRTIO_BLK_S_OK);
+	}
+	CHECK(secs_since(&t0) >= 0.199);
+	stats(&a, 0, &sa);
+	stats(&b, 0, &sb);
+	CHECK_EQ(sa.rate_delayed + sb.rate_delayed, 5);
+	teardown(&a);
+	teardown(&b);
+	ratelim_fini(&group);
+}
+
+/* The limiter inside the queue filter: its lock (a futex), the clock
+ * (vDSO) and its waits (an io_uring timeout) need nothing more, and a
+ * change from another thread reaches it through the worker's eventfd. */
+TEST(rate_limits_work_inside_the_queue_filter)
+{
+	struct mvm_rate_limit rate;
+	struct blk_queue_stats s;
+	char err[256];
+	uint64_t buf, st[2];
+	uint32_t id, len;
+	struct t t;
+
+	if (!seccomp_works())
+		CHECK_SKIP("seccomp filters cannot be installed here (qemu-user?)");
+	setup_sandbox = true;
+	setup(&t, ",ops_size=1,ops_refill_time=10", 1);
+	setup_sandbox = false;
+	CHECK_EQ(count_threads_in("mvm-blk-q", true), 1);
+	buf = vdrv_alloc(&t.d, 4096, 4096);
+	for (int i = 0; i < 3; i++)
+		CHECK_EQ(run1(&t, 0, VIRTIO_BLK_T_IN, 0, buf, 4096, true, NULL), VIRTIO_BLK_S_OK);
+	/* One token per 100 s: of the next two requests one waits at least
+	 * (the bucket holds one token or none), until the limit goes. */
+	rate = (struct mvm_rate_limit){ .ops = { .size = 1, .refill_time_ms = 100000 } };
+	CHECK_EQ(blk_set_rate(t.dev, &rate, err, sizeof(err)), 0);
+	CHECK(post(&t, 0, VIRTIO_BLK_T_IN, 8, buf, 4096, true, &st[0]) >= 0);
+	CHECK(post(&t, 0, VIRTIO_BLK_T_IN, 16, buf, 4096, true, &st[1]) >= 0);
+	vdrv_kick(&t.d, 0);
+	usleep(50000);
+	memset(&rate, 0, sizeof(rate));
+	CHECK_EQ(blk_set_rate(t.dev, &rate, err, sizeof(err)), 0);
+	wait_used(&t, 0, &id, &len);
+	wait_used(&t, 0, &id, &len);
+	stats(&t, 0, &s);
+	CHECK(s.rate_delayed >= 3);
+	teardown(&t);
+}
