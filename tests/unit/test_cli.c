@@ -656,3 +656,45 @@ TEST(bad_vsock_options)
 	CHECK_EQ(PARSE(&c, "--vsock", ""), -EINVAL);
 	CHECK(strstr(err, "empty spec; use cid=N,socket=PATH"));
 }
+
+/* --rate-limit-group and a disk's limits: Cloud Hypervisor's key names,
+ * straight into the library's structs; the groups in line order. */
+TEST(rate_limit_options_fill_the_librarys_structs)
+{
+	struct cli_config c;
+
+	CHECK_EQ(PARSE(&c, "--rate-limit-group", "id=g0,bw_size=1048576,bw_refill_time=1000",
+		       "--disk", "a.img,ops_size=100,ops_refill_time=10,ops_one_time_burst=50,"
+		       "rate_limit_group=g0", "--rate-limit-group",
+		       "id=g1,ops_size=5,ops_refill_time=1"), 0);
+	CHECK_EQ(c.ngroups, 2);
+	CHECK_STR(c.groups[0].id, "g0");
+	CHECK_EQ(c.groups[0].rate.bw.size, 1048576);
+	CHECK_EQ(c.groups[0].rate.bw.refill_time_ms, 1000);
+	CHECK_EQ(c.groups[0].rate.ops.size, 0);
+	CHECK_STR(c.groups[1].id, "g1");
+	CHECK_EQ(c.groups[1].rate.ops.size, 5);
+	CHECK_EQ(c.disks[0].rate.ops.size, 100);
+	CHECK_EQ(c.disks[0].rate.ops.refill_time_ms, 10);
+	CHECK_EQ(c.disks[0].rate.ops.one_time_burst, 50);
+	CHECK_EQ(c.disks[0].rate.bw.size, 0);
+	CHECK_STR(c.disks[0].rate_limit_group, "g0");
+	CHECK_EQ(PARSE(&c, "--disk", "a.img"), 0);
+	CHECK_EQ(c.ngroups, 0);
+	CHECK(!c.disks[0].rate_limit_group);
+}
+
+TEST(bad_rate_limit_options)
+{
+	struct cli_config c;
+
+	CHECK_EQ(PARSE(&c, "--disk", "a.img,bw_refill_time=3600001"), -EINVAL);
+	CHECK(strstr(err, "--disk bw_refill_time='3600001': out of range; use 0 (off) to "
+		      "3600000 milliseconds"));
+	CHECK_EQ(PARSE(&c, "--disk", "a.img,ops_size=x"), -EINVAL);
+	CHECK(strstr(err, "ops_size='x': not a number"));
+	CHECK_EQ(PARSE(&c, "--rate-limit-group", "id=g0,iops=5"), -EINVAL);
+	CHECK(strstr(err, "--rate-limit-group: unknown option 'iops=5'"));
+	CHECK_EQ(PARSE(&c, "--rate-limit-group", ""), -EINVAL);
+	CHECK(strstr(err, "--rate-limit-group: an empty spec; use id=ID"));
+}

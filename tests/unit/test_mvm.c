@@ -695,3 +695,93 @@ TEST(vsock_parse_and_add_take_one_device)
 	CHECK_EQ(mvm_add_vsock(NULL, &v, err, sizeof(err)), -EINVAL);
 	mvm_destroy(vm);
 }
+
+/* Rate-limit groups: parsed from the --rate-limit-group syntax, checked
+ * when made, added to a VM once per id, named by its disks; a disk that
+ * names a group the VM lacks is refused, and the VM keeps the group
+ * alive after the caller lets go of it. */
+TEST(rate_groups_are_made_added_and_named_by_disks)
+{
+	struct mvm_rate_group_config gc;
+	struct mvm_rate_group *g, *g2;
+	struct mvm_config c;
+	struct mvm_disk d;
+	struct mvm *vm;
+	char buf[256], dbuf[256], spec[256];
+
+	need_disk_transport();
+	setup();
+	c = config();
+	CHECK_EQ(mvm_create(&c, &vm, err, sizeof(err)), 0);
+	mvm_rate_group_config_init(&gc);
+	CHECK_EQ(gc.size, sizeof(gc));
+	CHECK_EQ(mvm_rate_group_new(&gc, &g, err, sizeof(err)), -EINVAL);
+	CHECK(strstr(err, "id= is missing"));
+	CHECK_EQ(mvm_rate_group_parse(&gc, "id=g0,ops_size=100", buf, sizeof(buf), err,
+				      sizeof(err)), 0);
+	CHECK_EQ(gc.rate.ops.size, 100);
+	CHECK_EQ(mvm_rate_group_new(&gc, &g, err, sizeof(err)), -EINVAL);
+	CHECK(strstr(err, "ops_refill_time") && strstr(err, "give both"));
+	CHECK_EQ(mvm_rate_group_parse(&gc, "id=g/0,ops_size=100,ops_refill_time=10", buf,
+				      sizeof(buf), err, sizeof(err)), 0);
+	CHECK_EQ(mvm_rate_group_new(&gc, &g, err, sizeof(err)), -EINVAL);
+	CHECK(strstr(err, "'g/0'"));
+	CHECK_EQ(mvm_rate_group_parse(&gc, "id=g0,ops_size=100,ops_refill_time=10", buf,
+				      sizeof(buf), err, sizeof(err)), 0);
+	CHECK_EQ(mvm_rate_group_new(&gc, &g, err, sizeof(err)), 0);
+	CHECK_EQ(mvm_rate_group_new(&gc, &g2, err, sizeof(err)), 0);
+
+	/* A disk naming a group the VM does not have. */
+	snprintf(spec, sizeof(spec), "%s,rate_limit_group=g0", image);
+	mvm_disk_init(&d, NULL);
+	CHECK_EQ(mvm_disk_parse(&d, spec, dbuf, sizeof(dbuf), err, sizeof(err)), 0);
+	CHECK_STR(d.rate_limit_group, "g0");
+	CHECK_EQ(mvm_add_disk(vm, &d, err, sizeof(err)), -EINVAL);
+	CHECK(strstr(err, "rate_limit_group 'g0' is not one of the VM's"));
+
+	CHECK_EQ(mvm_add_rate_group(vm, g, err, sizeof(err)), 0);
+	CHECK_EQ(mvm_add_rate_group(vm, g2, err, sizeof(err)), -EEXIST);
+	CHECK(strstr(err, "g0"));
+	mvm_rate_group_unref(g2);
+	mvm_rate_group_unref(g);        /* the VM holds its own */
+	CHECK_EQ(mvm_add_disk(vm, &d, err, sizeof(err)), 0);
+	mvm_destroy(vm);
+}
+
+/* A disk's own limits: checked at mvm_add_disk, changeable before the
+ * start (and, tests/embed, while the VM runs), never for a disk that is
+ * not there. */
+TEST(disk_rate_limits_are_checked_and_settable)
+{
+	struct mvm_rate_limit r;
+	struct mvm_config c;
+	struct mvm_disk d;
+	struct mvm *vm;
+
+	need_disk_transport();
+	setup();
+	c = config();
+	CHECK_EQ(mvm_create(&c, &vm, err, sizeof(err)), 0);
+	mvm_disk_init(&d, image);
+	CHECK_EQ(d.rate.bw.size, 0);
+	CHECK(!d.rate_limit_group);
+	d.rate.bw.size = 1 << 20;
+	CHECK_EQ(mvm_add_disk(vm, &d, err, sizeof(err)), -EINVAL);
+	CHECK(strstr(err, "disk ") == err && strstr(err, "bw_refill_time"));
+	d.rate.bw.refill_time_ms = MVM_RATE_REFILL_MS_MAX + 1;
+	CHECK_EQ(mvm_add_disk(vm, &d, err, sizeof(err)), -EINVAL);
+	CHECK(strstr(err, "bw_refill_time"));
+	d.rate.bw.refill_time_ms = 1000;
+	CHECK_EQ(mvm_add_disk(vm, &d, err, sizeof(err)), 0);
+
+	memset(&r, 0, sizeof(r));
+	r.ops.one_time_burst = 5;
+	CHECK_EQ(mvm_disk_set_rate_limit(vm, 0, &r, sizeof(r), err, sizeof(err)), -EINVAL);
+	CHECK(strstr(err, "ops_one_time_burst 5 without ops_size"));
+	r.ops.one_time_burst = 0;
+	CHECK_EQ(mvm_disk_set_rate_limit(vm, 1, &r, sizeof(r), err, sizeof(err)), -EINVAL);
+	CHECK(strstr(err, "disk 1: the VM has 1 disk;"));
+	CHECK_EQ(mvm_disk_set_rate_limit(vm, 0, &r, sizeof(r) - 1, err, sizeof(err)), -EINVAL);
+	CHECK_EQ(mvm_disk_set_rate_limit(vm, 0, &r, sizeof(r), err, sizeof(err)), 0);
+	mvm_destroy(vm);
+}

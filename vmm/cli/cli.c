@@ -13,7 +13,7 @@ enum {
 	OPT_MEM = 'm', OPT_HELP = 'h', OPT_VERSION = 'V',
 	OPT_STATS = 0x100, OPT_DISK, OPT_QUEUES, OPT_IO_THREADS, OPT_TRANSPORT, OPT_PROBE_KVM,
 	OPT_SANDBOX, OPT_CHROOT, OPT_UID, OPT_GID, OPT_PVPANIC, OPT_NETNS, OPT_NEW_PID_NS,
-	OPT_CGROUP, OPT_CGROUP_SET, OPT_ID, OPT_VSOCK,
+	OPT_CGROUP, OPT_CGROUP_SET, OPT_ID, OPT_VSOCK, OPT_RATE_GROUP,
 };
 
 /* One row per option; cli_parse switches on .val. */
@@ -29,6 +29,7 @@ static const struct option cli_options[] = {
 	{ "io-threads", required_argument, NULL, OPT_IO_THREADS },
 	{ "transport", required_argument, NULL, OPT_TRANSPORT },
 	{ "vsock",   required_argument, NULL, OPT_VSOCK },
+	{ "rate-limit-group", required_argument, NULL, OPT_RATE_GROUP },
 	{ "probe-kvm", no_argument,     NULL, OPT_PROBE_KVM },
 	{ "sandbox", required_argument, NULL, OPT_SANDBOX },
 	{ "pvpanic", required_argument, NULL, OPT_PVPANIC },
@@ -61,15 +62,15 @@ static int cli_err(char *err, size_t errlen, const char *fmt, ...)
 
 /* --disk's syntax and keys come from the device's table (mvm_disk_parse):
  * what the parser takes is what the help says. */
-static void cli_usage_disk(FILE *out)
+/* A syntax line after its option, wrapped at the brackets, the
+ * continuation indented. */
+static void cli_usage_syntax(FILE *out, const char *option, const char *syntax)
 {
-	char syntax[1024];
 	const char *p, *cut;
-	size_t w = 0;
+	/* --disk's first line sets the width the others keep. */
+	size_t w = strlen(option) > 6 ? strlen(option) - 6 : 0;
 
-	mvm_disk_syntax(syntax, sizeof(syntax));
-	fputs("  --disk ", out);
-	/* Wrapped at the brackets, the continuation indented. */
+	fprintf(out, "  %s ", option);
 	for (p = syntax; *p; p = cut) {
 		cut = strchr(p + 1, '[');
 		if (!cut)
@@ -81,8 +82,14 @@ static void cli_usage_disk(FILE *out)
 		fprintf(out, "%.*s", (int)(cut - p), p);
 		w += (size_t)(cut - p);
 	}
-	char help[4096];
+}
 
+static void cli_usage_disk(FILE *out)
+{
+	char syntax[1024], help[4096];
+
+	mvm_disk_syntax(syntax, sizeof(syntax));
+	cli_usage_syntax(out, "--disk", syntax);
 	fputs("\n                   raw disk image as virtio-blk (vda, vdb, ... in order; up to 16):\n",
 	      out);
 	mvm_disk_help(19, help, sizeof(help));
@@ -104,6 +111,19 @@ static void cli_usage_vsock(FILE *out)
 	fputs(help, out);
 }
 
+/* --rate-limit-group's, from its table (mvm_rate_group_parse). */
+static void cli_usage_rate_group(FILE *out)
+{
+	char syntax[512], help[4096];
+
+	mvm_rate_group_syntax(syntax, sizeof(syntax));
+	cli_usage_syntax(out, "--rate-limit-group", syntax);
+	fprintf(out, "\n                   I/O limits that the disks naming it (rate_limit_group=ID)\n"
+		"                   share, on top of their own (repeatable):\n");
+	mvm_rate_group_help(19, help, sizeof(help));
+	fputs(help, out);
+}
+
 void cli_usage(FILE *out)
 {
 	fputs("usage: mvm [options]\n"
@@ -118,6 +138,7 @@ void cli_usage(FILE *out)
 	      out);
 	cli_usage_disk(out);
 	cli_usage_vsock(out);
+	cli_usage_rate_group(out);
 	fputs("  --queues N       virtqueues per disk (default 1) for every disk without\n"
 	      "                   ,queues=; without --cpus, the guest gets as many vCPUs as\n"
 	      "                   the most queues of any disk\n"
@@ -166,6 +187,7 @@ struct cli_state {
 	const char *disk_specs[MVM_MAX_DISKS];
 	struct mvm_disk tmpl;
 	const char *vsock_spec;
+	const char *group_specs[MVM_MAX_DISKS];
 	bool transport_given;
 	bool uid_given, gid_given;
 };
@@ -283,12 +305,44 @@ static int cli_disk_option(int c, const char *arg, struct cli_config *cfg, struc
 		st->vsock_spec = arg;
 		return 1;
 	}
+	if (c == OPT_RATE_GROUP) {
+		if (cfg->ngroups == MVM_MAX_DISKS)
+			return cli_err(err, errlen, "--rate-limit-group '%s': more than %d groups; "
+				       "give at most %d", arg, MVM_MAX_DISKS, MVM_MAX_DISKS);
+		st->group_specs[cfg->ngroups++] = arg;
+		return 1;
+	}
 	if (!key)
 		return 0;
 	if (mvm_disk_set(&st->tmpl, key, arg, err, errlen))
 		return cli_err_option(err, errlen);
 	st->transport_given |= c == OPT_TRANSPORT;
 	return 1;
+}
+
+/* Each --rate-limit-group value into its config; the library checks the
+ * limits and the ids (mvm_rate_group_new, mvm_add_rate_group). */
+static int cli_parse_groups(struct cli_config *cfg, const struct cli_state *st, char *err,
+			    size_t errlen)
+{
+	size_t used = 0;
+	unsigned i;
+	int ret;
+
+	for (i = 0; i < cfg->ngroups; i++) {
+		mvm_rate_group_config_init(&cfg->groups[i]);
+		ret = mvm_rate_group_parse(&cfg->groups[i], st->group_specs[i],
+					   cfg->group_text + used, sizeof(cfg->group_text) - used,
+					   err, errlen);
+		if (ret == -ENOSPC)
+			return cli_err(err, errlen, "--rate-limit-group '%.64s...': the groups' "
+				       "values are longer than %zu bytes in all; give shorter ones",
+				       st->group_specs[i], sizeof(cfg->group_text));
+		if (ret)
+			return cli_err_option(err, errlen);
+		used += strlen(st->group_specs[i]) + 1;
+	}
+	return 0;
 }
 
 /* --vsock's value into cfg->vsock: --transport's default, then the spec. */
@@ -396,6 +450,8 @@ int cli_parse(int argc, char **argv, struct cli_config *cfg, char *err, size_t e
 	cfg->ids_set = st.uid_given;
 	/* Disks and vsock last: the template is complete once the line is read. */
 	ret = cli_parse_vsock(cfg, &st, err, errlen);
+	if (!ret)
+		ret = cli_parse_groups(cfg, &st, err, errlen);
 	if (ret)
 		return ret;
 	return cli_parse_disks(cfg, &st, err, errlen);

@@ -36,6 +36,10 @@ struct cli_config {
 	 * too. */
 	bool has_vsock;
 	struct mvm_vsock vsock;
+	/* --rate-limit-group id=ID,... (repeatable): groups of limits that
+	 * disks name with ,rate_limit_group=ID. */
+	struct mvm_rate_group_config groups[MVM_MAX_DISKS];
+	unsigned ngroups;
 	bool cpus_given;        /* --cpus on the command line */
 	bool stats;
 	bool help;
@@ -56,6 +60,7 @@ struct cli_config {
 	/* storage: the disks' strings, the default guest's paths */
 	char disk_text[CLI_DISK_TEXT];
 	char vsock_text[4096];
+	char group_text[MVM_MAX_DISKS * 512];
 	char kernel_buf[4096];
 	char initrd_buf[4096];
 };

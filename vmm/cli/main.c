@@ -51,7 +51,7 @@ static const char *main_option_prefix(const char *msg)
 {
 	static const char *const fields[] = { "kernel ", "initrd ", "cmdline", "cpus ",
 					      "mem ", "disk ", "disk:", "pvpanic ", "id ", "vsock ",
-					      "vsock:" };
+					      "vsock:", "rate-limit-group " };
 	unsigned i;
 
 	for (i = 0; i < ARRAY_SIZE(fields); i++)
@@ -209,6 +209,17 @@ static struct mvm *main_create(const struct cli_config *cfg, uint64_t start_ns,
 	mc.start_ns = start_ns;
 	if (mvm_create(&mc, &vm, err, sizeof(err)))
 		die_usage("%s%s", main_option_prefix(err), err);
+	for (i = 0; i < cfg->ngroups; i++) {
+		struct mvm_rate_group *g = NULL;
+		int r = mvm_rate_group_new(&cfg->groups[i], &g, err, sizeof(err));
+
+		if (!r)
+			r = mvm_add_rate_group(vm, g, err, sizeof(err));
+		/* The VM holds a reference of its own. */
+		mvm_rate_group_unref(g);
+		if (r)
+			die_usage("%s%s", main_option_prefix(err), err);
+	}
 	for (i = 0; i < cfg->ndisks; i++) {
 		const struct mvm_disk *d = &cfg->disks[i];
 

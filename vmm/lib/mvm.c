@@ -30,6 +30,7 @@
 #include "devices/blk_image.h"
 #include "devices/pci.h"
 #include "devices/pvpanic.h"
+#include "devices/ratelim.h"
 #include "devices/virtio_blk.h"
 #include "devices/virtio_vsock.h"
 #include "devices/virtio_mmio.h"
@@ -61,6 +62,16 @@ struct mvm_disk_slot {
 	char serial[BLK_SERIAL_MAX + 1];
 	struct blk_image img;          /* open from mvm_add_disk until mvm_start */
 	struct virtio_dev *dev;        /* from mvm_start; the VM owns it */
+	char group_id[MVM_ID_MAX + 1];
+	struct mvm_rate_group *group;  /* its rate_limit_group (the VM holds it), or NULL */
+};
+
+/* A rate-limit group: limits shared by disks of one VM or of several
+ * (ratelim_take locks a disk's own limiter before its group's). */
+struct mvm_rate_group {
+	struct ratelim rl;
+	char id[MVM_ID_MAX + 1];
+	unsigned refs;                 /* atomic: the caller's and each VM's */
 };
 
 /* Room for the composed kernel command line; the kernel's own limit is
@@ -97,6 +108,8 @@ struct mvm {
 	unsigned ndisks;
 	/* The vsock device: its options (socket pointing at vsock_path) from
 	 * mvm_add_vsock, the device from mvm_prepare (the VM owns it). */
+	struct mvm_rate_group *groups[MVM_MAX_DISKS];  /* mvm_add_rate_group: one ref each */
+	unsigned ngroups;
 	bool has_vsock;
 	struct mvm_vsock vsock;
 	char vsock_path[VSOCK_PATH_MAX + 1];
@@ -166,6 +179,8 @@ static void mvm_log_bridge(void *opaque, int level, const char *msg)
  * they are. */
 #define MVM_CONFIG_SIZE_MIN offsetof(struct mvm_config, pvpanic)
 #define MVM_DISK_SIZE_MIN (offsetof(struct mvm_disk, fixed_buffers) + sizeof(bool))
+/* 2.3's: the first. */
+#define MVM_RATE_GROUP_SIZE_MIN sizeof(struct mvm_rate_group_config)
 /* 2.2's: the first. */
 #define MVM_VSOCK_SIZE_MIN (offsetof(struct mvm_vsock, conns) + sizeof(unsigned))
 
@@ -200,6 +215,17 @@ static void mvm_give(void *theirs, size_t size, const void *ours, size_t have)
 		return;         /* cannot even hold its size */
 	abi_copy_out(theirs, size, ours, have);
 	memcpy(theirs, &size, sizeof(size));    /* size is every struct's first field */
+}
+
+/* An id of a group or a VM: 1..MVM_ID_MAX letters, digits, '-', '_', '.'. */
+static bool mvm_id_ok(const char *id)
+{
+	size_t i, n = strlen(id);
+
+	for (i = 0; i < n; i++)
+		if (!isalnum((unsigned char)id[i]) && !strchr("-_.", id[i]))
+			return false;
+	return n > 0 && n <= MVM_ID_MAX;
 }
 
 void mvm_config_init_size(struct mvm_config *cfg, size_t size)
@@ -335,6 +361,169 @@ size_t mvm_vsock_help(unsigned indent, char *buf, size_t len)
 	return kv_help(&vsock_keys, indent, buf, len);
 }
 
+void mvm_rate_group_config_init_size(struct mvm_rate_group_config *g, size_t size)
+{
+	struct mvm_rate_group_config c;
+
+	memset(&c, 0, sizeof(c));
+	kv_defaults(&ratelim_group_keys, &c);
+	if (g)
+		mvm_give(g, size, &c, sizeof(c));
+}
+
+int mvm_rate_group_parse(struct mvm_rate_group_config *g, const char *spec, char *buf,
+			 size_t buflen, char *err, size_t errlen)
+{
+	struct mvm_rate_group_config c;
+	int r;
+
+	if (!g)
+		return err_set(err, errlen, -EINVAL, "rate-limit-group: NULL; fill one with "
+			       "mvm_rate_group_config_init");
+	mvm_rate_group_config_init(&c);
+	r = mvm_take(&c, sizeof(c), g, g->size, MVM_RATE_GROUP_SIZE_MIN, "rate-limit-group",
+		     "mvm_rate_group_config_init", err, errlen);
+	if (r)
+		return r;
+	r = kv_parse(&ratelim_group_keys, spec, &c, buf, buflen, err, errlen);
+	if (r)
+		return r;
+	memcpy(g, &c, MIN(g->size, sizeof(c)));
+	return 0;
+}
+
+size_t mvm_rate_group_syntax(char *buf, size_t len)
+{
+	return kv_syntax(&ratelim_group_keys, buf, len);
+}
+
+size_t mvm_rate_group_help(unsigned indent, char *buf, size_t len)
+{
+	return kv_help(&ratelim_group_keys, indent, buf, len);
+}
+
+int mvm_rate_group_new(const struct mvm_rate_group_config *theirs, struct mvm_rate_group **out,
+		       char *err, size_t errlen)
+{
+	struct mvm_rate_group_config c;
+	struct mvm_rate_group *g;
+	int r;
+
+	if (!theirs || !out)
+		return err_set(err, errlen, -EINVAL, "mvm_rate_group_new: %s is NULL",
+			       theirs ? "out" : "config");
+	mvm_rate_group_config_init(&c);
+	r = mvm_take(&c, sizeof(c), theirs, theirs->size, MVM_RATE_GROUP_SIZE_MIN,
+		     "rate-limit-group", "mvm_rate_group_config_init", err, errlen);
+	if (r)
+		return r;
+	r = kv_check(&ratelim_group_keys, &c, c.id ? c.id : "(no id)", err, errlen);
+	if (r)
+		return r;
+	if (!mvm_id_ok(c.id))
+		return err_set(err, errlen, -EINVAL, "rate-limit-group id '%.64s': give 1 to %d "
+			       "letters, digits, '-', '_' or '.'", c.id, MVM_ID_MAX);
+	r = ratelim_check(&c.rate, "rate-limit-group", c.id, err, errlen);
+	if (r)
+		return r;
+	g = calloc(1, sizeof(*g));
+	if (!g)
+		return err_set(err, errlen, -ENOMEM, "rate-limit-group %s: out of memory", c.id);
+	r = ratelim_init(&g->rl, &c.rate, mono_ns());
+	if (r) {
+		free(g);
+		return err_set(err, errlen, r, "rate-limit-group %s: %s", c.id, strerror(-r));
+	}
+	strcpy(g->id, c.id);
+	g->refs = 1;
+	*out = g;
+	return 0;
+}
+
+int mvm_rate_group_set(struct mvm_rate_group *g, const struct mvm_rate_limit *theirs,
+		       size_t len, char *err, size_t errlen)
+{
+	struct mvm_rate_limit rate;
+	int r;
+
+	if (!g || !theirs || len != sizeof(rate))
+		return err_set(err, errlen, -EINVAL, "mvm_rate_group_set: %s; give a group, "
+			       "limits and sizeof(struct mvm_rate_limit)",
+			       !g ? "no group" : !theirs ? "no limits" : "a size not of this "
+			       "struct mvm_rate_limit");
+	rate = *theirs;
+	r = ratelim_check(&rate, "rate-limit-group", g->id, err, errlen);
+	if (r)
+		return r;
+	ratelim_set(&g->rl, &rate, mono_ns());
+	return 0;
+}
+
+void mvm_rate_group_unref(struct mvm_rate_group *g)
+{
+	if (!g || __atomic_sub_fetch(&g->refs, 1, __ATOMIC_ACQ_REL))
+		return;
+	ratelim_fini(&g->rl);
+	free(g);
+}
+
+int mvm_add_rate_group(struct mvm *m, struct mvm_rate_group *g, char *err, size_t errlen)
+{
+	unsigned i;
+
+	if (!m || !g)
+		return err_set(err, errlen, -EINVAL, "mvm_add_rate_group: %s is NULL",
+			       m ? "group" : "vm");
+	if (atomic_load(&m->state) != MVM_CREATED)
+		return err_set(err, errlen, -EBUSY, "rate-limit-group %s: the VM has been started; "
+			       "add groups before mvm_start", g->id);
+	for (i = 0; i < m->ngroups; i++)
+		if (!strcmp(m->groups[i]->id, g->id))
+			return err_set(err, errlen, -EEXIST, "rate-limit-group %s: the VM has a "
+				       "group of that id already; give each its own id", g->id);
+	if (m->ngroups >= MVM_MAX_DISKS)
+		return err_set(err, errlen, -ENOSPC, "rate-limit-group %s: more than %u groups "
+			       "(one per disk at most)", g->id, MVM_MAX_DISKS);
+	__atomic_add_fetch(&g->refs, 1, __ATOMIC_RELAXED);
+	m->groups[m->ngroups++] = g;
+	return 0;
+}
+
+int mvm_disk_set_rate_limit(struct mvm *m, unsigned disk, const struct mvm_rate_limit *theirs,
+			    size_t len, char *err, size_t errlen)
+{
+	struct mvm_rate_limit rate;
+	struct mvm_disk_slot *s;
+	int r;
+
+	if (!m || !theirs || len != sizeof(rate))
+		return err_set(err, errlen, -EINVAL, "mvm_disk_set_rate_limit: %s; give a VM, "
+			       "limits and sizeof(struct mvm_rate_limit)",
+			       !m ? "no VM" : !theirs ? "no limits" : "a size not of this "
+			       "struct mvm_rate_limit");
+	pthread_mutex_lock(&m->lock);
+	if (disk >= m->ndisks) {
+		r = err_set(err, errlen, -EINVAL, "disk %u: the VM has %u disk%s%s", disk,
+			    m->ndisks, m->ndisks == 1 ? "" : "s",
+			    m->ndisks ? "; give its index, from 0 (vda)" : "; add one first");
+		goto unlock;
+	}
+	s = &m->disks[disk];
+	rate = *theirs;
+	r = ratelim_check(&rate, "disk", s->opts.path, err, errlen);
+	if (r)
+		goto unlock;
+	/* The device, once there, holds the limits its threads use; the
+	 * options are what --stats and a later device start from. */
+	if (s->dev)
+		r = blk_set_rate(s->dev, &rate, err, errlen);
+	if (!r)
+		s->opts.rate = rate;
+unlock:
+	pthread_mutex_unlock(&m->lock);
+	return r;
+}
+
 /* A transport the board has, or why not ("disk PATH", "vsock PATH"). */
 static int mvm_transport_check(enum mvm_transport t, const char *what, const char *name,
 			       char *err, size_t errlen)
@@ -404,15 +593,7 @@ static int mvm_kick_signal_err(int sig, int ret, char *err, size_t errlen)
 /* A thread name holds 15 bytes: "ID-d15q63" and "ID-ctl" must fit. */
 static int mvm_check_id(const char *id, char *err, size_t errlen)
 {
-	size_t i, n;
-
-	if (!id)
-		return 0;
-	n = strlen(id);
-	for (i = 0; i < n; i++)
-		if (!isalnum((unsigned char)id[i]) && !strchr("-_.", id[i]))
-			break;
-	if (n == 0 || n > MVM_ID_MAX || i < n)
+	if (id && !mvm_id_ok(id))
 		return err_set(err, errlen, -EINVAL, "id '%.64s': give 1 to %d letters, digits, "
 			       "'-', '_' or '.' (it begins the VM's thread names)", id, MVM_ID_MAX);
 	return 0;
@@ -592,15 +773,32 @@ int mvm_add_disk(struct mvm *m, const struct mvm_disk *theirs, char *err, size_t
 	ret = kv_check(&blk_disk_keys, d, d->path, err, errlen);
 	if (ret)
 		return ret;
+	ret = ratelim_check(&d->rate, "disk", d->path, err, errlen);
+	if (ret)
+		return ret;
 	ret = mvm_transport_check(d->transport, "disk", d->path, err, errlen);
 	if (ret)
 		return ret;
 	s = &m->disks[m->ndisks];
 	memset(s, 0, sizeof(*s));
+	if (d->rate_limit_group) {
+		unsigned g;
+
+		for (g = 0; g < m->ngroups; g++)
+			if (!strcmp(m->groups[g]->id, d->rate_limit_group))
+				break;
+		if (g == m->ngroups)
+			return err_set(err, errlen, -EINVAL, "disk %s: rate_limit_group '%s' is not "
+				       "one of the VM's; add it first (--rate-limit-group id=%s,...)",
+				       d->path, d->rate_limit_group, d->rate_limit_group);
+		s->group = m->groups[g];
+		strcpy(s->group_id, s->group->id);
+	}
 	s->opts = *d;
 	s->opts.size = sizeof(s->opts);
 	s->opts.path = memcpy(s->path, d->path, n + 1);
 	s->opts.serial = d->serial ? strcpy(s->serial, d->serial) : NULL;
+	s->opts.rate_limit_group = s->group ? s->group_id : NULL;
 	/* Opened and locked now, once: a busy or odd-sized image fails here,
 	 * before anything is started. */
 	ret = blk_image_open(&s->opts, &s->img, &m->log, err, errlen);
@@ -723,6 +921,14 @@ static int mvm_attach_disks(struct mvm *m, char *err, size_t errlen)
 			return ret;
 		/* Before the driver reads the features (virtio_dev_init zeroed it). */
 		dev->no_packed = !s->opts.packed;
+		if (s->group) {
+			ret = blk_set_group(dev, &s->group->rl);
+			if (ret) {
+				virtio_dev_destroy(dev);
+				return err_set(err, errlen, ret, "disk %s: rate_limit_group %s: %s",
+					       s->opts.path, s->group->id, strerror(-ret));
+			}
+		}
 		/* Before launch: "ID-dN", then the worker's "qM" or PCI's "irq". */
 		snprintf(dev->thread_prefix, sizeof(dev->thread_prefix), "%s-d%u", m->id,
 			 i % 100u);     /* i < MVM_MAX_DISKS: what fits 15 bytes */
@@ -1248,6 +1454,8 @@ static void mvm_queue_stats_add(struct mvm_queue_stats *st, const struct blk_que
 	st->bytes_written += b->bytes_written;
 	st->polled += b->polled;
 	st->kicks += b->kicks;
+	st->rate_delayed += b->rate_delayed;
+	st->rate_wait_us += b->rate_wait_us;
 }
 
 int mvm_get_queue_stats(const struct mvm *m, unsigned disk, unsigned queue,
@@ -1439,6 +1647,9 @@ void mvm_destroy(struct mvm *m)
 			blk_image_close(&m->disks[i].img);
 	if (m->vm_up)
 		vm_fini(&m->vm);
+	/* After the disks, whose threads took from them. */
+	for (i = 0; i < m->ngroups; i++)
+		mvm_rate_group_unref(m->groups[i]);
 	/* After every vCPU thread was joined: none can be signalled now. */
 	if (m->kick_held)
 		vcpu_signal_put(m->cfg.kick_signal);
