@@ -17,6 +17,7 @@
 #   make bench                   device benchmark (no KVM needed)
 #   make bench-guest             mvm vs QEMU inside a guest (BENCH_GUEST_ARGS=...)
 #   make bench-vsock             mvm's vsock vs QEMU's vhost-vsock (BENCH_VSOCK_ARGS=...)
+#   make bench-rate              disk rate limits measured in the guest (BENCH_RATE_ARGS=...)
 #   make fuzz-build              libFuzzer targets (tests/fuzz/) with clang, in build/fuzz/
 #   make fuzz FUZZ_SECONDS=600   run each fuzz target that long (make test runs 10 s each)
 #   make static                  fully static ./mvm with musl, a static PIE (build/static/)
@@ -196,7 +197,7 @@ EMBED_ROOT := $(abspath $(BUILD))/embed-root
 EMBED_BIN  := $(BUILD)/tests/embed/mvm-embed
 
 .SECONDARY:
-.PHONY: all clean test test-long unit-tests run guest guest-s390 bench deps lib install install-lib man embed static static-bin bench-guest bench-vsock FORCE
+.PHONY: all clean test test-long unit-tests run guest guest-s390 bench deps lib install install-lib man embed static static-bin bench-guest bench-vsock bench-rate FORCE
 .PHONY: fuzz fuzz-build fuzz-bins fuzz-seeds
 all: mvm $(if $(CROSS),$(BUILD)/mvm) lib
 
@@ -392,6 +393,10 @@ bench-guest: all
 bench-vsock: all
 	$(Q)guest/build.sh
 	$(Q)tests/bench/vsock-bench $(BENCH_VSOCK_ARGS)
+
+bench-rate: all
+	$(Q)guest/build.sh
+	$(Q)tests/bench/rate-bench $(BENCH_RATE_ARGS)
 
 clean:
 	rm -rf build mvm
