@@ -332,6 +332,7 @@ static void blk_chain(struct vqw_queue *wq, struct virtq_chain *c)
 	s->used_len = s->req.type == VIRTIO_BLK_T_IN ? (uint32_t)s->req.len + 1 : 1;
 	s->retries = 0;
 	s->rate_since = 0;
+	s->rate_paid = false;
 	s->cost = s->req.type == VIRTIO_BLK_T_FLUSH ? 0 : s->req.len;
 	__atomic_store_n(&q->inflight, q->inflight + 1, __ATOMIC_RELAXED);
 	/* The queue's budget of host work in flight: a request that does not
@@ -358,16 +359,23 @@ static bool rate_limited(const struct blk_dev *blk)
  * (what the guest posts meanwhile waits in the ring) and the thread
  * waits exactly until they will, in its io_uring (vqw_wait_until). Then
  * count its bytes against the budget. */
+static uint64_t rate_bytes(const struct blk_slot *s)
+{
+	return s->req.type == VIRTIO_BLK_T_IN || s->req.type == VIRTIO_BLK_T_OUT ? s->req.len : 0;
+}
+
 static void slot_start(struct blk_queue *q, unsigned head)
 {
 	struct blk_slot *s = &q->slots[head];
 	struct ratelim *rl[2] = { &q->blk->rate, q->blk->group };
 	uint64_t now = 0, wait;
 
-	if (rate_limited(q->blk)) {
+	if (!s->rate_paid && rate_limited(q->blk)) {
 		now = mono_ns();
-		wait = ratelim_take(rl, 2, s->req.type == VIRTIO_BLK_T_IN ||
-				    s->req.type == VIRTIO_BLK_T_OUT ? s->req.len : 0, now);
+		/* Reserved: the tokens are the request's from now, and it goes
+		 * when the wait is over, however late the thread wakes. */
+		wait = ratelim_take(rl, 2, rate_bytes(s), now, true);
+		s->rate_paid = true;
 		if (wait) {
 			if (!s->rate_since) {
 				s->rate_since = now;
@@ -414,9 +422,16 @@ static void slot_rate_wake(struct blk_queue *q, uint32_t data)
 static void blk_poked(struct vqw_queue *wq)
 {
 	struct blk_queue *q = wq->opaque;
+	struct ratelim *rl[2] = { &q->blk->rate, q->blk->group };
+	struct blk_slot *s;
 
-	if (q->rate_waiting >= 0)
-		slot_start(q, (unsigned)q->rate_waiting);
+	if (q->rate_waiting < 0)
+		return;
+	/* It paid under the old limits: it asks again under the new. */
+	s = &q->slots[q->rate_waiting];
+	ratelim_refund(rl, 2, rate_bytes(s));
+	s->rate_paid = false;
+	slot_start(q, (unsigned)q->rate_waiting);
 }
 
 static void blk_complete(struct vqw_queue *wq, uint32_t head, int res)

@@ -43,6 +43,7 @@ struct blk_slot {
 	uint8_t retries;           /* transient failures retried (BLK_RETRY_MAX) */
 	uint64_t cost;             /* its bytes of the queue's budget (0: none) */
 	uint64_t rate_since;       /* when the rate limits first held it (ns), or 0 */
+	bool rate_paid;            /* its tokens are taken (ratelim_take's reserve) */
 	int fixed;                 /* one segment: its registered buffer, or -1 */
 	struct iovec iov[BLK_SLOT_IOV];
 };

@@ -227,7 +227,8 @@ void ratelim_leave(struct ratelim *rl, struct vqw *w)
 	pthread_mutex_unlock(&rl->lock);
 }
 
-uint64_t ratelim_take(struct ratelim *const *rl, unsigned n, uint64_t bytes, uint64_t now_ns)
+uint64_t ratelim_take(struct ratelim *const *rl, unsigned n, uint64_t bytes, uint64_t now_ns,
+		      bool reserve)
 {
 	uint64_t wait = 0, locked = 0;
 	unsigned i;
@@ -249,11 +250,34 @@ uint64_t ratelim_take(struct ratelim *const *rl, unsigned n, uint64_t bytes, uin
 	for (i = 0; i < n && i < 64; i++) {
 		if (!(locked >> i & 1))
 			continue;
-		if (!wait) {
+		if (!wait || reserve) {
 			ratelim_bucket_take(&rl[i]->bw, bytes);
 			ratelim_bucket_take(&rl[i]->ops, 1);
 		}
 		pthread_mutex_unlock(&rl[i]->lock);
 	}
 	return wait;
+}
+
+static void bucket_refund(struct ratelim_bucket *b, uint64_t cost)
+{
+	if (!b->size)
+		return;
+	b->tokens += (int64_t)MIN(cost, (uint64_t)INT64_MAX / 2);
+	if (b->tokens > (int64_t)b->size)
+		b->tokens = (int64_t)b->size;
+}
+
+void ratelim_refund(struct ratelim *const *rl, unsigned n, uint64_t bytes)
+{
+	unsigned i;
+
+	for (i = 0; i < n; i++) {
+		if (!rl[i])
+			continue;
+		pthread_mutex_lock(&rl[i]->lock);
+		bucket_refund(&rl[i]->bw, bytes);
+		bucket_refund(&rl[i]->ops, 1);
+		pthread_mutex_unlock(&rl[i]->lock);
+	}
 }

@@ -55,23 +55,18 @@ void ratelim_bucket_take(struct ratelim_bucket *b, uint64_t cost);
 #define RATELIM_KEY(T, m, name, field, max_, meta_, unit_, help_)                       \
 	{ name, KV_U64, KV_OFF(T, m.field, uint64_t), .max = (max_), .meta = (meta_),     \
 	  .unit = (unit_), .help = (help_) }
+#define RATELIM_BUCKET_KEYS(T, m, b, meta_, what)                                       \
+	RATELIM_KEY(T, m, #b "_size", b.size, MVM_RATE_SIZE_MAX, meta_, NULL,              \
+		    "limit " what ": a token bucket of " meta_ " (default: no limit), "     \
+		    "refilled in " #b "_refill_time"),                                     \
+	RATELIM_KEY(T, m, #b "_one_time_burst", b.one_time_burst, MVM_RATE_SIZE_MAX,       \
+		    meta_, NULL, what " allowed once at the start beyond the bucket"),     \
+	RATELIM_KEY(T, m, #b "_refill_time", b.refill_time_ms, MVM_RATE_REFILL_MS_MAX,     \
+		    "MSEC", "ms", "the time the " #b " bucket takes to refill from empty " \
+		    "(needed with " #b "_size)")
 #define RATELIM_KEYS(T, m)                                                              \
-	RATELIM_KEY(T, m, "bw_size", bw.size, MVM_RATE_SIZE_MAX, "BYTES", NULL,            \
-		    "limit bytes read and written: a token bucket of BYTES (default: no "  \
-		    "limit), refilled in bw_refill_time"),                                 \
-	RATELIM_KEY(T, m, "bw_one_time_burst", bw.one_time_burst, MVM_RATE_SIZE_MAX,       \
-		    "BYTES", NULL, "bytes allowed once at the start beyond the bucket"),   \
-	RATELIM_KEY(T, m, "bw_refill_time", bw.refill_time_ms, MVM_RATE_REFILL_MS_MAX,     \
-		    "MSEC", "ms", "the time the bytes bucket takes to refill from empty "  \
-		    "(needed with bw_size)"),                                             \
-	RATELIM_KEY(T, m, "ops_size", ops.size, MVM_RATE_SIZE_MAX, "N", NULL,              \
-		    "limit requests: a token bucket of N (default: no limit), refilled in "\
-		    "ops_refill_time"),                                                    \
-	RATELIM_KEY(T, m, "ops_one_time_burst", ops.one_time_burst, MVM_RATE_SIZE_MAX,     \
-		    "N", NULL, "requests allowed once at the start beyond the bucket"),    \
-	RATELIM_KEY(T, m, "ops_refill_time", ops.refill_time_ms, MVM_RATE_REFILL_MS_MAX,   \
-		    "MSEC", "ms", "the time the requests bucket takes to refill from "     \
-		    "empty (needed with ops_size)")
+	RATELIM_BUCKET_KEYS(T, m, bw, "BYTES", "bytes read and written"),                 \
+	RATELIM_BUCKET_KEYS(T, m, ops, "N", "requests")
 
 /* --rate-limit-group's keys over struct mvm_rate_group_config: "id=NAME"
  * and the limits. */
@@ -106,11 +101,21 @@ void ratelim_set(struct ratelim *rl, const struct mvm_rate_limit *rate, uint64_t
 int ratelim_join(struct ratelim *rl, struct vqw *w);
 void ratelim_leave(struct ratelim *rl, struct vqw *w);
 
-/* Take a request's tokens (bytes and one operation) from each limiter in
- * rl[0..n) (NULL entries and limiters without limits are skipped) at
- * once, or from none: 0 (taken), or how long until all of them would
- * hold it (ns). Locks them in array order: callers list a disk's own
- * limiter before its group's, always. */
-uint64_t ratelim_take(struct ratelim *const *rl, unsigned n, uint64_t bytes, uint64_t now_ns);
+/* A request's tokens (bytes and one operation) from each limiter in
+ * rl[0..n) (NULL entries and limiters without limits are skipped): 0 when
+ * all of them held it, else how long until they would (ns). Without
+ * reserve, it takes from all or from none: 0, taken. With reserve it
+ * takes in any case, and the caller issues the request after the wait
+ * without asking again: tokens earned while it waits go to buckets in
+ * debt, so a thread that wakes late loses none of them (asking again,
+ * its request would find a full bucket that had dropped what came
+ * beyond it, and the rate would fall short by the wake-up latency).
+ * Locks them in array order: callers list a disk's own limiter before
+ * its group's, always. */
+uint64_t ratelim_take(struct ratelim *const *rl, unsigned n, uint64_t bytes, uint64_t now_ns,
+		      bool reserve);
+/* Give back what a reserving take took (the limits changed while the
+ * request waited and it asks again), up to each bucket's size. */
+void ratelim_refund(struct ratelim *const *rl, unsigned n, uint64_t bytes);
 
 #endif

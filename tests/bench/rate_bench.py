@@ -77,7 +77,7 @@ def boot(args, image, disk_opts, bs, result):
             kib, iops = line.split()[1].split(";")[:2]
             result["kib_s"], result["iops"] = float(kib), float(iops)
     try:
-        st = json.loads(p.stderr[p.stderr.index("{"):])
+        st = json.JSONDecoder().raw_decode(p.stderr[p.stderr.index("{"):])[0]
         q = next(d for d in st["devices"] if d.get("kind") == "virtio-blk")["queues"]
         result["rate_delayed"] = sum(x.get("rate_delayed", 0) for x in q)
         result["rate_wait_us"] = sum(x.get("rate_wait_us", 0) for x in q)

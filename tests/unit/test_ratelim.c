@@ -35,7 +35,7 @@ static uint64_t take1(struct ratelim *rl, uint64_t bytes, uint64_t now)
 {
 	struct ratelim *const one[] = { rl };
 
-	return ratelim_take(one, 1, bytes, now);
+	return ratelim_take(one, 1, bytes, now, false);
 }
 
 /* Requests granted in [*now, end) to one that asks again exactly when told
@@ -303,17 +303,17 @@ TEST(a_request_goes_only_when_every_limiter_holds_it_and_takes_from_all_or_none)
 	init(&grp, limits(0, 0, 3, 600), START);
 	init(&free_rl, limits(0, 0, 0, 0), START);
 	for (i = 0; i < 3; i++)
-		CHECK_EQ(ratelim_take(both, 2, 100, START), 0);
+		CHECK_EQ(ratelim_take(both, 2, 100, START, false), 0);
 	CHECK_EQ(own.bw.tokens, 700);
 	CHECK_EQ(grp.ops.tokens, 0);
 	/* grp lacks a request: own keeps its bytes. */
-	CHECK_EQ(ratelim_take(both, 2, 100, START), 200 * MS);
+	CHECK_EQ(ratelim_take(both, 2, 100, START, false), 200 * MS);
 	CHECK_EQ(own.bw.tokens, 700);
 	CHECK_EQ(take1(&own, 700, START), 0);
 	CHECK_EQ(own.bw.tokens, 0);
 
 	/* Both lack: the longer wait, each limiter's own otherwise. */
-	w = ratelim_take(both, 2, 100, START + 50 * MS);
+	w = ratelim_take(both, 2, 100, START + 50 * MS, false);
 	w_own = ratelim_bucket_wait(&own.bw, 100);
 	w_grp = ratelim_bucket_wait(&grp.ops, 1);
 	CHECK_EQ(w_own, 50 * MS);
@@ -321,16 +321,16 @@ TEST(a_request_goes_only_when_every_limiter_holds_it_and_takes_from_all_or_none)
 	CHECK_EQ(w, MAX(w_own, w_grp));
 
 	/* own lacks: grp keeps its request. */
-	CHECK_EQ(ratelim_take(both, 2, 400, START + 200 * MS), 200 * MS);
+	CHECK_EQ(ratelim_take(both, 2, 400, START + 200 * MS, false), 200 * MS);
 	CHECK_EQ(grp.ops.tokens, 1);
-	CHECK_EQ(ratelim_take(both, 2, 400, START + 400 * MS), 0);
+	CHECK_EQ(ratelim_take(both, 2, 400, START + 400 * MS, false), 0);
 	CHECK_EQ(grp.ops.tokens, 1);
 	CHECK_EQ(own.bw.tokens, 0);
 
 	/* A NULL entry and an unlimited limiter add nothing. */
-	CHECK_EQ(ratelim_take(with_null, 3, 1, START + 400 * MS), 0);
+	CHECK_EQ(ratelim_take(with_null, 3, 1, START + 400 * MS, false), 0);
 	CHECK_EQ(grp.ops.tokens, 0);
-	CHECK_EQ(ratelim_take(with_null, 3, 1, START + 400 * MS), 200 * MS);
+	CHECK_EQ(ratelim_take(with_null, 3, 1, START + 400 * MS, false), 200 * MS);
 	CHECK_EQ(own.bw.tokens, 0);
 	ratelim_fini(&own);
 	ratelim_fini(&grp);
@@ -415,4 +415,42 @@ TEST(groups_parse_through_the_kv_table_and_refuse_out_of_range_values)
 	CHECK_EQ(kv_parse(&ratelim_group_keys, "id=g2,ops_size=1125899906842625", &g1, buf1,
 			  sizeof(buf1), err, sizeof(err)), -EINVAL);
 	CHECK(strstr(err, "ops_size") != NULL);
+}
+
+/* A thread that wakes late (1.5 ms after each wait, as a loaded host's
+ * does) still gets the configured rate when it reserves: what is earned
+ * while it oversleeps goes to a bucket in debt. Asking again instead, it
+ * finds a full bucket of one token that dropped the rest, and gets about
+ * 1 / 11.5 ms: the 13% short of 100 IOPS that the nested benchmark saw
+ * before disks reserved. */
+TEST(a_late_waker_that_reserved_loses_no_tokens)
+{
+	const uint64_t late = 1500000;
+	struct ratelim rl;
+	struct ratelim *const one[] = { &rl };
+	uint64_t now = START, n = 0, w;
+
+	init(&rl, limits(0, 0, 1, 10), now);
+	while (now < START + 10 * SEC) {
+		w = ratelim_take(one, 1, 4096, now, true);
+		now += w ? w + late : 0;
+		n++;
+		if (!w)
+			now += late / 100;   /* the next request comes soon after */
+	}
+	CHECK(n >= 999 && n <= 1001);
+	ratelim_fini(&rl);
+
+	init(&rl, limits(0, 0, 1, 10), START);
+	now = START;
+	n = 0;
+	while (now < START + 10 * SEC) {
+		w = ratelim_take(one, 1, 4096, now, false);
+		if (w)
+			now += w + late;
+		else
+			n++;
+	}
+	CHECK(n < 900);
+	ratelim_fini(&rl);
 }
