@@ -392,7 +392,9 @@ int mvm_add_rate_group(struct mvm *vm, struct mvm_rate_group *grp, char *err, si
 /* Change disk's own rate limits (len: sizeof(*rate)), before or while
  * the VM runs: from the next request on, and a request waiting for
  * tokens is looked at again at once. As mvm_rate_group_set for the
- * tokens. -EINVAL: no such disk or bad limits. Any thread. Since 2.3. */
+ * tokens. -EINVAL: no such disk or bad limits. Any thread but one that
+ * mvm_start_confined confined (the change writes the queue threads'
+ * eventfds, which its filter does not allow). Since 2.3. */
 int mvm_disk_set_rate_limit(struct mvm *vm, unsigned disk, const struct mvm_rate_limit *rate,
 			    size_t len, char *err, size_t errlen);
 
