@@ -182,6 +182,24 @@ void vqw_retry_later(struct vqw_queue *q, uint32_t data, unsigned attempt)
 	io_uring_sqe_set_data64(sqe, data);
 }
 
+/* A rate limit's wait: the same kind of SQE, its end as the input says.
+ * (The fuzzed disks have no limits; a limit set by a target would get
+ * here.) */
+void vqw_wait_until(struct vqw_queue *q, uint32_t data, uint64_t when_ns)
+{
+	struct io_uring_sqe *sqe = vqw_get_sqe(q->w);
+
+	(void)when_ns;
+	io_uring_prep_timeout(sqe, NULL, 0, 0);
+	io_uring_sqe_set_data64(sqe, data);
+}
+
+/* Limits changed from another thread: the fake has no other thread. */
+void vqw_poke(struct vqw *w)
+{
+	(void)w;
+}
+
 /* Told to stop: from here on it writes no guest memory, as the real
  * thread winding down (its host I/O ends in vqw_stop). */
 void vqw_stop_begin(struct vqw *w)
