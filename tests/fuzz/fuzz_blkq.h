@@ -802,6 +802,9 @@ static int blkq_fuzz(const uint8_t *data, size_t size, bool packed)
 	g.blk->opts.serial = cfg & 0x80 ? strcpy(g.blk->serial, "fuzz-serial-20-bytes") : NULL;
 	g.blk->opts.queues = 1;
 	g.blk->opts.path = g.blk->path;       /* "": no image file */
+	/* No limits (the device's own limiter is always there). */
+	FZ_ASSERT(ratelim_init(&g.blk->rate, &g.blk->opts.rate, 0) == 0);
+	g.blk->rate_up = true;
 	FZ_ASSERT(blk_workers_init(g.blk) == 0);
 	FZ_ASSERT(blk_workers_launch(g.blk) == 0);
 	g.vq = &g.blk->vdev.queues[0].vq;
@@ -872,6 +875,7 @@ static int blkq_fuzz(const uint8_t *data, size_t size, bool packed)
 		blk_queue_stop(g.blk, 0);
 	g.blk->vdev.queues[0].started = false;
 	blk_workers_fini(g.blk);
+	ratelim_fini(&g.blk->rate);
 	blk_slots_free(g.blk);
 	virtio_dev_destroy(&g.blk->vdev);
 	free(g.blk->workers);
