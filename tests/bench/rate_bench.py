@@ -78,7 +78,9 @@ def boot(args, image, disk_opts, bs, result):
             result["kib_s"], result["iops"] = float(kib), float(iops)
     try:
         st = json.JSONDecoder().raw_decode(p.stderr[p.stderr.index("{"):])[0]
-        q = next(d for d in st["devices"] if d.get("kind") == "virtio-blk")["queues"]
+        # Each entry is a transport's, with its device's counters in "device".
+        q = next(d["device"] for d in st["devices"]
+                 if d.get("device", {}).get("kind") == "virtio-blk")["queues"]
         result["rate_delayed"] = sum(x.get("rate_delayed", 0) for x in q)
         result["rate_wait_us"] = sum(x.get("rate_wait_us", 0) for x in q)
     except (ValueError, KeyError, StopIteration):
