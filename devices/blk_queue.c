@@ -354,16 +354,17 @@ static bool rate_limited(const struct blk_dev *blk)
 	       (blk->group && __atomic_load_n(&blk->group->on, __ATOMIC_RELAXED));
 }
 
-/* Issue the slot's host I/O once the disk's rate limits (its own, then
- * its group's) have its tokens: where they do not, the queue is held
- * (what the guest posts meanwhile waits in the ring) and the thread
- * waits exactly until they will, in its io_uring (vqw_wait_until). Then
- * count its bytes against the budget. */
+/* What a request costs of a bytes bucket: its data, for reads and writes. */
 static uint64_t rate_bytes(const struct blk_slot *s)
 {
 	return s->req.type == VIRTIO_BLK_T_IN || s->req.type == VIRTIO_BLK_T_OUT ? s->req.len : 0;
 }
 
+/* Issue the slot's host I/O once the disk's rate limits (its own, then
+ * its group's) have its tokens: where they do not, the queue is held
+ * (what the guest posts meanwhile waits in the ring) and the thread
+ * waits exactly until they will, in its io_uring (vqw_wait_until). Then
+ * count its bytes against the budget. */
 static void slot_start(struct blk_queue *q, unsigned head)
 {
 	struct blk_slot *s = &q->slots[head];

@@ -142,7 +142,7 @@ void vqw_wait_until(struct vqw_queue *q, uint32_t data, uint64_t when_ns)
 
 	/* The kernel copies the time when it takes the SQE (the next
 	 * io_uring_enter); a second wait of q before that names the same
-	 * place, and both end at the later time: the device's newest. */
+	 * place, and both end at the newest time the device gave. */
 	q->wake_at.tv_sec = (long long)(when_ns / 1000000000ull);
 	q->wake_at.tv_nsec = (long long)(when_ns % 1000000000ull);
 	io_uring_prep_timeout(sqe, &q->wake_at, 0, IORING_TIMEOUT_ABS);
@@ -151,18 +151,23 @@ void vqw_wait_until(struct vqw_queue *q, uint32_t data, uint64_t when_ns)
 	io_uring_sqe_set_data64(sqe, UD(TAG_RETRY, q - q->w->q, data));
 }
 
-void vqw_poke(struct vqw *w)
+/* Wake the worker: its ctl read completes. A blocking eventfd refuses a
+ * write only at a saturated count, which already wakes it. */
+static void ctl_ring(struct vqw *w)
 {
 	uint64_t one = 1;
 
-	/* Release: what the poker changed before is seen by the worker's
-	 * exchange (acquire) in command(). */
-	__atomic_store_n(&w->poked, true, __ATOMIC_RELEASE);
-	/* A blocking eventfd refuses a write only at a saturated count,
-	 * which already wakes the worker. */
 	if (write(w->ctl_fd, &one, sizeof(one)) < 0) {
 		/* see above */
 	}
+}
+
+void vqw_poke(struct vqw *w)
+{
+	/* Release: what the poker changed before is seen by the worker's
+	 * exchange (acquire) in command(). */
+	__atomic_store_n(&w->poked, true, __ATOMIC_RELEASE);
+	ctl_ring(w);
 }
 
 /* Whether the worker takes q's buffers now: served, not broken, not held,
@@ -1063,14 +1068,8 @@ int vqw_launch(struct vqw *w)
 /* Send a command: its word before the doorbell (see struct vqw). */
 static void send_cmd(struct vqw *w, enum vqw_cmd cmd)
 {
-	uint64_t one = 1;
-
 	__atomic_store_n(&w->ctl_word, (++w->ctl_next << 8) | cmd, __ATOMIC_RELEASE);
-	/* A blocking eventfd refuses a write only at a saturated count,
-	 * which already means "look at ctl_word". */
-	if (write(w->ctl_fd, &one, sizeof(one)) < 0) {
-		/* see above */
-	}
+	ctl_ring(w);
 }
 
 void vqw_start(struct vqw *w, uint64_t mask)
