@@ -408,6 +408,9 @@ static void slot_rate_wake(struct blk_queue *q, uint32_t data)
 
 	if (q->rate_waiting != (int)head || (data >> 16 & 0x7fff) != (q->rate_seq & 0x7fffu))
 		return;         /* stale: a poke gave it a newer wait */
+	/* Paused: it goes on when the quiesce ends (blk_poked asks again). */
+	if (vqw_quiesced(q->wq) && !vqw_stopping(q->wq))
+		return;
 	if (vqw_stopping(q->wq)) {
 		q->rate_waiting = -1;
 		vqw_hold(q->wq, false);
@@ -447,6 +450,15 @@ static unsigned blk_inflight(const struct vqw_queue *wq)
 	return __atomic_load_n(&q->inflight, __ATOMIC_RELAXED);
 }
 
+/* Quiet for a pause: nothing in flight but a request waiting for rate
+ * tokens, which slot_rate_wake holds back while quiesced. */
+static bool blk_quiet(const struct vqw_queue *wq)
+{
+	const struct blk_queue *q = wq->opaque;
+
+	return __atomic_load_n(&q->inflight, __ATOMIC_RELAXED) == (q->rate_waiting >= 0 ? 1u : 0u);
+}
+
 /* fixed-buffers: not fatal, the disk works without (at the cost
  * docs/command-line.md states). Said once per device, by whichever of its workers
  * fails first. */
@@ -476,6 +488,7 @@ static const struct vqw_ops blk_vqw_ops = {
 	.fixed_failed = blk_fixed_failed,
 	.retry = blk_retry,
 	.poked = blk_poked,
+	.quiet = blk_quiet,
 };
 
 int blk_slots_alloc(struct blk_dev *blk)

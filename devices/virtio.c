@@ -1,6 +1,7 @@
 /* virtio core: device status state machine and feature negotiation
  * (virtio 1.2 §2.1, §2.2, §3.1). Transport-independent. */
 #include "devices/virtio.h"
+#include "devices/virtq_worker.h"
 #include "vmm/base/util.h"
 #include "vmm/base/log.h"
 
@@ -73,6 +74,27 @@ void virtio_dev_stop(struct virtio_dev *dev)
 			dev->queues[q].started = false;
 		}
 	}
+}
+
+void virtio_dev_quiesce(struct virtio_dev *dev, bool on)
+{
+	struct vqw *w;
+
+	for (w = dev->vqws; w; w = w->dev_next)
+		vqw_quiesce(w, on);
+}
+
+int virtio_dev_quiesce_wait(struct virtio_dev *dev, uint64_t deadline_ns)
+{
+	struct vqw *w;
+	int r, ret = 0;
+
+	for (w = dev->vqws; w; w = w->dev_next) {
+		r = vqw_quiesce_wait(w, deadline_ns);
+		if (r && !ret)
+			ret = r;
+	}
+	return ret;
 }
 
 int virtio_dev_launch(struct virtio_dev *dev)

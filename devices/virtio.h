@@ -191,6 +191,13 @@ void virtio_dev_destroy(struct virtio_dev *dev);
 /* ops->halt once: after virtio_dev_stop, at teardown. */
 void virtio_dev_halt(struct virtio_dev *dev);
 
+/* A pause: every queue thread of dev takes no more of the guest's
+ * buffers (on) or goes on (off), side by side (vqw_quiesce); then wait
+ * until each has carried it out, in-flight host I/O completed for on:
+ * 0 or -ETIMEDOUT at deadline_ns (CLOCK_MONOTONIC). */
+void virtio_dev_quiesce(struct virtio_dev *dev, bool on);
+int virtio_dev_quiesce_wait(struct virtio_dev *dev, uint64_t deadline_ns);
+
 /* Stop every started queue (ops->queue_stop), e.g. at VM teardown. */
 void virtio_dev_stop(struct virtio_dev *dev);
 

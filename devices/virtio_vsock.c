@@ -886,6 +886,15 @@ static unsigned vsd_inflight(const struct vqw_queue *q)
 	return q == d->txq ? d->io : 0;
 }
 
+/* Quiet for a pause at once: its host I/O reads into and writes from
+ * buffers of its own (a connection's rings, a client's line); guest
+ * buffers are only touched as chains are taken, which a quiesce stops. */
+static bool vsd_quiet(const struct vqw_queue *q)
+{
+	(void)q;
+	return true;
+}
+
 static void vsd_serve_begin(struct vqw_queue *q)
 {
 	struct vsock_dev *d = q->opaque;
@@ -918,6 +927,7 @@ static const struct vqw_ops vsd_vqw_ops = {
 	.chain = vsd_chain,
 	.complete = vsd_complete,
 	.inflight = vsd_inflight,
+	.quiet = vsd_quiet,
 	.retry = vsd_retry,
 	.avail = vsd_avail,
 	.serve_begin = vsd_serve_begin,

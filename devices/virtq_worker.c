@@ -20,6 +20,7 @@
 #include "vmm/base/util.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -174,14 +175,15 @@ void vqw_poke(struct vqw *w)
  * and for a pull queue, wanted. */
 static bool takes(const struct vqw_queue *q)
 {
-	return q->active && !q->broken && !q->held && (!q->pull || q->want);
+	return q->active && !q->broken && !q->held && !q->w->quiesced &&
+	       (!q->pull || q->want);
 }
 
 int vqw_pull(struct vqw_queue *q, struct virtq_chain **out)
 {
 	int r;
 
-	if (!q->active || q->broken || q->w->stopping)
+	if (!q->active || q->broken || q->w->stopping || q->w->quiesced)
 		return 0;
 	r = virtq_pop(q->vq, &q->w->pulled);
 	if (r < 0) {
@@ -755,6 +757,54 @@ static void unserve(struct vqw *w)
 	arm_ctl(w);
 }
 
+static void quiet_report(struct vqw *w);
+
+static bool all_quiet(const struct vqw *w)
+{
+	unsigned i;
+
+	for (i = 0; i < w->nq; i++) {
+		const struct vqw_queue *q = &w->q[i];
+
+		if (w->ops->quiet ? !w->ops->quiet(q) : w->ops->inflight(q) != 0)
+			return false;
+	}
+	return true;
+}
+
+/* The owner's latest vqw_quiesce, once. Off: the device looks again at
+ * what it held back (ops->poked), and the next round drains the rings. */
+static void quiesce_command(struct vqw *w)
+{
+	/* Pairs with vqw_quiesce's release store. */
+	unsigned word = __atomic_load_n(&w->quiesce_word, __ATOMIC_ACQUIRE);
+	unsigned i;
+
+	if (word >> 1 == w->quiesce_seen)
+		return;
+	w->quiesce_seen = word >> 1;
+	w->quiesced = word & 1;
+	if (w->quiesced) {
+		w->quiet_owed = true;
+		return;
+	}
+	w->quiet_owed = false;
+	if (w->serving && !w->stopping && w->ops->poked)
+		for (i = 0; i < w->nq; i++)
+			if (w->q[i].active)
+				w->ops->poked(&w->q[i]);
+	quiet_report(w);
+}
+
+/* Tell the owner its last vqw_quiesce is carried out: what the worker
+ * did to guest memory before happened before its wait returns (release,
+ * paired with vqw_quiesce_wait's acquire). */
+static void quiet_report(struct vqw *w)
+{
+	__atomic_store_n(&w->quiet_seq, w->quiesce_seen, __ATOMIC_RELEASE);
+	sem_post(&w->quiet_sem);
+}
+
 /* The owner's latest command, once: RUN serves, PARK stops serving (and
  * says so on `parked`), EXIT ends the thread (false). */
 static bool command(struct vqw *w)
@@ -772,6 +822,7 @@ static bool command(struct vqw *w)
 			if (w->q[i].active)
 				w->ops->poked(&w->q[i]);
 	}
+	quiesce_command(w);
 	if (word >> 8 == w->ctl_seen)
 		return true;
 	w->ctl_seen = word >> 8;
@@ -880,6 +931,10 @@ static void *vqw_thread(void *arg)
 		reap(w);
 		if (w->ctl_event && !command(w))
 			break;
+		if (w->quiet_owed && all_quiet(w)) {
+			w->quiet_owed = false;
+			quiet_report(w);
+		}
 	}
 	release_registered(w);
 	return NULL;
@@ -922,10 +977,13 @@ int vqw_init(struct vqw *w, const struct vqw_ops *ops, struct virtio_dev *dev,
 	r = sem_init(&w->parked, 0, 0) ? -errno : 0;
 	if (r)
 		goto free_queues;
+	r = sem_init(&w->quiet_sem, 0, 0) ? -errno : 0;
+	if (r)
+		goto destroy_sem;
 	w->ctl_fd = eventfd(0, EFD_CLOEXEC);
 	if (w->ctl_fd < 0) {
 		r = -errno;
-		goto destroy_sem;
+		goto destroy_quiet;
 	}
 	for (entries = 8; entries < need; entries <<= 1)
 		;
@@ -943,6 +1001,8 @@ int vqw_init(struct vqw *w, const struct vqw_ops *ops, struct virtio_dev *dev,
 
 close_ctl:
 	close(w->ctl_fd);
+destroy_quiet:
+	sem_destroy(&w->quiet_sem);
 destroy_sem:
 	sem_destroy(&w->parked);
 free_queues:
@@ -1102,6 +1162,40 @@ void vqw_stop(struct vqw *w)
 	w->stop_sent = false;
 }
 
+void vqw_quiesce(struct vqw *w, bool on)
+{
+	if (!w->launched)
+		return;
+	w->quiesce_next = (w->quiesce_next + 1) & (UINT_MAX >> 1);
+	__atomic_store_n(&w->quiesce_word, w->quiesce_next << 1 | on, __ATOMIC_RELEASE);
+	ctl_ring(w);
+}
+
+int vqw_quiesce_wait(struct vqw *w, uint64_t deadline_ns)
+{
+	struct timespec until;
+	uint64_t rt;
+
+	if (!w->launched)
+		return 0;
+	/* A post that a wait which timed out left behind only makes this
+	 * loop look once more. */
+	while (__atomic_load_n(&w->quiet_seq, __ATOMIC_ACQUIRE) != w->quiesce_next) {
+		uint64_t now = mono_ns();
+
+		if (now >= deadline_ns)
+			return -ETIMEDOUT;
+		clock_gettime(CLOCK_REALTIME, &until);
+		rt = (uint64_t)until.tv_sec * 1000000000ull + (uint64_t)until.tv_nsec +
+		     (deadline_ns - now);
+		until.tv_sec = (time_t)(rt / 1000000000ull);
+		until.tv_nsec = (long)(rt % 1000000000ull);
+		if (sem_timedwait(&w->quiet_sem, &until) && errno != EINTR && errno != ETIMEDOUT)
+			return -errno;
+	}
+	return 0;
+}
+
 void vqw_end(struct vqw *w)
 {
 	struct timespec until;
@@ -1148,6 +1242,7 @@ void vqw_fini(struct vqw *w)
 	io_uring_queue_exit(&w->ring);
 	close(w->ctl_fd);
 	sem_destroy(&w->parked);
+	sem_destroy(&w->quiet_sem);
 	free(w->q);
 	w->q = NULL;
 	w->nq = 0;

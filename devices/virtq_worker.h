@@ -218,9 +218,16 @@ struct vqw_ops {
 	 * vqw_stopping then says so). */
 	void (*retry)(struct vqw_queue *q, uint32_t data);
 	/* Optional: vqw_poke woke the worker (settings the device shares
-	 * with other threads changed: its rate limits); called for each
-	 * queue it serves, on the worker's thread, never while stopping. */
+	 * with other threads changed: its rate limits), or a quiesce ended
+	 * (vqw_quiesce): called for each queue it serves, on the worker's
+	 * thread, never while stopping. */
 	void (*poked)(struct vqw_queue *q);
+	/* Optional: whether q is quiet, for vqw_quiesce: none of its host
+	 * I/O is still to touch guest memory or the ring. NULL: when
+	 * ops->inflight is 0. A device whose host I/O only fills buffers of
+	 * its own (virtio-vsock's sockets) or that holds a request back
+	 * while quiesced (virtio-blk's rate-limit wait) says so here. */
+	bool (*quiet)(const struct vqw_queue *q);
 	/* For a queue the device pulls from (vqw_set_pull): it asked for
 	 * buffers (vqw_want) and the guest has made some available: take
 	 * them with vqw_pull. */
@@ -293,6 +300,17 @@ struct vqw {
 	unsigned ctl_word;
 	unsigned ctl_next;         /* owner: the next sequence number */
 	bool poked;                /* vqw_poke: any thread sets it, the worker clears it */
+	/* vqw_quiesce: the owner stores quiesce_word (seq << 1 | on) with
+	 * release and rings ctl_fd; the worker, once it carried out that
+	 * number and (for on) its queues are quiet, stores the number in
+	 * quiet_seq with release and posts quiet_sem. */
+	unsigned quiesce_word;
+	unsigned quiet_seq;
+	sem_t quiet_sem;
+	unsigned quiesce_next;     /* owner: the next number */
+	bool quiesced;             /* worker: takes no buffers (takes(), vqw_pull) */
+	bool quiet_owed;           /* worker: quiesced, quiet_seq not yet stored */
+	unsigned quiesce_seen;     /* worker: the last number carried out */
 	uint64_t run_mask;
 	struct thread_handshake hs;
 	sem_t parked;
@@ -377,6 +395,25 @@ void vqw_stop_begin(struct vqw *w);
  * memory (but host I/O that outlived the deadline, which the worker
  * reported). The thread stays, parked. */
 void vqw_stop(struct vqw *w);
+/* Pause the worker's side of the guest (on) or let it go on (off), from
+ * the owner's thread, and return at once: while quiesced the worker
+ * takes no buffer from any of its queues (what the guest posts waits in
+ * the rings, its kicks are counted) and the device pulls none; host I/O
+ * in flight completes and its chains are published. A quiesce ends with
+ * ops->poked on each served queue, then the worker drains the rings as
+ * usual. Independent of start and stop: a worker may be quiesced while
+ * parked, and a stop while quiesced stops as ever. */
+void vqw_quiesce(struct vqw *w, bool on);
+/* Wait until the worker has carried out the last vqw_quiesce and, for
+ * on, every queue is quiet (ops->quiet): 0, or -ETIMEDOUT at deadline_ns
+ * (CLOCK_MONOTONIC). 0 at once for a worker with no thread. */
+int vqw_quiesce_wait(struct vqw *w, uint64_t deadline_ns);
+/* Whether the worker is quiesced now: for the device, on its thread (a
+ * wait that ends while quiesced must not start I/O). */
+static inline bool vqw_quiesced(const struct vqw_queue *q)
+{
+	return q->w->quiesced;
+}
 /* End the thread (stopping first): the ring's files and buffers are
  * dropped by the thread as it ends; the counters stay readable. */
 void vqw_end(struct vqw *w);

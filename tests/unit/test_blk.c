@@ -1952,6 +1952,37 @@ TEST(a_limit_lifted_at_run_time_releases_the_waiting_request_at_once)
 	teardown(&t);
 }
 
+/* A pause while a request waits for a token: the disk is quiet at once
+ * (the request has no host I/O yet), the token time passing while paused
+ * starts nothing, and the request goes once the pause ends. */
+TEST(a_pause_holds_back_a_request_waiting_for_tokens_until_resume)
+{
+	struct timespec t0;
+	uint64_t buf, st;
+	uint32_t id, len;
+	struct t t;
+	int head;
+
+	setup(&t, ",ops_size=1,ops_refill_time=300", 1);
+	buf = vdrv_alloc(&t.d, 4096, 4096);
+	CHECK_EQ(run1(&t, 0, VIRTIO_BLK_T_IN, 0, buf, 4096, true, NULL), VIRTIO_BLK_S_OK);
+	head = post(&t, 0, VIRTIO_BLK_T_IN, 8, buf, 4096, true, &st);
+	CHECK(head >= 0);
+	vdrv_kick(&t.d, 0);
+	usleep(50000);
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	virtio_dev_quiesce(t.dev, true);
+	CHECK_EQ(virtio_dev_quiesce_wait(t.dev, mono_ns() + 5000000000ull), 0);
+	CHECK(secs_since(&t0) < 0.2);      /* not after the token came */
+	usleep(600000);                    /* the token's time passes, paused */
+	CHECK(!vdrv_get_used(&t.d, 0, &id, &len));
+	virtio_dev_quiesce(t.dev, false);
+	wait_used(&t, 0, &id, &len);
+	CHECK_EQ(id, head);
+	CHECK_EQ(st_of(&t, st), VIRTIO_BLK_S_OK);
+	teardown(&t);
+}
+
 /* Limits the device is given at run time are checked like a spec's. */
 TEST(bad_limits_at_run_time_are_refused_and_the_old_ones_stay)
 {

@@ -769,6 +769,109 @@ TEST(stop_cancels_host_io_and_returns_nothing_after)
 	pair_free(p);
 }
 
+static uint64_t now_ns(void)
+{
+	struct timespec t;
+
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (uint64_t)t.tv_sec * 1000000000ull + (uint64_t)t.tv_nsec;
+}
+
+/* Post n one-buffer TX chains and kick. */
+static void post_tx(struct pair *p, unsigned n)
+{
+	struct vdrv_sg t;
+	unsigned i;
+
+	for (i = 0; i < n; i++) {
+		t = (struct vdrv_sg){ .gpa = vdrv_alloc(&p->d, 32, 8), .len = 32 };
+		CHECK(vdrv_add(&p->d, TX, &t, 1, false) >= 0);
+	}
+	vdrv_kick(&p->d, TX);
+}
+
+/* A pause's quiesce: the wait returns once the host I/O in flight has
+ * completed and its chains are back in the guest's ring; what the guest
+ * posts while quiesced stays in its ring (its kick is counted, nothing
+ * is taken), and all of it is served once the quiesce ends. */
+TEST(quiesce_completes_io_in_flight_and_takes_nothing_new)
+{
+	struct pair *p = pair_alloc((1ULL << IORING_OP_NOP) | (1ULL << IORING_OP_TIMEOUT));
+	uint32_t lens[8], id, len;
+	uint64_t t0, kicks;
+	unsigned i;
+
+	p->brief.tv_nsec = 200 * 1000 * 1000;     /* each TX I/O lasts 200 ms */
+	pair_up(p);
+	CHECK(p->running);
+	post_tx(p, 2);
+	for (i = 0; i < 500 && __atomic_load_n(&p->w.q[TX].st.requests, __ATOMIC_RELAXED) < 2; i++)
+		usleep(1000);
+	CHECK_EQ(p->w.q[TX].st.requests, 2);
+	t0 = now_ns();
+	vqw_quiesce(&p->w, true);
+	CHECK_EQ(vqw_quiesce_wait(&p->w, t0 + 5000000000ull), 0);
+	CHECK(now_ns() - t0 >= 100000000ull);      /* it waited for the I/O */
+	CHECK_EQ(__atomic_load_n(&p->inflight, __ATOMIC_RELAXED), 0);
+	CHECK_EQ(wait_used(p, TX, 2, lens), 2);    /* published before the wait returned */
+	kicks = __atomic_load_n(&p->w.q[TX].st.kicks, __ATOMIC_RELAXED);
+	post_tx(p, 3);
+	usleep(300 * 1000);
+	CHECK_EQ(p->w.q[TX].st.requests, 2);       /* nothing taken while quiesced */
+	CHECK(__atomic_load_n(&p->w.q[TX].st.kicks, __ATOMIC_RELAXED) > kicks);
+	CHECK_EQ(vdrv_get_used(&p->d, TX, &id, &len), 0);
+	vqw_quiesce(&p->w, false);
+	CHECK_EQ(vqw_quiesce_wait(&p->w, now_ns() + 5000000000ull), 0);
+	CHECK_EQ(wait_used(p, TX, 3, lens), 3);    /* served once it ended */
+	CHECK_EQ(p->w.q[TX].st.requests, 5);
+	pair_free(p);
+}
+
+/* Host I/O that does not end keeps the worker from being quiet: the wait
+ * says so at its deadline, and the worker can still be let go and reset. */
+TEST(quiesce_wait_times_out_while_host_io_goes_on)
+{
+	struct pair *p = pair_new(true);
+	uint32_t id, len;
+	uint64_t t0;
+	unsigned i;
+
+	post_tx(p, 1);
+	for (i = 0; i < 500 && __atomic_load_n(&p->w.q[TX].st.requests, __ATOMIC_RELAXED) < 1; i++)
+		usleep(1000);
+	vqw_quiesce(&p->w, true);
+	t0 = now_ns();
+	CHECK_EQ(vqw_quiesce_wait(&p->w, t0 + 200000000ull), -ETIMEDOUT);
+	CHECK(now_ns() - t0 >= 200000000ull);
+	vqw_quiesce(&p->w, false);
+	CHECK_EQ(vqw_quiesce_wait(&p->w, now_ns() + 5000000000ull), 0);
+	vdrv_wr(&p->d, VIRTIO_MMIO_STATUS, 0);     /* the stop cancels it */
+	CHECK(!p->running);
+	CHECK_EQ(vdrv_get_used(&p->d, TX, &id, &len), 0);
+	pair_free(p);
+}
+
+/* A pull queue is not filled while quiesced, though the device owes the
+ * guest a buffer; it is once the quiesce ends. */
+TEST(quiesced_worker_pulls_no_buffer)
+{
+	struct pair *p = pair_new_pull();
+	uint32_t lens[2], id, len;
+
+	post(p, TX, 1, NULL);                      /* owes one RX buffer, none there */
+	CHECK_EQ(wait_used(p, TX, 1, lens), 1);
+	vqw_quiesce(&p->w, true);
+	CHECK_EQ(vqw_quiesce_wait(&p->w, now_ns() + 5000000000ull), 0);
+	post(p, RX, 1, NULL);
+	usleep(200 * 1000);
+	CHECK_EQ(vdrv_get_used(&p->d, RX, &id, &len), 0);
+	CHECK_EQ(p->w.q[RX].st.requests, 0);
+	vqw_quiesce(&p->w, false);
+	CHECK_EQ(wait_used(p, RX, 1, lens), 1);
+	CHECK_EQ(lens[0], 64);
+	pair_free(p);
+}
+
 /* The count after "UserFiles:" or "UserBufs:" in a ring's fdinfo. */
 /* fdinfo lists a ring's registered files and buffers only when it gets
  * the ring's lock without waiting (io_uring_show_fdinfo's trylock): a
