@@ -134,8 +134,24 @@ int arch_vcpu_exit(struct vcpu *v, struct kvm_run *run);
 
 /* Before each KVM_RUN, on the vCPU's thread: wait while the architecture
  * keeps this vCPU stopped (s390: a secondary CPU until the guest starts it
- * with SIGP). 0: run it; nonzero: the VM is stopping, end the thread. */
+ * with SIGP). 0: run it; positive: the VM is stopping, end the thread;
+ * negative: a kick interrupted the wait (a pause): the caller looks at
+ * the VM's requests and calls again. */
 int arch_vcpu_before_run(struct vcpu *v);
+
+/* Pausing (vmm/kvm/vcpu.h: vcpu_pause_all). arch_vcpu_paused runs on
+ * each vCPU's thread as it parks (x86: KVM_KVMCLOCK_CTRL, so that the
+ * guest does not take the pause for a soft lockup; advisory, its failure
+ * ignored). arch_vm_clock_save, once every vCPU is parked, keeps the
+ * guest's clock as it stands and arch_vm_clock_restore, before they run
+ * again, sets it back (x86: KVM_GET_CLOCK / KVM_SET_CLOCK; s390: the TOD
+ * clock's KVM_S390_VM_TOD attribute), so that the guest's time does not
+ * jump by the pause, as QEMU and Cloud Hypervisor do. From the thread
+ * that pauses (the main or control kind's filter allows the calls). 0
+ * or -errno. */
+void arch_vcpu_paused(struct vcpu *v);
+int arch_vm_clock_save(struct vm *vm);
+int arch_vm_clock_restore(struct vm *vm);
 
 /* Where a vCPU stopped, in words ("RIP 0x... (64-bit long mode), bytes at
  * RIP: ..."), for the message of a fatal exit. */

@@ -147,6 +147,20 @@ static void vtr_vm_stop(void *opaque)
 	virtio_dev_halt(t->dev);
 }
 
+static void vtr_vm_quiesce(void *opaque, bool on)
+{
+	struct vtr *t = opaque;
+
+	virtio_dev_quiesce(t->dev, on);
+}
+
+static int vtr_vm_quiesce_wait(void *opaque, uint64_t deadline_ns)
+{
+	struct vtr *t = opaque;
+
+	return virtio_dev_quiesce_wait(t->dev, deadline_ns);
+}
+
 static void vtr_vm_stats(void *opaque, struct json *j)
 {
 	struct vtr *t = opaque;
@@ -186,6 +200,8 @@ static const struct vm_device_ops vtr_vm_ops = {
 	.start = vtr_vm_start,
 	.stop = vtr_vm_stop,
 	.stats_json = vtr_vm_stats,
+	.quiesce = vtr_vm_quiesce,
+	.quiesce_wait = vtr_vm_quiesce_wait,
 	.destroy = vtr_vm_destroy,
 };
 

@@ -65,9 +65,9 @@ extern "C" {
  * is passed with it) make a new MINOR: a program built against an older
  * header runs against a newer library of the same MAJOR. */
 #define MVM_VERSION_MAJOR 2
-#define MVM_VERSION_MINOR 3
+#define MVM_VERSION_MINOR 4
 #define MVM_VERSION_PATCH 0
-#define MVM_VERSION_STRING "2.3.0"
+#define MVM_VERSION_STRING "2.4.0"
 #define MVM_ERR_MAX 512          /* enough for any message */
 /* For the statistics calls: every vCPU, every disk, every queue. */
 #define MVM_ALL (~0u)
@@ -298,6 +298,9 @@ struct mvm_queue_stats {
 struct mvm_stats {
 	unsigned cpus, disks;
 	uint64_t console_bytes_out, console_bytes_in;
+	/* Since 2.4: pauses ended (mvm_resume) and their time in all. */
+	uint64_t pauses;
+	uint64_t paused_us;
 };
 
 /* The library's version (MVM_VERSION_STRING as it was built), whatever
@@ -443,6 +446,34 @@ int mvm_stop(struct mvm *vm, int status);
  * or 0 with ex NULL) says why it ended. -ETIMEDOUT, or -EINVAL before
  * mvm_start. */
 int mvm_wait(struct mvm *vm, int timeout_ms, struct mvm_exit *ex, size_t exlen);
+
+/* Since 2.4. Pause a running VM: every vCPU leaves the guest and waits,
+ * each disk and vsock queue thread takes no more requests (what the guest
+ * posts waits in its rings) and what it had in flight completes, and the
+ * guest's clock is kept (x86: kvmclock, with KVM_KVMCLOCK_CTRL so the
+ * guest does not report a soft lockup; s390: the TOD clock): after
+ * mvm_resume the guest's time goes on from where it stood. The console
+ * keeps its input for the guest. Returns once all of that is done: 0;
+ * -EALREADY (paused already), -ESHUTDOWN (the VM stopped), -EINVAL (not
+ * started), -ETIMEDOUT (a vCPU or host I/O did not stop within 5 s: the
+ * VM runs on, as before the call), with a message in err. A paused VM
+ * still stops (mvm_stop, a signal) and mvm_destroy takes it. */
+int mvm_pause(struct mvm *vm, char *err, size_t errlen);
+/* Since 2.4. Let a paused VM run again: 0, -EALREADY (not paused), or
+ * -errno with a message (the VM then stays paused). */
+int mvm_resume(struct mvm *vm, char *err, size_t errlen);
+
+/* Since 2.4. The VM's state, for an orchestrator's "vm.info". */
+enum mvm_vm_state {
+	MVM_VM_CREATED,         /* mvm_create'd, not started */
+	MVM_VM_RUNNING,
+	MVM_VM_PAUSED,          /* mvm_pause */
+	MVM_VM_ENDED,           /* it stopped, or asked to (mvm_wait then returns) */
+};
+/* enum mvm_vm_state, or -EINVAL for NULL. Any thread, at any time. */
+int mvm_get_state(const struct mvm *vm);
+/* "created", "running", "paused", "ended" ("unknown" for other values). */
+const char *mvm_state_name(int state);
 
 /* An eventfd that becomes readable once the VM has ended (then mvm_wait
  * returns at once), for the caller's poll loop; -1 before mvm_start. */

@@ -158,6 +158,41 @@ unsigned arch_irq_pins(void)
  * vCPU's fd. A secondary vCPU waits for its SIGP START in poll, and the
  * guest's SET_IND_ADAPTER makes the eventfds of its queues' routes. */
 #define S390_K_VCPU SANDBOX_K(SANDBOX_VCPU)
+void arch_vcpu_paused(struct vcpu *v)
+{
+	(void)v;        /* s390 KVM has no pause notice for the guest */
+}
+
+/* The guest's TOD clock: its epoch index too where KVM has the
+ * multiple-epoch facility (TOD_EXT), else the 64 bits (TOD_LOW). */
+static int s390_tod(struct vm *vm, bool set)
+{
+	struct s390_vm *sv = s390_vm(vm);
+	struct kvm_device_attr a = {
+		.group = KVM_S390_VM_TOD, .attr = KVM_S390_VM_TOD_EXT,
+		.addr = (uint64_t)(uintptr_t)&sv->tod,
+	};
+	unsigned long req = set ? KVM_SET_DEVICE_ATTR : KVM_GET_DEVICE_ATTR;
+
+	if (!set)
+		sv->tod_ext = ioctl(vm->vm_fd, req, &a) == 0;
+	if (sv->tod_ext)
+		return set && ioctl(vm->vm_fd, req, &a) < 0 ? -errno : 0;
+	a.attr = KVM_S390_VM_TOD_LOW;
+	a.addr = (uint64_t)(uintptr_t)&sv->tod.tod;
+	return ioctl(vm->vm_fd, req, &a) < 0 ? -errno : 0;
+}
+
+int arch_vm_clock_save(struct vm *vm)
+{
+	return s390_tod(vm, false);
+}
+
+int arch_vm_clock_restore(struct vm *vm)
+{
+	return s390_tod(vm, true);
+}
+
 static const struct sandbox_ioctl s390_ioctls[] = {
 	{ S390_K_VCPU | SANDBOX_K(SANDBOX_QUEUE) | SANDBOX_K(SANDBOX_CONTROL), SANDBOX_FD_VM,
 	  KVM_S390_INTERRUPT },
@@ -165,6 +200,9 @@ static const struct sandbox_ioctl s390_ioctls[] = {
 	{ S390_K_VCPU, SANDBOX_FD_VCPU, KVM_S390_MEM_OP },
 	{ S390_K_VCPU, SANDBOX_FD_VCPUS, KVM_S390_IRQ },
 	{ S390_K_VCPU, SANDBOX_FD_VCPUS, KVM_S390_INITIAL_RESET },
+	/* The thread that pauses keeps the TOD clock (arch_vm_clock_save). */
+	{ SANDBOX_K(SANDBOX_MAIN) | SANDBOX_K(SANDBOX_CONTROL), SANDBOX_FD_VM, KVM_GET_DEVICE_ATTR },
+	{ SANDBOX_K(SANDBOX_MAIN) | SANDBOX_K(SANDBOX_CONTROL), SANDBOX_FD_VM, KVM_SET_DEVICE_ATTR },
 };
 static const struct sandbox_call s390_calls[] = {
 	{ S390_K_VCPU, __NR_poll },

@@ -31,6 +31,8 @@ struct s390_vm {
 	struct s390_cpu cpu[S390_MAX_VCPUS];
 	unsigned operating;             /* atomic: vCPUs operating */
 	int flic_fd;                    /* KVM's floating-interrupt controller, -1: none */
+	struct kvm_s390_vm_tod_clock tod;   /* arch_vm_clock_save's */
+	bool tod_ext;                   /* it came from KVM_S390_VM_TOD_EXT */
 };
 
 static inline struct s390_vm *s390_vm(const struct vm *vm)

@@ -82,8 +82,8 @@ int arch_vcpu_before_run(struct vcpu *v)
 	/* operating is set before start_efd is written (SIGP START's
 	 * thread): a start between the check and the poll still wakes us. */
 	while (!__atomic_load_n(&c->operating, __ATOMIC_ACQUIRE)) {
-		if (poll(p, 2, -1) < 0 && errno != EINTR)
-			return 1;
+		if (poll(p, 2, -1) < 0)
+			return errno == EINTR ? -1 : 1;     /* a kick: a pause? */
 		if (p[1].revents)
 			return 1;       /* the VM is stopping */
 		if (p[0].revents)

@@ -67,6 +67,7 @@ const struct arch_kvm_cap arch_kvm_caps[] = {
 /* Per-VM x86 state: what KVM_GET_SUPPORTED_CPUID said, for every vCPU. */
 struct x86_vm {
 	struct kvm_cpuid2 *cpuid;
+	struct kvm_clock_data clock;    /* arch_vm_clock_save's */
 };
 
 static int x86_get_cpuid(int kvm_fd, struct kvm_cpuid2 **out)
@@ -270,11 +271,43 @@ void arch_describe_vcpu(const struct vcpu *v, const struct kvm_run *run, char *o
 	x86_describe_vcpu(v->fd, &v->vm->mem, out, outlen);
 }
 
+void arch_vcpu_paused(struct vcpu *v)
+{
+	/* -EINVAL where the guest never enabled its kvmclock: nothing to
+	 * tell it. */
+	if (ioctl(v->fd, KVM_KVMCLOCK_CTRL, 0) < 0) {
+		/* advisory */
+	}
+}
+
+int arch_vm_clock_save(struct vm *vm)
+{
+	struct x86_vm *xv = vm_kvm(vm)->arch_state;
+
+	memset(&xv->clock, 0, sizeof(xv->clock));
+	return ioctl(vm->vm_fd, KVM_GET_CLOCK, &xv->clock) < 0 ? -errno : 0;
+}
+
+int arch_vm_clock_restore(struct vm *vm)
+{
+	struct x86_vm *xv = vm_kvm(vm)->arch_state;
+	struct kvm_clock_data c = { .clock = xv->clock.clock };
+
+	/* Only the clock: KVM_CLOCK_REALTIME would have KVM add the time
+	 * the pause took, which is what the save is there to hide. */
+	return ioctl(vm->vm_fd, KVM_SET_CLOCK, &c) < 0 ? -errno : 0;
+}
+
 /* x86-64's calls; x32's share AUDIT_ARCH_X86_64 with bit 30 set. A vCPU
- * reads its own registers to describe a fatal exit (diag.c). */
+ * reads its own registers to describe a fatal exit (diag.c) and tells
+ * its guest of a pause; the thread that pauses keeps the VM's clock. */
+#define X86_K_PAUSER (SANDBOX_K(SANDBOX_MAIN) | SANDBOX_K(SANDBOX_CONTROL))
 static const struct sandbox_ioctl x86_ioctls[] = {
 	{ SANDBOX_K(SANDBOX_VCPU), SANDBOX_FD_VCPU, KVM_GET_REGS },
 	{ SANDBOX_K(SANDBOX_VCPU), SANDBOX_FD_VCPU, KVM_GET_SREGS },
+	{ SANDBOX_K(SANDBOX_VCPU), SANDBOX_FD_VCPU, KVM_KVMCLOCK_CTRL },
+	{ X86_K_PAUSER, SANDBOX_FD_VM, KVM_GET_CLOCK },
+	{ X86_K_PAUSER, SANDBOX_FD_VM, KVM_SET_CLOCK },
 };
 
 const struct arch_sandbox arch_sandbox = {

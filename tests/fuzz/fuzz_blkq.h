@@ -200,6 +200,20 @@ void vqw_poke(struct vqw *w)
 	(void)w;
 }
 
+/* A pause: the fuzzed paths never pause, so nothing is ever quiesced. */
+void vqw_quiesce(struct vqw *w, bool on)
+{
+	(void)w;
+	(void)on;
+}
+
+int vqw_quiesce_wait(struct vqw *w, uint64_t deadline_ns)
+{
+	(void)w;
+	(void)deadline_ns;
+	return 0;
+}
+
 /* Told to stop: from here on it writes no guest memory, as the real
  * thread winding down (its host I/O ends in vqw_stop). */
 void vqw_stop_begin(struct vqw *w)

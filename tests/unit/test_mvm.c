@@ -431,8 +431,34 @@ TEST(stop_and_wait_before_start)
 	CHECK_EQ(mvm_get_queue_stats(vm, MVM_ALL, MVM_ALL, &qs, sizeof(qs)), 0);
 	CHECK_EQ(qs.requests, 0);
 	CHECK(mvm_stats_json(vm, json, sizeof(json)) > 0);
-	CHECK_STR(json, "{\"vcpus\":[],\"devices\":[]}");
+	CHECK_STR(json, "{\"vcpus\":[],\"devices\":[],\"state\":\"created\",\"pauses\":0,"
+		  "\"paused_us\":0}");
 	CHECK_EQ(mvm_stats_json(vm, json, 8), -ENOSPC);
+	mvm_destroy(vm);
+}
+
+/* Pause and resume need a started VM: refused before, with the state
+ * saying "created"; the state's names are the ones vm.info uses. */
+TEST(pause_and_resume_before_start_are_refused_and_state_says_created)
+{
+	struct mvm_config c;
+	struct mvm *vm;
+
+	setup();
+	c = config();
+	CHECK_EQ(mvm_create(&c, &vm, err, sizeof(err)), 0);
+	CHECK_EQ(mvm_get_state(vm), MVM_VM_CREATED);
+	CHECK_EQ(mvm_pause(vm, err, sizeof(err)), -EINVAL);
+	CHECK(strstr(err, "mvm_pause: the VM has not been started"));
+	CHECK_EQ(mvm_resume(vm, err, sizeof(err)), -EINVAL);
+	CHECK(strstr(err, "mvm_resume: the VM has not been started"));
+	CHECK_EQ(mvm_get_state(vm), MVM_VM_CREATED);
+	CHECK_EQ(mvm_pause(NULL, err, sizeof(err)), -EINVAL);
+	CHECK_EQ(mvm_get_state(NULL), -EINVAL);
+	CHECK_STR(mvm_state_name(MVM_VM_RUNNING), "running");
+	CHECK_STR(mvm_state_name(MVM_VM_PAUSED), "paused");
+	CHECK_STR(mvm_state_name(MVM_VM_ENDED), "ended");
+	CHECK_STR(mvm_state_name(99), "unknown");
 	mvm_destroy(vm);
 }
 

@@ -59,6 +59,15 @@ struct kvm_state {
 	 * of the VM confined too (vm_open_gate): no guest instruction runs
 	 * before. */
 	sem_t gate;
+	/* Pause (vcpu_pause_all): pause_req is set, every vCPU is kicked out
+	 * of KVM_RUN and parks in vcpu_park, counted in `parked`; it leaves
+	 * when pause_req is cleared or the VM stops (vcpu_pause_wake).
+	 * parked and the waits under pause_lock; pause_cond (CLOCK_MONOTONIC)
+	 * is broadcast on every change of either. */
+	atomic_bool pause_req;
+	pthread_mutex_t pause_lock;
+	pthread_cond_t pause_cond;
+	unsigned parked;
 	/* The lowest and highest vCPU fd (a vCPU's filter names them: s390's
 	 * SIGP acts on other vCPUs); -1 before the first. */
 	int vcpu_fd_lo, vcpu_fd_hi;

@@ -295,6 +295,26 @@ void vcpu_thread_leave(struct vcpu *v)
 	__atomic_store_n(&v->tid, 0, __ATOMIC_SEQ_CST);
 }
 
+/* A pause: wait, out of KVM_RUN, until it ends or the VM stops. */
+static void vcpu_park(struct vcpu *v)
+{
+	struct kvm_state *ks = vm_kvm(v->vm);
+
+	arch_vcpu_paused(v);
+	pthread_mutex_lock(&ks->pause_lock);
+	ks->parked++;
+	pthread_cond_broadcast(&ks->pause_cond);
+	while (atomic_load(&ks->pause_req) && !vcpu_stopping(v))
+		pthread_cond_wait(&ks->pause_cond, &ks->pause_lock);
+	ks->parked--;
+	pthread_mutex_unlock(&ks->pause_lock);
+	/* The pause's kick set immediate_exit. Cleared before the loop looks
+	 * at `stopping` again, both seq_cst as in vcpu_kick: a stop's kick
+	 * that stores after this clear is seen by KVM_RUN, one before it
+	 * came after its `stopping`, which the loop then sees. */
+	__atomic_store_n(&v->run->immediate_exit, 0, __ATOMIC_SEQ_CST);
+}
+
 static void *vcpu_thread(void *arg)
 {
 	struct vcpu *v = arg;
@@ -334,8 +354,15 @@ static void *vcpu_thread(void *arg)
 	if (v->id == 0)
 		__atomic_store_n(&v->vm->first_run_ns, mono_ns(), __ATOMIC_RELAXED);
 	while (!vcpu_stopping(v)) {
-		if (arch_vcpu_before_run(v))
+		if (atomic_load(&ks->pause_req)) {
+			vcpu_park(v);
+			continue;
+		}
+		st = arch_vcpu_before_run(v);
+		if (st > 0)
 			break;
+		if (st < 0)
+			continue;
 		if (ioctl(v->fd, KVM_RUN, 0) < 0) {
 			if (errno == EINTR || errno == EAGAIN) {
 				v->exits[VCPU_EXIT_INTR]++;
@@ -386,6 +413,63 @@ void vcpu_kick(struct vcpu *v)
 	tid = __atomic_load_n(&v->tid, __ATOMIC_SEQ_CST);
 	if (tid)
 		syscall(SYS_tgkill, getpid(), tid, v->vm->kick_signal);
+}
+
+static void vcpu_ts(uint64_t ns, struct timespec *ts)
+{
+	ts->tv_sec = (time_t)(ns / 1000000000ull);
+	ts->tv_nsec = (long)(ns % 1000000000ull);
+}
+
+int vcpu_pause_all(struct vcpu *vcpus, unsigned n, uint64_t deadline_ns)
+{
+	struct kvm_state *ks;
+	struct timespec ts;
+	unsigned i;
+	int r = 0, e;
+
+	if (!n)
+		return 0;
+	ks = vm_kvm(vcpus[0].vm);
+	atomic_store(&ks->pause_req, true);
+	for (i = 0; i < n; i++)
+		vcpu_kick(&vcpus[i]);
+	vcpu_ts(deadline_ns, &ts);
+	pthread_mutex_lock(&ks->pause_lock);
+	while (ks->parked < n) {
+		if (atomic_load(&ks->stopping)) {
+			r = -ESHUTDOWN;
+			break;
+		}
+		e = pthread_cond_timedwait(&ks->pause_cond, &ks->pause_lock, &ts);
+		if (e == ETIMEDOUT && ks->parked < n) {
+			r = -ETIMEDOUT;
+			break;
+		}
+	}
+	pthread_mutex_unlock(&ks->pause_lock);
+	if (r)
+		vcpu_resume_all(vcpus[0].vm);
+	return r;
+}
+
+void vcpu_resume_all(struct vm *vm)
+{
+	struct kvm_state *ks = vm_kvm(vm);
+
+	pthread_mutex_lock(&ks->pause_lock);
+	atomic_store(&ks->pause_req, false);
+	pthread_cond_broadcast(&ks->pause_cond);
+	pthread_mutex_unlock(&ks->pause_lock);
+}
+
+void vcpu_pause_wake(struct vm *vm)
+{
+	struct kvm_state *ks = vm_kvm(vm);
+
+	pthread_mutex_lock(&ks->pause_lock);
+	pthread_cond_broadcast(&ks->pause_cond);
+	pthread_mutex_unlock(&ks->pause_lock);
 }
 
 void vcpu_join(struct vcpu *v)

@@ -79,6 +79,18 @@ void vcpu_thread_leave(struct vcpu *v);
 void vcpu_kick(struct vcpu *v);
 void vcpu_join(struct vcpu *v);
 
+/* Pause the VM's vCPUs (vcpus[0..n), every one started): each is kicked
+ * out of KVM_RUN and parks (arch_vcpu_paused on its thread) until
+ * vcpu_resume_all. Returns once all n are parked: 0; -ESHUTDOWN when the
+ * VM stops meanwhile, -ETIMEDOUT at deadline_ns (CLOCK_MONOTONIC): then
+ * the pause is undone. One pauser at a time (the library's lock). */
+int vcpu_pause_all(struct vcpu *vcpus, unsigned n, uint64_t deadline_ns);
+/* Let parked vCPUs run again; returns at once. */
+void vcpu_resume_all(struct vm *vm);
+/* After a stop request: parked vCPUs see it and end (before the joins),
+ * and a pause waiting for them returns. */
+void vcpu_pause_wake(struct vm *vm);
+
 /* {"id":N,"exits":{...}} */
 void vcpu_stats_json(const struct vcpu *v, struct json *j);
 

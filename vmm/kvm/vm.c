@@ -29,6 +29,32 @@ static int vm_err(char *err, size_t errlen, const char *fmt, ...)
 	return e ? -e : -EIO;
 }
 
+/* The pause's lock and condition; the condition's timed waits on
+ * CLOCK_MONOTONIC. 0 or -errno. */
+static int vm_pause_init(struct kvm_state *ks)
+{
+	pthread_condattr_t ca;
+	int ret;
+
+	ret = -pthread_mutex_init(&ks->pause_lock, NULL);
+	if (ret)
+		return ret;
+	ret = -pthread_condattr_init(&ca);
+	if (ret)
+		goto destroy_lock;
+	ret = -pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+	if (!ret)
+		ret = -pthread_cond_init(&ks->pause_cond, &ca);
+	pthread_condattr_destroy(&ca);
+	if (ret)
+		goto destroy_lock;
+	atomic_init(&ks->pause_req, false);
+	return 0;
+destroy_lock:
+	pthread_mutex_destroy(&ks->pause_lock);
+	return ret;
+}
+
 int vm_init(struct vm *vm, unsigned ncpus)
 {
 	struct kvm_state *ks;
@@ -73,9 +99,12 @@ int vm_init(struct vm *vm, unsigned ncpus)
 	ret = -pthread_mutex_init(&ks->route_lock, NULL);
 	if (ret)
 		goto free_routes;
-	ret = iobus_init(&vm->pio);
+	ret = vm_pause_init(ks);
 	if (ret)
 		goto destroy_lock;
+	ret = iobus_init(&vm->pio);
+	if (ret)
+		goto destroy_pause;
 	ret = iobus_init(&vm->mmio);
 	if (ret)
 		goto destroy_pio;
@@ -83,6 +112,9 @@ int vm_init(struct vm *vm, unsigned ncpus)
 	return 0;
 destroy_pio:
 	iobus_destroy(&vm->pio);
+destroy_pause:
+	pthread_cond_destroy(&ks->pause_cond);
+	pthread_mutex_destroy(&ks->pause_lock);
 destroy_lock:
 	pthread_mutex_destroy(&ks->route_lock);
 free_routes:
@@ -123,6 +155,8 @@ void vm_fini(struct vm *vm)
 		iobus_destroy(&vm->mmio);
 		iobus_destroy(&vm->pio);
 		pthread_mutex_destroy(&ks->route_lock);
+		pthread_cond_destroy(&ks->pause_cond);
+		pthread_mutex_destroy(&ks->pause_lock);
 		free(ks->routes);
 		sem_destroy(&ks->gate);
 		close(ks->stop_efd);

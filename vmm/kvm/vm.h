@@ -29,6 +29,13 @@ struct vm_device_ops {
 							* run; may be NULL; 0 or -errno */
 	void (*stop)(void *dev);                       /* stop threads; called once, vCPUs stopped */
 	void (*stats_json)(void *dev, struct json *j);  /* one JSON object, may be NULL */
+	/* A pause (may be NULL: nothing runs off the vCPUs): the device's
+	 * threads take nothing more from the guest (on) or go on (off), and
+	 * return at once; quiesce_wait then waits until that is done and,
+	 * for on, host I/O in flight completed: 0 or -ETIMEDOUT at
+	 * deadline_ns (CLOCK_MONOTONIC). vCPUs parked meanwhile. */
+	void (*quiesce)(void *dev, bool on);
+	int (*quiesce_wait)(void *dev, uint64_t deadline_ns);
 	void (*destroy)(void *dev);                    /* free everything; after stop */
 };
 

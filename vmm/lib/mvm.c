@@ -53,6 +53,9 @@
 #include <unistd.h>
 
 #define MVM_MAX_GPA (1ULL << 40)     /* guest RAM + the 1 GiB hole stays below */
+/* The longest a pause waits for the vCPUs to leave the guest and for the
+ * queues' host I/O in flight: a queue thread's stop deadline. */
+#define MVM_QUIESCE_NS 5000000000ull
 
 enum mvm_state { MVM_CREATED, MVM_PREPARED, MVM_RUNNING, MVM_ENDED, MVM_FAILED };
 
@@ -160,6 +163,15 @@ struct mvm {
 	struct thread_handshake control_hs;   /* its filter is on */
 	int wait_efd;                  /* readable once the VM has ended */
 	pthread_mutex_t lock;          /* mvm_wait/mvm_destroy: joining */
+	/* Run-time control (mvm_pause, mvm_resume): one at a time, and not
+	 * while the control thread stops the devices (it takes ctl_lock
+	 * after the vCPUs are joined; a pause waiting for vCPUs returns once
+	 * they see the stop). paused is read without it (mvm_get_state). */
+	pthread_mutex_t ctl_lock;
+	atomic_bool paused;
+	uint64_t paused_at;            /* mono_ns of the pause (ctl_lock) */
+	uint64_t pauses;               /* pauses so far, and their time in all: */
+	uint64_t paused_ns;            /* atomic (--stats reads them) */
 	bool joined;
 	struct mvm_exit exit;          /* written by the control thread before wait_efd */
 	char cmdline_buf[MVM_CMDLINE_MAX];
@@ -706,14 +718,23 @@ int mvm_create(const struct mvm_config *theirs, struct mvm **out, char *err, siz
 	atomic_init(&m->hurry, false);
 	if (cfg->log_fn)
 		m->log = (struct log_sink){ .fn = mvm_log_bridge, .opaque = m };
+	atomic_init(&m->paused, false);
 	ret = -pthread_mutex_init(&m->lock, NULL);
 	if (!ret) {
 		ret = -pthread_mutex_init(&m->threads_lock, NULL);
 		if (ret)
 			pthread_mutex_destroy(&m->lock);
 	}
+	if (!ret) {
+		ret = -pthread_mutex_init(&m->ctl_lock, NULL);
+		if (ret) {
+			pthread_mutex_destroy(&m->threads_lock);
+			pthread_mutex_destroy(&m->lock);
+		}
+	}
 	if (oom || ret) {
 		if (!ret) {
+			pthread_mutex_destroy(&m->ctl_lock);
 			pthread_mutex_destroy(&m->threads_lock);
 			pthread_mutex_destroy(&m->lock);
 		}
@@ -1000,13 +1021,19 @@ static void mvm_stop_threads(struct mvm *m, unsigned started)
 	pthread_mutex_lock(&m->threads_lock);
 	m->threads_going = true;
 	pthread_mutex_unlock(&m->threads_lock);
+	/* Paused vCPUs, and a pause waiting for them, see the stop. */
+	vcpu_pause_wake(&m->vm);
 	for (i = 0; i < started; i++)
 		vcpu_kick(&m->vcpus[i]);
 	for (i = 0; i < started; i++)
 		vcpu_join(&m->vcpus[i]);
+	/* Not in the middle of a pause's quiesce or a resume: those hold
+	 * ctl_lock, and end soon once the vCPUs are gone. */
+	pthread_mutex_lock(&m->ctl_lock);
 	for (i = 0; i < m->vm.ndevices; i++)
 		m->vm.devices[i].ops->stop(m->vm.devices[i].dev);
 	m->threads_stopped = true;
+	pthread_mutex_unlock(&m->ctl_lock);
 }
 
 /* Reset the eventfd a console device writes when output arrives: the
@@ -1380,6 +1407,153 @@ int mvm_stop(struct mvm *m, int status)
 	return 0;
 }
 
+/* The devices' queue threads take no more of the guest's buffers (on)
+ * or go on (off), side by side; then wait for each: 0 or -ETIMEDOUT. */
+static int mvm_devices_quiesce(struct mvm *m, bool on)
+{
+	uint64_t deadline = mono_ns() + MVM_QUIESCE_NS;
+	unsigned i;
+	int r, ret = 0;
+
+	for (i = 0; i < m->vm.ndevices; i++)
+		if (m->vm.devices[i].ops->quiesce)
+			m->vm.devices[i].ops->quiesce(m->vm.devices[i].dev, on);
+	for (i = 0; i < m->vm.ndevices; i++) {
+		if (!m->vm.devices[i].ops->quiesce_wait)
+			continue;
+		r = m->vm.devices[i].ops->quiesce_wait(m->vm.devices[i].dev, deadline);
+		if (r && !ret)
+			ret = r;
+	}
+	return ret;
+}
+
+/* Whether the VM runs (started, not stopped or stopping), for run-time
+ * control; else why not in err. ctl_lock held. */
+static int mvm_check_running(struct mvm *m, const char *call, char *err, size_t errlen)
+{
+	int st = atomic_load(&m->state);
+
+	if (st == MVM_CREATED || st == MVM_PREPARED)
+		return err_set(err, errlen, -EINVAL, "%s: the VM has not been started; call "
+			       "mvm_start first", call);
+	if (st != MVM_RUNNING || vm_stop_status(&m->vm) >= 0 || m->threads_stopped)
+		return err_set(err, errlen, -ESHUTDOWN, "%s: the VM has stopped", call);
+	return 0;
+}
+
+int mvm_pause(struct mvm *m, char *err, size_t errlen)
+{
+	int r;
+
+	if (!m)
+		return err_set(err, errlen, -EINVAL, "mvm_pause: vm is NULL");
+	pthread_mutex_lock(&m->ctl_lock);
+	r = mvm_check_running(m, "mvm_pause", err, errlen);
+	if (r)
+		goto unlock;
+	if (atomic_load(&m->paused)) {
+		r = err_set(err, errlen, -EALREADY, "mvm_pause: the VM is paused already");
+		goto unlock;
+	}
+	r = vcpu_pause_all(m->vcpus, m->cfg.cpus, mono_ns() + MVM_QUIESCE_NS);
+	if (r == -ESHUTDOWN) {
+		r = err_set(err, errlen, r, "mvm_pause: the VM stopped meanwhile");
+		goto unlock;
+	}
+	if (r) {
+		r = err_set(err, errlen, r, "mvm_pause: the vCPUs did not leave the guest "
+			    "within %u s (%s); the VM runs on", (unsigned)(MVM_QUIESCE_NS / 1000000000ull),
+			    strerror(-r));
+		goto unlock;
+	}
+	r = mvm_devices_quiesce(m, true);
+	if (r) {
+		err_set(err, errlen, r, "mvm_pause: disk or vsock I/O in flight did not complete "
+			"within %u s (%s); the VM runs on", (unsigned)(MVM_QUIESCE_NS / 1000000000ull),
+			strerror(-r));
+		goto resume_devices;
+	}
+	r = arch_vm_clock_save(&m->vm);
+	if (r) {
+		err_set(err, errlen, r, "mvm_pause: cannot read the guest's clock from KVM (%s); "
+			"the VM runs on", strerror(-r));
+		goto resume_devices;
+	}
+	m->paused_at = mono_ns();
+	atomic_store(&m->paused, true);
+	pthread_mutex_unlock(&m->ctl_lock);
+	return 0;
+
+resume_devices:
+	mvm_devices_quiesce(m, false);
+	vcpu_resume_all(&m->vm);
+unlock:
+	pthread_mutex_unlock(&m->ctl_lock);
+	return r;
+}
+
+int mvm_resume(struct mvm *m, char *err, size_t errlen)
+{
+	int r;
+
+	if (!m)
+		return err_set(err, errlen, -EINVAL, "mvm_resume: vm is NULL");
+	pthread_mutex_lock(&m->ctl_lock);
+	r = mvm_check_running(m, "mvm_resume", err, errlen);
+	if (r)
+		goto unlock;
+	if (!atomic_load(&m->paused)) {
+		r = err_set(err, errlen, -EALREADY, "mvm_resume: the VM is not paused");
+		goto unlock;
+	}
+	/* The guest's clock first: it must not see the pause's time. */
+	r = arch_vm_clock_restore(&m->vm);
+	if (r) {
+		r = err_set(err, errlen, r, "mvm_resume: cannot set the guest's clock in KVM (%s); "
+			    "the VM stays paused", strerror(-r));
+		goto unlock;
+	}
+	/* Ending a quiesce waits for nothing but the threads' acknowledgement. */
+	mvm_devices_quiesce(m, false);
+	vcpu_resume_all(&m->vm);
+	__atomic_store_n(&m->pauses, m->pauses + 1, __ATOMIC_RELAXED);
+	__atomic_store_n(&m->paused_ns, m->paused_ns + (mono_ns() - m->paused_at),
+			 __ATOMIC_RELAXED);
+	atomic_store(&m->paused, false);
+unlock:
+	pthread_mutex_unlock(&m->ctl_lock);
+	return r;
+}
+
+int mvm_get_state(const struct mvm *m)
+{
+	if (!m)
+		return -EINVAL;
+	switch (atomic_load(&m->state)) {
+	case MVM_CREATED:
+	case MVM_PREPARED:
+		return MVM_VM_CREATED;
+	case MVM_RUNNING:
+		if (vm_stop_status(&m->vm) >= 0)
+			return MVM_VM_ENDED;
+		return atomic_load(&m->paused) ? MVM_VM_PAUSED : MVM_VM_RUNNING;
+	default:
+		return MVM_VM_ENDED;
+	}
+}
+
+const char *mvm_state_name(int state)
+{
+	switch (state) {
+	case MVM_VM_CREATED: return "created";
+	case MVM_VM_RUNNING: return "running";
+	case MVM_VM_PAUSED: return "paused";
+	case MVM_VM_ENDED: return "ended";
+	default: return "unknown";
+	}
+}
+
 int mvm_wait_fd(const struct mvm *m)
 {
 	return m ? m->wait_efd : -1;
@@ -1561,6 +1735,8 @@ int mvm_get_stats(const struct mvm *m, struct mvm_stats *out, size_t len)
 	st.disks = m->ndisks;
 	if (m->con.ops)
 		m->con.ops->counters(m->con.dev, &st.console_bytes_out, &st.console_bytes_in);
+	st.pauses = __atomic_load_n(&m->pauses, __ATOMIC_RELAXED);
+	st.paused_us = __atomic_load_n(&m->paused_ns, __ATOMIC_RELAXED) / 1000;
 	abi_copy_out(out, len, &st, sizeof(st));
 	return 0;
 }
@@ -1588,6 +1764,9 @@ int mvm_stats_json(const struct mvm *m, char *buf, size_t len)
 		if (m->vm.devices[i].ops->stats_json)
 			m->vm.devices[i].ops->stats_json(m->vm.devices[i].dev, &j);
 	json_arr_end(&j);
+	json_str(&j, "state", mvm_state_name(mvm_get_state(m)));
+	json_u64(&j, "pauses", __atomic_load_n(&m->pauses, __ATOMIC_RELAXED));
+	json_u64(&j, "paused_us", __atomic_load_n(&m->paused_ns, __ATOMIC_RELAXED) / 1000);
 	if (m->vm_up) {
 		uint64_t first = __atomic_load_n(&m->vm.first_run_ns, __ATOMIC_RELAXED);
 
@@ -1661,6 +1840,7 @@ void mvm_destroy(struct mvm *m)
 		close(m->wait_efd);
 	pthread_mutex_destroy(&m->lock);
 	pthread_mutex_destroy(&m->threads_lock);
+	pthread_mutex_destroy(&m->ctl_lock);
 	free(m->kernel);
 	free(m->initrd);
 	free(m->cmdline);
