@@ -195,6 +195,7 @@ FUZZ_SECONDS ?= 600
 # use nothing but the public header and the exported symbols.
 EMBED_ROOT := $(abspath $(BUILD))/embed-root
 EMBED_BIN  := $(BUILD)/tests/embed/mvm-embed
+CONTROL_BIN := $(BUILD)/tests/embed/mvm-control
 
 .SECONDARY:
 .PHONY: all clean test test-long unit-tests run guest guest-s390 bench deps lib install install-lib man embed static static-bin bench-guest bench-vsock bench-rate FORCE
@@ -327,12 +328,15 @@ fuzz-seeds: fuzz-build
 		build/fuzz/fuzz_$$n -write_seeds=tests/fuzz/corpus/$$n || exit 1; \
 	done
 
-embed: $(EMBED_BIN)
+embed: $(EMBED_BIN) $(CONTROL_BIN)
 
-$(EMBED_BIN): tests/embed/embed.c $(LIBMVM_A) $(LIBMVM_SO) $(BUILD)/mvm.pc vmm/mvm.h
-	@mkdir -p $(dir $@)
+# Both against one installed copy (EMBED_ROOT), made by whichever builds first.
+$(EMBED_ROOT)/usr/lib/pkgconfig/mvm.pc: $(LIBMVM_A) $(LIBMVM_SO) $(BUILD)/mvm.pc vmm/mvm.h
 	$(Q)rm -rf $(EMBED_ROOT)
 	$(Q)$(MAKE) --no-print-directory install DESTDIR=$(EMBED_ROOT) PREFIX=/usr >/dev/null
+
+$(BUILD)/tests/embed/mvm-%: tests/embed/%.c $(EMBED_ROOT)/usr/lib/pkgconfig/mvm.pc
+	@mkdir -p $(dir $@)
 	$(E) "  CC      $@ (against the installed libmvm.so)"
 	$(Q)$(CC) -std=gnu11 -O2 -g -Wall -Wextra -Werror -pthread $(LDFLAGS_SAN) \
 		$(if $(SANITIZE),-fsanitize=$(SANITIZE) -fno-omit-frame-pointer) -o $@ $< \

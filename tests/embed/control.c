@@ -1,0 +1,293 @@
+/* Run-time control of a running VM through libmvm, as an orchestrator
+ * drives it; the system test tests/system/run_control.sh.
+ *
+ *   mvm-control KERNEL INITRD IMAGE MD5
+ *
+ * One guest, with every thread of the VM and the calling thread in their
+ * seccomp filters (mvm_start_confined), prints a tick with its uptime
+ * every 100 ms while it reads the first 2 MiB of its disk (IMAGE, at least 2
+ * MiB; MD5 the md5sum of those) through a 512 KiB/s rate limit. The host
+ *  1. pauses it mid-read: mvm_pause returns, the state says paused, a
+ *     second pause is refused, and for 3 s the guest prints nothing and
+ *     its disk takes no request;
+ *  2. resumes it: the ticks go on and the guest's clock did not jump by
+ *     the pause (where its clocksource is kvm-clock, which the pause
+ *     keeps), the read ends with the data the image holds (its md5sum);
+ *  3. pauses it again and stops it while paused: it ends as stopped, with
+ *     the status given, at once.
+ * Prints one line per step and "control: ok"; exit 0 on success. */
+#include <mvm.h>
+
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+/* The console's last bytes, then what failed (the runner shows the tail). */
+#define FAIL(...) do { fprintf(stderr, "console, its last bytes:\n%s\n", \
+			       con.len > 1500 ? con.buf + con.len - 1500 : con.buf); \
+		       fprintf(stderr, "control: FAIL: " __VA_ARGS__); fputc('\n', stderr); \
+		       exit(1); } while (0)
+
+#define READ_BYTES (2u << 20)
+#define PAUSE_MS 3000
+
+/* The guest's console as it came, for the steps to look at (the control
+ * thread appends, the main thread reads, both under lock). */
+static struct {
+	pthread_mutex_t lock;
+	char buf[64 << 10];
+	size_t len;
+} con = { .lock = PTHREAD_MUTEX_INITIALIZER };
+
+static void console_out(void *opaque, const uint8_t *buf, size_t len)
+{
+	(void)opaque;
+	pthread_mutex_lock(&con.lock);
+	if (len > sizeof(con.buf) - 1 - con.len)
+		len = sizeof(con.buf) - 1 - con.len;
+	memcpy(con.buf + con.len, buf, len);
+	con.len += len;
+	con.buf[con.len] = 0;
+	pthread_mutex_unlock(&con.lock);
+}
+
+static void log_line(void *opaque, enum mvm_log_level level, const char *msg)
+{
+	(void)opaque;
+	fprintf(stderr, "control: mvm %s: %s\n", level == MVM_LOG_ERROR ? "error" :
+		level == MVM_LOG_WARNING ? "warning" : "info", msg);
+}
+
+static size_t con_len(void)
+{
+	size_t n;
+
+	pthread_mutex_lock(&con.lock);
+	n = con.len;
+	pthread_mutex_unlock(&con.lock);
+	return n;
+}
+
+static void sleep_ms(long ms)
+{
+	struct timespec t = { ms / 1000, (ms % 1000) * 1000000L };
+
+	while (nanosleep(&t, &t) && errno == EINTR)
+		;
+}
+
+/* The last "tick N UPTIME" line that begins before byte `end` of the
+ * console (end 0: anywhere): N, and the uptime in *up. -1: none. */
+static long last_tick(size_t end, double *up)
+{
+	long n = -1;
+	const char *p;
+
+	pthread_mutex_lock(&con.lock);
+	if (!end || end > con.len)
+		end = con.len;
+	for (p = con.buf; (p = strstr(p, "tick ")) && (size_t)(p - con.buf) < end; p++) {
+		long k;
+		double u;
+
+		if (sscanf(p, "tick %ld %lf", &k, &u) == 2 && strchr(p, '\n')) {
+			n = k;
+			*up = u;
+		}
+	}
+	pthread_mutex_unlock(&con.lock);
+	return n;
+}
+
+/* The first tick line after byte `from`. */
+static long next_tick(size_t from, double *up)
+{
+	long n = -1, k;
+	const char *p;
+	double u;
+
+	pthread_mutex_lock(&con.lock);
+	for (p = con.buf + from; (p = strstr(p, "tick ")); p++)
+		if (sscanf(p, "tick %ld %lf", &k, &u) == 2 && strchr(p, '\n')) {
+			n = k;
+			*up = u;
+			break;
+		}
+	pthread_mutex_unlock(&con.lock);
+	return n;
+}
+
+static bool con_has(const char *s)
+{
+	bool r;
+
+	pthread_mutex_lock(&con.lock);
+	r = strstr(con.buf, s) != NULL;
+	pthread_mutex_unlock(&con.lock);
+	return r;
+}
+
+/* Wait up to ms for the guest to print s. */
+static bool wait_for(const char *s, long ms)
+{
+	for (; ms > 0; ms -= 20) {
+		if (con_has(s))
+			return true;
+		sleep_ms(20);
+	}
+	return con_has(s);
+}
+
+static uint64_t disk_requests(struct mvm *vm)
+{
+	struct mvm_queue_stats q;
+
+	if (mvm_get_queue_stats(vm, 0, MVM_ALL, &q, sizeof(q)))
+		FAIL("mvm_get_queue_stats failed");
+	return q.requests;
+}
+
+static void expect_state(struct mvm *vm, int want, const char *when)
+{
+	int st = mvm_get_state(vm);
+
+	if (st != want)
+		FAIL("%s: state %s, expected %s", when, mvm_state_name(st), mvm_state_name(want));
+}
+
+int main(int argc, char **argv)
+{
+	char err[512], want_sum[128], cmdline[1024], stats[8192];
+	struct mvm_config cfg;
+	struct mvm_disk disk;
+	struct mvm_exit ex;
+	struct mvm_stats st;
+	struct mvm *vm;
+	uint64_t req;
+	size_t at_pause, at_resume;
+	double up_before = 0, up_after = 0;
+	long t_before, t_after;
+	int r;
+
+	if (argc != 5) {
+		fprintf(stderr, "usage: mvm-control KERNEL INITRD IMAGE MD5\n");
+		return 2;
+	}
+	/* Unbuffered: a buffered stdout asks fstat(2) on its first line, which
+	 * the confined thread may not. */
+	setvbuf(stdout, NULL, _IONBF, 0);
+	snprintf(want_sum, sizeof(want_sum), "dd-done %.64s", argv[4]);
+
+	mvm_config_init(&cfg);
+	cfg.kernel = argv[1];
+	cfg.initrd = argv[2];
+	snprintf(cmdline, sizeof(cmdline), "quiet -- echo cs "
+		 "$(cat /sys/devices/system/clocksource/clocksource0/current_clocksource); "
+		 "(echo dd-done $(dd if=/dev/vda bs=4096 count=%u 2>/dev/null | md5sum)) & "
+		 "i=0; while [ $i -lt 80 ]; do echo tick $i $(cut -d' ' -f1 /proc/uptime); "
+		 "i=$((i+1)); sleep 0.1; done; wait; exit 7", READ_BYTES / 4096);
+	cfg.cmdline = cmdline;
+	cfg.mem = 256 << 20;
+	cfg.console_fn = console_out;
+	cfg.log_fn = log_line;
+	cfg.sandbox = true;
+	cfg.id = "ctl";
+	if (mvm_create(&cfg, &vm, err, sizeof(err)))
+		FAIL("mvm_create: %s", err);
+	expect_state(vm, MVM_VM_CREATED, "created");
+	if (mvm_pause(vm, err, sizeof(err)) != -EINVAL || !strstr(err, "not been started"))
+		FAIL("mvm_pause before the start: '%s'", err);
+	mvm_disk_init(&disk, argv[3]);
+	/* 512 KiB/s: the read takes 4 s, so the pause lands in it. */
+	disk.rate.bw.size = 64 << 10;
+	disk.rate.bw.refill_time_ms = 125;
+	if (mvm_add_disk(vm, &disk, err, sizeof(err)))
+		FAIL("mvm_add_disk: %s", err);
+	if (mvm_start_confined(vm, err, sizeof(err)))
+		FAIL("mvm_start_confined: %s", err);
+	expect_state(vm, MVM_VM_RUNNING, "started");
+
+	/* 1. Paused mid-read. */
+	if (!wait_for("tick 10 ", 120000))
+		FAIL("no tick 10 within 120 s");
+	if (con_has("dd-done"))
+		FAIL("the read ended before the pause (no rate limit?)");
+	if (mvm_pause(vm, err, sizeof(err)))
+		FAIL("mvm_pause: %s", err);
+	expect_state(vm, MVM_VM_PAUSED, "paused");
+	if (mvm_pause(vm, err, sizeof(err)) != -EALREADY)
+		FAIL("a second mvm_pause was not refused: '%s'", err);
+	at_pause = con_len();
+	req = disk_requests(vm);
+	if (mvm_stats_json(vm, stats, sizeof(stats)) < 0 || !strstr(stats, "\"state\":\"paused\""))
+		FAIL("--stats while paused does not say so: %.300s", stats);
+	sleep_ms(PAUSE_MS);
+	if (con_len() != at_pause)
+		FAIL("the guest printed %zu bytes while paused", con_len() - at_pause);
+	if (disk_requests(vm) != req)
+		FAIL("the disk took %llu requests while paused",
+		     (unsigned long long)(disk_requests(vm) - req));
+	printf("control: paused mid-read for %d ms: no output, no disk request, a second "
+	       "pause refused\n", PAUSE_MS);
+
+	/* 2. Resumed: the ticks go on, the clock did not jump, the read ends right. */
+	if (mvm_resume(vm, err, sizeof(err)))
+		FAIL("mvm_resume: %s", err);
+	expect_state(vm, MVM_VM_RUNNING, "resumed");
+	if (mvm_resume(vm, err, sizeof(err)) != -EALREADY)
+		FAIL("mvm_resume of a running VM was not refused: '%s'", err);
+	at_resume = con_len();
+	if (!wait_for(want_sum, 60000)) {
+		mvm_stats_json(vm, stats, sizeof(stats));
+		FAIL("the read did not end with '%s' within 60 s of the resume; stats %s", want_sum,
+		     stats);
+	}
+	t_before = last_tick(at_resume, &up_before);
+	t_after = next_tick(at_resume, &up_after);
+	if (t_before < 0 || t_after != t_before + 1)
+		FAIL("ticks around the pause: %ld then %ld", t_before, t_after);
+	printf("control: resumed: tick %ld at uptime %.2f, tick %ld at %.2f; the read ended "
+	       "with the image's data (%s)\n", t_before, up_before, t_after, up_after, want_sum);
+	if (con_has("cs kvm-clock")) {
+		/* A tick is 0.1 s of sleep plus the guest's own slowness; the
+		 * pause was 3 s. */
+		if (up_after - up_before > 2.0)
+			FAIL("the guest's clock jumped %.2f s over a %d ms pause", up_after - up_before,
+			     PAUSE_MS);
+		printf("control: the guest's kvm-clock went on from where it stood (%.2f s "
+		       "between two ticks over a %d ms pause)\n", up_after - up_before, PAUSE_MS);
+	} else {
+		printf("control: the guest's clocksource is not kvm-clock: its jump not checked\n");
+	}
+	if (mvm_get_stats(vm, &st, sizeof(st)))
+		FAIL("mvm_get_stats");
+	if (st.pauses != 1 || st.paused_us < PAUSE_MS * 1000ull)
+		FAIL("stats: %llu pauses, %llu us paused", (unsigned long long)st.pauses,
+		     (unsigned long long)st.paused_us);
+
+	/* 3. Stopped while paused. */
+	if (!wait_for("tick 30 ", 60000))
+		FAIL("no tick 30");
+	if (mvm_pause(vm, err, sizeof(err)))
+		FAIL("second mvm_pause: %s", err);
+	if (mvm_stop(vm, 42))
+		FAIL("mvm_stop");
+	r = mvm_wait(vm, 20000, &ex, sizeof(ex));
+	if (r)
+		FAIL("mvm_wait after a stop while paused: %s", strerror(-r));
+	if (ex.reason != MVM_EXIT_STOPPED || ex.status != 42)
+		FAIL("stopped while paused: reason %d status %d (%s)", ex.reason, ex.status,
+		     ex.message);
+	expect_state(vm, MVM_VM_ENDED, "stopped");
+	if (mvm_resume(vm, err, sizeof(err)) != -ESHUTDOWN)
+		FAIL("mvm_resume of an ended VM: '%s'", err);
+	printf("control: paused again and stopped while paused: it ended as stopped, status 42\n");
+	mvm_destroy(vm);
+	printf("control: ok\n");
+	return 0;
+}
