@@ -294,7 +294,8 @@ static void reap(struct vqw *w)
 			w->ops->complete(q, (uint32_t)ud, res);
 			break;
 		case TAG_RETRY:
-			if (w->ops->retry)
+			/* Retiring: the device's wait goes on in the next worker. */
+			if (w->ops->retry && !w->retiring)
 				w->ops->retry(q, (uint32_t)ud);
 			break;
 		case TAG_KICK:
@@ -322,6 +323,7 @@ static void reap(struct vqw *w)
 				w->ctl_event = true;
 			break;
 		case TAG_CANCEL:
+			w->cancelled = true;
 			break;
 		}
 	}
@@ -805,6 +807,39 @@ static void quiet_report(struct vqw *w)
 	sem_post(&w->quiet_sem);
 }
 
+/* RETIRE: the thread ends so that another worker takes its queues over
+ * (vqw_retire), the guest none the wiser: nothing is stopped or reset,
+ * no used entry is written. Its waits are cancelled, the device's own
+ * (vqw_retry_later, vqw_wait_until) without telling the device; the
+ * owner quiesced it, so none of its host I/O is in flight. */
+static void retire(struct vqw *w)
+{
+	uint64_t deadline = mono_ns() + VQW_STOP_DEADLINE_NS;
+	struct io_uring_sqe *sqe;
+	struct io_uring_cqe *cqe;
+	unsigned i;
+
+	w->retiring = true;
+	/* As for a stop: a cancelled kick read is not armed again. Nothing
+	 * of the device's reaches the guest either way (it is quiet). */
+	w->stopping = true;
+	w->cancelled = false;
+	sqe = vqw_get_sqe(w);
+	io_uring_prep_cancel64(sqe, 0, IORING_ASYNC_CANCEL_ANY);
+	sqe->flags |= IOSQE_FIXED_FILE;
+	io_uring_sqe_set_data64(sqe, UD(TAG_CANCEL, 0, 0));
+	while ((any_kick_pending(w) || w->ctl_pending || !w->cancelled || !all_quiet(w)) &&
+	       mono_ns() < deadline) {
+		struct __kernel_timespec ts = { .tv_sec = 0, .tv_nsec = 100000000 };
+
+		io_uring_submit_and_wait_timeout(&w->ring, &cqe, 1, &ts, NULL);
+		reap(w);
+	}
+	for (i = 0; i < w->nq; i++)
+		if (w->q[i].active)
+			ring_snapshot(&w->q[i]);
+}
+
 /* The owner's latest command, once: RUN serves, PARK stops serving (and
  * says so on `parked`), EXIT ends the thread (false). */
 static bool command(struct vqw *w)
@@ -813,6 +848,30 @@ static bool command(struct vqw *w)
 
 	w->ctl_event = false;
 	arm_ctl(w);
+	/* The start or stop first: a quiesce's end or a poke that came with
+	 * a RUN (a new worker's, blk_swap_image) finds the queues served. */
+	if (word >> 8 != w->ctl_seen) {
+		w->ctl_seen = word >> 8;
+		switch (word & 0xff) {
+		case VQW_CMD_RUN:
+			if (!w->serving)
+				serve(w, w->run_mask);
+			break;
+		case VQW_CMD_PARK:
+			if (w->serving)
+				unserve(w);
+			sem_post(&w->parked);
+			break;
+		case VQW_CMD_EXIT:
+			if (w->serving)
+				unserve(w);
+			return false;
+		case VQW_CMD_RETIRE:
+			retire(w);
+			return false;
+		}
+	}
+	quiesce_command(w);
 	/* Pairs with vqw_poke's release. */
 	if (__atomic_exchange_n(&w->poked, false, __ATOMIC_ACQUIRE) && w->serving &&
 	    !w->stopping && w->ops->poked) {
@@ -821,25 +880,6 @@ static bool command(struct vqw *w)
 		for (i = 0; i < w->nq; i++)
 			if (w->q[i].active)
 				w->ops->poked(&w->q[i]);
-	}
-	quiesce_command(w);
-	if (word >> 8 == w->ctl_seen)
-		return true;
-	w->ctl_seen = word >> 8;
-	switch (word & 0xff) {
-	case VQW_CMD_RUN:
-		if (!w->serving)
-			serve(w, w->run_mask);
-		return true;
-	case VQW_CMD_PARK:
-		if (w->serving)
-			unserve(w);
-		sem_post(&w->parked);
-		return true;
-	case VQW_CMD_EXIT:
-		if (w->serving)
-			unserve(w);
-		return false;
 	}
 	return true;
 }
@@ -1196,22 +1236,15 @@ int vqw_quiesce_wait(struct vqw *w, uint64_t deadline_ns)
 	return 0;
 }
 
-void vqw_end(struct vqw *w)
+/* The thread's end, timed: one that does not end is reported and its
+ * worker not freed (the process's exit takes it). */
+static void join_thread(struct vqw *w)
 {
 	struct timespec until;
 	int r;
 
-	if (!w->launched)
-		return;
-	vqw_stop(w);
-	send_cmd(w, VQW_CMD_EXIT);
-	/* The thread ends within its stop's deadline; what the kernel does
-	 * with host I/O that outlived it as the thread exits is bounded by
-	 * nothing mvm controls, so the join is timed: a thread that did not
-	 * end is reported and its worker not freed (the process's exit takes
-	 * it). */
 	clock_gettime(CLOCK_REALTIME, &until);
-	until.tv_sec += (time_t)(VQW_STOP_DEADLINE_NS / 1000000000ull);
+	until.tv_sec += (time_t)(VQW_STOP_DEADLINE_NS / 1000000000ull) + 1;
 	r = pthread_timedjoin_np(w->thread, NULL, &until);
 	if (r) {
 		log_warn(w->dev->log, "%s: I/O thread %s did not end within %llu s; leaving it "
@@ -1221,6 +1254,28 @@ void vqw_end(struct vqw *w)
 		return;
 	}
 	w->launched = false;
+}
+
+void vqw_end(struct vqw *w)
+{
+	if (!w->launched)
+		return;
+	vqw_stop(w);
+	send_cmd(w, VQW_CMD_EXIT);
+	/* The thread ends within its stop's deadline; what the kernel does
+	 * with host I/O that outlived it as the thread exits is bounded by
+	 * nothing mvm controls, so the join is timed. */
+	join_thread(w);
+}
+
+void vqw_retire(struct vqw *w)
+{
+	if (!w->launched)
+		return;
+	send_cmd(w, VQW_CMD_RETIRE);
+	join_thread(w);
+	w->running = false;
+	w->stop_sent = false;
 }
 
 void vqw_fini(struct vqw *w)

@@ -268,7 +268,7 @@ struct vqw_queue {
 	struct __kernel_timespec wake_at;   /* vqw_wait_until's, until submitted */
 };
 
-enum vqw_cmd { VQW_CMD_NONE, VQW_CMD_RUN, VQW_CMD_PARK, VQW_CMD_EXIT };
+enum vqw_cmd { VQW_CMD_NONE, VQW_CMD_RUN, VQW_CMD_PARK, VQW_CMD_EXIT, VQW_CMD_RETIRE };
 
 struct vqw {
 	const struct vqw_ops *ops;
@@ -310,6 +310,8 @@ struct vqw {
 	unsigned quiesce_next;     /* owner: the next number */
 	bool quiesced;             /* worker: takes no buffers (takes(), vqw_pull) */
 	bool quiet_owed;           /* worker: quiesced, quiet_seq not yet stored */
+	bool retiring;             /* worker: vqw_retire: the device's waits are dropped */
+	bool cancelled;            /* worker: the cancel of a retire has completed */
 	unsigned quiesce_seen;     /* worker: the last number carried out */
 	uint64_t run_mask;
 	struct thread_handshake hs;
@@ -414,6 +416,16 @@ static inline bool vqw_quiesced(const struct vqw_queue *q)
 {
 	return q->w->quiesced;
 }
+/* End the thread so that a new worker of the device takes its queues
+ * over where this one left them (a disk's image swapped: new files, so a
+ * new ring): nothing is stopped or reset and the guest sees nothing; the
+ * device's waits (vqw_wait_until, vqw_retry_later) end without ops->retry
+ * (the device asks again on the new worker: a vqw_poke). The owner has
+ * quiesced it (vqw_quiesce_wait returned 0) and keeps the vCPUs from the
+ * transport meanwhile (the VM is paused). Then vqw_fini. The counters
+ * stay readable until then (vqw_get_stats), for the new worker to carry
+ * on. */
+void vqw_retire(struct vqw *w);
 /* End the thread (stopping first): the ring's files and buffers are
  * dropped by the thread as it ends; the counters stay readable. */
 void vqw_end(struct vqw *w);

@@ -200,6 +200,19 @@ void vqw_poke(struct vqw *w)
 	(void)w;
 }
 
+/* The fuzzed paths never pause nor swap images: nothing is ever
+ * quiesced or retired. */
+void vqw_retire(struct vqw *w)
+{
+	(void)w;
+	FZ_ASSERT(0);
+}
+
+void vqw_get_stats(const struct vqw_queue *q, struct vqw_stats *out)
+{
+	*out = q->st;
+}
+
 /* A pause: the fuzzed paths never pause, so nothing is ever quiesced. */
 void vqw_quiesce(struct vqw *w, bool on)
 {
@@ -815,7 +828,7 @@ static int blkq_fuzz(const uint8_t *data, size_t size, bool packed)
 	g.blk->backend = &blk_file_backend;
 	g.blk->opts.serial = cfg & 0x80 ? strcpy(g.blk->serial, "fuzz-serial-20-bytes") : NULL;
 	g.blk->opts.queues = 1;
-	g.blk->opts.path = g.blk->path;       /* "": no image file */
+	g.blk->opts.path = g.blk->path[0];       /* "": no image file */
 	/* No limits (the device's own limiter is always there). */
 	FZ_ASSERT(ratelim_init(&g.blk->rate, &g.blk->opts.rate, 0) == 0);
 	g.blk->rate_up = true;
