@@ -593,22 +593,25 @@ static uint64_t disk_sqe_ops(const struct blk_dev *blk)
 	return ops;
 }
 
-int blk_workers_init(struct blk_dev *blk)
+static void workers_free(struct blk_dev *blk, struct blk_worker *workers);
+
+/* Workers for the device's queues on img's files into workers (nworkers
+ * of them, zeroed): their rings, restrictions and rate-limit
+ * memberships; not yet the queues' pointers to them (workers_adopt).
+ * On failure what was made is undone. 0 or -errno. */
+static int workers_make(struct blk_dev *blk, struct blk_worker *workers,
+			const struct blk_image *img)
 {
 	unsigned idx[VQW_MAX_QUEUES], wi, qi, n;
 	void *opaque[VQW_MAX_QUEUES];
 	int fds[2], nfds, r;
 	char name[24];
 
-	fds[0] = blk->img.fd;
-	fds[1] = blk->img.fd_buffered;
+	fds[0] = img->fd;
+	fds[1] = img->fd_buffered;
 	nfds = fds[1] >= 0 ? 2 : 1;
-	for (qi = 0; qi < blk->vdev.num_queues; qi++) {
-		blk->queues[qi].blk = blk;
-		blk->queues[qi].idx = qi;
-	}
 	for (wi = 0; wi < blk->nworkers; wi++) {
-		struct blk_worker *bw = &blk->workers[wi];
+		struct blk_worker *bw = &workers[wi];
 
 		n = 0;
 		for (qi = wi; qi < blk->vdev.num_queues; qi += blk->nworkers) {
@@ -620,24 +623,74 @@ int blk_workers_init(struct blk_dev *blk)
 		r = vqw_init(&bw->w, &blk_vqw_ops, &blk->vdev, idx, opaque, n, BLK_QUEUE_SIZE_MAX,
 			     blk->opts.poll_us, blk->opts.gather_us, name);
 		if (r)
-			return r;
+			goto undo;
 		bw->up = true;
 		if (blk->opts.fixed_buffers) {
 			r = vqw_register_mem(&bw->w, blk->vdev.mem);
 			if (r)
-				return r;
+				goto undo;
 		}
 		r = vqw_set_io(&bw->w, fds, (unsigned)nfds, disk_sqe_ops(blk));
 		if (r)
-			return r;
+			goto undo;
 		/* Woken when the disk's limits change at run time. */
 		r = ratelim_join(&blk->rate, &bw->w);
 		if (r)
-			return r;
-		for (qi = 0; qi < n; qi++)
-			blk->queues[idx[qi]].wq = &bw->w.q[qi];
+			goto undo;
+		if (blk->group) {
+			r = ratelim_join(blk->group, &bw->w);
+			if (r) {
+				ratelim_leave(&blk->rate, &bw->w);
+				goto undo;
+			}
+		}
 	}
 	return 0;
+undo:
+	workers_free(blk, workers);
+	return r;
+}
+
+/* End and free workers (those that were made), leaving their rate-limit
+ * memberships first: ratelim_set pokes members. */
+static void workers_free(struct blk_dev *blk, struct blk_worker *workers)
+{
+	unsigned wi;
+
+	for (wi = 0; wi < blk->nworkers; wi++) {
+		if (!workers[wi].up)
+			continue;
+		ratelim_leave(&blk->rate, &workers[wi].w);
+		if (blk->group)
+			ratelim_leave(blk->group, &workers[wi].w);
+		vqw_fini(&workers[wi].w);
+		workers[wi].up = workers[wi].w.lost;
+	}
+}
+
+/* The queues' pointers to their workers. */
+static void workers_adopt(struct blk_dev *blk, struct blk_worker *workers)
+{
+	unsigned wi, i;
+
+	for (wi = 0; wi < blk->nworkers; wi++)
+		for (i = 0; i < workers[wi].w.nq; i++)
+			blk->queues[workers[wi].w.q[i].idx].wq = &workers[wi].w.q[i];
+}
+
+int blk_workers_init(struct blk_dev *blk)
+{
+	unsigned qi;
+	int r;
+
+	for (qi = 0; qi < blk->vdev.num_queues; qi++) {
+		blk->queues[qi].blk = blk;
+		blk->queues[qi].idx = qi;
+	}
+	r = workers_make(blk, blk->workers, &blk->img);
+	if (!r)
+		workers_adopt(blk, blk->workers);
+	return r;
 }
 
 int blk_workers_launch(struct blk_dev *blk)
@@ -666,18 +719,87 @@ void blk_workers_end(struct blk_dev *blk)
 
 void blk_workers_fini(struct blk_dev *blk)
 {
-	unsigned wi;
+	workers_free(blk, blk->workers);
+}
 
-	for (wi = 0; wi < blk->nworkers; wi++) {
-		if (!blk->workers[wi].up)
-			continue;
-		/* Before its eventfd goes: ratelim_set pokes members. */
-		ratelim_leave(&blk->rate, &blk->workers[wi].w);
-		if (blk->group)
-			ratelim_leave(blk->group, &blk->workers[wi].w);
-		vqw_fini(&blk->workers[wi].w);
-		blk->workers[wi].up = blk->workers[wi].w.lost;
+int blk_swap_image(struct blk_dev *blk, struct blk_image *img, const char *path, char *err,
+		   size_t errlen)
+{
+	struct blk_worker *nw, *old;
+	struct blk_image prev;
+	bool running[VQW_MAX_QUEUES];
+	uint64_t mask[VQW_MAX_QUEUES];
+	const char *cur = __atomic_load_n(&blk->opts.path, __ATOMIC_RELAXED);
+	char *slot = cur == blk->path[0] ? blk->path[1] : blk->path[0];
+	unsigned wi, i;
+	int r;
+
+	if (img->ro != blk->img.ro)
+		return err_set(err, errlen, -EINVAL, "disk %s: %s is %s but the disk is %s; give "
+			       "an image the disk can use", cur, path,
+			       img->ro ? "read-only" : "read-write",
+			       blk->img.ro ? "read-only" : "read-write");
+	if (virtio_has_feature(&blk->vdev, VIRTIO_BLK_F_DISCARD) && !img->discard)
+		return err_set(err, errlen, -EINVAL, "disk %s: the guest was offered discard, and "
+			       "%s's file system cannot punch holes; give an image on one that can",
+			       cur, path);
+	if (strlen(path) >= BLK_PATH_MAX)
+		return err_set(err, errlen, -ENAMETOOLONG, "disk %s: new path longer than %d bytes",
+			       cur, BLK_PATH_MAX - 1);
+	nw = calloc(blk->nworkers, sizeof(*nw));
+	if (!nw)
+		return err_set(err, errlen, -ENOMEM, "disk %s: out of memory", cur);
+	r = workers_make(blk, nw, img);
+	if (r) {
+		free(nw);
+		return err_set(err, errlen, r, "disk %s: cannot set up I/O rings on %s: %s", cur,
+			       path, strerror(-r));
 	}
+	/* Nothing can fail from here on but the new threads' start. */
+	for (wi = 0; wi < blk->nworkers; wi++) {
+		struct vqw *w = &blk->workers[wi].w;
+
+		running[wi] = w->running;
+		mask[wi] = w->run_mask;
+		vqw_retire(w);
+		/* The counters go on where the old worker left them. */
+		for (i = 0; i < w->nq; i++)
+			vqw_get_stats(&w->q[i], &nw[wi].w.q[i].st);
+	}
+	old = blk->workers;
+	pthread_mutex_lock(&blk->workers_lock);
+	blk->workers = nw;
+	workers_adopt(blk, nw);
+	pthread_mutex_unlock(&blk->workers_lock);
+	workers_free(blk, old);
+	free(old);
+
+	prev = blk->img;
+	blk_image_move(&blk->img, img);
+	blk_image_close(&prev);
+	strcpy(slot, path);
+	__atomic_store_n(&blk->opts.path, slot, __ATOMIC_RELEASE);
+	/* The device rebuilds its configuration and tells the driver
+	 * (blk_swap). */
+	blk->capacity = blk->img.size / BLK_SECTOR;
+	for (i = 0; i < blk->vdev.num_queues; i++)
+		blk->queues[i].ctx.capacity = blk->capacity;
+
+	/* The new threads see all of the above (thread creation orders it). */
+	r = blk_workers_launch(blk);
+	if (r) {
+		virtio_dev_needs_reset(&blk->vdev);
+		return err_set(err, errlen, r, "disk %s: cannot start its new I/O threads: %s; the "
+			       "device needs a reset", path, strerror(-r));
+	}
+	/* Quiesced, as the VM is paused: the resume lets them go, and a
+	 * request that waited for rate tokens then asks again (ops->poked). */
+	for (wi = 0; wi < blk->nworkers; wi++) {
+		vqw_quiesce(&nw[wi].w, true);
+		if (running[wi])
+			vqw_start(&nw[wi].w, mask[wi]);
+	}
+	return 0;
 }
 
 int blk_queue_start(struct blk_dev *blk, unsigned qi)

@@ -117,7 +117,10 @@ struct blk_queue {
 struct blk_dev {
 	struct virtio_dev vdev;
 	struct mvm_disk opts;      /* as given, checked (mvm_add_disk: kv_check) */
-	char path[BLK_PATH_MAX];   /* opts.path and opts.serial point here: ours */
+	/* opts.path points into one of these (blk_swap_image writes the other
+	 * and moves opts.path, atomic: --stats reads it from any thread),
+	 * opts.serial into serial: ours. */
+	char path[2][BLK_PATH_MAX];
 	char serial[BLK_SERIAL_MAX + 1];
 	struct blk_image img;
 	uint64_t capacity;         /* sectors */
@@ -126,6 +129,9 @@ struct blk_dev {
 	uint8_t config[sizeof(struct virtio_blk_config)];   /* little-endian */
 	struct blk_queue *queues;  /* vdev.num_queues */
 	struct blk_worker *workers;   /* nworkers: the device's I/O threads */
+	/* workers is replaced by blk_swap_image: the statistics read the
+	 * queues' workers under it. */
+	pthread_mutex_t workers_lock;
 	unsigned nworkers;
 	void *slot_mem;            /* every queue's slots: blk_slots_alloc */
 	size_t slot_stride;        /* bytes per queue in slot_mem */
@@ -163,6 +169,22 @@ int blk_workers_launch(struct blk_dev *blk);
 void blk_workers_end(struct blk_dev *blk);
 /* End them where needed and free the rings and counters (idempotent). */
 void blk_workers_fini(struct blk_dev *blk);
+
+/* Swap the disk's backing image for img (opened with the disk's
+ * options; taken over on success, untouched on failure), while the VM is
+ * paused (its vCPUs out of the transport, its workers quiesced): the I/O
+ * threads are replaced by new ones with rings on the new files (rings
+ * are given their files once, at creation, so that a filtered thread
+ * never registers one), which take the queues over where the old ones
+ * left them, a request waiting for rate tokens included; then the new
+ * capacity, and the guest gets a configuration-change interrupt
+ * (virtio 1.2 section 5.2.2: capacity may change). Refused, with nothing
+ * changed, for an image that cannot give what the driver was offered
+ * (read-only against read-write, no discard where discard was offered).
+ * path: the new image's, for messages and statistics. 0 or -errno with
+ * a message. */
+int blk_swap_image(struct blk_dev *blk, struct blk_image *img, const char *path, char *err,
+		   size_t errlen);
 
 /* DRIVER_OK, for each enabled queue in increasing order: prepares q, and
  * once q is the last enabled queue of its worker, has that worker serve

@@ -128,7 +128,7 @@ static void blk_stats_json(struct virtio_dev *dev, struct json *j)
 	unsigned q;
 
 	json_str(j, "kind", "virtio-blk");
-	json_str(j, "path", blk->opts.path);
+	json_str(j, "path", __atomic_load_n(&blk->opts.path, __ATOMIC_ACQUIRE));
 	json_u64(j, "io_threads", blk->nworkers);
 	json_arr_begin(j, "queues");
 	for (q = 0; q < dev->num_queues; q++) {
@@ -191,6 +191,7 @@ static void blk_destroy(struct virtio_dev *dev)
 	blk_slots_free(blk);
 	free(blk->workers);
 	free(blk->queues);
+	pthread_mutex_destroy(&blk->workers_lock);
 	free(blk);      /* holds dev: last */
 }
 
@@ -306,8 +307,9 @@ static int blk_dev_create(const struct mvm_disk *o, struct blk_image *img,
 	blk = calloc(1, sizeof(*blk));
 	if (!blk)
 		goto oom;
+	pthread_mutex_init(&blk->workers_lock, NULL);    /* default attributes: cannot fail */
 	blk->opts = *o;
-	blk->opts.path = strcpy(blk->path, o->path);
+	blk->opts.path = strcpy(blk->path[0], o->path);
 	blk->opts.serial = o->serial ? strcpy(blk->serial, o->serial) : NULL;
 	blk->queues = calloc(o->queues, sizeof(*blk->queues));
 	blk->nworkers = blk_io_threads(o);
@@ -315,6 +317,7 @@ static int blk_dev_create(const struct mvm_disk *o, struct blk_image *img,
 	if (!blk->queues || !blk->workers) {
 		free(blk->workers);
 		free(blk->queues);
+		pthread_mutex_destroy(&blk->workers_lock);
 		free(blk);
 		goto oom;
 	}
@@ -335,6 +338,7 @@ static int blk_dev_create(const struct mvm_disk *o, struct blk_image *img,
 		blk_image_close(&blk->img);
 		free(blk->workers);
 		free(blk->queues);
+		pthread_mutex_destroy(&blk->workers_lock);
 		free(blk);
 		return r;
 	}
@@ -400,9 +404,11 @@ int blk_get_queue_stats(struct virtio_dev *dev, unsigned q, struct blk_queue_sta
 	if (dev->ops != &blk_ops || q >= dev->num_queues)
 		return -EINVAL;
 	bq = &to_blk(dev)->queues[q];
-	/* The worker's counters: it lives, and keeps them, as long as the
-	 * device. */
+	/* The worker's counters: it keeps them as long as the device, or
+	 * hands them to the next one (blk_swap_image, under the lock). */
+	pthread_mutex_lock(&to_blk(dev)->workers_lock);
 	vqw_get_stats(bq->wq, &w);
+	pthread_mutex_unlock(&to_blk(dev)->workers_lock);
 	out->requests = w.requests;
 	out->batches = w.batches;
 	out->enters = w.enters;
@@ -438,6 +444,23 @@ int blk_set_rate(struct virtio_dev *dev, const struct mvm_rate_limit *rate, char
 	if (r)
 		return r;
 	ratelim_set(&blk->rate, rate, mono_ns());
+	return 0;
+}
+
+int blk_swap(struct virtio_dev *dev, struct blk_image *img, const char *path, char *err,
+	     size_t errlen)
+{
+	int r;
+
+	if (dev->ops != &blk_ops)
+		return err_set(err, errlen, -EINVAL, "%s: not a disk", path);
+	r = blk_swap_image(to_blk(dev), img, path, err, errlen);
+	if (r)
+		return r;
+	/* Virtio 1.2 section 5.2.2: the capacity may change, with a
+	 * configuration change notification. */
+	blk_build_config(to_blk(dev));
+	virtio_config_changed(dev);
 	return 0;
 }
 

@@ -69,6 +69,11 @@ int blk_get_queue_stats(struct virtio_dev *dev, unsigned q, struct blk_queue_sta
  * message); a request waiting for tokens is looked at again. Any thread. */
 int blk_set_rate(struct virtio_dev *dev, const struct mvm_rate_limit *rate, char *err,
 		 size_t errlen);
+/* blk_swap_image (devices/blk_queue.h) for the device dev: -EINVAL for
+ * one that is not a disk. */
+struct blk_image;
+int blk_swap(struct virtio_dev *dev, struct blk_image *img, const char *path, char *err,
+	     size_t errlen);
 /* Share group's limits too (once, before the device's threads are
  * launched); group must outlive the device. 0 or -errno. */
 struct ratelim;

@@ -463,6 +463,21 @@ int mvm_pause(struct mvm *vm, char *err, size_t errlen);
  * -errno with a message (the VM then stays paused). */
 int mvm_resume(struct mvm *vm, char *err, size_t errlen);
 
+/* Since 2.4. Swap disk `disk`'s (0: vda) backing image for the raw image
+ * at path, in a running or paused VM, as Firecracker's drive update does:
+ * the new image is opened with the disk's options (read-only, cache,
+ * discard) and locked, the VM paused for the swap if it runs (what was in
+ * flight completes on the old image), and the guest gets a configuration
+ * change: it sees the new capacity at once (Linux: "new size" in its log).
+ * Data the guest cached from the old image stays in its page cache until
+ * it drops it; swap an image the guest does not have mounted. Refused,
+ * with nothing changed: an image that is busy, odd-sized or missing, one
+ * read-only for a read-write disk (or the reverse), one that cannot punch
+ * holes for a disk that offered discard. The caller's thread opens the
+ * file: not a thread confined by mvm_start_confined. 0 or -errno with a
+ * message. */
+int mvm_disk_swap(struct mvm *vm, unsigned disk, const char *path, char *err, size_t errlen);
+
 /* Since 2.4. The VM's state, for an orchestrator's "vm.info". */
 enum mvm_vm_state {
 	MVM_VM_CREATED,         /* mvm_create'd, not started */

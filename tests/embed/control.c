@@ -1,7 +1,7 @@
 /* Run-time control of a running VM through libmvm, as an orchestrator
  * drives it; the system test tests/system/run_control.sh.
  *
- *   mvm-control KERNEL INITRD IMAGE MD5
+ *   mvm-control KERNEL INITRD IMAGE MD5 IMAGE2 MD5_2
  *
  * One guest, with every thread of the VM and the calling thread in their
  * seccomp filters (mvm_start_confined), prints a tick with its uptime
@@ -13,12 +13,18 @@
  *  2. resumes it: the ticks go on and the guest's clock did not jump by
  *     the pause (where its clocksource is kvm-clock, which the pause
  *     keeps), the read ends with the data the image holds (its md5sum);
- *  3. pauses it again and stops it while paused: it ends as stopped, with
+ *  3. swaps the disk's image for IMAGE2 (12 MiB; MD5_2 that of its first
+ *     2 MiB) while it runs, from a thread of the host program that is not
+ *     confined (mvm_disk_swap opens the file): the guest sees the new
+ *     size and, once it drops its cache, the new data; a swap to an image
+ *     that is busy (the disk's own) is refused and changes nothing;
+ *  4. pauses it again and stops it while paused: it ends as stopped, with
  *     the status given, at once.
  * Prints one line per step and "control: ok"; exit 0 on success. */
 #include <mvm.h>
 
 #include <errno.h>
+#include <semaphore.h>
 #include <fcntl.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -71,6 +77,14 @@ static size_t con_len(void)
 	n = con.len;
 	pthread_mutex_unlock(&con.lock);
 	return n;
+}
+
+static long now_ms(void)
+{
+	struct timespec t;
+
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return t.tv_sec * 1000L + t.tv_nsec / 1000000L;
 }
 
 static void sleep_ms(long ms)
@@ -152,6 +166,39 @@ static uint64_t disk_requests(struct mvm *vm)
 	return q.requests;
 }
 
+/* The host program's unconfined thread: the calls that open files. */
+static struct {
+	sem_t go, done;
+	struct mvm *vm;
+	const char *path;
+	int ret;
+	char err[512];
+} swapper;
+
+static void *swap_thread(void *arg)
+{
+	(void)arg;
+	for (;;) {
+		while (sem_wait(&swapper.go) && errno == EINTR)
+			;
+		if (!swapper.vm)
+			return NULL;
+		swapper.ret = mvm_disk_swap(swapper.vm, 0, swapper.path, swapper.err,
+					    sizeof(swapper.err));
+		sem_post(&swapper.done);
+	}
+}
+
+static int swap_disk(struct mvm *vm, const char *path)
+{
+	swapper.vm = vm;
+	swapper.path = path;
+	sem_post(&swapper.go);
+	while (sem_wait(&swapper.done) && errno == EINTR)
+		;
+	return swapper.ret;
+}
+
 static void expect_state(struct mvm *vm, int want, const char *when)
 {
 	int st = mvm_get_state(vm);
@@ -162,7 +209,9 @@ static void expect_state(struct mvm *vm, int want, const char *when)
 
 int main(int argc, char **argv)
 {
-	char err[512], want_sum[128], cmdline[1024], stats[8192];
+	char err[512], want_sum[128], want_swap[160], cmdline[1536], stats[8192];
+	pthread_t swap_th;
+	long t_swap;
 	struct mvm_config cfg;
 	struct mvm_disk disk;
 	struct mvm_exit ex;
@@ -174,14 +223,18 @@ int main(int argc, char **argv)
 	long t_before, t_after;
 	int r;
 
-	if (argc != 5) {
-		fprintf(stderr, "usage: mvm-control KERNEL INITRD IMAGE MD5\n");
+	if (argc != 7) {
+		fprintf(stderr, "usage: mvm-control KERNEL INITRD IMAGE MD5 IMAGE2 MD5_2\n");
 		return 2;
 	}
 	/* Unbuffered: a buffered stdout asks fstat(2) on its first line, which
 	 * the confined thread may not. */
 	setvbuf(stdout, NULL, _IONBF, 0);
 	snprintf(want_sum, sizeof(want_sum), "dd-done %.64s", argv[4]);
+	snprintf(want_swap, sizeof(want_swap), "swapped %u %.64s", (12u << 20) / 512, argv[6]);
+	if (sem_init(&swapper.go, 0, 0) || sem_init(&swapper.done, 0, 0) ||
+	    pthread_create(&swap_th, NULL, swap_thread, NULL))
+		FAIL("cannot start the swap thread");
 
 	mvm_config_init(&cfg);
 	cfg.kernel = argv[1];
@@ -189,8 +242,12 @@ int main(int argc, char **argv)
 	snprintf(cmdline, sizeof(cmdline), "quiet -- echo cs "
 		 "$(cat /sys/devices/system/clocksource/clocksource0/current_clocksource); "
 		 "(echo dd-done $(dd if=/dev/vda bs=4096 count=%u 2>/dev/null | md5sum)) & "
-		 "i=0; while [ $i -lt 80 ]; do echo tick $i $(cut -d' ' -f1 /proc/uptime); "
-		 "i=$((i+1)); sleep 0.1; done; wait; exit 7", READ_BYTES / 4096);
+		 "(s0=$(cat /sys/block/vda/size); while [ $(cat /sys/block/vda/size) = $s0 ]; "
+		 "do sleep 0.1; done; echo 3 >/proc/sys/vm/drop_caches; echo swapped "
+		 "$(cat /sys/block/vda/size) $(dd if=/dev/vda bs=4096 count=%u 2>/dev/null | "
+		 "md5sum)) & "
+		 "i=0; while [ $i -lt 600 ]; do echo tick $i $(cut -d' ' -f1 /proc/uptime); "
+		 "i=$((i+1)); sleep 0.1; done; wait; exit 7", READ_BYTES / 4096, READ_BYTES / 4096);
 	cfg.cmdline = cmdline;
 	cfg.mem = 256 << 20;
 	cfg.console_fn = console_out;
@@ -270,9 +327,30 @@ int main(int argc, char **argv)
 		FAIL("stats: %llu pauses, %llu us paused", (unsigned long long)st.pauses,
 		     (unsigned long long)st.paused_us);
 
-	/* 3. Stopped while paused. */
+	/* 3. The image swapped while it runs. */
 	if (!wait_for("tick 30 ", 60000))
 		FAIL("no tick 30");
+	if (swap_disk(vm, argv[3]) != -EBUSY || !strstr(swapper.err, argv[3]))
+		FAIL("a swap to the disk's own (busy) image: %d '%s'", swapper.ret, swapper.err);
+	expect_state(vm, MVM_VM_RUNNING, "after a refused swap");
+	t_swap = now_ms();
+	if (swap_disk(vm, argv[5]))
+		FAIL("mvm_disk_swap: %s", swapper.err);
+	t_swap = now_ms() - t_swap;
+	expect_state(vm, MVM_VM_RUNNING, "after the swap");
+	if (!wait_for(want_swap, 60000))
+		FAIL("the guest did not see the new image ('%s') within 60 s", want_swap);
+	printf("control: swapped the image while it ran (mvm_disk_swap took %ld ms): the guest "
+	       "saw the new size and data (%s); a swap to a busy image was refused\n", t_swap,
+	       want_swap);
+	/* The VM is paused for the swap: it must not take long (it waited
+	 * for a stuck thread's 5 s once). */
+	if (t_swap > 2000)
+		FAIL("mvm_disk_swap took %ld ms", t_swap);
+
+	/* 4. Stopped while paused. */
+	if (!wait_for("tick 60 ", 60000))
+		FAIL("no tick 60");
 	if (mvm_pause(vm, err, sizeof(err)))
 		FAIL("second mvm_pause: %s", err);
 	if (mvm_stop(vm, 42))
@@ -288,6 +366,9 @@ int main(int argc, char **argv)
 		FAIL("mvm_resume of an ended VM: '%s'", err);
 	printf("control: paused again and stopped while paused: it ended as stopped, status 42\n");
 	mvm_destroy(vm);
+	swapper.vm = NULL;
+	sem_post(&swapper.go);
+	pthread_join(swap_th, NULL);
 	printf("control: ok\n");
 	return 0;
 }

@@ -8,6 +8,7 @@
 #include "devices/virtio_blk.h"
 #include "devices/blk_queue.h"
 #include "devices/blk_req.h"
+#include "devices/blk_image.h"
 #include "vmm/base/log.h"
 #include "vmm/kvm/sandbox.h"
 
@@ -1981,6 +1982,136 @@ TEST(a_pause_holds_back_a_request_waiting_for_tokens_until_resume)
 	CHECK_EQ(id, head);
 	CHECK_EQ(st_of(&t, st), VIRTIO_BLK_S_OK);
 	teardown(&t);
+}
+
+/* --- a swapped backing image --- */
+
+/* A second image of size bytes, its first 4 KiB all `fill`; its path in
+ * path (room for 32). */
+static void make_other_image(char *path, uint64_t size, uint8_t fill)
+{
+	uint8_t b[4096];
+	int fd;
+
+	strcpy(path, "/tmp/mvm-test-blk-XXXXXX");
+	fd = mkstemp(path);
+	CHECK(fd >= 0);
+	CHECK_EQ(ftruncate(fd, (off_t)size), 0);
+	memset(b, fill, sizeof(b));
+	CHECK_EQ(pwrite(fd, b, sizeof(b), 0), (long long)sizeof(b));
+	close(fd);
+}
+
+/* Open path with the options of spec (what mvm_disk_swap does) and swap
+ * it in, the device quiesced as in a paused VM; then let it go. */
+static int swap_to(struct t *t, const char *path, const char *opts, char *err, size_t errlen)
+{
+	char spec[256];
+	struct mvm_disk o;
+	struct blk_image img;
+	uint64_t t0;
+	int r;
+
+	snprintf(spec, sizeof(spec), "%s%s", path, opts);
+	CHECK_EQ(test_disk_parse(spec, t->nq, &o, err, errlen), 0);
+	CHECK_EQ(blk_image_open(&o, &img, NULL, err, errlen), 0);
+	virtio_dev_quiesce(t->dev, true);
+	CHECK_EQ(virtio_dev_quiesce_wait(t->dev, mono_ns() + 5000000000ull), 0);
+	t0 = mono_ns();
+	r = blk_swap(t->dev, &img, path, err, errlen);
+	/* The old threads end at once: nothing sits out a deadline. */
+	CHECK(mono_ns() - t0 < 2000000000ull);
+	blk_image_close(&img);
+	virtio_dev_quiesce(t->dev, false);
+	return r;
+}
+
+static uint64_t config_capacity(struct t *t)
+{
+	return (uint64_t)vdrv_rd(&t->d, VIRTIO_MMIO_CONFIG) |
+	       (uint64_t)vdrv_rd(&t->d, VIRTIO_MMIO_CONFIG + 4) << 32;
+}
+
+/* Firecracker's drive update: the queue goes on on the new image, where
+ * the old one left it (the same ring, its counters carried on), the
+ * capacity is the new one, and the guest is told (a configuration
+ * interrupt, a new generation); a sector past the old end now reads. */
+TEST(a_swapped_image_serves_the_queue_on_with_its_new_capacity)
+{
+	char other[32], err[256];
+	struct blk_queue_stats s;
+	uint32_t gen;
+	uint64_t buf;
+	struct t t;
+
+	setup(&t, "", 1);
+	buf = vdrv_alloc(&t.d, 4096, 4096);
+	CHECK_EQ(run1(&t, 0, VIRTIO_BLK_T_IN, 0, buf, 4096, true, NULL), VIRTIO_BLK_S_OK);
+	CHECK_EQ(((uint8_t *)vdrv_host(&t.d, buf))[1], pattern(1));
+	CHECK_EQ(config_capacity(&t), IMG_SIZE / 512);
+	CHECK_EQ(run1(&t, 0, VIRTIO_BLK_T_IN, IMG_SIZE / 512, buf, 4096, true, NULL),
+		 VIRTIO_BLK_S_IOERR);
+	vdrv_irq(&t.d);
+	gen = vdrv_rd(&t.d, VIRTIO_MMIO_CONFIG_GENERATION);
+	make_other_image(other, 4 * IMG_SIZE, 0xa5);
+	CHECK_EQ(swap_to(&t, other, "", err, sizeof(err)), 0);
+	CHECK(vdrv_irq(&t.d) & VIRTIO_MMIO_INT_CONFIG);
+	CHECK(vdrv_rd(&t.d, VIRTIO_MMIO_CONFIG_GENERATION) != gen);
+	CHECK_EQ(config_capacity(&t), 4 * IMG_SIZE / 512);
+	CHECK_EQ(run1(&t, 0, VIRTIO_BLK_T_IN, 0, buf, 4096, true, NULL), VIRTIO_BLK_S_OK);
+	CHECK_EQ(((uint8_t *)vdrv_host(&t.d, buf))[1], 0xa5);
+	CHECK_EQ(run1(&t, 0, VIRTIO_BLK_T_IN, IMG_SIZE / 512, buf, 4096, true, NULL),
+		 VIRTIO_BLK_S_OK);
+	CHECK_EQ(blk_get_queue_stats(t.dev, 0, &s), 0);
+	CHECK_EQ(s.requests, 4);
+	teardown(&t);
+	unlink(other);
+}
+
+/* An image the disk cannot use is refused before anything changes. */
+TEST(a_swap_to_an_image_the_disk_cannot_use_changes_nothing)
+{
+	char other[32], err[256];
+	uint64_t buf;
+	struct t t;
+
+	setup(&t, "", 1);
+	buf = vdrv_alloc(&t.d, 4096, 4096);
+	make_other_image(other, IMG_SIZE, 0x3c);
+	CHECK_EQ(swap_to(&t, other, ",ro", err, sizeof(err)), -EINVAL);
+	CHECK(strstr(err, "is read-only but the disk is read-write"));
+	CHECK_EQ(config_capacity(&t), IMG_SIZE / 512);
+	CHECK_EQ(run1(&t, 0, VIRTIO_BLK_T_IN, 0, buf, 4096, true, NULL), VIRTIO_BLK_S_OK);
+	CHECK_EQ(((uint8_t *)vdrv_host(&t.d, buf))[1], pattern(1));
+	teardown(&t);
+	unlink(other);
+}
+
+/* A request that waits for rate tokens when the image is swapped goes on
+ * the new worker once the tokens are there, and reads the new image. */
+TEST(a_request_waiting_for_tokens_across_a_swap_goes_on_the_new_image)
+{
+	char other[32], err[256];
+	uint64_t buf, st;
+	uint32_t id, len;
+	struct t t;
+	int head;
+
+	setup(&t, ",ops_size=1,ops_refill_time=300", 1);
+	buf = vdrv_alloc(&t.d, 4096, 4096);
+	CHECK_EQ(run1(&t, 0, VIRTIO_BLK_T_IN, 0, buf, 4096, true, NULL), VIRTIO_BLK_S_OK);
+	head = post(&t, 0, VIRTIO_BLK_T_IN, 0, buf, 4096, true, &st);
+	CHECK(head >= 0);
+	vdrv_kick(&t.d, 0);
+	usleep(50000);
+	make_other_image(other, IMG_SIZE, 0x77);
+	CHECK_EQ(swap_to(&t, other, ",ops_size=1,ops_refill_time=300", err, sizeof(err)), 0);
+	wait_used(&t, 0, &id, &len);
+	CHECK_EQ(id, head);
+	CHECK_EQ(st_of(&t, st), VIRTIO_BLK_S_OK);
+	CHECK_EQ(((uint8_t *)vdrv_host(&t.d, buf))[1], 0x77);
+	teardown(&t);
+	unlink(other);
 }
 
 /* Limits the device is given at run time are checked like a spec's. */

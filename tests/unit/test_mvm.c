@@ -437,9 +437,10 @@ TEST(stop_and_wait_before_start)
 	mvm_destroy(vm);
 }
 
-/* Pause and resume need a started VM: refused before, with the state
- * saying "created"; the state's names are the ones vm.info uses. */
-TEST(pause_and_resume_before_start_are_refused_and_state_says_created)
+/* Pause, resume and an image swap need a started VM: refused before,
+ * with the state saying "created"; the state's names are the ones
+ * vm.info uses. */
+TEST(run_time_control_before_start_is_refused_and_state_says_created)
 {
 	struct mvm_config c;
 	struct mvm *vm;
@@ -459,6 +460,11 @@ TEST(pause_and_resume_before_start_are_refused_and_state_says_created)
 	CHECK_STR(mvm_state_name(MVM_VM_PAUSED), "paused");
 	CHECK_STR(mvm_state_name(MVM_VM_ENDED), "ended");
 	CHECK_STR(mvm_state_name(99), "unknown");
+	/* A disk's image is swapped in a started VM only. */
+	CHECK_EQ(mvm_disk_swap(vm, 0, "/nonexistent.img", err, sizeof(err)), -EINVAL);
+	CHECK(strstr(err, "mvm_disk_swap: the VM has not been started"));
+	CHECK_EQ(mvm_disk_swap(vm, 0, "", err, sizeof(err)), -EINVAL);
+	CHECK(strstr(err, "no path"));
 	mvm_destroy(vm);
 }
 

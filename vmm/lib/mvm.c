@@ -163,7 +163,8 @@ struct mvm {
 	struct thread_handshake control_hs;   /* its filter is on */
 	int wait_efd;                  /* readable once the VM has ended */
 	pthread_mutex_t lock;          /* mvm_wait/mvm_destroy: joining */
-	/* Run-time control (mvm_pause, mvm_resume): one at a time, and not
+	/* Run-time control (mvm_pause, mvm_resume, a disk's limits and
+	 * image, which it also guards): one at a time, and not
 	 * while the control thread stops the devices (it takes ctl_lock
 	 * after the vCPUs are joined; a pause waiting for vCPUs returns once
 	 * they see the stop). paused is read without it (mvm_get_state). */
@@ -513,7 +514,7 @@ int mvm_disk_set_rate_limit(struct mvm *m, unsigned disk, const struct mvm_rate_
 			       "limits and sizeof(struct mvm_rate_limit)",
 			       !m ? "no VM" : !theirs ? "no limits" : "a size not of this "
 			       "struct mvm_rate_limit");
-	pthread_mutex_lock(&m->lock);
+	pthread_mutex_lock(&m->ctl_lock);
 	if (disk >= m->ndisks) {
 		r = err_set(err, errlen, -EINVAL, "disk %u: the VM has %u disk%s%s", disk,
 			    m->ndisks, m->ndisks == 1 ? "" : "s",
@@ -532,7 +533,7 @@ int mvm_disk_set_rate_limit(struct mvm *m, unsigned disk, const struct mvm_rate_
 	if (!r)
 		s->opts.rate = rate;
 unlock:
-	pthread_mutex_unlock(&m->lock);
+	pthread_mutex_unlock(&m->ctl_lock);
 	return r;
 }
 
@@ -1442,6 +1443,61 @@ static int mvm_check_running(struct mvm *m, const char *call, char *err, size_t 
 	return 0;
 }
 
+/* mvm_pause's work, ctl_lock held; call names the caller in messages. */
+static int mvm_pause_locked(struct mvm *m, const char *call, char *err, size_t errlen)
+{
+	int r;
+
+	r = vcpu_pause_all(m->vcpus, m->cfg.cpus, mono_ns() + MVM_QUIESCE_NS);
+	if (r == -ESHUTDOWN)
+		return err_set(err, errlen, r, "%s: the VM stopped meanwhile", call);
+	if (r)
+		return err_set(err, errlen, r, "%s: the vCPUs did not leave the guest within %u s "
+			       "(%s); the VM runs on", call, (unsigned)(MVM_QUIESCE_NS / 1000000000ull),
+			       strerror(-r));
+	r = mvm_devices_quiesce(m, true);
+	if (r) {
+		err_set(err, errlen, r, "%s: disk or vsock I/O in flight did not complete within "
+			"%u s (%s); the VM runs on", call, (unsigned)(MVM_QUIESCE_NS / 1000000000ull),
+			strerror(-r));
+		goto resume_devices;
+	}
+	r = arch_vm_clock_save(&m->vm);
+	if (r) {
+		err_set(err, errlen, r, "%s: cannot read the guest's clock from KVM (%s); the VM "
+			"runs on", call, strerror(-r));
+		goto resume_devices;
+	}
+	m->paused_at = mono_ns();
+	atomic_store(&m->paused, true);
+	return 0;
+
+resume_devices:
+	mvm_devices_quiesce(m, false);
+	vcpu_resume_all(&m->vm);
+	return r;
+}
+
+/* mvm_resume's work, ctl_lock held. */
+static int mvm_resume_locked(struct mvm *m, const char *call, char *err, size_t errlen)
+{
+	int r;
+
+	/* The guest's clock first: it must not see the pause's time. */
+	r = arch_vm_clock_restore(&m->vm);
+	if (r)
+		return err_set(err, errlen, r, "%s: cannot set the guest's clock in KVM (%s); the "
+			       "VM stays paused", call, strerror(-r));
+	/* Ending a quiesce waits for nothing but the threads' acknowledgement. */
+	mvm_devices_quiesce(m, false);
+	vcpu_resume_all(&m->vm);
+	__atomic_store_n(&m->pauses, m->pauses + 1, __ATOMIC_RELAXED);
+	__atomic_store_n(&m->paused_ns, m->paused_ns + (mono_ns() - m->paused_at),
+			 __ATOMIC_RELAXED);
+	atomic_store(&m->paused, false);
+	return 0;
+}
+
 int mvm_pause(struct mvm *m, char *err, size_t errlen)
 {
 	int r;
@@ -1450,45 +1506,10 @@ int mvm_pause(struct mvm *m, char *err, size_t errlen)
 		return err_set(err, errlen, -EINVAL, "mvm_pause: vm is NULL");
 	pthread_mutex_lock(&m->ctl_lock);
 	r = mvm_check_running(m, "mvm_pause", err, errlen);
-	if (r)
-		goto unlock;
-	if (atomic_load(&m->paused)) {
+	if (!r && atomic_load(&m->paused))
 		r = err_set(err, errlen, -EALREADY, "mvm_pause: the VM is paused already");
-		goto unlock;
-	}
-	r = vcpu_pause_all(m->vcpus, m->cfg.cpus, mono_ns() + MVM_QUIESCE_NS);
-	if (r == -ESHUTDOWN) {
-		r = err_set(err, errlen, r, "mvm_pause: the VM stopped meanwhile");
-		goto unlock;
-	}
-	if (r) {
-		r = err_set(err, errlen, r, "mvm_pause: the vCPUs did not leave the guest "
-			    "within %u s (%s); the VM runs on", (unsigned)(MVM_QUIESCE_NS / 1000000000ull),
-			    strerror(-r));
-		goto unlock;
-	}
-	r = mvm_devices_quiesce(m, true);
-	if (r) {
-		err_set(err, errlen, r, "mvm_pause: disk or vsock I/O in flight did not complete "
-			"within %u s (%s); the VM runs on", (unsigned)(MVM_QUIESCE_NS / 1000000000ull),
-			strerror(-r));
-		goto resume_devices;
-	}
-	r = arch_vm_clock_save(&m->vm);
-	if (r) {
-		err_set(err, errlen, r, "mvm_pause: cannot read the guest's clock from KVM (%s); "
-			"the VM runs on", strerror(-r));
-		goto resume_devices;
-	}
-	m->paused_at = mono_ns();
-	atomic_store(&m->paused, true);
-	pthread_mutex_unlock(&m->ctl_lock);
-	return 0;
-
-resume_devices:
-	mvm_devices_quiesce(m, false);
-	vcpu_resume_all(&m->vm);
-unlock:
+	if (!r)
+		r = mvm_pause_locked(m, "mvm_pause", err, errlen);
 	pthread_mutex_unlock(&m->ctl_lock);
 	return r;
 }
@@ -1501,26 +1522,64 @@ int mvm_resume(struct mvm *m, char *err, size_t errlen)
 		return err_set(err, errlen, -EINVAL, "mvm_resume: vm is NULL");
 	pthread_mutex_lock(&m->ctl_lock);
 	r = mvm_check_running(m, "mvm_resume", err, errlen);
+	if (!r && !atomic_load(&m->paused))
+		r = err_set(err, errlen, -EALREADY, "mvm_resume: the VM is not paused");
+	if (!r)
+		r = mvm_resume_locked(m, "mvm_resume", err, errlen);
+	pthread_mutex_unlock(&m->ctl_lock);
+	return r;
+}
+
+int mvm_disk_swap(struct mvm *m, unsigned disk, const char *path, char *err, size_t errlen)
+{
+	struct mvm_disk_slot *s;
+	struct mvm_disk o;
+	struct blk_image img;
+	bool was_paused;
+	int r;
+
+	if (!m || !path || !*path)
+		return err_set(err, errlen, -EINVAL, "mvm_disk_swap: %s", !m ? "vm is NULL" :
+			       "no path; give the new raw image");
+	if (strlen(path) >= BLK_PATH_MAX)
+		return err_set(err, errlen, -ENAMETOOLONG, "mvm_disk_swap: %.64s...: path longer "
+			       "than %d bytes", path, BLK_PATH_MAX - 1);
+	pthread_mutex_lock(&m->ctl_lock);
+	r = mvm_check_running(m, "mvm_disk_swap", err, errlen);
 	if (r)
 		goto unlock;
-	if (!atomic_load(&m->paused)) {
-		r = err_set(err, errlen, -EALREADY, "mvm_resume: the VM is not paused");
+	if (disk >= m->ndisks || !m->disks[disk].dev) {
+		r = err_set(err, errlen, -EINVAL, "mvm_disk_swap: disk %u: the VM has %u disk%s; "
+			    "give its index, from 0 (vda)", disk, m->ndisks, m->ndisks == 1 ? "" : "s");
 		goto unlock;
 	}
-	/* The guest's clock first: it must not see the pause's time. */
-	r = arch_vm_clock_restore(&m->vm);
-	if (r) {
-		r = err_set(err, errlen, r, "mvm_resume: cannot set the guest's clock in KVM (%s); "
-			    "the VM stays paused", strerror(-r));
+	s = &m->disks[disk];
+	/* The new image with the disk's options: locked, its size checked;
+	 * another VM's image (or this one's) is refused here. */
+	o = s->opts;
+	o.path = path;
+	r = blk_image_open(&o, &img, &m->log, err, errlen);
+	if (r)
 		goto unlock;
+	was_paused = atomic_load(&m->paused);
+	if (!was_paused) {
+		r = mvm_pause_locked(m, "mvm_disk_swap", err, errlen);
+		if (r) {
+			blk_image_close(&img);
+			goto unlock;
+		}
 	}
-	/* Ending a quiesce waits for nothing but the threads' acknowledgement. */
-	mvm_devices_quiesce(m, false);
-	vcpu_resume_all(&m->vm);
-	__atomic_store_n(&m->pauses, m->pauses + 1, __ATOMIC_RELAXED);
-	__atomic_store_n(&m->paused_ns, m->paused_ns + (mono_ns() - m->paused_at),
-			 __ATOMIC_RELAXED);
-	atomic_store(&m->paused, false);
+	r = blk_swap(s->dev, &img, path, err, errlen);
+	blk_image_close(&img);          /* what the device did not take */
+	if (!r)
+		strcpy(s->path, path);  /* s->opts.path: ctl_lock's */
+	if (!was_paused) {
+		char rerr[256];
+
+		/* A resume that fails leaves the VM paused: say so. */
+		if (mvm_resume_locked(m, "mvm_disk_swap", rerr, sizeof(rerr)) && !r)
+			r = err_set(err, errlen, -EIO, "%s", rerr);
+	}
 unlock:
 	pthread_mutex_unlock(&m->ctl_lock);
 	return r;
