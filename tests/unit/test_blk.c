@@ -1922,6 +1922,26 @@ TEST(a_request_larger_than_the_bytes_bucket_goes_and_the_next_waits_its_debt)
 	teardown(&t);
 }
 
+/* A disk limited to one request per refill_ms: one request goes (the
+ * bucket's token), then a read of `sector` into *buf is posted and waits
+ * for the next token. Its head; its status byte at *st. */
+static int post_waiting(struct t *t, unsigned refill_ms, uint64_t sector, uint64_t *buf,
+			uint64_t *st)
+{
+	char opts[64];
+	int head;
+
+	snprintf(opts, sizeof(opts), ",ops_size=1,ops_refill_time=%u", refill_ms);
+	setup(t, opts, 1);
+	*buf = vdrv_alloc(&t->d, 4096, 4096);
+	CHECK_EQ(run1(t, 0, VIRTIO_BLK_T_IN, 0, *buf, 4096, true, NULL), VIRTIO_BLK_S_OK);
+	head = post(t, 0, VIRTIO_BLK_T_IN, sector, *buf, 4096, true, st);
+	CHECK(head >= 0);
+	vdrv_kick(&t->d, 0);
+	usleep(50000);
+	return head;
+}
+
 /* A request waiting for a token 100 s away goes as soon as the limit is
  * lifted: the change wakes the queue's thread (vqw_poke), which looks
  * again at once, rather than at the wait it had computed. */
@@ -1935,13 +1955,7 @@ TEST(a_limit_lifted_at_run_time_releases_the_waiting_request_at_once)
 	struct t t;
 	int head;
 
-	setup(&t, ",ops_size=1,ops_refill_time=100000", 1);
-	buf = vdrv_alloc(&t.d, 4096, 4096);
-	CHECK_EQ(run1(&t, 0, VIRTIO_BLK_T_IN, 0, buf, 4096, true, NULL), VIRTIO_BLK_S_OK);
-	head = post(&t, 0, VIRTIO_BLK_T_IN, 8, buf, 4096, true, &st);
-	CHECK(head >= 0);
-	vdrv_kick(&t.d, 0);
-	usleep(100000);
+	head = post_waiting(&t, 100000, 8, &buf, &st);
 	CHECK(!vdrv_get_used(&t.d, 0, &id, &len));
 	stats(&t, 0, &s);
 	CHECK_EQ(s.rate_delayed, 1);
@@ -1964,13 +1978,7 @@ TEST(a_pause_holds_back_a_request_waiting_for_tokens_until_resume)
 	struct t t;
 	int head;
 
-	setup(&t, ",ops_size=1,ops_refill_time=300", 1);
-	buf = vdrv_alloc(&t.d, 4096, 4096);
-	CHECK_EQ(run1(&t, 0, VIRTIO_BLK_T_IN, 0, buf, 4096, true, NULL), VIRTIO_BLK_S_OK);
-	head = post(&t, 0, VIRTIO_BLK_T_IN, 8, buf, 4096, true, &st);
-	CHECK(head >= 0);
-	vdrv_kick(&t.d, 0);
-	usleep(50000);
+	head = post_waiting(&t, 300, 8, &buf, &st);
 	clock_gettime(CLOCK_MONOTONIC, &t0);
 	virtio_dev_quiesce(t.dev, true);
 	CHECK_EQ(virtio_dev_quiesce_wait(t.dev, mono_ns() + 5000000000ull), 0);
@@ -2097,13 +2105,7 @@ TEST(a_request_waiting_for_tokens_across_a_swap_goes_on_the_new_image)
 	struct t t;
 	int head;
 
-	setup(&t, ",ops_size=1,ops_refill_time=300", 1);
-	buf = vdrv_alloc(&t.d, 4096, 4096);
-	CHECK_EQ(run1(&t, 0, VIRTIO_BLK_T_IN, 0, buf, 4096, true, NULL), VIRTIO_BLK_S_OK);
-	head = post(&t, 0, VIRTIO_BLK_T_IN, 0, buf, 4096, true, &st);
-	CHECK(head >= 0);
-	vdrv_kick(&t.d, 0);
-	usleep(50000);
+	head = post_waiting(&t, 300, 0, &buf, &st);
 	make_other_image(other, IMG_SIZE, 0x77);
 	CHECK_EQ(swap_to(&t, other, ",ops_size=1,ops_refill_time=300", err, sizeof(err)), 0);
 	wait_used(&t, 0, &id, &len);
