@@ -478,6 +478,16 @@ int mvm_resume(struct mvm *vm, char *err, size_t errlen);
  * message. */
 int mvm_disk_swap(struct mvm *vm, unsigned disk, const char *path, char *err, size_t errlen);
 
+/* Since 2.4. Put the calling thread, one of the host program's that
+ * serves run-time control of vm over a socket (mvm(1)'s --api-socket),
+ * in the seccomp filter of that kind of thread: it may accept connections
+ * on listen_fd only, read and write them, wait with poll or select, and
+ * make the library's run-time calls (mvm_pause, mvm_resume, mvm_stop, the
+ * state and statistics calls, rate limits), nothing that opens a file or
+ * a socket (mvm_disk_swap) or makes a thread; docs/sandbox.md has the
+ * table. After mvm_prepare. The filter cannot be removed. 0 or -errno. */
+int mvm_confine_api_thread(struct mvm *vm, int listen_fd, char *err, size_t errlen);
+
 /* Since 2.4. The VM's state, for an orchestrator's "vm.info". */
 enum mvm_vm_state {
 	MVM_VM_CREATED,         /* mvm_create'd, not started */

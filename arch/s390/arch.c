@@ -193,6 +193,7 @@ int arch_vm_clock_restore(struct vm *vm)
 	return s390_tod(vm, true);
 }
 
+#define S390_K_PAUSER (SANDBOX_K(SANDBOX_MAIN) | SANDBOX_K(SANDBOX_CONTROL) | SANDBOX_K(SANDBOX_API))
 static const struct sandbox_ioctl s390_ioctls[] = {
 	{ S390_K_VCPU | SANDBOX_K(SANDBOX_QUEUE) | SANDBOX_K(SANDBOX_CONTROL), SANDBOX_FD_VM,
 	  KVM_S390_INTERRUPT },
@@ -201,8 +202,8 @@ static const struct sandbox_ioctl s390_ioctls[] = {
 	{ S390_K_VCPU, SANDBOX_FD_VCPUS, KVM_S390_IRQ },
 	{ S390_K_VCPU, SANDBOX_FD_VCPUS, KVM_S390_INITIAL_RESET },
 	/* The thread that pauses keeps the TOD clock (arch_vm_clock_save). */
-	{ SANDBOX_K(SANDBOX_MAIN) | SANDBOX_K(SANDBOX_CONTROL), SANDBOX_FD_VM, KVM_GET_DEVICE_ATTR },
-	{ SANDBOX_K(SANDBOX_MAIN) | SANDBOX_K(SANDBOX_CONTROL), SANDBOX_FD_VM, KVM_SET_DEVICE_ATTR },
+	{ S390_K_PAUSER, SANDBOX_FD_VM, KVM_GET_DEVICE_ATTR },
+	{ S390_K_PAUSER, SANDBOX_FD_VM, KVM_SET_DEVICE_ATTR },
 };
 static const struct sandbox_call s390_calls[] = {
 	{ S390_K_VCPU, __NR_poll },

@@ -301,7 +301,7 @@ int arch_vm_clock_restore(struct vm *vm)
 /* x86-64's calls; x32's share AUDIT_ARCH_X86_64 with bit 30 set. A vCPU
  * reads its own registers to describe a fatal exit (diag.c) and tells
  * its guest of a pause; the thread that pauses keeps the VM's clock. */
-#define X86_K_PAUSER (SANDBOX_K(SANDBOX_MAIN) | SANDBOX_K(SANDBOX_CONTROL))
+#define X86_K_PAUSER (SANDBOX_K(SANDBOX_MAIN) | SANDBOX_K(SANDBOX_CONTROL) | SANDBOX_K(SANDBOX_API))
 static const struct sandbox_ioctl x86_ioctls[] = {
 	{ SANDBOX_K(SANDBOX_VCPU), SANDBOX_FD_VCPU, KVM_GET_REGS },
 	{ SANDBOX_K(SANDBOX_VCPU), SANDBOX_FD_VCPU, KVM_GET_SREGS },

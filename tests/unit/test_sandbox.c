@@ -29,7 +29,9 @@
 #include <sys/prctl.h>
 #include <sys/ptrace.h>
 #include <sys/resource.h>
+#include <sys/select.h>
 #include <sys/socket.h>
+#include <sys/un.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -38,7 +40,7 @@
 
 #define KILLED_BY_SIGSYS (128 + SIGSYS)
 #define K(kind) SANDBOX_K(SANDBOX_##kind)
-#define ANY (K(MAIN) | K(CONTROL) | K(VCPU) | K(QUEUE))
+#define ANY (K(MAIN) | K(CONTROL) | K(VCPU) | K(QUEUE) | K(API))
 #define NONE 0u
 
 /* What a child has before it enters its filter: the descriptors the
@@ -83,6 +85,18 @@ static void env_init(void)
 	env.fds.vcpu_lo = env.fds.vcpu_hi = env.fds.vcpu;
 	env.fds.tty = open("/dev/null", O_RDWR | O_CLOEXEC);
 	env.fds.kick_signal = SIGUSR2;
+	/* A control server's listening socket (nobody connects: accept4
+	 * answers EAGAIN). */
+	env.fds.listen = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+	{
+		/* An abstract address of the kernel's choosing (autobind). */
+		struct sockaddr_un a = { .sun_family = AF_UNIX };
+
+		if (env.fds.listen < 0 ||
+		    bind(env.fds.listen, (struct sockaddr *)&a, sizeof(sa_family_t)) ||
+		    listen(env.fds.listen, 1))
+			_exit(4);
+	}
 	env.other = eventfd(0, EFD_CLOEXEC);
 	if (env.fds.vm < 0 || env.fds.vcpu < 0 || env.fds.tty < 0 || env.other < 0)
 		_exit(4);
@@ -608,6 +622,27 @@ static void call_getrusage_self(void)
 	getrusage(RUSAGE_SELF, &ru);
 }
 static void call_sendto(void) { sendto(env.other, "", 0, MSG_DONTWAIT, NULL, 0); }
+static void call_accept_listen(void) { accept4(env.fds.listen, NULL, NULL, SOCK_CLOEXEC); }
+static void call_accept_other(void) { accept4(env.other, NULL, NULL, SOCK_CLOEXEC); }
+static void call_recvfrom(void)
+{
+	char b;
+
+	recvfrom(env.other, &b, 1, MSG_DONTWAIT, NULL, NULL);
+}
+static void call_select(void)
+{
+	struct timeval tv = { 0, 0 };
+
+	select(0, NULL, NULL, NULL, &tv);
+}
+static void call_shutdown(void) { shutdown(env.other, SHUT_WR); }
+static void call_sendmsg(void)
+{
+	struct msghdr m = { 0 };
+
+	sendmsg(env.other, &m, MSG_DONTWAIT);
+}
 static void call_sigaction_kick(void)
 {
 	struct sigaction sa;
@@ -636,11 +671,17 @@ TEST(each_kind_may_do_what_it_needs_and_no_more)
 		{ "eventfd read, write; stderr", call_eventfd_rw, ANY },
 		{ "close", call_close, ANY },
 		{ "eventfd2", call_eventfd_create, arch_sandbox.ncalls ? K(VCPU) : NONE },
-		{ "poll", call_poll, K(MAIN) | K(CONTROL) | K(QUEUE) |
+		{ "poll", call_poll, K(MAIN) | K(CONTROL) | K(QUEUE) | K(API) |
 		  (arch_sandbox.ncalls ? K(VCPU) : 0) },
+		{ "accept4 on its listening socket", call_accept_listen, K(API) },
+		{ "accept4 on another fd", call_accept_other, NONE },
+		{ "recvfrom", call_recvfrom, K(API) },
+		{ "select", call_select, K(API) },
+		{ "sendmsg", call_sendmsg, K(API) },
+		{ "shutdown", call_shutdown, K(API) },
 		{ "getrusage RUSAGE_THREAD", call_getrusage_thread, K(QUEUE) },
 		{ "getrusage RUSAGE_SELF", call_getrusage_self, NONE },
-		{ "sendto", call_sendto, K(CONTROL) },
+		{ "sendto", call_sendto, K(CONTROL) | K(API) },
 		{ "sigaction of the kick signal", call_sigaction_kick, K(MAIN) },
 		{ "sigaction of another signal", call_sigaction_other, NONE },
 	};
@@ -677,7 +718,7 @@ TEST(vcpu_thread_returns_from_the_kick_handler)
 TEST(every_kind_builds_a_program_that_fits)
 {
 	struct sock_filter insn[SANDBOX_MAX_INSNS];
-	struct sandbox_fds fds = { 3, 4, 4, 9, 5, 0, SIGUSR1 };
+	struct sandbox_fds fds = { 3, 4, 4, 9, 5, 0, SIGUSR1, 6 };
 	unsigned k;
 
 	for (k = 0; k < SANDBOX_KINDS; k++) {

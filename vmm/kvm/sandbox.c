@@ -35,14 +35,15 @@
 
 const char *const sandbox_kind_names[SANDBOX_KINDS] = {
 	[SANDBOX_MAIN] = "main", [SANDBOX_CONTROL] = "control",
-	[SANDBOX_VCPU] = "vcpu", [SANDBOX_QUEUE] = "queue",
+	[SANDBOX_VCPU] = "vcpu", [SANDBOX_QUEUE] = "queue", [SANDBOX_API] = "api",
 };
 
 #define K_MAIN    SANDBOX_K(SANDBOX_MAIN)
 #define K_CONTROL SANDBOX_K(SANDBOX_CONTROL)
 #define K_VCPU    SANDBOX_K(SANDBOX_VCPU)
 #define K_QUEUE   SANDBOX_K(SANDBOX_QUEUE)
-#define K_ALL     (K_MAIN | K_CONTROL | K_VCPU | K_QUEUE)
+#define K_API     SANDBOX_K(SANDBOX_API)
+#define K_ALL     (K_MAIN | K_CONTROL | K_VCPU | K_QUEUE | K_API)
 
 /* One condition on an argument. */
 enum check_op {
@@ -153,12 +154,25 @@ static const struct rule generic[] = {
 	 * (vcpu_signal_put): that signal only. */
 	CHECKED1(K_MAIN, rt_sigaction, FD(0, SANDBOX_FD_KICK_SIGNAL)),
 
-	ALLOW(K_MAIN | K_CONTROL | K_QUEUE, ppoll),
+	ALLOW(K_MAIN | K_CONTROL | K_QUEUE | K_API, ppoll),
 #ifdef __NR_poll
-	ALLOW(K_MAIN | K_CONTROL | K_QUEUE, poll),
+	ALLOW(K_MAIN | K_CONTROL | K_QUEUE | K_API, poll),
 #endif
-	/* Console output to a socket (MSG_DONTWAIT: vmm/lib/console_out.c). */
-	ALLOW(K_CONTROL, sendto),
+	/* A control server (vmm/api/server.c): connections accepted on its
+	 * own socket only (new descriptors, but only of clients that reached
+	 * that socket), requests read and answers written on them, the wait
+	 * (libmicrohttpd's: select), a connection's end. */
+	CHECKED1(K_API, accept4, FD(0, SANDBOX_FD_LISTEN)),
+#ifdef __NR_select
+	ALLOW(K_API, select),
+#endif
+	ALLOW(K_API, pselect6),
+	ALLOW(K_API, recvfrom),
+	ALLOW(K_API, sendmsg),
+	ALLOW(K_API, shutdown),
+	/* Console output to a socket (MSG_DONTWAIT: vmm/lib/console_out.c);
+	 * a control server's answers. */
+	ALLOW(K_CONTROL | K_API, sendto),
 
 	CHECKED1(K_QUEUE, io_uring_enter, FD(0, SANDBOX_FD_RING)),
 	CHECKED1(K_QUEUE, io_uring_register, FD(0, SANDBOX_FD_RING),
@@ -250,6 +264,7 @@ static bool fd_range(const struct sandbox_fds *f, enum sandbox_fd which, int *lo
 	case SANDBOX_FD_RING: *lo = *hi = f->ring; break;
 	case SANDBOX_FD_TTY: *lo = *hi = f->tty; break;
 	case SANDBOX_FD_KICK_SIGNAL: *lo = *hi = f->kick_signal; break;
+	case SANDBOX_FD_LISTEN: *lo = *hi = f->listen; break;
 	default: return false;
 	}
 	return *lo >= 0 && *hi >= *lo;

@@ -32,6 +32,8 @@ enum sandbox_kind {
 	SANDBOX_CONTROL,        /* a VM's control thread: console, teardown */
 	SANDBOX_VCPU,           /* KVM_RUN and the device emulation it runs */
 	SANDBOX_QUEUE,          /* virtqueue workers and device helper threads */
+	SANDBOX_API,            /* a control server's thread (mvm --api-socket):
+				 * accept on its socket, HTTP, run-time control */
 	SANDBOX_KINDS
 };
 
@@ -46,8 +48,9 @@ struct sandbox_fds {
 	int ring;               /* a queue thread's io_uring */
 	int tty;                /* the main thread's terminal (its mode restored) */
 	int kick_signal;        /* the main thread gives its handler back at destroy */
+	int listen;             /* a control server's listening socket */
 };
-#define SANDBOX_NO_FDS ((struct sandbox_fds){ -1, -1, -1, -1, -1, -1, -1 })
+#define SANDBOX_NO_FDS ((struct sandbox_fds){ -1, -1, -1, -1, -1, -1, -1, -1 })
 
 /* A kind's bit in the masks below. */
 #define SANDBOX_K(kind) (1u << (kind))
@@ -60,6 +63,7 @@ enum sandbox_fd {
 	SANDBOX_FD_RING,
 	SANDBOX_FD_TTY,
 	SANDBOX_FD_KICK_SIGNAL, /* not a descriptor: the VM's kick signal */
+	SANDBOX_FD_LISTEN,      /* the control server's listening socket */
 };
 
 /* An ioctl the kinds in `kinds` may issue on descriptor `fd`. */

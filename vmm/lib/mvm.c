@@ -1585,6 +1585,26 @@ unlock:
 	return r;
 }
 
+int mvm_confine_api_thread(struct mvm *m, int listen_fd, char *err, size_t errlen)
+{
+	struct sandbox_fds fds = SANDBOX_NO_FDS;
+	int r;
+
+	if (!m || listen_fd < 0)
+		return err_set(err, errlen, -EINVAL, "mvm_confine_api_thread: %s",
+			       !m ? "vm is NULL" : "no listening socket");
+	if (!m->vm_up)
+		return err_set(err, errlen, -EINVAL, "mvm_confine_api_thread: call mvm_prepare "
+			       "(or mvm_start) first");
+	fds.vm = m->vm.vm_fd;
+	fds.listen = listen_fd;
+	r = sandbox_enter(SANDBOX_API, &fds);
+	if (r)
+		return err_set(err, errlen, r, "cannot enter the API thread's seccomp filter: %s",
+			       strerror(-r));
+	return 0;
+}
+
 int mvm_get_state(const struct mvm *m)
 {
 	if (!m)
