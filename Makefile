@@ -133,15 +133,19 @@ EXE_LDFLAGS :=
 endif
 ALL_CFLAGS := $(CFLAGS_BASE) $(CFLAGS)
 LDLIBS  := -luring -lpthread
+# The API server's libraries (vmm/api/, part of mvm(1), not of libmvm):
+# every executable links them, libmvm.so does not.
+EXE_LDLIBS := -lmicrohttpd -ljansson $(EXE_LDLIBS)
 ALL_LDFLAGS := $(LDFLAGS_SAN) $(LDFLAGS_STATIC) $(LDFLAGS_CROSS) $(LDFLAGS_HARDEN) $(LDFLAGS)
 
 # Every .c under these folders is part of mvm. libmvm (the library behind
 # vmm/mvm.h) is all of it but the command line, vmm/cli/ (main.c, cli.c,
-# term.c, jail.c and relro.c: a library leaves its host program's mappings alone).
+# term.c, jail.c and relro.c: a library leaves its host program's mappings alone),
+# and the API server, vmm/api/ (a client of the library, as the CLI is).
 # Tests and benchmarks link every object but main.o with their own main().
 SRCS     := $(sort $(wildcard vmm/*/*.c devices/*.c arch/$(ARCH)/*.c))
 MAIN_SRC := vmm/cli/main.c
-CLI_SRCS := $(filter-out $(MAIN_SRC),$(wildcard vmm/cli/*.c))
+CLI_SRCS := $(filter-out $(MAIN_SRC),$(wildcard vmm/cli/*.c vmm/api/*.c))
 LIB_SRCS := $(filter-out $(MAIN_SRC),$(SRCS))
 # Assembly: guest payloads that mvm loads (the KVM probe).
 ASM_SRCS := $(sort $(wildcard arch/$(ARCH)/*.S))

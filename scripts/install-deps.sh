@@ -6,6 +6,7 @@ set -euo pipefail
 pkgs=(
 	gcc make libc6-dev linux-libc-dev pkg-config  # build
 	liburing-dev libfdt-dev                       # mvm's libraries
+	libmicrohttpd-dev libjansson-dev              # the API server (HTTP, JSON)
 	linux-source-6.1 flex bison bc libelf-dev libssl-dev xz-utils cpio dwarves  # guest kernel
 	busybox-static fio e2fsprogs kmod            # guest userland, images
 	dpkg-dev libaio-dev zlib1g-dev                # guest: static fio from Debian's source package
@@ -17,6 +18,7 @@ pkgs=(
 	hercules                                      # s390x system tests (s390 KVM in L1)
 	python3 procps util-linux
 	socat                                         # a stock hybrid-vsock client (system/vsock_many, make bench-vsock)
+	curl                                          # the API's system tests, as Cloud Hypervisor's users drive it
 )
 missing=()
 for p in "${pkgs[@]}"; do

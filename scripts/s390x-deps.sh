@@ -3,7 +3,10 @@
 # compiler (gcc-s390x-linux-gnu, libc6-dev-s390x-cross,
 # linux-libc-dev-s390x-cross): liburing for s390x, unpacked from Debian's
 # own s390x packages (the version of the installed liburing-dev) into a
-# sysroot. qemu-user-static runs the big-endian unit tests.
+# sysroot, and the API server's libmicrohttpd and jansson, cross-built
+# there from Debian's source packages (scripts/api-deps-build.sh: Debian's
+# s390x libmicrohttpd.a wants GnuTLS, which has no static archive).
+# qemu-user-static runs the big-endian unit tests.
 #
 #   scripts/s390x-deps.sh --fetch   download the .debs into the cache (the
 #                                   install step; needs the s390x foreign
@@ -54,5 +57,14 @@ if [ ! -f "$sysroot/usr/lib/s390x-linux-gnu/liburing.a" ]; then
 	for d in "$debs"/*.deb; do dpkg-deb -x "$d" "$tmp"; done
 	rm -rf "$sysroot"
 	mv -T "$tmp" "$sysroot"
+fi
+if [ ! -f "$sysroot/usr/lib/s390x-linux-gnu/libmicrohttpd.a" ]; then
+	echo "s390x: cross-building libmicrohttpd and jansson into $sysroot (once)" >&2
+	tmp=$(mktemp -d "$CACHE/.api.XXXXXX")
+	trap 'rm -rf "$tmp"' EXIT
+	"$(dirname "$0")/api-deps-build.sh" s390x-linux-gnu-gcc s390x-linux-gnu "$tmp/out" "$tmp" "-O2 -g" ||
+		{ echo "s390x: building libmicrohttpd and jansson failed" >&2; exit 1; }
+	cp "$tmp/out/include/"* "$sysroot/usr/include/"
+	cp "$tmp/out/lib/"* "$sysroot/usr/lib/s390x-linux-gnu/"
 fi
 echo "$sysroot"
