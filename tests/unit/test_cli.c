@@ -641,6 +641,21 @@ TEST(vsock_option_fills_the_librarys_struct)
 	CHECK(!c.has_vsock);
 }
 
+/* --api-socket takes PATH or Cloud Hypervisor's path=PATH. */
+TEST(api_socket_takes_a_path_or_path_equals)
+{
+	struct cli_config c;
+
+	CHECK_EQ(PARSE(&c, "--kernel", "k"), 0);
+	CHECK(!c.api_socket);
+	CHECK_EQ(PARSE(&c, "--api-socket", "/run/a.sock"), 0);
+	CHECK_STR(c.api_socket, "/run/a.sock");
+	CHECK_EQ(PARSE(&c, "--api-socket", "path=/run/b.sock"), 0);
+	CHECK_STR(c.api_socket, "/run/b.sock");
+	CHECK_EQ(PARSE(&c, "--api-socket", "path="), -EINVAL);
+	CHECK(strstr(err, "--api-socket: empty path; give the socket's PATH"));
+}
+
 TEST(bad_vsock_options)
 {
 	struct cli_config c;

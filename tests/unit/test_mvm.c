@@ -5,6 +5,7 @@
  * cannot run the fake kernel) and check what follows it. Booting real
  * guests from the API is tests/embed (a system test). */
 #include "tests/unit/check.h"
+#include "tests/unit/fake_kernel.h"
 #include "vmm/mvm.h"
 #include "arch/arch.h"
 #include "vmm/base/util.h"
@@ -38,33 +39,15 @@ static void cleanup(void)
 		fprintf(stderr, "cannot remove %s\n", dir);
 }
 
-/* A temporary directory with a minimal kernel and a 1 MiB raw image. The
- * kernel is both a bzImage (protocol 2.15, 64-bit entry, cmdline_size 255)
- * and an s390x image ("S390EP" at 0x10008, 256 bytes of command line), so
- * the API tests run on either architecture. */
+/* A temporary directory with a minimal kernel (tests/unit/fake_kernel.h)
+ * and a 1 MiB raw image. */
 static void setup(void)
 {
-	static uint8_t k[0x10480 + 4096];
-
 	snprintf(dir, sizeof(dir), "/tmp/mvm-test-api.XXXXXX");
 	CHECK(mkdtemp(dir));
 	atexit(cleanup);
-	memset(k, 0, sizeof(k));
-	k[0x1f1] = 1;
-	k[0x1fe] = 0x55; k[0x1ff] = 0xaa;
-	memcpy(k + 0x202, "HdrS", 4);
-	k[0x206] = 0x0f; k[0x207] = 0x02;
-	k[0x211] = 0x01;
-	k[0x22e] = 0x40;
-	k[0x232] = 0x20;
-	k[0x236] = 0x01;
-	k[0x238] = 255;
-	k[0x25b] = 0x01;
-	k[0x262] = 0x10;
-	memcpy(k + 0x10008, "S390EP", 6);
-	k[0x10430 + 6] = 0x01;          /* max_command_line_size 256, big-endian */
 	snprintf(kernel, sizeof(kernel), "%s/bzImage", dir);
-	write_file(kernel, k, sizeof(k));
+	fake_kernel_write(kernel);
 	snprintf(image, sizeof(image), "%s/disk.img", dir);
 	write_file(image, "", 0);
 	CHECK_EQ(truncate(image, 1 << 20), 0);

@@ -13,7 +13,7 @@ enum {
 	OPT_MEM = 'm', OPT_HELP = 'h', OPT_VERSION = 'V',
 	OPT_STATS = 0x100, OPT_DISK, OPT_QUEUES, OPT_IO_THREADS, OPT_TRANSPORT, OPT_PROBE_KVM,
 	OPT_SANDBOX, OPT_CHROOT, OPT_UID, OPT_GID, OPT_PVPANIC, OPT_NETNS, OPT_NEW_PID_NS,
-	OPT_CGROUP, OPT_CGROUP_SET, OPT_ID, OPT_VSOCK, OPT_RATE_GROUP,
+	OPT_CGROUP, OPT_CGROUP_SET, OPT_ID, OPT_VSOCK, OPT_RATE_GROUP, OPT_API_SOCKET,
 };
 
 /* One row per option; cli_parse switches on .val. */
@@ -24,6 +24,7 @@ static const struct option cli_options[] = {
 	{ "cpus",    required_argument, NULL, OPT_CPUS },
 	{ "mem",     required_argument, NULL, OPT_MEM },
 	{ "stats",   no_argument,       NULL, OPT_STATS },
+	{ "api-socket", required_argument, NULL, OPT_API_SOCKET },
 	{ "disk",    required_argument, NULL, OPT_DISK },
 	{ "queues",  required_argument, NULL, OPT_QUEUES },
 	{ "io-threads", required_argument, NULL, OPT_IO_THREADS },
@@ -151,6 +152,10 @@ void cli_usage(FILE *out)
 	      "                   vCPUs are vcpu0, vcpu1, ...): up to 8 letters, digits, '-',\n"
 	      "                   '_' or '.' (default mvm)\n"
 	      "  --stats          print exit and device counters as JSON on stderr at exit\n"
+	      "  --api-socket [path=]PATH\n"
+	      "                   serve Cloud Hypervisor's REST API (HTTP over this Unix\n"
+	      "                   socket, mode 0600): vmm.ping, vm.info, vm.counters,\n"
+	      "                   vm.pause, vm.resume, vm.shutdown, vmm.shutdown (docs/api.md)\n"
 	      "  --sandbox on|off seccomp filters per thread, resource limits, no new\n"
 	      "                   privileges (default on; off only to debug)\n"
 	      "  --pvpanic on|off a pvpanic device (x86): a guest kernel panic ends mvm with\n"
@@ -431,6 +436,15 @@ int cli_parse(int argc, char **argv, struct cli_config *cfg, char *err, size_t e
 			continue;
 		if (c == OPT_STATS)
 			cfg->stats = true;
+		else if (c == OPT_API_SOCKET) {
+			/* Cloud Hypervisor takes "path=PATH" or PATH. */
+			const char *p = !strncmp(optarg, "path=", 5) ? optarg + 5 : optarg;
+
+			if (!*p)
+				return cli_err(err, errlen, "--api-socket: empty path; give the "
+					       "socket's PATH");
+			cfg->api_socket = p;
+		}
 		else if (c == OPT_HELP)
 			cfg->help = true;
 		else if (c == OPT_PROBE_KVM)

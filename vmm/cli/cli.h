@@ -42,6 +42,7 @@ struct cli_config {
 	unsigned ngroups;
 	bool cpus_given;        /* --cpus on the command line */
 	bool stats;
+	const char *api_socket; /* --api-socket [path=]PATH, or NULL */
 	bool help;
 	bool version;
 	bool probe_kvm;         /* --probe-kvm: decide direct or nested, then exit */

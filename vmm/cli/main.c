@@ -3,6 +3,7 @@
  * process-wide — the terminal's raw mode, signals (SIGINT, SIGTERM, SIGHUP
  * become mvm_stop with status 128+N), SIGPIPE, stderr — and turns errors
  * into exit statuses. The only place in mvm that exits. */
+#include "vmm/api/api.h"
 #include "vmm/cli/cli.h"
 #include "vmm/cli/jail.h"
 #include "vmm/mvm.h"
@@ -259,6 +260,8 @@ static void main_print_stats(const struct mvm *vm)
 int main(int argc, char **argv)
 {
 	static struct cli_config cfg;   /* its disks' text is large for a stack */
+	static struct api_vm api_vm;
+	struct api_server *api = NULL;
 	struct jail_cfg jail;
 	struct jail_state jst;
 	bool jailed, escape;
@@ -311,6 +314,17 @@ int main(int argc, char **argv)
 	ret = mvm_prepare(vm, err, sizeof(err));
 	if (ret)
 		die_status(main_start_status(ret), "%s%s", main_option_prefix(err), err);
+	/* The API's socket at its path, before a chroot hides it. */
+	if (cfg.api_socket) {
+		api_vm = (struct api_vm){
+			.vm = vm, .cfg = &cfg.vm, .disks = cfg.disks, .ndisks = cfg.ndisks,
+			.vsock = cfg.has_vsock ? &cfg.vsock : NULL,
+		};
+		if (api_server_new(cfg.api_socket, &api_vm, &api, err, sizeof(err)))
+			die_usage("%s", err);
+		jail.threads++;
+		jail.fds += 20;         /* its socket, eventfd, connections */
+	}
 	/* Everything is open and no thread runs yet: confine the process. */
 	if (jailed) {
 		jail.fsize = main_fsize(&cfg);
@@ -318,6 +332,10 @@ int main(int argc, char **argv)
 		if (ret)
 			die_usage("%s", err);
 	}
+	/* Its thread enters its own filter before the first request; started
+	 * before this thread's, which allows no new thread. */
+	if (api && api_server_start(api, cfg.vm.sandbox, err, sizeof(err)))
+		die("%s", err);
 	/* This thread only waits, turns signals into mvm_stop and tears the
 	 * VM down: it enters a filter of its own before the guest runs. */
 	ret = mvm_start_confined(vm, err, sizeof(err));
@@ -327,6 +345,8 @@ int main(int argc, char **argv)
 		fputs("mvm: console on this terminal; Ctrl-A x quits\r\n", stderr);
 	main_loop(vm, sfd);
 	mvm_wait(vm, -1, &ex, sizeof(ex));
+	/* What the API began answering (vmm.shutdown's 204) goes out first. */
+	api_server_stop(api);
 	term_restore();
 	/* Nothing more to say about how it ended: a crash, a panic or an
 	 * error was logged (one line) when it happened. */

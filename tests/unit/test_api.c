@@ -1,0 +1,191 @@
+/* The REST API's request path (vmm/api/api.c), KVM-free: routes, methods,
+ * Cloud Hypervisor's JSON shapes and status codes, what a bad request
+ * gets. The server around it (HTTP over the socket, its filter) is
+ * tests/system/api_socket.sh's. */
+#include "tests/unit/check.h"
+#include "tests/unit/fake_kernel.h"
+#include "vmm/api/api.h"
+
+#include <jansson.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+static char dir[64], kernel[128], image[128];
+
+static void cleanup(void)
+{
+	unlink(kernel);
+	unlink(image);
+	rmdir(dir);
+}
+
+static void files(void)
+{
+	int fd;
+
+	snprintf(dir, sizeof(dir), "/tmp/mvm-test-api.XXXXXX");
+	CHECK(mkdtemp(dir));
+	atexit(cleanup);
+	snprintf(kernel, sizeof(kernel), "%s/bzImage", dir);
+	fake_kernel_write(kernel);
+	snprintf(image, sizeof(image), "%s/disk.img", dir);
+	fd = open(image, O_WRONLY | O_CREAT, 0644);
+	CHECK(fd >= 0);
+	CHECK_EQ(ftruncate(fd, 1 << 20), 0);
+	close(fd);
+}
+
+/* The request, its status checked; the body parsed (NULL: none). */
+static json_t *call(struct api_vm *v, const char *method, const char *url, const char *body,
+		    unsigned want)
+{
+	struct api_reply r;
+	json_error_t e;
+	json_t *j = NULL;
+
+	api_handle(v, method, url, body, body ? strlen(body) : 0, &r);
+	if (r.status != want)
+		fprintf(stderr, "%s %s: %u %s\n", method, url, r.status, r.body ? r.body : "");
+	CHECK_EQ(r.status, want);
+	if (r.body) {
+		j = json_loads(r.body, JSON_DECODE_ANY, &e);
+		CHECK(j);
+	}
+	free(r.body);
+	return j;
+}
+
+/* An error's body: a JSON string containing `part`. */
+static void error_says(json_t *j, const char *part)
+{
+	CHECK(json_is_string(j));
+	if (!strstr(json_string_value(j), part))
+		fprintf(stderr, "error '%s' lacks '%s'\n", json_string_value(j), part);
+	CHECK(strstr(json_string_value(j), part));
+	json_decref(j);
+}
+
+TEST(ping_answers_the_version_and_the_pid)
+{
+	struct api_vm v = { 0 };
+	json_t *j = call(&v, "GET", "/api/v1/vmm.ping", NULL, 200);
+
+	CHECK_STR(json_string_value(json_object_get(j, "version")), mvm_version());
+	CHECK_STR(json_string_value(json_object_get(j, "build_version")), mvm_version());
+	CHECK_EQ(json_integer_value(json_object_get(j, "pid")), getpid());
+	CHECK(json_is_array(json_object_get(j, "features")));
+	json_decref(j);
+}
+
+TEST(unknown_paths_and_wrong_methods_are_refused)
+{
+	struct api_vm v = { 0 };
+
+	error_says(call(&v, "GET", "/", NULL, 404), "begin with /api/v1/");
+	error_says(call(&v, "GET", "/api/v1/vm.teleport", NULL, 404), "vm.teleport: no such endpoint");
+	error_says(call(&v, "POST", "/api/v1/vmm.ping", NULL, 405), "GET and PUT");
+	error_says(call(&v, "PUT", "/api/v1/vm.info", NULL, 405), "vm.info takes GET");
+	error_says(call(&v, "GET", "/api/v1/vm.pause", NULL, 405), "vm.pause takes PUT");
+	error_says(call(&v, "GET", "/api/v1/vm.add-disk", NULL, 405), "vm.add-disk takes PUT");
+}
+
+/* An endpoint mvm does not serve says so by name (501), once its body is
+ * JSON; a body that is not, or nests deeper than the parser's limit, is
+ * the client's error (400, with where). */
+TEST(unserved_endpoints_are_501_and_bad_json_400)
+{
+	struct api_vm v = { 0 };
+	char *deep;
+	size_t i, n = 5000;
+
+	error_says(call(&v, "PUT", "/api/v1/vm.add-disk", "{\"path\":\"/x.img\"}", 501),
+		   "vm.add-disk: mvm does not support this endpoint");
+	error_says(call(&v, "PUT", "/api/v1/vm.create", "{\"cpus\":", 400),
+		   "vm.create: invalid JSON at line 1");
+	error_says(call(&v, "PUT", "/api/v1/vm.snapshot", "{\"a\":1,\"a\":2}", 400), "duplicate");
+	deep = malloc(2 * n + 1);
+	CHECK(deep);
+	for (i = 0; i < n; i++) {
+		deep[i] = '[';
+		deep[n + i] = ']';
+	}
+	deep[2 * n] = 0;
+	error_says(call(&v, "PUT", "/api/v1/vm.create", deep, 400), "invalid JSON");
+	free(deep);
+}
+
+/* Without a VM: what needs one is 404, as Cloud Hypervisor's before
+ * vm.create; vmm.shutdown still ends the process. */
+TEST(without_a_vm_vm_endpoints_are_404)
+{
+	struct api_vm v = { 0 };
+
+	error_says(call(&v, "GET", "/api/v1/vm.info", NULL, 404), "no VM");
+	error_says(call(&v, "GET", "/api/v1/vm.counters", NULL, 404), "no VM");
+	error_says(call(&v, "PUT", "/api/v1/vm.pause", NULL, 404), "no VM");
+	error_says(call(&v, "PUT", "/api/v1/vm.resume", NULL, 404), "no VM");
+	error_says(call(&v, "PUT", "/api/v1/vm.shutdown", NULL, 404), "no VM");
+	CHECK(!v.shutdown);
+	CHECK(!call(&v, "PUT", "/api/v1/vmm.shutdown", NULL, 204));
+	CHECK(v.shutdown);
+}
+
+/* vm.info in Cloud Hypervisor's VmInfo shape: the VmConfig's fields as
+ * its clients read them, the state, the memory size. A VM not booted
+ * cannot be paused (405); its counters are there, at zero. */
+TEST(info_counters_and_pause_of_a_created_vm)
+{
+	struct mvm_config c;
+	struct mvm_disk d;
+	struct api_vm v = { 0 };
+	char err[MVM_ERR_MAX];
+	json_t *j, *cfg, *disk;
+
+	files();
+	mvm_config_init(&c);
+	c.kernel = kernel;
+	c.cpus = 2;
+	c.mem = 64 << 20;
+	c.cmdline = "quiet";
+	mvm_disk_init(&d, image);
+	d.ro = true;
+	d.queues = 2;
+	d.rate.ops.size = 100;
+	d.rate.ops.refill_time_ms = 1000;
+	CHECK_EQ(mvm_create(&c, &v.vm, err, sizeof(err)), 0);
+	if (mvm_add_disk(v.vm, &d, err, sizeof(err))) {
+		mvm_destroy(v.vm);
+		CHECK_SKIP("no disk transport on this architecture here");
+	}
+	v.cfg = &c;
+	v.disks = &d;
+	v.ndisks = 1;
+	j = call(&v, "GET", "/api/v1/vm.info", NULL, 200);
+	CHECK_STR(json_string_value(json_object_get(j, "state")), "Created");
+	CHECK_EQ(json_integer_value(json_object_get(j, "memory_actual_size")), 64 << 20);
+	cfg = json_object_get(j, "config");
+	CHECK_EQ(json_integer_value(json_object_get(json_object_get(cfg, "cpus"), "boot_vcpus")), 2);
+	CHECK_EQ(json_integer_value(json_object_get(json_object_get(cfg, "memory"), "size")),
+		 64 << 20);
+	CHECK_STR(json_string_value(json_object_get(json_object_get(cfg, "payload"), "kernel")),
+		  kernel);
+	CHECK_STR(json_string_value(json_object_get(json_object_get(cfg, "payload"), "cmdline")),
+		  "quiet");
+	disk = json_array_get(json_object_get(cfg, "disks"), 0);
+	CHECK_STR(json_string_value(json_object_get(disk, "path")), image);
+	CHECK(json_is_true(json_object_get(disk, "readonly")));
+	CHECK_EQ(json_integer_value(json_object_get(disk, "num_queues")), 2);
+	CHECK_STR(json_string_value(json_object_get(disk, "id")), "_disk0");
+	CHECK_EQ(json_integer_value(json_object_get(json_object_get(json_object_get(
+		 disk, "rate_limiter_config"), "ops"), "size")), 100);
+	CHECK(!json_object_get(json_object_get(disk, "rate_limiter_config"), "bandwidth"));
+	json_decref(j);
+	j = call(&v, "GET", "/api/v1/vm.counters", NULL, 200);
+	CHECK_EQ(json_integer_value(json_object_get(json_object_get(j, "_disk0"), "read_bytes")), 0);
+	json_decref(j);
+	error_says(call(&v, "PUT", "/api/v1/vm.pause", NULL, 405), "not been started");
+	error_says(call(&v, "PUT", "/api/v1/vm.resume", NULL, 405), "not been started");
+	mvm_destroy(v.vm);
+}

@@ -1,0 +1,64 @@
+/* mvm's REST API: Cloud Hypervisor's endpoints, methods, JSON field names
+ * and status codes (its OpenAPI document, cloud-hypervisor.yaml), for what
+ * mvm supports; docs/api.md is the table, endpoint by endpoint.
+ *
+ * A client of the public library, like the command line: the request
+ * path (api_handle: method, URL and body in, status and JSON out) is pure
+ * and KVM-free for the unit tests and the fuzz target; the server
+ * (api_server_*: HTTP/1.1 over a Unix socket with libmicrohttpd, on a
+ * thread of its own in a seccomp filter of its own) is a thin shell
+ * around it. JSON is parsed and written with jansson. */
+#ifndef MVM_API_H
+#define MVM_API_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "vmm/mvm.h"
+
+/* Request bodies larger than this are refused (413) before they are read
+ * whole; Cloud Hypervisor's largest (a VmConfig) is a few KiB. */
+#define API_BODY_MAX (64u << 10)
+
+/* The VM the API drives and what it was made from (the command line's
+ * structs; the API never changes them). vm NULL: none created. */
+struct api_vm {
+	struct mvm *vm;
+	const struct mvm_config *cfg;
+	const struct mvm_disk *disks;
+	unsigned ndisks;
+	const struct mvm_vsock *vsock;     /* or NULL */
+	/* vmm.shutdown and vm.shutdown asked the VM to stop (the server then
+	 * ends once the answer is out). */
+	bool shutdown;
+};
+
+struct api_reply {
+	unsigned status;        /* HTTP status */
+	char *body;             /* JSON (malloc'd; free with free()), or NULL: none */
+};
+
+/* Handle one request: method ("GET", "PUT", ...), URL path
+ * ("/api/v1/vm.info"), body (len bytes, not NUL-terminated; may be NULL
+ * when len is 0). Fills r; never fails: an error is a 4xx/5xx status
+ * with Cloud Hypervisor's error shape, a JSON string saying what, which
+ * value and what to do. */
+void api_handle(struct api_vm *v, const char *method, const char *url, const char *body,
+		size_t len, struct api_reply *r);
+
+/* The server. api_server_new: the listening socket at path (mode 0600,
+ * through the umask; a stale socket nobody listens on is replaced, any
+ * other file refused) and the daemon, before the process confines
+ * itself; 0 or -errno with a message. api_server_start: its thread,
+ * which enters its seccomp filter (sandbox) before the first request;
+ * api_server_stop: the thread answers what it has begun, ends, and is
+ * joined; api_server_free. */
+struct api_server;
+int api_server_new(const char *path, struct api_vm *v, struct api_server **out, char *err,
+		   size_t errlen);
+int api_server_start(struct api_server *s, bool sandbox, char *err, size_t errlen);
+void api_server_stop(struct api_server *s);
+void api_server_free(struct api_server *s);
+
+#endif
