@@ -6,6 +6,8 @@
 #define MVM_TEST_FAKE_KERNEL_H
 
 #include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <stdint.h>
 #include <string.h>
 #include <unistd.h>
@@ -34,6 +36,23 @@ static inline void fake_kernel_write(const char *path)
 	fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
 	CHECK(fd >= 0);
 	CHECK_EQ(write(fd, k, sizeof(k)), (long long)sizeof(k));
+	close(fd);
+}
+
+/* A fresh directory (dir, 64 bytes) holding the kernel above (kernel,
+ * 128 bytes: DIR/bzImage) and a 1 MiB raw image (image: DIR/disk.img). */
+static inline void fake_vm_files(char *dir, char *kernel, char *image)
+{
+	int fd;
+
+	snprintf(dir, 64, "/tmp/mvm-test-api.XXXXXX");
+	CHECK(mkdtemp(dir));
+	snprintf(kernel, 128, "%s/bzImage", dir);
+	fake_kernel_write(kernel);
+	snprintf(image, 128, "%s/disk.img", dir);
+	fd = open(image, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+	CHECK(fd >= 0);
+	CHECK_EQ(ftruncate(fd, 1 << 20), 0);
 	close(fd);
 }
 

@@ -23,18 +23,8 @@ static void cleanup(void)
 
 static void files(void)
 {
-	int fd;
-
-	snprintf(dir, sizeof(dir), "/tmp/mvm-test-api.XXXXXX");
-	CHECK(mkdtemp(dir));
+	fake_vm_files(dir, kernel, image);
 	atexit(cleanup);
-	snprintf(kernel, sizeof(kernel), "%s/bzImage", dir);
-	fake_kernel_write(kernel);
-	snprintf(image, sizeof(image), "%s/disk.img", dir);
-	fd = open(image, O_WRONLY | O_CREAT, 0644);
-	CHECK(fd >= 0);
-	CHECK_EQ(ftruncate(fd, 1 << 20), 0);
-	close(fd);
 }
 
 /* The request, its status checked; the body parsed (NULL: none). */

@@ -43,14 +43,8 @@ static void cleanup(void)
  * and a 1 MiB raw image. */
 static void setup(void)
 {
-	snprintf(dir, sizeof(dir), "/tmp/mvm-test-api.XXXXXX");
-	CHECK(mkdtemp(dir));
+	fake_vm_files(dir, kernel, image);
 	atexit(cleanup);
-	snprintf(kernel, sizeof(kernel), "%s/bzImage", dir);
-	fake_kernel_write(kernel);
-	snprintf(image, sizeof(image), "%s/disk.img", dir);
-	write_file(image, "", 0);
-	CHECK_EQ(truncate(image, 1 << 20), 0);
 }
 
 static struct mvm_config config(void)
