@@ -762,9 +762,12 @@ int blk_swap_image(struct blk_dev *blk, struct blk_image *img, const char *path,
 		running[wi] = w->running;
 		mask[wi] = w->run_mask;
 		vqw_retire(w);
-		/* The counters go on where the old worker left them. */
-		for (i = 0; i < w->nq; i++)
+		/* The counters go on where the old worker left them (its
+		 * ring's last state is a stopped queue's: not carried). */
+		for (i = 0; i < w->nq; i++) {
 			vqw_get_stats(&w->q[i], &nw[wi].w.q[i].st);
+			nw[wi].w.q[i].st.ring_valid = false;
+		}
 	}
 	old = blk->workers;
 	pthread_mutex_lock(&blk->workers_lock);
@@ -772,7 +775,12 @@ int blk_swap_image(struct blk_dev *blk, struct blk_image *img, const char *path,
 	workers_adopt(blk, nw);
 	pthread_mutex_unlock(&blk->workers_lock);
 	workers_free(blk, old);
-	free(old);
+	/* A worker whose thread did not end (said by vqw_retire) keeps its
+	 * memory: the thread may still touch it. */
+	for (wi = 0; wi < blk->nworkers && !old[wi].up; wi++)
+		;
+	if (wi == blk->nworkers)
+		free(old);
 
 	prev = blk->img;
 	blk_image_move(&blk->img, img);

@@ -2072,6 +2072,7 @@ TEST(a_swapped_image_serves_the_queue_on_with_its_new_capacity)
 		 VIRTIO_BLK_S_OK);
 	CHECK_EQ(blk_get_queue_stats(t.dev, 0, &s), 0);
 	CHECK_EQ(s.requests, 4);
+	CHECK(!s.ring_valid);           /* a running queue: no stopped ring to show */
 	teardown(&t);
 	unlink(other);
 }
