@@ -6,10 +6,13 @@
 #include "tests/unit/fake_kernel.h"
 #include "vmm/api/api.h"
 
+#include <errno.h>
 #include <jansson.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/un.h>
 #include <unistd.h>
 
 static char dir[64], kernel[128], image[128];
@@ -178,4 +181,109 @@ TEST(info_counters_and_pause_of_a_created_vm)
 	error_says(call(&v, "PUT", "/api/v1/vm.pause", NULL, 405), "not been started");
 	error_says(call(&v, "PUT", "/api/v1/vm.resume", NULL, 405), "not been started");
 	mvm_destroy(v.vm);
+}
+
+/* --- the server around it, over its socket (no VM, no filter) --- */
+
+/* Send req whole to the server at path, read the answer until the server
+ * closes; the status line's code, the answer in out. */
+static int http(const char *path, const char *req, size_t len, char *out, size_t outlen)
+{
+	struct sockaddr_un a = { .sun_family = AF_UNIX };
+	size_t n = 0;
+	ssize_t r;
+	int fd, code = -1;
+
+	snprintf(a.sun_path, sizeof(a.sun_path), "%s", path);
+	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	CHECK(fd >= 0);
+	CHECK_EQ(connect(fd, (struct sockaddr *)&a, sizeof(a)), 0);
+	while (len) {
+		r = write(fd, req, len);
+		if (r <= 0)
+			break;          /* the server may answer (413) and close early */
+		req += r;
+		len -= (size_t)r;
+	}
+	shutdown(fd, SHUT_WR);
+	while (n + 1 < outlen && (r = read(fd, out + n, outlen - 1 - n)) > 0)
+		n += (size_t)r;
+	out[n] = 0;
+	close(fd);
+	sscanf(out, "HTTP/1.1 %d", &code);
+	return code;
+}
+
+static int http_str(const char *path, const char *req, char *out, size_t outlen)
+{
+	return http(path, req, strlen(req), out, outlen);
+}
+
+static struct api_server *server_at(const char *path, struct api_vm *v)
+{
+	struct api_server *s;
+	char err[MVM_ERR_MAX];
+
+	if (api_server_new(path, v, &s, err, sizeof(err))) {
+		fprintf(stderr, "%s\n", err);
+		CHECK(0);
+	}
+	CHECK_EQ(api_server_start(s, false, err, sizeof(err)), 0);
+	return s;
+}
+
+/* The socket is 0600 whatever the umask, a stale one (nobody accepts on
+ * it) is replaced, a live one or another file is not; requests go through
+ * HTTP to the same answers; a body over the limit is 413. */
+TEST(server_socket_is_private_and_answers_over_http)
+{
+	char path[108], out[4096], err[MVM_ERR_MAX], *big;
+	struct api_vm v = { 0 };
+	struct api_server *s, *s2;
+	struct stat st;
+	size_t blen = API_BODY_MAX + 4096, hlen;
+	mode_t old;
+	int fd;
+
+	files();
+	snprintf(path, sizeof(path), "%s/api.sock", dir);
+	/* A stale socket: bound, never listened on. */
+	{
+		struct sockaddr_un a = { .sun_family = AF_UNIX };
+
+		snprintf(a.sun_path, sizeof(a.sun_path), "%s", path);
+		fd = socket(AF_UNIX, SOCK_STREAM, 0);
+		CHECK_EQ(bind(fd, (struct sockaddr *)&a, sizeof(a)), 0);
+		close(fd);
+	}
+	old = umask(0);
+	s = server_at(path, &v);
+	umask(old);
+	CHECK_EQ(stat(path, &st), 0);
+	CHECK_EQ(st.st_mode & 0777, 0600);
+	/* A live one is refused, and stays. */
+	CHECK_EQ(api_server_new(path, &v, &s2, err, sizeof(err)), -EADDRINUSE);
+	CHECK(strstr(err, "another mvm listens there"));
+	CHECK_EQ(http_str(path, "GET /api/v1/vmm.ping HTTP/1.1\r\nHost: x\r\nConnection: close"
+			  "\r\n\r\n", out, sizeof(out)), 200);
+	CHECK(strstr(out, "application/json"));
+	CHECK(strstr(out, "\"version\":\""));
+	CHECK_EQ(http_str(path, "PUT /api/v1/vm.pause HTTP/1.1\r\nHost: x\r\nConnection: close"
+			  "\r\n\r\n", out, sizeof(out)), 404);
+	big = malloc(blen + 256);
+	CHECK(big);
+	hlen = (size_t)snprintf(big, 256, "PUT /api/v1/vm.create HTTP/1.1\r\nHost: x\r\n"
+				"Connection: close\r\nContent-Length: %zu\r\n\r\n", blen);
+	memset(big + hlen, ' ', blen);
+	CHECK_EQ(http(path, big, hlen + blen, out, sizeof(out)), 413);
+	free(big);
+	api_server_free(s);
+	/* Another file at the path is not the server's to remove. */
+	unlink(path);
+	fd = open(path, O_WRONLY | O_CREAT, 0600);
+	CHECK(fd >= 0);
+	close(fd);
+	CHECK_EQ(api_server_new(path, &v, &s2, err, sizeof(err)), -EADDRINUSE);
+	CHECK(strstr(err, "--api-socket"));
+	unlink(path);
 }
