@@ -279,6 +279,21 @@ void (mvm_disk_init)(struct mvm_disk *disk, const char *path)
 	mvm_disk_init_size(disk, path, MVM_DISK_SIZE_MIN);
 }
 
+/* A spec in a key table's syntax over the caller's sized struct: taken
+ * into ours (its defaults already there), parsed, given back. */
+static int mvm_kv_parse(const struct kv_table *t, void *ours, size_t have, void *theirs,
+			size_t size, size_t min, const char *what, const char *init,
+			const char *spec, char *buf, size_t buflen, char *err, size_t errlen)
+{
+	int r = mvm_take(ours, have, theirs, size, min, what, init, err, errlen);
+
+	if (!r)
+		r = kv_parse(t, spec, ours, buf, buflen, err, errlen);
+	if (!r)
+		memcpy(theirs, ours, MIN(size, have));
+	return r;
+}
+
 /* The device's keys write at this library's offsets: they work on a full
  * copy, and a key whose field lies beyond the caller's struct (a program
  * built with an older mvm.h) is refused rather than written past it. */
@@ -348,20 +363,12 @@ int mvm_vsock_parse(struct mvm_vsock *vsock, const char *spec, char *buf, size_t
 		    char *err, size_t errlen)
 {
 	struct mvm_vsock v;
-	int r;
 
 	if (!vsock)
 		return err_set(err, errlen, -EINVAL, "vsock: NULL; fill one with mvm_vsock_init");
 	mvm_vsock_init(&v);
-	r = mvm_take(&v, sizeof(v), vsock, vsock->size, MVM_VSOCK_SIZE_MIN, "vsock",
-		     "mvm_vsock_init", err, errlen);
-	if (r)
-		return r;
-	r = kv_parse(&vsock_keys, spec, &v, buf, buflen, err, errlen);
-	if (r)
-		return r;
-	memcpy(vsock, &v, MIN(vsock->size, sizeof(v)));
-	return 0;
+	return mvm_kv_parse(&vsock_keys, &v, sizeof(v), vsock, vsock->size, MVM_VSOCK_SIZE_MIN,
+			    "vsock", "mvm_vsock_init", spec, buf, buflen, err, errlen);
 }
 
 size_t mvm_vsock_syntax(char *buf, size_t len)
@@ -388,21 +395,14 @@ int mvm_rate_group_parse(struct mvm_rate_group_config *g, const char *spec, char
 			 size_t buflen, char *err, size_t errlen)
 {
 	struct mvm_rate_group_config c;
-	int r;
 
 	if (!g)
 		return err_set(err, errlen, -EINVAL, "rate-limit-group: NULL; fill one with "
 			       "mvm_rate_group_config_init");
 	mvm_rate_group_config_init(&c);
-	r = mvm_take(&c, sizeof(c), g, g->size, MVM_RATE_GROUP_SIZE_MIN, "rate-limit-group",
-		     "mvm_rate_group_config_init", err, errlen);
-	if (r)
-		return r;
-	r = kv_parse(&ratelim_group_keys, spec, &c, buf, buflen, err, errlen);
-	if (r)
-		return r;
-	memcpy(g, &c, MIN(g->size, sizeof(c)));
-	return 0;
+	return mvm_kv_parse(&ratelim_group_keys, &c, sizeof(c), g, g->size,
+			    MVM_RATE_GROUP_SIZE_MIN, "rate-limit-group", "mvm_rate_group_config_init",
+			    spec, buf, buflen, err, errlen);
 }
 
 size_t mvm_rate_group_syntax(char *buf, size_t len)
