@@ -23,8 +23,8 @@ void pci_guest_warn(struct pci_dev *pd, unsigned kind, const char *fmt, ...)
 	va_start(ap, fmt);
 	vsnprintf(what, sizeof(what), fmt, ap);
 	va_end(ap);
-	log_warn(pd->log, "pci 00:%02x.0 (%s): %s (the first of its kind on this function: the "
-		 "rest are only counted, as pci_guest_errors in --stats)", pd->slot,
+	log_warn(pd->log, "pci %02x:%02x.0 (%s): %s (the first of its kind on this function: the "
+		 "rest are only counted, as pci_guest_errors in --stats)", pd->busno, pd->slot,
 		 pd->name ? pd->name : "?", what);
 }
 
@@ -175,8 +175,11 @@ static const char *bar_conflict(struct pci_bus *bus, struct pci_dev *pd, unsigne
 	for (i = 0; i < bus->nfixed; i++)
 		if (range_overlaps(addr, size, bus->fixed[i].base, bus->fixed[i].size))
 			return bus->fixed[i].name;
-	for (s = 0; s < PCI_MAX_SLOTS; s++) {
-		struct pci_dev *o = bus->slots[s];
+	for (s = 0; s < 2 * PCI_MAX_SLOTS; s++) {
+		/* Every function of bus 0, then every child behind a bridge. */
+		struct pci_dev *o = bus->slots[s % PCI_MAX_SLOTS];
+		if (o && s >= PCI_MAX_SLOTS)
+			o = o->child;
 		if (!o)
 			continue;
 		for (b = 0; b < PCI_NUM_BARS; b++) {
@@ -359,18 +362,30 @@ static void conf1_addr_write(void *opaque, uint64_t off, const uint8_t *data, un
 }
 
 /* The function the latched address selects, and the config offset of data
- * port byte `off`; NULL when disabled, not bus 0, no such device/function,
- * or the access would cross the dword. */
+ * port byte `off`; NULL when disabled, no such bus/device/function, or the
+ * access would cross the dword. */
 static struct pci_dev *conf1_target(struct pci_bus *bus, uint64_t off, unsigned len,
 				    unsigned *reg)
 {
 	uint32_t a = bus->conf1_addr;
 	unsigned busno = (a >> 16) & 0xff, slot = (a >> 11) & 0x1f, fn = (a >> 8) & 7;
 
-	if (!(a & PCI_CONF1_ENABLE) || busno != 0 || fn != 0 || off + len > 4)
+	unsigned s;
+
+	if (!(a & PCI_CONF1_ENABLE) || fn != 0 || off + len > 4)
 		return NULL;
 	*reg = (a & 0xfc) + (unsigned)off;
-	return bus->slots[slot];
+	if (busno == 0)
+		return bus->slots[slot];
+	/* A bridge's secondary bus holds its child at device 0 only (a PCIe
+	 * link has one device); any other number master-aborts. */
+	for (s = 1; s < PCI_MAX_SLOTS && slot == 0; s++) {
+		struct pci_dev *b = bus->slots[s];
+		if (b && (b->cfg[PCI_HEADER_TYPE] & 0x7f) == PCI_HEADER_TYPE_BRIDGE &&
+		    b->cfg[PCI_SECONDARY_BUS] == busno)
+			return b->child;
+	}
+	return NULL;
 }
 
 static void conf1_data_read(void *opaque, uint64_t off, uint8_t *data, unsigned len)
@@ -511,11 +526,80 @@ void pci_bus_remove(struct pci_bus *bus, struct pci_dev *pd)
 	unsigned i;
 
 	pthread_mutex_lock(&bus->lock);
+	if (pd->parent) {
+		pci_bus_detach_child_locked(pd);
+	} else {
+		for (i = 0; i < PCI_NUM_BARS; i++)
+			if (pd->bars[i].size)
+				bar_unmap(pd, i);
+		if (pd->slot < PCI_MAX_SLOTS && bus->slots[pd->slot] == pd)
+			bus->slots[pd->slot] = NULL;
+	}
+	pd->bus = NULL;
+	pthread_mutex_unlock(&bus->lock);
+}
+
+/* A type 1 header's memory window: [*base, *limit], from the 16-bit
+ * base and limit registers (address bits 31:20). False when disabled. */
+static bool bridge_window(const struct pci_dev *br, uint64_t *base, uint64_t *limit)
+{
+	*base = (uint64_t)(le16_load(&br->cfg[PCI_MEMORY_BASE]) & 0xfff0u) << 16;
+	*limit = ((uint64_t)(le16_load(&br->cfg[PCI_MEMORY_LIMIT]) & 0xfff0u) << 16) | 0xfffff;
+	return *base <= *limit;
+}
+
+int pci_bus_add_child_locked(struct pci_bus *bus, struct pci_dev *bridge, struct pci_dev *pd)
+{
+	uint64_t base, limit, next;
+	unsigned i, pass;
+
+	if (bridge->child)
+		return -EBUSY;
+	if (!bridge_window(bridge, &base, &limit))
+		return -ENOSPC;
+	/* Two passes: check that every BAR fits, then place them. */
+	for (pass = 0; pass < 2; pass++) {
+		next = base;
+		for (i = 0; i < PCI_NUM_BARS; i++) {
+			uint64_t size = pd->bars[i].size, at;
+			unsigned reg = PCI_BASE_ADDRESS_0 + 4 * i;
+			if (!size)
+				continue;
+			at = ALIGN_UP(next, size);
+			if (at + size - 1 > limit || at + size < at)
+				return -ENOSPC;
+			next = at + size;
+			if (!pass)
+				continue;
+			cfg_store(pd, reg, 4, (uint32_t)at | pd->bars[i].flags);
+			if (pd->bars[i].flags & PCI_BASE_ADDRESS_MEM_TYPE_64)
+				cfg_store(pd, reg + 4, 4, (uint32_t)(at >> 32));
+		}
+	}
+	pd->bus = bus;
+	pd->slot = 0;
+	pd->busno = bridge->cfg[PCI_SECONDARY_BUS];
+	pd->parent = bridge;
+	if (!pd->log && bus->vm)
+		pd->log = &bus->vm->log;
+	pd->cfg[PCI_INTERRUPT_PIN] = 1;               /* INTA# */
+	pd->cfg[PCI_INTERRUPT_LINE] = pci_dev_intx_line(pd);
+	bridge->child = pd;
+	return 0;
+}
+
+void pci_bus_detach_child_locked(struct pci_dev *pd)
+{
+	unsigned i;
+
 	for (i = 0; i < PCI_NUM_BARS; i++)
 		if (pd->bars[i].size)
 			bar_unmap(pd, i);
-	if (pd->slot < PCI_MAX_SLOTS && bus->slots[pd->slot] == pd)
-		bus->slots[pd->slot] = NULL;
-	pd->bus = NULL;
-	pthread_mutex_unlock(&bus->lock);
+	if (pd->parent && pd->parent->child == pd)
+		pd->parent->child = NULL;
+}
+
+unsigned pci_dev_intx_line(const struct pci_dev *pd)
+{
+	return pci_intx_pin(pd->bus, pd->parent ? pd->parent->slot : pd->slot);
 }

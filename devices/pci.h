@@ -94,8 +94,14 @@ struct pci_cap_range {
 };
 
 struct pci_dev {
-	struct pci_bus *bus;       /* NULL until pci_bus_add */
-	unsigned slot;             /* device number on bus 0 */
+	struct pci_bus *bus;       /* NULL until pci_bus_add / pci_bus_add_child */
+	unsigned slot;             /* device number on its bus (0 behind a port) */
+	/* Behind a bridge (a PCIe root port, pcie_port.h): the bus number it
+	 * had when plugged (messages), and the bridge. A bridge's device 0 on
+	 * its secondary bus is its child (NULL: the slot is empty). Both
+	 * under the bus lock. */
+	unsigned busno;
+	struct pci_dev *parent, *child;
 	const char *name;          /* for messages */
 	uint8_t cfg[PCI_CFG_SIZE];
 	uint8_t wmask[PCI_CFG_SIZE];
@@ -180,8 +186,23 @@ void pci_bus_destroy(struct pci_bus *bus);
 /* Put pd on the next free slot (1..31), place its BARs in the 32-bit PCI
  * window (decode stays off until the guest enables it). 0 or -ENOSPC. */
 int pci_bus_add(struct pci_bus *bus, struct pci_dev *pd);
-/* Unmap pd's BARs and free its slot. */
+/* Unmap pd's BARs and free its slot (or its place behind its bridge). */
 void pci_bus_remove(struct pci_bus *bus, struct pci_dev *pd);
+
+/* Put pd behind bridge (on bus 0, a header type 1 function) as device 0
+ * of its secondary bus, its BARs placed in the bridge's memory window as
+ * firmware would (the guest may move them). 0, -EBUSY (a child there
+ * already) or -ENOSPC (the BARs do not fit the window). Bus lock held by
+ * the caller (the bridge's code), which tells the guest. */
+int pci_bus_add_child_locked(struct pci_bus *bus, struct pci_dev *bridge, struct pci_dev *pd);
+/* Take pd from behind its bridge: BARs unmapped, config accesses to it
+ * master-abort from now on. Bus lock held. */
+void pci_bus_detach_child_locked(struct pci_dev *pd);
+
+/* The IOAPIC line pd's INTA# reaches: bus 0's wiring for its slot, or,
+ * behind a bridge, its bridge's (the PCI-to-PCI swizzle of device 0's
+ * INTA# is the bridge's INTA#). */
+unsigned pci_dev_intx_line(const struct pci_dev *pd);
 
 /* Config space access of one function (what conf1, and unit tests, use).
  * Out-of-bounds / wrong width / capability-straddling accesses are ignored

@@ -1,10 +1,12 @@
 /* PCI bus 0: conf1 decoding, host bridge, config space masks and bounds,
- * BAR sizing/placement/mapping, capability chain. No KVM: a struct vm with
+ * BAR sizing/placement/mapping, capability chain; PCIe root ports with a
+ * hot-plug slot and the device behind one. No KVM: a struct vm with
  * vm_fd -1, real I/O buses, fake RAM at [0, 1 MiB) and [4 GiB, +1 MiB). */
 #include <errno.h>
 
 #include "tests/unit/check.h"
 #include "devices/pci.h"
+#include "devices/pcie_port.h"
 #include "vmm/base/byteorder.h"
 #include "vmm/base/util.h"
 #include "vmm/kvm/vm.h"
@@ -75,16 +77,28 @@ static uint32_t conf1_addr(unsigned bus, unsigned slot, unsigned fn, unsigned re
 	return PCI_CONF1_ENABLE | bus << 16 | slot << 11 | fn << 8 | (reg & 0xfc);
 }
 
+static uint32_t conf1_read_on(struct tbus *t, unsigned bus, unsigned slot, unsigned reg,
+			      unsigned len)
+{
+	pio_out(t, PCI_CONF1_ADDR_PORT, 4, conf1_addr(bus, slot, 0, reg));
+	return pio_in(t, PCI_CONF1_DATA_PORT + (reg & 3), len);
+}
+
 static uint32_t conf1_read(struct tbus *t, unsigned slot, unsigned reg, unsigned len)
 {
-	pio_out(t, PCI_CONF1_ADDR_PORT, 4, conf1_addr(0, slot, 0, reg));
-	return pio_in(t, PCI_CONF1_DATA_PORT + (reg & 3), len);
+	return conf1_read_on(t, 0, slot, reg, len);
+}
+
+static void conf1_write_on(struct tbus *t, unsigned bus, unsigned slot, unsigned reg,
+			   unsigned len, uint32_t v)
+{
+	pio_out(t, PCI_CONF1_ADDR_PORT, 4, conf1_addr(bus, slot, 0, reg));
+	pio_out(t, PCI_CONF1_DATA_PORT + (reg & 3), len, v);
 }
 
 static void conf1_write(struct tbus *t, unsigned slot, unsigned reg, unsigned len, uint32_t v)
 {
-	pio_out(t, PCI_CONF1_ADDR_PORT, 4, conf1_addr(0, slot, 0, reg));
-	pio_out(t, PCI_CONF1_DATA_PORT + (reg & 3), len, v);
+	conf1_write_on(t, 0, slot, reg, len, v);
 }
 
 /* A device with a 4 KiB 32-bit BAR0 and a 16 KiB 64-bit prefetchable BAR2
@@ -115,7 +129,8 @@ static void tdev_write(void *opaque, uint64_t off, const uint8_t *data, unsigned
 
 static const struct io_ops tdev_ops = { tdev_read, tdev_write };
 
-static struct tdev *tdev_add(struct tbus *t)
+/* tdev_add's device, not on any bus yet. */
+static struct tdev *tdev_new(void)
 {
 	struct tdev *d = calloc(1, sizeof(*d));
 
@@ -124,6 +139,13 @@ static struct tdev *tdev_add(struct tbus *t)
 	CHECK_EQ(pci_dev_set_bar(&d->pd, 0, 0x1000, 0, &tdev_ops, d), 0);
 	CHECK_EQ(pci_dev_set_bar(&d->pd, 2, 0x4000, PCI_BASE_ADDRESS_MEM_TYPE_64 | PCI_BASE_ADDRESS_MEM_PREFETCH,
 				 &tdev_ops, d), 0);
+	return d;
+}
+
+static struct tdev *tdev_add(struct tbus *t)
+{
+	struct tdev *d = tdev_new();
+
 	CHECK_EQ(pci_bus_add(&t->bus, &d->pd), 0);
 	return d;
 }
@@ -515,4 +537,257 @@ TEST(bar_declaration_rules)
 	CHECK_EQ(pci_dev_set_bar(pd, 0, 0x1000, PCI_BASE_ADDRESS_MEM_TYPE_64, &tdev_ops, NULL), 0);
 	CHECK_EQ(pci_dev_set_bar(pd, 1, 0x1000, 0, &tdev_ops, NULL), -EBUSY);   /* upper half */
 	free(pd);
+}
+
+/* ---- PCIe root ports (pcie_port.h) -------------------------------------- */
+
+/* A port on the bus and its PCIe capability's offset, found as Linux
+ * finds it (the capability list). */
+static struct pcie_port *port_add(struct tbus *t, unsigned number, unsigned *cap)
+{
+	struct pcie_port *p = calloc(1, sizeof(*p));
+	unsigned off;
+
+	CHECK(p);
+	CHECK_EQ(pcie_port_init(p, &t->bus, number), 0);
+	for (off = conf1_read(t, p->pci.slot, PCI_CAPABILITY_LIST, 1); off;
+	     off = conf1_read(t, p->pci.slot, off + 1, 1))
+		if (conf1_read(t, p->pci.slot, off, 1) == PCI_CAP_ID_EXP)
+			break;
+	CHECK(off != 0);
+	*cap = off;
+	return p;
+}
+
+static void port_free(struct pcie_port *p)
+{
+	pcie_port_destroy(p);
+	free(p);
+}
+
+static uint16_t slot_sta(struct tbus *t, struct pcie_port *p, unsigned cap)
+{
+	return (uint16_t)conf1_read(t, p->pci.slot, cap + PCI_EXP_SLTSTA, 2);
+}
+
+/* What pciehp writes: the slot's control register, whole. */
+static void slot_ctl(struct tbus *t, struct pcie_port *p, unsigned cap, uint16_t v)
+{
+	conf1_write(t, p->pci.slot, cap + PCI_EXP_SLTCTL, 2, v);
+}
+
+#define SLT_ENABLES (PCI_EXP_SLTCTL_ABPE | PCI_EXP_SLTCTL_PDCE | PCI_EXP_SLTCTL_HPIE | \
+		     PCI_EXP_SLTCTL_DLLSCE)
+
+TEST(root_port_is_a_bridge_with_a_hot_plug_slot_and_its_own_window)
+{
+	struct tbus *t = tbus_new();
+	struct pcie_port *p;
+	unsigned cap, s;
+	uint32_t base, limit;
+
+	p = port_add(t, 3, &cap);
+	s = p->pci.slot;
+	CHECK_EQ(conf1_read(t, s, PCI_VENDOR_ID, 4), 0x000c1b36u);
+	CHECK_EQ(conf1_read(t, s, PCI_CLASS_REVISION, 4) >> 8, PCIE_PORT_CLASS);
+	CHECK_EQ(conf1_read(t, s, PCI_HEADER_TYPE, 1), PCI_HEADER_TYPE_BRIDGE);
+	CHECK_EQ(conf1_read(t, s, PCI_PRIMARY_BUS, 4) & 0xffffff, 0x030300u);
+	CHECK_EQ(conf1_read(t, s, cap + PCI_EXP_FLAGS, 2),
+		 2u | PCI_EXP_TYPE_ROOT_PORT << 4 | PCI_EXP_FLAGS_SLOT);
+	CHECK_EQ(conf1_read(t, s, cap + PCI_EXP_SLTCAP, 4),
+		 PCI_EXP_SLTCAP_ABP | PCI_EXP_SLTCAP_PCP | PCI_EXP_SLTCAP_HPC |
+		 PCI_EXP_SLTCAP_NCCS | 3u << 19);
+	CHECK(conf1_read(t, s, cap + PCI_EXP_LNKCAP, 4) & PCI_EXP_LNKCAP_DLLLARC);
+	/* Empty, powered off, link down; no event pending. */
+	CHECK_EQ(slot_sta(t, p, cap), 0);
+	CHECK_EQ(conf1_read(t, s, cap + PCI_EXP_SLTCTL, 2), PCI_EXP_SLTCTL_PWR_OFF);
+	CHECK_EQ(conf1_read(t, s, cap + PCI_EXP_LNKSTA, 2) & PCI_EXP_LNKSTA_DLLLA, 0);
+	/* A 1 MiB memory window in the bus's; I/O and prefetchable closed. */
+	base = conf1_read(t, s, PCI_MEMORY_BASE, 2) << 16;
+	limit = conf1_read(t, s, PCI_MEMORY_LIMIT, 2) << 16 | 0xfffff;
+	CHECK_EQ(limit - base + 1, PCIE_PORT_WINDOW);
+	CHECK(base >= T_MMIO_BASE && limit < T_MMIO_END);
+	CHECK(conf1_read(t, s, PCI_IO_BASE, 1) > conf1_read(t, s, PCI_IO_LIMIT, 1));
+	CHECK(conf1_read(t, s, PCI_PREF_MEMORY_BASE, 2) > conf1_read(t, s, PCI_PREF_MEMORY_LIMIT, 2));
+	port_free(p);
+	tbus_free(t);
+}
+
+TEST(device_behind_a_port_answers_at_device_0_of_its_secondary_bus_only)
+{
+	struct tbus *t = tbus_new();
+	struct tdev *d = tdev_new();
+	struct pcie_port *p;
+	unsigned cap;
+
+	p = port_add(t, 1, &cap);
+	CHECK_EQ(conf1_read_on(t, 1, 0, PCI_VENDOR_ID, 4), 0xffffffffu);
+	CHECK_EQ(pcie_port_plug(p, &d->pd), 0);
+	CHECK_EQ(conf1_read_on(t, 1, 0, PCI_VENDOR_ID, 4), 0x56781234u);
+	CHECK_EQ(conf1_read_on(t, 1, 1, PCI_VENDOR_ID, 4), 0xffffffffu);
+	CHECK_EQ(conf1_read_on(t, 2, 0, PCI_VENDOR_ID, 4), 0xffffffffu);
+	/* Its INTA# is its port's (the swizzle of device 0). */
+	CHECK_EQ(conf1_read_on(t, 1, 0, PCI_INTERRUPT_LINE, 1), T_INTX_BASE + p->pci.slot % 4);
+	/* The guest renumbers the port's secondary bus: the device follows. */
+	conf1_write(t, p->pci.slot, PCI_SECONDARY_BUS, 1, 7);
+	CHECK_EQ(conf1_read_on(t, 1, 0, PCI_VENDOR_ID, 4), 0xffffffffu);
+	CHECK_EQ(conf1_read_on(t, 7, 0, PCI_VENDOR_ID, 4), 0x56781234u);
+	/* A second device finds the port busy. */
+	{
+		struct tdev *e = tdev_new();
+		CHECK_EQ(pcie_port_plug(p, &e->pd), -EBUSY);
+		free(e);
+	}
+	pci_bus_remove(&t->bus, &d->pd);
+	CHECK_EQ(conf1_read_on(t, 7, 0, PCI_VENDOR_ID, 4), 0xffffffffu);
+	port_free(p);
+	tbus_free(t);
+	free(d);
+}
+
+TEST(plugged_device_bars_go_in_the_port_window_and_map_with_decode)
+{
+	struct tbus *t = tbus_new();
+	struct tdev *d = tdev_new();
+	struct pcie_port *p;
+	unsigned cap;
+	uint64_t base, bar0, bar2;
+
+	p = port_add(t, 1, &cap);
+	base = (uint64_t)conf1_read(t, p->pci.slot, PCI_MEMORY_BASE, 2) << 16;
+	CHECK_EQ(pcie_port_plug(p, &d->pd), 0);
+	bar0 = conf1_read_on(t, 1, 0, PCI_BASE_ADDRESS_0, 4) & ~0xfu;
+	bar2 = conf1_read_on(t, 1, 0, PCI_BASE_ADDRESS_2, 4) & ~0xfu;
+	CHECK(bar0 >= base && bar0 + 0x1000 <= base + PCIE_PORT_WINDOW);
+	CHECK(bar2 >= base && bar2 + 0x4000 <= base + PCIE_PORT_WINDOW);
+	CHECK(!mmio_hits(t, bar0));
+	conf1_write_on(t, 1, 0, PCI_COMMAND, 2, PCI_COMMAND_MEMORY);
+	CHECK(mmio_hits(t, bar0) && mmio_hits(t, bar2));
+	pci_bus_remove(&t->bus, &d->pd);
+	CHECK(!mmio_hits(t, bar0) && !mmio_hits(t, bar2));
+	port_free(p);
+	tbus_free(t);
+	free(d);
+}
+
+TEST(device_larger_than_the_port_window_is_refused)
+{
+	struct tbus *t = tbus_new();
+	struct pcie_port *p;
+	struct tdev d = { 0 };
+	unsigned cap;
+
+	p = port_add(t, 1, &cap);
+	pci_dev_init(&d.pd, "big", 0x1234, 0x5678, 0xff0000, 0, 0, 0, NULL, NULL);
+	CHECK_EQ(pci_dev_set_bar(&d.pd, 0, 2 * PCIE_PORT_WINDOW, 0, &tdev_ops, &d), 0);
+	CHECK_EQ(pcie_port_plug(p, &d.pd), -ENOSPC);
+	CHECK(!pcie_port_occupied(p));
+	CHECK_EQ(slot_sta(t, p, cap), 0);
+	port_free(p);
+	tbus_free(t);
+}
+
+TEST(plug_events_raise_intx_only_when_enabled_and_clearing_them_lowers_it)
+{
+	struct tbus *t = tbus_new();
+	struct tdev *d = tdev_new();
+	struct pcie_port *p;
+	unsigned cap;
+
+	p = port_add(t, 1, &cap);
+	CHECK_EQ(pcie_port_plug(p, &d->pd), 0);
+	CHECK_EQ(slot_sta(t, p, cap), PCI_EXP_SLTSTA_PDS | PCI_EXP_SLTSTA_PDC | PCI_EXP_SLTSTA_DLLSC);
+	CHECK(conf1_read(t, p->pci.slot, cap + PCI_EXP_LNKSTA, 2) & PCI_EXP_LNKSTA_DLLLA);
+	CHECK(!p->line);                       /* HPIE off */
+	slot_ctl(t, p, cap, SLT_ENABLES | PCI_EXP_SLTCTL_PWR_OFF);
+	CHECK(p->line);
+	/* INTx Disable in the command register holds it low. */
+	conf1_write(t, p->pci.slot, PCI_COMMAND, 2, PCI_COMMAND_INTX_DISABLE);
+	CHECK(!p->line);
+	conf1_write(t, p->pci.slot, PCI_COMMAND, 2, 0);
+	CHECK(p->line);
+	/* pciehp's ISR: write back the events it saw. */
+	conf1_write(t, p->pci.slot, cap + PCI_EXP_SLTSTA, 2, PCI_EXP_SLTSTA_PDC);
+	CHECK(p->line);                        /* DLLSC still pending */
+	conf1_write(t, p->pci.slot, cap + PCI_EXP_SLTSTA, 2,
+		    PCI_EXP_SLTSTA_DLLSC | PCI_EXP_SLTSTA_PDS);
+	CHECK(!p->line);
+	CHECK_EQ(slot_sta(t, p, cap), PCI_EXP_SLTSTA_PDS);   /* state bits stay */
+	pci_bus_remove(&t->bus, &d->pd);
+	port_free(p);
+	tbus_free(t);
+	free(d);
+}
+
+TEST(button_then_the_guest_powering_the_slot_off_ejects_the_device)
+{
+	struct tbus *t = tbus_new();
+	struct tdev *d = tdev_new();
+	struct pcie_port *p;
+	unsigned cap;
+	uint64_t bar0;
+
+	p = port_add(t, 1, &cap);
+	CHECK_EQ(pcie_port_press_button(p), -ENODEV);
+	CHECK_EQ(pcie_port_plug(p, &d->pd), 0);
+	bar0 = conf1_read_on(t, 1, 0, PCI_BASE_ADDRESS_0, 4) & ~0xfu;
+	conf1_write_on(t, 1, 0, PCI_COMMAND, 2, PCI_COMMAND_MEMORY);
+	/* The guest enables events (power still off: no eject), clears
+	 * them and powers the slot on. */
+	slot_ctl(t, p, cap, SLT_ENABLES | PCI_EXP_SLTCTL_PWR_OFF);
+	CHECK(pcie_port_occupied(p));
+	conf1_write(t, p->pci.slot, cap + PCI_EXP_SLTSTA, 2, 0xffff);
+	slot_ctl(t, p, cap, SLT_ENABLES);
+	CHECK(pcie_port_occupied(p) && !p->line);
+	CHECK_EQ(pcie_port_press_button(p), 0);
+	CHECK(slot_sta(t, p, cap) & PCI_EXP_SLTSTA_ABP);
+	CHECK(p->line);
+	CHECK_EQ(pcie_port_wait_eject(p, mono_ns() + 20 * 1000000ull), -ETIMEDOUT);
+	CHECK(mmio_hits(t, bar0));
+	/* The guest released it and powers the slot off. */
+	conf1_write(t, p->pci.slot, cap + PCI_EXP_SLTSTA, 2, PCI_EXP_SLTSTA_ABP);
+	slot_ctl(t, p, cap, SLT_ENABLES | PCI_EXP_SLTCTL_PWR_OFF);
+	CHECK_EQ(pcie_port_wait_eject(p, mono_ns() + 1000000000ull), 0);
+	CHECK(!pcie_port_occupied(p));
+	CHECK(!mmio_hits(t, bar0));
+	CHECK_EQ(conf1_read_on(t, 1, 0, PCI_VENDOR_ID, 4), 0xffffffffu);
+	CHECK_EQ(slot_sta(t, p, cap), PCI_EXP_SLTSTA_PDC | PCI_EXP_SLTSTA_DLLSC);
+	CHECK_EQ(conf1_read(t, p->pci.slot, cap + PCI_EXP_LNKSTA, 2) & PCI_EXP_LNKSTA_DLLLA, 0);
+	CHECK_EQ(p->ejects, 1);
+	/* The owner frees it afterwards: nothing left to undo. */
+	pci_bus_remove(&t->bus, &d->pd);
+	port_free(p);
+	tbus_free(t);
+	free(d);
+}
+
+TEST(surprise_removal_detaches_at_once_and_tells_the_guest)
+{
+	struct tbus *t = tbus_new();
+	struct tdev *d = tdev_new();
+	struct pcie_port *p;
+	unsigned cap;
+	uint64_t bar2;
+
+	p = port_add(t, 1, &cap);
+	CHECK_EQ(pcie_port_plug(p, &d->pd), 0);
+	bar2 = conf1_read_on(t, 1, 0, PCI_BASE_ADDRESS_2, 4) & ~0xfu;
+	conf1_write_on(t, 1, 0, PCI_COMMAND, 2, PCI_COMMAND_MEMORY);
+	slot_ctl(t, p, cap, SLT_ENABLES);
+	conf1_write(t, p->pci.slot, cap + PCI_EXP_SLTSTA, 2, 0xffff);
+	CHECK(!p->line);
+	pcie_port_surprise_remove(p);
+	CHECK(!pcie_port_occupied(p));
+	CHECK(!mmio_hits(t, bar2));
+	CHECK_EQ(slot_sta(t, p, cap), PCI_EXP_SLTSTA_PDC | PCI_EXP_SLTSTA_DLLSC);
+	CHECK(p->line);
+	CHECK_EQ(p->surprise, 1);
+	/* The slot takes another device afterwards. */
+	pci_bus_remove(&t->bus, &d->pd);
+	CHECK_EQ(pcie_port_plug(p, &d->pd), 0);
+	CHECK_EQ(conf1_read_on(t, 1, 0, PCI_VENDOR_ID, 4), 0x56781234u);
+	pci_bus_remove(&t->bus, &d->pd);
+	port_free(p);
+	tbus_free(t);
+	free(d);
 }

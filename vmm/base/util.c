@@ -309,6 +309,27 @@ uint64_t mono_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
 }
 
+int mono_cond_init(pthread_cond_t *c)
+{
+	pthread_condattr_t ca;
+	int ret;
+
+	ret = -pthread_condattr_init(&ca);
+	if (ret)
+		return ret;
+	ret = -pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+	if (!ret)
+		ret = -pthread_cond_init(c, &ca);
+	pthread_condattr_destroy(&ca);
+	return ret;
+}
+
+struct timespec mono_timespec(uint64_t ns)
+{
+	return (struct timespec){ .tv_sec = (time_t)(ns / 1000000000ull),
+				  .tv_nsec = (long)(ns % 1000000000ull) };
+}
+
 int thread_start(pthread_t *t, void *(*fn)(void *), void *arg)
 {
 	pthread_attr_t a;

@@ -125,6 +125,11 @@ void pages_free(void *p, size_t len);
 
 /* CLOCK_MONOTONIC in nanoseconds (vDSO: no system call). */
 uint64_t mono_ns(void);
+/* A condition variable whose timed waits count on CLOCK_MONOTONIC, and
+ * such a deadline (mono_ns) as pthread_cond_timedwait takes it. 0 or
+ * -errno. */
+int mono_cond_init(pthread_cond_t *c);
+struct timespec mono_timespec(uint64_t ns);
 
 /* Start one of mvm's threads (vCPU, I/O, control, helper) with a stack of
  * UTIL_THREAD_STACK instead of the default 8 MiB: none recurses on guest

@@ -415,12 +415,6 @@ void vcpu_kick(struct vcpu *v)
 		syscall(SYS_tgkill, getpid(), tid, v->vm->kick_signal);
 }
 
-static void vcpu_ts(uint64_t ns, struct timespec *ts)
-{
-	ts->tv_sec = (time_t)(ns / 1000000000ull);
-	ts->tv_nsec = (long)(ns % 1000000000ull);
-}
-
 int vcpu_pause_all(struct vcpu *vcpus, unsigned n, uint64_t deadline_ns)
 {
 	struct kvm_state *ks;
@@ -434,7 +428,7 @@ int vcpu_pause_all(struct vcpu *vcpus, unsigned n, uint64_t deadline_ns)
 	atomic_store(&ks->pause_req, true);
 	for (i = 0; i < n; i++)
 		vcpu_kick(&vcpus[i]);
-	vcpu_ts(deadline_ns, &ts);
+	ts = mono_timespec(deadline_ns);
 	pthread_mutex_lock(&ks->pause_lock);
 	while (ks->parked < n) {
 		if (atomic_load(&ks->stopping)) {

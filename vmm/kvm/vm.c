@@ -33,26 +33,18 @@ static int vm_err(char *err, size_t errlen, const char *fmt, ...)
  * CLOCK_MONOTONIC. 0 or -errno. */
 static int vm_pause_init(struct kvm_state *ks)
 {
-	pthread_condattr_t ca;
 	int ret;
 
 	ret = -pthread_mutex_init(&ks->pause_lock, NULL);
 	if (ret)
 		return ret;
-	ret = -pthread_condattr_init(&ca);
-	if (ret)
-		goto destroy_lock;
-	ret = -pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-	if (!ret)
-		ret = -pthread_cond_init(&ks->pause_cond, &ca);
-	pthread_condattr_destroy(&ca);
-	if (ret)
-		goto destroy_lock;
+	ret = mono_cond_init(&ks->pause_cond);
+	if (ret) {
+		pthread_mutex_destroy(&ks->pause_lock);
+		return ret;
+	}
 	atomic_init(&ks->pause_req, false);
 	return 0;
-destroy_lock:
-	pthread_mutex_destroy(&ks->pause_lock);
-	return ret;
 }
 
 int vm_init(struct vm *vm, unsigned ncpus)
