@@ -83,11 +83,14 @@ static void port_config_write(struct pci_dev *pd, unsigned off, unsigned len)
 	 * after a button press, or on its own (a user's "echo 0 > .../power").
 	 * Only the edge counts: pciehp rewrites the whole register to change
 	 * its enables, the power bit as it stands. */
-	if (off_now && !p->powered_off && pd->child) {
-		port_detach(p);
-		p->ejects++;
-		p->eject_seen = true;
-		pthread_cond_broadcast(&p->eject);
+	if (off_now && !p->powered_off) {
+		p->off_at = mono_ns();
+		if (pd->child) {
+			port_detach(p);
+			p->ejects++;
+			p->eject_seen = true;
+			pthread_cond_broadcast(&p->eject);
+		}
 	}
 	p->powered_off = off_now;
 	port_irq_update(p);
@@ -218,18 +221,33 @@ void pcie_port_destroy(struct pcie_port *p)
 	p->bus = NULL;
 }
 
-int pcie_port_plug(struct pcie_port *p, struct pci_dev *child)
+int pcie_port_attach(struct pcie_port *p, struct pci_dev *child)
 {
 	int ret;
 
 	pthread_mutex_lock(&p->bus->lock);
 	ret = pci_bus_add_child_locked(p->bus, &p->pci, child);
-	if (!ret) {
+	pthread_mutex_unlock(&p->bus->lock);
+	return ret;
+}
+
+void pcie_port_announce(struct pcie_port *p)
+{
+	pthread_mutex_lock(&p->bus->lock);
+	if (p->pci.child) {
 		p->eject_seen = false;
 		p->plugs++;
 		port_presence(p, true);
 	}
 	pthread_mutex_unlock(&p->bus->lock);
+}
+
+int pcie_port_plug(struct pcie_port *p, struct pci_dev *child)
+{
+	int ret = pcie_port_attach(p, child);
+
+	if (!ret)
+		pcie_port_announce(p);
 	return ret;
 }
 
@@ -272,6 +290,16 @@ void pcie_port_surprise_remove(struct pcie_port *p)
 		p->surprise++;
 	}
 	pthread_mutex_unlock(&p->bus->lock);
+}
+
+bool pcie_port_ready(struct pcie_port *p, uint64_t now_ns)
+{
+	bool r;
+
+	pthread_mutex_lock(&p->bus->lock);
+	r = !p->pci.child && p->powered_off && now_ns - p->off_at >= PCIE_PORT_SETTLE_NS;
+	pthread_mutex_unlock(&p->bus->lock);
+	return r;
 }
 
 bool pcie_port_occupied(struct pcie_port *p)

@@ -56,6 +56,7 @@ struct pcie_port {
 	unsigned cap;              /* config offset of the PCIe capability */
 	bool line;                 /* INTx level as last driven */
 	bool powered_off;          /* Power Controller Control as last written */
+	uint64_t off_at;           /* mono_ns of the guest's last power-off */
 	bool eject_seen;           /* the guest powered an occupied slot off */
 	pthread_cond_t eject;      /* signalled when it does (bus lock) */
 	unsigned long long plugs, ejects, surprise;   /* counters */
@@ -70,6 +71,11 @@ void pcie_port_destroy(struct pcie_port *p);
 /* Put child (its BARs declared, not on any bus) behind the port and tell
  * the guest. 0, -EBUSY (occupied) or -ENOSPC (does not fit the window). */
 int pcie_port_plug(struct pcie_port *p, struct pci_dev *child);
+/* The two halves of pcie_port_plug, for a device whose threads start in
+ * between: attach puts it behind the port (conf1 reaches it, the guest is
+ * not told), announce sets presence and link and raises the events. */
+int pcie_port_attach(struct pcie_port *p, struct pci_dev *child);
+void pcie_port_announce(struct pcie_port *p);
 /* Press the attention button: ask the guest to release the device.
  * -ENODEV when the slot is empty. */
 int pcie_port_press_button(struct pcie_port *p);
@@ -80,5 +86,12 @@ int pcie_port_wait_eject(struct pcie_port *p, uint64_t deadline_ns);
 void pcie_port_surprise_remove(struct pcie_port *p);
 /* Whether a device is behind the port (bus lock taken). */
 bool pcie_port_occupied(struct pcie_port *p);
+/* Whether a device plugged now would be seen: the slot is empty, the
+ * guest powered it off (after a surprise removal it does so once it has
+ * dealt with it; before that its power-off would eject the new device)
+ * and PCIE_PORT_SETTLE_NS have passed since: Linux's pciehp ignores
+ * presence changes for 1 s after it powers a slot off (remove_board). */
+bool pcie_port_ready(struct pcie_port *p, uint64_t now_ns);
+#define PCIE_PORT_SETTLE_NS 1500000000ull
 
 #endif

@@ -658,6 +658,8 @@ static void vp_stats_json(struct vtr *t, struct json *j)
 
 	pthread_mutex_lock(&vp->msix.lock);
 	json_u64(j, "slot", vp->pci.slot);
+	if (vp->pci.parent)
+		json_u64(j, "bus", vp->pci.busno);
 	json_u64(j, "pci_guest_errors", pci_guest_errors(&vp->pci));
 	json_u64(j, "msix_fired", vp->msix.fired);
 	json_u64(j, "msix_pended", vp->msix.pended);
@@ -683,7 +685,27 @@ static const struct vtr_ops vp_vtr_ops = {
 	.free = vp_free,
 };
 
+int virtio_pci_address(const struct virtio_dev *dev, unsigned *bus, unsigned *slot)
+{
+	const struct virtio_pci *vp = dev->transport;
+
+	if (dev->tops != &virtio_pci_transport_ops || !vp->bus)
+		return -ENODEV;
+	pthread_mutex_lock(&vp->bus->lock);
+	/* Behind a port: the bus number the guest gave its secondary side. */
+	*bus = vp->pci.parent ? vp->pci.parent->cfg[PCI_SECONDARY_BUS] : 0;
+	*slot = vp->pci.slot;
+	pthread_mutex_unlock(&vp->bus->lock);
+	return 0;
+}
+
 int virtio_pci_attach(struct vm *vm, struct pci_bus *bus, struct virtio_dev *dev)
+{
+	return virtio_pci_attach_port(vm, bus, NULL, dev);
+}
+
+int virtio_pci_attach_port(struct vm *vm, struct pci_bus *bus, struct pcie_port *port,
+			   struct virtio_dev *dev)
 {
 	struct virtio_pci *vp = calloc(1, sizeof(*vp));
 	int ret;
@@ -705,12 +727,13 @@ int virtio_pci_attach(struct vm *vm, struct pci_bus *bus, struct virtio_dev *dev
 	if (ret)
 		goto abort;
 	/* Placing BAR4 binds the notify ioeventfds (vp_bar_map). */
-	ret = pci_bus_add(bus, &vp->pci);
+	ret = port ? pcie_port_attach(port, &vp->pci) : pci_bus_add(bus, &vp->pci);
 	if (ret)
 		goto abort;
 	vp->bus = bus;
-	snprintf(vp->t.name, sizeof(vp->t.name), "virtio-pci 00:%02x.0", vp->pci.slot);
-	vp->intx_gsi = pci_intx_pin(bus, vp->pci.slot);
+	snprintf(vp->t.name, sizeof(vp->t.name), "virtio-pci %02x:%02x.0", vp->pci.busno,
+		 vp->pci.slot);
+	vp->intx_gsi = pci_dev_intx_line(&vp->pci);
 	ret = vm_irqfd_resample(vm, vp->intx_gsi, vp->intx_fd, vp->resample_fd, false);
 	if (ret)
 		goto abort;

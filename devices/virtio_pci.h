@@ -55,6 +55,7 @@
 
 #include "devices/msix.h"
 #include "devices/pci.h"
+#include "devices/pcie_port.h"
 #include "devices/virtio.h"
 #include "devices/virtio_transport.h"
 #include "vmm/base/util.h"
@@ -135,5 +136,12 @@ extern const struct virtio_transport_ops virtio_pci_transport_ops;
  * (virtio_dev_init) and heap-allocated. Before vCPUs start. 0 or -errno
  * (nothing left bound; dev still the caller's). */
 int virtio_pci_attach(struct vm *vm, struct pci_bus *bus, struct virtio_dev *dev);
+/* Where dev (on virtio-pci, attached) is: its bus and device numbers.
+ * 0 or -ENODEV. */
+int virtio_pci_address(const struct virtio_dev *dev, unsigned *bus, unsigned *slot);
+/* The same behind a hot-plug port (pcie_port_attach: the guest is not
+ * told; the caller starts the device, then pcie_port_announce). */
+int virtio_pci_attach_port(struct vm *vm, struct pci_bus *bus, struct pcie_port *port,
+			   struct virtio_dev *dev);
 
 #endif

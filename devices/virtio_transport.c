@@ -210,6 +210,43 @@ int vtr_register(struct vtr *t)
 	return vm_add_device(t->vm, &vtr_vm_ops, t);
 }
 
+/* dev's transport as the VM lists it, or NULL. */
+static struct vtr *vtr_find(struct vm *vm, const struct virtio_dev *dev)
+{
+	unsigned i;
+
+	for (i = 0; i < vm->ndevices; i++)
+		if (vm->devices[i].ops == &vtr_vm_ops &&
+		    ((struct vtr *)vm->devices[i].dev)->dev == dev)
+			return vm->devices[i].dev;
+	return NULL;
+}
+
+int vtr_start_late(struct vm *vm, struct virtio_dev *dev)
+{
+	struct vtr *t = vtr_find(vm, dev);
+
+	return t ? vtr_vm_start(t) : -ENOENT;
+}
+
+int vtr_unplug(struct vm *vm, struct virtio_dev *dev, pthread_mutex_t *list_lock)
+{
+	struct vtr *t;
+
+	pthread_mutex_lock(list_lock);
+	t = vtr_find(vm, dev);
+	if (t)
+		vm_remove_device(vm, t);
+	pthread_mutex_unlock(list_lock);
+	if (!t)
+		return -ENOENT;
+	/* Its threads joined, its host I/O cancelled: nothing more reaches
+	 * the guest (which no longer sees the function). */
+	vtr_vm_stop(t);
+	vtr_vm_destroy(t);
+	return 0;
+}
+
 void vtr_abort(struct vtr *t)
 {
 	struct virtio_dev *dev = t->dev;

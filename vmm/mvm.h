@@ -65,9 +65,9 @@ extern "C" {
  * is passed with it) make a new MINOR: a program built against an older
  * header runs against a newer library of the same MAJOR. */
 #define MVM_VERSION_MAJOR 2
-#define MVM_VERSION_MINOR 4
+#define MVM_VERSION_MINOR 5
 #define MVM_VERSION_PATCH 0
-#define MVM_VERSION_STRING "2.4.0"
+#define MVM_VERSION_STRING "2.5.0"
 #define MVM_ERR_MAX 512          /* enough for any message */
 /* For the statistics calls: every vCPU, every disk, every queue. */
 #define MVM_ALL (~0u)
@@ -161,7 +161,14 @@ struct mvm_config {
 	 * letters, digits, '-', '_' or '.'; NULL (default): "mvm".
 	 * mvm_get_threads lists them with their ids. */
 	const char *id;
+	/* Since 2.5. PCIe root ports with an empty hot-plug slot each
+	 * (x86), 0..MVM_MAX_HOTPLUG_SLOTS: mvm_add_disk on the running VM
+	 * puts a virtio-pci disk in a free one, mvm_disk_remove takes it
+	 * out. The guest's kernel needs pciehp (CONFIG_HOTPLUG_PCI_PCIE).
+	 * Default 0; refused on a board without PCI (s390x). */
+	unsigned hotplug_slots;
 };
+#define MVM_MAX_HOTPLUG_SLOTS 8
 
 enum mvm_transport { MVM_TRANSPORT_PCI, MVM_TRANSPORT_MMIO, MVM_TRANSPORT_CCW };
 
@@ -384,7 +391,18 @@ int mvm_create(const struct mvm_config *cfg, struct mvm **out, char *err, size_t
 
 /* Add a virtio-blk disk (vda, vdb, ... in order) before mvm_start. The
  * image is opened and locked now (an image another VM holds read-write is
- * refused: -EBUSY). -EBUSY after mvm_start, -ENOSPC past MVM_MAX_DISKS. */
+ * refused: -EBUSY). -ENOSPC past MVM_MAX_DISKS. Disks are numbered in
+ * the order they were added, from 0; a removed disk's number is not
+ * given again.
+ *
+ * Since 2.5, on a running (or paused) VM with a free hot-plug slot
+ * (mvm_config.hotplug_slots), the disk is hot-plugged: its device made
+ * and started behind the slot's port, then the guest told (PCIe native
+ * hot-plug); its number is mvm_disk_count() - 1 on return. Only the
+ * virtio-pci transport; -ENOSPC when every slot is taken, -EBUSY without
+ * hot-plug slots. Not from a thread mvm_start_confined or
+ * mvm_confine_api_thread confined (it opens the image, makes a ring and
+ * threads). */
 int mvm_add_disk(struct mvm *vm, const struct mvm_disk *disk, char *err, size_t errlen);
 
 /* Let the VM's disks name grp (its id) in rate_limit_group; before
@@ -477,6 +495,33 @@ int mvm_resume(struct mvm *vm, char *err, size_t errlen);
  * file: not a thread confined by mvm_start_confined. 0 or -errno with a
  * message. */
 int mvm_disk_swap(struct mvm *vm, unsigned disk, const char *path, char *err, size_t errlen);
+
+/* Since 2.5. How many disks were added (removed ones included: their
+ * numbers stay taken); 0 for NULL. */
+unsigned mvm_disk_count(const struct mvm *vm);
+
+/* Since 2.5. Remove hot-plugged disk `disk` from a running VM. Without
+ * flags, with the guest's cooperation, as a person pressing the slot's
+ * attention button: the guest (Linux's pciehp, after its 5 s grace)
+ * releases the disk, flushing what it wrote, and powers the slot off;
+ * mvm then stops the device and closes the image. Waits at most
+ * timeout_ms for that (-ETIMEDOUT: the disk stays, a later call may try
+ * again or force). MVM_DISK_REMOVE_SURPRISE: pull it at once, as a card
+ * yanked from its slot: the guest learns it is gone, host I/O in flight
+ * is cancelled and never completed to the guest (its driver fails those
+ * requests); what the device completed before stays written. A paused VM
+ * takes only a surprise removal (-EBUSY). -EINVAL: no such disk, or it
+ * is not on a hot-plug slot (disks given before mvm_start are not);
+ * -ENODEV: removed already. Same threads as mvm_add_disk. 0 or -errno
+ * with a message. */
+#define MVM_DISK_REMOVE_SURPRISE 1u
+int mvm_disk_remove(struct mvm *vm, unsigned disk, unsigned flags, int timeout_ms, char *err,
+		    size_t errlen);
+/* Since 2.5. Where disk `disk` is on the guest's PCI bus, as
+ * "0000:BB:DD.0" (Cloud Hypervisor's PciDeviceInfo "bdf"), into buf.
+ * 0, -ENODEV (not on PCI, not started, or removed), -ENOSPC (buf too
+ * small), -EINVAL. */
+int mvm_disk_pci_address(struct mvm *vm, unsigned disk, char *buf, size_t len);
 
 /* Since 2.4. Put the calling thread, one of the host program's that
  * serves run-time control of vm over a socket (mvm(1)'s --api-socket),

@@ -1,7 +1,7 @@
 /* Run-time control of a running VM through libmvm, as an orchestrator
  * drives it; the system test tests/system/run_control.sh.
  *
- *   mvm-control KERNEL INITRD IMAGE MD5 IMAGE2 MD5_2
+ *   mvm-control KERNEL INITRD IMAGE MD5 IMAGE2 MD5_2 IMAGE3 MD5_3
  *
  * One guest, with every thread of the VM and the calling thread in their
  * seccomp filters (mvm_start_confined), prints a tick with its uptime
@@ -18,7 +18,16 @@
  *     confined (mvm_disk_swap opens the file): the guest sees the new
  *     size and, once it drops its cache, the new data; a swap to an image
  *     that is busy (the disk's own) is refused and changes nothing;
- *  4. pauses it again and stops it while paused: it ends as stopped, with
+ *  4. hot-plugs a disk (IMAGE3, 4 MiB; MD5_3 that of its first MiB) into
+ *     its one hot-plug slot while a guest loop reads every hot-plugged
+ *     disk: the guest finds it (vdb) with its size and data, a second one
+ *     finds no free slot, the cold-plugged disk cannot be removed; then
+ *     removes it with the guest's cooperation (attention button, the
+ *     guest's pciehp releases it and powers the slot off), plugs it again
+ *     (its image was closed and unlocked) and pulls it by surprise in the
+ *     middle of the guest's reads: the guest sees it go each time and
+ *     runs on;
+ *  5. pauses it again and stops it while paused: it ends as stopped, with
  *     the status given, at once.
  * Prints one line per step and "control: ok"; exit 0 on success. */
 #include <mvm.h>
@@ -166,37 +175,142 @@ static uint64_t disk_requests(struct mvm *vm)
 	return q.requests;
 }
 
-/* The host program's unconfined thread: the calls that open files. */
+/* The host program's unconfined thread: the calls that open files or
+ * make threads (a swap, a hot-plug and its removal). */
+enum op { OP_SWAP, OP_ADD, OP_REMOVE };
 static struct {
 	sem_t go, done;
 	struct mvm *vm;
+	enum op op;
 	const char *path;
+	unsigned disk, flags;
 	int ret;
 	char err[512];
 } swapper;
 
 static void *swap_thread(void *arg)
 {
+	struct mvm_disk d;
+
 	(void)arg;
 	for (;;) {
 		while (sem_wait(&swapper.go) && errno == EINTR)
 			;
 		if (!swapper.vm)
 			return NULL;
-		swapper.ret = mvm_disk_swap(swapper.vm, 0, swapper.path, swapper.err,
-					    sizeof(swapper.err));
+		swapper.err[0] = 0;
+		switch (swapper.op) {
+		case OP_SWAP:
+			swapper.ret = mvm_disk_swap(swapper.vm, 0, swapper.path, swapper.err,
+						    sizeof(swapper.err));
+			break;
+		case OP_ADD:
+			mvm_disk_init(&d, swapper.path);
+			swapper.ret = mvm_add_disk(swapper.vm, &d, swapper.err, sizeof(swapper.err));
+			break;
+		case OP_REMOVE:
+			swapper.ret = mvm_disk_remove(swapper.vm, swapper.disk, swapper.flags, 20000,
+						      swapper.err, sizeof(swapper.err));
+			break;
+		}
 		sem_post(&swapper.done);
 	}
 }
 
-static int swap_disk(struct mvm *vm, const char *path)
+static int on_host_thread(struct mvm *vm, enum op op, const char *path, unsigned disk,
+			  unsigned flags)
 {
 	swapper.vm = vm;
+	swapper.op = op;
 	swapper.path = path;
+	swapper.disk = disk;
+	swapper.flags = flags;
 	sem_post(&swapper.go);
 	while (sem_wait(&swapper.done) && errno == EINTR)
 		;
 	return swapper.ret;
+}
+
+static int swap_disk(struct mvm *vm, const char *path)
+{
+	return on_host_thread(vm, OP_SWAP, path, 0, 0);
+}
+
+/* How many times the guest printed s. */
+static unsigned con_count(const char *s)
+{
+	unsigned n = 0;
+	const char *p;
+
+	pthread_mutex_lock(&con.lock);
+	for (p = con.buf; (p = strstr(p, s)); p++)
+		n++;
+	pthread_mutex_unlock(&con.lock);
+	return n;
+}
+
+/* Wait up to ms for the guest to have printed s n times. */
+static bool wait_count(const char *s, unsigned n, long ms)
+{
+	for (; ms > 0 && con_count(s) < n; ms -= 20)
+		sleep_ms(20);
+	return con_count(s) >= n;
+}
+
+/* Step 4: a disk hot-plugged, removed with the guest's cooperation,
+ * plugged again and pulled by surprise. */
+static void hotplug_steps(struct mvm *vm, const char *image, const char *md5)
+{
+	char want[160], addr[32], stats[16384];
+	long t;
+
+	snprintf(want, sizeof(want), "hp-new vdb %u %.32s", (4u << 20) / 512, md5);
+	if (on_host_thread(vm, OP_ADD, image, 0, 0))
+		FAIL("hot-plug mvm_add_disk: %s", swapper.err);
+	if (mvm_disk_count(vm) != 2)
+		FAIL("mvm_disk_count after a hot-plug: %u", mvm_disk_count(vm));
+	if (mvm_disk_pci_address(vm, 1, addr, sizeof(addr)) || strcmp(addr, "0000:01:00.0"))
+		FAIL("the hot-plugged disk's address: '%s'", addr);
+	if (!wait_count(want, 1, 30000))
+		FAIL("the guest did not find the hot-plugged disk ('%s') within 30 s", want);
+	printf("control: hot-plugged a disk: the guest found it at %s (%s)\n", addr, want);
+	if (on_host_thread(vm, OP_ADD, "/nonexistent", 0, 0) != -ENOSPC ||
+	    !strstr(swapper.err, "hot-plug slots are taken"))
+		FAIL("a second hot-plug into no free slot: %d '%s'", swapper.ret, swapper.err);
+	if (on_host_thread(vm, OP_REMOVE, NULL, 0, 0) != -EINVAL ||
+	    !strstr(swapper.err, "not on a hot-plug slot"))
+		FAIL("removing the cold-plugged disk: %d '%s'", swapper.ret, swapper.err);
+	if (mvm_stats_json(vm, stats, sizeof(stats)) < 0 || !strstr(stats, "\"bus\":1"))
+		FAIL("--stats does not show the disk behind its port: %.400s", stats);
+
+	t = now_ms();
+	if (on_host_thread(vm, OP_REMOVE, NULL, 1, 0))
+		FAIL("mvm_disk_remove: %s", swapper.err);
+	t = now_ms() - t;
+	if (!wait_count("hp-gone vdb", 1, 10000))
+		FAIL("the guest did not see the disk go");
+	if (on_host_thread(vm, OP_REMOVE, NULL, 1, 0) != -ENODEV)
+		FAIL("a second removal: %d '%s'", swapper.ret, swapper.err);
+	if (mvm_stats_json(vm, stats, sizeof(stats)) < 0 || strstr(stats, "\"bus\":1"))
+		FAIL("--stats still shows the removed disk: %.400s", stats);
+	printf("control: removed it with the guest's cooperation in %ld ms (attention button, "
+	       "the guest powered the slot off); the guest saw it go\n", t);
+
+	/* Its image was closed and unlocked: it goes in again. */
+	if (on_host_thread(vm, OP_ADD, image, 0, 0))
+		FAIL("hot-plug again: %s", swapper.err);
+	if (!wait_count(want, 2, 30000))
+		FAIL("the guest did not find the disk plugged again");
+	/* The guest's loop reads it: pull it in the middle of that. */
+	sleep_ms(300);
+	t = now_ms();
+	if (on_host_thread(vm, OP_REMOVE, NULL, 2, MVM_DISK_REMOVE_SURPRISE))
+		FAIL("surprise mvm_disk_remove: %s", swapper.err);
+	t = now_ms() - t;
+	if (!wait_count("hp-gone vdb", 2, 10000))
+		FAIL("the guest did not see the disk pulled");
+	printf("control: plugged it again and pulled it by surprise in %ld ms mid-read; the "
+	       "guest saw it go\n", t);
 }
 
 static void expect_state(struct mvm *vm, int want, const char *when)
@@ -209,7 +323,7 @@ static void expect_state(struct mvm *vm, int want, const char *when)
 
 int main(int argc, char **argv)
 {
-	char err[512], want_sum[128], want_swap[160], cmdline[1536], stats[8192];
+	char err[512], want_sum[128], want_swap[160], cmdline[2048], stats[8192];
 	pthread_t swap_th;
 	long t_swap;
 	struct mvm_config cfg;
@@ -223,8 +337,9 @@ int main(int argc, char **argv)
 	long t_before, t_after;
 	int r;
 
-	if (argc != 7) {
-		fprintf(stderr, "usage: mvm-control KERNEL INITRD IMAGE MD5 IMAGE2 MD5_2\n");
+	if (argc != 9) {
+		fprintf(stderr, "usage: mvm-control KERNEL INITRD IMAGE MD5 IMAGE2 MD5_2 IMAGE3 "
+			"MD5_3\n");
 		return 2;
 	}
 	/* Unbuffered: a buffered stdout asks fstat(2) on its first line, which
@@ -246,14 +361,24 @@ int main(int argc, char **argv)
 		 "do sleep 0.1; done; echo 3 >/proc/sys/vm/drop_caches; echo swapped "
 		 "$(cat /sys/block/vda/size) $(dd if=/dev/vda bs=4096 count=%u 2>/dev/null | "
 		 "md5sum)) & "
+		 "(p=; while :; do c=; for b in /sys/block/vd[b-z]; do [ -e $b ] && "
+		 "c=$c,${b##*/}; done; for d in $(echo $c | tr , ' '); do case $p, in *,$d,*) ;; "
+		 "*) echo hp-new $d $(cat /sys/block/$d/size) $(dd if=/dev/$d bs=4096 count=256 "
+		 "2>/dev/null | md5sum);; esac; done; for d in $(echo $p | tr , ' '); do case $c, "
+		 "in *,$d,*) ;; *) echo hp-gone $d;; esac; done; p=$c; sleep 0.1; done) & "
+		 "(while :; do [ -b /dev/vdb ] && dd if=/dev/vdb of=/dev/null bs=64k count=16 "
+		 "iflag=direct 2>/dev/null; sleep 0.02; done) & "
 		 "i=0; while [ $i -lt 600 ]; do echo tick $i $(cut -d' ' -f1 /proc/uptime); "
 		 "i=$((i+1)); sleep 0.1; done; wait; exit 7", READ_BYTES / 4096, READ_BYTES / 4096);
+	if (strlen(cmdline) >= sizeof(cmdline) - 1)
+		FAIL("the guest's command line does not fit");
 	cfg.cmdline = cmdline;
 	cfg.mem = 256 << 20;
 	cfg.console_fn = console_out;
 	cfg.log_fn = log_line;
 	cfg.sandbox = true;
 	cfg.id = "ctl";
+	cfg.hotplug_slots = 1;
 	if (mvm_create(&cfg, &vm, err, sizeof(err)))
 		FAIL("mvm_create: %s", err);
 	expect_state(vm, MVM_VM_CREATED, "created");
@@ -348,7 +473,10 @@ int main(int argc, char **argv)
 	if (t_swap > 2000)
 		FAIL("mvm_disk_swap took %ld ms", t_swap);
 
-	/* 4. Stopped while paused. */
+	/* 4. Hot-plug. */
+	hotplug_steps(vm, argv[7], argv[8]);
+
+	/* 5. Stopped while paused. */
 	if (!wait_for("tick 60 ", 60000))
 		FAIL("no tick 60");
 	if (mvm_pause(vm, err, sizeof(err)))

@@ -193,6 +193,13 @@ TEST(create_rejects_bad_configs)
 	c = config();
 	c.console_escape = true;
 	create_fails(&c, -EINVAL, "console_escape: set without console_in");
+	c = config();
+	c.hotplug_slots = MVM_MAX_HOTPLUG_SLOTS + 1;
+	create_fails(&c, -EINVAL, "hotplug_slots 9: give 0 to 8");
+	if (arch_layout.pci_mmio_end == 0) {
+		c.hotplug_slots = 1;
+		create_fails(&c, -EINVAL, "hotplug_slots 1: this board has no PCI bus");
+	}
 }
 
 TEST(create_checks_files_and_kernel)
@@ -442,6 +449,16 @@ TEST(run_time_control_before_start_is_refused_and_state_says_created)
 	CHECK(strstr(err, "mvm_disk_swap: the VM has not been started"));
 	CHECK_EQ(mvm_disk_swap(vm, 0, "", err, sizeof(err)), -EINVAL);
 	CHECK(strstr(err, "no path"));
+	/* Nor is one removed; the count and addresses say there is none. */
+	CHECK_EQ(mvm_disk_remove(vm, 0, 0, 1000, err, sizeof(err)), -EINVAL);
+	CHECK(strstr(err, "mvm_disk_remove: the VM has not been started"));
+	CHECK_EQ(mvm_disk_remove(vm, 0, 2, 1000, err, sizeof(err)), -EINVAL);
+	CHECK(strstr(err, "flags 0x2: unknown"));
+	CHECK_EQ(mvm_disk_remove(vm, 0, 0, -1, err, sizeof(err)), -EINVAL);
+	CHECK(strstr(err, "timeout -1 ms"));
+	CHECK_EQ(mvm_disk_count(vm), 0);
+	CHECK_EQ(mvm_disk_count(NULL), 0);
+	CHECK_EQ(mvm_disk_pci_address(vm, 0, err, sizeof(err)), -EINVAL);
 	mvm_destroy(vm);
 }
 
@@ -467,8 +484,10 @@ TEST(double_start_and_add_after_start)
 	/* A start that failed says so, not "started already". */
 	CHECK(strstr(err, ret ? "an earlier mvm_prepare or mvm_start of this VM failed"
 			      : "started already"));
+	/* Without hot-plug slots, nothing more goes in once it runs. */
 	CHECK_EQ(mvm_add_disk(vm, &d, err, sizeof(err)), -EBUSY);
-	CHECK(strstr(err, "add disks before mvm_start"));
+	CHECK(strstr(err, ret ? "add disks before mvm_prepare, or hot-plug them"
+			      : "started without hot-plug slots"));
 	if (ret == 0) {
 		struct mvm_exit ex;
 

@@ -782,6 +782,13 @@ TEST(surprise_removal_detaches_at_once_and_tells_the_guest)
 	CHECK_EQ(slot_sta(t, p, cap), PCI_EXP_SLTSTA_PDC | PCI_EXP_SLTSTA_DLLSC);
 	CHECK(p->line);
 	CHECK_EQ(p->surprise, 1);
+	/* Powered on by the guest, the slot is not ready for another device
+	 * until the guest powers it off (that write would eject the new
+	 * one) and its 1 s of ignoring presence changes has passed. */
+	CHECK(!pcie_port_ready(p, mono_ns()));
+	slot_ctl(t, p, cap, SLT_ENABLES | PCI_EXP_SLTCTL_PWR_OFF);
+	CHECK(!pcie_port_ready(p, mono_ns()));
+	CHECK(pcie_port_ready(p, mono_ns() + PCIE_PORT_SETTLE_NS));
 	/* The slot takes another device afterwards. */
 	pci_bus_remove(&t->bus, &d->pd);
 	CHECK_EQ(pcie_port_plug(p, &d->pd), 0);

@@ -14,6 +14,7 @@ enum {
 	OPT_STATS = 0x100, OPT_DISK, OPT_QUEUES, OPT_IO_THREADS, OPT_TRANSPORT, OPT_PROBE_KVM,
 	OPT_SANDBOX, OPT_CHROOT, OPT_UID, OPT_GID, OPT_PVPANIC, OPT_NETNS, OPT_NEW_PID_NS,
 	OPT_CGROUP, OPT_CGROUP_SET, OPT_ID, OPT_VSOCK, OPT_RATE_GROUP, OPT_API_SOCKET,
+	OPT_HOTPLUG_SLOTS,
 };
 
 /* One row per option; cli_parse switches on .val. */
@@ -42,6 +43,7 @@ static const struct option cli_options[] = {
 	{ "cgroup",  required_argument, NULL, OPT_CGROUP },
 	{ "cgroup-set", required_argument, NULL, OPT_CGROUP_SET },
 	{ "id",      required_argument, NULL, OPT_ID },
+	{ "hotplug-slots", required_argument, NULL, OPT_HOTPLUG_SLOTS },
 	{ "help",    no_argument,       NULL, OPT_HELP },
 	{ "version", no_argument,       NULL, OPT_VERSION },
 	{ NULL, 0, NULL, 0 },
@@ -151,6 +153,9 @@ void cli_usage(FILE *out)
 	      "  --id NAME        the VM's name in its threads' names (NAME-ctl, NAME-d0q0;\n"
 	      "                   vCPUs are vcpu0, vcpu1, ...): up to 8 letters, digits, '-',\n"
 	      "                   '_' or '.' (default mvm)\n"
+	      "  --hotplug-slots N  PCIe root ports with an empty hot-plug slot each (x86,\n"
+	      "                   0 to 8, default 0): disks added while the VM runs go\n"
+	      "                   there (the API's vm.add-disk; the guest needs pciehp)\n"
 	      "  --stats          print exit and device counters as JSON on stderr at exit\n"
 	      "  --api-socket [path=]PATH\n"
 	      "                   serve Cloud Hypervisor's REST API (HTTP over this Unix\n"
@@ -277,6 +282,14 @@ static int cli_vm_option(int c, const char *arg, struct cli_config *cfg, char *e
 		return 1;
 	case OPT_ID:
 		cfg->vm.id = arg;       /* checked by the library (mvm_create) */
+		return 1;
+	case OPT_HOTPLUG_SLOTS:
+		ret = parse_uint(arg, 0, MVM_MAX_HOTPLUG_SLOTS, &v);
+		if (ret)
+			return cli_err(err, errlen, "--hotplug-slots '%s': %s; give a number from 0 "
+				       "to %d", arg, ret == -ERANGE ? "out of range" : "not a number",
+				       MVM_MAX_HOTPLUG_SLOTS);
+		cfg->vm.hotplug_slots = v;
 		return 1;
 	case OPT_SANDBOX:
 	case OPT_PVPANIC:

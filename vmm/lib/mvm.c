@@ -64,7 +64,10 @@ struct mvm_disk_slot {
 	char path[BLK_PATH_MAX];
 	char serial[BLK_SERIAL_MAX + 1];
 	struct blk_image img;          /* open from mvm_add_disk until mvm_start */
-	struct virtio_dev *dev;        /* from mvm_start; the VM owns it */
+	struct virtio_dev *dev;        /* from mvm_start; the VM owns it. Set and
+					* cleared (hot-plug) under devs_lock */
+	struct pcie_port *port;        /* its hot-plug slot, or NULL */
+	bool removed;                  /* mvm_disk_remove took it (dev NULL) */
 	char group_id[MVM_ID_MAX + 1];
 	struct mvm_rate_group *group;  /* its rate_limit_group (the VM holds it), or NULL */
 };
@@ -122,6 +125,12 @@ struct mvm {
 	bool vm_up;
 	struct pci_bus pci;
 	bool pci_up;
+	struct pcie_port ports[MVM_MAX_HOTPLUG_SLOTS];
+	unsigned nports;               /* made (mvm_prepare) */
+	/* The VM's device list and the disks' devices against those who
+	 * walk them from other threads (--stats, mvm_get_threads) while a
+	 * hot-plug changes them (under ctl_lock too). Held briefly. */
+	pthread_mutex_t devs_lock;
 	struct vm_console con;         /* the board's console device */
 	struct arch_boot *boot;        /* how the vCPUs start (arch_boot_load) */
 	struct boot_image kimage;      /* as mvm_create checked it, until mvm_prepare loads it */
@@ -646,6 +655,12 @@ static int mvm_check_config(const struct mvm_config *cfg, char *err, size_t errl
 	ret = mvm_check_id(cfg->id, err, errlen);
 	if (ret)
 		return ret;
+	if (cfg->hotplug_slots > MVM_MAX_HOTPLUG_SLOTS)
+		return err_set(err, errlen, -EINVAL, "hotplug_slots %u: give 0 to %u",
+			       cfg->hotplug_slots, MVM_MAX_HOTPLUG_SLOTS);
+	if (cfg->hotplug_slots && arch_layout.pci_mmio_end == 0)
+		return err_set(err, errlen, -EINVAL, "hotplug_slots %u: this board has no PCI "
+			       "bus to put hot-plug slots on; give 0", cfg->hotplug_slots);
 	if (cfg->console_escape && cfg->console_in < 0)
 		return err_set(err, errlen, -EINVAL, "console_escape: set without console_in");
 	/* Checked now: an fd closed under the control thread's poll would
@@ -680,6 +695,8 @@ int mvm_create(const struct mvm_config *theirs, struct mvm **out, char *err, siz
 	struct arch_boot_cfg bcfg;
 	struct mvm_config c, *cfg = &c;
 	struct mvm *m;
+	pthread_mutex_t *locks[4];
+	unsigned nlocks;
 	bool oom = false;
 	int ret;
 
@@ -700,6 +717,10 @@ int mvm_create(const struct mvm_config *theirs, struct mvm **out, char *err, siz
 	m = calloc(1, sizeof(*m));
 	if (!m)
 		return err_set(err, errlen, -ENOMEM, "out of memory");
+	locks[0] = &m->lock;
+	locks[1] = &m->threads_lock;
+	locks[2] = &m->ctl_lock;
+	locks[3] = &m->devs_lock;
 	m->cfg = *cfg;
 	if (!m->cfg.start_ns)
 		m->cfg.start_ns = mono_ns();
@@ -720,25 +741,14 @@ int mvm_create(const struct mvm_config *theirs, struct mvm **out, char *err, siz
 	if (cfg->log_fn)
 		m->log = (struct log_sink){ .fn = mvm_log_bridge, .opaque = m };
 	atomic_init(&m->paused, false);
-	ret = -pthread_mutex_init(&m->lock, NULL);
-	if (!ret) {
-		ret = -pthread_mutex_init(&m->threads_lock, NULL);
+	for (nlocks = 0; nlocks < ARRAY_SIZE(locks); nlocks++) {
+		ret = -pthread_mutex_init(locks[nlocks], NULL);
 		if (ret)
-			pthread_mutex_destroy(&m->lock);
-	}
-	if (!ret) {
-		ret = -pthread_mutex_init(&m->ctl_lock, NULL);
-		if (ret) {
-			pthread_mutex_destroy(&m->threads_lock);
-			pthread_mutex_destroy(&m->lock);
-		}
+			break;
 	}
 	if (oom || ret) {
-		if (!ret) {
-			pthread_mutex_destroy(&m->ctl_lock);
-			pthread_mutex_destroy(&m->threads_lock);
-			pthread_mutex_destroy(&m->lock);
-		}
+		while (nlocks-- > 0)
+			pthread_mutex_destroy(locks[nlocks]);
 		free(m->kernel);
 		free(m->initrd);
 		free(m->cmdline);
@@ -765,23 +775,16 @@ int mvm_create(const struct mvm_config *theirs, struct mvm **out, char *err, siz
 	return 0;
 }
 
-int mvm_add_disk(struct mvm *m, const struct mvm_disk *theirs, char *err, size_t errlen)
+static int mvm_check_running(struct mvm *m, const char *call, char *err, size_t errlen);
+
+/* Check d and fill the next disk slot with it, its image opened and
+ * locked; the caller counts it (ndisks) once it keeps it. */
+static int mvm_disk_slot_fill(struct mvm *m, const struct mvm_disk *d, char *err, size_t errlen)
 {
-	struct mvm_disk dd, *d = &dd;
 	struct mvm_disk_slot *s;
 	size_t n;
 	int ret;
 
-	if (!m || !theirs)
-		return err_set(err, errlen, -EINVAL, "mvm_add_disk: %s is NULL", m ? "disk" : "vm");
-	mvm_disk_init(&dd, NULL);
-	ret = mvm_take(&dd, sizeof(dd), theirs, theirs->size, MVM_DISK_SIZE_MIN, "disk",
-		       "mvm_disk_init", err, errlen);
-	if (ret)
-		return ret;
-	if (atomic_load(&m->state) != MVM_CREATED)
-		return err_set(err, errlen, -EBUSY, "disk %s: the VM has been started; add disks "
-			       "before mvm_start", d->path ? d->path : "(null)");
 	if (m->ndisks >= MVM_MAX_DISKS)
 		return err_set(err, errlen, -ENOSPC, "disk %s: more than %u disks",
 			       d->path ? d->path : "(null)", MVM_MAX_DISKS);
@@ -823,11 +826,271 @@ int mvm_add_disk(struct mvm *m, const struct mvm_disk *theirs, char *err, size_t
 	s->opts.rate_limit_group = s->group ? s->group_id : NULL;
 	/* Opened and locked now, once: a busy or odd-sized image fails here,
 	 * before anything is started. */
-	ret = blk_image_open(&s->opts, &s->img, &m->log, err, errlen);
+	return blk_image_open(&s->opts, &s->img, &m->log, err, errlen);
+}
+
+/* Disk i's device from its slot (its image moves into it), not yet on a
+ * transport. */
+static int mvm_disk_dev_new(struct mvm *m, unsigned i, struct virtio_dev **out, char *err,
+			    size_t errlen)
+{
+	struct mvm_disk_slot *s = &m->disks[i];
+	struct virtio_dev *dev;
+	int ret;
+
+	ret = blk_dev_from_image(&s->opts, &s->img, &m->vm.mem, &dev, err, errlen);
 	if (ret)
 		return ret;
-	m->ndisks++;
+	/* Before the driver reads the features (virtio_dev_init zeroed it). */
+	dev->no_packed = !s->opts.packed;
+	if (s->group) {
+		ret = blk_set_group(dev, &s->group->rl);
+		if (ret) {
+			virtio_dev_destroy(dev);
+			return err_set(err, errlen, ret, "disk %s: rate_limit_group %s: %s",
+				       s->opts.path, s->group->id, strerror(-ret));
+		}
+	}
+	/* Before launch: "ID-dN", then the worker's "qM" or PCI's "irq". */
+	snprintf(dev->thread_prefix, sizeof(dev->thread_prefix), "%s-d%u", m->id,
+		 i % 100u);     /* i < MVM_MAX_DISKS: what fits 15 bytes */
+	*out = dev;
 	return 0;
+}
+
+/* A free hot-plug slot: no disk's (a disk the guest ejected on its own
+ * keeps its port until mvm_disk_remove), and ready for a device
+ * (pcie_port_ready). A slot the guest is still letting go of (after a
+ * removal) is waited for, up to 5 s; *settling says one was. ctl_lock. */
+static struct pcie_port *mvm_free_port(struct mvm *m, bool *settling)
+{
+	uint64_t deadline = mono_ns() + 5000000000ull;
+	unsigned p, i;
+
+	for (;;) {
+		*settling = false;
+		for (p = 0; p < m->nports; p++) {
+			for (i = 0; i < m->ndisks; i++)
+				if (m->disks[i].port == &m->ports[p] && !m->disks[i].removed)
+					break;
+			if (i < m->ndisks)
+				continue;
+			if (pcie_port_ready(&m->ports[p], mono_ns()))
+				return &m->ports[p];
+			*settling = true;
+		}
+		if (!*settling || mono_ns() >= deadline || vm_stop_status(&m->vm) >= 0)
+			return NULL;
+		usleep(50000);
+	}
+}
+
+/* mvm_add_disk on a running VM: the device made, started and put behind
+ * a free port, then the guest told. ctl_lock held. */
+static int mvm_disk_hotplug(struct mvm *m, const struct mvm_disk *d, char *err, size_t errlen)
+{
+	const char *path = d->path ? d->path : "(null)";
+	struct mvm_disk_slot *s = &m->disks[m->ndisks];
+	struct virtio_dev *dev;
+	struct pcie_port *port;
+	bool settling;
+	int ret;
+
+	ret = mvm_check_running(m, "mvm_add_disk", err, errlen);
+	if (ret)
+		return ret;
+	if (!m->nports)
+		return err_set(err, errlen, -EBUSY, "disk %s: the VM has been started without "
+			       "hot-plug slots; start it with some (--hotplug-slots N) to add disks "
+			       "while it runs", path);
+	if (d->transport != MVM_TRANSPORT_PCI)
+		return err_set(err, errlen, -EINVAL, "disk %s: transport %s: hot-plug needs pci; "
+			       "give transport=pci", path,
+			       d->transport == MVM_TRANSPORT_MMIO ? "mmio" : "ccw");
+	port = mvm_free_port(m, &settling);
+	if (!port && settling)
+		return err_set(err, errlen, -EBUSY, "disk %s: the guest has not let go of the "
+			       "hot-plug slot of a disk removed before (it powers the slot off "
+			       "once done with it); try again", path);
+	if (!port)
+		return err_set(err, errlen, -ENOSPC, "disk %s: all %u hot-plug slots are taken; "
+			       "remove a disk first, or start with more (--hotplug-slots)", path,
+			       m->nports);
+	ret = mvm_disk_slot_fill(m, d, err, errlen);
+	if (ret)
+		return ret;
+	ret = mvm_disk_dev_new(m, m->ndisks, &dev, err, errlen);
+	if (ret) {
+		blk_image_close(&s->img);
+		return ret;
+	}
+	pthread_mutex_lock(&m->devs_lock);
+	ret = virtio_pci_attach_port(&m->vm, &m->pci, port, dev);
+	pthread_mutex_unlock(&m->devs_lock);
+	if (ret) {
+		virtio_dev_destroy(dev);
+		return err_set(err, errlen, ret, "disk %s: cannot attach the virtio-pci device: "
+			       "%s", path, strerror(-ret));
+	}
+	ret = vtr_start_late(&m->vm, dev);
+	if (ret) {
+		vtr_unplug(&m->vm, dev, &m->devs_lock);
+		return err_set(err, errlen, ret, "disk %s: cannot start its threads: %s", path,
+			       strerror(-ret));
+	}
+	pthread_mutex_lock(&m->devs_lock);
+	s->dev = dev;
+	s->port = port;
+	m->ndisks++;
+	pthread_mutex_unlock(&m->devs_lock);
+	pcie_port_announce(port);
+	return 0;
+}
+
+int mvm_add_disk(struct mvm *m, const struct mvm_disk *theirs, char *err, size_t errlen)
+{
+	struct mvm_disk dd;
+	int ret, st;
+
+	if (!m || !theirs)
+		return err_set(err, errlen, -EINVAL, "mvm_add_disk: %s is NULL", m ? "disk" : "vm");
+	mvm_disk_init(&dd, NULL);
+	ret = mvm_take(&dd, sizeof(dd), theirs, theirs->size, MVM_DISK_SIZE_MIN, "disk",
+		       "mvm_disk_init", err, errlen);
+	if (ret)
+		return ret;
+	st = atomic_load(&m->state);
+	if (st == MVM_CREATED) {
+		ret = mvm_disk_slot_fill(m, &dd, err, errlen);
+		if (!ret)
+			m->ndisks++;
+		return ret;
+	}
+	if (st != MVM_RUNNING)
+		return err_set(err, errlen, -EBUSY, "disk %s: the VM is %s; add disks before "
+			       "mvm_prepare, or hot-plug them into a running VM",
+			       dd.path ? dd.path : "(null)", st == MVM_PREPARED ? "prepared" :
+			       st == MVM_ENDED ? "ended" : "not startable (its start failed)");
+	pthread_mutex_lock(&m->ctl_lock);
+	ret = mvm_disk_hotplug(m, &dd, err, errlen);
+	pthread_mutex_unlock(&m->ctl_lock);
+	return ret;
+}
+
+unsigned mvm_disk_count(const struct mvm *m)
+{
+	return m ? __atomic_load_n(&m->ndisks, __ATOMIC_RELAXED) : 0;
+}
+
+/* Wait for the guest to power disk's slot off: 0, -ETIMEDOUT at
+ * deadline, -ESHUTDOWN when the VM stops meanwhile (looked at every
+ * 100 ms: its control thread then waits for ctl_lock, which the caller
+ * holds). */
+static int mvm_wait_eject(struct mvm *m, struct pcie_port *port, uint64_t deadline)
+{
+	for (;;) {
+		uint64_t now = mono_ns(), until = now + 100000000ull;
+		int r;
+
+		if (vm_stop_status(&m->vm) >= 0)
+			return -ESHUTDOWN;
+		r = pcie_port_wait_eject(port, until < deadline ? until : deadline);
+		if (r != -ETIMEDOUT || until >= deadline)
+			return r;
+	}
+}
+
+int mvm_disk_remove(struct mvm *m, unsigned disk, unsigned flags, int timeout_ms, char *err,
+		    size_t errlen)
+{
+	struct mvm_disk_slot *s;
+	struct virtio_dev *dev;
+	int r;
+
+	if (!m)
+		return err_set(err, errlen, -EINVAL, "mvm_disk_remove: vm is NULL");
+	if (flags & ~MVM_DISK_REMOVE_SURPRISE)
+		return err_set(err, errlen, -EINVAL, "mvm_disk_remove: flags 0x%x: unknown; give "
+			       "0 or MVM_DISK_REMOVE_SURPRISE", flags);
+	if (timeout_ms < 0)
+		return err_set(err, errlen, -EINVAL, "mvm_disk_remove: timeout %d ms: give 0 or "
+			       "more (the guest takes 5 s to release a disk)", timeout_ms);
+	pthread_mutex_lock(&m->ctl_lock);
+	r = mvm_check_running(m, "mvm_disk_remove", err, errlen);
+	if (r)
+		goto unlock;
+	if (disk >= m->ndisks) {
+		r = err_set(err, errlen, -EINVAL, "mvm_disk_remove: disk %u: the VM has %u disk%s; "
+			    "give its number, from 0", disk, m->ndisks, m->ndisks == 1 ? "" : "s");
+		goto unlock;
+	}
+	s = &m->disks[disk];
+	if (s->removed) {
+		r = err_set(err, errlen, -ENODEV, "mvm_disk_remove: disk %u (%s) was removed "
+			    "already", disk, s->path);
+		goto unlock;
+	}
+	if (!s->port) {
+		r = err_set(err, errlen, -EINVAL, "mvm_disk_remove: disk %u (%s) is not on a "
+			    "hot-plug slot (it was given before the start); only disks added to "
+			    "the running VM can be removed", disk, s->path);
+		goto unlock;
+	}
+	if (flags & MVM_DISK_REMOVE_SURPRISE) {
+		pcie_port_surprise_remove(s->port);
+	} else if (pcie_port_occupied(s->port)) {
+		/* Else the guest powered the slot off already (on its own, or
+		 * after an earlier call gave up waiting). */
+		if (atomic_load(&m->paused)) {
+			r = err_set(err, errlen, -EBUSY, "mvm_disk_remove: disk %u: the VM is "
+				    "paused and cannot release it; resume it first, or remove it "
+				    "by surprise", disk);
+			goto unlock;
+		}
+		pcie_port_press_button(s->port);
+		r = mvm_wait_eject(m, s->port, mono_ns() + (uint64_t)timeout_ms * 1000000ull);
+		if (r == -ETIMEDOUT)
+			r = err_set(err, errlen, r, "mvm_disk_remove: disk %u (%s): the guest did "
+				    "not release it within %d ms (Linux's pciehp takes 5 s); wait "
+				    "longer, or remove it by surprise", disk, s->path, timeout_ms);
+		else if (r)
+			r = err_set(err, errlen, r, "mvm_disk_remove: disk %u: the VM stopped",
+				    disk);
+		if (r)
+			goto unlock;
+	}
+	/* The guest no longer sees it: off the lists, then stopped and freed
+	 * (its image closed with it). */
+	pthread_mutex_lock(&m->devs_lock);
+	dev = s->dev;
+	s->dev = NULL;
+	s->removed = true;
+	pthread_mutex_unlock(&m->devs_lock);
+	vtr_unplug(&m->vm, dev, &m->devs_lock);
+unlock:
+	pthread_mutex_unlock(&m->ctl_lock);
+	return r;
+}
+
+int mvm_disk_pci_address(struct mvm *m, unsigned disk, char *buf, size_t len)
+{
+	unsigned bus, slot;
+	int r = -ENODEV, n;
+
+	if (!m || !buf)
+		return -EINVAL;
+	pthread_mutex_lock(&m->devs_lock);
+	if (disk >= m->ndisks) {
+		r = -EINVAL;
+	} else if (m->disks[disk].dev) {
+		r = virtio_pci_address(m->disks[disk].dev, &bus, &slot);
+		if (!r) {
+			n = snprintf(buf, len, "0000:%02x:%02x.0", bus, slot);
+			r = n < 0 || (size_t)n >= len ? -ENOSPC : 0;
+		}
+	}
+	pthread_mutex_unlock(&m->devs_lock);
+	return r;
 }
 
 int mvm_add_vsock(struct mvm *m, const struct mvm_vsock *theirs, char *err, size_t errlen)
@@ -897,6 +1160,28 @@ static int mvm_attach_pvpanic(struct mvm *m, char *err, size_t errlen)
 	return 0;
 }
 
+/* The hot-plug slots' root ports, last on bus 0 (the cold-plugged
+ * functions keep their slots). Before vCPUs start. */
+static int mvm_attach_ports(struct mvm *m, char *err, size_t errlen)
+{
+	int ret;
+
+	if (!m->cfg.hotplug_slots)
+		return 0;
+	ret = mvm_pci_bus(m, err, errlen);
+	if (ret)
+		return ret;
+	while (m->nports < m->cfg.hotplug_slots) {
+		ret = pcie_port_init(&m->ports[m->nports], &m->pci, m->nports + 1);
+		if (ret)
+			return err_set(err, errlen, ret, "hotplug_slots %u: cannot make root port "
+				       "%u: %s; give fewer", m->cfg.hotplug_slots, m->nports + 1,
+				       strerror(-ret));
+		m->nports++;
+	}
+	return 0;
+}
+
 /* A virtio device onto its transport (the PCI bus brought up where it is
  * the first to need it); on failure the device is destroyed. what and
  * name say whose it is in the message ("disk", its path). */
@@ -938,22 +1223,9 @@ static int mvm_attach_disks(struct mvm *m, char *err, size_t errlen)
 		struct mvm_disk_slot *s = &m->disks[i];
 		struct virtio_dev *dev;
 
-		ret = blk_dev_from_image(&s->opts, &s->img, &m->vm.mem, &dev, err, errlen);
+		ret = mvm_disk_dev_new(m, i, &dev, err, errlen);
 		if (ret)
 			return ret;
-		/* Before the driver reads the features (virtio_dev_init zeroed it). */
-		dev->no_packed = !s->opts.packed;
-		if (s->group) {
-			ret = blk_set_group(dev, &s->group->rl);
-			if (ret) {
-				virtio_dev_destroy(dev);
-				return err_set(err, errlen, ret, "disk %s: rate_limit_group %s: %s",
-					       s->opts.path, s->group->id, strerror(-ret));
-			}
-		}
-		/* Before launch: "ID-dN", then the worker's "qM" or PCI's "irq". */
-		snprintf(dev->thread_prefix, sizeof(dev->thread_prefix), "%s-d%u", m->id,
-			 i % 100u);     /* i < MVM_MAX_DISKS: what fits 15 bytes */
 		ret = mvm_attach_virtio(m, dev, s->opts.transport, "disk", s->opts.path, err,
 					errlen);
 		if (ret)
@@ -1250,6 +1522,9 @@ int mvm_prepare(struct mvm *m, char *err, size_t errlen)
 	if (ret)
 		return ret;
 	ret = mvm_attach_pvpanic(m, err, errlen);
+	if (ret)
+		return ret;
+	ret = mvm_attach_ports(m, err, errlen);
 	if (ret)
 		return ret;
 	m->phase_ns[MVM_PHASE_DEVICES] = mono_ns();
@@ -1711,32 +1986,39 @@ static void mvm_queue_stats_add(struct mvm_queue_stats *st, const struct blk_que
 	st->rate_wait_us += b->rate_wait_us;
 }
 
-int mvm_get_queue_stats(const struct mvm *m, unsigned disk, unsigned queue,
+int mvm_get_queue_stats(const struct mvm *cm, unsigned disk, unsigned queue,
 			struct mvm_queue_stats *out, size_t len)
 {
+	struct mvm *m = (struct mvm *)cm;     /* for devs_lock alone */
 	struct mvm_queue_stats st;
 	struct blk_queue_stats b;
 	unsigned i, q;
+	int r = 0;
 
-	if (!m || !out || (disk != MVM_ALL && (disk >= m->ndisks || !m->disks[disk].dev)) ||
-	    (disk == MVM_ALL && queue != MVM_ALL))
+	if (!m || !out || (disk == MVM_ALL && queue != MVM_ALL))
 		return -EINVAL;
 	memset(&st, 0, sizeof(st));
-	for (i = 0; i < m->ndisks; i++) {
+	pthread_mutex_lock(&m->devs_lock);
+	if (disk != MVM_ALL && (disk >= m->ndisks || !m->disks[disk].dev))
+		r = -EINVAL;
+	for (i = 0; !r && i < m->ndisks; i++) {
 		if ((disk != MVM_ALL && disk != i) || !m->disks[i].dev)
 			continue;
-		for (q = 0; q < m->disks[i].opts.queues; q++) {
+		for (q = 0; !r && q < m->disks[i].opts.queues; q++) {
 			if (queue != MVM_ALL && queue != q)
 				continue;
 			if (blk_get_queue_stats(m->disks[i].dev, q, &b))
-				return -EINVAL;
-			mvm_queue_stats_add(&st, &b);
+				r = -EINVAL;
+			else
+				mvm_queue_stats_add(&st, &b);
 		}
 		if (queue != MVM_ALL && queue >= m->disks[i].opts.queues)
-			return -EINVAL;
+			r = -EINVAL;
 	}
-	abi_copy_out(out, len, &st, sizeof(st));
-	return 0;
+	pthread_mutex_unlock(&m->devs_lock);
+	if (!r)
+		abi_copy_out(out, len, &st, sizeof(st));
+	return r;
 }
 
 /* One entry, as much of it as the caller's entsize takes. */
@@ -1756,7 +2038,7 @@ static void mvm_thread_put(struct mvm_thread *out, size_t n, size_t entsize, uns
 
 int mvm_get_threads(const struct mvm *cm, struct mvm_thread *out, size_t n, size_t entsize)
 {
-	struct mvm *m = (struct mvm *)cm;     /* for threads_lock alone */
+	struct mvm *m = (struct mvm *)cm;     /* for threads_lock and devs_lock alone */
 	unsigned count = 0, i;
 	int state;
 
@@ -1776,6 +2058,7 @@ int mvm_get_threads(const struct mvm *cm, struct mvm_thread *out, size_t n, size
 		if (m->vcpus[i].started)
 			mvm_thread_put(out, n, entsize, &count, m->vcpus[i].hs.tid, MVM_THREAD_VCPU,
 				       m->vcpus[i].id, MVM_ALL, m->vcpus[i].hs.name);
+	pthread_mutex_lock(&m->devs_lock);
 	for (i = 0; i < m->ndisks; i++) {
 		const struct virtio_dev *dev = m->disks[i].dev;
 		const struct vqw *w;
@@ -1789,6 +2072,7 @@ int mvm_get_threads(const struct mvm *cm, struct mvm_thread *out, size_t n, size
 		mvm_thread_put(out, n, entsize, &count, dev->helper_tid, MVM_THREAD_DEVICE, 0, i,
 			       dev->helper_name);
 	}
+	pthread_mutex_unlock(&m->devs_lock);
 	if (m->vsock_dev) {
 		const struct vqw *w = m->vsock_dev->vqws;
 
@@ -1839,9 +2123,11 @@ int mvm_stats_json(const struct mvm *m, char *buf, size_t len)
 		vcpu_stats_json(&m->vcpus[i], &j);
 	json_arr_end(&j);
 	json_arr_begin(&j, "devices");
+	pthread_mutex_lock((pthread_mutex_t *)&m->devs_lock);
 	for (i = 0; m->vm_up && i < m->vm.ndevices; i++)
 		if (m->vm.devices[i].ops->stats_json)
 			m->vm.devices[i].ops->stats_json(m->vm.devices[i].dev, &j);
+	pthread_mutex_unlock((pthread_mutex_t *)&m->devs_lock);
 	json_arr_end(&j);
 	json_str(&j, "state", mvm_state_name(mvm_get_state(m)));
 	json_u64(&j, "pauses", __atomic_load_n(&m->pauses, __ATOMIC_RELAXED));
@@ -1891,6 +2177,8 @@ void mvm_destroy(struct mvm *m)
 		for (i = m->vm.ndevices; i-- > 0;)
 			m->vm.devices[i].ops->destroy(m->vm.devices[i].dev);
 	}
+	for (i = 0; i < m->nports; i++)
+		pcie_port_destroy(&m->ports[i]);
 	if (m->pci_up)
 		pci_bus_destroy(&m->pci);
 	for (i = 0; i < m->nvcpus; i++)
@@ -1920,6 +2208,7 @@ void mvm_destroy(struct mvm *m)
 	pthread_mutex_destroy(&m->lock);
 	pthread_mutex_destroy(&m->threads_lock);
 	pthread_mutex_destroy(&m->ctl_lock);
+	pthread_mutex_destroy(&m->devs_lock);
 	free(m->kernel);
 	free(m->initrd);
 	free(m->cmdline);
