@@ -6,8 +6,13 @@
 # 405), vm.info says Paused, a resume lets it go on; counters; bad
 # requests (invalid JSON 400, an unknown endpoint 404, an unserved one
 # 501, a body over the limit 413) change nothing, and a client that
-# connects and says nothing does not hold the others up; vmm.shutdown
-# ends mvm with status 0.
+# connects and says nothing does not hold the others up; vm.add-disk is
+# refused under the sandbox (it opens files, makes threads); vmm.shutdown
+# ends mvm with status 0. Then, with the sandbox off and a hot-plug slot,
+# vm.add-disk plugs a disk in (PciDeviceInfo with its BDF; the guest finds
+# it and its data), vm.info and vm.counters show it under its id, a
+# second finds no slot, vm.remove-device takes it out with the guest's
+# cooperation, and the slot takes it again.
 . "$(dirname "$0")/lib.sh"
 sock=$SYS_TMP/api.sock
 img=$SYS_TMP/disk.img
@@ -58,7 +63,9 @@ grep -q '"_disk0":{' "$SYS_TMP/body" || fail "vm.counters: no _disk0"
 # Bad requests change nothing; a silent client holds nobody up.
 expect 400 PUT vm.create -H 'Content-Type: application/json' -d '{"cpus": {"boot_vcpus": 2'
 expect 404 GET vm.teleport
-expect 501 PUT vm.add-disk -H 'Content-Type: application/json' -d "{\"path\":\"$img\"}"
+expect 501 PUT vm.add-net -H 'Content-Type: application/json' -d '{"tap":"tap0"}'
+expect 500 PUT vm.add-disk -H 'Content-Type: application/json' -d "{\"path\":\"$img\"}"
+grep -q 'not with --sandbox on' "$SYS_TMP/body" || fail "vm.add-disk under the sandbox: $(cat "$SYS_TMP/body")"
 head -c 100000 /dev/zero | tr '\0' ' ' >"$SYS_TMP/big"
 expect 413 PUT vm.create -H 'Content-Type: application/json' --data-binary "@$SYS_TMP/big"
 socat -u UNIX-CONNECT:"$sock" - >/dev/null 2>&1 &
@@ -76,3 +83,49 @@ wait $pid; rc=$?
 tail -n 3 "$SYS_TMP/out" | tr -d '\r' | sed 's/^/    guest| /'
 [ $rc -eq 0 ] || fail "mvm exited $rc after vmm.shutdown, expected 0"
 echo "vmm.shutdown: mvm exited 0"
+
+# Hot-plug through the API: the sandbox off (vm.add-disk opens the image
+# and makes threads), one hot-plug slot. The guest reports each vd* disk
+# that comes or goes, with its size and the md5sum of its first MiB.
+hot=$SYS_TMP/hot.img
+head -c 4M /dev/urandom >"$hot"
+sum=$(head -c 1M "$hot" | md5sum | cut -d' ' -f1)
+"$MVM" --sandbox off --hotplug-slots 1 --api-socket "$sock" --disk "$img" \
+	--cmdline "$(guest_script 'p=; while :; do c=; for b in /sys/block/vd[b-z]; do [ -e $b ] && c="$c ${b##*/}"; done
+for d in $c; do case " $p " in *" $d "*) ;; *) echo "hp-new $d $(cat /sys/block/$d/size) $(dd if=/dev/$d bs=4096 count=256 2>/dev/null | md5sum)";; esac; done
+for d in $p; do case " $c " in *" $d "*) ;; *) echo "hp-gone $d";; esac; done; p=$c; echo tick; sleep 0.1; done')" \
+	</dev/null >"$SYS_TMP/out" 2>&1 &
+pid=$!
+for _ in $(seq 1 600); do grep -q '^tick' "$SYS_TMP/out" && break; kill -0 $pid 2>/dev/null || break; sleep 0.2; done
+grep -q '^tick' "$SYS_TMP/out" || { tail -n 20 "$SYS_TMP/out"; fail "the second guest did not start its loop"; }
+wait_guest() {   # PATTERN COUNT: the guest printed PATTERN COUNT times, within 30 s
+	for _ in $(seq 1 300); do [ "$(grep -c "$1" "$SYS_TMP/out")" -ge "$2" ] && return 0; sleep 0.1; done
+	grep -v '^tick' "$SYS_TMP/out" | tail -n 10
+	fail "the guest did not print '$1' $2 time(s)"
+}
+expect 200 PUT vm.add-disk -H 'Content-Type: application/json' -d "{\"path\":\"$hot\",\"id\":\"hot0\"}"
+grep -q '"id":"hot0"' "$SYS_TMP/body" && grep -q '"bdf":"0000:01:00.0"' "$SYS_TMP/body" ||
+	fail "vm.add-disk's PciDeviceInfo: $(cat "$SYS_TMP/body")"
+wait_guest "hp-new vdb 8192 $sum" 1
+echo "the guest found the disk plugged in, with its data"
+expect 200 GET vm.info
+grep -q '"id":"hot0"' "$SYS_TMP/body" || fail "vm.info does not list hot0"
+expect 200 GET vm.counters
+grep -q '"hot0":{"read_bytes":[1-9]' "$SYS_TMP/body" || fail "vm.counters: hot0 read nothing"
+expect 500 PUT vm.add-disk -H 'Content-Type: application/json' -d "{\"path\":\"$SYS_TMP/none.img\"}"
+grep -q 'hot-plug slots are taken' "$SYS_TMP/body" || fail "a second vm.add-disk: $(cat "$SYS_TMP/body")"
+t0=$(date +%s%N)
+expect 204 PUT vm.remove-device -H 'Content-Type: application/json' -d '{"id":"hot0"}'
+echo "vm.remove-device took $(( ($(date +%s%N) - t0) / 1000000 )) ms"
+wait_guest "hp-gone vdb" 1
+expect 200 GET vm.info
+grep -q '"id":"hot0"' "$SYS_TMP/body" && fail "vm.info still lists hot0"
+expect 404 PUT vm.remove-device -H 'Content-Type: application/json' -d '{"id":"hot0"}'
+expect 200 PUT vm.add-disk -H 'Content-Type: application/json' -d "{\"path\":\"$hot\",\"id\":\"hot0\"}"
+wait_guest "hp-new vdb 8192 $sum" 2
+echo "the slot took the disk again"
+expect 204 PUT vmm.shutdown
+for _ in $(seq 1 100); do kill -0 $pid 2>/dev/null || break; sleep 0.1; done
+if kill -0 $pid 2>/dev/null; then kill -KILL $pid; fail "mvm still running 10 s after vmm.shutdown"; fi
+wait $pid; rc=$?
+[ $rc -eq 0 ] || fail "the second mvm exited $rc after vmm.shutdown, expected 0"

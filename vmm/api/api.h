@@ -21,14 +21,35 @@
  * whole; Cloud Hypervisor's largest (a VmConfig) is a few KiB. */
 #define API_BODY_MAX (64u << 10)
 
+/* Cloud Hypervisor's device ids: what a client may name a disk. */
+#define API_ID_MAX 64
+#define API_PATH_MAX 4096
+/* How long vm.remove-device waits for the guest to release a disk (Linux
+ * takes 5 s after the attention button). */
+#define API_REMOVE_TIMEOUT_MS 15000
+
+/* A disk vm.add-disk plugged in: its DiskConfig as the API took it. */
+struct api_hotdisk {
+	char id[API_ID_MAX + 1];
+	char path[API_PATH_MAX];
+	char serial[32];
+	char group[MVM_ID_MAX + 1];
+	struct mvm_disk d;         /* its strings point into the above */
+	unsigned index;            /* the library's disk number */
+	bool removed;              /* vm.remove-device took it */
+};
+
 /* The VM the API drives and what it was made from (the command line's
- * structs; the API never changes them). vm NULL: none created. */
+ * structs; the API never changes them), and the disks it plugged in.
+ * vm NULL: none created. */
 struct api_vm {
 	struct mvm *vm;
 	const struct mvm_config *cfg;
-	const struct mvm_disk *disks;
+	const struct mvm_disk *disks;      /* the command line's: _disk0, _disk1, ... */
 	unsigned ndisks;
 	const struct mvm_vsock *vsock;     /* or NULL */
+	struct api_hotdisk hot[MVM_MAX_DISKS];
+	unsigned nhot;
 	/* vmm.shutdown and vm.shutdown asked the VM to stop (the server then
 	 * ends once the answer is out). */
 	bool shutdown;
