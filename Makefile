@@ -19,7 +19,7 @@
 #   make bench-vsock             mvm's vsock vs QEMU's vhost-vsock (BENCH_VSOCK_ARGS=...)
 #   make bench-rate              disk rate limits measured in the guest (BENCH_RATE_ARGS=...)
 #   make fuzz-build              libFuzzer targets (tests/fuzz/) with clang, in build/fuzz/
-#   make fuzz FUZZ_SECONDS=600   run each fuzz target that long (make test runs 10 s each)
+#   make fuzz FUZZ_SECONDS=600   run each fuzz target that long (make test runs 6 s each)
 #   make static                  fully static ./mvm with musl, a static PIE (build/static/)
 #   make clean
 
