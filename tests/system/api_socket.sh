@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # mvm --api-socket, driven with curl --unix-socket only, as Cloud
 # Hypervisor's users drive its API, with the sandbox on (the API thread in
-# its own filter): ping; the socket is 0600; vm.info says Running; a pause
+# its own filter): the VM made by vm.create (a VmConfig with a field mvm
+# does not have refused) and started by vm.boot; ping; the socket is 0600; vm.info says Running; a pause
 # stops the guest's console and its disk (a second pause is refused with
 # 405), vm.info says Paused, a resume lets it go on; counters; bad
 # requests (invalid JSON 400, an unknown endpoint 404, an unserved one
@@ -30,12 +31,29 @@ expect() {   # STATUS METHOD ENDPOINT [curl args...]
 	echo "$1 $2: $got $(head -c 160 "$SYS_TMP/body")"
 }
 
-"$MVM" "${SYS_IDS[@]}" --api-socket "$sock" --disk "$img" \
-	--cmdline "$(guest_script 'i=0; while [ $i -lt 3000 ]; do echo tick $i $(cut -d" " -f1 /proc/uptime); i=$((i+1)); sleep 0.1; done')" \
-	</dev/null >"$SYS_TMP/out" 2>&1 &
+# The VM from vm.create and vm.boot, as Cloud Hypervisor's clients make
+# one: mvm given the socket alone (and the sandbox's ids) serves until
+# the boot, then confines itself as with a VM from the command line.
+"$MVM" "${SYS_IDS[@]}" --api-socket "$sock" </dev/null >"$SYS_TMP/out" 2>&1 &
 pid=$!
+for _ in $(seq 1 100); do [ -S "$sock" ] && break; sleep 0.1; done
+expect 404 GET vm.info
+expect 501 PUT vm.delete
+cmdline=$(guest_script 'i=0; while [ $i -lt 3000 ]; do echo tick $i $(cut -d" " -f1 /proc/uptime); i=$((i+1)); sleep 0.1; done')
+expect 400 PUT vm.create -H 'Content-Type: application/json' \
+	-d "{\"payload\":{\"kernel\":\"$SYS_ROOT/build/guest/bzImage\"},\"net\":[{\"tap\":\"t0\"}]}"
+expect 204 PUT vm.create -H 'Content-Type: application/json' -d "{
+	\"payload\": {\"kernel\": \"$SYS_ROOT/build/guest/bzImage\",
+		\"initramfs\": \"$SYS_ROOT/build/guest/initramfs.cpio.gz\", \"cmdline\": \"$cmdline\"},
+	\"cpus\": {\"boot_vcpus\": 1, \"max_vcpus\": 1}, \"memory\": {\"size\": 268435456},
+	\"disks\": [{\"path\": \"$img\"}], \"serial\": {\"mode\": \"Tty\"},
+	\"console\": {\"mode\": \"Off\"}}"
+expect 200 GET vm.info
+grep -q '"state":"Created"' "$SYS_TMP/body" || fail "vm.info after vm.create: not Created"
+expect 204 PUT vm.boot
 for _ in $(seq 1 600); do grep -q 'tick 5 ' "$SYS_TMP/out" && break; kill -0 $pid 2>/dev/null || break; sleep 0.2; done
 grep -q 'tick 5 ' "$SYS_TMP/out" || { tail -n 20 "$SYS_TMP/out"; fail "the guest did not tick"; }
+expect 405 PUT vm.boot
 
 expect 200 GET vmm.ping
 grep -q '"version":"' "$SYS_TMP/body" || fail "vmm.ping: no version"

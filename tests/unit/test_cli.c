@@ -656,6 +656,27 @@ TEST(vsock_option_fills_the_librarys_struct)
 }
 
 /* --api-socket takes PATH or Cloud Hypervisor's path=PATH. */
+/* --api-socket alone waits for vm.create: options that say how to run
+ * any VM keep it so, those that describe the VM do not. */
+TEST(api_socket_alone_takes_the_vm_from_the_api)
+{
+	struct cli_config c;
+
+	CHECK_EQ(PARSE(&c, "--api-socket", "/s"), 0);
+	CHECK(cli_vm_from_api(&c));
+	CHECK_EQ(PARSE(&c, "--api-socket", "/s", "--sandbox", "off", "--hotplug-slots", "1",
+		       "--id", "a", "--pvpanic", "off", "--queues", "2", "--stats"), 0);
+	CHECK(cli_vm_from_api(&c));
+	CHECK_EQ(PARSE(&c, "--api-socket", "/s", "--disk", "x.img"), 0);
+	CHECK(!cli_vm_from_api(&c));
+	CHECK_EQ(PARSE(&c, "--api-socket", "/s", "--mem", "64M"), 0);
+	CHECK(!cli_vm_from_api(&c));
+	CHECK_EQ(PARSE(&c, "--kernel", "k"), 0);
+	CHECK(!cli_vm_from_api(&c));
+	CHECK_EQ(PARSE(&c, "--cpus", "1"), 0);
+	CHECK(!cli_vm_from_api(&c));
+}
+
 TEST(api_socket_takes_a_path_or_path_equals)
 {
 	struct cli_config c;

@@ -18,7 +18,7 @@ enum api_method { API_GET, API_PUT };
  * with 501 and the endpoint's name, once a body they take is valid JSON
  * (docs/api.md says which and why). */
 static const char *const api_unsupported[] = {
-	"vm.create", "vm.boot", "vm.delete", "vm.reboot", "vm.power-button", "vm.resize",
+	"vm.delete", "vm.reboot", "vm.power-button", "vm.resize",
 	"vm.resize-zone", "vm.add-device", "vm.add-fs", "vm.add-pmem",
 	"vm.add-net", "vm.add-vsock", "vm.add-vdpa", "vm.add-user-device",
 	"vm.snapshot", "vm.coredump", "vm.restore", "vm.receive-migration",
@@ -226,8 +226,8 @@ static void api_shutdown(struct api_vm *v, const char *what, struct api_reply *r
 }
 
 /* A TokenBucket into b; false (and the 400) when it is not one. */
-static bool api_bucket_parse(const char *name, json_t *o, struct mvm_token_bucket *b,
-			     struct api_reply *r)
+static bool api_bucket_parse(const char *what, const char *name, json_t *o,
+			     struct mvm_token_bucket *b, struct api_reply *r)
 {
 	static const char *const keys[] = { "size", "one_time_burst", "refill_time" };
 	uint64_t *fields[] = { &b->size, &b->one_time_burst, &b->refill_time_ms };
@@ -236,15 +236,15 @@ static bool api_bucket_parse(const char *name, json_t *o, struct mvm_token_bucke
 	unsigned i;
 
 	if (!json_is_object(o)) {
-		api_error(r, 400, "vm.add-disk: rate_limiter_config.%s: not an object; give "
-			  "{\"size\": N, \"refill_time\": MS}", name);
+		api_error(r, 400, "%s: rate_limiter_config.%s: not an object; give "
+			  "{\"size\": N, \"refill_time\": MS}", what, name);
 		return false;
 	}
 	json_object_foreach(o, k, val) {
 		for (i = 0; i < 3 && strcmp(k, keys[i]); i++)
 			;
 		if (i == 3 || !json_is_integer(val) || json_integer_value(val) < 0) {
-			api_error(r, 400, "vm.add-disk: rate_limiter_config.%s.%.64s: %s", name, k,
+			api_error(r, 400, "%s: rate_limiter_config.%s.%.64s: %s", what, name, k,
 				  i == 3 ? "unknown field; give size, one_time_burst, refill_time" :
 				  "not a number of 0 or more");
 			return false;
@@ -258,7 +258,8 @@ static bool api_bucket_parse(const char *name, json_t *o, struct mvm_token_bucke
  * library checks the values (mvm_add_disk). False (and the 400) on a
  * field mvm does not know, or one it cannot honour that changes what the
  * guest gets. */
-static bool api_disk_parse(json_t *o, struct api_hotdisk *h, struct api_reply *r)
+static bool api_disk_parse(const char *what, json_t *o, struct api_hotdisk *h,
+			   struct api_reply *r)
 {
 	const char *k;
 	json_t *val;
@@ -308,8 +309,8 @@ static bool api_disk_parse(json_t *o, struct api_hotdisk *h, struct api_reply *r
 
 			if (!json_is_object(val) || json_object_size(val) != (size_t)!!bw + !!ops)
 				bad = "give an object with bandwidth and/or ops";
-			else if ((bw && !api_bucket_parse("bandwidth", bw, &h->d.rate.bw, r)) ||
-				 (ops && !api_bucket_parse("ops", ops, &h->d.rate.ops, r)))
+			else if ((bw && !api_bucket_parse(what, "bandwidth", bw, &h->d.rate.bw, r)) ||
+				 (ops && !api_bucket_parse(what, "ops", ops, &h->d.rate.ops, r)))
 				return false;
 		} else if (!strcmp(k, "queue_size") || !strcmp(k, "disable_io_uring") ||
 			   !strcmp(k, "disable_aio") || !strcmp(k, "sparse")) {
@@ -325,17 +326,17 @@ static bool api_disk_parse(json_t *o, struct api_hotdisk *h, struct api_reply *r
 			if (!is_int || json_integer_value(val) != 0)
 				bad = "mvm has PCI segment 0 only; give 0";
 		} else {
-			api_error(r, 400, "vm.add-disk: field %.64s: unknown to mvm (docs/api.md has "
-				  "the DiskConfig fields it takes)", k);
+			api_error(r, 400, "%s: field %.64s: unknown to mvm (docs/api.md has "
+				  "the DiskConfig fields it takes)", what, k);
 			return false;
 		}
 		if (bad) {
-			api_error(r, 400, "vm.add-disk: %s: %s", k, bad);
+			api_error(r, 400, "%s: %s: %s", what, k, bad);
 			return false;
 		}
 	}
 	if (!h->d.path) {
-		api_error(r, 400, "vm.add-disk: no path; give the image's path");
+		api_error(r, 400, "%s: no path; give the image's path", what);
 		return false;
 	}
 	return true;
@@ -408,7 +409,7 @@ static void api_vm_add_disk(struct api_vm *v, const char *body, size_t len,
 	}
 	h = &v->hot[v->nhot];
 	memset(h, 0, sizeof(*h));
-	if (!api_disk_parse(j, h, r)) {
+	if (!api_disk_parse("vm.add-disk", j, h, r)) {
 		json_decref(j);
 		return;
 	}
@@ -472,6 +473,359 @@ static void api_vm_remove_device(struct api_vm *v, const char *body, size_t len,
 	r->status = 204;
 }
 
+/* A JSON string of at most len - 1 bytes into buf; false when it is
+ * not one. */
+static bool api_str(json_t *val, char *buf, size_t len)
+{
+	const char *str = json_string_value(val);
+
+	if (!str || !*str || strlen(str) >= len)
+		return false;
+	strcpy(buf, str);
+	return true;
+}
+
+/* An object's members against a list of what mvm takes: false (and the
+ * 400 naming it) for another one. */
+static bool api_known(const char *what, json_t *o, const char *const *keys, struct api_reply *r)
+{
+	const char *k;
+	json_t *val;
+	unsigned i;
+
+	if (!json_is_object(o)) {
+		api_error(r, 400, "vm.create: %s: not an object", what);
+		return false;
+	}
+	json_object_foreach(o, k, val) {
+		for (i = 0; keys[i] && strcmp(keys[i], k); i++)
+			;
+		if (!keys[i]) {
+			api_error(r, 400, "vm.create: %s.%.64s: unknown to mvm (docs/api.md has the "
+				  "VmConfig fields it takes)", what, k);
+			return false;
+		}
+	}
+	return true;
+}
+
+/* A boolean member that mvm has only as false (400 otherwise). */
+static bool api_false_only(const char *what, json_t *o, const char *key, struct api_reply *r)
+{
+	json_t *val = json_object_get(o, key);
+
+	if (val && !json_is_false(val)) {
+		api_error(r, 400, "vm.create: %s.%s: mvm does not have this; give false or leave "
+			  "it out", what, key);
+		return false;
+	}
+	return true;
+}
+
+static bool api_payload_parse(json_t *o, struct api_vmconfig *c, struct api_reply *r)
+{
+	static const char *const keys[] = { "kernel", "initramfs", "cmdline", "firmware", NULL };
+	json_t *val;
+
+	if (!api_known("payload", o, keys, r))
+		return false;
+	if (json_object_get(o, "firmware")) {
+		api_error(r, 400, "vm.create: payload.firmware: mvm boots a kernel directly; give "
+			  "payload.kernel");
+		return false;
+	}
+	if (!api_str(json_object_get(o, "kernel"), c->kernel, sizeof(c->kernel))) {
+		api_error(r, 400, "vm.create: payload.kernel: give the kernel's path (a bzImage "
+			  "or a vmlinux with a PVH note)");
+		return false;
+	}
+	c->vm.kernel = c->kernel;
+	val = json_object_get(o, "initramfs");
+	if (val) {
+		if (!api_str(val, c->initrd, sizeof(c->initrd))) {
+			api_error(r, 400, "vm.create: payload.initramfs: give the initramfs' path");
+			return false;
+		}
+		c->vm.initrd = c->initrd;
+	}
+	val = json_object_get(o, "cmdline");
+	if (val) {
+		if (!json_is_string(val) || strlen(json_string_value(val)) >= sizeof(c->cmdline)) {
+			api_error(r, 400, "vm.create: payload.cmdline: give a string of less than "
+				  "%zu bytes", sizeof(c->cmdline));
+			return false;
+		}
+		c->vm.cmdline = strcpy(c->cmdline, json_string_value(val));
+	}
+	return true;
+}
+
+/* cpus: boot_vcpus; max_vcpus above it is CPU hot-plug, which mvm does
+ * not offer: the guest gets boot_vcpus, as it would until a hot-plug. */
+static bool api_cpus_parse(json_t *o, struct api_vmconfig *c, struct api_reply *r)
+{
+	static const char *const keys[] = { "boot_vcpus", "max_vcpus", "topology",
+					    "kvm_hyperv", "max_phys_bits", "affinity",
+					    "features", NULL };
+	json_t *boot = json_object_get(o, "boot_vcpus"), *max = json_object_get(o, "max_vcpus");
+
+	if (!api_known("cpus", o, keys, r) || !api_false_only("cpus", o, "kvm_hyperv", r))
+		return false;
+	if (boot) {
+		if (!json_is_integer(boot) || json_integer_value(boot) < 1 ||
+		    json_integer_value(boot) > MVM_MAX_CPUS) {
+			api_error(r, 400, "vm.create: cpus.boot_vcpus: give 1 to %d", MVM_MAX_CPUS);
+			return false;
+		}
+		c->vm.cpus = (unsigned)json_integer_value(boot);
+	}
+	if (max && (!json_is_integer(max) || json_integer_value(max) < c->vm.cpus)) {
+		api_error(r, 400, "vm.create: cpus.max_vcpus: give at least boot_vcpus (%u)",
+			  c->vm.cpus);
+		return false;
+	}
+	return true;
+}
+
+static bool api_memory_parse(json_t *o, struct api_vmconfig *c, struct api_reply *r)
+{
+	static const char *const keys[] = { "size", "mergeable", "shared", "hugepages",
+					    "hugepage_size", "thp", "prefault", "hotplug_method",
+					    "hotplug_size", "hotplugged_size", "zones", NULL };
+	json_t *size = json_object_get(o, "size");
+
+	if (!api_known("memory", o, keys, r) || !api_false_only("memory", o, "shared", r) ||
+	    !api_false_only("memory", o, "hugepages", r))
+		return false;
+	if (json_array_size(json_object_get(o, "zones"))) {
+		api_error(r, 400, "vm.create: memory.zones: mvm has one memory region; give size");
+		return false;
+	}
+	if (size) {
+		if (!json_is_integer(size) || json_integer_value(size) <= 0) {
+			api_error(r, 400, "vm.create: memory.size: give the guest's RAM in bytes");
+			return false;
+		}
+		c->vm.mem = (uint64_t)json_integer_value(size);
+	}
+	return true;
+}
+
+/* serial and console: where the guest's console goes. mvm has one, on
+ * its stdin and stdout (Tty), or dropped (Off, Null). */
+static bool api_console_parse(const char *what, json_t *o, struct api_vmconfig *c,
+			      struct api_reply *r)
+{
+	static const char *const keys[] = { "mode", "file", "socket", "iommu", NULL };
+	const char *mode = json_string_value(json_object_get(o, "mode"));
+
+	if (!api_known(what, o, keys, r) || !api_false_only(what, o, "iommu", r))
+		return false;
+	if (!mode || (strcmp(mode, "Tty") && strcmp(mode, "Off") && strcmp(mode, "Null"))) {
+		api_error(r, 400, "vm.create: %s.mode: give Tty (mvm's stdin and stdout), Off or "
+			  "Null", what);
+		return false;
+	}
+	/* The serial port is the guest's console; "console" is Cloud
+	 * Hypervisor's virtio-console, which mvm has not: Off only. */
+	if (!strcmp(what, "serial"))
+		c->console_off = strcmp(mode, "Tty") != 0;
+	else if (strcmp(mode, "Off")) {
+		api_error(r, 400, "vm.create: console.mode: mvm has no virtio-console; give Off");
+		return false;
+	}
+	return true;
+}
+
+static bool api_vsock_parse(json_t *o, struct api_vmconfig *c, struct api_reply *r)
+{
+	static const char *const keys[] = { "cid", "socket", "id", "iommu", "pci_segment", NULL };
+	json_t *cid = json_object_get(o, "cid");
+
+	if (!api_known("vsock", o, keys, r) || !api_false_only("vsock", o, "iommu", r))
+		return false;
+	if (json_integer_value(json_object_get(o, "pci_segment"))) {
+		api_error(r, 400, "vm.create: vsock.pci_segment: mvm has PCI segment 0 only");
+		return false;
+	}
+	mvm_vsock_init(&c->vsock);
+	if (!json_is_integer(cid) || json_integer_value(cid) < 0 ||
+	    json_integer_value(cid) > UINT32_MAX ||
+	    !api_str(json_object_get(o, "socket"), c->vsock_socket, sizeof(c->vsock_socket))) {
+		api_error(r, 400, "vm.create: vsock: give cid (3 or more) and socket (a path)");
+		return false;
+	}
+	c->vsock.cid = (uint32_t)json_integer_value(cid);
+	c->vsock.socket = c->vsock_socket;
+	c->has_vsock = true;
+	return true;
+}
+
+/* Cloud Hypervisor's VmConfig into c, field by field as docs/api.md
+ * says: taken, ignored where nothing the guest gets depends on it, or
+ * refused with a 400 that names it. The library checks the values. */
+static bool api_vmconfig_parse(json_t *o, struct api_vmconfig *c, struct api_reply *r)
+{
+	static const char *const keys[] = {
+		"payload", "cpus", "memory", "disks", "serial", "console", "vsock", "pvpanic",
+		"net", "fs", "pmem", "devices", "user_devices", "vdpa", "numa", "sgx_epc",
+		"tpm", "rng", "balloon", "watchdog", "iommu", "platform", "landlock_enable",
+		"landlock_rules", "preserved_fds", "rate_limit_groups", "debug_console", NULL };
+	static const char *const absent[] = { "net", "fs", "pmem", "devices", "user_devices",
+					      "vdpa", "numa", "sgx_epc", "rate_limit_groups",
+					      "landlock_rules", "preserved_fds", NULL };
+	json_t *val, *disks;
+	unsigned i;
+
+	mvm_config_init(&c->vm);
+	if (!api_known("VmConfig", o, keys, r) || !api_false_only("VmConfig", o, "iommu", r) ||
+	    !api_false_only("VmConfig", o, "watchdog", r) ||
+	    !api_false_only("VmConfig", o, "landlock_enable", r))
+		return false;
+	for (i = 0; absent[i]; i++) {
+		val = json_object_get(o, absent[i]);
+		if (val && !json_is_null(val) && !(json_is_array(val) && !json_array_size(val))) {
+			api_error(r, 400, "vm.create: %s: mvm does not have this (docs/api.md); "
+				  "leave it out", absent[i]);
+			return false;
+		}
+	}
+	for (i = 0; i < 4; i++) {
+		static const char *const devs[] = { "tpm", "balloon", "debug_console", "rng" };
+
+		val = json_object_get(o, devs[i]);
+		/* rng: Cloud Hypervisor adds one by default; without it the
+		 * guest seeds its entropy itself, as it does under mvm. */
+		if (val && !json_is_null(val) && i < 3) {
+			api_error(r, 400, "vm.create: %s: mvm does not have this device; leave it "
+				  "out", devs[i]);
+			return false;
+		}
+	}
+	if (!json_object_get(o, "payload")) {
+		api_error(r, 400, "vm.create: no payload; give payload.kernel");
+		return false;
+	}
+	if (!api_payload_parse(json_object_get(o, "payload"), c, r) ||
+	    ((val = json_object_get(o, "cpus")) && !api_cpus_parse(val, c, r)) ||
+	    ((val = json_object_get(o, "memory")) && !api_memory_parse(val, c, r)) ||
+	    ((val = json_object_get(o, "serial")) && !api_console_parse("serial", val, c, r)) ||
+	    ((val = json_object_get(o, "console")) && !api_console_parse("console", val, c, r)) ||
+	    ((val = json_object_get(o, "vsock")) && !json_is_null(val) &&
+	     !api_vsock_parse(val, c, r)))
+		return false;
+	val = json_object_get(o, "pvpanic");
+	if (val) {
+		if (!json_is_boolean(val)) {
+			api_error(r, 400, "vm.create: pvpanic: give true or false");
+			return false;
+		}
+		c->vm.pvpanic = json_is_true(val);
+	}
+	disks = json_object_get(o, "disks");
+	if (disks && !json_is_null(disks) && !json_is_array(disks)) {
+		api_error(r, 400, "vm.create: disks: give an array of DiskConfig");
+		return false;
+	}
+	if (json_array_size(disks) > MVM_MAX_DISKS) {
+		api_error(r, 400, "vm.create: disks: more than %u", MVM_MAX_DISKS);
+		return false;
+	}
+	for (i = 0; i < json_array_size(disks); i++) {
+		struct api_hotdisk *h = &c->disks[i];
+		char what[32];
+
+		snprintf(what, sizeof(what), "vm.create: disks[%u]", i);
+		if (!json_is_object(json_array_get(disks, i))) {
+			api_error(r, 400, "%s: not a DiskConfig object", what);
+			return false;
+		}
+		if (!api_disk_parse(what, json_array_get(disks, i), h, r))
+			return false;
+		if (!h->id[0])
+			snprintf(h->id, sizeof(h->id), "_disk%u", i);
+		c->ndisks++;
+	}
+	return true;
+}
+
+/* PUT vm.create: a VmConfig; the VM is made (its kernel and images
+ * checked and opened) but does not run until vm.boot. 204. */
+static void api_vm_create(struct api_vm *v, const char *body, size_t len, struct api_reply *r)
+{
+	struct api_vmconfig *c;
+	char err[MVM_ERR_MAX];
+	json_error_t e;
+	json_t *j;
+	int ret;
+
+	j = json_loadb(body, len, JSON_REJECT_DUPLICATES, &e);
+	if (!json_is_object(j)) {
+		if (j)
+			api_error(r, 400, "vm.create: the body is not a VmConfig object");
+		else
+			api_error(r, 400, "vm.create: invalid JSON at line %d column %d: %s", e.line,
+				  e.column, e.text);
+		json_decref(j);
+		return;
+	}
+	if (v->vm) {
+		api_error(r, 405, "vm.create: a VM exists already (vm.info describes it)");
+		json_decref(j);
+		return;
+	}
+	c = calloc(1, sizeof(*c));
+	if (!c) {
+		json_decref(j);
+		api_error(r, 500, "vm.create: out of memory");
+		return;
+	}
+	if (!api_vmconfig_parse(j, c, r)) {
+		json_decref(j);
+		free(c);
+		return;
+	}
+	json_decref(j);
+	ret = v->host->create(v, c, err, sizeof(err));
+	if (ret) {
+		free(c);
+		api_error(r, ret == -EINVAL || ret == -ENOENT || ret == -ENOEXEC ||
+			  ret == -EBADF ? 400 : 500, "vm.create: %s", err);
+		return;
+	}
+	v->created = c;
+	r->status = 204;
+}
+
+/* PUT vm.boot: the VM vm.create made starts. 204. */
+static void api_vm_boot(struct api_vm *v, struct api_reply *r)
+{
+	char err[MVM_ERR_MAX];
+	int ret;
+
+	if (!v->vm) {
+		api_error(r, 404, "vm.boot: no VM has been created; vm.create first");
+		return;
+	}
+	if (v->booted) {
+		api_error(r, 405, "vm.boot: the VM has booted already");
+		return;
+	}
+	ret = v->host->boot(v, err, sizeof(err));
+	if (ret) {
+		api_error(r, 500, "vm.boot: %s", err);
+		return;
+	}
+	v->booted = true;
+	r->status = 204;
+}
+
+void api_vm_fini(struct api_vm *v)
+{
+	free(v->created);
+	v->created = NULL;
+}
+
 static void api_ping(struct api_reply *r)
 {
 	api_json(r, json_pack("{s:s,s:s,s:I,s:[]}", "build_version", mvm_version(), "version",
@@ -508,7 +862,7 @@ void api_handle(struct api_vm *v, const char *method, const char *url, const cha
 		{ "vmm.ping", API_GET }, { "vm.info", API_GET }, { "vm.counters", API_GET },
 		{ "vm.pause", API_PUT }, { "vm.resume", API_PUT }, { "vm.shutdown", API_PUT },
 		{ "vmm.shutdown", API_PUT }, { "vm.add-disk", API_PUT },
-		{ "vm.remove-device", API_PUT },
+		{ "vm.remove-device", API_PUT }, { "vm.create", API_PUT }, { "vm.boot", API_PUT },
 	};
 	enum api_method m;
 	const char *name;
@@ -544,6 +898,20 @@ void api_handle(struct api_vm *v, const char *method, const char *url, const cha
 		case 4: api_vm_pause(v, false, r); return;
 		case 7: api_vm_add_disk(v, body, len, r); return;
 		case 8: api_vm_remove_device(v, body, len, r); return;
+		case 9:
+		case 10:
+			if (!v->host) {
+				if (len && !api_body_ok(name, body, len, r))
+					return;
+				api_error(r, 501, "%s: this mvm was given its VM on the command line; run "
+					  "mvm --api-socket PATH alone to make one through the API", name);
+				return;
+			}
+			if (i == 9)
+				api_vm_create(v, body, len, r);
+			else
+				api_vm_boot(v, r);
+			return;
 		default: api_shutdown(v, name, r); return;
 		}
 	}

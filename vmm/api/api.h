@@ -39,9 +39,33 @@ struct api_hotdisk {
 	bool removed;              /* vm.remove-device took it */
 };
 
+/* A VmConfig as vm.create took it: the library's structs, their strings
+ * in here. */
+struct api_vmconfig {
+	struct mvm_config vm;      /* kernel, initrd, cmdline, cpus, mem, pvpanic */
+	struct api_hotdisk disks[MVM_MAX_DISKS];
+	unsigned ndisks;
+	bool has_vsock;
+	struct mvm_vsock vsock;
+	bool console_off;          /* serial mode Off or Null: the guest's output dropped */
+	char kernel[API_PATH_MAX], initrd[API_PATH_MAX], vsock_socket[API_PATH_MAX];
+	char cmdline[8192];
+};
+
+struct api_vm;
+/* What the program serving the API does for vm.create and vm.boot (mvm(1):
+ * vmm/cli/main.c), so that the VM is made as the command line makes one.
+ * create: make the VM (not started) from c, set v->vm, v->cfg, v->disks,
+ * v->vsock; c stays valid (v->created) while v lives. boot: start it; on
+ * success the API sets v->booted. Each 0 or -errno with a message. */
+struct api_host {
+	int (*create)(struct api_vm *v, const struct api_vmconfig *c, char *err, size_t errlen);
+	int (*boot)(struct api_vm *v, char *err, size_t errlen);
+};
+
 /* The VM the API drives and what it was made from (the command line's
- * structs; the API never changes them), and the disks it plugged in.
- * vm NULL: none created. */
+ * structs, or vm.create's; the API never changes them), and the disks it
+ * plugged in. vm NULL: none created. */
 struct api_vm {
 	struct mvm *vm;
 	const struct mvm_config *cfg;
@@ -53,6 +77,13 @@ struct api_vm {
 	/* vmm.shutdown and vm.shutdown asked the VM to stop (the server then
 	 * ends once the answer is out). */
 	bool shutdown;
+	/* vm.create and vm.boot: served where host is set (NULL: 501); what
+	 * vm.create took (the API's, freed by api_vm_fini); the VM booted
+	 * (from the start where the command line made it). */
+	const struct api_host *host;
+	void *host_ctx;
+	struct api_vmconfig *created;
+	bool booted;
 };
 
 struct api_reply {
@@ -68,6 +99,9 @@ struct api_reply {
 void api_handle(struct api_vm *v, const char *method, const char *url, const char *body,
 		size_t len, struct api_reply *r);
 
+/* What vm.create left (v->created). */
+void api_vm_fini(struct api_vm *v);
+
 /* The server. api_server_new: the listening socket at path (mode 0600,
  * through the umask; a stale socket nobody listens on is replaced, any
  * other file refused) and the daemon, before the process confines
@@ -79,6 +113,11 @@ struct api_server;
 int api_server_new(const char *path, struct api_vm *v, struct api_server **out, char *err,
 		   size_t errlen);
 int api_server_start(struct api_server *s, bool sandbox, char *err, size_t errlen);
+/* Serve on the calling thread until the VM has booted (vm.create and
+ * vm.boot) or a shutdown was asked (v->shutdown), before any thread runs:
+ * the VM's files are opened by the thread that then confines the process.
+ * api_server_start then goes on serving on its thread. */
+void api_server_serve_until_boot(struct api_server *s);
 void api_server_stop(struct api_server *s);
 void api_server_free(struct api_server *s);
 

@@ -266,10 +266,25 @@ static void api_prime_allocator(void)
 #endif
 }
 
+/* Answers already begun go out, for a while; no new connection. */
+static void api_drain(struct api_server *s)
+{
+	uint64_t until = mono_ns() + API_DRAIN_NS;
+
+	MHD_quiesce_daemon(s->d);
+	while (mono_ns() < until) {
+		const union MHD_DaemonInfo *i = MHD_get_daemon_info(s->d,
+								    MHD_DAEMON_INFO_CURRENT_CONNECTIONS);
+
+		if (!i || !i->num_connections)
+			break;
+		api_round(s, 50, true);
+	}
+}
+
 static void *api_thread(void *arg)
 {
 	struct api_server *s = arg;
-	uint64_t until;
 	int r = 0;
 
 	thread_begin(&s->hs, "mvm-api");
@@ -287,18 +302,17 @@ static void *api_thread(void *arg)
 		return NULL;
 	while (!api_round(s, -1, false))
 		;
-	/* Answers already begun go out, for a while. */
-	MHD_quiesce_daemon(s->d);
-	until = mono_ns() + API_DRAIN_NS;
-	while (mono_ns() < until) {
-		const union MHD_DaemonInfo *i = MHD_get_daemon_info(s->d,
-								    MHD_DAEMON_INFO_CURRENT_CONNECTIONS);
-
-		if (!i || !i->num_connections)
-			break;
-		api_round(s, 50, true);
-	}
+	api_drain(s);
 	return NULL;
+}
+
+void api_server_serve_until_boot(struct api_server *s)
+{
+	while (!s->v->booted && !s->v->shutdown)
+		if (api_round(s, 200, false))
+			break;
+	if (!s->v->booted)
+		api_drain(s);      /* vmm.shutdown's 204 goes out */
 }
 
 int api_server_start(struct api_server *s, bool sandbox, char *err, size_t errlen)

@@ -441,6 +441,10 @@ int cli_parse(int argc, char **argv, struct cli_config *cfg, char *err, size_t e
 		ret = cli_vm_option(c, optarg, cfg, err, errlen);
 		if (!ret)
 			ret = cli_disk_option(c, optarg, cfg, &st, err, errlen);
+		if (ret > 0 && c != OPT_ID && c != OPT_SANDBOX && c != OPT_PVPANIC &&
+		    c != OPT_HOTPLUG_SLOTS && c != OPT_QUEUES && c != OPT_IO_THREADS &&
+		    c != OPT_TRANSPORT)
+			cfg->vm_given = true;
 		if (!ret)
 			ret = cli_jail_option(c, optarg, cfg, &st, err, errlen);
 		if (ret < 0)
@@ -482,6 +486,11 @@ int cli_parse(int argc, char **argv, struct cli_config *cfg, char *err, size_t e
 	if (ret)
 		return ret;
 	return cli_parse_disks(cfg, &st, err, errlen);
+}
+
+bool cli_vm_from_api(const struct cli_config *cfg)
+{
+	return cfg->api_socket && !cfg->vm_given;
 }
 
 unsigned cli_max_queues(const struct cli_config *cfg)

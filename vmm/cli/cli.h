@@ -41,6 +41,8 @@ struct cli_config {
 	struct mvm_rate_group_config groups[MVM_MAX_DISKS];
 	unsigned ngroups;
 	bool cpus_given;        /* --cpus on the command line */
+	bool vm_given;          /* any option that describes the VM (kernel, initrd,
+				 * cmdline, cpus, mem, disk, vsock, rate groups) */
 	bool stats;
 	const char *api_socket; /* --api-socket [path=]PATH, or NULL */
 	bool help;
@@ -70,6 +72,10 @@ struct cli_config {
  * one-line message (no "mvm: " prefix) in err. Checks syntax and ranges
  * that need no host knowledge (sizes, --cpus 1..254, --mem >= 16 MiB). */
 int cli_parse(int argc, char **argv, struct cli_config *cfg, char *err, size_t errlen);
+
+/* --api-socket and nothing that describes the VM: the VM comes from the
+ * API's vm.create and vm.boot, as Cloud Hypervisor's does. */
+bool cli_vm_from_api(const struct cli_config *cfg);
 
 /* Largest queue count of any disk (0 without disks). */
 unsigned cli_max_queues(const struct cli_config *cfg);

@@ -191,15 +191,18 @@ static bool main_jail_cfg(const struct cli_config *cfg, struct jail_cfg *jail)
 	       cfg->new_pid_ns || cfg->cgroup;
 }
 
-/* The VM as the command line has it, on this process's stdin and stdout,
- * with its disks; the jail's limits grow with what each disk needs. */
-static struct mvm *main_create(const struct cli_config *cfg, uint64_t start_ns,
-			       struct jail_cfg *jail, bool *escape)
+/* The VM as the command line (or vm.create) has it, on this process's
+ * stdin and stdout, with its disks; the jail's limits grow with what each
+ * disk needs. 0 or -errno with a message (the VM destroyed, the jail's
+ * limits as they were). */
+static int main_create(const struct cli_config *cfg, uint64_t start_ns, struct jail_cfg *jail,
+		       bool *escape, struct mvm **out, char *err, size_t errlen)
 {
 	struct mvm_config mc = cfg->vm;
-	char err[MVM_ERR_MAX];
+	struct jail_cfg before = *jail;
 	struct mvm *vm;
 	unsigned i;
+	int r;
 
 	mc.console_in = STDIN_FILENO;
 	mc.console_out = STDOUT_FILENO;
@@ -208,24 +211,22 @@ static struct mvm *main_create(const struct cli_config *cfg, uint64_t start_ns,
 	 * (restored by atexit on every exit, by term_restore at the end). */
 	mc.console_escape = *escape = term_raw(STDIN_FILENO) == 0;
 	mc.start_ns = start_ns;
-	if (mvm_create(&mc, &vm, err, sizeof(err)))
-		die_usage("%s%s", main_option_prefix(err), err);
-	for (i = 0; i < cfg->ngroups; i++) {
+	r = mvm_create(&mc, &vm, err, errlen);
+	if (r)
+		return r;
+	for (i = 0; !r && i < cfg->ngroups; i++) {
 		struct mvm_rate_group *g = NULL;
-		int r = mvm_rate_group_new(&cfg->groups[i], &g, err, sizeof(err));
 
+		r = mvm_rate_group_new(&cfg->groups[i], &g, err, errlen);
 		if (!r)
-			r = mvm_add_rate_group(vm, g, err, sizeof(err));
+			r = mvm_add_rate_group(vm, g, err, errlen);
 		/* The VM holds a reference of its own. */
 		mvm_rate_group_unref(g);
-		if (r)
-			die_usage("%s%s", main_option_prefix(err), err);
 	}
-	for (i = 0; i < cfg->ndisks; i++) {
+	for (i = 0; !r && i < cfg->ndisks; i++) {
 		const struct mvm_disk *d = &cfg->disks[i];
 
-		if (mvm_add_disk(vm, d, err, sizeof(err)))
-			die_usage("%s%s", main_option_prefix(err), err);
+		r = mvm_add_disk(vm, d, err, errlen);
 		/* Per queue a thread, its ring and stop eventfd; PCI's INTx helper. */
 		jail->threads += d->queues + (d->transport == MVM_TRANSPORT_PCI);
 		jail->fds += 2 * d->queues;
@@ -234,9 +235,8 @@ static struct mvm *main_create(const struct cli_config *cfg, uint64_t start_ns,
 		if (d->fixed_buffers)
 			jail->memlock += cfg->vm.mem * d->queues;
 	}
-	if (cfg->has_vsock) {
-		if (mvm_add_vsock(vm, &cfg->vsock, err, sizeof(err)))
-			die_usage("%s%s", main_option_prefix(err), err);
+	if (!r && cfg->has_vsock) {
+		r = mvm_add_vsock(vm, &cfg->vsock, err, errlen);
 		/* Its thread and the io_uring worker its shutdown(SHUT_WR)s
 		 * run on (the kernel never does them inline), PCI's INTx
 		 * helper; its ring, listening socket and 3 queues' eventfds
@@ -244,8 +244,88 @@ static struct mvm *main_create(const struct cli_config *cfg, uint64_t start_ns,
 		jail->threads += 2 + (cfg->vsock.transport == MVM_TRANSPORT_PCI);
 		jail->fds += 6;
 	}
-	return vm;
+	/* Disks added while it runs: each slot's device, one queue. */
+	jail->threads += 2 * cfg->vm.hotplug_slots;
+	jail->fds += 4 * cfg->vm.hotplug_slots;
+	if (r) {
+		mvm_destroy(vm);
+		*jail = before;
+		return r;
+	}
+	*out = vm;
+	return 0;
 }
+
+/* vm.create and vm.boot where mvm was started with --api-socket alone:
+ * the VmConfig fills the command line's structs, and the VM is made and
+ * prepared as the command line's is, on this (main) thread, before any
+ * other runs and before the process is confined. */
+struct main_api {
+	struct cli_config *cfg;
+	struct jail_cfg *jail;
+	uint64_t start_ns;
+	bool escape;
+};
+
+static int main_api_create(struct api_vm *v, const struct api_vmconfig *c, char *err,
+			   size_t errlen)
+{
+	struct main_api *x = v->host_ctx;
+	struct cli_config *cfg = x->cfg;
+	struct mvm_config keep = cfg->vm;
+	unsigned i;
+	int r;
+
+	/* What the command line gave (sandbox, pvpanic unless the VmConfig
+	 * says, id, hot-plug slots) stays. */
+	cfg->vm.kernel = c->vm.kernel;
+	cfg->vm.initrd = c->vm.initrd;
+	cfg->vm.cmdline = c->vm.cmdline;
+	/* The jail counted the command line's vCPUs. */
+	x->jail->threads += c->vm.cpus;
+	x->jail->threads -= cfg->vm.cpus;
+	cfg->vm.cpus = c->vm.cpus;
+	cfg->vm.mem = c->vm.mem;
+	cfg->vm.pvpanic = c->vm.pvpanic;
+	for (i = 0; i < c->ndisks; i++)
+		cfg->disks[i] = c->disks[i].d;
+	cfg->ndisks = c->ndisks;
+	cfg->has_vsock = c->has_vsock;
+	if (c->has_vsock)
+		cfg->vsock = c->vsock;
+	if (c->console_off) {
+		int fd = open("/dev/null", O_WRONLY | O_CLOEXEC);
+
+		if (fd < 0 || dup2(fd, STDOUT_FILENO) < 0)
+			return err_set(err, errlen, -errno, "serial.mode Off: /dev/null: %s",
+				       strerror(errno));
+		close(fd);
+	}
+	r = main_create(cfg, x->start_ns, x->jail, &x->escape, &v->vm, err, errlen);
+	if (r) {
+		x->jail->threads += keep.cpus;
+		x->jail->threads -= cfg->vm.cpus;
+		cfg->vm = keep;
+		cfg->ndisks = 0;
+		cfg->has_vsock = false;
+		return r;
+	}
+	v->cfg = &cfg->vm;
+	v->disks = cfg->disks;
+	v->ndisks = cfg->ndisks;
+	v->vsock = cfg->has_vsock ? &cfg->vsock : NULL;
+	return 0;
+}
+
+static int main_api_boot(struct api_vm *v, char *err, size_t errlen)
+{
+	return mvm_prepare(v->vm, err, errlen);
+}
+
+static const struct api_host main_api_host = {
+	.create = main_api_create,
+	.boot = main_api_boot,
+};
 
 static void main_print_stats(const struct mvm *vm)
 {
@@ -261,6 +341,7 @@ int main(int argc, char **argv)
 {
 	static struct cli_config cfg;   /* its disks' text is large for a stack */
 	static struct api_vm api_vm;
+	static struct main_api api_ctx;
 	struct api_server *api = NULL;
 	struct jail_cfg jail;
 	struct jail_state jst;
@@ -294,7 +375,7 @@ int main(int argc, char **argv)
 		fprintf(stderr, "mvm: %u vCPUs so the guest can use all %u queues "
 			"(set --cpus to choose)\n", cfg.vm.cpus, cli_max_queues(&cfg));
 	main_exe_dir(exe_dir, sizeof(exe_dir));
-	if (cli_default_guest(&cfg, exe_dir, err, sizeof(err)))
+	if (!cli_vm_from_api(&cfg) && cli_default_guest(&cfg, exe_dir, err, sizeof(err)))
 		die_usage("%s", err);
 
 	/* The jail's first half, before anything is opened or allocated:
@@ -307,21 +388,44 @@ int main(int argc, char **argv)
 		if (ret > 0)
 			return jail_wait_child(&jst);
 	}
-	vm = main_create(&cfg, start_ns, &jail, &escape);
 	sfd = signalfd(-1, &sigs, SFD_CLOEXEC | SFD_NONBLOCK);
 	if (sfd < 0)
 		die("signalfd: %s", strerror(errno));
-	ret = mvm_prepare(vm, err, sizeof(err));
-	if (ret)
-		die_status(main_start_status(ret), "%s%s", main_option_prefix(err), err);
-	/* The API's socket at its path, before a chroot hides it. */
-	if (cfg.api_socket) {
-		api_vm = (struct api_vm){
-			.vm = vm, .cfg = &cfg.vm, .disks = cfg.disks, .ndisks = cfg.ndisks,
-			.vsock = cfg.has_vsock ? &cfg.vsock : NULL,
-		};
+	api_ctx = (struct main_api){ .cfg = &cfg, .jail = &jail, .start_ns = start_ns };
+	api_vm = (struct api_vm){ .host = &main_api_host, .host_ctx = &api_ctx };
+	if (cli_vm_from_api(&cfg)) {
+		/* The VM comes from vm.create and vm.boot: this thread serves
+		 * them (the socket made before a chroot hides it) and makes
+		 * the VM as it would from the command line. */
 		if (api_server_new(cfg.api_socket, &api_vm, &api, err, sizeof(err)))
 			die_usage("%s", err);
+		api_server_serve_until_boot(api);
+		if (!api_vm.booted) {      /* vmm.shutdown before a boot */
+			api_server_free(api);
+			api_vm_fini(&api_vm);
+			return 0;
+		}
+		vm = api_vm.vm;
+		escape = api_ctx.escape;
+	} else {
+		if (main_create(&cfg, start_ns, &jail, &escape, &vm, err, sizeof(err)))
+			die_usage("%s%s", main_option_prefix(err), err);
+		ret = mvm_prepare(vm, err, sizeof(err));
+		if (ret)
+			die_status(main_start_status(ret), "%s%s", main_option_prefix(err), err);
+		/* The API's socket at its path, before a chroot hides it. */
+		if (cfg.api_socket) {
+			api_vm.vm = vm;
+			api_vm.cfg = &cfg.vm;
+			api_vm.disks = cfg.disks;
+			api_vm.ndisks = cfg.ndisks;
+			api_vm.vsock = cfg.has_vsock ? &cfg.vsock : NULL;
+			api_vm.booted = true;
+			if (api_server_new(cfg.api_socket, &api_vm, &api, err, sizeof(err)))
+				die_usage("%s", err);
+		}
+	}
+	if (api) {
 		jail.threads++;
 		jail.fds += 20;         /* its socket, eventfd, connections */
 	}
