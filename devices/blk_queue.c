@@ -147,10 +147,13 @@ static void slot_done(struct blk_queue *q, unsigned head, uint8_t status)
 	}
 	__atomic_store_n(&q->inflight, q->inflight - 1, __ATOMIC_RELEASE);
 	if (status == VIRTIO_BLK_S_OK) {
-		if (s->req.type == VIRTIO_BLK_T_IN)
+		if (s->req.type == VIRTIO_BLK_T_IN) {
 			STAT_ADD(q, bytes_read, s->req.len);
-		else if (s->req.type == VIRTIO_BLK_T_OUT)
+			STAT_ADD(q, read_ops, 1);
+		} else if (s->req.type == VIRTIO_BLK_T_OUT) {
 			STAT_ADD(q, bytes_written, s->req.len);
+			STAT_ADD(q, write_ops, 1);
+		}
 	}
 	finish(q, head, s->req.status, status, status == VIRTIO_BLK_S_OK ? s->used_len : 1);
 }

@@ -110,6 +110,7 @@ struct blk_queue {
 	uint16_t rate_seq;         /* its current wait (older ones are stale) */
 	/* Written by the worker's thread only (relaxed atomics). */
 	uint64_t errors, bytes_read, bytes_written, budget_waits, rate_delayed, rate_wait_ns;
+	uint64_t read_ops, write_ops;
 	/* What blk_req_parse fills, before the segments go to their slot. */
 	struct iovec parse_iov[BLK_SEG_MAX];
 };

@@ -143,6 +143,8 @@ static void blk_stats_json(struct virtio_dev *dev, struct json *j)
 		json_u64(j, "errors", s.errors);
 		json_u64(j, "bytes_read", s.bytes_read);
 		json_u64(j, "bytes_written", s.bytes_written);
+		json_u64(j, "read_ops", s.read_ops);
+		json_u64(j, "write_ops", s.write_ops);
 		json_u64(j, "polled", s.polled);
 		json_u64(j, "poll_preempted", s.poll_preempted);
 		json_u64(j, "kicks", s.kicks);
@@ -428,6 +430,8 @@ int blk_get_queue_stats(struct virtio_dev *dev, unsigned q, struct blk_queue_sta
 	out->rate_wait_us = __atomic_load_n(&bq->rate_wait_ns, __ATOMIC_RELAXED) / 1000;
 	out->bytes_read = __atomic_load_n(&bq->bytes_read, __ATOMIC_RELAXED);
 	out->bytes_written = __atomic_load_n(&bq->bytes_written, __ATOMIC_RELAXED);
+	out->read_ops = __atomic_load_n(&bq->read_ops, __ATOMIC_RELAXED);
+	out->write_ops = __atomic_load_n(&bq->write_ops, __ATOMIC_RELAXED);
 	return 0;
 }
 

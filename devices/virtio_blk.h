@@ -49,6 +49,8 @@ struct blk_queue_stats {
 	uint64_t errors;           /* requests completed with a status other than OK */
 	uint64_t bytes_read;
 	uint64_t bytes_written;
+	uint64_t read_ops;         /* reads and writes that completed OK */
+	uint64_t write_ops;
 	uint64_t polled;           /* rounds where polling found work (no kick, no sleep) */
 	uint64_t poll_preempted;   /* polls given up: the I/O thread lost its CPU */
 	uint64_t kicks;            /* guest notifications, plus one at each queue start */

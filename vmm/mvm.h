@@ -300,6 +300,9 @@ struct mvm_queue_stats {
 	 * delayed, and the time they waited in all. */
 	uint64_t rate_delayed;
 	uint64_t rate_wait_us;
+	/* Since 2.5: reads and writes that completed OK (Cloud Hypervisor's
+	 * read_ops and write_ops). */
+	uint64_t read_ops, write_ops;
 };
 
 struct mvm_stats {

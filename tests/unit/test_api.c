@@ -180,6 +180,8 @@ TEST(info_counters_and_pause_of_a_created_vm)
 	json_decref(j);
 	j = call(&v, "GET", "/api/v1/vm.counters", NULL, 200);
 	CHECK(json_is_integer(json_object_get(json_object_get(j, "_disk0"), "read_bytes")));
+	CHECK(json_is_integer(json_object_get(json_object_get(j, "_disk0"), "read_ops")));
+	CHECK(json_is_integer(json_object_get(json_object_get(j, "_disk0"), "write_ops")));
 	CHECK_EQ(json_integer_value(json_object_get(json_object_get(j, "_disk0"), "read_bytes")), 0);
 	json_decref(j);
 	error_says(call(&v, "PUT", "/api/v1/vm.pause", NULL, 405), "not been started");

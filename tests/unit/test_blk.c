@@ -651,12 +651,16 @@ TEST(counters_outlive_the_io_threads)
 	setup(&t, ",queues=2,io-threads=2", 1);
 	buf = vdrv_alloc(&t.d, 512, 512);
 	CHECK_EQ(run1(&t, 1, VIRTIO_BLK_T_IN, 0, buf, 512, true, NULL), VIRTIO_BLK_S_OK);
+	CHECK_EQ(run1(&t, 1, VIRTIO_BLK_T_OUT, 8, buf, 512, false, NULL), VIRTIO_BLK_S_OK);
 	virtio_dev_stop(t.dev);
 	virtio_dev_halt(t.dev);
 	CHECK_EQ(count_threads_settled("mvm-blk-q", 0), 0);
 	stats(&t, 1, &s);
-	CHECK_EQ(s.requests, 1);
+	CHECK_EQ(s.requests, 2);
 	CHECK_EQ(s.bytes_read, 512);
+	CHECK_EQ(s.bytes_written, 512);
+	CHECK_EQ(s.read_ops, 1);
+	CHECK_EQ(s.write_ops, 1);
 	CHECK(s.ring_valid);
 	stats(&t, 0, &s);
 	CHECK_EQ(s.requests, 0);
@@ -1497,6 +1501,7 @@ TEST(out_of_range_and_misaligned_requests_are_ioerr_without_io)
 	stats(&t, 0, &s);
 	CHECK_EQ(s.bytes_read, 0);
 	CHECK_EQ(s.bytes_written, 0);
+	CHECK_EQ(s.read_ops + s.write_ops, 0);    /* failed requests are errors */
 	CHECK_EQ(s.errors, 8);
 	/* The last sector itself is fine. */
 	CHECK_EQ(run1(&t, 0, VIRTIO_BLK_T_IN, cap - 1, buf, 512, true, NULL), VIRTIO_BLK_S_OK);

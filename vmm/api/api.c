@@ -151,8 +151,8 @@ static void api_vm_info(struct api_vm *v, struct api_reply *r)
 }
 
 /* GET vm.counters: { device id: { counter: value } }, Cloud Hypervisor's
- * names where it has them (read_bytes, write_bytes, read_ops + write_ops
- * as "requests": mvm counts requests, not reads and writes apart). */
+ * names where it has them (read_bytes, write_bytes, read_ops, write_ops),
+ * mvm's own besides. */
 static void api_vm_counters(struct api_vm *v, struct api_reply *r)
 {
 	json_t *all;
@@ -175,8 +175,9 @@ static void api_vm_counters(struct api_vm *v, struct api_reply *r)
 		if (mvm_get_queue_stats(v->vm, h ? h->index : i, MVM_ALL, &q, sizeof(q)))
 			memset(&q, 0, sizeof(q));
 		json_object_set_new(all, h ? h->id : id, json_pack(
-			"{s:I,s:I,s:I,s:I,s:I,s:I,s:I}",
+			"{s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I}",
 			"read_bytes", (json_int_t)q.bytes_read, "write_bytes", (json_int_t)q.bytes_written,
+			"read_ops", (json_int_t)q.read_ops, "write_ops", (json_int_t)q.write_ops,
 			"requests", (json_int_t)q.requests, "errors", (json_int_t)q.errors,
 			"irqs", (json_int_t)q.irqs, "rate_delayed", (json_int_t)q.rate_delayed,
 			"rate_wait_us", (json_int_t)q.rate_wait_us));

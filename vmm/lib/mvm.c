@@ -1980,6 +1980,8 @@ static void mvm_queue_stats_add(struct mvm_queue_stats *st, const struct blk_que
 	st->errors += b->errors;
 	st->bytes_read += b->bytes_read;
 	st->bytes_written += b->bytes_written;
+	st->read_ops += b->read_ops;
+	st->write_ops += b->write_ops;
 	st->polled += b->polled;
 	st->kicks += b->kicks;
 	st->rate_delayed += b->rate_delayed;
