@@ -10,10 +10,12 @@
 # connects and says nothing does not hold the others up; vm.add-disk is
 # refused under the sandbox (it opens files, makes threads); vmm.shutdown
 # ends mvm with status 0. Then, with the sandbox off and a hot-plug slot,
-# vm.add-disk plugs a disk in (PciDeviceInfo with its BDF; the guest finds
-# it and its data), vm.info and vm.counters show it under its id, a
-# second finds no slot, vm.remove-device takes it out with the guest's
-# cooperation, and the slot takes it again.
+# a second VM from vm.create and vm.boot; vm.add-disk plugs a disk limited
+# to 100 requests/s in (PciDeviceInfo with its BDF; the guest finds it and
+# its data, writes it and reads it back, and fio measures the limit),
+# vm.info and vm.counters show it under its id, a second finds no slot,
+# vm.remove-device takes it out with the guest's cooperation, and the
+# slot takes it again.
 . "$(dirname "$0")/lib.sh"
 sock=$SYS_TMP/api.sock
 img=$SYS_TMP/disk.img
@@ -103,17 +105,31 @@ tail -n 3 "$SYS_TMP/out" | tr -d '\r' | sed 's/^/    guest| /'
 echo "vmm.shutdown: mvm exited 0"
 
 # Hot-plug through the API: the sandbox off (vm.add-disk opens the image
-# and makes threads), one hot-plug slot. The guest reports each vd* disk
-# that comes or goes, with its size and the md5sum of its first MiB.
+# and makes threads), one hot-plug slot, the VM again from vm.create. The
+# guest reports each vd* disk that comes or goes, with its size and the
+# md5sum of its first MiB, then writes a pattern to it and reads it back,
+# and measures its IOPS with fio.
 hot=$SYS_TMP/hot.img
 head -c 4M /dev/urandom >"$hot"
 sum=$(head -c 1M "$hot" | md5sum | cut -d' ' -f1)
-"$MVM" --sandbox off --hotplug-slots 1 --api-socket "$sock" --disk "$img" \
-	--cmdline "$(guest_script 'p=; while :; do c=; for b in /sys/block/vd[b-z]; do [ -e $b ] && c="$c ${b##*/}"; done
-for d in $c; do case " $p " in *" $d "*) ;; *) echo "hp-new $d $(cat /sys/block/$d/size) $(dd if=/dev/$d bs=4096 count=256 2>/dev/null | md5sum)";; esac; done
-for d in $p; do case " $c " in *" $d "*) ;; *) echo "hp-gone $d";; esac; done; p=$c; echo tick; sleep 0.1; done')" \
-	</dev/null >"$SYS_TMP/out" 2>&1 &
+"$MVM" --sandbox off --hotplug-slots 1 --api-socket "$sock" </dev/null >"$SYS_TMP/out" 2>&1 &
 pid=$!
+for _ in $(seq 1 100); do [ -S "$sock" ] && break; sleep 0.1; done
+script='p=; while :; do c=; for b in /sys/block/vd[b-z]; do [ -e $b ] && c="$c ${b##*/}"; done
+for d in $c; do case " $p " in *" $d "*) ;; *)
+	echo "hp-new $d $(cat /sys/block/$d/size) $(dd if=/dev/$d bs=4096 count=256 2>/dev/null | md5sum)"
+	dd if=/dev/urandom of=/tmp/pat bs=4k count=32 2>/dev/null
+	dd if=/tmp/pat of=/dev/$d bs=4k seek=512 oflag=direct 2>/dev/null
+	dd if=/dev/$d bs=4k skip=512 count=32 iflag=direct 2>/dev/null | cmp -s - /tmp/pat && echo "hp-rw-ok $d"
+	echo "hp-iops $d $(fio --name=r --filename=/dev/$d --rw=randread --bs=4k --ioengine=io_uring --direct=1 --iodepth=8 --runtime=4 --time_based --output-format=terse --terse-version=3 | cut -d";" -f8)";;
+esac; done
+for d in $p; do case " $c " in *" $d "*) ;; *) echo "hp-gone $d";; esac; done; p=$c; echo tick; sleep 0.1; done'
+expect 204 PUT vm.create -H 'Content-Type: application/json' -d "{
+	\"payload\": {\"kernel\": \"$SYS_ROOT/build/guest/bzImage\",
+		\"initramfs\": \"$SYS_ROOT/build/guest/initramfs.cpio.gz\",
+		\"cmdline\": \"$(guest_script "$script")\"},
+	\"disks\": [{\"path\": \"$img\"}]}"
+expect 204 PUT vm.boot
 for _ in $(seq 1 600); do grep -q '^tick' "$SYS_TMP/out" && break; kill -0 $pid 2>/dev/null || break; sleep 0.2; done
 grep -q '^tick' "$SYS_TMP/out" || { tail -n 20 "$SYS_TMP/out"; fail "the second guest did not start its loop"; }
 wait_guest() {   # PATTERN COUNT: the guest printed PATTERN COUNT times, within 30 s
@@ -121,15 +137,26 @@ wait_guest() {   # PATTERN COUNT: the guest printed PATTERN COUNT times, within 
 	grep -v '^tick' "$SYS_TMP/out" | tail -n 10
 	fail "the guest did not print '$1' $2 time(s)"
 }
-expect 200 PUT vm.add-disk -H 'Content-Type: application/json' -d "{\"path\":\"$hot\",\"id\":\"hot0\"}"
+# 100 requests/s: a bucket of 10, refilled in 100 ms.
+limited="{\"path\":\"$hot\",\"id\":\"hot0\",\"rate_limiter_config\":{\"ops\":{\"size\":10,\"refill_time\":100}}}"
+expect 200 PUT vm.add-disk -H 'Content-Type: application/json' -d "$limited"
 grep -q '"id":"hot0"' "$SYS_TMP/body" && grep -q '"bdf":"0000:01:00.0"' "$SYS_TMP/body" ||
 	fail "vm.add-disk's PciDeviceInfo: $(cat "$SYS_TMP/body")"
 wait_guest "hp-new vdb 8192 $sum" 1
 echo "the guest found the disk plugged in, with its data"
+wait_guest "hp-rw-ok vdb" 1
+echo "the guest wrote the disk and read it back"
+wait_guest "hp-iops vdb [0-9]" 1
+iops=$(sed -n 's/^hp-iops vdb \([0-9]*\).*/\1/p' "$SYS_TMP/out" | head -n 1)
+# At most 10 + 4 s x 100 requests in 4 s (102.5/s): well above, it did not hold.
+[ "$iops" -ge 1 ] && [ "$iops" -le 130 ] || fail "fio on a disk limited to 100 requests/s did $iops IOPS"
+echo "fio in the guest: $iops IOPS on the disk limited to 100 requests/s"
 expect 200 GET vm.info
 grep -q '"id":"hot0"' "$SYS_TMP/body" || fail "vm.info does not list hot0"
+grep -q '"ops":{"size":10,' "$SYS_TMP/body" || fail "vm.info does not show hot0's limit"
 expect 200 GET vm.counters
-grep -q '"hot0":{"read_bytes":[1-9]' "$SYS_TMP/body" || fail "vm.counters: hot0 read nothing"
+grep -q '"hot0":{"read_bytes":[1-9][0-9]*,"write_bytes":131072,"read_ops":[1-9][0-9]*,"write_ops":32,' "$SYS_TMP/body" ||
+	fail "vm.counters: hot0's reads and writes: $(cat "$SYS_TMP/body")"
 expect 500 PUT vm.add-disk -H 'Content-Type: application/json' -d "{\"path\":\"$SYS_TMP/none.img\"}"
 grep -q 'hot-plug slots are taken' "$SYS_TMP/body" || fail "a second vm.add-disk: $(cat "$SYS_TMP/body")"
 t0=$(date +%s%N)
