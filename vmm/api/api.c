@@ -226,6 +226,28 @@ static void api_shutdown(struct api_vm *v, const char *what, struct api_reply *r
 	r->status = 204;
 }
 
+/* A request's body as JSON (duplicate keys refused): a new reference, or
+ * NULL and the 400. shape: the object it must be ("DiskConfig"), or NULL
+ * for any JSON. */
+static json_t *api_load(const char *name, const char *body, size_t len, const char *shape,
+			struct api_reply *r)
+{
+	json_error_t e;
+	json_t *j = json_loadb(body, len, JSON_REJECT_DUPLICATES, &e);
+
+	if (!j) {
+		api_error(r, 400, "%s: invalid JSON at line %d column %d: %s", name, e.line,
+			  e.column, e.text);
+		return NULL;
+	}
+	if (shape && !json_is_object(j)) {
+		api_error(r, 400, "%s: the body is not a %s object", name, shape);
+		json_decref(j);
+		return NULL;
+	}
+	return j;
+}
+
 /* A TokenBucket into b; false (and the 400) when it is not one. */
 static bool api_bucket_parse(const char *what, const char *name, json_t *o,
 			     struct mvm_token_bucket *b, struct api_reply *r)
@@ -344,7 +366,7 @@ static bool api_disk_parse(const char *what, json_t *o, struct api_hotdisk *h,
 }
 
 /* The library's number of the disk with this id, or -1. */
-static int api_disk_find(const struct api_vm *v, const char *id, struct api_hotdisk **hot)
+static int api_disk_find(struct api_vm *v, const char *id, struct api_hotdisk **hot)
 {
 	char cold[16];
 	unsigned i;
@@ -357,7 +379,7 @@ static int api_disk_find(const struct api_vm *v, const char *id, struct api_hotd
 	}
 	for (i = 0; i < v->nhot; i++)
 		if (!v->hot[i].removed && !strcmp(id, v->hot[i].id)) {
-			*hot = (struct api_hotdisk *)&v->hot[i];
+			*hot = &v->hot[i];
 			return (int)v->hot[i].index;
 		}
 	return -1;
@@ -387,7 +409,6 @@ static void api_vm_add_disk(struct api_vm *v, const char *body, size_t len,
 {
 	struct api_hotdisk *h, *other;
 	char err[MVM_ERR_MAX], bdf[32];
-	json_error_t e;
 	json_t *j;
 	int ret;
 
@@ -398,16 +419,9 @@ static void api_vm_add_disk(struct api_vm *v, const char *body, size_t len,
 			  "more", MVM_MAX_DISKS);
 		return;
 	}
-	j = json_loadb(body, len, JSON_REJECT_DUPLICATES, &e);
-	if (!json_is_object(j)) {
-		if (j)
-			api_error(r, 400, "vm.add-disk: the body is not a DiskConfig object");
-		else
-			api_error(r, 400, "vm.add-disk: invalid JSON at line %d column %d: %s",
-				  e.line, e.column, e.text);
-		json_decref(j);
+	j = api_load("vm.add-disk", body, len, "DiskConfig", r);
+	if (!j)
 		return;
-	}
 	h = &v->hot[v->nhot];
 	memset(h, 0, sizeof(*h));
 	if (!api_disk_parse("vm.add-disk", j, h, r)) {
@@ -756,20 +770,12 @@ static void api_vm_create(struct api_vm *v, const char *body, size_t len, struct
 {
 	struct api_vmconfig *c;
 	char err[MVM_ERR_MAX];
-	json_error_t e;
 	json_t *j;
 	int ret;
 
-	j = json_loadb(body, len, JSON_REJECT_DUPLICATES, &e);
-	if (!json_is_object(j)) {
-		if (j)
-			api_error(r, 400, "vm.create: the body is not a VmConfig object");
-		else
-			api_error(r, 400, "vm.create: invalid JSON at line %d column %d: %s", e.line,
-				  e.column, e.text);
-		json_decref(j);
+	j = api_load("vm.create", body, len, "VmConfig", r);
+	if (!j)
 		return;
-	}
 	if (v->vm) {
 		api_error(r, 405, "vm.create: a VM exists already (vm.info describes it)");
 		json_decref(j);
@@ -836,21 +842,15 @@ static void api_ping(struct api_reply *r)
 /* Whether a body is JSON (an endpoint that takes one), else the 400. */
 static bool api_body_ok(const char *name, const char *body, size_t len, struct api_reply *r)
 {
-	json_error_t e;
 	json_t *j;
 
 	if (!len) {
 		api_error(r, 400, "%s: the request has no body; send its JSON", name);
 		return false;
 	}
-	j = json_loadb(body, len, JSON_REJECT_DUPLICATES, &e);
-	if (!j) {
-		api_error(r, 400, "%s: invalid JSON at line %d column %d: %s", name, e.line,
-			  e.column, e.text);
-		return false;
-	}
+	j = api_load(name, body, len, NULL, r);
 	json_decref(j);
-	return true;
+	return j != NULL;
 }
 
 void api_handle(struct api_vm *v, const char *method, const char *url, const char *body,
