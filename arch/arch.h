@@ -120,7 +120,11 @@ int arch_boot_check(const struct arch_boot_cfg *cfg, struct boot_image *keep, ch
 int arch_boot_load(struct vm *vm, const struct arch_boot_cfg *cfg, struct arch_boot **boot,
 		   char *err, size_t errlen);
 void arch_boot_free(struct arch_boot *boot);
-/* One vCPU's architectural state, before any vCPU runs. 0 or -errno. */
+/* One vCPU's architectural state, before any vCPU runs. boot NULL means
+ * a restore sets the state next (arch_vcpu_load): x86 then sets CPUID,
+ * the MSR defaults and the LAPIC's LINT pins as for a boot, but no
+ * registers or MP state; an architecture without snapshots refuses with
+ * -EOPNOTSUPP and a message. 0 or -errno. */
 int arch_vcpu_init(struct vcpu *v, unsigned ncpus, const struct arch_boot *boot, char *err,
 		   size_t errlen);
 
@@ -152,6 +156,25 @@ int arch_vcpu_before_run(struct vcpu *v);
 void arch_vcpu_paused(struct vcpu *v);
 int arch_vm_clock_save(struct vm *vm);
 int arch_vm_clock_restore(struct vm *vm);
+
+/* Snapshots (docs/snapshot.md), from the thread that takes or restores
+ * one. Save: the VM paused (every vCPU parked, its pending port or MMIO
+ * access completed by vcpu_park; the clock kept by arch_vm_clock_save);
+ * the calls append their sections to w. Load: on a VM made with the
+ * snapshot's shape (same vCPUs, RAM and devices, arch_vcpu_init done),
+ * before any vCPU runs; each reads its sections from f and sets them,
+ * refusing with -EINVAL (a damaged or missing section) or -ENOTSUP (a
+ * state this host cannot take: CPUID bits it cannot give, a TSC rate it
+ * cannot run at) and a one-line message that names what differs,
+ * having set nothing the caller must undo (the caller then destroys
+ * the VM). An architecture without snapshots: -EOPNOTSUPP and a message.
+ * 0 or -errno. */
+struct snap_w;
+struct snap_file;
+int arch_vm_save(struct vm *vm, struct snap_w *w, char *err, size_t errlen);
+int arch_vm_load(struct vm *vm, const struct snap_file *f, char *err, size_t errlen);
+int arch_vcpu_save(struct vcpu *v, struct snap_w *w, char *err, size_t errlen);
+int arch_vcpu_load(struct vcpu *v, const struct snap_file *f, char *err, size_t errlen);
 
 /* Where a vCPU stopped, in words ("RIP 0x... (64-bit long mode), bytes at
  * RIP: ..."), for the message of a fatal exit. */

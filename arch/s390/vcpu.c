@@ -50,6 +50,10 @@ int arch_vcpu_init(struct vcpu *v, unsigned ncpus, const struct arch_boot *boot,
 	struct s390_cpu *c;
 	int ret;
 
+	/* No boot: a restore, which s390x does not have (snap.c). */
+	if (!boot)
+		return err_set(err, errlen, -EOPNOTSUPP, "snapshots are x86-only in this mvm: "
+			       "docs/snapshot.md says what s390x needs");
 	if (v->id >= S390_MAX_VCPUS || ncpus > S390_MAX_VCPUS)
 		return err_set(err, errlen, -EINVAL, "cpus %u: give at most %u", ncpus,
 			       S390_MAX_VCPUS);

@@ -64,12 +64,6 @@ const struct arch_kvm_cap arch_kvm_caps[] = {
 	{ 0, NULL },
 };
 
-/* Per-VM x86 state: what KVM_GET_SUPPORTED_CPUID said, for every vCPU. */
-struct x86_vm {
-	struct kvm_cpuid2 *cpuid;
-	struct kvm_clock_data clock;    /* arch_vm_clock_save's */
-};
-
 static int x86_get_cpuid(int kvm_fd, struct kvm_cpuid2 **out)
 {
 	unsigned nent = 128;
@@ -246,6 +240,12 @@ int x86_arch_vcpu_init(struct vcpu *v, unsigned ncpus, const struct x86_boot_inf
 int arch_vcpu_init(struct vcpu *v, unsigned ncpus, const struct arch_boot *boot, char *err,
 		   size_t errlen)
 {
+	const struct x86_vm *xv = vm_kvm(v->vm)->arch_state;
+
+	/* A restore: arch_vcpu_load sets the registers, the MP state and
+	 * the rest from the snapshot next (snap.c). */
+	if (!boot)
+		return x86_vcpu_init_cpu(v->fd, v->id, ncpus, xv->cpuid, err, errlen);
 	return x86_arch_vcpu_init(v, ncpus, &boot->info, err, errlen);
 }
 

@@ -199,15 +199,10 @@ static int set_msrs(int fd, unsigned id, char *err, size_t errlen)
 	return 0;
 }
 
-int x86_vcpu_init(int vcpu_fd, unsigned id, unsigned ncpus,
-		  const struct kvm_cpuid2 *supported,
-		  const struct x86_boot_info *info, char *err, size_t errlen)
+int x86_vcpu_init_cpu(int vcpu_fd, unsigned id, unsigned ncpus,
+		      const struct kvm_cpuid2 *supported, char *err, size_t errlen)
 {
 	struct kvm_lapic_state lapic;
-	struct kvm_fpu fpu;
-	struct kvm_regs regs;
-	struct kvm_sregs sregs;
-	struct kvm_mp_state mp;
 	int ret;
 
 	ret = set_cpuid(vcpu_fd, id, ncpus, supported, err, errlen);
@@ -220,7 +215,20 @@ int x86_vcpu_init(int vcpu_fd, unsigned id, unsigned ncpus,
 	if (ret)
 		return ret;
 	x86_lapic_set_lints(&lapic);
-	ret = vcpu_ioctl(vcpu_fd, KVM_SET_LAPIC, &lapic, "KVM_SET_LAPIC", id, err, errlen);
+	return vcpu_ioctl(vcpu_fd, KVM_SET_LAPIC, &lapic, "KVM_SET_LAPIC", id, err, errlen);
+}
+
+int x86_vcpu_init(int vcpu_fd, unsigned id, unsigned ncpus,
+		  const struct kvm_cpuid2 *supported,
+		  const struct x86_boot_info *info, char *err, size_t errlen)
+{
+	struct kvm_fpu fpu;
+	struct kvm_regs regs;
+	struct kvm_sregs sregs;
+	struct kvm_mp_state mp;
+	int ret;
+
+	ret = x86_vcpu_init_cpu(vcpu_fd, id, ncpus, supported, err, errlen);
 	if (ret)
 		return ret;
 	x86_fpu_init(&fpu);

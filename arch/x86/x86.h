@@ -10,6 +10,7 @@
 #include <linux/kvm.h>
 
 #include "vmm/base/guest_mem.h"
+#include "vmm/base/snap.h"
 #include "arch/x86/boot.h"
 
 /* ---- e820 ---------------------------------------------------------------- */
@@ -174,5 +175,112 @@ void x86_fpu_init(struct kvm_fpu *fpu);
 
 /* The MSR list x86_vcpu_init writes; returns the count (<= max). */
 unsigned x86_msrs_init(struct kvm_msr_entry *e, unsigned max);
+
+/* What every vCPU gets whether it boots or is restored: CPUID for vCPU id
+ * out of supported, the default MSRs and the LAPIC's LINT pins. A boot
+ * (x86_vcpu_init) adds the FPU, the registers and the MP state; a restore
+ * sets those from the snapshot. 0 or -errno with a message. */
+int x86_vcpu_init_cpu(int vcpu_fd, unsigned id, unsigned ncpus,
+		      const struct kvm_cpuid2 *supported, char *err, size_t errlen);
+
+/* ---- the VM ------------------------------------------------------------- */
+/* Per-VM x86 state, vm_kvm(vm)->arch_state (arch_vm_init's). */
+struct x86_vm {
+	/* KVM_GET_SUPPORTED_CPUID plus what KVM emulates
+	 * (x86_cpuid_add_emulated): every vCPU's CPUID comes from it, and a
+	 * restore checks the snapshot's against it. */
+	struct kvm_cpuid2 *cpuid;
+	struct kvm_clock_data clock;    /* arch_vm_clock_save's */
+};
+
+/* ---- snapshots (snap.c, docs/snapshot.md) -------------------------------- */
+/* Section tags. Per vCPU (instance: the vCPU id), in file order; every
+ * field little-endian, in the order struct x86_vcpu_state lists it. */
+#define X86_SNAP_CPU      SNAP_TAG('X', 'C', 'P', 'U')  /* TSC kHz, KVM_GET_CPUID2 */
+#define X86_SNAP_MPSTATE  SNAP_TAG('X', 'M', 'P', 'S')  /* KVM_GET_MP_STATE */
+#define X86_SNAP_REGS     SNAP_TAG('X', 'R', 'E', 'G')  /* KVM_GET_REGS */
+#define X86_SNAP_SREGS    SNAP_TAG('X', 'S', 'R', 'G')  /* KVM_GET_SREGS */
+#define X86_SNAP_XSAVE    SNAP_TAG('X', 'S', 'A', 'V')  /* KVM_GET_XSAVE(2) */
+#define X86_SNAP_XCRS     SNAP_TAG('X', 'X', 'C', 'R')  /* KVM_GET_XCRS */
+#define X86_SNAP_DEBUG    SNAP_TAG('X', 'D', 'B', 'G')  /* KVM_GET_DEBUGREGS */
+#define X86_SNAP_LAPIC    SNAP_TAG('X', 'L', 'A', 'P')  /* KVM_GET_LAPIC */
+#define X86_SNAP_MSRS     SNAP_TAG('X', 'M', 'S', 'R')  /* KVM_GET_MSRS */
+#define X86_SNAP_EVENTS   SNAP_TAG('X', 'E', 'V', 'T')  /* KVM_GET_VCPU_EVENTS */
+/* Per VM: the PICs (instance: KVM_IRQCHIP_PIC_MASTER, _SLAVE), the
+ * IOAPIC, the PIT and the kvmclock (instance 0). */
+#define X86_SNAP_PIC      SNAP_TAG('X', 'P', 'I', 'C')
+#define X86_SNAP_IOAPIC   SNAP_TAG('X', 'I', 'O', 'A')
+#define X86_SNAP_PIT      SNAP_TAG('X', 'P', 'I', 'T')
+#define X86_SNAP_CLOCK    SNAP_TAG('X', 'C', 'L', 'K')
+
+/* What a reader takes, beyond which a section is refused as damaged.
+ * KVM lists a few hundred MSRs at most; it keeps at most
+ * KVM_MAX_CPUID_ENTRIES (256) CPUID entries per vCPU; the XSAVE image is
+ * 4 KiB, or KVM_CAP_XSAVE2's size with dynamic features (about 11 KiB
+ * with AMX). */
+#define X86_SNAP_MSRS_MAX   1024u
+#define X86_SNAP_CPUID_MAX  256u
+#define X86_SNAP_XSAVE_MIN  4096u
+#define X86_SNAP_XSAVE_MAX  (1u << 20)
+
+/* One vCPU's state as KVM gives and takes it. The pointers are malloc'd
+ * (x86_vcpu_state_free): xsave holds xsave_size bytes, msrs
+ * msrs->nmsrs entries, cpuid cpuid->nent. */
+struct x86_vcpu_state {
+	uint32_t tsc_khz;               /* KVM_GET_TSC_KHZ */
+	struct kvm_cpuid2 *cpuid;       /* KVM_GET_CPUID2: what the guest saw */
+	struct kvm_mp_state mp;
+	struct kvm_regs regs;
+	struct kvm_sregs sregs;
+	uint32_t xsave_size;            /* 4096, or KVM_CAP_XSAVE2's */
+	struct kvm_xsave *xsave;
+	struct kvm_xcrs xcrs;
+	struct kvm_debugregs debugregs;
+	struct kvm_lapic_state lapic;
+	struct kvm_msrs *msrs;
+	struct kvm_vcpu_events events;
+};
+void x86_vcpu_state_free(struct x86_vcpu_state *s);
+
+/* The VM-wide state. */
+struct x86_vm_state {
+	struct kvm_pic_state pic[2];    /* KVM_IRQCHIP_PIC_MASTER, _SLAVE */
+	struct kvm_ioapic_state ioapic;
+	struct kvm_pit_state2 pit;
+	struct kvm_clock_data clock;    /* clock, flags, realtime, host_tsc */
+};
+
+/* Append vCPU id's sections (X86_SNAP_CPU .. X86_SNAP_EVENTS) to w, field
+ * by field: 0 or w->err. */
+int x86_vcpu_state_put(struct snap_w *w, unsigned id, const struct x86_vcpu_state *s);
+/* Read them back into *s (zeroed first; free it with
+ * x86_vcpu_state_free, also after a failure): each section must be there
+ * and exactly as long as its fields, and the counts and sizes within the
+ * bounds above. 0 or -EINVAL with a one-line message. */
+int x86_vcpu_state_get(const struct snap_file *f, unsigned id, struct x86_vcpu_state *s,
+		       char *err, size_t errlen);
+int x86_vm_state_put(struct snap_w *w, const struct x86_vm_state *s);
+int x86_vm_state_get(const struct snap_file *f, struct x86_vm_state *s, char *err,
+		     size_t errlen);
+
+/* Whether this host's KVM can give vCPU id the CPU features its snapshot
+ * CPUID (snap) announces: every feature bit of leaves 0x1 (ecx, edx), 0x7
+ * subleaf 0 (ebx, ecx, edx) and 1 (eax), 0xd subleaf 0 (eax, edx: the
+ * XSAVE components) and 1 (eax), 0x80000001 (ecx, edx) and 0x40000001
+ * (eax, KVM's paravirtual features) must be in supported (struct x86_vm's
+ * cpuid). Bits mvm sets itself or KVM mirrors from the guest's control
+ * registers do not count. 0, or -ENOTSUP naming the leaf and the bits. */
+int x86_cpuid_check(const struct kvm_cpuid2 *snap, const struct kvm_cpuid2 *supported,
+		    unsigned id, char *err, size_t errlen);
+
+/* MSR fix-ups around KVM's gaps, on the list as KVM_GET_MSRS gave it.
+ * Save: a zero TSC deadline with a TSC becomes the TSC's value (the
+ * timer fires at once on restore), as Firecracker does: KVM clears the
+ * deadline when the timer fires, and an interrupt it had not yet put in
+ * the LAPIC's IRR when the state was read is lost, leaving the guest's
+ * timer never to fire again. Load: the TSC deadline moves behind the
+ * TSC, since KVM arms the restored deadline against the guest's TSC. */
+void x86_msrs_save_fixup(struct kvm_msr_entry *e, unsigned n);
+void x86_msrs_load_order(struct kvm_msr_entry *e, unsigned n);
 
 #endif
