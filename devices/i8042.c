@@ -1,4 +1,5 @@
 #include "devices/i8042.h"
+#include "vmm/base/snap.h"
 #include "vmm/base/util.h"
 #include "vmm/kvm/vm.h"
 
@@ -161,11 +162,58 @@ static void i8042_destroy(void *dev)
 	free(k);
 }
 
+static int i8042_save(void *dev, struct snap_w *w, char *err, size_t errlen)
+{
+	struct i8042 *k = dev;
+	unsigned i;
+
+	(void)err;
+	(void)errlen;
+	pthread_mutex_lock(&k->lock);
+	snap_put_u8(w, k->ctr);
+	snap_put_u8(w, k->status);
+	snap_put_u8(w, k->pending_cmd);
+	snap_put_u8(w, (uint8_t)k->out_count);
+	for (i = 0; i < k->out_count; i++)
+		snap_put_u8(w, k->out[(k->out_head + i) % sizeof(k->out)]);
+	pthread_mutex_unlock(&k->lock);
+	return 0;
+}
+
+static int i8042_load(void *dev, struct snap_r *r, char *err, size_t errlen)
+{
+	struct i8042 *k = dev;
+	uint8_t ctr, status, cmd, n, out[sizeof(k->out)];
+
+	ctr = snap_get_u8(r);
+	status = snap_get_u8(r);
+	cmd = snap_get_u8(r);
+	n = snap_get_u8(r);
+	if (n > sizeof(k->out))
+		return err_set(err, errlen, -EINVAL, "snapshot: the i8042's output queue holds "
+			       "%u bytes, more than its %zu", n, sizeof(k->out));
+	snap_get_bytes(r, out, n);
+	if (r->err)
+		return snap_done(r, err, errlen);
+	pthread_mutex_lock(&k->lock);
+	k->ctr = ctr;
+	k->status = status;
+	k->pending_cmd = cmd;
+	k->out_head = 0;
+	k->out_count = n;
+	memcpy(k->out, out, n);
+	i8042_update(k);
+	pthread_mutex_unlock(&k->lock);
+	return 0;
+}
+
 static const struct vm_device_ops i8042_vm_ops = {
 	.kind = "i8042",
 	.stop = i8042_stop,
 	.stats_json = NULL,
 	.destroy = i8042_destroy,
+	.save = i8042_save,
+	.load = i8042_load,
 };
 
 int i8042_create(struct vm *vm, uint16_t port)

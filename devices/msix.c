@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "devices/pci.h"
+#include "vmm/base/snap.h"
 #include "vmm/base/byteorder.h"
 #include "vmm/base/util.h"
 #include "vmm/kvm/vm.h"
@@ -372,3 +373,53 @@ static void bar_write(void *opaque, uint64_t off, const uint8_t *data, unsigned 
 }
 
 const struct io_ops msix_bar_ops = { bar_read, bar_write };
+
+/* ---- snapshots ---------------------------------------------------------- */
+
+void msix_save(struct msix *m, struct snap_w *w)
+{
+	unsigned i;
+
+	pthread_mutex_lock(&m->lock);
+	snap_put_u32(w, m->nvec);
+	for (i = 0; i < m->nvec; i++) {
+		snap_put_u32(w, m->v[i].addr_lo);
+		snap_put_u32(w, m->v[i].addr_hi);
+		snap_put_u32(w, m->v[i].data);
+		snap_put_u32(w, m->v[i].ctrl);
+	}
+	for (i = 0; i < ALIGN_UP(m->nvec, 64u) / 64; i++)
+		snap_put_u64(w, m->pba[i]);
+	pthread_mutex_unlock(&m->lock);
+}
+
+int msix_load(struct msix *m, struct snap_r *r, const uint8_t *saved_cfg, char *err,
+	      size_t errlen)
+{
+	uint32_t nvec = snap_get_u32(r);
+	unsigned i, k;
+	uint8_t b[4];
+
+	if (nvec != m->nvec)
+		return err_set(err, errlen, -EINVAL, "snapshot: %s has %u MSI-X vectors there, "
+			       "%u here; give the devices the snapshot's VM had", m->pd->name,
+			       nvec, m->nvec);
+	for (i = 0; i < nvec; i++)
+		for (k = 0; k < PCI_MSIX_ENTRY_SIZE; k += 4) {
+			le32_store(b, snap_get_u32(r));
+			msix_bar_write(m, m->table_off + (uint64_t)i * PCI_MSIX_ENTRY_SIZE + k, b, 4);
+		}
+	pthread_mutex_lock(&m->lock);
+	for (i = 0; i < ALIGN_UP(nvec, 64u) / 64; i++) {
+		uint64_t bits = snap_get_u64(r);
+
+		if (i == nvec / 64)
+			bits &= (1ULL << (nvec % 64)) - 1;      /* none beyond the table */
+		m->pba[i] = bits;
+	}
+	pthread_mutex_unlock(&m->lock);
+	if (r->err)
+		return snap_done(r, err, errlen);
+	pci_cfg_write(m->pd, m->cap + PCI_MSIX_FLAGS, saved_cfg + m->cap + PCI_MSIX_FLAGS, 2);
+	return 0;
+}

@@ -127,4 +127,17 @@ bool msix_pending(struct msix *m, unsigned vec);
  * function reset, FLR or bus reset, that would clear them). Any thread. */
 void msix_clear_pending(struct msix *m);
 
+/* Snapshots: the vector table and the pending bits. msix_load puts the
+ * table back through the guest's table writes, the pending bits as they
+ * were, then the capability's control word from saved (the function's
+ * config space as pci_dev_load_begin returned it); routes follow once
+ * the command register's Bus Master Enable is written back
+ * (pci_dev_load_finish), and a vector pending and usable then fires
+ * once, as after an unmask. 0 or -EINVAL with a message. */
+struct snap_r;
+struct snap_w;
+void msix_save(struct msix *m, struct snap_w *w);
+int msix_load(struct msix *m, struct snap_r *r, const uint8_t *saved_cfg, char *err,
+	      size_t errlen);
+
 #endif

@@ -1,5 +1,6 @@
 #include "devices/pci.h"
 #include "vmm/base/log.h"
+#include "vmm/base/snap.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -331,6 +332,90 @@ void pci_cfg_write16(struct pci_dev *pd, unsigned off, uint16_t v)
 	pci_cfg_write(pd, off, b, 2);
 }
 
+/* The address register bits that latch: enable, bus, device, function,
+ * dword-aligned register; reserved 30:24 and 1:0 read as zero. */
+#define PCI_CONF1_ADDR_BITS 0x80fffffcu
+
+/* ---- snapshots ---------------------------------------------------------- */
+
+int pci_dev_save(struct pci_dev *pd, struct snap_w *w, char *err, size_t errlen)
+{
+	(void)err;
+	(void)errlen;
+	if (pd->bus)
+		pthread_mutex_lock(&pd->bus->lock);
+	snap_put_bytes(w, pd->cfg, PCI_CONF1_SIZE);
+	if (pd->bus)
+		pthread_mutex_unlock(&pd->bus->lock);
+	return 0;
+}
+
+/* The bytes that say which function this is. */
+static bool pci_same_identity(const uint8_t *a, const uint8_t *b)
+{
+	return !memcmp(a + PCI_VENDOR_ID, b + PCI_VENDOR_ID, 4) &&
+	       !memcmp(a + PCI_CLASS_REVISION, b + PCI_CLASS_REVISION, 4) &&
+	       (a[PCI_HEADER_TYPE] & 0x7f) == (b[PCI_HEADER_TYPE] & 0x7f) &&
+	       !memcmp(a + PCI_SUBSYSTEM_VENDOR_ID, b + PCI_SUBSYSTEM_VENDOR_ID, 4);
+}
+
+int pci_dev_load_begin(struct pci_dev *pd, struct snap_r *r, uint8_t saved[PCI_CONF1_SIZE],
+		       char *err, size_t errlen)
+{
+	unsigned off;
+
+	snap_get_bytes(r, saved, PCI_CONF1_SIZE);
+	if (r->err)
+		return snap_done(r, err, errlen);
+	if (!pci_same_identity(saved, pd->cfg))
+		return err_set(err, errlen, -EINVAL, "snapshot: PCI function %s is "
+			       "%04x:%04x class %06x there, %04x:%04x class %06x here; give the "
+			       "devices the snapshot's VM had, in its order", pd->name,
+			       le16_load(saved + PCI_VENDOR_ID), le16_load(saved + PCI_DEVICE_ID),
+			       le32_load(saved + PCI_CLASS_REVISION) >> 8,
+			       le16_load(pd->cfg + PCI_VENDOR_ID), le16_load(pd->cfg + PCI_DEVICE_ID),
+			       le32_load(pd->cfg + PCI_CLASS_REVISION) >> 8);
+	/* Byte by byte through the masks, as a guest could write them:
+	 * decode is still off, so a BAR half-written maps nothing. */
+	for (off = PCI_BASE_ADDRESS_0; off < PCI_BASE_ADDRESS_0 + 4 * PCI_NUM_BARS; off++)
+		pci_cfg_write(pd, off, &saved[off], 1);
+	pci_cfg_write(pd, PCI_INTERRUPT_LINE, &saved[PCI_INTERRUPT_LINE], 1);
+	return 0;
+}
+
+void pci_dev_load_finish(struct pci_dev *pd, const uint8_t saved[PCI_CONF1_SIZE])
+{
+	pci_cfg_write16(pd, PCI_COMMAND, le16_load(saved + PCI_COMMAND));
+}
+
+int pci_dev_load(struct pci_dev *pd, struct snap_r *r, char *err, size_t errlen)
+{
+	uint8_t saved[PCI_CONF1_SIZE];
+	int ret = pci_dev_load_begin(pd, r, saved, err, errlen);
+
+	if (ret)
+		return ret;
+	pci_dev_load_finish(pd, saved);
+	return 0;
+}
+
+uint32_t pci_bus_conf1_get(struct pci_bus *bus)
+{
+	uint32_t a;
+
+	pthread_mutex_lock(&bus->lock);
+	a = bus->conf1_addr;
+	pthread_mutex_unlock(&bus->lock);
+	return a;
+}
+
+void pci_bus_conf1_set(struct pci_bus *bus, uint32_t addr)
+{
+	pthread_mutex_lock(&bus->lock);
+	bus->conf1_addr = addr & PCI_CONF1_ADDR_BITS;
+	pthread_mutex_unlock(&bus->lock);
+}
+
 /* ---- configuration mechanism #1 ----------------------------------------- */
 
 /* Address register: only dword accesses at 0xCF8 latch/read it (Linux's
@@ -357,7 +442,7 @@ static void conf1_addr_write(void *opaque, uint64_t off, const uint8_t *data, un
 	if (off != 0 || len != 4)
 		return;
 	pthread_mutex_lock(&bus->lock);
-	bus->conf1_addr = le32_load(data) & 0x80fffffcu;
+	bus->conf1_addr = le32_load(data) & PCI_CONF1_ADDR_BITS;
 	pthread_mutex_unlock(&bus->lock);
 }
 

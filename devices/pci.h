@@ -223,6 +223,26 @@ uint64_t pci_bar_addr(const struct pci_dev *pd, unsigned bar);
 /* The conf1 port handlers, exposed for tests (opaque = bus). */
 extern const struct io_ops pci_conf1_addr_ops, pci_conf1_data_ops;
 
+/* Snapshots: a function's conf1-reachable config space (256 bytes).
+ * pci_dev_load_begin checks that the saved function is this one (vendor,
+ * device, class, header type, subsystem: else -EINVAL naming both) and
+ * replays its BARs and interrupt line through the guest's write path
+ * (masks, placement checks); saved gets the 256 bytes, for the function's
+ * own capability registers (MSI-X control, ...), which its device
+ * replays next; pci_dev_load_finish then writes the command register,
+ * which maps the BARs. pci_dev_load does both, for a function with
+ * nothing of its own. The bus's conf1 address latch goes with the VM
+ * (pci_bus_conf1_get/set): a guest paused between writing it and
+ * reading 0xCFC reads the right register after a restore. */
+struct snap_r;
+struct snap_w;
+int pci_dev_save(struct pci_dev *pd, struct snap_w *w, char *err, size_t errlen);
+int pci_dev_load_begin(struct pci_dev *pd, struct snap_r *r, uint8_t saved[PCI_CONF1_SIZE],
+		       char *err, size_t errlen);
+void pci_dev_load_finish(struct pci_dev *pd, const uint8_t saved[PCI_CONF1_SIZE]);
+int pci_dev_load(struct pci_dev *pd, struct snap_r *r, char *err, size_t errlen);
+uint32_t pci_bus_conf1_get(struct pci_bus *bus);
+void pci_bus_conf1_set(struct pci_bus *bus, uint32_t addr);
 /* Interrupt line of a bus-0 device's INTA#: intx_base + slot % 4. */
 unsigned pci_intx_pin(const struct pci_bus *bus, unsigned slot);
 

@@ -1,5 +1,6 @@
 #include "devices/pvpanic.h"
 #include "vmm/base/json.h"
+#include "vmm/base/snap.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -91,11 +92,23 @@ static void pvpanic_destroy(void *dev)
 	free(p);
 }
 
+static int pvpanic_save(void *dev, struct snap_w *w, char *err, size_t errlen)
+{
+	return pci_dev_save(&((struct pvpanic *)dev)->pci, w, err, errlen);
+}
+
+static int pvpanic_load(void *dev, struct snap_r *r, char *err, size_t errlen)
+{
+	return pci_dev_load(&((struct pvpanic *)dev)->pci, r, err, errlen);
+}
+
 static const struct vm_device_ops pvpanic_vm_ops = {
 	.kind = "pvpanic",
 	.stop = pvpanic_stop,
 	.stats_json = pvpanic_stats,
 	.destroy = pvpanic_destroy,
+	.save = pvpanic_save,
+	.load = pvpanic_load,
 };
 
 int pvpanic_attach(struct vm *vm, struct pci_bus *bus)

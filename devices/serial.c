@@ -3,6 +3,7 @@
  * loopback wiring of MCR to MSR and THR to RBR. */
 #include "devices/serial.h"
 #include "vmm/base/json.h"
+#include "vmm/base/snap.h"
 #include "vmm/base/util.h"
 #include "vmm/kvm/vm.h"
 
@@ -325,11 +326,75 @@ static void serial_vm_destroy(void *dev)
 	free(sv);
 }
 
+/* The registers and the unread input; output the guest wrote before
+ * the snapshot belongs to the VM that was snapshotted (its console
+ * delivers it), so a restored UART starts with an empty transmitter. */
+static int serial_vm_save(void *dev, struct snap_w *w, char *err, size_t errlen)
+{
+	struct serial *s = &((struct serial_vm *)dev)->s;
+	unsigned i;
+
+	(void)err;
+	(void)errlen;
+	pthread_mutex_lock(&s->lock);
+	snap_put_u8(w, s->ier);
+	snap_put_u8(w, s->lcr);
+	snap_put_u8(w, s->mcr);
+	snap_put_u8(w, s->lsr_err);
+	snap_put_u8(w, s->msr);
+	snap_put_u8(w, s->scr);
+	snap_put_u8(w, s->fcr);
+	snap_put_u8(w, s->dll);
+	snap_put_u8(w, s->dlm);
+	snap_put_u8(w, s->thr_ipending);
+	snap_put_u8(w, (uint8_t)s->rx_count);
+	for (i = 0; i < s->rx_count; i++)
+		snap_put_u8(w, s->rx[(s->rx_head + i) % SERIAL_FIFO_SIZE]);
+	pthread_mutex_unlock(&s->lock);
+	return 0;
+}
+
+static int serial_vm_load(void *dev, struct snap_r *r, char *err, size_t errlen)
+{
+	struct serial *s = &((struct serial_vm *)dev)->s;
+	uint8_t regs[10], n, rx[SERIAL_FIFO_SIZE];
+	unsigned i;
+
+	snap_get_bytes(r, regs, sizeof(regs));
+	n = snap_get_u8(r);
+	if (n > SERIAL_FIFO_SIZE)
+		return err_set(err, errlen, -EINVAL, "snapshot: the UART's receive FIFO holds "
+			       "%u bytes, more than its %u", n, SERIAL_FIFO_SIZE);
+	snap_get_bytes(r, rx, n);
+	if (r->err)
+		return snap_done(r, err, errlen);
+	pthread_mutex_lock(&s->lock);
+	s->ier = regs[0] & 0x0f;
+	s->lcr = regs[1];
+	s->mcr = regs[2] & 0x1f;
+	s->lsr_err = regs[3];
+	s->msr = regs[4];
+	s->scr = regs[5];
+	s->fcr = regs[6];
+	s->dll = regs[7];
+	s->dlm = regs[8];
+	s->thr_ipending = regs[9] != 0;
+	s->rx_head = 0;
+	s->rx_count = n;
+	for (i = 0; i < n; i++)
+		s->rx[i] = rx[i];
+	serial_update_irq(s);
+	pthread_mutex_unlock(&s->lock);
+	return 0;
+}
+
 static const struct vm_device_ops serial_vm_ops = {
 	.kind = "serial",
 	.stop = serial_vm_stop,
 	.stats_json = serial_vm_stats,
 	.destroy = serial_vm_destroy,
+	.save = serial_vm_save,
+	.load = serial_vm_load,
 };
 
 

@@ -4,6 +4,7 @@
 #include "devices/virtq_worker.h"
 #include "vmm/base/util.h"
 #include "vmm/base/log.h"
+#include "vmm/base/snap.h"
 
 #include <errno.h>
 #include <stdarg.h>
@@ -250,6 +251,161 @@ void virtio_set_status(struct virtio_dev *dev, uint8_t val)
 	__atomic_store_n(&dev->status, val, __ATOMIC_RELEASE);
 	if (set & VIRTIO_CONFIG_S_DRIVER_OK)
 		driver_ok(dev);
+}
+
+/* ---- snapshots ---------------------------------------------------------- */
+
+int virtio_save(struct virtio_dev *dev, struct snap_w *w, char *err, size_t errlen)
+{
+	unsigned q;
+
+	snap_put_u8(w, __atomic_load_n(&dev->status, __ATOMIC_ACQUIRE));
+	snap_put_u8(w, __atomic_load_n(&dev->needs_reset, __ATOMIC_ACQUIRE));
+	snap_put_u64(w, dev->guest_features);
+	snap_put_u32(w, __atomic_load_n(&dev->config_generation, __ATOMIC_ACQUIRE));
+	snap_put_u32(w, dev->num_queues);
+	for (q = 0; q < dev->num_queues; q++) {
+		const struct virtq *vq = &dev->queues[q].vq;
+		struct virtq_pos pos = { 0 };
+
+		if (vq->ready && dev->queues[q].started && virtq_get_pos(vq, &pos))
+			return err_set(err, errlen, -EBUSY, "snapshot: %s queue %u holds %u "
+				       "request(s) it has not completed (waiting for rate-limit "
+				       "tokens); try again, or raise the disk's limits",
+				       dev->ops->name, q, vq->inflight_count);
+		if (vq->ready && !dev->queues[q].started) {
+			pos.avail_wrap = pos.used_wrap = true;
+		}
+		snap_put_u16(w, vq->size);
+		snap_put_u8(w, vq->ready);
+		snap_put_u64(w, vq->desc_gpa);
+		snap_put_u64(w, vq->driver_gpa);
+		snap_put_u64(w, vq->device_gpa);
+		snap_put_u16(w, pos.last_avail);
+		snap_put_u16(w, pos.used_idx);
+		snap_put_u8(w, pos.avail_wrap);
+		snap_put_u8(w, pos.used_wrap);
+	}
+	return dev->ops->save ? dev->ops->save(dev, w, err, errlen) : 0;
+}
+
+/* One queue as it was saved. */
+struct virtio_saved_queue {
+	uint16_t size;
+	bool ready;
+	uint64_t desc, driver, device;
+	struct virtq_pos pos;
+};
+
+static int virtio_load_queues(struct virtio_dev *dev, const struct virtio_saved_queue *sq,
+			      char *err, size_t errlen)
+{
+	unsigned q;
+	int ret;
+
+	for (q = 0; q < dev->num_queues; q++) {
+		struct virtq *vq = &dev->queues[q].vq;
+
+		vq->size = sq[q].size;
+		vq->desc_gpa = sq[q].desc;
+		vq->driver_gpa = sq[q].driver;
+		vq->device_gpa = sq[q].device;
+		if (!sq[q].ready)
+			continue;
+		ret = virtio_queue_set_ready(dev, q, true);
+		if (!ret)
+			ret = virtq_set_pos(vq, &sq[q].pos);
+		if (ret)
+			return err_set(err, errlen, -EINVAL, "snapshot: %s queue %u: size %u, "
+				       "rings at 0x%llx/0x%llx/0x%llx, position %u/%u: not a queue "
+				       "this device takes; the snapshot is damaged", dev->ops->name, q,
+				       sq[q].size, (unsigned long long)sq[q].desc,
+				       (unsigned long long)sq[q].driver,
+				       (unsigned long long)sq[q].device, sq[q].pos.last_avail,
+				       sq[q].pos.used_idx);
+	}
+	return 0;
+}
+
+int virtio_load(struct virtio_dev *dev, struct snap_r *r, char *err, size_t errlen)
+{
+	const uint8_t init = VIRTIO_CONFIG_S_ACKNOWLEDGE | VIRTIO_CONFIG_S_DRIVER;
+	struct virtio_saved_queue *sq;
+	uint8_t status, needs_reset;
+	uint32_t gen, nq;
+	uint64_t features;
+	unsigned q;
+	int ret = 0;
+
+	status = snap_get_u8(r);
+	needs_reset = snap_get_u8(r);
+	features = snap_get_u64(r);
+	gen = snap_get_u32(r);
+	nq = snap_get_u32(r);
+	if (nq != dev->num_queues)
+		return err_set(err, errlen, -EINVAL, "snapshot: %s has %u queues there, %u here; "
+			       "give the disk the snapshot's queues=", dev->ops->name, nq,
+			       dev->num_queues);
+	sq = calloc(nq, sizeof(*sq));
+	if (!sq)
+		return err_set(err, errlen, -ENOMEM, "snapshot: out of memory");
+	for (q = 0; q < nq; q++) {
+		sq[q].size = snap_get_u16(r);
+		sq[q].ready = snap_get_u8(r);
+		sq[q].desc = snap_get_u64(r);
+		sq[q].driver = snap_get_u64(r);
+		sq[q].device = snap_get_u64(r);
+		sq[q].pos.last_avail = snap_get_u16(r);
+		sq[q].pos.used_idx = snap_get_u16(r);
+		sq[q].pos.avail_wrap = snap_get_u8(r);
+		sq[q].pos.used_wrap = snap_get_u8(r);
+	}
+	if (r->err) {
+		ret = snap_done(r, err, errlen);
+		goto free_sq;
+	}
+	/* The device's own part first: a device that differs (another
+	 * capacity) is refused before any queue starts. */
+	if (dev->ops->load) {
+		ret = dev->ops->load(dev, r, err, errlen);
+		if (ret)
+			goto free_sq;
+	}
+	__atomic_store_n(&dev->config_generation, gen, __ATOMIC_RELEASE);
+	if (status & init)
+		virtio_set_status(dev, status & init);
+	if (status & VIRTIO_CONFIG_S_FEATURES_OK) {
+		virtio_write_features(dev, 0, (uint32_t)features);
+		virtio_write_features(dev, 1, (uint32_t)(features >> 32));
+		virtio_set_status(dev, status & (init | VIRTIO_CONFIG_S_FEATURES_OK));
+		if (!(dev->status & VIRTIO_CONFIG_S_FEATURES_OK)) {
+			ret = err_set(err, errlen, -EINVAL, "snapshot: %s: the driver's features "
+				      "0x%llx are not what this device offers (0x%llx); give the "
+				      "device the snapshot's options", dev->ops->name,
+				      (unsigned long long)features,
+				      (unsigned long long)virtio_offered_features(dev));
+			goto free_sq;
+		}
+		ret = virtio_load_queues(dev, sq, err, errlen);
+		if (ret)
+			goto free_sq;
+	}
+	if (!needs_reset && (status & VIRTIO_CONFIG_S_DRIVER_OK))
+		virtio_set_status(dev, status & (init | VIRTIO_CONFIG_S_FEATURES_OK |
+						 VIRTIO_CONFIG_S_DRIVER_OK));
+	if (status & VIRTIO_CONFIG_S_FAILED)
+		virtio_set_status(dev, dev->status | VIRTIO_CONFIG_S_FAILED);
+	if (needs_reset) {
+		/* The driver was told already; it resets the device, which
+		 * needs no queue running meanwhile. DRIVER_OK is kept as a
+		 * status bit only. */
+		__atomic_store_n(&dev->status, dev->status | (status & VIRTIO_CONFIG_S_DRIVER_OK),
+				 __ATOMIC_RELEASE);
+		__atomic_store_n(&dev->needs_reset, true, __ATOMIC_RELEASE);
+	}
+free_sq:
+	free(sq);
+	return ret;
 }
 
 uint32_t virtio_read_features(const struct virtio_dev *dev, uint32_t sel)

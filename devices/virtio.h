@@ -28,6 +28,8 @@
 #include "vmm/base/guest_mem.h"
 
 struct json;
+struct snap_r;
+struct snap_w;
 
 /* Status bits (§2.1, VIRTIO_CONFIG_S_*), reserved feature bits (§6,
  * VIRTIO_F_*, VIRTIO_RING_F_*) and device IDs (§5, VIRTIO_ID_*) come from
@@ -96,6 +98,11 @@ struct virtio_device_ops {
 	 * was stopped; called last by virtio_dev_destroy, so it may free the
 	 * memory holding dev itself. May be NULL. */
 	void (*destroy)(struct virtio_dev *);
+	/* Snapshots (virtio_save/virtio_load): the device's own state, after
+	 * the core's; load before the queues start again. Either may be
+	 * NULL: nothing of its own. 0 or -errno with a message. */
+	int (*save)(struct virtio_dev *, struct snap_w *w, char *err, size_t errlen);
+	int (*load)(struct virtio_dev *, struct snap_r *r, char *err, size_t errlen);
 };
 
 /* One const table per transport. */
@@ -218,6 +225,23 @@ void virtio_set_status(struct virtio_dev *dev, uint8_t val);
 /* Reset (§2.1.2): stop queues first (ops->queue_stop), then ops->reset, then
  * clear ring state, features and status. Nothing touches guest memory after. */
 void virtio_reset(struct virtio_dev *dev);
+
+/* Snapshots: the core's state (status, features, each queue's
+ * configuration and position), then the device's (ops->save). The VM is
+ * paused and its queues quiet: -EBUSY with a message when a queue holds
+ * a request it has not completed (one waiting for rate-limit tokens).
+ * virtio_load, on a device just made (or reset), with the transport's
+ * registers back (a virtio-pci function's Bus Master Enable): replays
+ * the driver's initialisation through the state machine and the queue
+ * checks the driver's own writes go through (status, features,
+ * FEATURES_OK, each queue's configuration and enable), puts each queue at
+ * its saved position, then DRIVER_OK starts the queues, each kicked once,
+ * so what the guest made available before the snapshot is served. A
+ * saved state the device would refuse from its driver (features never
+ * offered, a ring outside guest RAM) is refused: -EINVAL and a message.
+ * Register lock held (vtr). */
+int virtio_save(struct virtio_dev *dev, struct snap_w *w, char *err, size_t errlen);
+int virtio_load(struct virtio_dev *dev, struct snap_r *r, char *err, size_t errlen);
 
 /* The features offered to the driver: host_features less RING_PACKED when
  * no_packed. */

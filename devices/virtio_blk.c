@@ -3,6 +3,7 @@
 #include "devices/virtio_blk.h"
 #include "devices/blk_queue.h"
 #include "devices/virtio_transport.h"
+#include "vmm/base/snap.h"
 #include "vmm/base/byteorder.h"
 #include "vmm/base/json.h"
 #include "vmm/base/util.h"
@@ -197,7 +198,34 @@ static void blk_destroy(struct virtio_dev *dev)
 	free(blk);      /* holds dev: last */
 }
 
+/* The guest's driver knows the disk's size: a restore onto an image of
+ * another size would have it read past the end, or miss the tail. */
+static int blk_save_op(struct virtio_dev *dev, struct snap_w *w, char *err, size_t errlen)
+{
+	(void)err;
+	(void)errlen;
+	snap_put_u64(w, to_blk(dev)->capacity);
+	return 0;
+}
+
+static int blk_load_op(struct virtio_dev *dev, struct snap_r *r, char *err, size_t errlen)
+{
+	const struct blk_dev *blk = to_blk(dev);
+	uint64_t cap = snap_get_u64(r);
+
+	if (r->err)
+		return snap_done(r, err, errlen);
+	if (cap != blk->capacity)
+		return err_set(err, errlen, -EINVAL, "snapshot: disk %s has %llu bytes, the "
+			       "snapshot's guest had %llu; give an image of the snapshot's size",
+			       blk->opts.path, (unsigned long long)blk->capacity * BLK_SECTOR,
+			       (unsigned long long)cap * BLK_SECTOR);
+	return 0;
+}
+
 static const struct virtio_device_ops blk_ops = {
+	.save = blk_save_op,
+	.load = blk_load_op,
 	.name = "virtio-blk",
 	.device_id = VIRTIO_ID_BLOCK,
 	.features = blk_features,

@@ -1,6 +1,7 @@
 #include "devices/virtio_pci.h"
 #include "vmm/base/json.h"
 #include "vmm/base/log.h"
+#include "vmm/base/snap.h"
 #include "vmm/kvm/sandbox.h"
 
 #include <errno.h>
@@ -675,6 +676,67 @@ static void vp_free(struct vtr *t)
 	free(vp);
 }
 
+/* Config space, MSI-X, then the common configuration's registers of
+ * the transport (selects, vectors) and ISR. */
+static int vp_save(struct vtr *t, struct snap_w *w, char *err, size_t errlen)
+{
+	struct virtio_pci *vp = container_of(t, struct virtio_pci, t);
+	unsigned q;
+	int ret;
+
+	ret = pci_dev_save(&vp->pci, w, err, errlen);
+	if (ret)
+		return ret;
+	msix_save(&vp->msix, w);
+	pthread_mutex_lock(&t->lock);
+	snap_put_u32(w, vp->dfselect);
+	snap_put_u32(w, vp->gfselect);
+	snap_put_u16(w, vp->queue_select);
+	snap_put_u16(w, __atomic_load_n(&vp->config_vector, __ATOMIC_RELAXED));
+	for (q = 0; q < t->dev->num_queues; q++)
+		snap_put_u16(w, __atomic_load_n(&t->dev->queues[q].msix_vector, __ATOMIC_RELAXED));
+	snap_put_u8(w, __atomic_load_n(&vp->isr, __ATOMIC_ACQUIRE));
+	pthread_mutex_unlock(&t->lock);
+	return 0;
+}
+
+/* The guest's order: BARs, the MSI-X table and control, the command
+ * register (the BARs mapped, the notify ioeventfds bound, bus mastering
+ * on), then the registers. A vector number beyond the table reads back
+ * as NO_VECTOR, as when the driver writes one. */
+static int vp_load(struct vtr *t, struct snap_r *r, char *err, size_t errlen)
+{
+	struct virtio_pci *vp = container_of(t, struct virtio_pci, t);
+	uint8_t saved[PCI_CONF1_SIZE], isr;
+	unsigned q;
+	int ret;
+
+	ret = pci_dev_load_begin(&vp->pci, r, saved, err, errlen);
+	if (ret)
+		return ret;
+	ret = msix_load(&vp->msix, r, saved, err, errlen);
+	if (ret)
+		return ret;
+	pci_dev_load_finish(&vp->pci, saved);
+	pthread_mutex_lock(&t->lock);
+	vp->dfselect = snap_get_u32(r);
+	vp->gfselect = snap_get_u32(r);
+	vp->queue_select = snap_get_u16(r);
+	__atomic_store_n(&vp->config_vector, vector_or_none(vp, snap_get_u16(r)), __ATOMIC_RELAXED);
+	for (q = 0; q < t->dev->num_queues; q++)
+		__atomic_store_n(&t->dev->queues[q].msix_vector, vector_or_none(vp, snap_get_u16(r)),
+				 __ATOMIC_RELAXED);
+	isr = snap_get_u8(r);
+	pthread_mutex_unlock(&t->lock);
+	if (r->err)
+		return snap_done(r, err, errlen);
+	/* An interrupt the guest had not taken yet: INTA# asserted again
+	 * (a level the guest will read ISR for), or, with MSI-X, nothing. */
+	if (isr & (VIRTIO_PCI_ISR_QUEUE | VIRTIO_PCI_ISR_CONFIG))
+		intx_raise(vp, isr & (VIRTIO_PCI_ISR_QUEUE | VIRTIO_PCI_ISR_CONFIG));
+	return 0;
+}
+
 static const struct vtr_ops vp_vtr_ops = {
 	.kind = "virtio-pci",
 	.reset = vp_reset,
@@ -683,6 +745,8 @@ static const struct vtr_ops vp_vtr_ops = {
 	.unbind = vp_unbind,
 	.stats_json = vp_stats_json,
 	.free = vp_free,
+	.save = vp_save,
+	.load = vp_load,
 };
 
 int virtio_pci_address(const struct virtio_dev *dev, unsigned *bus, unsigned *slot)

@@ -11,6 +11,8 @@
 #include <sys/eventfd.h>
 
 #include "vmm/base/log.h"
+#include "vmm/base/snap.h"
+#include "vmm/base/util.h"
 
 const struct kv_value vtr_transport_values[] = {
 	{ .name = "mmio", .value = MVM_TRANSPORT_MMIO },
@@ -195,6 +197,54 @@ static void vtr_vm_destroy(void *opaque)
 	t->ops->free(t);
 }
 
+/* The device's type, the transport's registers, the core's state and
+ * the device's, in one section (the caller's). */
+static int vtr_vm_save(void *opaque, struct snap_w *w, char *err, size_t errlen)
+{
+	struct vtr *t = opaque;
+	int ret;
+
+	if (!t->ops->save)
+		return err_set(err, errlen, -EOPNOTSUPP, "snapshot: %s (%s): snapshots of "
+			       "%s devices are not built yet; give the device transport=pci",
+			       t->dev->ops->name, t->name, t->ops->kind);
+	snap_put_str(w, t->dev->ops->name);
+	snap_put_str(w, t->ops->kind);
+	ret = t->ops->save(t, w, err, errlen);
+	if (ret)
+		return ret;
+	pthread_mutex_lock(&t->lock);
+	ret = virtio_save(t->dev, w, err, errlen);
+	pthread_mutex_unlock(&t->lock);
+	return ret;
+}
+
+static int vtr_vm_load(void *opaque, struct snap_r *r, char *err, size_t errlen)
+{
+	struct vtr *t = opaque;
+	char name[32], kind[32];
+	int ret;
+
+	snap_get_str(r, name, sizeof(name));
+	snap_get_str(r, kind, sizeof(kind));
+	if (r->err)
+		return snap_done(r, err, errlen);
+	if (strcmp(name, t->dev->ops->name) || strcmp(kind, t->ops->kind))
+		return err_set(err, errlen, -EINVAL, "snapshot: a %s on %s there, a %s on %s "
+			       "here; give the devices the snapshot's VM had, in its order", name,
+			       kind, t->dev->ops->name, t->ops->kind);
+	if (!t->ops->load)
+		return err_set(err, errlen, -EOPNOTSUPP, "snapshot: %s devices cannot be "
+			       "restored yet", t->ops->kind);
+	ret = t->ops->load(t, r, err, errlen);
+	if (ret)
+		return ret;
+	pthread_mutex_lock(&t->lock);
+	ret = virtio_load(t->dev, r, err, errlen);
+	pthread_mutex_unlock(&t->lock);
+	return ret;
+}
+
 static const struct vm_device_ops vtr_vm_ops = {
 	.kind = "virtio",
 	.start = vtr_vm_start,
@@ -203,6 +253,8 @@ static const struct vm_device_ops vtr_vm_ops = {
 	.quiesce = vtr_vm_quiesce,
 	.quiesce_wait = vtr_vm_quiesce_wait,
 	.destroy = vtr_vm_destroy,
+	.save = vtr_vm_save,
+	.load = vtr_vm_load,
 };
 
 int vtr_register(struct vtr *t)

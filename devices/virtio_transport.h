@@ -27,6 +27,8 @@
 #include "vmm/kvm/vm.h"
 
 struct json;
+struct snap_r;
+struct snap_w;
 
 struct vtr;
 
@@ -52,6 +54,14 @@ struct vtr_ops {
 	void (*stats_json)(struct vtr *, struct json *j);
 	/* Free the transport (the device is gone already). */
 	void (*free)(struct vtr *);
+	/* Snapshots: the transport's own registers, before the virtio core's
+	 * state (virtio_save / virtio_load). Called without the register
+	 * lock (a PCI function's config space nests the other way); each
+	 * takes what it needs. load leaves the device able to run its queues
+	 * (virtio-pci: bus mastering and the BARs back). NULL: this
+	 * transport has no snapshots (-EOPNOTSUPP and a message). */
+	int (*save)(struct vtr *, struct snap_w *w, char *err, size_t errlen);
+	int (*load)(struct vtr *, struct snap_r *r, char *err, size_t errlen);
 };
 
 /* Where a queue's notify lands: queue q's doorbell is at addr + q * stride

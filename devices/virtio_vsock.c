@@ -1083,7 +1083,16 @@ static void vsd_destroy(struct virtio_dev *dev)
 	free(d);       /* holds dev: last */
 }
 
+static int vsd_save(struct virtio_dev *dev, struct snap_w *w, char *err, size_t errlen)
+{
+	(void)dev;
+	(void)w;
+	return err_set(err, errlen, -EOPNOTSUPP, "snapshot: virtio-vsock devices cannot be "
+		       "snapshotted yet; snapshot a VM without --vsock");
+}
+
 static const struct virtio_device_ops vsd_ops = {
+	.save = vsd_save,
 	.name = "virtio-vsock",
 	.device_id = VIRTIO_ID_VSOCK,
 	.features = vsd_features,

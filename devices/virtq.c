@@ -630,6 +630,28 @@ bool virtq_has_work(struct virtq *vq)
 	return ring_load16(vq->avail + AVAIL_IDX) != vq->last_avail;
 }
 
+int virtq_get_pos(const struct virtq *vq, struct virtq_pos *p)
+{
+	if (vq->inflight_count || vq->pending_slots ||
+	    (!vq->packed && vq->published_used != vq->used_idx))
+		return -EBUSY;
+	*p = (struct virtq_pos){ .last_avail = vq->last_avail, .used_idx = vq->used_idx,
+				 .avail_wrap = vq->avail_wrap, .used_wrap = vq->used_wrap };
+	return 0;
+}
+
+int virtq_set_pos(struct virtq *vq, const struct virtq_pos *p)
+{
+	if (vq->packed && (p->last_avail >= vq->size || p->used_idx >= vq->size))
+		return -EINVAL;
+	vq->last_avail = p->last_avail;
+	vq->used_idx = vq->published_used = p->used_idx;
+	vq->avail_wrap = vq->packed ? p->avail_wrap : true;
+	vq->used_wrap = vq->packed ? p->used_wrap : true;
+	vq->pending_pos = vq->used_idx;
+	return 0;
+}
+
 void virtq_ring_state(struct virtq *vq, struct virtq_ring_state *st)
 {
 	memset(st, 0, sizeof(*st));

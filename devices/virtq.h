@@ -194,4 +194,19 @@ struct virtq_ring_state {
  * not ready reads as all zero. */
 void virtq_ring_state(struct virtq *vq, struct virtq_ring_state *st);
 
+/* Where the device stands in a ring, all a snapshot needs of it: the rest
+ * is in guest memory. Split: free-running indices (wraps unused); packed:
+ * positions with their wrap counters. */
+struct virtq_pos {
+	uint16_t last_avail, used_idx;
+	bool avail_wrap, used_wrap;
+};
+/* A quiet queue's position (its owner quiesced or stopped): 0, or -EBUSY
+ * while buffers are in flight or used ones are unpublished, which a
+ * snapshot cannot carry. */
+int virtq_get_pos(const struct virtq *vq, struct virtq_pos *p);
+/* After virtq_enable and before the queue starts: go on from p. 0, or
+ * -EINVAL for a packed position outside the ring. */
+int virtq_set_pos(struct virtq *vq, const struct virtq_pos *p);
+
 #endif

@@ -300,6 +300,17 @@ static void vcpu_park(struct vcpu *v)
 {
 	struct kvm_state *ks = vm_kvm(v->vm);
 
+	/* KVM's API (KVM_RUN, "immediate_exit"): the port or MMIO access
+	 * handled last is complete, and the registers say so, only after
+	 * one more KVM_RUN, which with immediate_exit set runs no guest
+	 * instruction and returns EINTR. A snapshot then reads registers
+	 * that need nothing of this process's kvm_run. */
+	if (v->exit_pending) {
+		__atomic_store_n(&v->run->immediate_exit, 1, __ATOMIC_SEQ_CST);
+		/* EINTR; a failure shows again at the next KVM_RUN. */
+		(void)ioctl(v->fd, KVM_RUN, 0);
+		v->exit_pending = false;
+	}
 	arch_vcpu_paused(v);
 	pthread_mutex_lock(&ks->pause_lock);
 	ks->parked++;
@@ -365,6 +376,7 @@ static void *vcpu_thread(void *arg)
 			continue;
 		if (ioctl(v->fd, KVM_RUN, 0) < 0) {
 			if (errno == EINTR || errno == EAGAIN) {
+				v->exit_pending = false;
 				v->exits[VCPU_EXIT_INTR]++;
 				continue;
 			}
@@ -374,6 +386,7 @@ static void *vcpu_thread(void *arg)
 			vm_request_stop(v->vm, VM_STOP_HOST_ERROR, MVM_EXIT_INTERNAL, v->fatal);
 			break;
 		}
+		v->exit_pending = true;
 		st = vcpu_handle_exit(v, v->run);
 		if (st >= 0) {
 			vm_request_stop(v->vm, vcpu_stop_reason(st), st,

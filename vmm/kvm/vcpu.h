@@ -34,6 +34,10 @@ struct vcpu {
 	struct thread_handshake hs;        /* its filter is on (vcpu_start) */
 	uint64_t exits[VCPU_EXIT_KINDS];   /* written by the vCPU thread only */
 	char fatal[512];                   /* what a fatal exit was (vcpu_handle_exit) */
+	/* The last KVM_RUN returned an exit mvm handled: KVM finishes it
+	 * (an IN's data into RAX, the instruction's end) only on the next
+	 * KVM_RUN. The vCPU's thread only. */
+	bool exit_pending;
 };
 
 /* Handle one KVM exit described by run: dispatch I/O, classify the rest.

@@ -19,6 +19,8 @@
 #include "vmm/base/log.h"
 
 struct json;
+struct snap_r;
+struct snap_w;
 
 #define VM_MAX_DEVICES 64
 
@@ -37,6 +39,17 @@ struct vm_device_ops {
 	void (*quiesce)(void *dev, bool on);
 	int (*quiesce_wait)(void *dev, uint64_t deadline_ns);
 	void (*destroy)(void *dev);                    /* free everything; after stop */
+	/* Snapshots (docs/snapshot.md); both may be NULL: the device keeps
+	 * nothing the guest could see (it is rebuilt as made). save: the VM
+	 * paused, its queues quiet; write the device's state into the open
+	 * section (-EBUSY with a message: the state cannot be taken now).
+	 * load: on a device made with the same shape, before any vCPU runs
+	 * and after start (a virtio device's threads wait for its queues);
+	 * read the state from r, putting it in place through the paths the
+	 * guest's own writes take, so that what a damaged snapshot holds is
+	 * checked as the guest's writes are. 0 or -errno with a message. */
+	int (*save)(void *dev, struct snap_w *w, char *err, size_t errlen);
+	int (*load)(void *dev, struct snap_r *r, char *err, size_t errlen);
 };
 
 struct vm {
