@@ -65,9 +65,9 @@ extern "C" {
  * is passed with it) make a new MINOR: a program built against an older
  * header runs against a newer library of the same MAJOR. */
 #define MVM_VERSION_MAJOR 2
-#define MVM_VERSION_MINOR 5
+#define MVM_VERSION_MINOR 6
 #define MVM_VERSION_PATCH 0
-#define MVM_VERSION_STRING "2.5.0"
+#define MVM_VERSION_STRING "2.6.0"
 #define MVM_ERR_MAX 512          /* enough for any message */
 /* For the statistics calls: every vCPU, every disk, every queue. */
 #define MVM_ALL (~0u)
@@ -167,6 +167,21 @@ struct mvm_config {
 	 * out. The guest's kernel needs pciehp (CONFIG_HOTPLUG_PCI_PCIE).
 	 * Default 0; refused on a board without PCI (s390x). */
 	unsigned hotplug_slots;
+	/* Since 2.6. A snapshot's directory (mvm_snapshot): the VM goes on
+	 * from where the snapshot's guest stood instead of booting. kernel,
+	 * initrd and cmdline must then be NULL (the guest's memory holds its
+	 * kernel); cpus, mem, pvpanic and hotplug_slots are the snapshot's
+	 * (the config's are ignored). Disks added with mvm_add_disk take the
+	 * places of the snapshot's, in order, and must have their shapes
+	 * (size, queues, transport, ...): a clone gets a copy of the image;
+	 * with none added, the snapshot's disks are opened again from their
+	 * paths with their options. Guest RAM is mapped privately from
+	 * DIR/memory: pages are read as the guest touches them, and VMs
+	 * restored from one snapshot share them in the host's page cache.
+	 * A snapshot of another mvm version, another shape or a damaged one
+	 * is refused (mvm_create, mvm_prepare or mvm_start), naming what
+	 * differs. docs/snapshot.md. */
+	const char *restore;
 };
 #define MVM_MAX_HOTPLUG_SLOTS 8
 
@@ -311,6 +326,8 @@ struct mvm_stats {
 	/* Since 2.4: pauses ended (mvm_resume) and their time in all. */
 	uint64_t pauses;
 	uint64_t paused_us;
+	/* Since 2.6: guest RAM in bytes (a restored VM's is its snapshot's). */
+	uint64_t mem;
 };
 
 /* The library's version (MVM_VERSION_STRING as it was built), whatever
@@ -484,6 +501,23 @@ int mvm_pause(struct mvm *vm, char *err, size_t errlen);
  * -errno with a message (the VM then stays paused). */
 int mvm_resume(struct mvm *vm, char *err, size_t errlen);
 
+/* Since 2.6. Write a snapshot of a paused VM (mvm_pause) to dir, made
+ * (mode 0700) when missing: DIR/memory, guest RAM with its zero pages
+ * left as holes, then DIR/state, the vCPUs', the interrupt controllers'
+ * and every device's state in a versioned file with checksums
+ * (docs/snapshot.md), which marks the snapshot complete; an older
+ * snapshot there is replaced, and one cut short leaves no state file.
+ * What the queues had in flight completed at the pause; what the guest
+ * made available and the devices had not taken stays in the rings and
+ * is served after a restore (mvm_config.restore). The VM stays paused:
+ * mvm_resume lets it go on, mvm_stop ends it. The caller's thread writes
+ * the files: not a thread confined by mvm_start_confined. 0, or -errno
+ * with a message: -EINVAL (not paused), -EBUSY (a request waits for
+ * rate-limit tokens: resume, then try again), -EOPNOTSUPP (a device
+ * without snapshots yet: vsock, hot-plug slots, virtio-mmio and
+ * virtio-ccw; s390x), or a file error. */
+int mvm_snapshot(struct mvm *vm, const char *dir, char *err, size_t errlen);
+
 /* Since 2.4. Swap disk `disk`'s (0: vda) backing image for the raw image
  * at path, in a running or paused VM, as Firecracker's drive update does:
  * the new image is opened with the disk's options (read-only, cache,
@@ -502,6 +536,12 @@ int mvm_disk_swap(struct mvm *vm, unsigned disk, const char *path, char *err, si
 /* Since 2.5. How many disks were added (removed ones included: their
  * numbers stay taken); 0 for NULL. */
 unsigned mvm_disk_count(const struct mvm *vm);
+
+/* Since 2.6. Disk `disk`'s options as the VM took them (a restored VM's
+ * disks included, from mvm_prepare on), into *out (size: sizeof(*out));
+ * its strings are the VM's, valid until mvm_destroy or the disk's
+ * removal or swap. 0, -ENOENT (no such disk), -EINVAL. */
+int mvm_get_disk(const struct mvm *vm, unsigned disk, struct mvm_disk *out, size_t size);
 
 /* Since 2.5. Remove hot-plugged disk `disk` from a running VM. Without
  * flags, with the guest's cooperation, as a person pressing the slot's

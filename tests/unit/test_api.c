@@ -97,7 +97,7 @@ TEST(unserved_endpoints_are_501_and_bad_json_400)
 		   "vm.add-net: mvm does not support this endpoint");
 	error_says(call(&v, "PUT", "/api/v1/vm.create", "{\"cpus\":", 400),
 		   "vm.create: invalid JSON at line 1");
-	error_says(call(&v, "PUT", "/api/v1/vm.snapshot", "{\"a\":1,\"a\":2}", 400), "duplicate");
+	error_says(call(&v, "PUT", "/api/v1/vm.coredump", "{\"a\":1,\"a\":2}", 400), "duplicate");
 	deep = malloc(2 * n + 1);
 	CHECK(deep);
 	for (i = 0; i < n; i++) {
@@ -120,6 +120,8 @@ TEST(without_a_vm_vm_endpoints_are_404)
 	error_says(call(&v, "PUT", "/api/v1/vm.pause", NULL, 404), "no VM");
 	error_says(call(&v, "PUT", "/api/v1/vm.resume", NULL, 404), "no VM");
 	error_says(call(&v, "PUT", "/api/v1/vm.shutdown", NULL, 404), "no VM");
+	error_says(call(&v, "PUT", "/api/v1/vm.snapshot", "{\"destination_url\":\"file:///x\"}",
+			404), "no VM");
 	error_says(call(&v, "PUT", "/api/v1/vm.add-disk", "{\"path\":\"/x.img\"}", 404), "no VM");
 	error_says(call(&v, "PUT", "/api/v1/vm.remove-device", "{\"id\":\"_disk0\"}", 404),
 		   "no VM");
@@ -186,6 +188,16 @@ TEST(info_counters_and_pause_of_a_created_vm)
 	json_decref(j);
 	error_says(call(&v, "PUT", "/api/v1/vm.pause", NULL, 405), "not been started");
 	error_says(call(&v, "PUT", "/api/v1/vm.resume", NULL, 405), "not been started");
+	/* vm.snapshot: Cloud Hypervisor's SnapshotConfig, a file:// URL; a
+	 * VM not started cannot be snapshotted. */
+	error_says(call(&v, "PUT", "/api/v1/vm.snapshot", "{\"destination_url\":\"/tmp/x\"}",
+			400), "give \"file:///DIR\"");
+	error_says(call(&v, "PUT", "/api/v1/vm.snapshot",
+			"{\"destination_url\":\"file:///tmp/x\",\"compress\":true}", 400),
+		   "field compress: not one mvm takes");
+	error_says(call(&v, "PUT", "/api/v1/vm.snapshot", "{}", 400), "destination_url missing");
+	error_says(call(&v, "PUT", "/api/v1/vm.snapshot",
+			"{\"destination_url\":\"file:///tmp/x\"}", 405), "not been started");
 	mvm_destroy(v.vm);
 }
 

@@ -748,3 +748,47 @@ TEST(bad_rate_limit_options)
 	CHECK_EQ(PARSE(&c, "--rate-limit-group", ""), -EINVAL);
 	CHECK(strstr(err, "--rate-limit-group: an empty spec; use id=ID"));
 }
+
+TEST(restore_takes_a_directory_and_no_shape_of_its_own)
+{
+	struct cli_config c;
+
+	CHECK_EQ(PARSE(&c, "--restore", "/snap"), 0);
+	CHECK_STR(c.vm.restore, "/snap");
+	CHECK(c.vm_given);
+	/* No default guest, no vCPUs raised for queues: the snapshot has them. */
+	CHECK_EQ(cli_default_guest(&c, "/nonexistent", err, sizeof(err)), 0);
+	CHECK(c.vm.kernel == NULL);
+	CHECK_EQ(PARSE(&c, "--restore", "/snap", "--disk", "a.img,queues=4"), 0);
+	CHECK(!cli_auto_cpus(&c));
+	CHECK_EQ(c.ndisks, 1);
+	CHECK_EQ(PARSE(&c, "--restore", ""), -EINVAL);
+	CHECK(strstr(err, "--restore: empty path"));
+	CHECK_EQ(PARSE(&c, "--restore", "/snap", "--cpus", "2"), -EINVAL);
+	CHECK_STR(err, "--cpus with --restore: the snapshot's VM has its own; leave it out "
+		  "(--disk may give the disks' images)");
+	CHECK_EQ(PARSE(&c, "--kernel", "/k", "--restore", "/snap"), -EINVAL);
+	CHECK(strstr(err, "--kernel with --restore"));
+	CHECK_EQ(PARSE(&c, "--restore", "/snap", "--mem=1G"), -EINVAL);
+	CHECK(strstr(err, "--mem with --restore"));
+}
+
+TEST(binary_refuses_a_directory_without_a_snapshot)
+{
+	char out[2048], dir[160];
+	int rc;
+
+	mk_tmpdir();
+	snprintf(dir, sizeof(dir), "%s/none", tmpdir);
+	mkdir(dir, 0700);
+	rc = run_mvm(out, sizeof(out), (const char *const[]){ "--restore", dir, NULL });
+	CHECK_EQ(rc, 2);
+	CHECK(strstr(out, "no snapshot there"));
+	CHECK(strchr(out, '\n') == out + strlen(out) - 1);
+	/* A state file that is not one: refused naming what is wrong. */
+	snprintf(out, sizeof(out), "%s/state", dir);
+	write_file(out, "not a snapshot at all, but long enough to be read whole", 56);
+	rc = run_mvm(out, sizeof(out), (const char *const[]){ "--restore", dir, NULL });
+	CHECK_EQ(rc, 2);
+	CHECK(strstr(out, "restore ") && strstr(out, "magic"));
+}

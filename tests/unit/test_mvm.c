@@ -10,6 +10,7 @@
 #include "arch/arch.h"
 #include "vmm/base/util.h"
 #include "vmm/kvm/vm.h"
+#include "vmm/base/snap.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -812,4 +813,78 @@ TEST(disk_rate_limits_are_checked_and_settable)
 	CHECK_EQ(mvm_disk_set_rate_limit(vm, 0, &r, sizeof(r) - 1, err, sizeof(err)), -EINVAL);
 	CHECK_EQ(mvm_disk_set_rate_limit(vm, 0, &r, sizeof(r), err, sizeof(err)), 0);
 	mvm_destroy(vm);
+}
+
+/* A snapshot directory as mvm_snapshot writes it (docs/snapshot.md): the
+ * MVM! section with version, architecture and shape, no vCPU or device
+ * state (mvm_create reads only this), and a memory file of mem bytes. */
+static void write_snapshot(const char *snapdir, const char *version, uint32_t cpus,
+			   uint64_t mem, uint64_t memfile)
+{
+	struct snap_w w;
+	char path[192];
+	int dfd, fd;
+
+	mkdir(snapdir, 0700);
+	snap_w_init(&w);
+	snap_begin(&w, SNAP_TAG('M', 'V', 'M', '!'), 0);
+	snap_put_str(&w, version);
+	snap_put_str(&w, arch_layout.name);
+	snap_put_u32(&w, cpus);
+	snap_put_u64(&w, mem);
+	snap_put_u8(&w, 1);             /* pvpanic */
+	snap_put_u32(&w, 0);            /* hot-plug slots */
+	snap_put_u32(&w, 1);            /* disks */
+	snap_put_str(&w, image);
+	snap_put_str(&w, "queues=2,cache=writeback");
+	snap_put_u32(&w, 0);            /* devices */
+	snap_put_u32(&w, 0);            /* conf1 */
+	snap_end(&w);
+	dfd = open(snapdir, O_RDONLY | O_DIRECTORY);
+	CHECK(dfd >= 0);
+	CHECK_EQ(snap_w_write(&w, dfd, "state", err, sizeof(err)), 0);
+	snap_w_free(&w);
+	snprintf(path, sizeof(path), "%s/memory", snapdir);
+	fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+	CHECK(fd >= 0);
+	CHECK_EQ(ftruncate(fd, (off_t)memfile), 0);
+	close(fd);
+	close(dfd);
+}
+
+/* mvm_config.restore: the VM's shape is the snapshot's (the config's
+ * cpus and mem are not looked at), its disks come with it; a kernel given
+ * too, another mvm version, memory cut short and a directory without a
+ * snapshot are refused by name. */
+TEST(restore_takes_the_snapshots_shape_and_refuses_what_differs)
+{
+	struct mvm_config c;
+	struct mvm_stats st;
+	char snapdir[128];
+	struct mvm *vm;
+
+	setup();
+	snprintf(snapdir, sizeof(snapdir), "%s/snap", dir);
+	write_snapshot(snapdir, MVM_VERSION_STRING, 3, 64 << 20, 64 << 20);
+	mvm_config_init(&c);
+	c.restore = snapdir;
+	c.cpus = 1;
+	CHECK_EQ(mvm_create(&c, &vm, err, sizeof(err)), 0);
+	CHECK_EQ(mvm_get_stats(vm, &st, sizeof(st)), 0);
+	CHECK_EQ(st.cpus, 3);
+	CHECK_EQ(st.mem, 64 << 20);
+	mvm_destroy(vm);
+
+	c.kernel = kernel;
+	create_fails(&c, -EINVAL, "with a kernel given; a restored guest goes on with the "
+		     "kernel in its memory");
+	c.kernel = NULL;
+	write_snapshot(snapdir, "1.9.9", 3, 64 << 20, 64 << 20);
+	create_fails(&c, -EPROTO, "taken by mvm 1.9.9, this is mvm " MVM_VERSION_STRING);
+	write_snapshot(snapdir, MVM_VERSION_STRING, 3, 64 << 20, 32 << 20);
+	create_fails(&c, -EINVAL, "memory is 33554432 bytes, the guest had 67108864");
+	write_snapshot(snapdir, MVM_VERSION_STRING, 0, 64 << 20, 64 << 20);
+	create_fails(&c, -EINVAL, "cpus 0: out of range");
+	c.restore = dir;
+	create_fails(&c, -ENOENT, "no snapshot there");
 }

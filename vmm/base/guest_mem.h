@@ -48,6 +48,13 @@ static inline void *gmem_ptr(const struct guest_mem *gm, uint64_t gpa, uint64_t 
  * 0 or -errno. */
 int gmem_map(struct guest_mem *gm, uint64_t size, uint64_t hole_start);
 void gmem_unmap(struct guest_mem *gm);
+/* Guest RAM (as gmem_map made it) backed by the file fd instead, mapped
+ * privately: byte k of the host mapping is byte k of the file (RAM below
+ * the hole, then the rest), read as the guest touches it; the guest's
+ * writes stay its own, and VMs mapping one file share its unwritten
+ * pages in the page cache. The file must hold map_len bytes. Before KVM
+ * gets the memory slots. 0 or -errno. */
+int gmem_map_file(struct guest_mem *gm, int fd);
 
 /* Add a region backed by caller-owned memory (used by unit tests to build a
  * fake guest). 0 or -ENOSPC / -EINVAL on overlap. */

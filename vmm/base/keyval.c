@@ -416,6 +416,58 @@ size_t kv_syntax(const struct kv_table *t, char *buf, size_t len)
 	return o.n;
 }
 
+/* The name of value v among k's values (not an alias), or NULL. */
+static const char *kv_value_name(const struct kv_key *k, int v)
+{
+	const struct kv_value *x;
+
+	for (x = k->values; x && x->name; x++)
+		if (!x->alias && x->value == v)
+			return x->name;
+	return NULL;
+}
+
+size_t kv_format(const struct kv_table *t, const void *obj, char *buf, size_t len)
+{
+	struct kv_out o;
+	size_t i;
+
+	kv_out_init(&o, buf, len);
+	for (i = 0; i < t->nkeys; i++) {
+		const struct kv_key *k = &t->keys[i];
+		const void *f = kv_cfield(obj, k);
+		const char *sep = o.n ? "," : "", *name;
+		uint64_t u;
+
+		if (!k->help)
+			continue;
+		switch (k->kind) {
+		case KV_FLAG:
+			if (*(const bool *)f == (k->max != 0))
+				kv_put(&o, "%s%s", sep, k->name);
+			break;
+		case KV_BOOL:
+		case KV_ENUM:
+			name = kv_value_name(k, k->kind == KV_BOOL ? *(const bool *)f :
+					     *(const int *)f);
+			if (name)
+				kv_put(&o, "%s%s=%s", sep, k->name, name);
+			break;
+		case KV_UINT:
+		case KV_U64:
+			u = k->kind == KV_U64 ? *(const uint64_t *)f : *(const unsigned *)f;
+			if (u || !k->zero_is_unset)
+				kv_put(&o, "%s%s=%llu", sep, k->name, (unsigned long long)u);
+			break;
+		case KV_STRING:
+			if (*(const char *const *)f)
+				kv_put(&o, "%s%s=%s", sep, k->name, *(const char *const *)f);
+			break;
+		}
+	}
+	return o.n;
+}
+
 size_t kv_help(const struct kv_table *t, unsigned indent, char *buf, size_t len)
 {
 	const unsigned width = 79;

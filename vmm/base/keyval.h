@@ -97,6 +97,14 @@ void kv_defaults(const struct kv_table *t, void *obj);
  * returning the length it needs. */
 size_t kv_syntax(const struct kv_table *t, char *buf, size_t len);
 
+/* The keys of *obj as a spec parses them back ("cache=none,queues=4"):
+ * every key a spec may hold (not aliases), with the field's value; a
+ * flag where its field has the flag's value, a string or a zero_is_unset
+ * number only where set. The first part (PATH) is left out: a table
+ * copy with first = NULL parses the result. Into buf (cut to len), the
+ * length it needs returned. */
+size_t kv_format(const struct kv_table *t, const void *obj, char *buf, size_t len);
+
 /* The help text into buf (cut to len), returning the length it needs:
  * each key's syntax at indent, its help word-wrapped to 79 columns. */
 size_t kv_help(const struct kv_table *t, unsigned indent, char *buf, size_t len);

@@ -34,6 +34,31 @@ int err_set(char *err, size_t errlen, int ret, const char *fmt, ...)
 	return ret;
 }
 
+void err_prefix(char *err, size_t errlen, const char *fmt, ...)
+{
+	char prefix[512];
+	size_t n, have;
+	va_list ap;
+
+	if (!err || !errlen)
+		return;
+	va_start(ap, fmt);
+	vsnprintf(prefix, sizeof(prefix), fmt, ap);
+	va_end(ap);
+	n = strlen(prefix);
+	if (n >= errlen)
+		n = errlen - 1;
+	have = strnlen(err, errlen - 1);
+	if (have > errlen - 1 - n)
+		have = errlen - 1 - n;
+	memmove(err + n, err, have);
+	memcpy(err, prefix, n);
+	err[n + have] = '\0';
+	for (have = 0; have < n; have++)
+		if ((unsigned char)err[have] < 0x20 || err[have] == 0x7f)
+			err[have] = '?';
+}
+
 int parse_uint(const char *s, uint64_t min, uint64_t max, uint64_t *out)
 {
 	char *end;

@@ -40,6 +40,10 @@ enum {
  * a value the caller typed): they become '?', so it stays one line. */
 __attribute__((format(printf, 4, 5)))
 int err_set(char *err, size_t errlen, int ret, const char *fmt, ...);
+/* Put a formatted prefix before the message already in err (cut to
+ * errlen), e.g. the name of the file a lower layer's message is about. */
+__attribute__((format(printf, 3, 4)))
+void err_prefix(char *err, size_t errlen, const char *fmt, ...);
 __attribute__((format(printf, 4, 0)))
 int err_vset(char *err, size_t errlen, int ret, const char *fmt, va_list ap);
 

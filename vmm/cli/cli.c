@@ -14,7 +14,7 @@ enum {
 	OPT_STATS = 0x100, OPT_DISK, OPT_QUEUES, OPT_IO_THREADS, OPT_TRANSPORT, OPT_PROBE_KVM,
 	OPT_SANDBOX, OPT_CHROOT, OPT_UID, OPT_GID, OPT_PVPANIC, OPT_NETNS, OPT_NEW_PID_NS,
 	OPT_CGROUP, OPT_CGROUP_SET, OPT_ID, OPT_VSOCK, OPT_RATE_GROUP, OPT_API_SOCKET,
-	OPT_HOTPLUG_SLOTS,
+	OPT_HOTPLUG_SLOTS, OPT_RESTORE,
 };
 
 /* One row per option; cli_parse switches on .val. */
@@ -44,10 +44,22 @@ static const struct option cli_options[] = {
 	{ "cgroup-set", required_argument, NULL, OPT_CGROUP_SET },
 	{ "id",      required_argument, NULL, OPT_ID },
 	{ "hotplug-slots", required_argument, NULL, OPT_HOTPLUG_SLOTS },
+	{ "restore", required_argument, NULL, OPT_RESTORE },
 	{ "help",    no_argument,       NULL, OPT_HELP },
 	{ "version", no_argument,       NULL, OPT_VERSION },
 	{ NULL, 0, NULL, 0 },
 };
+
+/* The long name of option c, without its dashes. */
+static const char *cli_option_name(int c)
+{
+	const struct option *o;
+
+	for (o = cli_options; o->name; o++)
+		if (o->val == c)
+			return o->name;
+	return "?";
+}
 
 /* A usage error: err_set's one line ("mvm: ...", exit status 2), whatever
  * the argument it quotes holds. */
@@ -156,11 +168,15 @@ void cli_usage(FILE *out)
 	      "  --hotplug-slots N  PCIe root ports with an empty hot-plug slot each (x86,\n"
 	      "                   0 to 8, default 0): disks added while the VM runs go\n"
 	      "                   there (the API's vm.add-disk; the guest needs pciehp)\n"
+	      "  --restore DIR    go on from the snapshot in DIR (vm.snapshot) instead of\n"
+	      "                   booting: its vCPUs, memory, devices and disks; --disk\n"
+	      "                   options, in the snapshot's number, give other images\n"
 	      "  --stats          print exit and device counters as JSON on stderr at exit\n"
 	      "  --api-socket [path=]PATH\n"
 	      "                   serve Cloud Hypervisor's REST API (HTTP over this Unix\n"
 	      "                   socket, mode 0600): vmm.ping, vm.info, vm.counters,\n"
-	      "                   vm.pause, vm.resume, vm.shutdown, vmm.shutdown (docs/api.md)\n"
+	      "                   vm.pause, vm.resume, vm.snapshot, vm.shutdown, vmm.shutdown\n"
+	      "                   (docs/api.md)\n"
 	      "  --sandbox on|off seccomp filters per thread, resource limits, no new\n"
 	      "                   privileges (default on; off only to debug)\n"
 	      "  --pvpanic on|off a pvpanic device (x86): a guest kernel panic ends mvm with\n"
@@ -200,6 +216,7 @@ struct cli_state {
 	const char *group_specs[MVM_MAX_DISKS];
 	bool transport_given;
 	bool uid_given, gid_given;
+	const char *shape_opt;  /* an option a restore's snapshot decides */
 };
 
 /* A library message about a field ("queues '0': ...", "disk ...") as the
@@ -282,6 +299,12 @@ static int cli_vm_option(int c, const char *arg, struct cli_config *cfg, char *e
 		return 1;
 	case OPT_ID:
 		cfg->vm.id = arg;       /* checked by the library (mvm_create) */
+		return 1;
+	case OPT_RESTORE:
+		if (!*arg)
+			return cli_err(err, errlen, "--restore: empty path; give the directory of "
+				       "a snapshot (vm.snapshot)");
+		cfg->vm.restore = arg;
 		return 1;
 	case OPT_HOTPLUG_SLOTS:
 		ret = parse_uint(arg, 0, MVM_MAX_HOTPLUG_SLOTS, &v);
@@ -438,6 +461,9 @@ int cli_parse(int argc, char **argv, struct cli_config *cfg, char *err, size_t e
 		if (c == ':')
 			return cli_err(err, errlen, "%s: needs a value; see mvm --help",
 				       argv[optind - 1]);
+		if (c == OPT_KERNEL || c == OPT_INITRD || c == OPT_CMDLINE || c == OPT_CPUS ||
+		    c == OPT_MEM || c == OPT_HOTPLUG_SLOTS || c == OPT_PVPANIC || c == OPT_VSOCK)
+			st.shape_opt = cli_option_name(c);
 		ret = cli_vm_option(c, optarg, cfg, err, errlen);
 		if (!ret)
 			ret = cli_disk_option(c, optarg, cfg, &st, err, errlen);
@@ -479,6 +505,9 @@ int cli_parse(int argc, char **argv, struct cli_config *cfg, char *err, size_t e
 		return cli_err(err, errlen, "--%s given without --%s; give both",
 			       st.uid_given ? "uid" : "gid", st.uid_given ? "gid" : "uid");
 	cfg->ids_set = st.uid_given;
+	if (cfg->vm.restore && st.shape_opt)
+		return cli_err(err, errlen, "--%s with --restore: the snapshot's VM has its own; "
+			       "leave it out (--disk may give the disks' images)", st.shape_opt);
 	/* Disks and vsock last: the template is complete once the line is read. */
 	ret = cli_parse_vsock(cfg, &st, err, errlen);
 	if (!ret)
@@ -506,7 +535,7 @@ bool cli_auto_cpus(struct cli_config *cfg)
 {
 	unsigned q = cli_max_queues(cfg), max = mvm_max_cpus();
 
-	if (cfg->cpus_given || q <= cfg->vm.cpus || cfg->vm.cpus >= max)
+	if (cfg->vm.restore || cfg->cpus_given || q <= cfg->vm.cpus || cfg->vm.cpus >= max)
 		return false;
 	cfg->vm.cpus = MIN(q, max);
 	return true;
@@ -514,7 +543,7 @@ bool cli_auto_cpus(struct cli_config *cfg)
 
 int cli_default_guest(struct cli_config *cfg, const char *exe_dir, char *err, size_t errlen)
 {
-	if (cfg->vm.kernel)
+	if (cfg->vm.kernel || cfg->vm.restore)
 		return 0;
 	if ((size_t)snprintf(cfg->kernel_buf, sizeof(cfg->kernel_buf), "%s/build/guest/bzImage",
 			     exe_dir) >= sizeof(cfg->kernel_buf) ||

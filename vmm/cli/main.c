@@ -130,7 +130,7 @@ static uint64_t main_fsize(const struct cli_config *cfg)
 static int main_start_status(int ret)
 {
 	switch (ret) {
-	case -ENODEV: case -EINVAL: case -ENOSPC: case -ENOEXEC: case -E2BIG:
+	case -ENODEV: case -EINVAL: case -ENOSPC: case -ENOEXEC: case -E2BIG: case -EPROTO:
 		return MVM_EXIT_USAGE;
 	default:
 		return MVM_EXIT_INTERNAL;
@@ -191,6 +191,42 @@ static bool main_jail_cfg(const struct cli_config *cfg, struct jail_cfg *jail)
 	       cfg->new_pid_ns || cfg->cgroup;
 }
 
+/* What disk d's threads need of the jail's limits. */
+static void main_jail_disk(struct jail_cfg *jail, const struct mvm_disk *d, uint64_t mem)
+{
+	/* Per queue a thread, its ring and stop eventfd; PCI's INTx helper. */
+	jail->threads += d->queues + (d->transport == MVM_TRANSPORT_PCI);
+	jail->fds += 2 * d->queues;
+	/* Each of the disk's I/O threads (at most one per queue) pins all of
+	 * guest RAM in its ring. */
+	if (d->fixed_buffers)
+		jail->memlock += mem * d->queues;
+}
+
+/* A restored VM's shape, which its snapshot gave (mvm_prepare): its
+ * vCPUs and disks, for the jail's limits and the API's vm.info. */
+static void main_restored(struct cli_config *cfg, struct mvm *vm, struct jail_cfg *jail)
+{
+	struct mvm_stats st;
+	unsigned i;
+
+	if (!mvm_get_stats(vm, &st, sizeof(st))) {
+		jail->threads += st.cpus;
+		jail->threads -= cfg->vm.cpus;
+		cfg->vm.cpus = st.cpus;
+		cfg->vm.mem = st.mem;
+	}
+	if (cfg->ndisks)
+		return;
+	for (i = 0; i < mvm_disk_count(vm) && i < MVM_MAX_DISKS; i++) {
+		mvm_disk_init(&cfg->disks[i], NULL);
+		if (mvm_get_disk(vm, i, &cfg->disks[i], sizeof(cfg->disks[i])))
+			break;
+		main_jail_disk(jail, &cfg->disks[i], cfg->vm.mem);
+		cfg->ndisks++;
+	}
+}
+
 /* The VM as the command line (or vm.create) has it, on this process's
  * stdin and stdout, with its disks; the jail's limits grow with what each
  * disk needs. 0 or -errno with a message (the VM destroyed, the jail's
@@ -224,16 +260,8 @@ static int main_create(const struct cli_config *cfg, uint64_t start_ns, struct j
 		mvm_rate_group_unref(g);
 	}
 	for (i = 0; !r && i < cfg->ndisks; i++) {
-		const struct mvm_disk *d = &cfg->disks[i];
-
-		r = mvm_add_disk(vm, d, err, errlen);
-		/* Per queue a thread, its ring and stop eventfd; PCI's INTx helper. */
-		jail->threads += d->queues + (d->transport == MVM_TRANSPORT_PCI);
-		jail->fds += 2 * d->queues;
-		/* Each of the disk's I/O threads (at most one per queue) pins
-		 * all of guest RAM in its ring. */
-		if (d->fixed_buffers)
-			jail->memlock += cfg->vm.mem * d->queues;
+		r = mvm_add_disk(vm, &cfg->disks[i], err, errlen);
+		main_jail_disk(jail, &cfg->disks[i], cfg->vm.mem);
 	}
 	if (!r && cfg->has_vsock) {
 		r = mvm_add_vsock(vm, &cfg->vsock, err, errlen);
@@ -413,6 +441,8 @@ int main(int argc, char **argv)
 		ret = mvm_prepare(vm, err, sizeof(err));
 		if (ret)
 			die_status(main_start_status(ret), "%s%s", main_option_prefix(err), err);
+		if (cfg.vm.restore)
+			main_restored(&cfg, vm, &jail);
 		/* The API's socket at its path, before a chroot hides it. */
 		if (cfg.api_socket) {
 			api_vm.vm = vm;

@@ -93,9 +93,11 @@ int kvm_open(char *err, size_t errlen);
 unsigned kvm_max_vcpus(int kvm_fd);
 
 /* Create the VM on kvm_fd (taken over): arch_vm_init (x86: TSS, identity
- * map, irqchip, PIT, supported CPUID), GSI routing, guest RAM. 0 or
- * -errno + message. */
-int kvm_vm_create(struct vm *vm, int kvm_fd, uint64_t mem, unsigned ncpus,
+ * map, irqchip, PIT, supported CPUID), GSI routing, guest RAM: anonymous,
+ * or with mem_fd >= 0 mapped privately from that file (a snapshot's
+ * memory, gmem_map_file; the caller keeps the fd). 0 or -errno +
+ * message. */
+int kvm_vm_create(struct vm *vm, int kvm_fd, uint64_t mem, unsigned ncpus, int mem_fd,
 		  char *err, size_t errlen);
 
 /* The routing table as mvm keeps it for KVM (irqchip routes, then active

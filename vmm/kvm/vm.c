@@ -294,7 +294,7 @@ static int kvm_set_routes(struct vm *vm)
 	return ioctl(vm->vm_fd, KVM_SET_GSI_ROUTING, ks->routes) < 0 ? -errno : 0;
 }
 
-int kvm_vm_create(struct vm *vm, int kvm_fd, uint64_t mem, unsigned ncpus,
+int kvm_vm_create(struct vm *vm, int kvm_fd, uint64_t mem, unsigned ncpus, int mem_fd,
 		  char *err, size_t errlen)
 {
 	struct kvm_state *ks;
@@ -340,6 +340,15 @@ int kvm_vm_create(struct vm *vm, int kvm_fd, uint64_t mem, unsigned ncpus,
 		ret = vm_err(err, errlen, "guest RAM of %llu MiB: %s; give a smaller --mem",
 			     (unsigned long long)(mem >> 20), strerror(-ret));
 		goto fini;
+	}
+	if (mem_fd >= 0) {
+		ret = gmem_map_file(&vm->mem, mem_fd);
+		if (ret) {
+			errno = -ret;
+			ret = vm_err(err, errlen, "guest RAM from the snapshot's memory file: %s",
+				     strerror(-ret));
+			goto fini;
+		}
 	}
 	for (i = 0; i < vm->mem.nr; i++) {
 		struct kvm_userspace_memory_region r = {

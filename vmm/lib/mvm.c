@@ -17,6 +17,7 @@
  *   FAILED   mvm_start failed and unwound; only mvm_destroy is left.
  */
 #include "vmm/mvm.h"
+#include "vmm/lib/mvm_priv.h"
 #include "vmm/lib/console.h"
 #include "vmm/lib/console_out.h"
 #include "vmm/kvm/kvm.h"
@@ -51,141 +52,6 @@
 #include <sys/stat.h>
 #include <sys/sysinfo.h>
 #include <unistd.h>
-
-#define MVM_MAX_GPA (1ULL << 40)     /* guest RAM + the 1 GiB hole stays below */
-/* The longest a pause waits for the vCPUs to leave the guest and for the
- * queues' host I/O in flight: a queue thread's stop deadline. */
-#define MVM_QUIESCE_NS 5000000000ull
-
-enum mvm_state { MVM_CREATED, MVM_PREPARED, MVM_RUNNING, MVM_ENDED, MVM_FAILED };
-
-struct mvm_disk_slot {
-	struct mvm_disk opts;          /* the caller's, checked; its strings are ours: */
-	char path[BLK_PATH_MAX];
-	char serial[BLK_SERIAL_MAX + 1];
-	struct blk_image img;          /* open from mvm_add_disk until mvm_start */
-	struct virtio_dev *dev;        /* from mvm_start; the VM owns it. Set and
-					* cleared (hot-plug) under devs_lock */
-	struct pcie_port *port;        /* its hot-plug slot, or NULL */
-	bool removed;                  /* mvm_disk_remove took it (dev NULL) */
-	char group_id[MVM_ID_MAX + 1];
-	struct mvm_rate_group *group;  /* its rate_limit_group (the VM holds it), or NULL */
-};
-
-/* A rate-limit group: limits shared by disks of one VM or of several
- * (ratelim_take locks a disk's own limiter before its group's). */
-struct mvm_rate_group {
-	struct ratelim rl;
-	char id[MVM_ID_MAX + 1];
-	unsigned refs;                 /* atomic: the caller's and each VM's */
-};
-
-/* Room for the composed kernel command line; the kernel's own limit is
- * checked by arch_boot_check/arch_boot_load. */
-#define MVM_CMDLINE_MAX 65536
-/* Console input is read in chunks of this many bytes, each only when the
- * device has taken everything before it (carry: the escape filter may
- * turn a chunk into one byte more). */
-#define MVM_CONSOLE_CHUNK 16
-
-/* The steps from main() to the guest's first instruction, in order. */
-enum mvm_phase {
-	MVM_PHASE_CREATE,    /* main(), the CLI, mvm_create (the kernel's head) */
-	MVM_PHASE_KVM,       /* /dev/kvm, KVM_CREATE_VM, guest RAM, irqchip */
-	MVM_PHASE_DEVICES,   /* board devices, console, disks */
-	MVM_PHASE_LOAD,      /* kernel and initrd into guest RAM */
-	MVM_PHASE_VCPUS,     /* KVM_CREATE_VCPU and each vCPU's registers */
-	MVM_PHASE_START,     /* every thread started and confined (mvm_start up to the gate) */
-	MVM_PHASES
-};
-static const char *const mvm_phase_names[MVM_PHASES] = {
-	"create", "kvm", "devices", "load", "vcpus", "start",
-};
-
-struct mvm {
-	struct mvm_config cfg;         /* copy; its strings point into ours */
-	char *kernel, *initrd, *cmdline;
-	char id[MVM_ID_MAX + 1];       /* cfg.id, or "mvm": its threads' names begin with it */
-	char ctl_name[16];
-	struct log_sink log;
-	atomic_int state;              /* enum mvm_state */
-
-	struct mvm_disk_slot disks[MVM_MAX_DISKS];
-	unsigned ndisks;
-	/* The vsock device: its options (socket pointing at vsock_path) from
-	 * mvm_add_vsock, the device from mvm_prepare (the VM owns it). */
-	struct mvm_rate_group *groups[MVM_MAX_DISKS];  /* mvm_add_rate_group: one ref each */
-	unsigned ngroups;
-	bool has_vsock;
-	struct mvm_vsock vsock;
-	char vsock_path[VSOCK_PATH_MAX + 1];
-	struct virtio_dev *vsock_dev;
-
-	struct vm vm;
-	bool vm_up;
-	struct pci_bus pci;
-	bool pci_up;
-	struct pcie_port ports[MVM_MAX_HOTPLUG_SLOTS];
-	unsigned nports;               /* made (mvm_prepare) */
-	/* The VM's device list and the disks' devices against those who
-	 * walk them from other threads (--stats, mvm_get_threads) while a
-	 * hot-plug changes them (under ctl_lock too). Held briefly. */
-	pthread_mutex_t devs_lock;
-	struct vm_console con;         /* the board's console device */
-	struct arch_boot *boot;        /* how the vCPUs start (arch_boot_load) */
-	struct boot_image kimage;      /* as mvm_create checked it, until mvm_prepare loads it */
-	struct vcpu *vcpus;
-	unsigned nvcpus;               /* created */
-	bool threads_stopped;          /* mvm_stop_threads ran: devices stopped */
-	/* mvm_get_threads against the joins: threads_going is set under
-	 * threads_lock before mvm_stop_threads joins anything, so a listing
-	 * either ends before the first join or says -ESRCH. Never held
-	 * across a join. */
-	pthread_mutex_t threads_lock;
-	bool threads_going;
-	bool kick_held;                /* vcpu_signal_get succeeded: put at destroy */
-
-	/* Console input: console_in -> escape filter -> UART RX FIFO. Bytes
-	 * the FIFO cannot take yet wait in carry. Control thread only. */
-	struct console_escape esc;
-	bool con_open;
-	uint8_t carry[MVM_CONSOLE_CHUNK + 1];
-	size_t ncarry;
-
-	/* Console output: the device's buffer -> out (control thread). The
-	 * device writes tx_efd when output arrives in its empty buffer. */
-	struct conout out;
-	bool out_up;
-	int tx_efd;
-	/* mvm_stop was called: the end-of-VM flush of console output stops
-	 * waiting for a slow reader. Set before stop_efd is written (which
-	 * wakes the flush); seq_cst, paired with the flush's load after it
-	 * resets stop_efd. */
-	atomic_bool hurry;
-
-	/* When each step of the start ended (mono_ns; 0: not reached), for
-	 * --stats' startup_phases_us: where startup_us goes. */
-	uint64_t phase_ns[MVM_PHASES];
-
-	pthread_t control;
-	bool control_started;
-	struct thread_handshake control_hs;   /* its filter is on */
-	int wait_efd;                  /* readable once the VM has ended */
-	pthread_mutex_t lock;          /* mvm_wait/mvm_destroy: joining */
-	/* Run-time control (mvm_pause, mvm_resume, a disk's limits and
-	 * image, which it also guards): one at a time, and not
-	 * while the control thread stops the devices (it takes ctl_lock
-	 * after the vCPUs are joined; a pause waiting for vCPUs returns once
-	 * they see the stop). paused is read without it (mvm_get_state). */
-	pthread_mutex_t ctl_lock;
-	atomic_bool paused;
-	uint64_t paused_at;            /* mono_ns of the pause (ctl_lock) */
-	uint64_t pauses;               /* pauses so far, and their time in all: */
-	uint64_t paused_ns;            /* atomic (--stats reads them) */
-	bool joined;
-	struct mvm_exit exit;          /* written by the control thread before wait_efd */
-	char cmdline_buf[MVM_CMDLINE_MAX];
-};
 
 /* The caller's log callback behind the library's sink. */
 static void mvm_log_bridge(void *opaque, int level, const char *msg)
@@ -629,7 +495,12 @@ static int mvm_check_config(const struct mvm_config *cfg, char *err, size_t errl
 
 	if (!cfg)
 		return err_set(err, errlen, -EINVAL, "config: NULL; fill one with mvm_config_init");
-	if (!cfg->kernel || !*cfg->kernel)
+	if (cfg->restore && (cfg->kernel || cfg->initrd || cfg->cmdline))
+		return err_set(err, errlen, -EINVAL, "restore %s: with a %s given; a restored "
+			       "guest goes on with the kernel in its memory, give neither",
+			       cfg->restore, cfg->kernel ? "kernel" : cfg->initrd ? "initrd" :
+			       "command line");
+	if (!cfg->restore && (!cfg->kernel || !*cfg->kernel))
 		return err_set(err, errlen, -EINVAL, "kernel: not set; give a bzImage or an ELF "
 			       "vmlinux with a PVH note");
 	if (cfg->cpus < 1 || cfg->cpus > mvm_max_cpus())
@@ -671,7 +542,7 @@ static int mvm_check_config(const struct mvm_config *cfg, char *err, size_t errl
 	if (cfg->console_out >= 0 && fcntl(cfg->console_out, F_GETFD) < 0)
 		return err_set(err, errlen, -EBADF, "console_out %d: not an open file descriptor; "
 			       "give an open fd or -1", cfg->console_out);
-	ret = mvm_check_file("kernel", cfg->kernel, err, errlen);
+	ret = cfg->kernel ? mvm_check_file("kernel", cfg->kernel, err, errlen) : 0;
 	if (!ret && cfg->initrd)
 		ret = mvm_check_file("initrd", cfg->initrd, err, errlen);
 	return ret;
@@ -735,6 +606,7 @@ int mvm_create(const struct mvm_config *theirs, struct mvm **out, char *err, siz
 	snprintf(m->ctl_name, sizeof(m->ctl_name), "%s-ctl", m->id);
 	m->wait_efd = -1;
 	m->tx_efd = -1;
+	m->snap_mem_fd = -1;
 	m->kimage = BOOT_IMAGE_NONE;
 	atomic_init(&m->state, MVM_CREATED);
 	atomic_init(&m->hurry, false);
@@ -754,6 +626,19 @@ int mvm_create(const struct mvm_config *theirs, struct mvm **out, char *err, siz
 		free(m->cmdline);
 		free(m);
 		return err_set(err, errlen, oom ? -ENOMEM : ret, "out of memory");
+	}
+	if (cfg->restore) {
+		/* The shape comes from the snapshot, and is checked as a
+		 * caller's would be. */
+		ret = snapshot_open(m, err, errlen);
+		if (!ret)
+			ret = mvm_check_config(&m->cfg, err, errlen);
+		if (ret) {
+			mvm_destroy(m);
+			return ret;
+		}
+		*out = m;
+		return 0;
 	}
 	/* The kernel, initrd and command line are checked now (the command
 	 * line without the devices' fragments; mvm_start checks it again). */
@@ -775,7 +660,6 @@ int mvm_create(const struct mvm_config *theirs, struct mvm **out, char *err, siz
 	return 0;
 }
 
-static int mvm_check_running(struct mvm *m, const char *call, char *err, size_t errlen);
 
 /* Check d and fill the next disk slot with it, its image opened and
  * locked; the caller counts it (ndisks) once it keeps it. */
@@ -975,6 +859,16 @@ int mvm_add_disk(struct mvm *m, const struct mvm_disk *theirs, char *err, size_t
 	ret = mvm_disk_hotplug(m, &dd, err, errlen);
 	pthread_mutex_unlock(&m->ctl_lock);
 	return ret;
+}
+
+int mvm_get_disk(const struct mvm *m, unsigned disk, struct mvm_disk *out, size_t size)
+{
+	if (!m || !out || size < MVM_DISK_SIZE_MIN)
+		return -EINVAL;
+	if (disk >= __atomic_load_n(&m->ndisks, __ATOMIC_ACQUIRE) || m->disks[disk].removed)
+		return -ENOENT;
+	mvm_give(out, size, &m->disks[disk].opts, sizeof(m->disks[disk].opts));
+	return 0;
 }
 
 unsigned mvm_disk_count(const struct mvm *m)
@@ -1458,9 +1352,60 @@ static void *mvm_control(void *arg)
 	return NULL;
 }
 
-int mvm_prepare(struct mvm *m, char *err, size_t errlen)
+/* The kernel, initrd and command line (with the devices' fragments) into
+ * guest RAM: *m->boot says how the vCPUs start. */
+static int mvm_boot_load(struct mvm *m, char *err, size_t errlen)
 {
 	struct arch_boot_cfg bcfg;
+	int ret;
+
+	if (vm_compose_cmdline(m->vm.cmdline_extra, m->cmdline, m->cmdline_buf,
+			       sizeof(m->cmdline_buf)))
+		return err_set(err, errlen, -ENOSPC, "cmdline: too long with the devices' "
+			       "parameters; shorten it");
+	bcfg = (struct arch_boot_cfg){
+		.kernel_path = m->kernel, .initrd_path = m->initrd, .cmdline = m->cmdline_buf,
+		.mem_size = m->cfg.mem, .ncpus = m->cfg.cpus,
+		.kernel_image = m->kimage.buf ? &m->kimage : NULL,
+	};
+	/* arch_boot_load checks the kernel against the final command line
+	 * (mvm_create checked everything else already). */
+	ret = arch_boot_load(&m->vm, &bcfg, &m->boot, err, errlen);
+	boot_image_free(&m->kimage);
+	return ret;
+}
+
+/* A restore's disks: the caller's, in the snapshot's number, or the
+ * snapshot's own from their paths. */
+static int mvm_restore_disks(struct mvm *m, char *err, size_t errlen)
+{
+	unsigned i, n = snapshot_ndisks(m);
+	char buf[1024];
+	int ret;
+
+	if (m->ndisks) {
+		if (m->ndisks == n)
+			return 0;
+		return err_set(err, errlen, -EINVAL, "restore %s: the snapshot's VM had %u "
+			       "disk(s), %u given; give %u, or none to open the snapshot's own",
+			       m->restore_dir, n, m->ndisks, n);
+	}
+	/* A failure leaves the images opened so far to mvm_destroy. */
+	for (i = 0; i < n; i++) {
+		struct mvm_disk d;
+
+		ret = snapshot_disk(m, i, &d, buf, sizeof(buf), err, errlen);
+		if (!ret)
+			ret = mvm_disk_slot_fill(m, &d, err, errlen);
+		if (ret)
+			return ret;
+		m->ndisks++;
+	}
+	return 0;
+}
+
+int mvm_prepare(struct mvm *m, char *err, size_t errlen)
+{
 	int expected = MVM_CREATED, kvm_fd, ret;
 	unsigned i, max;
 
@@ -1471,6 +1416,11 @@ int mvm_prepare(struct mvm *m, char *err, size_t errlen)
 		       err_set(err, errlen, -EBUSY, "mvm_prepare: the VM was prepared already");
 	m->phase_ns[MVM_PHASE_CREATE] = mono_ns();
 	/* From here on, any failure leaves the VM FAILED (destroy only). */
+	if (m->restore_dir) {
+		ret = mvm_restore_disks(m, err, errlen);
+		if (ret)
+			return ret;
+	}
 	if (m->ndisks || m->has_vsock) {
 		/* Said now, not as a queue that fails at the guest's DRIVER_OK. */
 		ret = vqw_probe();
@@ -1489,9 +1439,13 @@ int mvm_prepare(struct mvm *m, char *err, size_t errlen)
 		return err_set(err, errlen, -EINVAL, "cpus %u: KVM on this host supports at most "
 			       "%u vCPUs; give %u or fewer", m->cfg.cpus, max, max);
 	}
-	ret = kvm_vm_create(&m->vm, kvm_fd, m->cfg.mem, m->cfg.cpus, err, errlen);
+	ret = kvm_vm_create(&m->vm, kvm_fd, m->cfg.mem, m->cfg.cpus, m->snap_mem_fd, err, errlen);
 	if (ret)
 		return ret;
+	if (m->snap_mem_fd >= 0) {
+		close(m->snap_mem_fd);  /* the mapping keeps the file */
+		m->snap_mem_fd = -1;
+	}
 	m->vm_up = true;
 	m->phase_ns[MVM_PHASE_KVM] = mono_ns();
 	m->vm.log = m->log;
@@ -1529,19 +1483,7 @@ int mvm_prepare(struct mvm *m, char *err, size_t errlen)
 		return ret;
 	m->phase_ns[MVM_PHASE_DEVICES] = mono_ns();
 
-	if (vm_compose_cmdline(m->vm.cmdline_extra, m->cmdline, m->cmdline_buf,
-			       sizeof(m->cmdline_buf)))
-		return err_set(err, errlen, -ENOSPC, "cmdline: too long with the devices' "
-			       "parameters; shorten it");
-	bcfg = (struct arch_boot_cfg){
-		.kernel_path = m->kernel, .initrd_path = m->initrd, .cmdline = m->cmdline_buf,
-		.mem_size = m->cfg.mem, .ncpus = m->cfg.cpus,
-		.kernel_image = m->kimage.buf ? &m->kimage : NULL,
-	};
-	/* arch_boot_load checks the kernel against the final command line
-	 * (mvm_create checked everything else already). */
-	ret = arch_boot_load(&m->vm, &bcfg, &m->boot, err, errlen);
-	boot_image_free(&m->kimage);
+	ret = m->restore_dir ? 0 : mvm_boot_load(m, err, errlen);
 	if (ret)
 		return ret;
 	m->phase_ns[MVM_PHASE_LOAD] = mono_ns();
@@ -1556,6 +1498,11 @@ int mvm_prepare(struct mvm *m, char *err, size_t errlen)
 				       strerror(-ret));
 		m->nvcpus++;
 		ret = arch_vcpu_init(&m->vcpus[i], m->cfg.cpus, m->boot, err, errlen);
+		if (ret)
+			return ret;
+	}
+	if (m->restore_dir) {
+		ret = snapshot_load_cpus(m, err, errlen);
 		if (ret)
 			return ret;
 	}
@@ -1580,6 +1527,7 @@ static int mvm_start_common(struct mvm *m, bool confine, char *err, size_t errle
 	int expected = MVM_PREPARED, ret;
 	unsigned i, started = 0;
 	const char *what = "a device thread", *msg = NULL;
+	bool restore_failed = false;
 
 	if (!m)
 		return err_set(err, errlen, -EINVAL, "mvm_start: vm is NULL");
@@ -1597,6 +1545,15 @@ static int mvm_start_common(struct mvm *m, bool confine, char *err, size_t errle
 		ret = m->vm.devices[i].ops->start(m->vm.devices[i].dev);
 		if (ret)
 			goto stop_vcpus;
+	}
+	/* Each device's queue threads now wait for work: a restored queue
+	 * starts on them. No vCPU runs yet. */
+	if (m->restore_dir) {
+		ret = snapshot_load_devices(m, err, errlen);
+		if (ret) {
+			restore_failed = true;
+			goto stop_vcpus;
+		}
 	}
 	for (i = 0; i < m->cfg.cpus; i++) {
 		ret = vcpu_start(&m->vcpus[i]);
@@ -1643,6 +1600,8 @@ stop_vcpus:
 	vm_request_stop(&m->vm, VM_STOP_HOST_ERROR, MVM_EXIT_INTERNAL, NULL);
 	vm_open_gate(&m->vm, started);
 	mvm_stop_threads(m, started);
+	if (restore_failed)
+		return ret;     /* err says what differs */
 failed:
 	if (msg)
 		return err_set(err, errlen, ret, "%s", msg);
@@ -1704,9 +1663,7 @@ static int mvm_devices_quiesce(struct mvm *m, bool on)
 	return ret;
 }
 
-/* Whether the VM runs (started, not stopped or stopping), for run-time
- * control; else why not in err. ctl_lock held. */
-static int mvm_check_running(struct mvm *m, const char *call, char *err, size_t errlen)
+int mvm_check_running(struct mvm *m, const char *call, char *err, size_t errlen)
 {
 	int st = atomic_load(&m->state);
 
@@ -2097,6 +2054,7 @@ int mvm_get_stats(const struct mvm *m, struct mvm_stats *out, size_t len)
 		return -EINVAL;
 	memset(&st, 0, sizeof(st));
 	st.cpus = m->cfg.cpus;
+	st.mem = m->cfg.mem;
 	st.disks = m->ndisks;
 	if (m->con.ops)
 		m->con.ops->counters(m->con.dev, &st.console_bytes_out, &st.console_bytes_in);
@@ -2211,6 +2169,7 @@ void mvm_destroy(struct mvm *m)
 	pthread_mutex_destroy(&m->threads_lock);
 	pthread_mutex_destroy(&m->ctl_lock);
 	pthread_mutex_destroy(&m->devs_lock);
+	snapshot_close(m);
 	free(m->kernel);
 	free(m->initrd);
 	free(m->cmdline);

@@ -1,0 +1,190 @@
+/* libmvm's own view of a VM (struct mvm), shared by its files: mvm.c
+ * (the public calls) and snapshot.c (snapshots and restores). Nothing
+ * outside vmm/lib/ includes it. */
+#ifndef MVM_LIB_PRIV_H
+#define MVM_LIB_PRIV_H
+
+#include "vmm/mvm.h"
+#include "vmm/lib/console.h"
+#include "vmm/lib/console_out.h"
+#include "vmm/kvm/kvm.h"
+#include "vmm/kvm/vcpu.h"
+#include "vmm/base/snap.h"
+#include "devices/blk_image.h"
+#include "devices/pci.h"
+#include "devices/pcie_port.h"
+#include "devices/ratelim.h"
+#include "devices/virtio_vsock.h"
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#define MVM_MAX_GPA (1ULL << 40)     /* guest RAM + the 1 GiB hole stays below */
+/* The longest a pause waits for the vCPUs to leave the guest and for the
+ * queues' host I/O in flight: a queue thread's stop deadline. */
+#define MVM_QUIESCE_NS 5000000000ull
+
+enum mvm_state { MVM_CREATED, MVM_PREPARED, MVM_RUNNING, MVM_ENDED, MVM_FAILED };
+
+struct mvm_disk_slot {
+	struct mvm_disk opts;          /* the caller's, checked; its strings are ours: */
+	char path[BLK_PATH_MAX];
+	char serial[BLK_SERIAL_MAX + 1];
+	struct blk_image img;          /* open from mvm_add_disk until mvm_start */
+	struct virtio_dev *dev;        /* from mvm_start; the VM owns it. Set and
+					* cleared (hot-plug) under devs_lock */
+	struct pcie_port *port;        /* its hot-plug slot, or NULL */
+	bool removed;                  /* mvm_disk_remove took it (dev NULL) */
+	char group_id[MVM_ID_MAX + 1];
+	struct mvm_rate_group *group;  /* its rate_limit_group (the VM holds it), or NULL */
+};
+
+/* A rate-limit group: limits shared by disks of one VM or of several
+ * (ratelim_take locks a disk's own limiter before its group's). */
+struct mvm_rate_group {
+	struct ratelim rl;
+	char id[MVM_ID_MAX + 1];
+	unsigned refs;                 /* atomic: the caller's and each VM's */
+};
+
+/* Room for the composed kernel command line; the kernel's own limit is
+ * checked by arch_boot_check/arch_boot_load. */
+#define MVM_CMDLINE_MAX 65536
+/* Console input is read in chunks of this many bytes, each only when the
+ * device has taken everything before it (carry: the escape filter may
+ * turn a chunk into one byte more). */
+#define MVM_CONSOLE_CHUNK 16
+
+/* The steps from main() to the guest's first instruction, in order. */
+enum mvm_phase {
+	MVM_PHASE_CREATE,    /* main(), the CLI, mvm_create (the kernel's head) */
+	MVM_PHASE_KVM,       /* /dev/kvm, KVM_CREATE_VM, guest RAM, irqchip */
+	MVM_PHASE_DEVICES,   /* board devices, console, disks */
+	MVM_PHASE_LOAD,      /* kernel and initrd into guest RAM */
+	MVM_PHASE_VCPUS,     /* KVM_CREATE_VCPU and each vCPU's registers */
+	MVM_PHASE_START,     /* every thread started and confined (mvm_start up to the gate) */
+	MVM_PHASES
+};
+static const char *const mvm_phase_names[MVM_PHASES] = {
+	"create", "kvm", "devices", "load", "vcpus", "start",
+};
+
+struct mvm {
+	struct mvm_config cfg;         /* copy; its strings point into ours */
+	char *kernel, *initrd, *cmdline;
+	char id[MVM_ID_MAX + 1];       /* cfg.id, or "mvm": its threads' names begin with it */
+	char ctl_name[16];
+	struct log_sink log;
+	atomic_int state;              /* enum mvm_state */
+
+	struct mvm_disk_slot disks[MVM_MAX_DISKS];
+	unsigned ndisks;
+	/* The vsock device: its options (socket pointing at vsock_path) from
+	 * mvm_add_vsock, the device from mvm_prepare (the VM owns it). */
+	struct mvm_rate_group *groups[MVM_MAX_DISKS];  /* mvm_add_rate_group: one ref each */
+	unsigned ngroups;
+	bool has_vsock;
+	struct mvm_vsock vsock;
+	char vsock_path[VSOCK_PATH_MAX + 1];
+	struct virtio_dev *vsock_dev;
+
+	struct vm vm;
+	bool vm_up;
+	struct pci_bus pci;
+	bool pci_up;
+	struct pcie_port ports[MVM_MAX_HOTPLUG_SLOTS];
+	unsigned nports;               /* made (mvm_prepare) */
+	/* The VM's device list and the disks' devices against those who
+	 * walk them from other threads (--stats, mvm_get_threads) while a
+	 * hot-plug changes them (under ctl_lock too). Held briefly. */
+	pthread_mutex_t devs_lock;
+	struct vm_console con;         /* the board's console device */
+	struct arch_boot *boot;        /* how the vCPUs start (arch_boot_load) */
+	struct boot_image kimage;      /* as mvm_create checked it, until mvm_prepare loads it */
+	struct vcpu *vcpus;
+	unsigned nvcpus;               /* created */
+	bool threads_stopped;          /* mvm_stop_threads ran: devices stopped */
+	/* mvm_get_threads against the joins: threads_going is set under
+	 * threads_lock before mvm_stop_threads joins anything, so a listing
+	 * either ends before the first join or says -ESRCH. Never held
+	 * across a join. */
+	pthread_mutex_t threads_lock;
+	bool threads_going;
+	bool kick_held;                /* vcpu_signal_get succeeded: put at destroy */
+
+	/* Console input: console_in -> escape filter -> UART RX FIFO. Bytes
+	 * the FIFO cannot take yet wait in carry. Control thread only. */
+	struct console_escape esc;
+	bool con_open;
+	uint8_t carry[MVM_CONSOLE_CHUNK + 1];
+	size_t ncarry;
+
+	/* Console output: the device's buffer -> out (control thread). The
+	 * device writes tx_efd when output arrives in its empty buffer. */
+	struct conout out;
+	bool out_up;
+	int tx_efd;
+	/* mvm_stop was called: the end-of-VM flush of console output stops
+	 * waiting for a slow reader. Set before stop_efd is written (which
+	 * wakes the flush); seq_cst, paired with the flush's load after it
+	 * resets stop_efd. */
+	atomic_bool hurry;
+
+	/* When each step of the start ended (mono_ns; 0: not reached), for
+	 * --stats' startup_phases_us: where startup_us goes. */
+	uint64_t phase_ns[MVM_PHASES];
+
+	pthread_t control;
+	bool control_started;
+	struct thread_handshake control_hs;   /* its filter is on */
+	int wait_efd;                  /* readable once the VM has ended */
+	pthread_mutex_t lock;          /* mvm_wait/mvm_destroy: joining */
+	/* Run-time control (mvm_pause, mvm_resume, a disk's limits and
+	 * image, which it also guards): one at a time, and not
+	 * while the control thread stops the devices (it takes ctl_lock
+	 * after the vCPUs are joined; a pause waiting for vCPUs returns once
+	 * they see the stop). paused is read without it (mvm_get_state). */
+	pthread_mutex_t ctl_lock;
+	atomic_bool paused;
+	uint64_t paused_at;            /* mono_ns of the pause (ctl_lock) */
+	uint64_t pauses;               /* pauses so far, and their time in all: */
+	uint64_t paused_ns;            /* atomic (--stats reads them) */
+	bool joined;
+	struct mvm_exit exit;          /* written by the control thread before wait_efd */
+	char cmdline_buf[MVM_CMDLINE_MAX];
+
+	/* A restore (cfg.restore): the state file as read and checked, and
+	 * the memory file, until the VM runs (snapshot.c). */
+	char *restore_dir;
+	uint8_t *snap_buf;
+	size_t snap_len;
+	struct snap_file snap;
+	struct snapshot_vm *snap_vm;    /* its MVM! section */
+	int snap_mem_fd;
+};
+
+/* Whether the VM runs (started, not stopped or stopping), for run-time
+ * control; else why not in err. ctl_lock held. */
+int mvm_check_running(struct mvm *m, const char *call, char *err, size_t errlen);
+
+/* Snapshots (snapshot.c). */
+/* With cfg->restore: the snapshot's state read and checked, the config's
+ * cpus, mem, pvpanic and hotplug_slots taken from it, its memory file
+ * opened. From mvm_create; 0 or -errno with a message. */
+int snapshot_open(struct mvm *m, char *err, size_t errlen);
+/* The snapshot's disks: how many, and disk i as mvm_disk_parse would
+ * give it (strings in buf). */
+unsigned snapshot_ndisks(const struct mvm *m);
+int snapshot_disk(struct mvm *m, unsigned i, struct mvm_disk *d, char *buf, size_t buflen,
+		  char *err, size_t errlen);
+/* From mvm_prepare, the vCPUs made: the VM's and each vCPU's state. */
+int snapshot_load_cpus(struct mvm *m, char *err, size_t errlen);
+/* From mvm_start, the devices' threads started, before the vCPUs: each
+ * device's state. */
+int snapshot_load_devices(struct mvm *m, char *err, size_t errlen);
+/* mvm_destroy: what snapshot_open kept. */
+void snapshot_close(struct mvm *m);
+
+#endif

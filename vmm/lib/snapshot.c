@@ -1,0 +1,480 @@
+/* Snapshots of a paused VM and restores of one (docs/snapshot.md).
+ *
+ * A snapshot directory holds two files: `memory`, guest RAM as the host
+ * maps it (RAM below the hole, then the rest) with zero pages left as
+ * holes, and `state`, the snapshot container (vmm/base/snap.h) with:
+ *   MVM! 0   mvm's version, the architecture, the VM's shape (vCPUs, RAM,
+ *            pvpanic, hot-plug slots, each disk's path and options as
+ *            --disk spells them), the number of devices, the PCI conf1
+ *            address latch;
+ *   the architecture's sections (arch_vm_save, arch_vcpu_save);
+ *   DEV  i   device i of the VM's list: its kind, then what its
+ *            vm_device_ops.save wrote.
+ * `state` is written last, through a rename: a directory with one holds
+ * a whole snapshot; the old one is removed before the new memory is
+ * written, so a snapshot cut short leaves none.
+ *
+ * A restore makes the VM with the snapshot's shape as mvm_start would,
+ * then, instead of loading a kernel, maps `memory` privately and sets the
+ * state: the VM's and the vCPUs' before any thread starts (mvm_prepare),
+ * each device's once its threads wait for work (mvm_start), through the
+ * paths the guest's own register writes take. */
+#include "vmm/lib/mvm_priv.h"
+#include "arch/arch.h"
+#include "devices/virtio_blk.h"
+#include "vmm/base/keyval.h"
+#include "vmm/base/util.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#define SNAPSHOT_STATE "state"
+#define SNAPSHOT_MEMORY "memory"
+#define SNAPSHOT_MEMORY_TMP "memory.tmp"
+/* The largest state file a restore reads: a VM's is a few hundred KiB
+ * (the vCPUs' XSAVE areas and MSRs, each MSI-X table). */
+#define SNAPSHOT_STATE_MAX (64u << 20)
+#define SNAPSHOT_PAGE 4096u
+#define SNAPSHOT_SPEC_MAX 1024u
+
+#define SNAP_TAG_VM SNAP_TAG('M', 'V', 'M', '!')
+#define SNAP_TAG_DEV SNAP_TAG('D', 'E', 'V', ' ')
+
+/* The VM section, read back. */
+struct snapshot_vm {
+	char version[32];
+	char arch[16];
+	uint32_t cpus;
+	uint64_t mem;
+	bool pvpanic;
+	uint32_t hotplug_slots;
+	uint32_t ndisks;
+	char path[MVM_MAX_DISKS][BLK_PATH_MAX];
+	char spec[MVM_MAX_DISKS][SNAPSHOT_SPEC_MAX];
+	uint32_t ndevices;
+	uint32_t conf1;
+};
+
+/* ---- taking one --------------------------------------------------------- */
+
+static int snapshot_put_vm(struct mvm *m, struct snap_w *w, char *err, size_t errlen)
+{
+	char spec[SNAPSHOT_SPEC_MAX];
+	unsigned i;
+	size_t n;
+
+	snap_begin(w, SNAP_TAG_VM, 0);
+	snap_put_str(w, MVM_VERSION_STRING);
+	snap_put_str(w, arch_layout.name);
+	snap_put_u32(w, m->cfg.cpus);
+	snap_put_u64(w, m->cfg.mem);
+	snap_put_u8(w, m->cfg.pvpanic);
+	snap_put_u32(w, m->cfg.hotplug_slots);
+	snap_put_u32(w, m->ndisks);
+	for (i = 0; i < m->ndisks; i++) {
+		const struct mvm_disk_slot *s = &m->disks[i];
+
+		n = kv_format(&blk_disk_keys, &s->opts, spec, sizeof(spec));
+		if (n >= sizeof(spec))
+			return err_set(err, errlen, -ENAMETOOLONG, "snapshot: disk %s: its "
+				       "options take %zu bytes, more than %u", s->opts.path, n,
+				       SNAPSHOT_SPEC_MAX - 1);
+		snap_put_str(w, s->opts.path);
+		snap_put_str(w, spec);
+	}
+	snap_put_u32(w, m->vm.ndevices);
+	snap_put_u32(w, m->pci_up ? pci_bus_conf1_get(&m->pci) : 0);
+	snap_end(w);
+	return 0;
+}
+
+static int snapshot_put_devices(struct mvm *m, struct snap_w *w, char *err, size_t errlen)
+{
+	unsigned i;
+	int ret;
+
+	for (i = 0; i < m->vm.ndevices; i++) {
+		const struct vm_device_ops *ops = m->vm.devices[i].ops;
+
+		if (!ops->save)
+			return err_set(err, errlen, -EOPNOTSUPP, "snapshot: the %s device has no "
+				       "snapshots yet", ops->kind);
+		snap_begin(w, SNAP_TAG_DEV, i);
+		snap_put_str(w, ops->kind);
+		ret = ops->save(m->vm.devices[i].dev, w, err, errlen);
+		if (ret)
+			return ret;
+		snap_end(w);
+	}
+	return 0;
+}
+
+static bool snapshot_page_zero(const uint8_t *p)
+{
+	const uint64_t *q = (const uint64_t *)p;
+	unsigned i;
+
+	for (i = 0; i < SNAPSHOT_PAGE / 8; i++)
+		if (q[i])
+			return false;
+	return true;
+}
+
+static int snapshot_pwrite_all(int fd, const uint8_t *p, size_t len, off_t off)
+{
+	while (len) {
+		ssize_t n = pwrite(fd, p, len, off);
+
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			return -errno;
+		}
+		p += n;
+		len -= (size_t)n;
+		off += n;
+	}
+	return 0;
+}
+
+/* Guest RAM into DIR/memory: runs of pages that are not all zero, the
+ * rest left as holes (a fresh file reads zeros there). */
+static int snapshot_write_memory(struct mvm *m, int dirfd, const char *dir, char *err,
+				 size_t errlen)
+{
+	const uint8_t *base = m->vm.mem.map_base;
+	size_t len = m->vm.mem.map_len, at = 0;
+	int fd, ret = 0;
+
+	fd = openat(dirfd, SNAPSHOT_MEMORY_TMP, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+	if (fd < 0)
+		return err_set(err, errlen, -errno, "snapshot %s: cannot create %s: %s", dir,
+			       SNAPSHOT_MEMORY_TMP, strerror(errno));
+	while (at < len && !ret) {
+		size_t run;
+
+		if (snapshot_page_zero(base + at)) {
+			at += SNAPSHOT_PAGE;
+			continue;
+		}
+		for (run = SNAPSHOT_PAGE; at + run < len && !snapshot_page_zero(base + at + run);)
+			run += SNAPSHOT_PAGE;
+		ret = snapshot_pwrite_all(fd, base + at, run, (off_t)at);
+		at += run;
+	}
+	if (!ret && ftruncate(fd, (off_t)len))
+		ret = -errno;
+	if (!ret && fsync(fd))
+		ret = -errno;
+	if (close(fd) && !ret)
+		ret = -errno;
+	if (!ret && renameat(dirfd, SNAPSHOT_MEMORY_TMP, dirfd, SNAPSHOT_MEMORY))
+		ret = -errno;
+	if (ret) {
+		unlinkat(dirfd, SNAPSHOT_MEMORY_TMP, 0);
+		return err_set(err, errlen, ret, "snapshot %s: writing %llu MiB of guest memory: "
+			       "%s; check the directory's space", dir,
+			       (unsigned long long)(len >> 20), strerror(-ret));
+	}
+	return 0;
+}
+
+int mvm_snapshot(struct mvm *m, const char *dir, char *err, size_t errlen)
+{
+	struct snap_w w;
+	unsigned i;
+	int dirfd, ret;
+
+	if (!m || !dir || !*dir)
+		return err_set(err, errlen, -EINVAL, "mvm_snapshot: %s", !m ? "vm is NULL" :
+			       "no directory; give one to write the snapshot to");
+	pthread_mutex_lock(&m->ctl_lock);
+	ret = mvm_check_running(m, "mvm_snapshot", err, errlen);
+	if (ret)
+		goto unlock;
+	if (!atomic_load(&m->paused)) {
+		ret = err_set(err, errlen, -EINVAL, "mvm_snapshot: the VM runs; pause it first "
+			      "(mvm_pause, vm.pause)");
+		goto unlock;
+	}
+	if (m->nports) {
+		ret = err_set(err, errlen, -EOPNOTSUPP, "snapshot: VMs with hot-plug slots "
+			      "(hotplug_slots %u) have no snapshots yet", m->nports);
+		goto unlock;
+	}
+	if (mkdir(dir, 0700) && errno != EEXIST) {
+		ret = err_set(err, errlen, -errno, "snapshot %s: cannot make the directory: %s",
+			      dir, strerror(errno));
+		goto unlock;
+	}
+	dirfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (dirfd < 0) {
+		ret = err_set(err, errlen, -errno, "snapshot %s: %s; give a directory", dir,
+			      strerror(errno));
+		goto unlock;
+	}
+	/* The whole state first, in memory: a device that cannot be
+	 * snapshotted leaves the directory as it was. */
+	snap_w_init(&w);
+	ret = snapshot_put_vm(m, &w, err, errlen);
+	if (!ret)
+		ret = arch_vm_save(&m->vm, &w, err, errlen);
+	for (i = 0; !ret && i < m->nvcpus; i++)
+		ret = arch_vcpu_save(&m->vcpus[i], &w, err, errlen);
+	if (!ret)
+		ret = snapshot_put_devices(m, &w, err, errlen);
+	if (!ret && w.err)
+		ret = err_set(err, errlen, w.err, "snapshot: building the state: %s",
+			      strerror(-w.err));
+	if (ret)
+		goto free_w;
+	if (unlinkat(dirfd, SNAPSHOT_STATE, 0) && errno != ENOENT) {
+		ret = err_set(err, errlen, -errno, "snapshot %s: cannot replace its state: %s",
+			      dir, strerror(errno));
+		goto free_w;
+	}
+	ret = snapshot_write_memory(m, dirfd, dir, err, errlen);
+	if (!ret)
+		ret = snap_w_write(&w, dirfd, SNAPSHOT_STATE, err, errlen);
+free_w:
+	snap_w_free(&w);
+	close(dirfd);
+unlock:
+	pthread_mutex_unlock(&m->ctl_lock);
+	return ret;
+}
+
+/* ---- restoring one ------------------------------------------------------ */
+
+static int snapshot_read_state(int dirfd, const char *dir, uint8_t **out, size_t *outlen,
+			       char *err, size_t errlen)
+{
+	struct stat st;
+	uint8_t *buf;
+	size_t got = 0;
+	int fd, ret = 0;
+
+	fd = openat(dirfd, SNAPSHOT_STATE, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return err_set(err, errlen, -errno, "restore %s: no snapshot there (%s: %s); "
+			       "give a directory mvm_snapshot wrote", dir, SNAPSHOT_STATE,
+			       strerror(errno));
+	if (fstat(fd, &st)) {
+		ret = err_set(err, errlen, -errno, "restore %s: %s: %s", dir, SNAPSHOT_STATE,
+			      strerror(errno));
+		goto close_fd;
+	}
+	if (!S_ISREG(st.st_mode) || st.st_size <= 0 || (uint64_t)st.st_size > SNAPSHOT_STATE_MAX) {
+		ret = err_set(err, errlen, -EINVAL, "restore %s: %s is %lld bytes, not a snapshot "
+			      "state (at most %u MiB)", dir, SNAPSHOT_STATE, (long long)st.st_size,
+			      SNAPSHOT_STATE_MAX >> 20);
+		goto close_fd;
+	}
+	buf = malloc((size_t)st.st_size);
+	if (!buf) {
+		ret = err_set(err, errlen, -ENOMEM, "restore %s: out of memory", dir);
+		goto close_fd;
+	}
+	while (got < (size_t)st.st_size) {
+		ssize_t n = read(fd, buf + got, (size_t)st.st_size - got);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0) {
+			ret = err_set(err, errlen, n ? -errno : -EIO, "restore %s: reading %s: %s",
+				      dir, SNAPSHOT_STATE, n ? strerror(errno) : "cut short");
+			free(buf);
+			goto close_fd;
+		}
+		got += (size_t)n;
+	}
+	*out = buf;
+	*outlen = got;
+close_fd:
+	close(fd);
+	return ret;
+}
+
+static int snapshot_get_vm(const struct snap_file *f, struct snapshot_vm *v, char *err,
+			   size_t errlen)
+{
+	struct snap_r r;
+	unsigned i;
+
+	if (snap_find(f, SNAP_TAG_VM, 0, &r))
+		return err_set(err, errlen, -EINVAL, "snapshot: no MVM! section: the file is "
+			       "damaged or not mvm's");
+	snap_get_str(&r, v->version, sizeof(v->version));
+	snap_get_str(&r, v->arch, sizeof(v->arch));
+	v->cpus = snap_get_u32(&r);
+	v->mem = snap_get_u64(&r);
+	v->pvpanic = snap_get_u8(&r);
+	v->hotplug_slots = snap_get_u32(&r);
+	v->ndisks = snap_get_u32(&r);
+	if (v->ndisks > MVM_MAX_DISKS)
+		return err_set(err, errlen, -EINVAL, "snapshot: %u disks, more than mvm's %u: the "
+			       "file is damaged", v->ndisks, MVM_MAX_DISKS);
+	for (i = 0; i < v->ndisks; i++) {
+		snap_get_str(&r, v->path[i], sizeof(v->path[i]));
+		snap_get_str(&r, v->spec[i], sizeof(v->spec[i]));
+	}
+	v->ndevices = snap_get_u32(&r);
+	v->conf1 = snap_get_u32(&r);
+	return snap_done(&r, err, errlen);
+}
+
+int snapshot_open(struct mvm *m, char *err, size_t errlen)
+{
+	const char *dir = m->cfg.restore;
+	struct snapshot_vm *v;
+	struct stat st;
+	int dirfd, ret;
+
+	m->restore_dir = strdup(dir);
+	v = calloc(1, sizeof(*v));
+	if (!m->restore_dir || !v) {
+		free(v);
+		return err_set(err, errlen, -ENOMEM, "restore %s: out of memory", dir);
+	}
+	m->snap_vm = v;
+	m->cfg.restore = m->restore_dir;
+	dirfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (dirfd < 0)
+		return err_set(err, errlen, -errno, "restore %s: %s; give the directory "
+			       "mvm_snapshot wrote", dir, strerror(errno));
+	ret = snapshot_read_state(dirfd, dir, &m->snap_buf, &m->snap_len, err, errlen);
+	if (ret)
+		goto close_dir;
+	ret = snap_open(&m->snap, m->snap_buf, m->snap_len, err, errlen);
+	if (!ret)
+		ret = snapshot_get_vm(&m->snap, v, err, errlen);
+	if (ret) {
+		err_prefix(err, errlen, "restore %s: ", dir);
+		goto close_dir;
+	}
+	if (strcmp(v->version, MVM_VERSION_STRING)) {
+		ret = err_set(err, errlen, -EPROTO, "restore %s: taken by mvm %s, this is mvm %s; "
+			      "take the snapshot again with this mvm", dir, v->version,
+			      MVM_VERSION_STRING);
+		goto close_dir;
+	}
+	if (strcmp(v->arch, arch_layout.name)) {
+		ret = err_set(err, errlen, -EINVAL, "restore %s: an %s guest's, this mvm runs %s "
+			      "guests", dir, v->arch, arch_layout.name);
+		goto close_dir;
+	}
+	m->cfg.cpus = v->cpus;
+	m->cfg.mem = v->mem;
+	m->cfg.pvpanic = v->pvpanic;
+	m->cfg.hotplug_slots = v->hotplug_slots;
+	m->snap_mem_fd = openat(dirfd, SNAPSHOT_MEMORY, O_RDONLY | O_CLOEXEC);
+	if (m->snap_mem_fd < 0) {
+		ret = err_set(err, errlen, -errno, "restore %s: %s: %s; the snapshot is not whole",
+			      dir, SNAPSHOT_MEMORY, strerror(errno));
+		goto close_dir;
+	}
+	if (fstat(m->snap_mem_fd, &st) || !S_ISREG(st.st_mode) ||
+	    (uint64_t)st.st_size != v->mem) {
+		ret = err_set(err, errlen, -EINVAL, "restore %s: %s is %lld bytes, the guest had "
+			      "%llu; the snapshot is cut short or not whole", dir, SNAPSHOT_MEMORY,
+			      (long long)st.st_size, (unsigned long long)v->mem);
+		goto close_dir;
+	}
+close_dir:
+	close(dirfd);
+	return ret;
+}
+
+unsigned snapshot_ndisks(const struct mvm *m)
+{
+	return m->snap_vm->ndisks;
+}
+
+int snapshot_disk(struct mvm *m, unsigned i, struct mvm_disk *d, char *buf, size_t buflen,
+		  char *err, size_t errlen)
+{
+	struct kv_table keys = blk_disk_keys;
+	const struct snapshot_vm *v = m->snap_vm;
+	int ret;
+
+	/* The path apart: a path may hold a comma, a spec may not. */
+	keys.first = NULL;
+	mvm_disk_init(d, v->path[i]);
+	ret = kv_parse(&keys, v->spec[i], d, buf, buflen, err, errlen);
+	if (ret)
+		err_prefix(err, errlen, "restore %s: disk %u: ", m->restore_dir, i);
+	return ret;
+}
+
+int snapshot_load_cpus(struct mvm *m, char *err, size_t errlen)
+{
+	unsigned i;
+	int ret;
+
+	ret = arch_vm_load(&m->vm, &m->snap, err, errlen);
+	for (i = 0; !ret && i < m->nvcpus; i++)
+		ret = arch_vcpu_load(&m->vcpus[i], &m->snap, err, errlen);
+	if (ret)
+		err_prefix(err, errlen, "restore %s: ", m->restore_dir);
+	return ret;
+}
+
+int snapshot_load_devices(struct mvm *m, char *err, size_t errlen)
+{
+	const struct snapshot_vm *v = m->snap_vm;
+	char kind[32];
+	unsigned i;
+	int ret = 0;
+
+	if (v->ndevices != m->vm.ndevices || snap_count(&m->snap, SNAP_TAG_DEV) != v->ndevices) {
+		ret = err_set(err, errlen, -EINVAL, "the snapshot's VM had %u devices (%u saved), "
+			      "this one %u; give it the snapshot's disks and options", v->ndevices,
+			      snap_count(&m->snap, SNAP_TAG_DEV), m->vm.ndevices);
+		goto out;
+	}
+	for (i = 0; i < v->ndevices && !ret; i++) {
+		const struct vm_device_ops *ops = m->vm.devices[i].ops;
+		struct snap_r r;
+
+		if (snap_find(&m->snap, SNAP_TAG_DEV, i, &r)) {
+			ret = err_set(err, errlen, -EINVAL, "no state for device %u: the file is "
+				      "damaged", i);
+			break;
+		}
+		snap_get_str(&r, kind, sizeof(kind));
+		if (!r.err && strcmp(kind, ops->kind)) {
+			ret = err_set(err, errlen, -EINVAL, "device %u is a %s there, a %s here; give "
+				      "the VM the snapshot's devices", i, kind, ops->kind);
+			break;
+		}
+		ret = ops->load ? ops->load(m->vm.devices[i].dev, &r, err, errlen) :
+		      err_set(err, errlen, -EOPNOTSUPP, "the %s device has no snapshots", ops->kind);
+		if (!ret)
+			ret = snap_done(&r, err, errlen);
+	}
+	if (!ret && m->pci_up)
+		pci_bus_conf1_set(&m->pci, v->conf1);
+out:
+	if (ret)
+		err_prefix(err, errlen, "restore %s: ", m->restore_dir);
+	return ret;
+}
+
+void snapshot_close(struct mvm *m)
+{
+	if (m->snap_mem_fd >= 0)
+		close(m->snap_mem_fd);
+	m->snap_mem_fd = -1;
+	free(m->snap_buf);
+	m->snap_buf = NULL;
+	free(m->snap_vm);
+	m->snap_vm = NULL;
+	free(m->restore_dir);
+	m->restore_dir = NULL;
+}
