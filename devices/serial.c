@@ -362,9 +362,12 @@ static int serial_vm_load(void *dev, struct snap_r *r, char *err, size_t errlen)
 
 	snap_get_bytes(r, regs, sizeof(regs));
 	n = snap_get_u8(r);
-	if (n > SERIAL_FIFO_SIZE)
-		return err_set(err, errlen, -EINVAL, "snapshot: the UART's receive FIFO holds "
-			       "%u bytes, more than its %u", n, SERIAL_FIFO_SIZE);
+	/* Without its FIFO the UART holds one byte (serial_rx_cap). */
+	if (n > ((regs[6] & UART_FCR_ENABLE) ? SERIAL_FIFO_SIZE : 1))
+		return err_set(err, errlen, -EINVAL, "snapshot: the UART's receive buffer holds "
+			       "%u bytes, more than its %u (FIFO %s)", n,
+			       (regs[6] & UART_FCR_ENABLE) ? SERIAL_FIFO_SIZE : 1,
+			       (regs[6] & UART_FCR_ENABLE) ? "on" : "off");
 	snap_get_bytes(r, rx, n);
 	if (r->err)
 		return snap_done(r, err, errlen);
@@ -372,10 +375,12 @@ static int serial_vm_load(void *dev, struct snap_r *r, char *err, size_t errlen)
 	s->ier = regs[0] & 0x0f;
 	s->lcr = regs[1];
 	s->mcr = regs[2] & 0x1f;
-	s->lsr_err = regs[3];
+	/* The error bits only (OE, PE, FE, BI): data ready and THRE are
+	 * the FIFO's and the transmitter's. */
+	s->lsr_err = regs[3] & 0x1e;
 	s->msr = regs[4];
 	s->scr = regs[5];
-	s->fcr = regs[6];
+	s->fcr = regs[6] & (UART_FCR_ENABLE | 0xc0);    /* as a guest's write keeps it */
 	s->dll = regs[7];
 	s->dlm = regs[8];
 	s->thr_ipending = regs[9] != 0;

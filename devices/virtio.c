@@ -374,9 +374,15 @@ int virtio_load(struct virtio_dev *dev, struct snap_r *r, char *err, size_t errl
 	__atomic_store_n(&dev->config_generation, gen, __ATOMIC_RELEASE);
 	if (status & init)
 		virtio_set_status(dev, status & init);
-	if (status & VIRTIO_CONFIG_S_FEATURES_OK) {
+	/* The driver writes its features after DRIVER, and a snapshot may
+	 * come before its FEATURES_OK: what the device took of the saved
+	 * status says whether it had them (a status it refused, without
+	 * ACKNOWLEDGE, has none). */
+	if (dev->status & VIRTIO_CONFIG_S_DRIVER) {
 		virtio_write_features(dev, 0, (uint32_t)features);
 		virtio_write_features(dev, 1, (uint32_t)(features >> 32));
+	}
+	if (status & VIRTIO_CONFIG_S_FEATURES_OK) {
 		virtio_set_status(dev, status & (init | VIRTIO_CONFIG_S_FEATURES_OK));
 		if (!(dev->status & VIRTIO_CONFIG_S_FEATURES_OK)) {
 			ret = err_set(err, errlen, -EINVAL, "snapshot: %s: the driver's features "

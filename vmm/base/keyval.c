@@ -456,6 +456,8 @@ size_t kv_format(const struct kv_table *t, const void *obj, char *buf, size_t le
 		case KV_UINT:
 		case KV_U64:
 			u = k->kind == KV_U64 ? *(const uint64_t *)f : *(const unsigned *)f;
+			if (k->check_max && u > k->max)
+				u = k->max;
 			if (u || !k->zero_is_unset)
 				kv_put(&o, "%s%s=%llu", sep, k->name, (unsigned long long)u);
 			break;
@@ -466,6 +468,25 @@ size_t kv_format(const struct kv_table *t, const void *obj, char *buf, size_t le
 		}
 	}
 	return o.n;
+}
+
+int kv_format_check(const struct kv_table *t, const void *obj, const char *name, char *err,
+		    size_t errlen)
+{
+	size_t i;
+
+	for (i = 0; i < t->nkeys; i++) {
+		const struct kv_key *k = &t->keys[i];
+		const char *v;
+
+		if (!k->help || k->kind != KV_STRING)
+			continue;
+		v = *(const char *const *)kv_cfield(obj, k);
+		if (v && strchr(v, ','))
+			return err_set(err, errlen, -EINVAL, "%s %s: %s '%s' has a comma, which a "
+				      "spec cannot hold", t->what, name, k->name, v);
+	}
+	return 0;
 }
 
 size_t kv_help(const struct kv_table *t, unsigned indent, char *buf, size_t len)

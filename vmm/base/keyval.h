@@ -101,9 +101,16 @@ size_t kv_syntax(const struct kv_table *t, char *buf, size_t len);
  * every key a spec may hold (not aliases), with the field's value; a
  * flag where its field has the flag's value, a string or a zero_is_unset
  * number only where set. The first part (PATH) is left out: a table
- * copy with first = NULL parses the result. Into buf (cut to len), the
- * length it needs returned. */
+ * copy with first = NULL parses the result. A number above what a spec
+ * may say (up to check_max) is written as the spec's largest, which the
+ * table's key means the same as (io-threads: one per queue). Into buf
+ * (cut to len), the length it needs returned. */
 size_t kv_format(const struct kv_table *t, const void *obj, char *buf, size_t len);
+/* Whether kv_format's spec of obj parses back to obj: 0, or -EINVAL
+ * naming the key whose value a spec cannot hold (a string with a comma,
+ * which ends a key in a spec) with "WHAT NAME: " before it. */
+int kv_format_check(const struct kv_table *t, const void *obj, const char *name, char *err,
+		    size_t errlen);
 
 /* The help text into buf (cut to len), returning the length it needs:
  * each key's syntax at indent, its help word-wrapped to 79 columns. */
