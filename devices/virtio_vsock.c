@@ -112,6 +112,12 @@ struct vsock_dev {
 	unsigned io;               /* SQEs in flight */
 	unsigned handshakes;       /* slots in SLOT_HANDSHAKE */
 	bool accept_on, timer_on;
+	/* A restore made the device: the guest's connections are gone with
+	 * the old process, so the event queue owes the guest a
+	 * TRANSPORT_RESET (§5.10.6.7), sent once it has a buffer. Set by
+	 * vsd_load before the queues start (their start's command orders
+	 * it before the worker's reads). */
+	bool reset_owed;
 	bool connect_warned;       /* a guest connect failed other than for want of a listener */
 	unsigned accept_fails;     /* in a row: the retry's wait grows */
 	struct __kernel_timespec timer_ts;
@@ -826,14 +832,46 @@ static void rx_pump(struct vsock_dev *d)
 	}
 }
 
+/* A restored device's TRANSPORT_RESET (§5.10.6.7: struct
+ * virtio_vsock_event, le32 id) into the guest's next event buffer: the
+ * guest's driver then resets every connected socket, which a restore
+ * cannot carry, and reads its CID again (a clone's may differ). Its
+ * listening sockets stay. No buffer yet: asked for (vqw_want). */
+static void event_pump(struct vsock_dev *d)
+{
+	struct virtq_chain *ch;
+	uint8_t ev[4];
+	int r;
+
+	while (d->reset_owed && !vqw_stopping(d->evq)) {
+		r = vqw_pull(d->evq, &ch);
+		if (r == 0)
+			vqw_want(d->evq);
+		if (r <= 0)
+			return;
+		if (ch->n_readable || ch->has_empty || ch->total_len < sizeof(ev)) {
+			virtio_guest_warn(&d->vdev, VSD_GW_RX, "vsock %s: an event buffer of %llu "
+					  "bytes with %u device-readable descriptors cannot hold an "
+					  "event; returned unused", d->path,
+					  (unsigned long long)ch->total_len, ch->n_readable);
+			vqw_push(d->evq, ch->head, 0);
+			continue;
+		}
+		le32_store(ev, VIRTIO_VSOCK_EVENT_TRANSPORT_RESET);
+		iov_write(ch->iov, ch->n, 0, ev, sizeof(ev));
+		vqw_push(d->evq, ch->head, sizeof(ev));
+		d->reset_owed = false;
+	}
+}
+
 static void vsd_avail(struct vqw_queue *q)
 {
 	struct vsock_dev *d = q->opaque;
 
-	/* The event queue's buffers wait for a TRANSPORT_RESET (§5.10.6.7),
-	 * which only a restored snapshot sends. */
 	if (q == d->rxq)
 		rx_pump(d);
+	else if (q == d->evq)
+		event_pump(d);
 }
 
 /* A TX chain is one packet: header and payload, all device-readable. */
@@ -903,6 +941,7 @@ static void vsd_serve_begin(struct vqw_queue *q)
 	d->accept_on = false;
 	d->accept_fails = 0;
 	maybe_accept(d);
+	event_pump(d);
 }
 
 /* A driver reset or the VM's stop: every connection ends (the host side
@@ -1083,16 +1122,21 @@ static void vsd_destroy(struct virtio_dev *dev)
 	free(d);       /* holds dev: last */
 }
 
-static int vsd_save(struct virtio_dev *dev, struct snap_w *w, char *err, size_t errlen)
+/* Nothing of the device's own goes in a snapshot: its connections'
+ * host sockets end with the process, and the guest's CID is the
+ * restoring VM's (a clone's own). A restored device owes the guest a
+ * TRANSPORT_RESET. */
+static int vsd_load(struct virtio_dev *dev, struct snap_r *r, char *err, size_t errlen)
 {
-	(void)dev;
-	(void)w;
-	return err_set(err, errlen, -EOPNOTSUPP, "snapshot: virtio-vsock devices cannot be "
-		       "snapshotted yet; snapshot a VM without --vsock");
+	(void)r;
+	(void)err;
+	(void)errlen;
+	to_vsd(dev)->reset_owed = true;
+	return 0;
 }
 
 static const struct virtio_device_ops vsd_ops = {
-	.save = vsd_save,
+	.load = vsd_load,
 	.name = "virtio-vsock",
 	.device_id = VIRTIO_ID_VSOCK,
 	.features = vsd_features,

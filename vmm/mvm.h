@@ -175,7 +175,10 @@ struct mvm_config {
 	 * places of the snapshot's, in order, and must have their shapes
 	 * (size, queues, transport, ...): a clone gets a copy of the image;
 	 * with none added, the snapshot's disks are opened again from their
-	 * paths with their options. Guest RAM is mapped privately from
+	 * paths with their options. Likewise its vsock device: one given
+	 * with mvm_add_vsock (a clone's own CID and socket) takes its
+	 * place; the guest's vsock connections are reset (TRANSPORT_RESET,
+	 * virtio 1.2 §5.10.6.7), its listeners stay. Guest RAM is mapped privately from
 	 * DIR/memory: pages are read as the guest touches them, and VMs
 	 * restored from one snapshot share them in the host's page cache.
 	 * A snapshot of another mvm version, another shape or a damaged one
@@ -514,8 +517,9 @@ int mvm_resume(struct mvm *vm, char *err, size_t errlen);
  * the files: not a thread confined by mvm_start_confined. 0, or -errno
  * with a message: -EINVAL (not paused), -EBUSY (a request waits for
  * rate-limit tokens: resume, then try again), -EOPNOTSUPP (a device
- * without snapshots yet: vsock, hot-plug slots, virtio-mmio and
- * virtio-ccw; s390x), or a file error. */
+ * without snapshots yet: hot-plug slots, virtio-mmio and virtio-ccw;
+ * s390x), or a file error. A vsock device's connections are not kept:
+ * a restore resets them (the guest gets a TRANSPORT_RESET). */
 int mvm_snapshot(struct mvm *vm, const char *dir, char *err, size_t errlen);
 
 /* Since 2.4. Swap disk `disk`'s (0: vda) backing image for the raw image
@@ -542,6 +546,8 @@ unsigned mvm_disk_count(const struct mvm *vm);
  * its strings are the VM's, valid until mvm_destroy or the disk's
  * removal or swap. 0, -ENOENT (no such disk), -EINVAL. */
 int mvm_get_disk(const struct mvm *vm, unsigned disk, struct mvm_disk *out, size_t size);
+/* Since 2.6. The vsock device's options likewise: 0, -ENOENT (none). */
+int mvm_get_vsock(const struct mvm *vm, struct mvm_vsock *out, size_t size);
 
 /* Since 2.5. Remove hot-plugged disk `disk` from a running VM. Without
  * flags, with the guest's cooperation, as a person pressing the slot's

@@ -1,11 +1,14 @@
 #!/usr/bin/env bash
 # Snapshot and restore: a guest counting on its console, reading its
-# disk, is paused and snapshotted through the API (vm.snapshot), and mvm
-# ends. mvm --restore DIR brings it back in a new process: it goes on
-# counting from where it stood, with the same boot id and no boot (no
-# kernel banner), its disk answering, its clock going on from the
-# snapshot's uptime; once with the sandbox off and once confined, with
-# the disk given again as a copy. Damaged snapshots are refused with one
+# disk and running fio with verification, is paused and snapshotted
+# through the API (vm.snapshot) in the middle of fio's I/O, and mvm ends.
+# mvm --restore DIR brings it back in a new process: it goes on counting
+# from where it stood, with the same boot id and no boot (no kernel
+# banner), its disk answering, fio's round in progress and the next ones
+# verifying, its clock going on from the snapshot's uptime, its vsock
+# connection held open across the snapshot reset (TRANSPORT_RESET) so its
+# echo takes a new one; once with the sandbox off, then three clones at
+# once, confined, each with its own copy of the disk, CID and socket. Damaged snapshots are refused with one
 # line and status 2: a truncated state, a flipped byte, memory cut short,
 # a disk of another size.
 . "$(dirname "$0")/lib.sh"
@@ -26,18 +29,52 @@ expect() {   # STATUS METHOD ENDPOINT [curl args...]
 		fail "$1 $2: HTTP $got, expected $want: $(head -c 300 "$SYS_TMP/body" 2>/dev/null)"; }
 	echo "$1 $2: $got $(head -c 160 "$SYS_TMP/body")"
 }
-# The guest's loop: a tick with its number, uptime and boot id; each
-# tick reads one 4 KiB block of the disk past the page cache, and every
-# tenth says the md5sum of its first MiB.
-script='b=$(cat /proc/sys/kernel/random/boot_id); i=0; while [ $i -lt 100000 ]; do
+# The guest, 2 vCPUs and a disk with 2 queues: in the background fio
+# writes random 4 KiB blocks to the disk's second 4 MiB with crc32c
+# headers and reads them back to verify, round after round (a snapshot
+# lands in the middle of one, with I/O in flight at the pause); in the
+# foreground a tick with its number, uptime and boot id, each reading one
+# 4 KiB block past the page cache, and every tenth the md5sum of the
+# disk's first MiB, which fio does not touch.
+script='b=$(cat /proc/sys/kernel/random/boot_id)
+(j=0; while :; do fio --name=v --filename=/dev/vda --rw=randwrite --bs=4k --offset=4M --size=4M --ioengine=io_uring --iodepth=16 --direct=1 --verify=crc32c --verify_fatal=1 --eta=never --output=/tmp/fio.log; echo "fio $j rc $?"; j=$((j+1)); done) &
+(while :; do mvm-vsock listen 1024 echo 1000; echo "vsock-listen rc $?"; done) &
+i=0; while [ $i -lt 100000 ]; do
 dd if=/dev/vda of=/dev/null bs=4k count=1 skip=$((i % 2048)) iflag=direct 2>/dev/null || echo disk-error
 [ $((i % 10)) -eq 0 ] && echo "sum $i $(dd if=/dev/vda bs=1M count=1 iflag=direct 2>/dev/null | md5sum | cut -d" " -f1)"
 echo "tick $i $(cut -d" " -f1 /proc/uptime) $b"; i=$((i+1)); sleep 0.1; done'
-"$MVM" --sandbox off --api-socket "$sock" --disk "$img" --cmdline "$(guest_script "$script")" \
-	</dev/null >"$SYS_TMP/out" 2>&1 &
+"$MVM" --sandbox off --api-socket "$sock" --cpus 2 --disk "$img,queues=2" \
+	--vsock "cid=3,socket=$SYS_TMP/v.sock" \
+	--cmdline "$(guest_script "$script")" </dev/null >"$SYS_TMP/out" 2>&1 &
 pid=$!
-for _ in $(seq 1 600); do grep -q '^tick 20 ' "$SYS_TMP/out" && break; kill -0 $pid 2>/dev/null || break; sleep 0.2; done
-grep -q '^tick 20 ' "$SYS_TMP/out" || { tail -n 20 "$SYS_TMP/out"; fail "the guest did not tick"; }
+for _ in $(seq 1 600); do grep -q '^fio 1 rc' "$SYS_TMP/out" && grep -q '^tick 20 ' "$SYS_TMP/out" && break
+	kill -0 $pid 2>/dev/null || break; sleep 0.2; done
+grep -q '^tick 20 ' "$SYS_TMP/out" && grep -q '^fio 1 rc 0' "$SYS_TMP/out" ||
+	{ tail -n 20 "$SYS_TMP/out"; fail "the guest did not tick and run fio"; }
+# echo_over VSOCK-SOCKET WORD: a host program's connection through mvm's
+# hybrid vsock to the guest's echo on port 1024 gives WORD back (the
+# guest's listener may not be up yet: tried again for 60 s).
+echo_over() {
+	local got end=$((SECONDS + 60))
+	while [ $SECONDS -lt $end ]; do
+		got=$(printf 'CONNECT 1024\n%s\n' "$2" | timeout 5 socat -t 2 - UNIX-CONNECT:"$1" 2>/dev/null)
+		case $got in OK*"$2"*) return 0 ;; esac
+		sleep 0.5
+	done
+	echo "vsock through $1: last answer '$got'"
+	return 1
+}
+echo_over "$SYS_TMP/v.sock" before || fail "the guest's vsock echo did not answer"
+# A connection held open across the snapshot: the guest's echo serves one
+# connection at a time, so only a TRANSPORT_RESET after the restore frees
+# it for the next.
+mkfifo "$SYS_TMP/held.in"
+socat - UNIX-CONNECT:"$SYS_TMP/v.sock" <"$SYS_TMP/held.in" >"$SYS_TMP/held" 2>&1 &
+held=$!
+exec 9>"$SYS_TMP/held.in"       # the connection's input stays open
+printf 'CONNECT 1024\nheld\n' >&9
+for _ in $(seq 1 100); do grep -q held "$SYS_TMP/held" && break; sleep 0.1; done
+grep -q held "$SYS_TMP/held" || fail "the held vsock connection did not echo"
 expect 405 PUT vm.snapshot -d "{\"destination_url\":\"file://$snap\"}"
 expect 204 PUT vm.pause
 expect 400 PUT vm.snapshot -d '{"destination_url":"http://x/y"}'
@@ -53,20 +90,38 @@ echo "snapshot after '$last' in $(( (t1 - t0) / 1000000 )) ms: state $(stat -c %
 [ -f "$snap/state" ] && [ -f "$snap/memory" ] || fail "the snapshot's files are missing"
 expect 204 PUT vmm.shutdown
 wait $pid
+echo "the snapshotted mvm ended ($?)"
+exec 9>&-
+kill $held 2>/dev/null; wait $held 2>/dev/null
+# The disk as the snapshot has it, for a clone: the restores write to it.
+cp "$img" "$SYS_TMP/copy.img"
 
-# restored RUN TAG [mvm args]: mvm --restore, until the guest has counted
-# 15 ticks past the snapshot's; then its output is checked and mvm ended.
-restored() {
-	local tag=$1 first next; shift
+# restore_start TAG [mvm args]: mvm --restore in the background, its
+# output in $SYS_TMP/TAG. restore_check TAG VSOCK: once the guest has
+# counted 15 ticks past the snapshot's and fio finished two rounds, its
+# vsock echo answers over the socket VSOCK; then mvm ends and the output is
+# checked.
+declare -A rpid
+restore_start() {
+	local tag=$1; shift
 	"$MVM" "$@" --restore "$snap" </dev/null >"$SYS_TMP/$tag" 2>&1 &
-	local rp=$!
-	for _ in $(seq 1 300); do
-		grep -q "^tick $((n + 15)) " "$SYS_TMP/$tag" && break
+	rpid[$tag]=$!
+	echo "$tag: mvm --restore started"
+}
+restore_check() {
+	local tag=$1 vsock=$2 rp=${rpid[$1]} first next vs
+	for _ in $(seq 1 450); do
+		grep -q "^tick $((n + 15)) " "$SYS_TMP/$tag" &&
+			[ "$(grep -c '^fio [0-9]* rc' "$SYS_TMP/$tag")" -ge 2 ] && break
 		kill -0 $rp 2>/dev/null || break
 		sleep 0.2
 	done
+	echo "$tag: $(grep -c '^tick ' "$SYS_TMP/$tag") ticks, $(grep -c '^fio [0-9]* rc' "$SYS_TMP/$tag") fio rounds"
+	echo_over "$vsock" "after-$tag"; vs=$?
 	kill $rp 2>/dev/null; wait $rp 2>/dev/null
 	tr -d '\r' <"$SYS_TMP/$tag" >"$SYS_TMP/$tag.txt"
+	[ $vs = 0 ] || { tail -n 20 "$SYS_TMP/$tag.txt"
+		fail "$tag: the guest's vsock echo did not answer after the restore"; }
 	grep -q "^tick $((n + 15)) " "$SYS_TMP/$tag.txt" || { tail -n 20 "$SYS_TMP/$tag.txt"
 		fail "$tag: the restored guest did not count on to $((n + 15))"; }
 	first=$(grep '^tick ' "$SYS_TMP/$tag.txt" | head -n 1)
@@ -76,14 +131,26 @@ restored() {
 	! grep -q 'Linux version' "$SYS_TMP/$tag.txt" || fail "$tag: the guest booted again"
 	! grep -q 'disk-error' "$SYS_TMP/$tag.txt" || fail "$tag: the guest's disk failed after the restore"
 	grep -q "^sum [0-9]* $sum" "$SYS_TMP/$tag.txt" || fail "$tag: the guest read other data from its disk"
+	! grep -q '^fio [0-9]* rc [1-9]' "$SYS_TMP/$tag.txt" || fail "$tag: fio's verification failed"
+	[ "$(grep -c '^fio [0-9]* rc 0' "$SYS_TMP/$tag.txt")" -ge 2 ] ||
+		fail "$tag: fio did not finish two rounds after the restore"
 	grep '^tick ' "$SYS_TMP/$tag.txt" |
-		awk -v up="$up" '{ if ($3 < up || $3 > up + 30) bad = 1 } END { exit bad }' ||
+		awk -v up="$up" '{ if ($3 < up || $3 > up + 60) bad = 1 } END { exit bad }' ||
 		fail "$tag: the uptime jumped: $first after $up"
-	echo "$tag: went on with '$first', counted to $((n + 15)), same boot, disk data right"
+	echo "$tag: went on with '$first', counted to $((n + 15)), same boot, disk data right," \
+		"fio verified, vsock answered after its connections' reset"
 }
-restored plain --sandbox off
-cp "$img" "$SYS_TMP/copy.img"
-restored sandboxed "${SYS_IDS[@]}" --disk "$SYS_TMP/copy.img"
+restore_start plain --sandbox off
+restore_check plain "$SYS_TMP/v.sock"
+# Three clones at once, confined, each with its own copy of the disk as
+# the snapshot had it, its own CID and socket; their memory is the one
+# file, mapped privately.
+for c in 1 2 3; do
+	cp "$SYS_TMP/copy.img" "$SYS_TMP/clone$c.img"
+	restore_start clone$c "${SYS_IDS[@]}" --id clone$c --disk "$SYS_TMP/clone$c.img,queues=2" \
+		--vsock "cid=$((3 + c)),socket=$SYS_TMP/clone$c.sock"
+done
+for c in 1 2 3; do restore_check clone$c "$SYS_TMP/clone$c.sock"; done
 
 # refused NAME: mvm --restore on a damaged snapshot exits 2 with one line.
 refused() {
@@ -102,6 +169,6 @@ printf '\x5a' | dd of="$snap/state" bs=1 seek=3000 conv=notrunc 2>/dev/null
 refused "a flipped byte"
 cp "$SYS_TMP/state.good" "$snap/state"
 head -c 4M /dev/zero >"$SYS_TMP/small.img"
-refused "a disk of another size" --disk "$SYS_TMP/small.img"
+refused "a disk of another size" --disk "$SYS_TMP/small.img,queues=2"
 truncate -s -4096 "$snap/memory"
 refused "memory cut short"

@@ -462,7 +462,7 @@ int cli_parse(int argc, char **argv, struct cli_config *cfg, char *err, size_t e
 			return cli_err(err, errlen, "%s: needs a value; see mvm --help",
 				       argv[optind - 1]);
 		if (c == OPT_KERNEL || c == OPT_INITRD || c == OPT_CMDLINE || c == OPT_CPUS ||
-		    c == OPT_MEM || c == OPT_HOTPLUG_SLOTS || c == OPT_PVPANIC || c == OPT_VSOCK)
+		    c == OPT_MEM || c == OPT_HOTPLUG_SLOTS || c == OPT_PVPANIC)
 			st.shape_opt = cli_option_name(c);
 		ret = cli_vm_option(c, optarg, cfg, err, errlen);
 		if (!ret)

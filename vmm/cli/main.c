@@ -203,6 +203,16 @@ static void main_jail_disk(struct jail_cfg *jail, const struct mvm_disk *d, uint
 		jail->memlock += mem * d->queues;
 }
 
+/* What the vsock device's threads need of the jail's limits: its thread
+ * and the io_uring worker its shutdown(SHUT_WR)s run on (the kernel never
+ * does them inline), PCI's INTx helper; its ring, listening socket and 3
+ * queues' eventfds (the sockets live in the ring, not the fd table). */
+static void main_jail_vsock(struct jail_cfg *jail, const struct mvm_vsock *v)
+{
+	jail->threads += 2 + (v->transport == MVM_TRANSPORT_PCI);
+	jail->fds += 6;
+}
+
 /* A restored VM's shape, which its snapshot gave (mvm_prepare): its
  * vCPUs and disks, for the jail's limits and the API's vm.info. */
 static void main_restored(struct cli_config *cfg, struct mvm *vm, struct jail_cfg *jail)
@@ -215,6 +225,13 @@ static void main_restored(struct cli_config *cfg, struct mvm *vm, struct jail_cf
 		jail->threads -= cfg->vm.cpus;
 		cfg->vm.cpus = st.cpus;
 		cfg->vm.mem = st.mem;
+	}
+	if (!cfg->has_vsock) {
+		mvm_vsock_init(&cfg->vsock);
+		if (!mvm_get_vsock(vm, &cfg->vsock, sizeof(cfg->vsock))) {
+			cfg->has_vsock = true;
+			main_jail_vsock(jail, &cfg->vsock);
+		}
 	}
 	if (cfg->ndisks)
 		return;
@@ -265,12 +282,7 @@ static int main_create(const struct cli_config *cfg, uint64_t start_ns, struct j
 	}
 	if (!r && cfg->has_vsock) {
 		r = mvm_add_vsock(vm, &cfg->vsock, err, errlen);
-		/* Its thread and the io_uring worker its shutdown(SHUT_WR)s
-		 * run on (the kernel never does them inline), PCI's INTx
-		 * helper; its ring, listening socket and 3 queues' eventfds
-		 * (the sockets live in the ring, not the fd table). */
-		jail->threads += 2 + (cfg->vsock.transport == MVM_TRANSPORT_PCI);
-		jail->fds += 6;
+		main_jail_vsock(jail, &cfg->vsock);
 	}
 	/* Disks added while it runs: each slot's device, one queue. */
 	jail->threads += 2 * cfg->vm.hotplug_slots;

@@ -871,6 +871,16 @@ int mvm_get_disk(const struct mvm *m, unsigned disk, struct mvm_disk *out, size_
 	return 0;
 }
 
+int mvm_get_vsock(const struct mvm *m, struct mvm_vsock *out, size_t size)
+{
+	if (!m || !out || size < MVM_VSOCK_SIZE_MIN)
+		return -EINVAL;
+	if (!m->has_vsock)
+		return -ENOENT;
+	mvm_give(out, size, &m->vsock, sizeof(m->vsock));
+	return 0;
+}
+
 unsigned mvm_disk_count(const struct mvm *m)
 {
 	return m ? __atomic_load_n(&m->ndisks, __ATOMIC_RELAXED) : 0;
@@ -987,6 +997,8 @@ int mvm_disk_pci_address(struct mvm *m, unsigned disk, char *buf, size_t len)
 	return r;
 }
 
+static int mvm_vsock_fill(struct mvm *m, const struct mvm_vsock *vs, char *err, size_t errlen);
+
 int mvm_add_vsock(struct mvm *m, const struct mvm_vsock *theirs, char *err, size_t errlen)
 {
 	struct mvm_vsock v;
@@ -1003,6 +1015,15 @@ int mvm_add_vsock(struct mvm *m, const struct mvm_vsock *theirs, char *err, size
 	if (atomic_load(&m->state) != MVM_CREATED)
 		return err_set(err, errlen, -EBUSY, "vsock: the VM has been started; add it "
 			       "before mvm_start");
+	return mvm_vsock_fill(m, &v, err, errlen);
+}
+
+/* The VM's vsock device from v, checked. */
+static int mvm_vsock_fill(struct mvm *m, const struct mvm_vsock *vs, char *err, size_t errlen)
+{
+	struct mvm_vsock v = *vs;
+	int ret;
+
 	if (m->has_vsock)
 		return err_set(err, errlen, -EEXIST, "vsock %s: the VM has one already (at %s); "
 			       "give one --vsock", v.socket ? v.socket : "(null)", m->vsock_path);
@@ -1375,6 +1396,22 @@ static int mvm_boot_load(struct mvm *m, char *err, size_t errlen)
 	return ret;
 }
 
+/* A restore's vsock device: the caller's (another CID and socket, a
+ * clone's), or the snapshot's. */
+static int mvm_restore_vsock(struct mvm *m, char *err, size_t errlen)
+{
+	struct mvm_vsock v;
+	char buf[1024];
+	int ret;
+
+	if (m->has_vsock)
+		return 0;
+	ret = snapshot_vsock(m, &v, buf, sizeof(buf), err, errlen);
+	if (ret == -ENOENT)
+		return 0;
+	return ret ? ret : mvm_vsock_fill(m, &v, err, errlen);
+}
+
 /* A restore's disks: the caller's, in the snapshot's number, or the
  * snapshot's own from their paths. */
 static int mvm_restore_disks(struct mvm *m, char *err, size_t errlen)
@@ -1418,6 +1455,8 @@ int mvm_prepare(struct mvm *m, char *err, size_t errlen)
 	/* From here on, any failure leaves the VM FAILED (destroy only). */
 	if (m->restore_dir) {
 		ret = mvm_restore_disks(m, err, errlen);
+		if (!ret)
+			ret = mvm_restore_vsock(m, err, errlen);
 		if (ret)
 			return ret;
 	}

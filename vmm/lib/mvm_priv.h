@@ -179,6 +179,10 @@ int snapshot_open(struct mvm *m, char *err, size_t errlen);
 unsigned snapshot_ndisks(const struct mvm *m);
 int snapshot_disk(struct mvm *m, unsigned i, struct mvm_disk *d, char *buf, size_t buflen,
 		  char *err, size_t errlen);
+/* The snapshot's vsock device as mvm_vsock_parse would give it: 0,
+ * -ENOENT (it had none), or -errno with a message. */
+int snapshot_vsock(struct mvm *m, struct mvm_vsock *vs, char *buf, size_t buflen, char *err,
+		   size_t errlen);
 /* From mvm_prepare, the vCPUs made: the VM's and each vCPU's state. */
 int snapshot_load_cpus(struct mvm *m, char *err, size_t errlen);
 /* From mvm_start, the devices' threads started, before the vCPUs: each

@@ -5,8 +5,8 @@
  * holes, and `state`, the snapshot container (vmm/base/snap.h) with:
  *   MVM! 0   mvm's version, the architecture, the VM's shape (vCPUs, RAM,
  *            pvpanic, hot-plug slots, each disk's path and options as
- *            --disk spells them), the number of devices, the PCI conf1
- *            address latch;
+ *            --disk spells them, the vsock device's as --vsock does),
+ *            the number of devices, the PCI conf1 address latch;
  *   the architecture's sections (arch_vm_save, arch_vcpu_save);
  *   DEV  i   device i of the VM's list: its kind, then what its
  *            vm_device_ops.save wrote.
@@ -22,6 +22,7 @@
 #include "vmm/lib/mvm_priv.h"
 #include "arch/arch.h"
 #include "devices/virtio_blk.h"
+#include "devices/virtio_vsock.h"
 #include "vmm/base/keyval.h"
 #include "vmm/base/util.h"
 
@@ -57,6 +58,8 @@ struct snapshot_vm {
 	uint32_t ndisks;
 	char path[MVM_MAX_DISKS][BLK_PATH_MAX];
 	char spec[MVM_MAX_DISKS][SNAPSHOT_SPEC_MAX];
+	bool has_vsock;
+	char vsock[SNAPSHOT_SPEC_MAX];
 	uint32_t ndevices;
 	uint32_t conf1;
 };
@@ -80,12 +83,29 @@ static int snapshot_put_vm(struct mvm *m, struct snap_w *w, char *err, size_t er
 	for (i = 0; i < m->ndisks; i++) {
 		const struct mvm_disk_slot *s = &m->disks[i];
 
+		if (kv_format_check(&blk_disk_keys, &s->opts, s->opts.path, err, errlen)) {
+			err_prefix(err, errlen, "snapshot: ");
+			return -EINVAL;
+		}
 		n = kv_format(&blk_disk_keys, &s->opts, spec, sizeof(spec));
 		if (n >= sizeof(spec))
 			return err_set(err, errlen, -ENAMETOOLONG, "snapshot: disk %s: its "
 				       "options take %zu bytes, more than %u", s->opts.path, n,
 				       SNAPSHOT_SPEC_MAX - 1);
 		snap_put_str(w, s->opts.path);
+		snap_put_str(w, spec);
+	}
+	snap_put_u8(w, m->has_vsock);
+	if (m->has_vsock) {
+		if (kv_format_check(&vsock_keys, &m->vsock, m->vsock_path, err, errlen)) {
+			err_prefix(err, errlen, "snapshot: ");
+			return -EINVAL;
+		}
+		n = kv_format(&vsock_keys, &m->vsock, spec, sizeof(spec));
+		if (n >= sizeof(spec))
+			return err_set(err, errlen, -ENAMETOOLONG, "snapshot: vsock %s: its options "
+				       "take %zu bytes, more than %u", m->vsock_path, n,
+				       SNAPSHOT_SPEC_MAX - 1);
 		snap_put_str(w, spec);
 	}
 	snap_put_u32(w, m->vm.ndevices);
@@ -324,6 +344,9 @@ static int snapshot_get_vm(const struct snap_file *f, struct snapshot_vm *v, cha
 		snap_get_str(&r, v->path[i], sizeof(v->path[i]));
 		snap_get_str(&r, v->spec[i], sizeof(v->spec[i]));
 	}
+	v->has_vsock = snap_get_u8(&r);
+	if (v->has_vsock)
+		snap_get_str(&r, v->vsock, sizeof(v->vsock));
 	v->ndevices = snap_get_u32(&r);
 	v->conf1 = snap_get_u32(&r);
 	return snap_done(&r, err, errlen);
@@ -409,6 +432,20 @@ int snapshot_disk(struct mvm *m, unsigned i, struct mvm_disk *d, char *buf, size
 	ret = kv_parse(&keys, v->spec[i], d, buf, buflen, err, errlen);
 	if (ret)
 		err_prefix(err, errlen, "restore %s: disk %u: ", m->restore_dir, i);
+	return ret;
+}
+
+int snapshot_vsock(struct mvm *m, struct mvm_vsock *vs, char *buf, size_t buflen, char *err,
+		   size_t errlen)
+{
+	int ret;
+
+	if (!m->snap_vm->has_vsock)
+		return -ENOENT;
+	mvm_vsock_init(vs);
+	ret = kv_parse(&vsock_keys, m->snap_vm->vsock, vs, buf, buflen, err, errlen);
+	if (ret)
+		err_prefix(err, errlen, "restore %s: ", m->restore_dir);
 	return ret;
 }
 
