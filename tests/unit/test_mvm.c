@@ -837,6 +837,7 @@ static void write_snapshot(const char *snapdir, const char *version, uint32_t cp
 	snap_put_u32(&w, 1);            /* disks */
 	snap_put_str(&w, image);
 	snap_put_str(&w, "queues=2,cache=writeback");
+	snap_put_u8(&w, 0);             /* no vsock */
 	snap_put_u32(&w, 0);            /* devices */
 	snap_put_u32(&w, 0);            /* conf1 */
 	snap_end(&w);
