@@ -18,6 +18,7 @@
 #   make bench-guest             mvm vs QEMU inside a guest (BENCH_GUEST_ARGS=...)
 #   make bench-vsock             mvm's vsock vs QEMU's vhost-vsock (BENCH_VSOCK_ARGS=...)
 #   make bench-rate              disk rate limits measured in the guest (BENCH_RATE_ARGS=...)
+#   make bench-snapshot          restore vs boot vs QEMU's restore, clones' memory (BENCH_SNAP_ARGS=...)
 #   make fuzz-build              libFuzzer targets (tests/fuzz/) with clang, in build/fuzz/
 #   make fuzz FUZZ_SECONDS=600   run each fuzz target that long (make test runs 6 s each)
 #   make static                  fully static ./mvm with musl, a static PIE (build/static/)
@@ -202,7 +203,7 @@ EMBED_BIN  := $(BUILD)/tests/embed/mvm-embed
 CONTROL_BIN := $(BUILD)/tests/embed/mvm-control
 
 .SECONDARY:
-.PHONY: all clean test test-long unit-tests run guest guest-s390 bench deps lib install install-lib man embed static static-bin bench-guest bench-vsock bench-rate FORCE
+.PHONY: all clean test test-long unit-tests run guest guest-s390 bench deps lib install install-lib man embed static static-bin bench-guest bench-vsock bench-rate bench-snapshot FORCE
 .PHONY: fuzz fuzz-build fuzz-bins fuzz-seeds
 all: mvm $(if $(CROSS),$(BUILD)/mvm) lib
 
@@ -405,6 +406,10 @@ bench-vsock: all
 bench-rate: all
 	$(Q)guest/build.sh
 	$(Q)tests/bench/rate-bench $(BENCH_RATE_ARGS)
+
+bench-snapshot: all
+	$(Q)guest/build.sh
+	$(Q)tests/bench/snap-bench $(BENCH_SNAP_ARGS)
 
 clean:
 	rm -rf build mvm

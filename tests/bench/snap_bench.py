@@ -1,0 +1,377 @@
+#!/usr/bin/python3
+"""Restoring a snapshot against booting, and against QEMU's restore: the
+driver of `make bench-snapshot`.
+
+Runs where /dev/kvm can run the test guest (tests/bench/snap-bench puts it
+there: directly, or in the nested harness's L1). The guest (1 vCPU, 256 MiB,
+no disk) prints "ready" and then answers each line typed on its console
+with "pong LINE". Each measurement starts a VMM process and types "ping N"
+every 20 ms (a booting guest: once it printed "ready") until the first
+pong: the time from the exec to that pong is the time to an answering
+guest. Cases, each round in a rotated order:
+
+  mvm-boot       mvm boots the guest (--kernel, --initrd)
+  mvm-restore    mvm --restore of a snapshot taken at "ready" (vm.pause,
+                 vm.snapshot), guest memory mapped from the snapshot's file
+  qemu-restore   QEMU (q35 with qboot, as make bench-guest runs it) started
+                 with -incoming "exec:cat FILE", the file written by its
+                 migrate "exec:cat > FILE" at "ready" (the guest idle, so
+                 one pass), which it runs once read
+  qemu-boot      QEMU booting the same guest
+
+mvm's cases also report startup_us from --stats: exec to vCPU 0's first
+KVM_RUN, the guest's first instruction (QEMU has no such counter).
+Every process runs on a warm page cache (the files were read by the round
+before), which is what a host restoring clones sees.
+
+Then the memory of ten VMs at once, each answering: ten mvm --restore of
+one snapshot against ten mvm boots, the sum of the processes' PSS
+(/proc/PID/smaps_rollup: a page shared by n processes counts 1/n).
+A benchmark, not a test: run it on an otherwise idle machine.
+"""
+import argparse
+import base64
+import http.client
+import json
+import os
+import re
+import shutil
+import signal
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+
+from guest_bench import BASE_CMDLINE
+
+ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
+GUEST_SCRIPT = 'echo ready; while read l; do echo "pong $l"; done'
+CASES = ["mvm-boot", "mvm-restore", "qemu-restore", "qemu-boot"]
+
+
+def log(msg):
+    print(msg, flush=True)
+
+
+def parse_args():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--rounds", type=int, default=5)
+    ap.add_argument("--clones", type=int, default=10)
+    ap.add_argument("--mem", type=int, default=256, help="guest RAM in MiB")
+    ap.add_argument("--cases", default=",".join(CASES))
+    ap.add_argument("--mvm", default=os.path.join(ROOT, "mvm"))
+    ap.add_argument("--files", default=os.path.join(ROOT, "build", "guest"))
+    return ap.parse_args()
+
+
+def guest_cmd():
+    # eval, not "| sh": the loop reads the console, which a piped shell's
+    # stdin is not; no double quotes (the kernel takes them for its own).
+    return 'eval $(echo %s | base64 -d)' % base64.b64encode(GUEST_SCRIPT.encode()).decode()
+
+
+def ids():
+    return ["--uid", "0", "--gid", "0"] if os.geteuid() == 0 else []
+
+
+def mvm_boot_argv(args, extra=()):
+    return [args.mvm] + ids() + ["--stats", "--kernel", os.path.join(args.files, "bzImage"),
+                                 "--initrd", os.path.join(args.files, "initramfs.cpio.gz"),
+                                 "--cpus", "1", "--mem", "%dM" % args.mem,
+                                 "--cmdline", "loglevel=4 -- " + guest_cmd()] + list(extra)
+
+
+def qemu_argv(args, extra=()):
+    return ["qemu-system-x86_64", "-M", "q35", "-bios", "bios-microvm.bin", "-accel", "kvm",
+            "-cpu", "host", "-smp", "1", "-m", "%dM" % args.mem, "-nodefaults",
+            "-no-user-config", "-display", "none", "-serial", "stdio", "-no-reboot",
+            "-kernel", os.path.join(args.files, "bzImage"),
+            "-initrd", os.path.join(args.files, "initramfs.cpio.gz"),
+            "-append", BASE_CMDLINE + " loglevel=4 -- " + guest_cmd()] + list(extra)
+
+
+class Vm:
+    """A VMM process on a pipe console: when it printed ready and pong."""
+
+    def __init__(self, argv):
+        self.t0 = time.monotonic()
+        self.p = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                  stderr=subprocess.PIPE)
+        self.ready = self.pong = None
+        self.out = []
+        self.err = b""
+        # A VMM that takes no input yet (its UART's FIFO full) must not
+        # block the pings: they are dropped instead.
+        os.set_blocking(self.p.stdin.fileno(), False)
+        threading.Thread(target=self._read, daemon=True).start()
+        threading.Thread(target=self._read_err, daemon=True).start()
+
+    def _read(self):
+        for line in self.p.stdout:
+            now = time.monotonic()
+            s = line.decode(errors="replace").strip()
+            self.out.append(s)
+            if self.ready is None and s == "ready":
+                self.ready = now
+            if self.pong is None and s.startswith("pong"):
+                self.pong = now
+
+    def _read_err(self):
+        self.err = self.p.stderr.read()
+
+    def wait_line(self, what, timeout=300):
+        end = time.monotonic() + timeout
+        while getattr(self, what) is None and time.monotonic() < end and self.p.poll() is None:
+            time.sleep(0.005)
+        return getattr(self, what) is not None
+
+    def ping_until_pong(self, timeout=300):
+        end, n = time.monotonic() + timeout, 0
+        while self.pong is None and time.monotonic() < end and self.p.poll() is None:
+            try:
+                os.write(self.p.stdin.fileno(), b"ping %d\n" % n)
+            except BlockingIOError:
+                pass
+            except OSError:
+                break
+            n += 1
+            time.sleep(0.02)
+        return self.pong is not None
+
+    def stop(self):
+        if self.p.poll() is None:
+            self.p.send_signal(signal.SIGTERM)
+        try:
+            self.p.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            self.p.kill()
+            self.p.wait()
+        time.sleep(0.05)
+
+    def stats(self):
+        try:
+            text = self.err.decode(errors="replace")
+            return json.JSONDecoder().raw_decode(text[text.index("{"):])[0]
+        except ValueError:
+            return {}
+
+    def minflt(self):
+        """The process's minor page faults so far (the guest's first
+        touches of its RAM among them)."""
+        try:
+            with open("/proc/%d/stat" % self.p.pid) as f:
+                return int(f.read().rsplit(")", 1)[1].split()[7])
+        except (OSError, IndexError, ValueError):
+            return None
+
+
+class UnixHTTP(http.client.HTTPConnection):
+    def __init__(self, path):
+        super().__init__("localhost", timeout=120)
+        self.unix_path = path
+
+    def connect(self):
+        self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        self.sock.connect(self.unix_path)
+
+
+def api(sock, endpoint, body=None):
+    for attempt in range(5):
+        c = UnixHTTP(sock)
+        try:
+            c.request("PUT", "/api/v1/" + endpoint, body=json.dumps(body) if body else None,
+                      headers={"Content-Type": "application/json"})
+            r = c.getresponse()
+            data = r.read()
+        except ConnectionError as e:
+            # The socket is there before mvm's API thread serves it.
+            log("snap-bench: %s: %s; again" % (endpoint, e))
+            time.sleep(1)
+            continue
+        finally:
+            c.close()
+        if r.status >= 300:
+            raise RuntimeError("%s: HTTP %d %s" % (endpoint, r.status, data[:300]))
+        return
+    raise RuntimeError("%s: no answer from the API socket" % endpoint)
+
+
+def mvm_snapshot(args, scratch):
+    """The guest booted to "ready", paused and snapshotted into scratch/mvm-snap."""
+    sock, snap = os.path.join(scratch, "api.sock"), os.path.join(scratch, "mvm-snap")
+    vm = Vm([args.mvm, "--sandbox", "off", "--api-socket", sock] + mvm_boot_argv(args)[1:])
+    if not vm.wait_line("ready"):
+        raise RuntimeError("mvm: the guest did not get ready: %s %s" % (vm.out[-5:],
+                                                                      vm.err[-300:]))
+    api(sock, "vm.pause")
+    t = time.monotonic()
+    api(sock, "vm.snapshot", {"destination_url": "file://" + snap})
+    took = time.monotonic() - t
+    api(sock, "vmm.shutdown")
+    vm.stop()
+    log("snap-bench: mvm's snapshot took %.0f ms: state %d bytes, memory %d MiB (%d MiB on "
+        "disk)" % (took * 1000, os.path.getsize(os.path.join(snap, "state")), args.mem,
+                   os.stat(os.path.join(snap, "memory")).st_blocks * 512 >> 20))
+    return snap
+
+
+def qemu_monitor(path, cmd):
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    s.connect(path)
+    s.settimeout(120)
+    s.sendall(cmd.encode() + b"\n")
+    data = b""
+    # The monitor echoes the command, answers, then prompts "(qemu) ".
+    while data.count(b"(qemu)") < 2:
+        chunk = s.recv(65536)
+        if not chunk:
+            break
+        data += chunk
+    s.close()
+    return data.decode(errors="replace")
+
+
+def qemu_snapshot(args, scratch):
+    mon, state = os.path.join(scratch, "qemu.mon"), os.path.join(scratch, "qemu.state")
+    vm = Vm(qemu_argv(args, ["-monitor", "unix:%s,server,nowait" % mon]))
+    if not vm.wait_line("ready"):
+        raise RuntimeError("qemu: the guest did not get ready: %s" % vm.out[-5:])
+    t = time.monotonic()
+    # Not stopped first: the state saves the run state, and a QEMU
+    # restoring a stopped guest leaves it stopped. An idle guest converges
+    # in one pass; the source then stops by itself.
+    qemu_monitor(mon, 'migrate "exec:cat > %s"' % state)
+    for _ in range(1200):
+        if "Migration status: completed" in qemu_monitor(mon, "info migrate"):
+            break
+        time.sleep(0.1)
+    else:
+        raise RuntimeError("qemu: migrate to a file did not complete")
+    took = time.monotonic() - t
+    qemu_monitor(mon, "quit")
+    vm.stop()
+    log("snap-bench: QEMU's migrate to a file took %.0f ms: %d MiB" % (
+        took * 1000, os.path.getsize(state) >> 20))
+    return state
+
+
+def run(case, args, snaps):
+    if case == "mvm-boot":
+        vm = Vm(mvm_boot_argv(args))
+    elif case == "mvm-restore":
+        vm = Vm([args.mvm] + ids() + ["--stats", "--restore", snaps["mvm"]])
+    elif case == "qemu-restore":
+        vm = Vm(qemu_argv(args, ["-incoming", "exec:cat %s" % snaps["qemu"]]))
+    else:
+        vm = Vm(qemu_argv(args))
+    # A booting guest gets its pings once it is ready: QEMU's UART drops
+    # or holds input typed before the guest's driver takes it, and then
+    # never hands the guest the rest (mvm's waits in its FIFO).
+    ok = (not case.endswith("-boot") or vm.wait_line("ready")) and vm.ping_until_pong()
+    flt = vm.minflt()
+    vm.stop()
+    if not ok:
+        raise RuntimeError("%s: no pong: %s %s" % (case, vm.out[-5:], vm.err[-300:]))
+    st = vm.stats() if case.startswith("mvm") else {}
+    return {"answer_ms": (vm.pong - vm.t0) * 1000, "startup_us": st.get("startup_us"),
+            "phases_us": st.get("startup_phases_us"), "minflt": flt}
+
+
+def pss_kib(pid):
+    with open("/proc/%d/smaps_rollup" % pid) as f:
+        for line in f:
+            if line.startswith("Pss:"):
+                return int(line.split()[1])
+    return 0
+
+
+def clones(argv, n, boot):
+    """n VMs from argv at once, each answering: the sum of their PSS in KiB."""
+    vms = [Vm(argv) for _ in range(n)]
+    try:
+        for vm in vms:
+            if not ((not boot or vm.wait_line("ready")) and vm.ping_until_pong()):
+                raise RuntimeError("a clone did not answer: %s %s" % (vm.out[-3:], vm.err[-300:]))
+        time.sleep(1)
+        return sum(pss_kib(vm.p.pid) for vm in vms)
+    finally:
+        for vm in vms:
+            vm.stop()
+
+
+def main():
+    args = parse_args()
+    cases = [c for c in args.cases.split(",") if c]
+    scratch = tempfile.mkdtemp(prefix="mvm-snap-bench.")
+    try:
+        snaps = {}
+        if "mvm-restore" in cases:
+            snaps["mvm"] = mvm_snapshot(args, scratch)
+        if "qemu-restore" in cases:
+            snaps["qemu"] = qemu_snapshot(args, scratch)
+        res = {c: [] for c in cases}
+        for r in range(args.rounds + 1):
+            # Round 0 warms the page cache and is not counted; the order
+            # rotates from round to round so drift falls on every case.
+            order = cases[r % len(cases):] + cases[:r % len(cases)]
+            for c in order:
+                got = run(c, args, snaps)
+                if r:
+                    res[c].append(got)
+                log("snap-bench: round %d %-13s answered in %7.1f ms%s%s" % (
+                    r, c, got["answer_ms"],
+                    "" if got["startup_us"] is None else
+                    ", first instruction at %.1f ms" % (got["startup_us"] / 1000),
+                    " (warm-up, not counted)" if not r else ""))
+        summary = {}
+        log("")
+        log("snap-bench: %d rounds, guest of %d MiB, 1 vCPU, median (mean)" % (
+            args.rounds, args.mem))
+        for c in cases:
+            a = [x["answer_ms"] for x in res[c]]
+            s = [x["startup_us"] / 1000 for x in res[c] if x["startup_us"] is not None]
+            summary[c] = {"answer_ms_median": statistics.median(a), "answer_ms_mean":
+                          statistics.mean(a), "answer_ms": a}
+            if s:
+                summary[c]["first_instruction_ms_median"] = statistics.median(s)
+                summary[c]["first_instruction_ms"] = s
+                phases = {k: statistics.median(x["phases_us"][k] / 1000 for x in res[c])
+                          for k in res[c][0]["phases_us"]}
+                summary[c]["phases_ms_median"] = phases
+                log("  %-13s to the first instruction by step (ms): %s" % (
+                    c, ", ".join("%s %.1f" % kv for kv in phases.items())))
+            f = [x["minflt"] for x in res[c] if x["minflt"] is not None]
+            if f:
+                summary[c]["minflt_median"] = statistics.median(f)
+            log("  %-13s answers in %8.1f ms (%8.1f)%s%s" % (
+                c, statistics.median(a), statistics.mean(a),
+                ", first instruction at %.1f ms" % statistics.median(s) if s else "",
+                ", %d minor faults" % statistics.median(f) if f else ""))
+        # Ratios per round (side by side), then their median.
+        for num, den in (("mvm-restore", "mvm-boot"), ("mvm-restore", "qemu-restore"),
+                         ("qemu-restore", "qemu-boot")):
+            if num in res and den in res:
+                q = [x["answer_ms"] / y["answer_ms"] for x, y in zip(res[num], res[den])]
+                summary["%s/%s" % (num, den)] = statistics.median(q)
+                log("  %s / %s: %.3f (median of the rounds' ratios: %s)" % (
+                    num, den, statistics.median(q), " ".join("%.3f" % x for x in q)))
+        if args.clones and "mvm-restore" in cases:
+            restored = clones([args.mvm] + ids() + ["--restore", snaps["mvm"]], args.clones,
+                              False)
+            booted = clones([a for a in mvm_boot_argv(args) if a != "--stats"], args.clones,
+                            True)
+            summary["clones"] = {"n": args.clones, "restored_pss_kib": restored,
+                                 "booted_pss_kib": booted, "ratio": restored / booted}
+            log("  %d VMs at once, each answering: restored %d MiB PSS in all, booted %d MiB: "
+                "%.3f" % (args.clones, restored >> 10, booted >> 10, restored / booted))
+        print("MVM-BENCH-SNAP-JSON " + json.dumps(summary), flush=True)
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
