@@ -20,18 +20,6 @@
 sock=$SYS_TMP/api.sock
 img=$SYS_TMP/disk.img
 make_image "$img" 8
-api() {   # METHOD ENDPOINT [curl args...]: the status, the body in $SYS_TMP/body
-	local m=$1 e=$2; shift 2
-	curl -s -m 20 --unix-socket "$sock" -X "$m" -o "$SYS_TMP/body" -w '%{http_code}' \
-		"$@" "http://localhost/api/v1/$e"
-}
-expect() {   # STATUS METHOD ENDPOINT [curl args...]
-	local want=$1 got; shift
-	got=$(api "$@")
-	[ "$got" = "$want" ] || { grep -v '^tick' "$SYS_TMP/out" | tail -n 8
-		fail "$1 $2: HTTP $got, expected $want: $(head -c 300 "$SYS_TMP/body" 2>/dev/null)"; }
-	echo "$1 $2: $got $(head -c 160 "$SYS_TMP/body")"
-}
 
 # The VM from vm.create and vm.boot, as Cloud Hypervisor's clients make
 # one: mvm given the socket alone (and the sandbox's ids) serves until

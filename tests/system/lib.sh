@@ -208,3 +208,20 @@ blk_fio_check() {
 	[ "$before" = "$after" ] || fail "the ro image changed"
 	echo "fio verify passed with $q queue(s) (packed=$packed); ro disk refused writes and is unchanged"
 }
+
+# The API socket (mvm --api-socket "$sock"; the test sets sock), as curl
+# drives it. api METHOD ENDPOINT [curl args...]: the HTTP status, the body
+# in $SYS_TMP/body. expect STATUS METHOD ENDPOINT [curl args...]: that
+# status, or the test fails with the guest's last lines ($SYS_TMP/out).
+api() {
+	local m=$1 e=$2; shift 2
+	curl -s -m 60 --unix-socket "$sock" -X "$m" -o "$SYS_TMP/body" -w '%{http_code}' \
+		"$@" "http://localhost/api/v1/$e"
+}
+expect() {
+	local want=$1 got; shift
+	got=$(api "$@")
+	[ "$got" = "$want" ] || { grep -v '^tick' "$SYS_TMP/out" | tail -n 8
+		fail "$1 $2: HTTP $got, expected $want: $(head -c 300 "$SYS_TMP/body" 2>/dev/null)"; }
+	echo "$1 $2: $got $(head -c 160 "$SYS_TMP/body")"
+}

@@ -17,18 +17,6 @@ img=$SYS_TMP/disk.img
 snap=$SYS_TMP/snap
 head -c 8M /dev/urandom >"$img"
 sum=$(head -c 1M "$img" | md5sum | cut -d' ' -f1)
-api() {   # METHOD ENDPOINT [curl args...]: the status, the body in $SYS_TMP/body
-	local m=$1 e=$2; shift 2
-	curl -s -m 60 --unix-socket "$sock" -X "$m" -o "$SYS_TMP/body" -w '%{http_code}' \
-		"$@" "http://localhost/api/v1/$e"
-}
-expect() {   # STATUS METHOD ENDPOINT [curl args...]
-	local want=$1 got; shift
-	got=$(api "$@")
-	[ "$got" = "$want" ] || { tail -n 8 "$SYS_TMP/out"
-		fail "$1 $2: HTTP $got, expected $want: $(head -c 300 "$SYS_TMP/body" 2>/dev/null)"; }
-	echo "$1 $2: $got $(head -c 160 "$SYS_TMP/body")"
-}
 # The guest, 2 vCPUs and a disk with 2 queues: in the background fio
 # writes random 4 KiB blocks to the disk's second 4 MiB with crc32c
 # headers and reads them back to verify, round after round (a snapshot
