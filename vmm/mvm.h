@@ -185,6 +185,11 @@ struct mvm_config {
 	 * is refused (mvm_create, mvm_prepare or mvm_start), naming what
 	 * differs. docs/snapshot.md. */
 	const char *restore;
+	/* Since 2.6. mvm_start leaves the VM paused: its vCPUs park before
+	 * their first instruction, its queues take nothing from the guest,
+	 * and mvm_resume lets it run (Cloud Hypervisor's vm.restore leaves
+	 * the restored VM so, for its owner to resume). Default false. */
+	bool start_paused;
 };
 #define MVM_MAX_HOTPLUG_SLOTS 8
 

@@ -42,7 +42,16 @@ static int fz_boot(struct api_vm *v, char *err, size_t errlen)
 	return 0;
 }
 
-static const struct api_host fz_host = { .create = fz_create, .boot = fz_boot };
+static int fz_restore(struct api_vm *v, const char *dir, char *err, size_t errlen)
+{
+	(void)v;
+	FZ_ASSERT(dir && *dir);
+	snprintf(err, errlen, "no VM restored here");
+	return -EINVAL;
+}
+
+static const struct api_host fz_host = { .create = fz_create, .boot = fz_boot,
+					 .restore = fz_restore };
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {

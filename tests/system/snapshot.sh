@@ -8,7 +8,8 @@
 # verifying, its clock going on from the snapshot's uptime, its vsock
 # connection held open across the snapshot reset (TRANSPORT_RESET) so its
 # echo takes a new one; once with the sandbox off, then three clones at
-# once, confined, each with its own copy of the disk, CID and socket. Damaged snapshots are refused with one
+# once, confined, each with its own copy of the disk, CID and socket; then
+# through the API's vm.restore, left paused until vm.resume. Damaged snapshots are refused with one
 # line and status 2: a truncated state, a flipped byte, memory cut short,
 # a disk of another size.
 . "$(dirname "$0")/lib.sh"
@@ -139,6 +140,28 @@ for c in 1 2 3; do
 		--vsock "cid=$((3 + c)),socket=$SYS_TMP/clone$c.sock"
 done
 for c in 1 2 3; do restore_check clone$c "$SYS_TMP/clone$c.sock"; done
+
+# Cloud Hypervisor's way: mvm --api-socket alone, vm.restore (the
+# snapshot's own disk, put back as the snapshot had it, and vsock socket),
+# the VM left paused until vm.resume; confined.
+cp "$SYS_TMP/copy.img" "$img"
+sock=$SYS_TMP/api2.sock
+"$MVM" "${SYS_IDS[@]}" --api-socket "$sock" </dev/null >"$SYS_TMP/out" 2>&1 &
+pid=$!
+for _ in $(seq 1 100); do [ -S "$sock" ] && break; sleep 0.1; done
+expect 204 PUT vm.restore -d "{\"source_url\":\"file://$snap\",\"prefault\":false}"
+expect 405 PUT vm.restore -d "{\"source_url\":\"file://$snap\"}"
+expect 200 GET vm.info
+grep -q '"state":"Paused"' "$SYS_TMP/body" || fail "vm.info after vm.restore: not Paused: $(cat "$SYS_TMP/body")"
+sleep 2
+! grep -q '^tick ' "$SYS_TMP/out" || fail "the guest ran before vm.resume"
+expect 204 PUT vm.resume
+for _ in $(seq 1 300); do grep -q "^tick $((n + 5)) " "$SYS_TMP/out" && break; sleep 0.2; done
+grep -q "^tick $((n + 1)) .* $boot" "$SYS_TMP/out" && grep -q "^tick $((n + 5)) " "$SYS_TMP/out" ||
+	{ tail -n 20 "$SYS_TMP/out"; fail "the guest restored by vm.restore did not count on after vm.resume"; }
+echo "vm.restore: paused until vm.resume, then counted on from $((n + 1))"
+expect 204 PUT vmm.shutdown
+wait $pid
 
 # refused NAME: mvm --restore on a damaged snapshot exits 2 with one line.
 refused() {

@@ -316,7 +316,53 @@ static int fake_boot(struct api_vm *v, char *err, size_t errlen)
 	return fake_boot_ret;
 }
 
-static const struct api_host fake_host = { .create = fake_create, .boot = fake_boot };
+static char fake_restored[256];
+static int fake_restore_ret;
+
+static int fake_restore(struct api_vm *v, const char *dir, char *err, size_t errlen)
+{
+	(void)v;
+	snprintf(fake_restored, sizeof(fake_restored), "%s", dir);
+	if (fake_restore_ret)
+		snprintf(err, errlen, "restore %s: no snapshot there", dir);
+	return fake_restore_ret;
+}
+
+static const struct api_host fake_host = { .create = fake_create, .boot = fake_boot,
+					   .restore = fake_restore };
+
+/* vm.restore: Cloud Hypervisor's RestoreConfig (source_url a file://
+ * URL, prefault taken), served only by an mvm without a VM (--api-socket
+ * alone); the host restores the directory the URL names; what the
+ * library refuses is a 400; the VM is then booted (started paused). */
+TEST(restore_takes_a_restore_config_where_there_is_no_vm)
+{
+	struct api_vm v = { 0 };
+
+	error_says(call(&v, "PUT", "/api/v1/vm.restore", "{\"source_url\":\"file:///s\"}", 501),
+		   "mvm --api-socket PATH alone");
+	v = (struct api_vm){ .host = &fake_host };
+	error_says(call(&v, "PUT", "/api/v1/vm.restore", "{\"source_url\":\"/s\"}", 400),
+		   "give \"file:///DIR\"");
+	error_says(call(&v, "PUT", "/api/v1/vm.restore",
+			"{\"source_url\":\"file:///s\",\"net_fds\":[3]}", 400),
+		   "field net_fds: not one mvm takes");
+	error_says(call(&v, "PUT", "/api/v1/vm.restore",
+			"{\"source_url\":\"file:///s\",\"prefault\":1}", 400), "prefault");
+	CHECK_STR(fake_restored, "");
+	fake_restore_ret = -ENOENT;
+	error_says(call(&v, "PUT", "/api/v1/vm.restore", "{\"source_url\":\"file:///s\"}", 400),
+		   "vm.restore: restore /s: no snapshot there");
+	CHECK(!v.booted);
+	fake_restore_ret = 0;
+	CHECK(!call(&v, "PUT", "/api/v1/vm.restore",
+		    "{\"source_url\":\"file:///snap/1\",\"prefault\":true}", 204));
+	CHECK_STR(fake_restored, "/snap/1");
+	CHECK(v.booted);
+	v.vm = (struct mvm *)&v;        /* a VM exists now: not looked into */
+	error_says(call(&v, "PUT", "/api/v1/vm.restore", "{\"source_url\":\"file:///s\"}", 405),
+		   "a VM exists already");
+}
 
 TEST(create_takes_a_vmconfig_and_boot_starts_it)
 {

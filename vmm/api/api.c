@@ -21,7 +21,7 @@ static const char *const api_unsupported[] = {
 	"vm.delete", "vm.reboot", "vm.power-button", "vm.resize",
 	"vm.resize-zone", "vm.add-device", "vm.add-fs", "vm.add-pmem",
 	"vm.add-net", "vm.add-vsock", "vm.add-vdpa", "vm.add-user-device",
-	"vm.coredump", "vm.restore", "vm.receive-migration",
+	"vm.coredump", "vm.receive-migration",
 	"vm.send-migration", "vm.nmi",
 };
 
@@ -853,14 +853,94 @@ static bool api_body_ok(const char *name, const char *body, size_t len, struct a
 	return j != NULL;
 }
 
+/* A snapshot's directory from Cloud Hypervisor's file:// URL (field
+ * name: destination_url, source_url) in j, which may hold only the
+ * fields in also besides it: the directory, or NULL and the 400. */
+static const char *api_snapshot_dir(const char *name, json_t *j, const char *field,
+				    const char *const *also, struct api_reply *r)
+{
+	const char *url, *key, *const *a;
+	json_t *val;
+
+	json_object_foreach(j, key, val) {
+		for (a = also; *a && strcmp(*a, key); a++)
+			;
+		if (strcmp(key, field) && !*a) {
+			api_error(r, 400, "%s: field %.64s: not one mvm takes; give %s", name, key,
+				  field);
+			return NULL;
+		}
+	}
+	url = json_string_value(json_object_get(j, field));
+	if (!url || strncmp(url, "file://", 7) || !url[7]) {
+		api_error(r, 400, "%s: %s %.128s: give \"file:///DIR\", the snapshot's directory",
+			  name, field, url ? url : "missing");
+		return NULL;
+	}
+	return url + 7;
+}
+
+/* PUT vm.restore, Cloud Hypervisor's RestoreConfig { source_url:
+ * "file:///DIR", prefault }: where mvm was started with --api-socket
+ * alone and no VM was made, the VM restored from DIR and left paused, as
+ * Cloud Hypervisor leaves it: vm.resume runs it. prefault is taken and
+ * has no effect (mvm maps the memory file and the guest's touches bring
+ * pages in). 204. */
+static void api_vm_restore(struct api_vm *v, const char *body, size_t len,
+			   struct api_reply *r)
+{
+	static const char *const also[] = { "prefault", NULL };
+	char err[MVM_ERR_MAX];
+	const char *dir;
+	json_t *j, *pf;
+	int ret;
+
+	if (!v->host) {
+		if (len && !api_body_ok("vm.restore", body, len, r))
+			return;
+		api_error(r, 501, "vm.restore: this mvm was given its VM on the command line; run "
+			  "mvm --api-socket PATH alone to restore one through the API, or mvm "
+			  "--restore DIR");
+		return;
+	}
+	if (v->vm) {
+		api_error(r, 405, "vm.restore: a VM exists already");
+		return;
+	}
+	j = api_load("vm.restore", body, len, "RestoreConfig", r);
+	if (!j)
+		return;
+	pf = json_object_get(j, "prefault");
+	if (pf && !json_is_boolean(pf)) {
+		api_error(r, 400, "vm.restore: prefault: give true or false");
+		json_decref(j);
+		return;
+	}
+	dir = api_snapshot_dir("vm.restore", j, "source_url", also, r);
+	if (!dir) {
+		json_decref(j);
+		return;
+	}
+	ret = v->host->restore(v, dir, err, sizeof(err));
+	json_decref(j);
+	if (ret) {
+		api_error(r, ret == -EINVAL || ret == -ENOENT || ret == -EPROTO ? 400 : 500,
+			  "vm.restore: %s", err);
+		return;
+	}
+	v->booted = true;
+	r->status = 204;
+}
+
 /* PUT vm.snapshot, Cloud Hypervisor's SnapshotConfig { destination_url:
  * "file:///DIR" } of a paused VM: 204; 405 while it runs. */
 static void api_vm_snapshot(struct api_vm *v, const char *body, size_t len,
 			    struct api_reply *r)
 {
+	static const char *const also[] = { NULL };
 	char err[MVM_ERR_MAX];
-	const char *url, *key;
-	json_t *j, *val;
+	const char *dir;
+	json_t *j;
 	int ret;
 
 	if (!v->vm) {
@@ -870,18 +950,8 @@ static void api_vm_snapshot(struct api_vm *v, const char *body, size_t len,
 	j = api_load("vm.snapshot", body, len, "SnapshotConfig", r);
 	if (!j)
 		return;
-	json_object_foreach(j, key, val) {
-		if (strcmp(key, "destination_url")) {
-			api_error(r, 400, "vm.snapshot: field %.64s: not one mvm takes; give only "
-				  "destination_url", key);
-			json_decref(j);
-			return;
-		}
-	}
-	url = json_string_value(json_object_get(j, "destination_url"));
-	if (!url || strncmp(url, "file://", 7) || !url[7]) {
-		api_error(r, 400, "vm.snapshot: destination_url %.128s: give \"file:///DIR\", "
-			  "the directory to write the snapshot to", url ? url : "missing");
+	dir = api_snapshot_dir("vm.snapshot", j, "destination_url", also, r);
+	if (!dir) {
 		json_decref(j);
 		return;
 	}
@@ -892,7 +962,7 @@ static void api_vm_snapshot(struct api_vm *v, const char *body, size_t len,
 		json_decref(j);
 		return;
 	}
-	ret = mvm_snapshot(v->vm, url + 7, err, sizeof(err));
+	ret = mvm_snapshot(v->vm, dir, err, sizeof(err));
 	json_decref(j);
 	if (!ret)
 		r->status = 204;
@@ -911,7 +981,7 @@ void api_handle(struct api_vm *v, const char *method, const char *url, const cha
 		{ "vm.pause", API_PUT }, { "vm.resume", API_PUT }, { "vm.shutdown", API_PUT },
 		{ "vmm.shutdown", API_PUT }, { "vm.add-disk", API_PUT },
 		{ "vm.remove-device", API_PUT }, { "vm.create", API_PUT }, { "vm.boot", API_PUT },
-		{ "vm.snapshot", API_PUT },
+		{ "vm.snapshot", API_PUT }, { "vm.restore", API_PUT },
 	};
 	enum api_method m;
 	const char *name;
@@ -947,6 +1017,7 @@ void api_handle(struct api_vm *v, const char *method, const char *url, const cha
 		case 4: api_vm_pause(v, false, r); return;
 		case 7: api_vm_add_disk(v, body, len, r); return;
 		case 11: api_vm_snapshot(v, body, len, r); return;
+		case 12: api_vm_restore(v, body, len, r); return;
 		case 8: api_vm_remove_device(v, body, len, r); return;
 		case 9:
 		case 10:

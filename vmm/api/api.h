@@ -61,6 +61,9 @@ struct api_vm;
 struct api_host {
 	int (*create)(struct api_vm *v, const struct api_vmconfig *c, char *err, size_t errlen);
 	int (*boot)(struct api_vm *v, char *err, size_t errlen);
+	/* vm.restore: the VM made from the snapshot in dir and prepared, to
+	 * be started paused (v->vm set). 0 or -errno with a message. */
+	int (*restore)(struct api_vm *v, const char *dir, char *err, size_t errlen);
 };
 
 /* The VM the API drives and what it was made from (the command line's

@@ -362,9 +362,44 @@ static int main_api_boot(struct api_vm *v, char *err, size_t errlen)
 	return mvm_prepare(v->vm, err, errlen);
 }
 
+/* vm.restore: the VM from the snapshot, as mvm --restore DIR makes it,
+ * prepared on this thread like vm.boot's, and started paused. */
+static int main_api_restore(struct api_vm *v, const char *dir, char *err, size_t errlen)
+{
+	struct main_api *x = v->host_ctx;
+	struct cli_config *cfg = x->cfg;
+	struct mvm_config keep = cfg->vm;
+	int r;
+
+	cfg->vm.restore = strdup(dir);
+	if (!cfg->vm.restore)
+		return err_set(err, errlen, -ENOMEM, "out of memory");
+	cfg->vm.start_paused = true;
+	r = main_create(cfg, x->start_ns, x->jail, &x->escape, &v->vm, err, errlen);
+	if (!r) {
+		r = mvm_prepare(v->vm, err, errlen);
+		if (r) {
+			mvm_destroy(v->vm);
+			v->vm = NULL;
+		}
+	}
+	if (r) {
+		free((char *)cfg->vm.restore);
+		cfg->vm = keep;
+		return r;
+	}
+	main_restored(cfg, v->vm, x->jail);
+	v->cfg = &cfg->vm;
+	v->disks = cfg->disks;
+	v->ndisks = cfg->ndisks;
+	v->vsock = cfg->has_vsock ? &cfg->vsock : NULL;
+	return 0;
+}
+
 static const struct api_host main_api_host = {
 	.create = main_api_create,
 	.boot = main_api_boot,
+	.restore = main_api_restore,
 };
 
 static void main_print_stats(const struct mvm *vm)

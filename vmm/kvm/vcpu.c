@@ -460,6 +460,11 @@ int vcpu_pause_all(struct vcpu *vcpus, unsigned n, uint64_t deadline_ns)
 	return r;
 }
 
+void vcpu_pause_request(struct vm *vm)
+{
+	atomic_store(&vm_kvm(vm)->pause_req, true);
+}
+
 void vcpu_resume_all(struct vm *vm)
 {
 	struct kvm_state *ks = vm_kvm(vm);

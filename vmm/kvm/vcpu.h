@@ -89,6 +89,10 @@ void vcpu_join(struct vcpu *v);
  * VM stops meanwhile, -ETIMEDOUT at deadline_ns (CLOCK_MONOTONIC): then
  * the pause is undone. One pauser at a time (the library's lock). */
 int vcpu_pause_all(struct vcpu *vcpus, unsigned n, uint64_t deadline_ns);
+/* Ask the VM's vCPUs to park before they run (a VM started paused):
+ * set before the gate opens, each parks at its first look, and
+ * vcpu_pause_all then waits for them. */
+void vcpu_pause_request(struct vm *vm);
 /* Let parked vCPUs run again; returns at once. */
 void vcpu_resume_all(struct vm *vm);
 /* After a stop request: parked vCPUs see it and end (before the joins),

@@ -1557,6 +1557,8 @@ int mvm_prepare(struct mvm *m, char *err, size_t errlen)
 	return 0;
 }
 
+static int mvm_pause_locked(struct mvm *m, const char *call, char *err, size_t errlen);
+
 /* mvm_start, and with confine (and the sandbox on) the calling thread's
  * own filter, all before the gate lets the vCPUs run: the guest's first
  * instruction comes after every thread of the VM, the caller's included,
@@ -1621,9 +1623,24 @@ static int mvm_start_common(struct mvm *m, bool confine, char *err, size_t errle
 			goto stop_control;
 		}
 	}
+	/* Started paused: the vCPUs see the request before their first
+	 * instruction, the pause below then waits for them to park. */
+	if (m->cfg.start_paused)
+		vcpu_pause_request(&m->vm);
 	atomic_store(&m->state, MVM_RUNNING);
 	m->phase_ns[MVM_PHASE_START] = mono_ns();
 	vm_open_gate(&m->vm, started);
+	if (m->cfg.start_paused) {
+		pthread_mutex_lock(&m->ctl_lock);
+		ret = mvm_pause_locked(m, "mvm_start (start_paused)", err, errlen);
+		pthread_mutex_unlock(&m->ctl_lock);
+		if (ret) {
+			/* Not paused within the time: the VM must not run
+			 * unasked; it stops, for mvm_wait and mvm_destroy. */
+			mvm_stop(m, MVM_EXIT_INTERNAL);
+			return ret;
+		}
+	}
 	return 0;
 
 stop_control:
