@@ -116,6 +116,7 @@ int arch_vm_init(struct vm *vm, void **state, char *err, size_t errlen)
 	}
 	x86_cpuid_add_emulated(xv->cpuid,
 			       ioctl(vm->kvm_fd, KVM_CHECK_EXTENSION, KVM_CAP_TSC_DEADLINE_TIMER) > 0);
+	x86_snap_probe(vm, xv);
 	*state = xv;
 	return 0;
 fail:
@@ -127,8 +128,10 @@ void arch_vm_fini(void *state)
 {
 	struct x86_vm *xv = state;
 
-	if (xv)
+	if (xv) {
 		free(xv->cpuid);
+		free(xv->msr_list);
+	}
 	free(xv);
 }
 

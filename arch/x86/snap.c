@@ -826,44 +826,66 @@ static int vm_call(struct vm *vm, unsigned long req, void *arg, const char *what
 /* Bytes of XSAVE state KVM_GET_XSAVE2 writes and KVM_SET_XSAVE reads on
  * this VM (api.rst, KVM_GET_XSAVE2): KVM_CHECK_EXTENSION(KVM_CAP_XSAVE2)
  * on the VM fd, at least 4096; 4096 (KVM_GET_XSAVE's struct) from a KVM
- * without it. */
-static uint32_t xsave_size(struct vm *vm)
+ * without it. Every MSR KVM saves and restores: KVM_GET_MSR_INDEX_LIST,
+ * on /dev/kvm. Both asked once, at arch_vm_init: a snapshot may be taken
+ * by a filtered thread (mvm --api-socket's, under --sandbox on) whose
+ * filter allows neither query. */
+void x86_snap_probe(struct vm *vm, struct x86_vm *xv)
 {
+	struct kvm_msr_list probe = { .nmsrs = 0 };
 	int n = ioctl(vm->vm_fd, KVM_CHECK_EXTENSION, KVM_CAP_XSAVE2);
 
-	return n > (int)X86_SNAP_XSAVE_MIN ? (uint32_t)n : X86_SNAP_XSAVE_MIN;
+	xv->xsave_size = n > (int)X86_SNAP_XSAVE_MIN ? (uint32_t)n : X86_SNAP_XSAVE_MIN;
+	/* With room for none, KVM answers E2BIG and the count. */
+	if (ioctl(vm->kvm_fd, KVM_GET_MSR_INDEX_LIST, &probe) < 0 && errno != E2BIG) {
+		xv->msr_list_err = errno;
+		return;
+	}
+	if (probe.nmsrs > X86_SNAP_MSRS_MAX) {
+		xv->msr_list_err = E2BIG;
+		return;
+	}
+	xv->msr_list = calloc(1, sizeof(*xv->msr_list) +
+			      probe.nmsrs * sizeof(xv->msr_list->indices[0]));
+	if (!xv->msr_list) {
+		xv->msr_list_err = ENOMEM;
+		return;
+	}
+	xv->msr_list->nmsrs = probe.nmsrs;
+	if (probe.nmsrs && ioctl(vm->kvm_fd, KVM_GET_MSR_INDEX_LIST, xv->msr_list) < 0) {
+		xv->msr_list_err = errno;
+		free(xv->msr_list);
+		xv->msr_list = NULL;
+	}
 }
 
-/* Every MSR KVM saves and restores (KVM_GET_MSR_INDEX_LIST, on /dev/kvm)
- * that this vCPU can read into s->msrs, in KVM's order. */
+static uint32_t xsave_size(struct vm *vm)
+{
+	const struct x86_vm *xv = vm_kvm(vm)->arch_state;
+
+	return xv->xsave_size;
+}
+
+/* Every MSR of the VM's list (x86_snap_probe) that this vCPU can read
+ * into s->msrs, in KVM's order. */
 static int msrs_read(struct vcpu *v, struct x86_vcpu_state *s, char *err, size_t errlen)
 {
-	struct kvm_msr_list probe = { .nmsrs = 0 }, *list;
+	const struct x86_vm *xv = vm_kvm(v->vm)->arch_state;
+	const struct kvm_msr_list *list = xv->msr_list;
 	struct msr_batch batch;
 	unsigned pos, out;
-	int ret, e;
+	int e;
 
-	/* With room for none, KVM answers E2BIG and the count. */
-	if (ioctl(v->vm->kvm_fd, KVM_GET_MSR_INDEX_LIST, &probe) < 0 && errno != E2BIG) {
-		e = errno;
-		return err_set(err, errlen, -e, "snapshot: KVM_GET_MSR_INDEX_LIST: %s", strerror(e));
+	if (!list) {
+		if (xv->msr_list_err == E2BIG)
+			return err_set(err, errlen, -E2BIG, "snapshot: KVM lists more MSRs to "
+				       "save than this mvm saves (%u)", X86_SNAP_MSRS_MAX);
+		return err_set(err, errlen, -xv->msr_list_err, "snapshot: KVM_GET_MSR_INDEX_LIST: "
+			       "%s", strerror(xv->msr_list_err));
 	}
-	if (probe.nmsrs > X86_SNAP_MSRS_MAX)
-		return err_set(err, errlen, -E2BIG,
-			       "snapshot: KVM lists %u MSRs to save, this mvm saves at most %u",
-			       probe.nmsrs, X86_SNAP_MSRS_MAX);
-	list = calloc(1, sizeof(*list) + probe.nmsrs * sizeof(list->indices[0]));
-	s->msrs = calloc(1, sizeof(*s->msrs) + probe.nmsrs * sizeof(s->msrs->entries[0]));
-	if (!list || !s->msrs) {
-		ret = no_memory("the MSRs", err, errlen);
-		goto free_list;
-	}
-	list->nmsrs = probe.nmsrs;
-	if (list->nmsrs && ioctl(v->vm->kvm_fd, KVM_GET_MSR_INDEX_LIST, list) < 0) {
-		e = errno;
-		ret = err_set(err, errlen, -e, "snapshot: KVM_GET_MSR_INDEX_LIST: %s", strerror(e));
-		goto free_list;
-	}
+	s->msrs = calloc(1, sizeof(*s->msrs) + list->nmsrs * sizeof(s->msrs->entries[0]));
+	if (!s->msrs)
+		return no_memory("the MSRs", err, errlen);
 
 	for (pos = out = 0; pos < list->nmsrs;) {
 		unsigned k = MIN(list->nmsrs - pos, (unsigned)MSRS_PER_CALL), i;
@@ -876,9 +898,8 @@ static int msrs_read(struct vcpu *v, struct x86_vcpu_state *s, char *err, size_t
 		got = ioctl(v->fd, KVM_GET_MSRS, &batch);
 		if (got < 0) {
 			e = errno;
-			ret = err_set(err, errlen, -e, "snapshot: vCPU %u: KVM_GET_MSRS: %s", v->id,
-				      strerror(e));
-			goto free_list;
+			return err_set(err, errlen, -e, "snapshot: vCPU %u: KVM_GET_MSRS: %s",
+				       v->id, strerror(e));
 		}
 		got = MIN(got, (int)k);
 		memcpy(&s->msrs->entries[out], batch.e, (size_t)got * sizeof(batch.e[0]));
@@ -891,10 +912,7 @@ static int msrs_read(struct vcpu *v, struct x86_vcpu_state *s, char *err, size_t
 			pos++;
 	}
 	s->msrs->nmsrs = out;
-	ret = 0;
-free_list:
-	free(list);
-	return ret;
+	return 0;
 }
 
 /* All of vCPU v's state into *s (zeroed first; x86_vcpu_state_free). */

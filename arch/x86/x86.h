@@ -191,7 +191,17 @@ struct x86_vm {
 	 * restore checks the snapshot's against it. */
 	struct kvm_cpuid2 *cpuid;
 	struct kvm_clock_data clock;    /* arch_vm_clock_save's */
+	/* What a snapshot asks /dev/kvm and the VM, asked at arch_vm_init:
+	 * the thread that takes a snapshot may be filtered (its filter
+	 * allows neither descriptor's queries). msr_list NULL: the query
+	 * failed with -msr_list_err, which a snapshot reports. */
+	struct kvm_msr_list *msr_list;
+	int msr_list_err;
+	uint32_t xsave_size;            /* KVM_CAP_XSAVE2's size, at least 4096 */
 };
+/* Fill xv's msr_list and xsave_size (snap.c). */
+struct vm;
+void x86_snap_probe(struct vm *vm, struct x86_vm *xv);
 
 /* ---- snapshots (snap.c, docs/snapshot.md) -------------------------------- */
 /* Section tags. Per vCPU (instance: the vCPU id), in file order; every
