@@ -221,7 +221,7 @@ api() {
 expect() {
 	local want=$1 got; shift
 	got=$(api "$@")
-	[ "$got" = "$want" ] || { grep -v '^tick' "$SYS_TMP/out" | tail -n 8
+	[ "$got" = "$want" ] || { grep -v '^tick' "$SYS_TMP/out" | tail -n 40
 		fail "$1 $2: HTTP $got, expected $want: $(head -c 300 "$SYS_TMP/body" 2>/dev/null)"; }
 	echo "$1 $2: $got $(head -c 160 "$SYS_TMP/body")"
 }
