@@ -65,9 +65,9 @@ extern "C" {
  * is passed with it) make a new MINOR: a program built against an older
  * header runs against a newer library of the same MAJOR. */
 #define MVM_VERSION_MAJOR 2
-#define MVM_VERSION_MINOR 6
+#define MVM_VERSION_MINOR 7
 #define MVM_VERSION_PATCH 0
-#define MVM_VERSION_STRING "2.6.0"
+#define MVM_VERSION_STRING "2.7.0"
 #define MVM_ERR_MAX 512          /* enough for any message */
 /* For the statistics calls: every vCPU, every disk, every queue. */
 #define MVM_ALL (~0u)
@@ -190,6 +190,18 @@ struct mvm_config {
 	 * and mvm_resume lets it run (Cloud Hypervisor's vm.restore leaves
 	 * the restored VM so, for its owner to resume). Default false. */
 	bool start_paused;
+	/* Since 2.7. A directory for snapshots (made, mode 0700, when
+	 * missing), opened by mvm_prepare and held: mvm_snapshot writes a
+	 * snapshot whose directory is this one or beneath it through that
+	 * descriptor, so it can be taken after a chroot (mvm(1)'s jail) and
+	 * by the thread mvm_confine_api_thread confined. That thread may
+	 * write snapshots there and nowhere else: Landlock confines its
+	 * file access to this tree (where the kernel has Landlock: Linux
+	 * 5.13, "landlock" among its LSMs), its seccomp filter lets it
+	 * create, rename and remove files only through this descriptor.
+	 * NULL (default): none; mvm_snapshot takes any path from a thread
+	 * that may open files, and none from a confined one. */
+	const char *snapshot_dir;
 };
 #define MVM_MAX_HOTPLUG_SLOTS 8
 
@@ -519,8 +531,9 @@ int mvm_resume(struct mvm *vm, char *err, size_t errlen);
  * made available and the devices had not taken stays in the rings and
  * is served after a restore (mvm_config.restore). The VM stays paused:
  * mvm_resume lets it go on, mvm_stop ends it. The caller's thread writes
- * the files: not a thread confined by mvm_start_confined. 0, or -errno
- * with a message: -EINVAL (not paused), -EBUSY (a request waits for
+ * the files: not a thread confined by mvm_start_confined; the thread
+ * mvm_confine_api_thread confined only beneath mvm_config.snapshot_dir
+ * (-EPERM elsewhere). 0, or -errno with a message: -EINVAL (not paused), -EBUSY (a request waits for
  * rate-limit tokens: resume, then try again), -EOPNOTSUPP (a device
  * without snapshots yet: hot-plug slots, virtio-mmio and virtio-ccw;
  * s390x), or a file error. A vsock device's connections are not kept:

@@ -773,6 +773,21 @@ TEST(restore_takes_a_directory_and_no_shape_of_its_own)
 	CHECK(strstr(err, "--mem with --restore"));
 }
 
+/* --snapshot-dir is the process's, like --sandbox: given with
+ * --api-socket alone, mvm still waits for the API to describe the VM. */
+TEST(snapshot_dir_is_taken_and_leaves_the_vm_to_the_api)
+{
+	struct cli_config c;
+
+	CHECK_EQ(PARSE(&c, "--snapshot-dir", "/snaps", "--api-socket", "/s"), 0);
+	CHECK_STR(c.vm.snapshot_dir, "/snaps");
+	CHECK(cli_vm_from_api(&c));
+	CHECK_EQ(PARSE(&c, "--snapshot-dir", "/snaps", "--restore", "/snap"), 0);
+	CHECK_STR(c.vm.snapshot_dir, "/snaps");
+	CHECK_EQ(PARSE(&c, "--snapshot-dir", ""), -EINVAL);
+	CHECK_STR(err, "--snapshot-dir: empty path; give the directory snapshots go to");
+}
+
 TEST(binary_refuses_a_directory_without_a_snapshot)
 {
 	char out[2048], dir[160];

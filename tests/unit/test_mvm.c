@@ -889,3 +889,51 @@ TEST(restore_takes_the_snapshots_shape_and_refuses_what_differs)
 	c.restore = dir;
 	create_fails(&c, -ENOENT, "no snapshot there");
 }
+
+/* mvm_config.snapshot_dir: an empty one is refused at mvm_create; the
+ * directory is made (mode 0700) and opened by mvm_prepare, relative to the
+ * working directory; a path that is a file fails the prepare by name. */
+TEST(snapshot_dir_is_made_and_opened_at_prepare)
+{
+	struct mvm_config c;
+	char snaps[128], cwd[256];
+	struct stat st;
+	struct mvm *vm;
+	int ret;
+
+	setup();
+	c = config();
+	c.snapshot_dir = "";
+	create_fails(&c, -EINVAL, "snapshot_dir: empty; give a directory");
+	snprintf(snaps, sizeof(snaps), "%s/snaps/", dir);
+	c.snapshot_dir = snaps;
+	CHECK_EQ(mvm_create(&c, &vm, err, sizeof(err)), 0);
+	ret = mvm_prepare(vm, err, sizeof(err));
+	if (ret == -ENODEV || ret == -ENOTSUP)
+		CHECK_SKIP("no KVM here to prepare a VM with (%s)", err);
+	CHECK_EQ(ret, 0);
+	mvm_destroy(vm);
+	snaps[strlen(snaps) - 1] = '\0';
+	CHECK_EQ(stat(snaps, &st), 0);
+	CHECK(S_ISDIR(st.st_mode));
+	CHECK_EQ(st.st_mode & 0777, 0700);
+
+	/* Relative: from the working directory as mvm_create found it. */
+	CHECK(getcwd(cwd, sizeof(cwd)) != NULL);
+	CHECK_EQ(chdir(dir), 0);
+	c.snapshot_dir = "rel";
+	CHECK_EQ(mvm_create(&c, &vm, err, sizeof(err)), 0);
+	CHECK_EQ(chdir(cwd), 0);
+	CHECK_EQ(mvm_prepare(vm, err, sizeof(err)), 0);
+	mvm_destroy(vm);
+	snprintf(snaps, sizeof(snaps), "%s/rel", dir);
+	CHECK_EQ(stat(snaps, &st), 0);
+	CHECK(S_ISDIR(st.st_mode));
+
+	c.snapshot_dir = image;
+	CHECK_EQ(mvm_create(&c, &vm, err, sizeof(err)), 0);
+	CHECK_EQ(mvm_prepare(vm, err, sizeof(err)), -ENOTDIR);
+	CHECK(strstr(err, "snapshot_dir "));
+	CHECK(strstr(err, "Not a directory; give a directory"));
+	mvm_destroy(vm);
+}

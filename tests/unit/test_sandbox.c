@@ -12,6 +12,7 @@
 #include "devices/virtq_worker.h"
 #include "vmm/kvm/kvm.h"
 #include "vmm/kvm/sandbox.h"
+#include "vmm/base/snap.h"
 #include "vmm/base/util.h"
 
 #include <errno.h>
@@ -59,6 +60,8 @@ struct env {
 };
 
 static struct env env;
+/* Where set, the snapshot directory env_init gives the filters. */
+static const char *snap_dir_path;
 
 static void *helper_thread(void *arg)
 {
@@ -98,6 +101,11 @@ static void env_init(void)
 			_exit(4);
 	}
 	env.other = eventfd(0, EFD_CLOEXEC);
+	if (snap_dir_path) {
+		env.fds.snap_dir = open(snap_dir_path, O_PATH | O_DIRECTORY | O_CLOEXEC);
+		if (env.fds.snap_dir < 0)
+			_exit(4);
+	}
 	if (env.fds.vm < 0 || env.fds.vcpu < 0 || env.fds.tty < 0 || env.other < 0)
 		_exit(4);
 	if (virtio_dev_init(&env.dev, &null_ops, NULL, NULL, 1, 16) ||
@@ -689,6 +697,126 @@ TEST(each_kind_may_do_what_it_needs_and_no_more)
 	check_doors(d, ARRAY_SIZE(d));
 }
 
+/* ---- a control server's snapshots ------------------------------------------ */
+
+static void snap_write(int dfd, const char *name)
+{
+	int fd = openat(dfd, name, SNAP_OPEN_WRITE, 0600);
+
+	if (fd < 0 || pwrite(fd, "x", 1, 4096) != 1 || ftruncate(fd, 8192) || fsync(fd) ||
+	    close(fd))
+		_exit(3);
+}
+/* What mvm_snapshot does, beneath the directory's descriptor. */
+static void call_snapshot_files(void)
+{
+	int d = env.fds.snap_dir, fd;
+
+	if (mkdirat(d, "sub", 0700) && errno != EEXIST)
+		_exit(3);
+	snap_write(d, "sub/memory.tmp");
+	if (renameat(d, "sub/memory.tmp", d, "sub/memory") || unlinkat(d, "sub/memory", 0))
+		_exit(3);
+	fd = openat(d, "sub", SNAP_OPEN_DIR);
+	if (fd < 0 || fsync(fd) || close(fd))
+		_exit(3);
+}
+static void call_snap_open_cwd(void) { openat(AT_FDCWD, env.tmp, SNAP_OPEN_WRITE, 0600); }
+static void call_snap_open_read(void) { openat(env.fds.snap_dir, "f", O_RDONLY | O_CLOEXEC); }
+static void call_snap_open_rdwr(void)
+{
+	openat(env.fds.snap_dir, "f", O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+}
+static void call_snap_rename_out(void) { renameat(env.fds.snap_dir, "f", AT_FDCWD, env.tmp); }
+static void call_snap_rmdir(void) { unlinkat(env.fds.snap_dir, "sub", AT_REMOVEDIR); }
+static void call_snap_mkdir_cwd(void) { mkdirat(AT_FDCWD, env.tmp, 0700); }
+static void call_pwrite(void) { syscall(__NR_pwrite64, env.other, "", 0, 0); }
+static void call_ftruncate(void) { syscall(__NR_ftruncate, env.other, 0); }
+
+/* With a snapshot directory, the API thread may make, write, size, sync,
+ * rename and remove files through its descriptor and no other; without
+ * one (and every other kind, with or without), none of those calls. */
+TEST(api_thread_writes_files_only_through_its_snapshot_directory)
+{
+	const struct door with[] = {
+		{ "a snapshot's files", call_snapshot_files, K(API) },
+		{ "openat for writing, from the working directory", call_snap_open_cwd, NONE },
+		{ "openat for reading", call_snap_open_read, NONE },
+		{ "openat O_RDWR", call_snap_open_rdwr, NONE },
+		{ "renameat out of the directory", call_snap_rename_out, NONE },
+		{ "unlinkat AT_REMOVEDIR", call_snap_rmdir, NONE },
+		{ "mkdirat from the working directory", call_snap_mkdir_cwd, NONE },
+	};
+	const struct door without[] = {
+		{ "pwrite64", call_pwrite, NONE },
+		{ "ftruncate", call_ftruncate, NONE },
+	};
+	char path[64], sub[80];
+
+	snprintf(path, sizeof(path), "/tmp/mvm-sandbox-snap-%d", (int)getpid());
+	snprintf(sub, sizeof(sub), "%s/sub", path);
+	CHECK_EQ(mkdir(path, 0700), 0);
+	snap_dir_path = path;
+	check_doors(with, ARRAY_SIZE(with));
+	snap_dir_path = NULL;
+	check_doors(without, ARRAY_SIZE(without));
+	/* What the calls made, they removed, but for the directory. */
+	CHECK_EQ(rmdir(sub), 0);
+	CHECK_EQ(rmdir(path), 0);
+}
+
+/* Landlock (sandbox_beneath): the thread opens nothing outside the tree,
+ * not through "..", not through a link planted inside it, and keeps the
+ * descriptors it had. */
+static void beneath_child(void *arg)
+{
+	const char *path = arg;
+	char p[128];
+	int d = open(path, O_PATH | O_DIRECTORY | O_CLOEXEC), keep = open("/dev/null", O_RDWR);
+	int r;
+
+	if (d < 0 || keep < 0)
+		_exit(10);
+	r = sandbox_beneath(d);
+	if (r == -ENOSYS || r == -EOPNOTSUPP)
+		_exit(77);
+	if (r)
+		_exit(11);
+	snprintf(p, sizeof(p), "%s/f", path);
+	if (open(p, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600) < 0)
+		_exit(12);
+	if (open("/etc/passwd", O_RDONLY) >= 0 || errno != EACCES)
+		_exit(13);
+	if (openat(d, "../escape", O_WRONLY | O_CREAT, 0600) >= 0 || errno != EACCES)
+		_exit(14);
+	if (openat(d, "link/passwd", O_RDONLY) >= 0 || errno != EACCES)
+		_exit(15);
+	if (open(p, O_RDONLY) >= 0 || errno != EACCES)   /* written, never read */
+		_exit(16);
+	if (write(keep, "x", 1) != 1)
+		_exit(17);
+	_exit(0);
+}
+
+TEST(landlock_holds_a_thread_beneath_one_directory)
+{
+	char path[64], p[96], out[256] = "";
+	int st;
+
+	snprintf(path, sizeof(path), "/tmp/mvm-beneath-%d", (int)getpid());
+	CHECK_EQ(mkdir(path, 0700), 0);
+	snprintf(p, sizeof(p), "%s/link", path);
+	CHECK_EQ(symlink("/etc", p), 0);
+	st = check_fork(beneath_child, path, out, sizeof(out));
+	unlink(p);
+	snprintf(p, sizeof(p), "%s/f", path);
+	unlink(p);
+	rmdir(path);
+	if (st == 77)
+		CHECK_SKIP("no Landlock in this kernel");
+	CHECK_EQ(st, 0);
+}
+
 /* The kick: a plain handler (no SA_SIGINFO, as vcpu_signal_get installs)
  * runs and returns inside the vCPU filter (s390x returns through
  * sigreturn, x86-64 through rt_sigreturn). */
@@ -718,7 +846,7 @@ TEST(vcpu_thread_returns_from_the_kick_handler)
 TEST(every_kind_builds_a_program_that_fits)
 {
 	struct sock_filter insn[SANDBOX_MAX_INSNS];
-	struct sandbox_fds fds = { 3, 4, 4, 9, 5, 0, SIGUSR1, 6 };
+	struct sandbox_fds fds = { 3, 4, 4, 9, 5, 0, SIGUSR1, 6, 7 };
 	unsigned k;
 
 	for (k = 0; k < SANDBOX_KINDS; k++) {

@@ -933,7 +933,9 @@ static void api_vm_restore(struct api_vm *v, const char *body, size_t len,
 }
 
 /* PUT vm.snapshot, Cloud Hypervisor's SnapshotConfig { destination_url:
- * "file:///DIR" } of a paused VM: 204; 405 while it runs. */
+ * "file:///DIR" } of a paused VM: 204; 405 while it runs; 400 for a
+ * directory this thread may not write (under --sandbox on, one not
+ * beneath --snapshot-dir). */
 static void api_vm_snapshot(struct api_vm *v, const char *body, size_t len,
 			    struct api_reply *r)
 {
@@ -955,19 +957,13 @@ static void api_vm_snapshot(struct api_vm *v, const char *body, size_t len,
 		json_decref(j);
 		return;
 	}
-	if (v->cfg && v->cfg->sandbox) {
-		api_error(r, 500, "vm.snapshot: not with --sandbox on: writing the snapshot's files "
-			  "from the API's thread is what its filter forbids; run with --sandbox "
-			  "off, or embed libmvm and call mvm_snapshot from a thread of your own");
-		json_decref(j);
-		return;
-	}
 	ret = mvm_snapshot(v->vm, dir, err, sizeof(err));
 	json_decref(j);
 	if (!ret)
 		r->status = 204;
 	else
-		api_error(r, ret == -EINVAL || ret == -ESHUTDOWN ? 405 : 500, "%s", err);
+		api_error(r, ret == -EINVAL || ret == -ESHUTDOWN ? 405 :
+			  ret == -EPERM || ret == -ENAMETOOLONG ? 400 : 500, "%s", err);
 }
 
 void api_handle(struct api_vm *v, const char *method, const char *url, const char *body,

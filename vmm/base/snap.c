@@ -325,7 +325,7 @@ static int sync_dir(int dirfd, const char *name, char *path, size_t pathlen)
 		snprintf(path, pathlen, ".");
 	else
 		snprintf(path, pathlen, "%.*s", slash == name ? 1 : (int)(slash - name), name);
-	dfd = openat(dirfd, path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	dfd = openat(dirfd, path, SNAP_OPEN_DIR);
 	if (dfd < 0)
 		return -errno;
 	if (fsync(dfd) < 0)
@@ -381,7 +381,7 @@ int snap_w_write(struct snap_w *w, int dirfd, const char *name, char *err, size_
 	}
 	/* 0600: the state holds the guest's secrets as much as its RAM does.
 	 * O_NOFOLLOW: a link planted at NAME.tmp is not followed elsewhere. */
-	fd = openat(dirfd, tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
+	fd = openat(dirfd, tmp, SNAP_OPEN_WRITE, 0600);
 	if (fd < 0) {
 		ret = -errno;
 		goto free_image;

@@ -14,6 +14,7 @@
 #ifndef MVM_SNAP_H
 #define MVM_SNAP_H
 
+#include <fcntl.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -58,6 +59,12 @@ void snap_put_u64(struct snap_w *w, uint64_t v);
 void snap_put_bytes(struct snap_w *w, const void *p, size_t n);
 /* A string: u32 length, then the bytes (no NUL). NULL is written as "". */
 void snap_put_str(struct snap_w *w, const char *s);
+/* How a snapshot's files are opened: to be written (0600, never through
+ * a link planted at the name), and a directory to be synced. The API
+ * thread's seccomp filter allows openat with these flags only. */
+#define SNAP_OPEN_WRITE (O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW)
+#define SNAP_OPEN_DIR (O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+
 /* The whole file (header, sections, trailer with the checksum) written
  * to dirfd/name through a temporary name, fsync'd, renamed over name.
  * 0 or -errno (also w->err, when building failed) with a message. */

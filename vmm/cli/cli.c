@@ -14,7 +14,7 @@ enum {
 	OPT_STATS = 0x100, OPT_DISK, OPT_QUEUES, OPT_IO_THREADS, OPT_TRANSPORT, OPT_PROBE_KVM,
 	OPT_SANDBOX, OPT_CHROOT, OPT_UID, OPT_GID, OPT_PVPANIC, OPT_NETNS, OPT_NEW_PID_NS,
 	OPT_CGROUP, OPT_CGROUP_SET, OPT_ID, OPT_VSOCK, OPT_RATE_GROUP, OPT_API_SOCKET,
-	OPT_HOTPLUG_SLOTS, OPT_RESTORE,
+	OPT_HOTPLUG_SLOTS, OPT_RESTORE, OPT_SNAPSHOT_DIR,
 };
 
 /* One row per option; cli_parse switches on .val. */
@@ -45,6 +45,7 @@ static const struct option cli_options[] = {
 	{ "id",      required_argument, NULL, OPT_ID },
 	{ "hotplug-slots", required_argument, NULL, OPT_HOTPLUG_SLOTS },
 	{ "restore", required_argument, NULL, OPT_RESTORE },
+	{ "snapshot-dir", required_argument, NULL, OPT_SNAPSHOT_DIR },
 	{ "help",    no_argument,       NULL, OPT_HELP },
 	{ "version", no_argument,       NULL, OPT_VERSION },
 	{ NULL, 0, NULL, 0 },
@@ -171,6 +172,9 @@ void cli_usage(FILE *out)
 	      "  --restore DIR    go on from the snapshot in DIR (vm.snapshot) instead of\n"
 	      "                   booting: its vCPUs, memory, devices and disks; --disk\n"
 	      "                   options, in the snapshot's number, give other images\n"
+	      "  --snapshot-dir DIR  where the API's vm.snapshot may write (made if missing,\n"
+	      "                   opened at the start): DIR or directories beneath it; the\n"
+	      "                   only place with --sandbox on, even after --chroot\n"
 	      "  --stats          print exit and device counters as JSON on stderr at exit\n"
 	      "  --api-socket [path=]PATH\n"
 	      "                   serve Cloud Hypervisor's REST API (HTTP over this Unix\n"
@@ -305,6 +309,12 @@ static int cli_vm_option(int c, const char *arg, struct cli_config *cfg, char *e
 			return cli_err(err, errlen, "--restore: empty path; give the directory of "
 				       "a snapshot (vm.snapshot)");
 		cfg->vm.restore = arg;
+		return 1;
+	case OPT_SNAPSHOT_DIR:
+		if (!*arg)
+			return cli_err(err, errlen, "--snapshot-dir: empty path; give the directory "
+				       "snapshots go to");
+		cfg->vm.snapshot_dir = arg;
 		return 1;
 	case OPT_HOTPLUG_SLOTS:
 		ret = parse_uint(arg, 0, MVM_MAX_HOTPLUG_SLOTS, &v);
@@ -469,7 +479,7 @@ int cli_parse(int argc, char **argv, struct cli_config *cfg, char *err, size_t e
 			ret = cli_disk_option(c, optarg, cfg, &st, err, errlen);
 		if (ret > 0 && c != OPT_ID && c != OPT_SANDBOX && c != OPT_PVPANIC &&
 		    c != OPT_HOTPLUG_SLOTS && c != OPT_QUEUES && c != OPT_IO_THREADS &&
-		    c != OPT_TRANSPORT)
+		    c != OPT_TRANSPORT && c != OPT_SNAPSHOT_DIR)
 			cfg->vm_given = true;
 		if (!ret)
 			ret = cli_jail_option(c, optarg, cfg, &st, err, errlen);

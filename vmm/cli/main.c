@@ -97,12 +97,13 @@ static int main_probe_kvm(void)
 	return 0;
 }
 
-/* RLIMIT_FSIZE for the jail: every disk may be written to its end, and
- * the console and log output, where they go to files, may grow by
- * JAIL_CONSOLE_FILE_MAX from where they stand now. */
+/* RLIMIT_FSIZE for the jail: every disk may be written to its end, the
+ * console and log output, where they go to files, may grow by
+ * JAIL_CONSOLE_FILE_MAX from where they stand now, and a snapshot's
+ * memory file holds guest RAM. */
 static uint64_t main_fsize(const struct cli_config *cfg)
 {
-	uint64_t max = 0, end;
+	uint64_t max = cfg->vm.snapshot_dir ? cfg->vm.mem : 0, end;
 	unsigned i;
 	int fd;
 
@@ -425,6 +426,7 @@ int main(int argc, char **argv)
 	struct mvm *vm;
 	char err[MVM_ERR_MAX], exe_dir[PATH_MAX];
 	sigset_t sigs;
+	bool snap_dir_made;
 	int sfd, ret;
 
 	uint64_t start_ns = mono_ns();
@@ -463,6 +465,9 @@ int main(int argc, char **argv)
 		if (ret > 0)
 			return jail_wait_child(&jst);
 	}
+	/* mvm_prepare makes a missing snapshot directory: the jail's user
+	 * is to write there, so it gets it (below). */
+	snap_dir_made = cfg.vm.snapshot_dir && access(cfg.vm.snapshot_dir, F_OK);
 	sfd = signalfd(-1, &sigs, SFD_CLOEXEC | SFD_NONBLOCK);
 	if (sfd < 0)
 		die("signalfd: %s", strerror(errno));
@@ -508,6 +513,10 @@ int main(int argc, char **argv)
 	}
 	/* Everything is open and no thread runs yet: confine the process. */
 	if (jailed) {
+		if (snap_dir_made && cfg.ids_set &&
+		    chown(cfg.vm.snapshot_dir, (uid_t)cfg.uid, (gid_t)cfg.gid))
+			die("--snapshot-dir %s: cannot give it to uid %u: %s", cfg.vm.snapshot_dir,
+			    cfg.uid, strerror(errno));
 		jail.fsize = main_fsize(&cfg);
 		ret = jail_enter(&jail, &jst, err, sizeof(err));
 		if (ret)

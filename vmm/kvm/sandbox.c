@@ -15,12 +15,14 @@
  * kernel (fd, cmd, op, advice), or has no meaning above them (mmap's and
  * mprotect's prot and flags). */
 #include "vmm/kvm/sandbox.h"
+#include "vmm/base/snap.h"
 #include "arch/arch.h"
 #include "vmm/kvm/kvm.h"
 #include "vmm/base/util.h"
 
 #include <errno.h>
 #include <linux/futex.h>
+#include <linux/landlock.h>
 #include <linux/io_uring.h>
 #include <linux/seccomp.h>
 #include <stdbool.h>
@@ -50,6 +52,7 @@ enum check_op {
 	CHECK_END,              /* no more conditions */
 	CHECK_IN,               /* (args[arg] & mask) is one of vals */
 	CHECK_FD,               /* args[arg] is the descriptor fd names */
+	CHECK_HAS,              /* the thread has the descriptor fd names */
 };
 
 #define CHECK_VALS 8
@@ -83,9 +86,13 @@ struct rule {
 };
 
 #define MASK_ALL 0xffffffffu
+/* The kernel's O_LARGEFILE on x86-64 and s390x (asm-generic/fcntl.h):
+ * musl's openat adds it, glibc's (where the C library's is 0) does not. */
+#define SANDBOX_O_LARGEFILE 0100000u
 #define IN(a, m, ...) { CHECK_IN, (a), (m), { __VA_ARGS__ }, \
 			sizeof((uint32_t[]){ __VA_ARGS__ }) / sizeof(uint32_t), 0 }
 #define FD(a, which) { CHECK_FD, (a), 0, { 0 }, 0, (which) }
+#define HAS(which) { CHECK_HAS, 0, 0, { 0 }, 0, (which) }
 #define ALLOW(k, name) { (k), __NR_##name, ACT_ALLOW, 0, { { { { 0 } } } }, 0 }
 #define CHECKED1(k, name, ...) \
 	{ (k), __NR_##name, ACT_CHECKED, 0, { { { __VA_ARGS__ } } }, 1 }
@@ -170,6 +177,25 @@ static const struct rule generic[] = {
 	ALLOW(K_API, recvfrom),
 	ALLOW(K_API, sendmsg),
 	ALLOW(K_API, shutdown),
+	/* A control server's snapshots (vmm/lib/snapshot.c), into the one
+	 * directory it was given: files made, renamed and removed through
+	 * that directory's descriptor only (Landlock holds the thread to
+	 * that tree, so no path leads out of it), opened to be written or
+	 * to be synced, never followed through a link; then written, sized
+	 * and synced. Without the descriptor (no snapshot directory, or a
+	 * kernel without Landlock) none of these calls is allowed. */
+	CHECKED1(K_API, openat, FD(0, SANDBOX_FD_SNAP_DIR),
+		 IN(2, ~(uint32_t)SANDBOX_O_LARGEFILE, SNAP_OPEN_WRITE, SNAP_OPEN_DIR)),
+	CHECKED1(K_API, mkdirat, FD(0, SANDBOX_FD_SNAP_DIR)),
+	CHECKED1(K_API, unlinkat, FD(0, SANDBOX_FD_SNAP_DIR), IN(2, MASK_ALL, 0)),
+#ifdef __NR_renameat
+	CHECKED1(K_API, renameat, FD(0, SANDBOX_FD_SNAP_DIR), FD(2, SANDBOX_FD_SNAP_DIR)),
+#endif
+	CHECKED1(K_API, renameat2, FD(0, SANDBOX_FD_SNAP_DIR), FD(2, SANDBOX_FD_SNAP_DIR),
+		 IN(4, MASK_ALL, 0)),
+	CHECKED1(K_API, pwrite64, HAS(SANDBOX_FD_SNAP_DIR)),
+	CHECKED1(K_API, ftruncate, HAS(SANDBOX_FD_SNAP_DIR)),
+	CHECKED1(K_API, fsync, HAS(SANDBOX_FD_SNAP_DIR)),
 	/* Console output to a socket (MSG_DONTWAIT: vmm/lib/console_out.c);
 	 * a control server's answers. */
 	ALLOW(K_CONTROL | K_API, sendto),
@@ -265,6 +291,7 @@ static bool fd_range(const struct sandbox_fds *f, enum sandbox_fd which, int *lo
 	case SANDBOX_FD_TTY: *lo = *hi = f->tty; break;
 	case SANDBOX_FD_KICK_SIGNAL: *lo = *hi = f->kick_signal; break;
 	case SANDBOX_FD_LISTEN: *lo = *hi = f->listen; break;
+	case SANDBOX_FD_SNAP_DIR: *lo = *hi = f->snap_dir; break;
 	default: return false;
 	}
 	return *lo >= 0 && *hi >= *lo;
@@ -280,6 +307,8 @@ static bool emit_check(struct prog *p, const struct check *c, unsigned *fails, u
 	switch (c->op) {
 	case CHECK_END:
 		return true;
+	case CHECK_HAS:
+		return fd_range(p->fds, c->fd, &lo, &hi);
 	case CHECK_IN:
 		load_arg(p, c->arg);
 		if (c->mask != MASK_ALL)
@@ -441,4 +470,58 @@ int sandbox_enter(enum sandbox_kind kind, const struct sandbox_fds *fds)
 	if (syscall(__NR_seccomp, SECCOMP_SET_MODE_FILTER, 0, &fprog))
 		return -errno;
 	return 0;
+}
+
+/* Landlock (Documentation/userspace-api/landlock.rst), where the C
+ * library's headers are older than the kernel's: one number on every
+ * architecture. */
+#ifndef __NR_landlock_create_ruleset
+#define __NR_landlock_create_ruleset 444
+#define __NR_landlock_add_rule 445
+#define __NR_landlock_restrict_self 446
+#endif
+#ifndef LANDLOCK_ACCESS_FS_REFER
+#define LANDLOCK_ACCESS_FS_REFER (1ULL << 13)
+#endif
+#ifndef LANDLOCK_ACCESS_FS_TRUNCATE
+#define LANDLOCK_ACCESS_FS_TRUNCATE (1ULL << 14)
+#endif
+#ifndef LANDLOCK_ACCESS_FS_IOCTL_DEV
+#define LANDLOCK_ACCESS_FS_IOCTL_DEV (1ULL << 15)
+#endif
+
+int sandbox_beneath(int dirfd)
+{
+	/* Every access right of the kernel's Landlock ABI is handled (so
+	 * denied outside the rule); beneath dirfd what a snapshot does:
+	 * list and sync a directory, make one, make, write, truncate,
+	 * rename and remove regular files. */
+	struct landlock_ruleset_attr ra = { 0 };
+	struct landlock_path_beneath_attr pb = { 0 };
+	long abi = syscall(__NR_landlock_create_ruleset, NULL, 0, LANDLOCK_CREATE_RULESET_VERSION);
+	uint64_t handled;
+	int fd, ret = 0;
+
+	if (abi < 1)
+		return abi < 0 ? -errno : -EOPNOTSUPP;
+	handled = (LANDLOCK_ACCESS_FS_MAKE_SYM << 1) - 1;       /* ABI 1 */
+	if (abi >= 2)
+		handled |= LANDLOCK_ACCESS_FS_REFER;
+	if (abi >= 3)
+		handled |= LANDLOCK_ACCESS_FS_TRUNCATE;
+	if (abi >= 5)
+		handled |= LANDLOCK_ACCESS_FS_IOCTL_DEV;
+	ra.handled_access_fs = handled;
+	pb.allowed_access = LANDLOCK_ACCESS_FS_WRITE_FILE | LANDLOCK_ACCESS_FS_READ_DIR |
+			    LANDLOCK_ACCESS_FS_REMOVE_FILE | LANDLOCK_ACCESS_FS_MAKE_REG |
+			    LANDLOCK_ACCESS_FS_MAKE_DIR | (handled & LANDLOCK_ACCESS_FS_TRUNCATE);
+	pb.parent_fd = dirfd;
+	fd = (int)syscall(__NR_landlock_create_ruleset, &ra, sizeof(ra), 0);
+	if (fd < 0)
+		return -errno;
+	if (syscall(__NR_landlock_add_rule, fd, LANDLOCK_RULE_PATH_BENEATH, &pb, 0) ||
+	    prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) || syscall(__NR_landlock_restrict_self, fd, 0))
+		ret = -errno;
+	close(fd);
+	return ret;
 }

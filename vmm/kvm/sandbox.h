@@ -49,8 +49,9 @@ struct sandbox_fds {
 	int tty;                /* the main thread's terminal (its mode restored) */
 	int kick_signal;        /* the main thread gives its handler back at destroy */
 	int listen;             /* a control server's listening socket */
+	int snap_dir;           /* a control server's snapshot directory (O_PATH) */
 };
-#define SANDBOX_NO_FDS ((struct sandbox_fds){ -1, -1, -1, -1, -1, -1, -1, -1 })
+#define SANDBOX_NO_FDS ((struct sandbox_fds){ -1, -1, -1, -1, -1, -1, -1, -1, -1 })
 
 /* A kind's bit in the masks below. */
 #define SANDBOX_K(kind) (1u << (kind))
@@ -64,6 +65,7 @@ enum sandbox_fd {
 	SANDBOX_FD_TTY,
 	SANDBOX_FD_KICK_SIGNAL, /* not a descriptor: the VM's kick signal */
 	SANDBOX_FD_LISTEN,      /* the control server's listening socket */
+	SANDBOX_FD_SNAP_DIR,    /* its snapshot directory */
 };
 
 /* An ioctl the kinds in `kinds` may issue on descriptor `fd`. */
@@ -92,5 +94,15 @@ int sandbox_build(enum sandbox_kind kind, const struct sandbox_fds *fds,
 /* Install kind's filter on the calling thread, with PR_SET_NO_NEW_PRIVS
  * (needed for an unprivileged filter). 0 or -errno. */
 int sandbox_enter(enum sandbox_kind kind, const struct sandbox_fds *fds);
+
+/* Hold the calling thread's file access (Landlock; the thread's later
+ * children inherit it) to the tree beneath dirfd (an O_PATH descriptor
+ * will do), where it may make directories and regular files, write,
+ * truncate, rename and remove them, and list and sync directories;
+ * everywhere else it may open nothing. Descriptors open already are
+ * not affected. Before sandbox_enter (its filter forbids Landlock's
+ * calls). 0, or -errno: -ENOSYS or -EOPNOTSUPP where the kernel has no
+ * Landlock or it is off. */
+int sandbox_beneath(int dirfd);
 
 #endif

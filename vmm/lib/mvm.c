@@ -500,6 +500,9 @@ static int mvm_check_config(const struct mvm_config *cfg, char *err, size_t errl
 			       "guest goes on with the kernel in its memory, give neither",
 			       cfg->restore, cfg->kernel ? "kernel" : cfg->initrd ? "initrd" :
 			       "command line");
+	if (cfg->snapshot_dir && !*cfg->snapshot_dir)
+		return err_set(err, errlen, -EINVAL, "snapshot_dir: empty; give a directory, or "
+			       "NULL for none");
 	if (!cfg->restore && (!cfg->kernel || !*cfg->kernel))
 		return err_set(err, errlen, -EINVAL, "kernel: not set; give a bzImage or an ELF "
 			       "vmlinux with a PVH note");
@@ -561,6 +564,25 @@ static char *mvm_strdup(const char *s, bool *oom)
 }
 
 
+/* dir made absolute (from the working directory) without its trailing
+ * slashes, as mvm_snapshot compares directories with it; NULL: no memory
+ * (or no working directory). */
+static char *mvm_abs_dir(const char *dir)
+{
+	char cwd[PATH_MAX], *out;
+	size_t n = strlen(dir);
+
+	while (n > 1 && dir[n - 1] == '/')
+		n--;
+	if (dir[0] == '/')
+		return strndup(dir, n);
+	if (!getcwd(cwd, sizeof(cwd)))
+		return NULL;
+	if (asprintf(&out, "%s%s%.*s", cwd, strcmp(cwd, "/") ? "/" : "", (int)n, dir) < 0)
+		return NULL;
+	return out;
+}
+
 int mvm_create(const struct mvm_config *theirs, struct mvm **out, char *err, size_t errlen)
 {
 	struct arch_boot_cfg bcfg;
@@ -601,12 +623,18 @@ int mvm_create(const struct mvm_config *theirs, struct mvm **out, char *err, siz
 	m->cfg.kernel = m->kernel;
 	m->cfg.initrd = m->initrd;
 	m->cfg.cmdline = m->cmdline;
+	if (cfg->snapshot_dir) {
+		m->snap_root = mvm_abs_dir(cfg->snapshot_dir);
+		oom |= !m->snap_root;
+	}
+	m->cfg.snapshot_dir = m->snap_root;
 	snprintf(m->id, sizeof(m->id), "%s", cfg->id ? cfg->id : "mvm");
 	m->cfg.id = m->id;
 	snprintf(m->ctl_name, sizeof(m->ctl_name), "%s-ctl", m->id);
 	m->wait_efd = -1;
 	m->tx_efd = -1;
 	m->snap_mem_fd = -1;
+	m->snap_root_fd = -1;
 	m->kimage = BOOT_IMAGE_NONE;
 	atomic_init(&m->state, MVM_CREATED);
 	atomic_init(&m->hurry, false);
@@ -624,6 +652,7 @@ int mvm_create(const struct mvm_config *theirs, struct mvm **out, char *err, siz
 		free(m->kernel);
 		free(m->initrd);
 		free(m->cmdline);
+		free(m->snap_root);
 		free(m);
 		return err_set(err, errlen, oom ? -ENOMEM : ret, "out of memory");
 	}
@@ -1453,6 +1482,9 @@ int mvm_prepare(struct mvm *m, char *err, size_t errlen)
 		       err_set(err, errlen, -EBUSY, "mvm_prepare: the VM was prepared already");
 	m->phase_ns[MVM_PHASE_CREATE] = mono_ns();
 	/* From here on, any failure leaves the VM FAILED (destroy only). */
+	ret = snapshot_root_open(m, err, errlen);
+	if (ret)
+		return ret;
 	if (m->restore_dir) {
 		ret = mvm_restore_disks(m, err, errlen);
 		if (!ret)
@@ -1886,10 +1918,30 @@ int mvm_confine_api_thread(struct mvm *m, int listen_fd, char *err, size_t errle
 			       "(or mvm_start) first");
 	fds.vm = m->vm.vm_fd;
 	fds.listen = listen_fd;
+	/* A snapshot reads every vCPU's state (docs/sandbox.md). */
+	if (m->nvcpus) {
+		fds.vcpu_lo = m->vcpus[0].fd;
+		fds.vcpu_hi = m->vcpus[m->nvcpus - 1].fd;
+	}
+	/* Landlock first (the filter forbids its calls); where it cannot
+	 * hold the thread's file access to the snapshot directory, the
+	 * filter allows no file call at all and mvm_snapshot says why. */
+	if (m->snap_root_fd >= 0) {
+		r = sandbox_beneath(m->snap_root_fd);
+		if (!r)
+			fds.snap_dir = m->snap_root_fd;
+		else
+			log_warn(&m->log, "snapshot_dir %s: this kernel cannot hold "
+				 "the API thread's file access to it (Landlock: %s); the API "
+				 "takes no snapshots", m->snap_root, strerror(-r));
+	}
 	r = sandbox_enter(SANDBOX_API, &fds);
 	if (r)
 		return err_set(err, errlen, r, "cannot enter the API thread's seccomp filter: %s",
 			       strerror(-r));
+	m->api_snap_ok = fds.snap_dir >= 0;
+	m->api_thread = pthread_self();
+	m->api_confined = true;
 	return 0;
 }
 
@@ -2226,6 +2278,9 @@ void mvm_destroy(struct mvm *m)
 	pthread_mutex_destroy(&m->ctl_lock);
 	pthread_mutex_destroy(&m->devs_lock);
 	snapshot_close(m);
+	if (m->snap_root_fd >= 0)
+		close(m->snap_root_fd);
+	free(m->snap_root);
 	free(m->kernel);
 	free(m->initrd);
 	free(m->cmdline);

@@ -163,6 +163,15 @@ struct mvm {
 	struct snap_file snap;
 	struct snapshot_vm *snap_vm;    /* its MVM! section */
 	int snap_mem_fd;
+	/* cfg.snapshot_dir, its trailing slashes gone, and the O_PATH
+	 * descriptor mvm_prepare opened on it (-1: none). */
+	char *snap_root;
+	int snap_root_fd;
+	/* The thread mvm_confine_api_thread confined, and whether Landlock
+	 * holds its file access to snap_root (snapshots allowed there). */
+	bool api_confined;
+	bool api_snap_ok;
+	pthread_t api_thread;
 };
 
 /* Whether the VM runs (started, not stopped or stopping), for run-time
@@ -188,6 +197,8 @@ int snapshot_load_cpus(struct mvm *m, char *err, size_t errlen);
 /* From mvm_start, the devices' threads started, before the vCPUs: each
  * device's state. */
 int snapshot_load_devices(struct mvm *m, char *err, size_t errlen);
+/* mvm_prepare: make and open cfg.snapshot_dir. */
+int snapshot_root_open(struct mvm *m, char *err, size_t errlen);
 /* mvm_destroy: what snapshot_open kept. */
 void snapshot_close(struct mvm *m);
 

@@ -35,6 +35,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+
 #define SNAPSHOT_STATE "state"
 #define SNAPSHOT_MEMORY "memory"
 #define SNAPSHOT_MEMORY_TMP "memory.tmp"
@@ -63,6 +64,117 @@ struct snapshot_vm {
 	uint32_t ndevices;
 	uint32_t conf1;
 };
+
+/* Where a snapshot's files go: names are looked up from dirfd with pfx
+ * before them. */
+struct snapshot_at {
+	int dirfd;
+	bool own;               /* dirfd is ours to close */
+	char pfx[PATH_MAX];     /* "" or "SUB/" beneath the snapshot directory */
+};
+
+/* dir's path beneath root, read as written (no links followed): "" for
+ * root itself. -ENOENT: dir is not root nor beneath it; -EINVAL: a "."
+ * or ".." in the rest; -ENAMETOOLONG. */
+static int snapshot_rel(const char *root, const char *dir, char *rel, size_t rellen)
+{
+	size_t n = strcmp(root, "/") ? strlen(root) : 0, o = 0;
+	const char *p = dir + n;
+
+	if (strncmp(dir, root, n) || (*p && *p != '/') || (!n && *p != '/'))
+		return -ENOENT;
+	while (*p) {
+		const char *e;
+		size_t len;
+
+		while (*p == '/')
+			p++;
+		if (!*p)
+			break;
+		e = strchrnul(p, '/');
+		len = (size_t)(e - p);
+		if ((len == 1 && p[0] == '.') || (len == 2 && p[0] == '.' && p[1] == '.'))
+			return -EINVAL;
+		if (o + len + 2 > rellen)
+			return -ENAMETOOLONG;
+		if (o)
+			rel[o++] = '/';
+		memcpy(rel + o, p, len);
+		o += len;
+		p = e;
+	}
+	rel[o] = '\0';
+	return 0;
+}
+
+int snapshot_root_open(struct mvm *m, char *err, size_t errlen)
+{
+	if (!m->snap_root)
+		return 0;
+	if (mkdir(m->snap_root, 0700) && errno != EEXIST)
+		return err_set(err, errlen, -errno, "snapshot_dir %s: cannot make it: %s",
+			       m->snap_root, strerror(errno));
+	m->snap_root_fd = open(m->snap_root, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (m->snap_root_fd < 0)
+		return err_set(err, errlen, -errno, "snapshot_dir %s: %s; give a directory",
+			       m->snap_root, strerror(errno));
+	return 0;
+}
+
+/* Where mvm_snapshot writes dir: beneath the snapshot directory through
+ * its descriptor; elsewhere by path, unless the calling thread is the
+ * one mvm_confine_api_thread confined. */
+static int snapshot_target(struct mvm *m, const char *dir, struct snapshot_at *at, char *err,
+			   size_t errlen)
+{
+	bool confined = m->api_confined && pthread_equal(pthread_self(), m->api_thread);
+	char rel[PATH_MAX - 32];        /* room for the file names after it */
+	int r = m->snap_root ? snapshot_rel(m->snap_root, dir, rel, sizeof(rel)) : -ENOENT;
+
+	if (r == -EINVAL || r == -ENAMETOOLONG)
+		return err_set(err, errlen, r == -EINVAL ? -EPERM : r, "snapshot %s: %s beneath the snapshot directory %s; "
+			       "give a plain path there", dir, r == -EINVAL ? "a . or .. in its path" :
+			       "too long a path", m->snap_root);
+	if (confined && !m->api_snap_ok)
+		return err_set(err, errlen, -EOPNOTSUPP, "snapshot %s: this thread may not write files "
+			       "(its seccomp filter): %s", dir, m->snap_root ?
+			       "the kernel has no Landlock to hold it to the snapshot directory" :
+			       "give the VM a snapshot directory (snapshot_dir, --snapshot-dir) and "
+			       "snapshot beneath it");
+	if (confined && r)
+		return err_set(err, errlen, -EPERM, "snapshot %s: not beneath the snapshot "
+			       "directory %s, the only place this thread may write; give a "
+			       "directory there", dir, m->snap_root);
+	if (!r && m->snap_root_fd >= 0) {
+		at->dirfd = m->snap_root_fd;
+		at->own = false;
+		at->pfx[0] = '\0';
+		if (!rel[0])
+			return 0;
+		if (mkdirat(m->snap_root_fd, rel, 0700) && errno != EEXIST)
+			return err_set(err, errlen, -errno, "snapshot %s: cannot make the "
+				       "directory: %s", dir, strerror(errno));
+		snprintf(at->pfx, sizeof(at->pfx), "%s/", rel);
+		return 0;
+	}
+	if (mkdir(dir, 0700) && errno != EEXIST)
+		return err_set(err, errlen, -errno, "snapshot %s: cannot make the directory: %s",
+			       dir, strerror(errno));
+	at->dirfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (at->dirfd < 0)
+		return err_set(err, errlen, -errno, "snapshot %s: %s; give a directory", dir,
+			       strerror(errno));
+	at->own = true;
+	at->pfx[0] = '\0';
+	return 0;
+}
+
+/* at's name for file `name`, into buf (PATH_MAX). */
+static const char *snapshot_name(const struct snapshot_at *at, const char *name, char *buf)
+{
+	snprintf(buf, PATH_MAX, "%s%s", at->pfx, name);
+	return buf;
+}
 
 /* ---- taking one --------------------------------------------------------- */
 
@@ -165,14 +277,17 @@ static int snapshot_pwrite_all(int fd, const uint8_t *p, size_t len, off_t off)
 
 /* Guest RAM into DIR/memory: runs of pages that are not all zero, the
  * rest left as holes (a fresh file reads zeros there). */
-static int snapshot_write_memory(struct mvm *m, int dirfd, const char *dir, char *err,
-				 size_t errlen)
+static int snapshot_write_memory(struct mvm *m, const struct snapshot_at *where,
+				 const char *dir, char *err, size_t errlen)
 {
 	const uint8_t *base = m->vm.mem.map_base;
 	size_t len = m->vm.mem.map_len, at = 0;
+	char tmp[PATH_MAX], name[PATH_MAX];
 	int fd, ret = 0;
 
-	fd = openat(dirfd, SNAPSHOT_MEMORY_TMP, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+	snapshot_name(where, SNAPSHOT_MEMORY_TMP, tmp);
+	snapshot_name(where, SNAPSHOT_MEMORY, name);
+	fd = openat(where->dirfd, tmp, SNAP_OPEN_WRITE, 0600);
 	if (fd < 0)
 		return err_set(err, errlen, -errno, "snapshot %s: cannot create %s: %s", dir,
 			       SNAPSHOT_MEMORY_TMP, strerror(errno));
@@ -194,10 +309,10 @@ static int snapshot_write_memory(struct mvm *m, int dirfd, const char *dir, char
 		ret = -errno;
 	if (close(fd) && !ret)
 		ret = -errno;
-	if (!ret && renameat(dirfd, SNAPSHOT_MEMORY_TMP, dirfd, SNAPSHOT_MEMORY))
+	if (!ret && renameat(where->dirfd, tmp, where->dirfd, name))
 		ret = -errno;
 	if (ret) {
-		unlinkat(dirfd, SNAPSHOT_MEMORY_TMP, 0);
+		unlinkat(where->dirfd, tmp, 0);
 		return err_set(err, errlen, ret, "snapshot %s: writing %llu MiB of guest memory: "
 			       "%s; check the directory's space", dir,
 			       (unsigned long long)(len >> 20), strerror(-ret));
@@ -207,9 +322,11 @@ static int snapshot_write_memory(struct mvm *m, int dirfd, const char *dir, char
 
 int mvm_snapshot(struct mvm *m, const char *dir, char *err, size_t errlen)
 {
+	struct snapshot_at at;
+	char name[PATH_MAX];
 	struct snap_w w;
 	unsigned i;
-	int dirfd, ret;
+	int ret;
 
 	if (!m || !dir || !*dir)
 		return err_set(err, errlen, -EINVAL, "mvm_snapshot: %s", !m ? "vm is NULL" :
@@ -228,17 +345,9 @@ int mvm_snapshot(struct mvm *m, const char *dir, char *err, size_t errlen)
 			      "(hotplug_slots %u) have no snapshots yet", m->nports);
 		goto unlock;
 	}
-	if (mkdir(dir, 0700) && errno != EEXIST) {
-		ret = err_set(err, errlen, -errno, "snapshot %s: cannot make the directory: %s",
-			      dir, strerror(errno));
+	ret = snapshot_target(m, dir, &at, err, errlen);
+	if (ret)
 		goto unlock;
-	}
-	dirfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (dirfd < 0) {
-		ret = err_set(err, errlen, -errno, "snapshot %s: %s; give a directory", dir,
-			      strerror(errno));
-		goto unlock;
-	}
 	/* The whole state first, in memory: a device that cannot be
 	 * snapshotted leaves the directory as it was. */
 	snap_w_init(&w);
@@ -254,17 +363,18 @@ int mvm_snapshot(struct mvm *m, const char *dir, char *err, size_t errlen)
 			      strerror(-w.err));
 	if (ret)
 		goto free_w;
-	if (unlinkat(dirfd, SNAPSHOT_STATE, 0) && errno != ENOENT) {
+	if (unlinkat(at.dirfd, snapshot_name(&at, SNAPSHOT_STATE, name), 0) && errno != ENOENT) {
 		ret = err_set(err, errlen, -errno, "snapshot %s: cannot replace its state: %s",
 			      dir, strerror(errno));
 		goto free_w;
 	}
-	ret = snapshot_write_memory(m, dirfd, dir, err, errlen);
+	ret = snapshot_write_memory(m, &at, dir, err, errlen);
 	if (!ret)
-		ret = snap_w_write(&w, dirfd, SNAPSHOT_STATE, err, errlen);
+		ret = snap_w_write(&w, at.dirfd, name, err, errlen);
 free_w:
 	snap_w_free(&w);
-	close(dirfd);
+	if (at.own)
+		close(at.dirfd);
 unlock:
 	pthread_mutex_unlock(&m->ctl_lock);
 	return ret;
