@@ -202,6 +202,17 @@ struct mvm_config {
 	 * NULL (default): none; mvm_snapshot takes any path from a thread
 	 * that may open files, and none from a confined one. */
 	const char *snapshot_dir;
+	/* Since 2.7. Guest RAM in this file (made, mode 0600, or emptied:
+	 * its old contents are gone) rather than in anonymous memory,
+	 * mapped shared: the guest's writes go to the file (and, on a disk
+	 * file system, are written back by the host's page cache). A
+	 * snapshot into the directory holding it as "memory" (DIR/memory
+	 * is this path) then costs a flush, not a copy: the file is synced
+	 * and the state written beside it; from then on the VM's RAM is a
+	 * private mapping of that file, so the snapshot stays as it was
+	 * whatever the VM does next. Not with restore; not with a disk's
+	 * fixed_buffers. NULL (default): anonymous memory. */
+	const char *mem_file;
 };
 #define MVM_MAX_HOTPLUG_SLOTS 8
 

@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Snapshot and restore: a guest counting on its console, reading its
-# disk and running fio with verification, is paused and snapshotted
-# through the API (vm.snapshot) in the middle of fio's I/O, and mvm ends.
+# disk and running fio with verification, its RAM in the snapshot's
+# memory file (--mem-file), is paused and snapshotted through the API
+# (vm.snapshot) in the middle of fio's I/O (a flush, not a copy), goes on
+# without changing the snapshot, and mvm ends.
 # mvm --restore DIR brings it back in a new process: it goes on counting
 # from where it stood, with the same boot id and no boot (no kernel
 # banner), its disk answering, fio's round in progress and the next ones
@@ -18,6 +20,7 @@ sock=$SYS_TMP/api.sock
 img=$SYS_TMP/disk.img
 snap=$SYS_TMP/snap
 head -c 8M /dev/urandom >"$img"
+mkdir "$snap"
 sum=$(head -c 1M "$img" | md5sum | cut -d' ' -f1)
 # The guest, 2 vCPUs and a disk with 2 queues: in the background fio
 # writes random 4 KiB blocks to the disk's second 4 MiB with crc32c
@@ -34,7 +37,7 @@ dd if=/dev/vda of=/dev/null bs=4k count=1 skip=$((i % 2048)) iflag=direct 2>/dev
 [ $((i % 10)) -eq 0 ] && echo "sum $i $(dd if=/dev/vda bs=1M count=1 iflag=direct 2>/dev/null | md5sum | cut -d" " -f1)"
 echo "tick $i $(cut -d" " -f1 /proc/uptime) $b"; i=$((i+1)); sleep 0.1; done'
 "$MVM" --sandbox off --api-socket "$sock" --cpus 2 --disk "$img,queues=2" \
-	--vsock "cid=3,socket=$SYS_TMP/v.sock" \
+	--vsock "cid=3,socket=$SYS_TMP/v.sock" --mem-file "$snap/memory" \
 	--cmdline "$(guest_script "$script")" </dev/null >"$SYS_TMP/out" 2>&1 &
 pid=$!
 for _ in $(seq 1 600); do grep -q '^fio 1 rc' "$SYS_TMP/out" && grep -q '^tick 20 ' "$SYS_TMP/out" && break
@@ -78,13 +81,24 @@ up=$(echo "$last" | cut -d' ' -f3)
 echo "snapshot after '$last' in $(( (t1 - t0) / 1000000 )) ms: state $(stat -c %s "$snap/state") bytes," \
 	"memory $(stat -c %s "$snap/memory") bytes, $(du -k "$snap/memory" | cut -f1) KiB on disk"
 [ -f "$snap/state" ] && [ -f "$snap/memory" ] || fail "the snapshot's files are missing"
+# Guest RAM was the snapshot's memory file: the snapshot flushed it, and
+# from then on the VM's RAM is private: its guest goes on counting and
+# the file stays as the snapshot has it.
+msum=$(md5sum <"$snap/memory")
+# The disk as the snapshot has it, for the restores: the resumed guest
+# goes on writing.
+cp "$img" "$SYS_TMP/copy.img"
+expect 204 PUT vm.resume
+for _ in $(seq 1 100); do grep -q "^tick $((n + 10)) " "$SYS_TMP/out" && break; sleep 0.1; done
+grep -q "^tick $((n + 10)) " "$SYS_TMP/out" || fail "the guest did not count on after its snapshot"
+[ "$(md5sum <"$snap/memory")" = "$msum" ] || fail "the resumed guest changed the snapshot's memory"
+echo "resumed after the snapshot: counted to $((n + 10)), the snapshot's memory unchanged"
 expect 204 PUT vmm.shutdown
 wait $pid
 echo "the snapshotted mvm ended ($?)"
 exec 9>&-
 kill $held 2>/dev/null; wait $held 2>/dev/null
-# The disk as the snapshot has it, for a clone: the restores write to it.
-cp "$img" "$SYS_TMP/copy.img"
+cp "$SYS_TMP/copy.img" "$img"
 
 # restore_start TAG [mvm args]: mvm --restore in the background, its
 # output in $SYS_TMP/TAG. restore_check TAG VSOCK: once the guest has

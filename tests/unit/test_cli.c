@@ -788,6 +788,21 @@ TEST(snapshot_dir_is_taken_and_leaves_the_vm_to_the_api)
 	CHECK_STR(err, "--snapshot-dir: empty path; give the directory snapshots go to");
 }
 
+/* --mem-file puts guest RAM in a file: a VM option (a restore has the
+ * snapshot's memory instead). */
+TEST(mem_file_is_taken_and_refused_with_restore)
+{
+	struct cli_config c;
+
+	CHECK_EQ(PARSE(&c, "--mem-file", "/snaps/a/memory", "--api-socket", "/s"), 0);
+	CHECK_STR(c.vm.mem_file, "/snaps/a/memory");
+	CHECK(!cli_vm_from_api(&c));
+	CHECK_EQ(PARSE(&c, "--mem-file", ""), -EINVAL);
+	CHECK_STR(err, "--mem-file: empty path; give the file guest RAM is to be in");
+	CHECK_EQ(PARSE(&c, "--restore", "/snap", "--mem-file", "/m"), -EINVAL);
+	CHECK(strstr(err, "--mem-file with --restore: the snapshot's VM has its own"));
+}
+
 TEST(binary_refuses_a_directory_without_a_snapshot)
 {
 	char out[2048], dir[160];

@@ -937,3 +937,50 @@ TEST(snapshot_dir_is_made_and_opened_at_prepare)
 	CHECK(strstr(err, "Not a directory; give a directory"));
 	mvm_destroy(vm);
 }
+
+/* mvm_config.mem_file: empty, or with a restore, refused at mvm_create; a
+ * disk with fixed buffers refused beside it (its ring would keep the
+ * file's pages after a snapshot made RAM private); mvm_prepare makes the
+ * file, emptied and of the guest's RAM size. */
+TEST(mem_file_is_checked_and_made_at_prepare)
+{
+	struct mvm_config c;
+	struct mvm_disk d;
+	char path[128];
+	struct stat st;
+	struct mvm *vm;
+	int fd, ret;
+
+	setup();
+	c = config();
+	c.mem_file = "";
+	create_fails(&c, -EINVAL, "mem_file: empty; give a file for guest RAM");
+	c.mem_file = "/m";
+	c.kernel = NULL;
+	c.restore = "/snap";
+	create_fails(&c, -EINVAL, "mem_file /m with restore: a restored guest's RAM is its "
+		     "snapshot's memory file");
+	c = config();
+	snprintf(path, sizeof(path), "%s/memory", dir);
+	fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+	CHECK(fd >= 0);
+	CHECK_EQ(write(fd, "old guest", 9), 9);
+	close(fd);
+	c.mem_file = path;
+	c.mem = 32 << 20;
+	CHECK_EQ(mvm_create(&c, &vm, err, sizeof(err)), 0);
+	mvm_disk_init(&d, image);
+	d.fixed_buffers = true;
+	CHECK_EQ(mvm_add_disk(vm, &d, err, sizeof(err)), -EINVAL);
+	CHECK(strstr(err, "fixed-buffers=on with guest RAM in a file (mem_file)"));
+	ret = mvm_prepare(vm, err, sizeof(err));
+	if (ret == -ENODEV || ret == -ENOTSUP) {
+		mvm_destroy(vm);
+		CHECK_SKIP("no KVM here to prepare a VM with (%s)", err);
+	}
+	CHECK_EQ(ret, 0);
+	CHECK_EQ(stat(path, &st), 0);
+	CHECK_EQ(st.st_size, 32 << 20);
+	CHECK(st.st_blocks < 1024);     /* emptied, then sized: holes */
+	mvm_destroy(vm);
+}

@@ -102,8 +102,12 @@ static void env_init(void)
 	}
 	env.other = eventfd(0, EFD_CLOEXEC);
 	if (snap_dir_path) {
+		char mem[96];
+
 		env.fds.snap_dir = open(snap_dir_path, O_PATH | O_DIRECTORY | O_CLOEXEC);
-		if (env.fds.snap_dir < 0)
+		snprintf(mem, sizeof(mem), "%s.mem", snap_dir_path);
+		env.fds.mem = open(mem, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+		if (env.fds.snap_dir < 0 || env.fds.mem < 0 || ftruncate(env.fds.mem, 8192))
 			_exit(4);
 	}
 	if (env.fds.vm < 0 || env.fds.vcpu < 0 || env.fds.tty < 0 || env.other < 0)
@@ -730,6 +734,23 @@ static void call_snap_open_rdwr(void)
 static void call_snap_rename_out(void) { renameat(env.fds.snap_dir, "f", AT_FDCWD, env.tmp); }
 static void call_snap_rmdir(void) { unlinkat(env.fds.snap_dir, "sub", AT_REMOVEDIR); }
 static void call_snap_mkdir_cwd(void) { mkdirat(AT_FDCWD, env.tmp, 0700); }
+/* A snapshot makes guest RAM in its file private (snapshot_mem_private). */
+static void call_mmap_mem_private(void)
+{
+	void *p = mmap(NULL, 8192, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+
+	if (p == MAP_FAILED ||
+	    mmap(p, 8192, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_FIXED, env.fds.mem, 0) != p)
+		_exit(3);
+}
+static void call_mmap_mem_shared(void)
+{
+	mmap(NULL, 8192, PROT_READ | PROT_WRITE, MAP_SHARED, env.fds.mem, 0);
+}
+static void call_mmap_other_private(void)
+{
+	mmap(NULL, 4096, PROT_READ, MAP_PRIVATE | MAP_FIXED, env.other, 0);
+}
 static void call_pwrite(void) { syscall(__NR_pwrite64, env.other, "", 0, 0); }
 static void call_ftruncate(void) { syscall(__NR_ftruncate, env.other, 0); }
 
@@ -746,6 +767,9 @@ TEST(api_thread_writes_files_only_through_its_snapshot_directory)
 		{ "renameat out of the directory", call_snap_rename_out, NONE },
 		{ "unlinkat AT_REMOVEDIR", call_snap_rmdir, NONE },
 		{ "mkdirat from the working directory", call_snap_mkdir_cwd, NONE },
+		{ "mmap of guest RAM's file, private, fixed", call_mmap_mem_private, K(API) },
+		{ "mmap of guest RAM's file, shared", call_mmap_mem_shared, NONE },
+		{ "mmap of another file", call_mmap_other_private, NONE },
 	};
 	const struct door without[] = {
 		{ "pwrite64", call_pwrite, NONE },
@@ -762,6 +786,8 @@ TEST(api_thread_writes_files_only_through_its_snapshot_directory)
 	check_doors(without, ARRAY_SIZE(without));
 	/* What the calls made, they removed, but for the directory. */
 	CHECK_EQ(rmdir(sub), 0);
+	snprintf(sub, sizeof(sub), "%s.mem", path);
+	CHECK_EQ(unlink(sub), 0);
 	CHECK_EQ(rmdir(path), 0);
 }
 
@@ -846,7 +872,7 @@ TEST(vcpu_thread_returns_from_the_kick_handler)
 TEST(every_kind_builds_a_program_that_fits)
 {
 	struct sock_filter insn[SANDBOX_MAX_INSNS];
-	struct sandbox_fds fds = { 3, 4, 4, 9, 5, 0, SIGUSR1, 6, 7 };
+	struct sandbox_fds fds = { 3, 4, 4, 9, 5, 0, SIGUSR1, 6, 7, 8 };
 	unsigned k;
 
 	for (k = 0; k < SANDBOX_KINDS; k++) {

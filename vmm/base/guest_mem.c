@@ -78,16 +78,16 @@ unmap:
 	return ret;
 }
 
-int gmem_map_file(struct guest_mem *gm, int fd)
+int gmem_map_file(struct guest_mem *gm, int fd, bool shared)
 {
 	void *p;
 
 	if (!gm->map_base)
 		return -EINVAL;
-	/* MAP_FIXED over our own reservation: the address stays, so the
+	/* MAP_FIXED over our own mapping: the address stays, so the
 	 * regions' host pointers do too. */
 	p = mmap(gm->map_base, gm->map_len, PROT_READ | PROT_WRITE,
-		 MAP_PRIVATE | MAP_FIXED | MAP_NORESERVE, fd, 0);
+		 (shared ? MAP_SHARED : MAP_PRIVATE | MAP_NORESERVE) | MAP_FIXED, fd, 0);
 	if (p == MAP_FAILED)
 		return -errno;
 	madvise(p, gm->map_len, MADV_DONTDUMP);

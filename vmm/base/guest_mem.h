@@ -7,6 +7,7 @@
 #ifndef MVM_GUEST_MEM_H
 #define MVM_GUEST_MEM_H
 
+#include <stdbool.h>
 #include <stdint.h>
 #include <stddef.h>
 
@@ -48,13 +49,16 @@ static inline void *gmem_ptr(const struct guest_mem *gm, uint64_t gpa, uint64_t 
  * 0 or -errno. */
 int gmem_map(struct guest_mem *gm, uint64_t size, uint64_t hole_start);
 void gmem_unmap(struct guest_mem *gm);
-/* Guest RAM (as gmem_map made it) backed by the file fd instead, mapped
- * privately: byte k of the host mapping is byte k of the file (RAM below
- * the hole, then the rest), read as the guest touches it; the guest's
- * writes stay its own, and VMs mapping one file share its unwritten
- * pages in the page cache. The file must hold map_len bytes. Before KVM
- * gets the memory slots. 0 or -errno. */
-int gmem_map_file(struct guest_mem *gm, int fd);
+/* Guest RAM (as gmem_map made it) backed by the file fd instead: byte k
+ * of the host mapping is byte k of the file (RAM below the hole, then the
+ * rest). Privately (shared false, a snapshot's memory): read as the guest
+ * touches it, the guest's writes stay its own, and VMs mapping one file
+ * share its unwritten pages in the page cache. Shared: the guest's RAM is
+ * the file (mvm_config.mem_file), its writes go there. The file must hold
+ * map_len bytes. Over a mapping KVM has: KVM drops what it mapped of the
+ * old one (its MMU notifier) and maps the new as the guest touches it.
+ * 0 or -errno. */
+int gmem_map_file(struct guest_mem *gm, int fd, bool shared);
 
 /* Add a region backed by caller-owned memory (used by unit tests to build a
  * fake guest). 0 or -ENOSPC / -EINVAL on overlap. */

@@ -14,7 +14,7 @@ enum {
 	OPT_STATS = 0x100, OPT_DISK, OPT_QUEUES, OPT_IO_THREADS, OPT_TRANSPORT, OPT_PROBE_KVM,
 	OPT_SANDBOX, OPT_CHROOT, OPT_UID, OPT_GID, OPT_PVPANIC, OPT_NETNS, OPT_NEW_PID_NS,
 	OPT_CGROUP, OPT_CGROUP_SET, OPT_ID, OPT_VSOCK, OPT_RATE_GROUP, OPT_API_SOCKET,
-	OPT_HOTPLUG_SLOTS, OPT_RESTORE, OPT_SNAPSHOT_DIR,
+	OPT_HOTPLUG_SLOTS, OPT_RESTORE, OPT_SNAPSHOT_DIR, OPT_MEM_FILE,
 };
 
 /* One row per option; cli_parse switches on .val. */
@@ -46,6 +46,7 @@ static const struct option cli_options[] = {
 	{ "hotplug-slots", required_argument, NULL, OPT_HOTPLUG_SLOTS },
 	{ "restore", required_argument, NULL, OPT_RESTORE },
 	{ "snapshot-dir", required_argument, NULL, OPT_SNAPSHOT_DIR },
+	{ "mem-file", required_argument, NULL, OPT_MEM_FILE },
 	{ "help",    no_argument,       NULL, OPT_HELP },
 	{ "version", no_argument,       NULL, OPT_VERSION },
 	{ NULL, 0, NULL, 0 },
@@ -172,6 +173,9 @@ void cli_usage(FILE *out)
 	      "  --restore DIR    go on from the snapshot in DIR (vm.snapshot) instead of\n"
 	      "                   booting: its vCPUs, memory, devices and disks; --disk\n"
 	      "                   options, in the snapshot's number, give other images\n"
+	      "  --mem-file PATH  guest RAM in this file (emptied first), mapped shared: a\n"
+	      "                   snapshot into its directory (PATH is DIR/memory) costs a\n"
+	      "                   flush, not a copy\n"
 	      "  --snapshot-dir DIR  where the API's vm.snapshot may write (made if missing,\n"
 	      "                   opened at the start): DIR or directories beneath it; the\n"
 	      "                   only place with --sandbox on, even after --chroot\n"
@@ -315,6 +319,12 @@ static int cli_vm_option(int c, const char *arg, struct cli_config *cfg, char *e
 			return cli_err(err, errlen, "--snapshot-dir: empty path; give the directory "
 				       "snapshots go to");
 		cfg->vm.snapshot_dir = arg;
+		return 1;
+	case OPT_MEM_FILE:
+		if (!*arg)
+			return cli_err(err, errlen, "--mem-file: empty path; give the file guest RAM "
+				       "is to be in");
+		cfg->vm.mem_file = arg;
 		return 1;
 	case OPT_HOTPLUG_SLOTS:
 		ret = parse_uint(arg, 0, MVM_MAX_HOTPLUG_SLOTS, &v);
@@ -472,7 +482,7 @@ int cli_parse(int argc, char **argv, struct cli_config *cfg, char *err, size_t e
 			return cli_err(err, errlen, "%s: needs a value; see mvm --help",
 				       argv[optind - 1]);
 		if (c == OPT_KERNEL || c == OPT_INITRD || c == OPT_CMDLINE || c == OPT_CPUS ||
-		    c == OPT_MEM || c == OPT_HOTPLUG_SLOTS || c == OPT_PVPANIC)
+		    c == OPT_MEM || c == OPT_HOTPLUG_SLOTS || c == OPT_PVPANIC || c == OPT_MEM_FILE)
 			st.shape_opt = cli_option_name(c);
 		ret = cli_vm_option(c, optarg, cfg, err, errlen);
 		if (!ret)

@@ -94,11 +94,11 @@ unsigned kvm_max_vcpus(int kvm_fd);
 
 /* Create the VM on kvm_fd (taken over): arch_vm_init (x86: TSS, identity
  * map, irqchip, PIT, supported CPUID), GSI routing, guest RAM: anonymous,
- * or with mem_fd >= 0 mapped privately from that file (a snapshot's
- * memory, gmem_map_file; the caller keeps the fd). 0 or -errno +
- * message. */
+ * or with mem_fd >= 0 mapped from that file, privately (a snapshot's
+ * memory) or shared (mem_shared: mvm_config.mem_file), gmem_map_file;
+ * the caller keeps the fd. 0 or -errno + message. */
 int kvm_vm_create(struct vm *vm, int kvm_fd, uint64_t mem, unsigned ncpus, int mem_fd,
-		  char *err, size_t errlen);
+		  bool mem_shared, char *err, size_t errlen);
 
 /* The routing table as mvm keeps it for KVM (irqchip routes, then active
  * MSI / adapter routes), copied into r, which has room for cap entries.

@@ -282,7 +282,7 @@ bool kvm_probe_vm(struct vm *vm, uint64_t mem, struct kvm_probe_result *res)
 		return false;
 	}
 	/* kvm_vm_create takes kvm_fd over, also on failure. */
-	if (kvm_vm_create(vm, kvm_fd, mem, 1, -1, err, sizeof(err))) {
+	if (kvm_vm_create(vm, kvm_fd, mem, 1, -1, false, err, sizeof(err))) {
 		snprintf(res->reason, sizeof(res->reason), "cannot create a VM: %s", err);
 		return false;
 	}

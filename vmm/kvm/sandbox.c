@@ -292,6 +292,7 @@ static bool fd_range(const struct sandbox_fds *f, enum sandbox_fd which, int *lo
 	case SANDBOX_FD_KICK_SIGNAL: *lo = *hi = f->kick_signal; break;
 	case SANDBOX_FD_LISTEN: *lo = *hi = f->listen; break;
 	case SANDBOX_FD_SNAP_DIR: *lo = *hi = f->snap_dir; break;
+	case SANDBOX_FD_MEM: *lo = *hi = f->mem; break;
 	default: return false;
 	}
 	return *lo >= 0 && *hi >= *lo;
@@ -401,10 +402,17 @@ int sandbox_build(enum sandbox_kind kind, const struct sandbox_fds *fds,
 	/* mmap: anonymous, private, never executable; where its arguments
 	 * are out of reach, refused (arch_sandbox.mmap_args_in_memory). */
 	struct rule mmap_rule = {
-		.kinds = K_ALL, .nr = __NR_mmap, .act = ACT_CHECKED, .nalts = 1,
+		.kinds = K_ALL, .nr = __NR_mmap, .act = ACT_CHECKED, .nalts = 2,
 		.alts = { { { IN(2, PROT_EXEC, 0),
 			      IN(3, MAP_ANONYMOUS | MAP_SHARED | MAP_SHARED_VALIDATE | MAP_PRIVATE,
-				 MAP_ANONYMOUS | MAP_PRIVATE) } } },
+				 MAP_ANONYMOUS | MAP_PRIVATE) } },
+			  /* A snapshot that made guest RAM in its file private
+			   * (vmm/lib/snapshot.c): that file, privately, at a
+			   * fixed address; the API thread given the file. */
+			  { { IN(2, PROT_EXEC, 0),
+			      IN(3, MAP_ANONYMOUS | MAP_SHARED | MAP_SHARED_VALIDATE | MAP_PRIVATE |
+				 MAP_FIXED, MAP_PRIVATE | MAP_FIXED),
+			      FD(4, SANDBOX_FD_MEM) } } },
 	};
 	struct rule tgkill_self;
 	unsigned i, bit, skip;
@@ -412,6 +420,9 @@ int sandbox_build(enum sandbox_kind kind, const struct sandbox_fds *fds,
 	if ((unsigned)kind >= SANDBOX_KINDS || !fds)
 		return -EINVAL;
 	bit = SANDBOX_K(kind);
+	/* The second way (guest RAM's file) is the API thread's alone. */
+	if (kind != SANDBOX_API)
+		mmap_rule.nalts = 1;
 	if (arch_sandbox.mmap_args_in_memory)
 		mmap_rule = (struct rule){ .kinds = K_ALL, .nr = __NR_mmap, .act = ACT_ERRNO,
 					   .errno_val = ENOMEM };

@@ -50,8 +50,9 @@ struct sandbox_fds {
 	int kick_signal;        /* the main thread gives its handler back at destroy */
 	int listen;             /* a control server's listening socket */
 	int snap_dir;           /* a control server's snapshot directory (O_PATH) */
+	int mem;                /* the file guest RAM is in (mvm_config.mem_file) */
 };
-#define SANDBOX_NO_FDS ((struct sandbox_fds){ -1, -1, -1, -1, -1, -1, -1, -1, -1 })
+#define SANDBOX_NO_FDS ((struct sandbox_fds){ -1, -1, -1, -1, -1, -1, -1, -1, -1, -1 })
 
 /* A kind's bit in the masks below. */
 #define SANDBOX_K(kind) (1u << (kind))
@@ -66,6 +67,7 @@ enum sandbox_fd {
 	SANDBOX_FD_KICK_SIGNAL, /* not a descriptor: the VM's kick signal */
 	SANDBOX_FD_LISTEN,      /* the control server's listening socket */
 	SANDBOX_FD_SNAP_DIR,    /* its snapshot directory */
+	SANDBOX_FD_MEM,         /* the file guest RAM is in */
 };
 
 /* An ioctl the kinds in `kinds` may issue on descriptor `fd`. */

@@ -295,7 +295,7 @@ static int kvm_set_routes(struct vm *vm)
 }
 
 int kvm_vm_create(struct vm *vm, int kvm_fd, uint64_t mem, unsigned ncpus, int mem_fd,
-		  char *err, size_t errlen)
+		  bool mem_shared, char *err, size_t errlen)
 {
 	struct kvm_state *ks;
 	unsigned i;
@@ -342,11 +342,11 @@ int kvm_vm_create(struct vm *vm, int kvm_fd, uint64_t mem, unsigned ncpus, int m
 		goto fini;
 	}
 	if (mem_fd >= 0) {
-		ret = gmem_map_file(&vm->mem, mem_fd);
+		ret = gmem_map_file(&vm->mem, mem_fd, mem_shared);
 		if (ret) {
 			errno = -ret;
-			ret = vm_err(err, errlen, "guest RAM from the snapshot's memory file: %s",
-				     strerror(-ret));
+			ret = vm_err(err, errlen, "guest RAM from %s: %s", mem_shared ?
+				     "its file (mem_file)" : "the snapshot's memory file", strerror(-ret));
 			goto fini;
 		}
 	}

@@ -503,6 +503,13 @@ static int mvm_check_config(const struct mvm_config *cfg, char *err, size_t errl
 	if (cfg->snapshot_dir && !*cfg->snapshot_dir)
 		return err_set(err, errlen, -EINVAL, "snapshot_dir: empty; give a directory, or "
 			       "NULL for none");
+	if (cfg->mem_file && !*cfg->mem_file)
+		return err_set(err, errlen, -EINVAL, "mem_file: empty; give a file for guest RAM, "
+			       "or NULL for anonymous memory");
+	if (cfg->mem_file && cfg->restore)
+		return err_set(err, errlen, -EINVAL, "mem_file %s with restore: a restored guest's "
+			       "RAM is its snapshot's memory file, mapped privately; leave mem_file "
+			       "out", cfg->mem_file);
 	if (!cfg->restore && (!cfg->kernel || !*cfg->kernel))
 		return err_set(err, errlen, -EINVAL, "kernel: not set; give a bzImage or an ELF "
 			       "vmlinux with a PVH note");
@@ -564,10 +571,8 @@ static char *mvm_strdup(const char *s, bool *oom)
 }
 
 
-/* dir made absolute (from the working directory) without its trailing
- * slashes, as mvm_snapshot compares directories with it; NULL: no memory
- * (or no working directory). */
-static char *mvm_abs_dir(const char *dir)
+/* As mvm_snapshot compares directories and files with it. */
+char *mvm_abs_path(const char *dir)
 {
 	char cwd[PATH_MAX], *out;
 	size_t n = strlen(dir);
@@ -624,10 +629,15 @@ int mvm_create(const struct mvm_config *theirs, struct mvm **out, char *err, siz
 	m->cfg.initrd = m->initrd;
 	m->cfg.cmdline = m->cmdline;
 	if (cfg->snapshot_dir) {
-		m->snap_root = mvm_abs_dir(cfg->snapshot_dir);
+		m->snap_root = mvm_abs_path(cfg->snapshot_dir);
 		oom |= !m->snap_root;
 	}
 	m->cfg.snapshot_dir = m->snap_root;
+	if (cfg->mem_file) {
+		m->mem_file = mvm_abs_path(cfg->mem_file);
+		oom |= !m->mem_file;
+	}
+	m->cfg.mem_file = m->mem_file;
 	snprintf(m->id, sizeof(m->id), "%s", cfg->id ? cfg->id : "mvm");
 	m->cfg.id = m->id;
 	snprintf(m->ctl_name, sizeof(m->ctl_name), "%s-ctl", m->id);
@@ -635,6 +645,7 @@ int mvm_create(const struct mvm_config *theirs, struct mvm **out, char *err, siz
 	m->tx_efd = -1;
 	m->snap_mem_fd = -1;
 	m->snap_root_fd = -1;
+	m->mem_file_fd = -1;
 	m->kimage = BOOT_IMAGE_NONE;
 	atomic_init(&m->state, MVM_CREATED);
 	atomic_init(&m->hurry, false);
@@ -653,6 +664,7 @@ int mvm_create(const struct mvm_config *theirs, struct mvm **out, char *err, siz
 		free(m->initrd);
 		free(m->cmdline);
 		free(m->snap_root);
+		free(m->mem_file);
 		free(m);
 		return err_set(err, errlen, oom ? -ENOMEM : ret, "out of memory");
 	}
@@ -872,6 +884,11 @@ int mvm_add_disk(struct mvm *m, const struct mvm_disk *theirs, char *err, size_t
 		       "mvm_disk_init", err, errlen);
 	if (ret)
 		return ret;
+	if (dd.fixed_buffers && m->mem_file)
+		return err_set(err, errlen, -EINVAL, "disk %s: fixed-buffers=on with guest RAM in "
+			       "a file (mem_file): its ring would hold the file's pages after a "
+			       "snapshot made the RAM private; leave fixed-buffers out",
+			       dd.path ? dd.path : "(null)");
 	st = atomic_load(&m->state);
 	if (st == MVM_CREATED) {
 		ret = mvm_disk_slot_fill(m, &dd, err, errlen);
@@ -1470,6 +1487,26 @@ static int mvm_restore_disks(struct mvm *m, char *err, size_t errlen)
 	return 0;
 }
 
+/* cfg.mem_file, emptied and sized for guest RAM. */
+static int mvm_mem_file_open(struct mvm *m, char *err, size_t errlen)
+{
+	struct stat st;
+
+	m->mem_file_fd = open(m->mem_file, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
+	if (m->mem_file_fd < 0)
+		return err_set(err, errlen, -errno, "mem_file %s: %s; give a file mvm may create "
+			       "or write", m->mem_file, strerror(errno));
+	if (fstat(m->mem_file_fd, &st) || !S_ISREG(st.st_mode))
+		return err_set(err, errlen, -EINVAL, "mem_file %s: not a regular file; give a "
+			       "file's path", m->mem_file);
+	/* Emptied first: nothing of an earlier guest's RAM is read again. */
+	if (ftruncate(m->mem_file_fd, 0) || ftruncate(m->mem_file_fd, (off_t)m->cfg.mem))
+		return err_set(err, errlen, -errno, "mem_file %s: cannot size it to %llu MiB: %s",
+			       m->mem_file, (unsigned long long)(m->cfg.mem >> 20),
+			       strerror(errno));
+	return 0;
+}
+
 int mvm_prepare(struct mvm *m, char *err, size_t errlen)
 {
 	int expected = MVM_CREATED, kvm_fd, ret;
@@ -1510,7 +1547,16 @@ int mvm_prepare(struct mvm *m, char *err, size_t errlen)
 		return err_set(err, errlen, -EINVAL, "cpus %u: KVM on this host supports at most "
 			       "%u vCPUs; give %u or fewer", m->cfg.cpus, max, max);
 	}
-	ret = kvm_vm_create(&m->vm, kvm_fd, m->cfg.mem, m->cfg.cpus, m->snap_mem_fd, err, errlen);
+	if (m->mem_file) {
+		ret = mvm_mem_file_open(m, err, errlen);
+		if (ret) {
+			close(kvm_fd);
+			return ret;
+		}
+	}
+	ret = kvm_vm_create(&m->vm, kvm_fd, m->cfg.mem, m->cfg.cpus,
+			    m->mem_file ? m->mem_file_fd : m->snap_mem_fd, m->mem_file != NULL, err,
+			    errlen);
 	if (ret)
 		return ret;
 	if (m->snap_mem_fd >= 0) {
@@ -1928,8 +1974,10 @@ int mvm_confine_api_thread(struct mvm *m, int listen_fd, char *err, size_t errle
 	 * filter allows no file call at all and mvm_snapshot says why. */
 	if (m->snap_root_fd >= 0) {
 		r = sandbox_beneath(m->snap_root_fd);
-		if (!r)
+		if (!r) {
 			fds.snap_dir = m->snap_root_fd;
+			fds.mem = m->mem_file_fd;
+		}
 		else
 			log_warn(&m->log, "snapshot_dir %s: this kernel cannot hold "
 				 "the API thread's file access to it (Landlock: %s); the API "
@@ -2281,6 +2329,9 @@ void mvm_destroy(struct mvm *m)
 	if (m->snap_root_fd >= 0)
 		close(m->snap_root_fd);
 	free(m->snap_root);
+	if (m->mem_file_fd >= 0)
+		close(m->mem_file_fd);
+	free(m->mem_file);
 	free(m->kernel);
 	free(m->initrd);
 	free(m->cmdline);

@@ -172,6 +172,11 @@ struct mvm {
 	bool api_confined;
 	bool api_snap_ok;
 	pthread_t api_thread;
+	/* cfg.mem_file made absolute, its descriptor (-1: none), and
+	 * whether a snapshot made the mapping private (snapshot.c). */
+	char *mem_file;
+	int mem_file_fd;
+	bool mem_private;
 };
 
 /* Whether the VM runs (started, not stopped or stopping), for run-time
@@ -197,6 +202,9 @@ int snapshot_load_cpus(struct mvm *m, char *err, size_t errlen);
 /* From mvm_start, the devices' threads started, before the vCPUs: each
  * device's state. */
 int snapshot_load_devices(struct mvm *m, char *err, size_t errlen);
+/* path made absolute (from the working directory) without trailing
+ * slashes; NULL: no memory (or no working directory). */
+char *mvm_abs_path(const char *path);
 /* mvm_prepare: make and open cfg.snapshot_dir. */
 int snapshot_root_open(struct mvm *m, char *err, size_t errlen);
 /* mvm_destroy: what snapshot_open kept. */

@@ -320,11 +320,63 @@ static int snapshot_write_memory(struct mvm *m, const struct snapshot_at *where,
 	return 0;
 }
 
+/* Whether dir's memory file is the one guest RAM is in (mem_file, still
+ * shared): compared as written, both made absolute. A link or another
+ * spelling that names it only makes the snapshot copy RAM instead. */
+static bool snapshot_in_mem_file(struct mvm *m, const char *dir)
+{
+	size_t n;
+	char *abs;
+	bool same;
+
+	if (!m->mem_file || m->mem_private)
+		return false;
+	abs = mvm_abs_path(dir);
+	if (!abs)
+		return false;
+	n = strlen(abs);
+	same = !strncmp(m->mem_file, abs, n) && m->mem_file[n] == '/' &&
+	       !strcmp(m->mem_file + n + 1, SNAPSHOT_MEMORY);
+	free(abs);
+	return same;
+}
+
+/* Guest RAM is DIR/memory already: on the disk before the state. */
+static int snapshot_flush_memory(struct mvm *m, const char *dir, char *err, size_t errlen)
+{
+	if (fsync(m->mem_file_fd))
+		return err_set(err, errlen, -errno, "snapshot %s: syncing guest RAM's file %s: %s; "
+			       "check the file system's space", dir, m->mem_file, strerror(errno));
+	return 0;
+}
+
+/* The snapshot holds guest RAM's file as its memory: from now on the VM's
+ * RAM is a private mapping of it, so what the guest does next leaves the
+ * snapshot as it is (KVM drops its mappings of the shared pages and maps
+ * the private ones as the guest touches them). The VM is paused: no vCPU
+ * runs and no queue thread touches guest RAM meanwhile. */
+static int snapshot_mem_private(struct mvm *m, const char *dir, char *err, size_t errlen)
+{
+	int ret = gmem_map_file(&m->vm.mem, m->mem_file_fd, false);
+
+	if (ret) {
+		/* MAP_FIXED may have taken the old mapping with it: the VM
+		 * must not run again. */
+		err_set(err, errlen, ret, "snapshot %s: written, but guest RAM cannot be made "
+			"private (%s): the VM is stopped", dir, strerror(-ret));
+		vm_request_stop(&m->vm, VM_STOP_HOST_ERROR, MVM_EXIT_INTERNAL, err);
+		return ret;
+	}
+	m->mem_private = true;
+	return 0;
+}
+
 int mvm_snapshot(struct mvm *m, const char *dir, char *err, size_t errlen)
 {
 	struct snapshot_at at;
 	char name[PATH_MAX];
 	struct snap_w w;
+	bool flush;
 	unsigned i;
 	int ret;
 
@@ -368,9 +420,13 @@ int mvm_snapshot(struct mvm *m, const char *dir, char *err, size_t errlen)
 			      dir, strerror(errno));
 		goto free_w;
 	}
-	ret = snapshot_write_memory(m, &at, dir, err, errlen);
+	flush = snapshot_in_mem_file(m, dir);
+	ret = flush ? snapshot_flush_memory(m, dir, err, errlen) :
+	      snapshot_write_memory(m, &at, dir, err, errlen);
 	if (!ret)
 		ret = snap_w_write(&w, at.dirfd, name, err, errlen);
+	if (!ret && flush)
+		ret = snapshot_mem_private(m, dir, err, errlen);
 free_w:
 	snap_w_free(&w);
 	if (at.own)
