@@ -27,6 +27,9 @@ before), which is what a host restoring clones sees.
 Then the memory of ten VMs at once, each answering: ten mvm --restore of
 one snapshot against ten mvm boots, the sum of the processes' PSS
 (/proc/PID/smaps_rollup: a page shared by n processes counts 1/n).
+And the snapshot's own time: a freshly booted guest's RAM copied into
+the snapshot's memory file, against a guest whose RAM is that file from
+the boot (--mem-file) and is only synced, in alternating pairs.
 A benchmark, not a test: run it on an otherwise idle machine.
 """
 import argparse
@@ -61,6 +64,8 @@ def parse_args():
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--clones", type=int, default=10)
     ap.add_argument("--mem", type=int, default=256, help="guest RAM in MiB")
+    ap.add_argument("--snapshot-rounds", type=int, default=3,
+                    help="pairs of snapshots taken by copy and by flush (--mem-file)")
     ap.add_argument("--cases", default=",".join(CASES))
     ap.add_argument("--mvm", default=os.path.join(ROOT, "mvm"))
     ap.add_argument("--files", default=os.path.join(ROOT, "build", "guest"))
@@ -199,10 +204,16 @@ def api(sock, endpoint, body=None):
     raise RuntimeError("%s: no answer from the API socket" % endpoint)
 
 
-def mvm_snapshot(args, scratch):
-    """The guest booted to "ready", paused and snapshotted into scratch/mvm-snap."""
-    sock, snap = os.path.join(scratch, "api.sock"), os.path.join(scratch, "mvm-snap")
-    vm = Vm([args.mvm, "--sandbox", "off", "--api-socket", sock] + mvm_boot_argv(args)[1:])
+def mvm_snapshot(args, scratch, name="mvm-snap", mem_file=False):
+    """The guest booted to "ready", paused and snapshotted into scratch/NAME
+    (with mem_file, its RAM in NAME/memory from the start: a flush)."""
+    sock, snap = os.path.join(scratch, "api.sock"), os.path.join(scratch, name)
+    extra = []
+    if mem_file:
+        os.makedirs(snap, exist_ok=True)
+        extra = ["--mem-file", os.path.join(snap, "memory")]
+    vm = Vm([args.mvm, "--sandbox", "off", "--api-socket", sock] + mvm_boot_argv(args)[1:] +
+            extra)
     if not vm.wait_line("ready"):
         raise RuntimeError("mvm: the guest did not get ready: %s %s" % (vm.out[-5:],
                                                                       vm.err[-300:]))
@@ -212,10 +223,23 @@ def mvm_snapshot(args, scratch):
     took = time.monotonic() - t
     api(sock, "vmm.shutdown")
     vm.stop()
-    log("snap-bench: mvm's snapshot took %.0f ms: state %d bytes, memory %d MiB (%d MiB on "
-        "disk)" % (took * 1000, os.path.getsize(os.path.join(snap, "state")), args.mem,
+    log("snap-bench: mvm's snapshot%s took %.0f ms: state %d bytes, memory %d MiB (%d MiB on "
+        "disk)" % (" (RAM in its memory file)" if mem_file else "", took * 1000,
+                   os.path.getsize(os.path.join(snap, "state")), args.mem,
                    os.stat(os.path.join(snap, "memory")).st_blocks * 512 >> 20))
-    return snap
+    return snap, took * 1000
+
+
+def snapshot_ways(args, scratch):
+    """The snapshot's own cost, copying guest RAM against flushing the file
+    it is in (--mem-file), alternating, args.snapshot_rounds pairs."""
+    ms = {"copy": [], "mem-file": []}
+    for r in range(args.snapshot_rounds):
+        for way in (("copy", "mem-file") if r % 2 == 0 else ("mem-file", "copy")):
+            snap, took = mvm_snapshot(args, scratch, "way-%s-%d" % (way, r), way == "mem-file")
+            ms[way].append(took)
+            shutil.rmtree(snap, ignore_errors=True)
+    return ms
 
 
 def qemu_monitor(path, cmd):
@@ -309,7 +333,7 @@ def main():
     try:
         snaps = {}
         if "mvm-restore" in cases:
-            snaps["mvm"] = mvm_snapshot(args, scratch)
+            snaps["mvm"] = mvm_snapshot(args, scratch)[0]
         if "qemu-restore" in cases:
             snaps["qemu"] = qemu_snapshot(args, scratch)
         res = {c: [] for c in cases}
@@ -358,6 +382,16 @@ def main():
                 summary["%s/%s" % (num, den)] = statistics.median(q)
                 log("  %s / %s: %.3f (median of the rounds' ratios: %s)" % (
                     num, den, statistics.median(q), " ".join("%.3f" % x for x in q)))
+        if args.snapshot_rounds and "mvm-restore" in cases:
+            ways = snapshot_ways(args, scratch)
+            summary["snapshot_ms"] = {k: {"median": statistics.median(v), "runs": v}
+                                      for k, v in ways.items()}
+            log("  snapshot of the paused guest, median of %d: copying RAM %.0f ms (%s), "
+                "flushing its file (--mem-file) %.0f ms (%s)" % (
+                    args.snapshot_rounds, statistics.median(ways["copy"]),
+                    " ".join("%.0f" % x for x in ways["copy"]),
+                    statistics.median(ways["mem-file"]),
+                    " ".join("%.0f" % x for x in ways["mem-file"])))
         if args.clones and "mvm-restore" in cases:
             restored = clones([args.mvm] + ids() + ["--restore", snaps["mvm"]], args.clones,
                               False)
