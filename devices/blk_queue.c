@@ -689,6 +689,7 @@ int blk_workers_init(struct blk_dev *blk)
 	for (qi = 0; qi < blk->vdev.num_queues; qi++) {
 		blk->queues[qi].blk = blk;
 		blk->queues[qi].idx = qi;
+		blk->queues[qi].waiting = blk->queues[qi].rate_waiting = -1;
 	}
 	r = workers_make(blk, blk->workers, &blk->img);
 	if (!r)

@@ -268,10 +268,12 @@ int virtio_save(struct virtio_dev *dev, struct snap_w *w, char *err, size_t errl
 		const struct virtq *vq = &dev->queues[q].vq;
 		struct virtq_pos pos = { 0 };
 
-		if (vq->ready && dev->queues[q].started && virtq_get_pos(vq, &pos))
+		bool live = vq->ready && dev->queues[q].started;
+		int held = live && dev->ops->queue_held ? dev->ops->queue_held(dev, q) : -1;
+
+		if (live && virtq_get_pos(vq, held, &pos))
 			return err_set(err, errlen, -EBUSY, "snapshot: %s queue %u holds %u "
-				       "request(s) it has not completed (waiting for rate-limit "
-				       "tokens); try again, or raise the disk's limits",
+				       "request(s) it has not completed; try again",
 				       dev->ops->name, q, vq->inflight_count);
 		if (vq->ready && !dev->queues[q].started) {
 			pos.avail_wrap = pos.used_wrap = true;

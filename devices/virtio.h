@@ -103,6 +103,11 @@ struct virtio_device_ops {
 	 * NULL: nothing of its own. 0 or -errno with a message. */
 	int (*save)(struct virtio_dev *, struct snap_w *w, char *err, size_t errlen);
 	int (*load)(struct virtio_dev *, struct snap_r *r, char *err, size_t errlen);
+	/* Snapshots of a paused VM: the id of a buffer queue q took and has
+	 * not started (blk: waiting for rate-limit tokens), given back to
+	 * the ring in the snapshot (virtq_get_pos); -1: none. Read while
+	 * the queue's thread is quiesced. May be NULL. */
+	int (*queue_held)(struct virtio_dev *, unsigned q);
 };
 
 /* One const table per transport. */

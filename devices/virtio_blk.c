@@ -223,9 +223,19 @@ static int blk_load_op(struct virtio_dev *dev, struct snap_r *r, char *err, size
 	return 0;
 }
 
+/* A request waiting for rate-limit tokens was taken and not started: a
+ * snapshot gives it back to the ring (the restored queue takes it again
+ * and its limits start afresh). The queue's thread is quiesced: the
+ * pause's handshake ordered its last write of rate_waiting before this. */
+static int blk_queue_held_op(struct virtio_dev *dev, unsigned q)
+{
+	return __atomic_load_n(&to_blk(dev)->queues[q].rate_waiting, __ATOMIC_RELAXED);
+}
+
 static const struct virtio_device_ops blk_ops = {
 	.save = blk_save_op,
 	.load = blk_load_op,
+	.queue_held = blk_queue_held_op,
 	.name = "virtio-blk",
 	.device_id = VIRTIO_ID_BLOCK,
 	.features = blk_features,

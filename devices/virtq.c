@@ -630,13 +630,40 @@ bool virtq_has_work(struct virtq *vq)
 	return ring_load16(vq->avail + AVAIL_IDX) != vq->last_avail;
 }
 
-int virtq_get_pos(const struct virtq *vq, struct virtq_pos *p)
+int virtq_get_pos(const struct virtq *vq, int held, struct virtq_pos *p)
 {
-	if (vq->inflight_count || vq->pending_slots ||
-	    (!vq->packed && vq->published_used != vq->used_idx))
+	unsigned id = (unsigned)held, n, last;
+
+	if (vq->pending_slots || (!vq->packed && vq->published_used != vq->used_idx))
+		return -EBUSY;
+	if (held < 0 ? vq->inflight_count != 0 :
+	    id >= vq->size || vq->inflight_count != 1 || !inflight_test(vq, id))
 		return -EBUSY;
 	*p = (struct virtq_pos){ .last_avail = vq->last_avail, .used_idx = vq->used_idx,
 				 .avail_wrap = vq->avail_wrap, .used_wrap = vq->used_wrap };
+	if (held < 0)
+		return 0;
+	/* Given back: the position before it was popped. Only the last
+	 * buffer popped can be (a later one, done already, would be served
+	 * twice): split, the avail entry before last_avail names it; packed,
+	 * the descriptor before last_avail (its chain's last) has its id. */
+	if (!vq->packed) {
+		p->last_avail = (uint16_t)(vq->last_avail - 1);
+		return ring_load16(vq->avail + AVAIL_RING + 2u * (p->last_avail & (vq->size - 1))) ==
+		       id ? 0 : -EBUSY;
+	}
+	n = vq->slots[id];
+	if (!n || n > vq->size || vq->inflight_slots != n)
+		return -EBUSY;
+	last = vq->last_avail ? vq->last_avail - 1u : vq->size - 1u;
+	if (le16_load(vq->desc + 16u * last + PDESC_ID) != id)
+		return -EBUSY;
+	if (n > vq->last_avail) {
+		p->last_avail = (uint16_t)(vq->last_avail + vq->size - n);
+		p->avail_wrap = !vq->avail_wrap;
+	} else {
+		p->last_avail = (uint16_t)(vq->last_avail - n);
+	}
 	return 0;
 }
 

@@ -203,8 +203,13 @@ struct virtq_pos {
 };
 /* A quiet queue's position (its owner quiesced or stopped): 0, or -EBUSY
  * while buffers are in flight or used ones are unpublished, which a
- * snapshot cannot carry. */
-int virtq_get_pos(const struct virtq *vq, struct virtq_pos *p);
+ * snapshot cannot carry. held >= 0: the one buffer in flight, the last
+ * popped, which the device never started (blk: waiting for rate-limit
+ * tokens), is given back: the position is the one before its pop, so a
+ * queue restored there takes it again (the guest's descriptors still
+ * offer it); -EBUSY when it is not the only one in flight or not the
+ * last popped. The queue itself is not changed. */
+int virtq_get_pos(const struct virtq *vq, int held, struct virtq_pos *p);
 /* After virtq_enable and before the queue starts: go on from p. 0, or
  * -EINVAL for a packed position outside the ring. */
 int virtq_set_pos(struct virtq *vq, const struct virtq_pos *p);

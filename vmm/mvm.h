@@ -540,12 +540,15 @@ int mvm_resume(struct mvm *vm, char *err, size_t errlen);
  * snapshot there is replaced, and one cut short leaves no state file.
  * What the queues had in flight completed at the pause; what the guest
  * made available and the devices had not taken stays in the rings and
- * is served after a restore (mvm_config.restore). The VM stays paused:
+ * is served after a restore (mvm_config.restore), and so is a request a
+ * disk holds for rate-limit tokens (given back to its ring in the
+ * snapshot). The VM stays paused:
  * mvm_resume lets it go on, mvm_stop ends it. The caller's thread writes
  * the files: not a thread confined by mvm_start_confined; the thread
  * mvm_confine_api_thread confined only beneath mvm_config.snapshot_dir
- * (-EPERM elsewhere). 0, or -errno with a message: -EINVAL (not paused), -EBUSY (a request waits for
- * rate-limit tokens: resume, then try again), -EOPNOTSUPP (a device
+ * (-EPERM elsewhere). 0, or -errno with a message: -EINVAL (not paused),
+ * -EBUSY (a device holds requests it cannot give back: resume, then try
+ * again), -EOPNOTSUPP (a device
  * without snapshots yet: hot-plug slots, virtio-mmio and virtio-ccw;
  * s390x), or a file error. A vsock device's connections are not kept:
  * a restore resets them (the guest gets a TRANSPORT_RESET). */

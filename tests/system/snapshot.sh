@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Snapshot and restore: a guest counting on its console, reading its
-# disk and running fio with verification, its RAM in the snapshot's
+# disk (held to 500 requests a second) and running fio with verification, its RAM in the snapshot's
 # memory file (--mem-file), is paused and snapshotted through the API
 # (vm.snapshot) in the middle of fio's I/O (a flush, not a copy), goes on
 # without changing the snapshot, and mvm ends.
@@ -36,7 +36,8 @@ i=0; while [ $i -lt 100000 ]; do
 dd if=/dev/vda of=/dev/null bs=4k count=1 skip=$((i % 2048)) iflag=direct 2>/dev/null || echo disk-error
 [ $((i % 10)) -eq 0 ] && echo "sum $i $(dd if=/dev/vda bs=1M count=1 iflag=direct 2>/dev/null | md5sum | cut -d" " -f1)"
 echo "tick $i $(cut -d" " -f1 /proc/uptime) $b"; i=$((i+1)); sleep 0.1; done'
-"$MVM" --sandbox off --api-socket "$sock" --cpus 2 --disk "$img,queues=2" \
+"$MVM" --sandbox off --api-socket "$sock" --cpus 2 \
+	--disk "$img,queues=2,ops_size=50,ops_refill_time=100" \
 	--vsock "cid=3,socket=$SYS_TMP/v.sock" --mem-file "$snap/memory" \
 	--cmdline "$(guest_script "$script")" </dev/null >"$SYS_TMP/out" 2>&1 &
 pid=$!
@@ -70,6 +71,11 @@ for _ in $(seq 1 100); do grep -q held "$SYS_TMP/held" && break; sleep 0.1; done
 grep -q held "$SYS_TMP/held" || fail "the held vsock connection did not echo"
 expect 405 PUT vm.snapshot -d "{\"destination_url\":\"file://$snap\"}"
 expect 204 PUT vm.pause
+# The disk is held to 500 requests a second: fio keeps a request waiting
+# for tokens most of the time, and the snapshot gives it back to its ring.
+expect 200 GET vm.counters
+grep -o '"rate_delayed":[0-9]*' "$SYS_TMP/body" | grep -qv ':0$' ||
+	fail "fio was not held by the disk's rate limit: $(head -c 300 "$SYS_TMP/body")"
 expect 400 PUT vm.snapshot -d '{"destination_url":"http://x/y"}'
 t0=$(date +%s%N)
 expect 204 PUT vm.snapshot -d "{\"destination_url\":\"file://$snap\"}"

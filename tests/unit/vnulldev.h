@@ -18,6 +18,8 @@ struct vnull {
 	uint8_t config[8];
 	/* order check: a queue_stop must come before ring state is cleared */
 	bool ready_at_stop;
+	/* queue_held: 1 + the id of the buffer queue q holds unstarted, 0: none */
+	unsigned held[VIRTIO_MAX_QUEUES];
 };
 
 static uint64_t vnull_features(const struct virtio_dev *dev)
@@ -76,7 +78,13 @@ static void vnull_reset(struct virtio_dev *dev)
 	((struct vnull *)dev->priv)->resets++;
 }
 
+static int vnull_queue_held(struct virtio_dev *dev, unsigned q)
+{
+	return (int)((struct vnull *)dev->priv)->held[q] - 1;
+}
+
 static const struct virtio_device_ops vnull_ops = {
+	.queue_held = vnull_queue_held,
 	.name = "virtio-null",
 	.device_id = 0x7f,
 	.features = vnull_features,
