@@ -1,5 +1,6 @@
 /* virtio-mmio v2 transport (virtio 1.2 §4.2): register model + KVM binding. */
 #include "devices/virtio_mmio.h"
+#include "vmm/base/snap.h"
 #include "vmm/base/json.h"
 #include "vmm/base/byteorder.h"
 #include "vmm/base/util.h"
@@ -332,12 +333,74 @@ static void mmio_free(struct vtr *t)
 	free(m);
 }
 
+/* Where the device is (the guest's kernel found it there, from the
+ * command line it booted with: a restore must put it at the same window
+ * and interrupt), the selects, InterruptStatus. */
+static int mmio_save(struct vtr *t, struct snap_w *w, char *err, size_t errlen)
+{
+	struct virtio_mmio *m = container_of(t, struct virtio_mmio, t);
+
+	(void)err;
+	(void)errlen;
+	pthread_mutex_lock(&t->lock);
+	snap_put_u64(w, m->base);
+	snap_put_u32(w, m->gsi);
+	snap_put_u32(w, m->device_features_sel);
+	snap_put_u32(w, m->driver_features_sel);
+	snap_put_u32(w, m->queue_sel);
+	snap_put_u32(w, le32toh(__atomic_load_n(mmio_isr(m), __ATOMIC_ACQUIRE)));
+	pthread_mutex_unlock(&t->lock);
+	return 0;
+}
+
+static int mmio_load(struct vtr *t, struct snap_r *r, char *err, size_t errlen)
+{
+	struct virtio_mmio *m = container_of(t, struct virtio_mmio, t);
+	uint64_t base = snap_get_u64(r);
+	uint32_t gsi = snap_get_u32(r), dsel = snap_get_u32(r), gsel = snap_get_u32(r);
+	uint32_t qsel = snap_get_u32(r), isr = snap_get_u32(r);
+
+	if (r->err)
+		return snap_done(r, err, errlen);
+	if (base != m->base || gsi != m->gsi)
+		return err_set(err, errlen, -EINVAL, "snapshot: a virtio-mmio device at 0x%" PRIx64
+			       " (interrupt %u) there, at 0x%" PRIx64 " (interrupt %u) here; give "
+			       "the VM the snapshot's devices, in its order", base, gsi, m->base,
+			       m->gsi);
+	/* Any value: as the driver's writes, which the registers take. */
+	pthread_mutex_lock(&t->lock);
+	m->device_features_sel = dsel;
+	m->driver_features_sel = gsel;
+	m->queue_sel = qsel;
+	__atomic_store_n(mmio_isr(m), htole32(isr & (VIRTIO_MMIO_INT_VRING |
+						     VIRTIO_MMIO_INT_CONFIG)), __ATOMIC_RELEASE);
+	pthread_mutex_unlock(&t->lock);
+	return 0;
+}
+
+/* The register page shows the restored state; an interrupt the guest had
+ * not taken (InterruptStatus set) is raised again: a handler that finds
+ * nothing new only reads the register. */
+static void mmio_loaded(struct vtr *t)
+{
+	struct virtio_mmio *m = container_of(t, struct virtio_mmio, t);
+	uint64_t one = 1;
+
+	mmio_regs_publish(m, true);
+	if (__atomic_load_n(mmio_isr(m), __ATOMIC_ACQUIRE) && write(m->irq_fd, &one, sizeof(one)) < 0) {
+		/* EAGAIN: counter saturated, an interrupt is pending anyway */
+	}
+}
+
 static const struct vtr_ops mmio_vtr_ops = {
 	.kind = "virtio-mmio",
 	.reset = mmio_reset,
 	.unbind = mmio_unbind,
 	.stats_json = mmio_stats_json,
 	.free = mmio_free,
+	.save = mmio_save,
+	.load = mmio_load,
+	.loaded = mmio_loaded,
 };
 
 int virtio_mmio_init(struct virtio_mmio *m, struct virtio_dev *dev)

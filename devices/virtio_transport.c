@@ -241,6 +241,8 @@ static int vtr_vm_load(void *opaque, struct snap_r *r, char *err, size_t errlen)
 		return ret;
 	pthread_mutex_lock(&t->lock);
 	ret = virtio_load(t->dev, r, err, errlen);
+	if (!ret && t->ops->loaded)
+		t->ops->loaded(t);
 	pthread_mutex_unlock(&t->lock);
 	return ret;
 }

@@ -62,6 +62,10 @@ struct vtr_ops {
 	 * transport has no snapshots (-EOPNOTSUPP and a message). */
 	int (*save)(struct vtr *, struct snap_w *w, char *err, size_t errlen);
 	int (*load)(struct vtr *, struct snap_r *r, char *err, size_t errlen);
+	/* After virtio_load, the register lock held: what the transport
+	 * shows of the core's state (virtio-mmio: its register page). May
+	 * be NULL. */
+	void (*loaded)(struct vtr *);
 };
 
 /* Where a queue's notify lands: queue q's doorbell is at addr + q * stride

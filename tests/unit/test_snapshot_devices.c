@@ -13,6 +13,7 @@
  * kv_format_check and err_prefix. */
 #include <errno.h>
 #include <fcntl.h>
+#include <linux/virtio_mmio.h>
 #include <sys/eventfd.h>
 #include <unistd.h>
 
@@ -24,6 +25,7 @@
 #include "devices/pci.h"
 #include "devices/serial.h"
 #include "devices/virtio_blk.h"
+#include "devices/virtio_mmio.h"
 #include "devices/virtio_pci.h"
 #include "devices/virtio_transport.h"
 #include "vmm/base/byteorder.h"
@@ -1746,6 +1748,221 @@ TEST(a_device_holding_a_request_it_has_not_completed_is_not_saved)
 						  sizeof(err)), 0);
 	snap_w_free(&w);
 	tvm_free(a);
+}
+
+/* ---- virtio-mmio ---------------------------------------------------------- */
+
+/* A KVM-less VM with one virtio-mmio window of a null device (base and
+ * interrupt 0: no KVM to allocate them), registered with the VM. */
+struct tmm {
+	struct vm vm;
+	struct vnull *v;
+	struct virtio_mmio *m;
+	unsigned idx;
+	struct check_log cl;
+	uint64_t buf[NQ];
+};
+
+static struct tmm *tmm_new(void)
+{
+	struct tmm *t = calloc(1, sizeof(*t));
+
+	CHECK(t);
+	CHECK_EQ(vm_init(&t->vm, 1), 0);
+	t->vm.log = (struct log_sink){ .fn = check_log_line, .opaque = &t->cl };
+	t->v = calloc(1, sizeof(*t->v));
+	t->m = calloc(1, sizeof(*t->m));
+	CHECK(t->v && t->m);
+	CHECK_EQ(vdrv_ram_init(&t->v->d, VNULL_RAM_GPA, VNULL_RAM_SIZE), 0);
+	CHECK_EQ(virtio_dev_init(&t->v->dev, &vnull_ops, t->v, &t->v->d.mem, NQ, VNULL_QMAX), 0);
+	CHECK_EQ(virtio_mmio_init(t->m, &t->v->dev), 0);
+	vtr_attach(&t->m->t, &t->vm);
+	t->idx = t->vm.ndevices;
+	CHECK_EQ(vtr_register(&t->m->t), 0);
+	return t;
+}
+
+static void tmm_free(struct tmm *t)
+{
+	void *dev = t->vm.devices[t->idx].dev;
+
+	t->vm.devices[t->idx].ops->stop(dev);
+	t->vm.devices[t->idx].ops->destroy(dev);      /* frees t->m */
+	free(t->v->d.ram);
+	free(t->v);
+	vm_fini(&t->vm);
+	free(t);
+}
+
+static void mw(struct tmm *t, unsigned off, uint32_t v)
+{
+	uint8_t b[4];
+
+	le32_store(b, v);
+	virtio_mmio_write(t->m, off, b, 4);
+}
+
+static uint32_t mr(struct tmm *t, unsigned off)
+{
+	uint8_t b[4];
+
+	virtio_mmio_read(t->m, off, b, 4);
+	return le32_load(b);
+}
+
+/* Linux's virtio_mmio probe to DRIVER_OK with every queue; the device
+ * selects left on the high words and queue 1, as a driver may leave them. */
+static void mm_driver_up(struct tmm *t, uint64_t want)
+{
+	struct vdrv *d = &t->v->d;
+	const uint32_t ad = VIRTIO_CONFIG_S_ACKNOWLEDGE | VIRTIO_CONFIG_S_DRIVER;
+	uint64_t f;
+
+	mw(t, VIRTIO_MMIO_STATUS, VIRTIO_CONFIG_S_ACKNOWLEDGE);
+	mw(t, VIRTIO_MMIO_STATUS, ad);
+	mw(t, VIRTIO_MMIO_DEVICE_FEATURES_SEL, 0);
+	f = mr(t, VIRTIO_MMIO_DEVICE_FEATURES);
+	mw(t, VIRTIO_MMIO_DEVICE_FEATURES_SEL, 1);
+	f |= (uint64_t)mr(t, VIRTIO_MMIO_DEVICE_FEATURES) << 32;
+	f &= want | VIRTIO_BIT(VIRTIO_F_VERSION_1);
+	mw(t, VIRTIO_MMIO_DRIVER_FEATURES_SEL, 0);
+	mw(t, VIRTIO_MMIO_DRIVER_FEATURES, (uint32_t)f);
+	mw(t, VIRTIO_MMIO_DRIVER_FEATURES_SEL, 1);
+	mw(t, VIRTIO_MMIO_DRIVER_FEATURES, (uint32_t)(f >> 32));
+	mw(t, VIRTIO_MMIO_STATUS, ad | VIRTIO_CONFIG_S_FEATURES_OK);
+	CHECK(mr(t, VIRTIO_MMIO_STATUS) & VIRTIO_CONFIG_S_FEATURES_OK);
+	d->features = f;
+	for (unsigned q = 0; q < NQ; q++) {
+		struct vdrv_queue *dq = &d->q[q];
+
+		vdrv_queue_layout(d, q, QSIZE);
+		mw(t, VIRTIO_MMIO_QUEUE_SEL, q);
+		mw(t, VIRTIO_MMIO_QUEUE_NUM, QSIZE);
+		mw(t, VIRTIO_MMIO_QUEUE_DESC_LOW, (uint32_t)dq->desc);
+		mw(t, VIRTIO_MMIO_QUEUE_DESC_HIGH, (uint32_t)(dq->desc >> 32));
+		mw(t, VIRTIO_MMIO_QUEUE_AVAIL_LOW, (uint32_t)dq->avail);
+		mw(t, VIRTIO_MMIO_QUEUE_AVAIL_HIGH, (uint32_t)(dq->avail >> 32));
+		mw(t, VIRTIO_MMIO_QUEUE_USED_LOW, (uint32_t)dq->used);
+		mw(t, VIRTIO_MMIO_QUEUE_USED_HIGH, (uint32_t)(dq->used >> 32));
+		mw(t, VIRTIO_MMIO_QUEUE_READY, 1);
+		CHECK_EQ(mr(t, VIRTIO_MMIO_QUEUE_READY), 1);
+		t->buf[q] = vdrv_alloc(d, 64, 16);
+	}
+	mw(t, VIRTIO_MMIO_STATUS, ad | VIRTIO_CONFIG_S_FEATURES_OK | VIRTIO_CONFIG_S_DRIVER_OK);
+	for (unsigned q = 0; q < NQ; q++)
+		CHECK(t->v->dev.queues[q].started);
+}
+
+/* n requests on queue q, made available, served by the test (the queues'
+ * owner), taken back by the driver. */
+static void mm_round_trips(struct tmm *t, unsigned q, unsigned n)
+{
+	struct virtq *vq = &t->v->dev.queues[q].vq;
+	static struct virtq_chain c;
+
+	for (unsigned i = 0; i < n; i++) {
+		struct vdrv_sg sg[2] = { { t->buf[q], 16, false }, { t->buf[q] + 32, 16, true } };
+		int id = vdrv_add(&t->v->d, q, sg, 2, false);
+		uint32_t uid, len;
+
+		CHECK(id >= 0);
+		CHECK_EQ(virtq_pop(vq, &c), 1);
+		CHECK_EQ(c.head, id);
+		virtq_push(vq, c.head, 16);
+		if (virtq_publish(vq))
+			t->v->dev.tops->signal_queue(&t->v->dev, q);
+		CHECK_EQ(vdrv_get_used(&t->v->d, q, &uid, &len), 1);
+		CHECK_EQ(uid, (uint32_t)id);
+	}
+}
+
+/* Every register a driver can read, equal on both (InterruptStatus as
+ * it was). */
+static void mm_same_registers(struct tmm *a, struct tmm *b)
+{
+	static const unsigned regs[] = {
+		VIRTIO_MMIO_MAGIC_VALUE, VIRTIO_MMIO_VERSION, VIRTIO_MMIO_DEVICE_ID,
+		VIRTIO_MMIO_DEVICE_FEATURES, VIRTIO_MMIO_QUEUE_NUM_MAX, VIRTIO_MMIO_QUEUE_READY,
+		VIRTIO_MMIO_INTERRUPT_STATUS, VIRTIO_MMIO_STATUS, VIRTIO_MMIO_CONFIG_GENERATION,
+	};
+
+	for (unsigned i = 0; i < ARRAY_SIZE(regs); i++)
+		CHECK_EQ(mr(b, regs[i]), mr(a, regs[i]));
+	/* And the page guest reads come from without an exit. */
+	CHECK(!memcmp(b->m->regs, a->m->regs, VIRTIO_MMIO_CONFIG));
+}
+
+/* A virtio-mmio device comes back with its selects, InterruptStatus and
+ * register page, and serves the driver's next requests from the saved
+ * ring positions (split and packed), its pending interrupt raised again. */
+static void check_mmio_carries_on(uint64_t want)
+{
+	struct tmm *a = tmm_new(), *b = tmm_new();
+	struct saved s;
+	uint64_t fired;
+
+	mm_driver_up(a, want);
+	mm_round_trips(a, 0, QSIZE + 2);
+	mm_round_trips(a, 1, 3);
+	CHECK_EQ(mr(a, VIRTIO_MMIO_INTERRUPT_STATUS), VIRTIO_MMIO_INT_VRING);   /* not ACKed */
+	mw(a, VIRTIO_MMIO_DEVICE_FEATURES_SEL, 1);
+	mw(a, VIRTIO_MMIO_QUEUE_SEL, 1);
+	s = save_device(&a->vm, a->idx);
+	memcpy(b->v->d.ram, a->v->d.ram, a->v->d.ram_size);
+	memcpy(b->v->d.q, a->v->d.q, sizeof(a->v->d.q));
+	b->v->d.features = a->v->d.features;
+	b->v->d.brk = a->v->d.brk;
+	memcpy(b->buf, a->buf, sizeof(a->buf));
+	efd_count(b->m->irq_fd);
+	CHECK_EQ(load_device(&b->vm, b->idx, &s), 0);
+	fired = efd_count(b->m->irq_fd);
+	CHECK(fired >= 1);                      /* the interrupt the guest had not taken */
+	mm_same_registers(a, b);
+	CHECK_EQ(mr(b, VIRTIO_MMIO_DEVICE_FEATURES), mr(a, VIRTIO_MMIO_DEVICE_FEATURES));
+	mw(b, VIRTIO_MMIO_INTERRUPT_ACK, VIRTIO_MMIO_INT_VRING);
+	CHECK_EQ(mr(b, VIRTIO_MMIO_INTERRUPT_STATUS), 0);
+	for (unsigned q = 0; q < NQ; q++)
+		CHECK(b->v->dev.queues[q].started);
+	mm_round_trips(b, 0, QSIZE + 3);
+	mm_round_trips(b, 1, 3);
+	CHECK_EQ(b->v->dev.guest_errors, 0);
+	saved_free(&s);
+	tmm_free(a);
+	tmm_free(b);
+}
+
+TEST(a_virtio_mmio_device_restored_serves_the_drivers_next_requests_split)
+{
+	check_mmio_carries_on(0);
+}
+
+TEST(a_virtio_mmio_device_restored_serves_the_drivers_next_requests_packed)
+{
+	check_mmio_carries_on(VIRTIO_BIT(VIRTIO_F_RING_PACKED));
+}
+
+/* The guest found the device where its command line said: a window or
+ * interrupt elsewhere is refused naming both. */
+TEST(a_virtio_mmio_device_at_another_window_is_refused_naming_both)
+{
+	struct tmm *a = tmm_new(), *b = tmm_new();
+	struct saved s;
+
+	mm_driver_up(a, 0);
+	a->m->base = 0xd0000000u;
+	a->m->gsi = 5;
+	s = save_device(&a->vm, a->idx);
+	b->m->base = 0xd0001000u;
+	b->m->gsi = 5;
+	CHECK_EQ(load_device(&b->vm, b->idx, &s), -EINVAL);
+	CHECK(strstr(err, "virtio-mmio device at 0xd0000000 (interrupt 5) there, at 0xd0001000 "
+		     "(interrupt 5) here"));
+	for (unsigned q = 0; q < NQ; q++)
+		CHECK(!b->v->dev.queues[q].started);
+	a->m->base = b->m->base = 0;
+	saved_free(&s);
+	tmm_free(a);
+	tmm_free(b);
 }
 
 /* A request the device holds unstarted (a disk waiting for rate-limit
