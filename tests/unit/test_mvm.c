@@ -890,6 +890,40 @@ TEST(restore_takes_the_snapshots_shape_and_refuses_what_differs)
 	create_fails(&c, -ENOENT, "no snapshot there");
 }
 
+/* A restore's disk given by the caller takes from the snapshot what the
+ * guest saw and the caller left at its default (queues=2 here), and keeps
+ * what the caller set; the snapshot's vsock likewise gives its transport. */
+TEST(restore_disks_given_take_the_snapshots_shape_where_left_at_default)
+{
+	struct mvm_config c;
+	struct mvm_disk d, got;
+	char snapdir[128];
+	struct mvm *vm;
+
+	setup();
+	snprintf(snapdir, sizeof(snapdir), "%s/snap", dir);
+	write_snapshot(snapdir, MVM_VERSION_STRING, 2, 64 << 20, 64 << 20);
+	mvm_config_init(&c);
+	c.restore = snapdir;
+	CHECK_EQ(mvm_create(&c, &vm, err, sizeof(err)), 0);
+	mvm_disk_init(&d, image);
+	d.cache = MVM_CACHE_WRITEBACK;
+	CHECK_EQ(mvm_add_disk(vm, &d, err, sizeof(err)), 0);
+	mvm_disk_init(&got, NULL);
+	CHECK_EQ(mvm_get_disk(vm, 0, &got, sizeof(got)), 0);
+	CHECK_EQ(got.queues, 2);                /* the snapshot's */
+	CHECK_STR(got.path, image);             /* the caller's */
+	mvm_destroy(vm);
+
+	CHECK_EQ(mvm_create(&c, &vm, err, sizeof(err)), 0);
+	mvm_disk_init(&d, image);
+	d.queues = 3;
+	CHECK_EQ(mvm_add_disk(vm, &d, err, sizeof(err)), 0);
+	CHECK_EQ(mvm_get_disk(vm, 0, &got, sizeof(got)), 0);
+	CHECK_EQ(got.queues, 3);                /* set: stays (the load refuses it) */
+	mvm_destroy(vm);
+}
+
 /* mvm_config.snapshot_dir: an empty one is refused at mvm_create; the
  * directory is made (mode 0700) and opened by mvm_prepare, relative to the
  * working directory; a path that is a file fails the prepare by name. */

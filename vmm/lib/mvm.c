@@ -891,6 +891,8 @@ int mvm_add_disk(struct mvm *m, const struct mvm_disk *theirs, char *err, size_t
 			       dd.path ? dd.path : "(null)");
 	st = atomic_load(&m->state);
 	if (st == MVM_CREATED) {
+		if (m->restore_dir)
+			snapshot_disk_inherit(m, m->ndisks, &dd);
 		ret = mvm_disk_slot_fill(m, &dd, err, errlen);
 		if (!ret)
 			m->ndisks++;
@@ -1061,6 +1063,8 @@ int mvm_add_vsock(struct mvm *m, const struct mvm_vsock *theirs, char *err, size
 	if (atomic_load(&m->state) != MVM_CREATED)
 		return err_set(err, errlen, -EBUSY, "vsock: the VM has been started; add it "
 			       "before mvm_start");
+	if (m->restore_dir)
+		snapshot_vsock_inherit(m, &v);
 	return mvm_vsock_fill(m, &v, err, errlen);
 }
 

@@ -205,6 +205,10 @@ int snapshot_load_devices(struct mvm *m, char *err, size_t errlen);
 /* path made absolute (from the working directory) without trailing
  * slashes; NULL: no memory (or no working directory). */
 char *mvm_abs_path(const char *path);
+/* A restore's caller-given disk i and vsock device: what the guest saw and
+ * the caller left at the default, from the snapshot. */
+void snapshot_disk_inherit(struct mvm *m, unsigned i, struct mvm_disk *d);
+void snapshot_vsock_inherit(struct mvm *m, struct mvm_vsock *v);
 /* mvm_prepare: make and open cfg.snapshot_dir. */
 int snapshot_root_open(struct mvm *m, char *err, size_t errlen);
 /* mvm_destroy: what snapshot_open kept. */

@@ -615,6 +615,44 @@ int snapshot_vsock(struct mvm *m, struct mvm_vsock *vs, char *buf, size_t buflen
 	return ret;
 }
 
+/* A disk or vsock device a restore's caller gave takes from the snapshot's
+ * what the guest saw and the caller left at its default (mvm_disk_init's,
+ * mvm_vsock_init's): a clone's --disk names its image and --vsock its CID
+ * and socket, and the rest is the snapshot's. A value the caller set to
+ * something else stays, and the device's load refuses it if the guest
+ * would notice. */
+void snapshot_disk_inherit(struct mvm *m, unsigned i, struct mvm_disk *d)
+{
+	struct mvm_disk def, snap;
+	char buf[SNAPSHOT_SPEC_MAX], e[256];
+
+	/* One the snapshot cannot describe is refused at mvm_prepare. */
+	if (!m->snap_vm || i >= m->snap_vm->ndisks ||
+	    snapshot_disk(m, i, &snap, buf, sizeof(buf), e, sizeof(e)))
+		return;
+	mvm_disk_init(&def, NULL);
+	if (d->queues == def.queues)
+		d->queues = snap.queues;
+	if (d->transport == def.transport)
+		d->transport = snap.transport;
+	if (d->packed == def.packed)
+		d->packed = snap.packed;
+	if (d->discard == def.discard)
+		d->discard = snap.discard;
+}
+
+void snapshot_vsock_inherit(struct mvm *m, struct mvm_vsock *v)
+{
+	struct mvm_vsock def, snap;
+	char buf[SNAPSHOT_SPEC_MAX], e[256];
+
+	if (!m->snap_vm || snapshot_vsock(m, &snap, buf, sizeof(buf), e, sizeof(e)))
+		return;
+	mvm_vsock_init(&def);
+	if (v->transport == def.transport)
+		v->transport = snap.transport;
+}
+
 int snapshot_load_cpus(struct mvm *m, char *err, size_t errlen)
 {
 	unsigned i;
