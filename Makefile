@@ -20,7 +20,7 @@
 #   make bench-rate              disk rate limits measured in the guest (BENCH_RATE_ARGS=...)
 #   make bench-snapshot          restore vs boot vs QEMU's restore, clones' memory (BENCH_SNAP_ARGS=...)
 #   make fuzz-build              libFuzzer targets (tests/fuzz/) with clang, in build/fuzz/
-#   make fuzz FUZZ_SECONDS=600   run each fuzz target that long (make test runs 5 s each)
+#   make fuzz FUZZ_SECONDS=600   run each fuzz target that long (make test runs 2 s each)
 #   make static                  fully static ./mvm with musl, a static PIE (build/static/)
 #   make clean
 

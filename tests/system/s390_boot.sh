@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# mvm-test: long
 # s390x end to end, inside Hercules' s390 KVM (tests/s390/run): mvm's probe
 # says the KVM runs guests; the s390x test guest (guest/build-s390.sh)
 # boots under mvm with two vCPUs (SIGP bring-up) and two virtio-ccw disks, the
@@ -9,6 +10,8 @@
 # identification) is mvm's; a poweroff with two vCPUs ends mvm with 0; a
 # kernel panic (a disabled wait), with mvm's own command line (panic=-1),
 # ends mvm with 123 and says so.
+# Long (make test-long) since make test passed 20 minutes: the s390x
+# paths are unit-tested big-endian under qemu-user in make test.
 set -u
 cd "$(dirname "$0")/../.."
 . tests/s390/lib.sh
