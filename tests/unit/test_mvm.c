@@ -892,7 +892,8 @@ TEST(restore_takes_the_snapshots_shape_and_refuses_what_differs)
 
 /* A restore's disk given by the caller takes from the snapshot what the
  * guest saw and the caller left at its default (queues=2 here), and keeps
- * what the caller set; the snapshot's vsock likewise gives its transport. */
+ * what the caller set. (A vsock device's transport, inherited the same
+ * way, is checked by system/snapshot's clones.) */
 TEST(restore_disks_given_take_the_snapshots_shape_where_left_at_default)
 {
 	struct mvm_config c;
