@@ -117,10 +117,11 @@ int api_server_new(const char *path, struct api_vm *v, struct api_server **out, 
 		   size_t errlen);
 int api_server_start(struct api_server *s, bool sandbox, char *err, size_t errlen);
 /* Serve on the calling thread until the VM has booted (vm.create and
- * vm.boot) or a shutdown was asked (v->shutdown), before any thread runs:
+ * vm.boot), a shutdown was asked (v->shutdown) or sig_fd (the caller's
+ * signalfd; -1: none) is readable, before any thread runs:
  * the VM's files are opened by the thread that then confines the process.
  * api_server_start then goes on serving on its thread. */
-void api_server_serve_until_boot(struct api_server *s);
+void api_server_serve_until_boot(struct api_server *s, int sig_fd);
 void api_server_stop(struct api_server *s);
 void api_server_free(struct api_server *s);
 

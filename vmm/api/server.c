@@ -217,10 +217,10 @@ free_s:
 /* Poll the daemon's sockets (and the stop eventfd until it has been
  * seen: draining), at most max_ms (-1: as long as the daemon lets us);
  * serve. Returns whether a stop came. */
-static bool api_round(struct api_server *s, long max_ms, bool draining)
+static bool api_round(struct api_server *s, long max_ms, bool draining, int sig_fd)
 {
 	fd_set rs, ws, es;
-	MHD_socket maxfd = s->stop_efd;
+	MHD_socket maxfd = s->stop_efd > sig_fd ? s->stop_efd : sig_fd;
 	MHD_UNSIGNED_LONG_LONG to;
 	struct timeval tv;
 	long ms = max_ms;
@@ -231,6 +231,8 @@ static bool api_round(struct api_server *s, long max_ms, bool draining)
 	FD_ZERO(&es);
 	if (!draining)
 		FD_SET(s->stop_efd, &rs);
+	if (sig_fd >= 0)
+		FD_SET(sig_fd, &rs);
 	if (MHD_get_fdset(s->d, &rs, &ws, &es, &maxfd) != MHD_YES)
 		return true;
 	if (MHD_get_timeout(s->d, &to) == MHD_YES && (ms < 0 || to < (MHD_UNSIGNED_LONG_LONG)ms))
@@ -244,7 +246,7 @@ static bool api_round(struct api_server *s, long max_ms, bool draining)
 		FD_ZERO(&ws);
 		FD_ZERO(&es);
 	}
-	stop = !draining && FD_ISSET(s->stop_efd, &rs);
+	stop = (!draining && FD_ISSET(s->stop_efd, &rs)) || (sig_fd >= 0 && FD_ISSET(sig_fd, &rs));
 	MHD_run_from_select(s->d, &rs, &ws, &es);
 	return stop;
 }
@@ -278,7 +280,7 @@ static void api_drain(struct api_server *s)
 
 		if (!i || !i->num_connections)
 			break;
-		api_round(s, 50, true);
+		api_round(s, 50, true, -1);
 	}
 }
 
@@ -300,16 +302,16 @@ static void *api_thread(void *arg)
 	thread_ready(&s->hs, r);
 	if (r)
 		return NULL;
-	while (!api_round(s, -1, false))
+	while (!api_round(s, -1, false, -1))
 		;
 	api_drain(s);
 	return NULL;
 }
 
-void api_server_serve_until_boot(struct api_server *s)
+void api_server_serve_until_boot(struct api_server *s, int sig_fd)
 {
 	while (!s->v->booted && !s->v->shutdown)
-		if (api_round(s, 200, false))
+		if (api_round(s, 200, false, sig_fd))
 			break;
 	if (!s->v->booted)
 		api_drain(s);      /* vmm.shutdown's 204 goes out */

@@ -479,8 +479,8 @@ int main(int argc, char **argv)
 		 * the VM as it would from the command line. */
 		if (api_server_new(cfg.api_socket, &api_vm, &api, err, sizeof(err)))
 			die_usage("%s", err);
-		api_server_serve_until_boot(api);
-		if (!api_vm.booted) {      /* vmm.shutdown before a boot */
+		api_server_serve_until_boot(api, sfd);
+		if (!api_vm.booted) {      /* vmm.shutdown or a signal before a boot */
 			api_server_free(api);
 			api_vm_fini(&api_vm);
 			return 0;
