@@ -144,14 +144,19 @@ ALL_LDFLAGS := $(LDFLAGS_SAN) $(LDFLAGS_STATIC) $(LDFLAGS_CROSS) $(LDFLAGS_HARDE
 # term.c, jail.c and relro.c: a library leaves its host program's mappings alone),
 # and the API server, vmm/api/ (a client of the library, as the CLI is).
 # Tests and benchmarks link every object but main.o with their own main().
-SRCS     := $(sort $(wildcard vmm/*/*.c devices/*.c arch/$(ARCH)/*.c))
+# mvm-remote (vmm/remote/: a client of the API socket, with libcurl) is
+# neither: its commands (remote.c) are linked into the tests, its main.c
+# into mvm-remote alone.
+REMOTE_MAIN := vmm/remote/main.c
+SRCS     := $(filter-out $(REMOTE_MAIN),$(sort $(wildcard vmm/*/*.c devices/*.c arch/$(ARCH)/*.c)))
 MAIN_SRC := vmm/cli/main.c
 CLI_SRCS := $(filter-out $(MAIN_SRC),$(wildcard vmm/cli/*.c vmm/api/*.c))
+REMOTE_SRCS := $(filter-out $(REMOTE_MAIN),$(wildcard vmm/remote/*.c))
 LIB_SRCS := $(filter-out $(MAIN_SRC),$(SRCS))
 # Assembly: guest payloads that mvm loads (the KVM probe).
 ASM_SRCS := $(sort $(wildcard arch/$(ARCH)/*.S))
 LIB_OBJS := $(LIB_SRCS:%.c=$(BUILD)/%.o) $(ASM_SRCS:%.S=$(BUILD)/%.o)
-LIBMVM_OBJS := $(filter-out $(CLI_SRCS:%.c=$(BUILD)/%.o),$(LIB_OBJS))
+LIBMVM_OBJS := $(filter-out $(CLI_SRCS:%.c=$(BUILD)/%.o) $(REMOTE_SRCS:%.c=$(BUILD)/%.o),$(LIB_OBJS))
 CLI_OBJS := $(CLI_SRCS:%.c=$(BUILD)/%.o)
 MAIN_OBJ := $(MAIN_SRC:%.c=$(BUILD)/%.o)
 
@@ -205,12 +210,19 @@ CONTROL_BIN := $(BUILD)/tests/embed/mvm-control
 .SECONDARY:
 .PHONY: all clean test test-long unit-tests run guest guest-s390 bench deps lib install install-lib man embed static static-bin bench-guest bench-vsock bench-rate bench-snapshot FORCE
 .PHONY: fuzz fuzz-build fuzz-bins fuzz-seeds
-all: mvm $(if $(CROSS),$(BUILD)/mvm) lib
+# mvm-remote needs libcurl: the native build makes it, the static and
+# cross builds (mvm alone, one file to copy) do not.
+NATIVE := $(if $(CROSS)$(STATIC),,1)
+all: mvm $(if $(CROSS),$(BUILD)/mvm) lib $(if $(NATIVE),mvm-remote)
 
 # mvm(1) links libmvm statically: one file to copy, no library path.
 $(BUILD)/mvm: $(MAIN_OBJ) $(CLI_OBJS) $(LIBMVM_A)
 	$(E) "  LD      $@"
 	$(Q)$(CC) $(ALL_CFLAGS) $(ALL_LDFLAGS) $(EXE_LDFLAGS) -o $@ $^ $(LDLIBS) $(EXE_LDLIBS)
+
+$(BUILD)/mvm-remote: $(REMOTE_MAIN:%.c=$(BUILD)/%.o) $(REMOTE_SRCS:%.c=$(BUILD)/%.o)
+	$(E) "  LD      $@"
+	$(Q)$(CC) $(ALL_CFLAGS) $(ALL_LDFLAGS) $(EXE_LDFLAGS) -o $@ $^ -lcurl -ljansson $(EXE_LDLIBS)
 
 lib: $(LIBMVM_A) $(LIBMVM_SO) $(BUILD)/mvm.pc
 
@@ -242,9 +254,10 @@ $(BUILD)/mvm.pc: vmm/lib/mvm.pc.in Makefile
 
 # install: mvm(1) and the library; install-lib: the library, its header
 # and mvm.pc alone, for a program that embeds it.
-install: install-lib $(BUILD)/mvm $(BUILD)/mvm.1
+install: install-lib $(BUILD)/mvm $(BUILD)/mvm.1 $(if $(NATIVE),$(BUILD)/mvm-remote)
 	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(MANDIR)/man1
 	install -m 755 $(BUILD)/mvm $(DESTDIR)$(BINDIR)/mvm
+	$(if $(NATIVE),install -m 755 $(BUILD)/mvm-remote $(DESTDIR)$(BINDIR)/mvm-remote)
 	install -m 644 $(BUILD)/mvm.1 $(DESTDIR)$(MANDIR)/man1/mvm.1
 
 # mvm(1), from mvm --help (scripts/man.sh): the options are described once.
@@ -266,6 +279,8 @@ install-lib: lib
 # its build directory (build/s390/mvm), which is what an s390x host runs.
 ifeq ($(CROSS),)
 mvm: $(BUILD)/mvm FORCE
+	$(Q)cmp -s $< $@ || cp $< $@
+mvm-remote: $(BUILD)/mvm-remote FORCE
 	$(Q)cmp -s $< $@ || cp $< $@
 else
 # Named directly: with .SECONDARY, a missing build/s390/mvm behind an
@@ -412,6 +427,6 @@ bench-snapshot: all
 	$(Q)tests/bench/snap-bench $(BENCH_SNAP_ARGS)
 
 clean:
-	rm -rf build mvm
+	rm -rf build mvm mvm-remote
 
 -include $(shell find build -name '*.d' 2>/dev/null)

@@ -7,6 +7,7 @@ pkgs=(
 	gcc make libc6-dev linux-libc-dev pkg-config  # build
 	liburing-dev libfdt-dev                       # mvm's libraries
 	libmicrohttpd-dev libjansson-dev              # the API server (HTTP, JSON)
+	libcurl4-openssl-dev                          # mvm-remote, the API socket's client (HTTP)
 	linux-source-6.1 flex bison bc libelf-dev libssl-dev xz-utils cpio dwarves  # guest kernel
 	busybox-static fio e2fsprogs kmod            # guest userland, images
 	dpkg-dev libaio-dev zlib1g-dev                # guest: static fio from Debian's source package
