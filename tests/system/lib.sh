@@ -225,3 +225,23 @@ expect() {
 		fail "$1 $2: HTTP $got, expected $want: $(head -c 300 "$SYS_TMP/body" 2>/dev/null)"; }
 	echo "$1 $2: $got $(head -c 160 "$SYS_TMP/body")"
 }
+# The same socket as a script drives it with mvm-remote. remote CMD [ARG]:
+# its answer in $SYS_TMP/body, or the test fails with its error line.
+# remote_fails TEXT CMD [ARG]: it exits 1 with one error line holding TEXT.
+remote() {
+	"$SYS_ROOT/mvm-remote" --api-socket "$sock" --timeout 60 "$@" >"$SYS_TMP/body" \
+		2>"$SYS_TMP/remote.err" ||
+		{ grep -v '^tick' "$SYS_TMP/out" | tail -n 40
+		  fail "mvm-remote $*: exit $?: $(cat "$SYS_TMP/remote.err")"; }
+	echo "mvm-remote $1: $(head -c 160 "$SYS_TMP/body")"
+}
+remote_fails() {
+	local text=$1 rc; shift
+	"$SYS_ROOT/mvm-remote" --api-socket "$sock" --timeout 60 "$@" >"$SYS_TMP/body" \
+		2>"$SYS_TMP/remote.err"
+	rc=$?
+	[ $rc = 1 ] && [ "$(wc -l <"$SYS_TMP/remote.err")" = 1 ] &&
+		grep -qF -- "$text" "$SYS_TMP/remote.err" ||
+		fail "mvm-remote $*: exit $rc, expected 1 and one line with '$text': $(cat "$SYS_TMP/remote.err")"
+	echo "mvm-remote $1 refused: $(cat "$SYS_TMP/remote.err")"
+}

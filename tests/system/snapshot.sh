@@ -178,26 +178,25 @@ mkdir "$SYS_TMP/jail"
 	--api-socket "$sock" </dev/null >"$SYS_TMP/out" 2>&1 &
 pid=$!
 for _ in $(seq 1 100); do [ -S "$sock" ] && break; sleep 0.1; done
-expect 204 PUT vm.restore -d "{\"source_url\":\"file://$snap\",\"prefault\":false}"
-expect 405 PUT vm.restore -d "{\"source_url\":\"file://$snap\"}"
-expect 200 GET vm.info
+# A script's way: mvm-remote, Cloud Hypervisor's ch-remote commands.
+remote restore "source_url=file://$snap,prefault=off"
+remote_fails 'vm.restore: a VM exists already (HTTP 405)' restore "$snap"
+remote info
 grep -q '"state":"Paused"' "$SYS_TMP/body" || fail "vm.info after vm.restore: not Paused: $(cat "$SYS_TMP/body")"
 sleep 2
 ! grep -q '^tick ' "$SYS_TMP/out" || fail "the guest ran before vm.resume"
-expect 204 PUT vm.resume
+remote resume
 for _ in $(seq 1 300); do grep -q "^tick $((n + 5)) " "$SYS_TMP/out" && break; sleep 0.2; done
 grep -q "^tick $((n + 1)) .* $boot" "$SYS_TMP/out" && grep -q "^tick $((n + 5)) " "$SYS_TMP/out" ||
 	{ tail -n 20 "$SYS_TMP/out"; fail "the guest restored by vm.restore did not count on after vm.resume"; }
 echo "vm.restore: paused until vm.resume, then counted on from $((n + 1))"
-expect 204 PUT vm.pause
-expect 400 PUT vm.snapshot -d "{\"destination_url\":\"file://$SYS_TMP/elsewhere\"}"
-grep -q "not beneath the snapshot directory $SYS_TMP/snaps" "$SYS_TMP/body" ||
-	fail "vm.snapshot outside --snapshot-dir: $(cat "$SYS_TMP/body")"
-expect 400 PUT vm.snapshot -d "{\"destination_url\":\"file://$SYS_TMP/snaps/../elsewhere\"}"
-expect 204 PUT vm.snapshot -d "{\"destination_url\":\"file://$SYS_TMP/snaps/second\"}"
+remote pause
+remote_fails "not beneath the snapshot directory $SYS_TMP/snaps" snapshot "$SYS_TMP/elsewhere"
+remote_fails '(HTTP 400)' snapshot "$SYS_TMP/snaps/../elsewhere"
+remote snapshot "$SYS_TMP/snaps/second"
 [ ! -e "$SYS_TMP/elsewhere" ] || fail "a refused snapshot left $SYS_TMP/elsewhere"
 n2=$(tr -d '\r' <"$SYS_TMP/out" | grep '^tick ' | tail -n 1 | cut -d' ' -f2)
-expect 204 PUT vmm.shutdown
+remote shutdown-vmm
 wait $pid
 [ -f "$SYS_TMP/snaps/second/state" ] || fail "the confined snapshot has no state"
 echo "confined vm.snapshot after tick $n2: $(stat -c %s "$SYS_TMP/snaps/second/state") bytes of state"
