@@ -404,6 +404,27 @@ static void slot_start(struct blk_queue *q, unsigned head)
 	slot_submit(q, head);
 }
 
+void blk_queues_held_cost(const struct blk_dev *blk, uint64_t *bytes, uint64_t *ops)
+{
+	unsigned q;
+
+	*bytes = *ops = 0;
+	for (q = 0; q < blk->vdev.num_queues; q++) {
+		/* The pause's handshake ordered the worker's last writes of
+		 * rate_waiting and the slot before this read. */
+		int head = __atomic_load_n(&blk->queues[q].rate_waiting, __ATOMIC_RELAXED);
+		const struct blk_slot *s;
+
+		if (head < 0)
+			continue;
+		s = &blk->queues[q].slots[head];
+		if (!s->rate_paid)
+			continue;
+		*bytes += rate_bytes(s);
+		*ops += 1;
+	}
+}
+
 /* The rate limits' wait of a slot is over (or a stop cancelled it). */
 static void slot_rate_wake(struct blk_queue *q, uint32_t data)
 {

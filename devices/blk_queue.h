@@ -197,5 +197,9 @@ void blk_queue_stop(struct blk_dev *blk, unsigned q);
 /* Before the core stops every queue: tells each serving worker to stop,
  * so that blk_queue_stop then only waits for it. */
 void blk_queues_stopping(struct blk_dev *blk);
+/* The bytes (*bytes) and requests (*ops) that requests waiting for
+ * rate-limit tokens paid: a snapshot gives them back to the ring, and
+ * they pay again after a restore. Quiesced queues only (a pause). */
+void blk_queues_held_cost(const struct blk_dev *blk, uint64_t *bytes, uint64_t *ops);
 
 #endif

@@ -268,6 +268,48 @@ static void bucket_refund(struct ratelim_bucket *b, uint64_t cost)
 		b->tokens = (int64_t)b->size;
 }
 
+static void level_get(const struct ratelim_bucket *live, uint64_t now_ns, uint64_t refund,
+		      struct ratelim_level *out)
+{
+	struct ratelim_bucket b = *live;
+
+	ratelim_bucket_refill(&b, now_ns);
+	bucket_refund(&b, refund);
+	*out = (struct ratelim_level){ .tokens = b.tokens, .burst = b.burst, .frac = b.frac };
+}
+
+void ratelim_levels_get(struct ratelim *rl, uint64_t now_ns, uint64_t bytes, uint64_t ops,
+			struct ratelim_levels *out)
+{
+	pthread_mutex_lock(&rl->lock);
+	level_get(&rl->bw, now_ns, bytes, &out->bw);
+	level_get(&rl->ops, now_ns, ops, &out->ops);
+	pthread_mutex_unlock(&rl->lock);
+}
+
+static void level_set(struct ratelim_bucket *b, const struct mvm_token_bucket *cfg,
+		      const struct ratelim_level *lv, uint64_t now_ns)
+{
+	if (!b->size)
+		return;
+	b->tokens = lv->tokens > (int64_t)b->size ? (int64_t)b->size :
+		    lv->tokens < -(int64_t)MVM_RATE_SIZE_MAX ? -(int64_t)MVM_RATE_SIZE_MAX :
+		    lv->tokens;
+	b->burst = MIN(lv->burst, cfg->one_time_burst);
+	/* frac is in token*ns of this refill time and this size's bucket:
+	 * under another, what was carried is dropped (less than a token). */
+	b->frac = lv->frac < b->refill_ns ? lv->frac : 0;
+	b->last_ns = now_ns;
+}
+
+void ratelim_levels_set(struct ratelim *rl, const struct ratelim_levels *lv, uint64_t now_ns)
+{
+	pthread_mutex_lock(&rl->lock);
+	level_set(&rl->bw, &rl->rate.bw, &lv->bw, now_ns);
+	level_set(&rl->ops, &rl->rate.ops, &lv->ops, now_ns);
+	pthread_mutex_unlock(&rl->lock);
+}
+
 void ratelim_refund(struct ratelim *const *rl, unsigned n, uint64_t bytes)
 {
 	unsigned i;

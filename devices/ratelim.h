@@ -118,4 +118,28 @@ uint64_t ratelim_take(struct ratelim *const *rl, unsigned n, uint64_t bytes, uin
  * request waited and it asks again), up to each bucket's size. */
 void ratelim_refund(struct ratelim *const *rl, unsigned n, uint64_t bytes);
 
+/* What a snapshot keeps of a limiter: per bucket (bytes, then
+ * operations) the tokens (negative: a debt), the one-time burst left and
+ * the refill carried over. Without it a restored disk would start with a
+ * full bucket and its one-time burst again, on every clone. */
+struct ratelim_level {
+	int64_t tokens;
+	uint64_t burst, frac;
+};
+struct ratelim_levels {
+	struct ratelim_level bw, ops;
+};
+/* rl's levels refilled to now, with bytes and ops given back: requests
+ * that paid and were not started, which a snapshot puts back in their
+ * rings and which pay again after the restore. rl is not changed (the
+ * VM may resume). */
+void ratelim_levels_get(struct ratelim *rl, uint64_t now_ns, uint64_t bytes, uint64_t ops,
+			struct ratelim_levels *out);
+/* rl's buckets from saved levels, refilling from now on. The limits may
+ * differ from the snapshot's (a restore given others): a bucket gets at
+ * most what a fresh one holds (its size, its one_time_burst), a debt is
+ * kept down to -MVM_RATE_SIZE_MAX, a carried refill only under the same
+ * refill time. */
+void ratelim_levels_set(struct ratelim *rl, const struct ratelim_levels *lv, uint64_t now_ns);
+
 #endif

@@ -198,21 +198,48 @@ static void blk_destroy(struct virtio_dev *dev)
 	free(blk);      /* holds dev: last */
 }
 
+static void blk_put_level(struct snap_w *w, const struct ratelim_level *lv)
+{
+	snap_put_u64(w, (uint64_t)lv->tokens);
+	snap_put_u64(w, lv->burst);
+	snap_put_u64(w, lv->frac);
+}
+
+static void blk_get_level(struct snap_r *r, struct ratelim_level *lv)
+{
+	lv->tokens = (int64_t)snap_get_u64(r);
+	lv->burst = snap_get_u64(r);
+	lv->frac = snap_get_u64(r);
+}
+
 /* The guest's driver knows the disk's size: a restore onto an image of
- * another size would have it read past the end, or miss the tail. */
+ * another size would have it read past the end, or miss the tail. The
+ * disk's own rate limiter goes on where it stood (its group's is the
+ * process's, shared with other VMs, and starts afresh). */
 static int blk_save_op(struct virtio_dev *dev, struct snap_w *w, char *err, size_t errlen)
 {
+	struct blk_dev *blk = to_blk(dev);
+	struct ratelim_levels lv;
+	uint64_t bytes, ops;
+
 	(void)err;
 	(void)errlen;
-	snap_put_u64(w, to_blk(dev)->capacity);
+	snap_put_u64(w, blk->capacity);
+	blk_queues_held_cost(blk, &bytes, &ops);
+	ratelim_levels_get(&blk->rate, mono_ns(), bytes, ops, &lv);
+	blk_put_level(w, &lv.bw);
+	blk_put_level(w, &lv.ops);
 	return 0;
 }
 
 static int blk_load_op(struct virtio_dev *dev, struct snap_r *r, char *err, size_t errlen)
 {
-	const struct blk_dev *blk = to_blk(dev);
+	struct blk_dev *blk = to_blk(dev);
 	uint64_t cap = snap_get_u64(r);
+	struct ratelim_levels lv;
 
+	blk_get_level(r, &lv.bw);
+	blk_get_level(r, &lv.ops);
 	if (r->err)
 		return snap_done(r, err, errlen);
 	if (cap != blk->capacity)
@@ -220,6 +247,7 @@ static int blk_load_op(struct virtio_dev *dev, struct snap_r *r, char *err, size
 			       "snapshot's guest had %llu; give an image of the snapshot's size",
 			       blk->opts.path, (unsigned long long)blk->capacity * BLK_SECTOR,
 			       (unsigned long long)cap * BLK_SECTOR);
+	ratelim_levels_set(&blk->rate, &lv, mono_ns());
 	return 0;
 }
 

@@ -454,3 +454,88 @@ TEST(a_late_waker_that_reserved_loses_no_tokens)
 	CHECK(n < 900);
 	ratelim_fini(&rl);
 }
+
+/* A snapshot's levels (ratelim_levels_get/set): a limiter set from them,
+ * on another clock, goes on exactly where the saved one stood: the same
+ * requests go at once, the same wait follows, the burst is not given
+ * again, a debt stays. */
+TEST(levels_carry_tokens_burst_and_debt_to_a_fresh_limiter_on_another_clock)
+{
+	const uint64_t later = START + 7 * SEC;
+	struct mvm_rate_limit r = limits(1000, 1000, 10, 100);
+	struct ratelim a, b, c;
+	struct ratelim_levels lv;
+
+	r.ops.one_time_burst = 5;
+	init(&a, r, START);
+	CHECK_EQ(at_once(&a, 10, START), 15);          /* 150 bytes, 15 ops: the burst gone */
+	CHECK_EQ(take1(&a, 10, START + 3 * MS), 10 * MS - 3 * MS);
+	ratelim_levels_get(&a, START + 3 * MS, 0, 0, &lv);
+	init(&b, r, later);
+	ratelim_levels_set(&b, &lv, later);
+	CHECK_EQ(take1(&b, 10, later), 7 * MS);        /* the same wait, not a full bucket */
+	CHECK_EQ(at_once(&b, 10, later + 7 * MS), 1);
+	CHECK_EQ(lv.ops.burst, 0);
+	ratelim_fini(&b);
+	/* A debt: 2500 bytes through a 1000-byte bucket. */
+	init(&c, limits(1000, 1000, 0, 0), START);
+	CHECK_EQ(take1(&c, 2500, START), 0);
+	ratelim_levels_get(&c, START, 0, 0, &lv);
+	CHECK_EQ(lv.bw.tokens, -1500);
+	init(&b, limits(1000, 1000, 0, 0), later);
+	ratelim_levels_set(&b, &lv, later);
+	CHECK_EQ(take1(&b, 1, later), 1501 * MS);
+	ratelim_fini(&a);
+	ratelim_fini(&b);
+	ratelim_fini(&c);
+}
+
+/* A request that paid and waits is put back in its ring by a snapshot: the
+ * levels give its tokens back (it pays again after the restore), and
+ * getting them changes nothing in the running limiter. */
+TEST(levels_give_back_what_a_held_request_paid_and_leave_the_limiter_as_it_was)
+{
+	struct ratelim a;
+	struct ratelim_levels lv;
+
+	init(&a, limits(1000, 1000, 10, 1000), START);
+	CHECK_EQ(take1(&a, 600, START), 0);
+	CHECK(take1(&a, 600, START) != 0);
+	ratelim_levels_get(&a, START, 600, 1, &lv);
+	CHECK_EQ(lv.bw.tokens, 1000);          /* 400 left, 600 back, at most the size */
+	CHECK_EQ(lv.ops.tokens, 10);
+	ratelim_levels_get(&a, START, 0, 0, &lv);
+	CHECK_EQ(lv.bw.tokens, 400);
+	CHECK_EQ(lv.ops.tokens, 9);
+	ratelim_fini(&a);
+}
+
+/* Restored under other limits (or from a damaged file): never more than a
+ * fresh bucket, a debt no deeper than the largest size, no carried refill
+ * under another refill time, nothing for a bucket without a limit. */
+TEST(levels_set_under_other_limits_give_no_more_than_a_fresh_bucket)
+{
+	struct mvm_rate_limit small = limits(100, 1000, 0, 0);
+	struct ratelim_levels lv = {
+		.bw = { .tokens = 900, .burst = 50, .frac = 999 },
+		.ops = { .tokens = 7, .burst = 7, .frac = 1 },
+	};
+	struct ratelim b;
+
+	small.bw.one_time_burst = 20;
+	init(&b, small, START);
+	ratelim_levels_set(&b, &lv, START);
+	CHECK_EQ(b.bw.tokens, 100);
+	CHECK_EQ(b.bw.burst, 20);
+	CHECK_EQ(b.bw.frac, 999);              /* < refill_ns: carried */
+	CHECK_EQ(b.ops.tokens, 0);             /* no ops limit: untouched */
+	CHECK_EQ(at_once(&b, 1, START), 120);
+	ratelim_fini(&b);
+	lv.bw.tokens = INT64_MIN;
+	lv.bw.frac = 5 * SEC;                  /* not of this refill time */
+	init(&b, small, START);
+	ratelim_levels_set(&b, &lv, START);
+	CHECK_EQ(b.bw.tokens, -(int64_t)MVM_RATE_SIZE_MAX);
+	CHECK_EQ(b.bw.frac, 0);
+	ratelim_fini(&b);
+}

@@ -24,6 +24,7 @@
 #include "devices/msix.h"
 #include "devices/pci.h"
 #include "devices/serial.h"
+#include "devices/blk_queue.h"
 #include "devices/virtio_blk.h"
 #include "devices/virtio_mmio.h"
 #include "devices/virtio_pci.h"
@@ -2145,11 +2146,13 @@ TEST(virtq_set_pos_refuses_a_packed_position_outside_the_ring_and_takes_any_spli
 
 /* ---- a virtio-blk disk's own state -------------------------------------- */
 
-static struct virtio_dev *blk_of_size(char *path, uint64_t size, struct guest_mem *mem)
+/* A disk on a new image of size bytes, with keys (",ops_size=..." or ""). */
+static struct virtio_dev *blk_with(char *path, uint64_t size, const char *keys,
+				   struct guest_mem *mem)
 {
 	struct virtio_dev *dev;
 	struct mvm_disk o;
-	char spec[128];
+	char spec[256];
 	int fd;
 
 	strcpy(path, "/tmp/mvm-test-snapdev-XXXXXX");
@@ -2157,13 +2160,18 @@ static struct virtio_dev *blk_of_size(char *path, uint64_t size, struct guest_me
 	CHECK(fd >= 0);
 	CHECK_EQ(ftruncate(fd, (off_t)size), 0);
 	close(fd);
-	snprintf(spec, sizeof(spec), "%s", path);
+	snprintf(spec, sizeof(spec), "%s%s", path, keys);
 	CHECK_EQ(test_disk_parse(spec, 1, &o, err, sizeof(err)), 0);
 	if (blk_dev_new(&o, mem, &dev, err, sizeof(err))) {
 		fprintf(stderr, "%s\n", err);
 		CHECK(0);
 	}
 	return dev;
+}
+
+static struct virtio_dev *blk_of_size(char *path, uint64_t size, struct guest_mem *mem)
+{
+	return blk_with(path, size, "", mem);
 }
 
 TEST(a_disk_restored_onto_an_image_of_another_size_is_refused_naming_both_sizes)
@@ -2192,6 +2200,55 @@ TEST(a_disk_restored_onto_an_image_of_another_size_is_refused_naming_both_sizes)
 	r = (struct snap_r){ .p = s.body, .len = s.blen };
 	CHECK_EQ(c->ops->load(c, &r, err, sizeof(err)), 0);
 	CHECK_EQ(snap_done(&r, err, sizeof(err)), 0);
+	saved_free(&s);
+	virtio_dev_destroy(a);
+	virtio_dev_destroy(b);
+	virtio_dev_destroy(c);
+	unlink(pa);
+	unlink(pb);
+	unlink(pc);
+}
+
+/* A disk's own rate limiter goes on from where the snapshot left it: the
+ * tokens used and the one-time burst spent stay used in the restored disk
+ * (and in every clone), instead of a full bucket and a new burst. */
+TEST(a_disks_rate_limiter_goes_on_from_its_saved_level)
+{
+	/* 100 requests per 100 s: nothing refills while the test runs. */
+	const char *keys = ",ops_size=100,ops_refill_time=100000,ops_one_time_burst=50";
+	struct virtio_dev *a, *b, *c;
+	char pa[64], pb[64], pc[64];
+	struct guest_mem mem = { 0 };
+	struct ratelim *rl;
+	struct snap_w w;
+	struct saved s;
+	struct snap_r r;
+
+	check_need_io_uring();
+	a = blk_with(pa, 1 << 20, keys, &mem);
+	b = blk_with(pb, 1 << 20, keys, &mem);
+	c = blk_of_size(pc, 1 << 20, &mem);
+	rl = &((struct blk_dev *)a)->rate;
+	for (unsigned i = 0; i < 120; i++)
+		CHECK_EQ(ratelim_take(&rl, 1, 512, mono_ns(), false), 0);
+	CHECK_EQ(rl->ops.tokens, 30);
+	CHECK_EQ(rl->ops.burst, 0);
+	snap_w_init(&w);
+	snap_begin(&w, T_DEV, 0);
+	CHECK_EQ(a->ops->save(a, &w, err, sizeof(err)), 0);
+	snap_end(&w);
+	s = saved_image(&w, 0);
+	CHECK_EQ(((struct blk_dev *)b)->rate.ops.tokens, 100);
+	CHECK_EQ(((struct blk_dev *)b)->rate.ops.burst, 50);
+	r = (struct snap_r){ .p = s.body, .len = s.blen };
+	CHECK_EQ(b->ops->load(b, &r, err, sizeof(err)), 0);
+	CHECK_EQ(snap_done(&r, err, sizeof(err)), 0);
+	CHECK_EQ(((struct blk_dev *)b)->rate.ops.tokens, 30);
+	CHECK_EQ(((struct blk_dev *)b)->rate.ops.burst, 0);
+	/* A restore given no limits has none. */
+	r = (struct snap_r){ .p = s.body, .len = s.blen };
+	CHECK_EQ(c->ops->load(c, &r, err, sizeof(err)), 0);
+	CHECK(!((struct blk_dev *)c)->rate.on);
 	saved_free(&s);
 	virtio_dev_destroy(a);
 	virtio_dev_destroy(b);
