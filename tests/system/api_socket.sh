@@ -15,7 +15,8 @@
 # its data, writes it and reads it back, and fio measures the limit),
 # vm.info and vm.counters show it under its id, a second finds no slot,
 # vm.remove-device takes it out with the guest's cooperation, and the
-# slot takes it again.
+# slot takes it again; vm.update-disk changes a running disk's limits
+# (inside the sandboxed API thread's filter) and image (sandbox off).
 . "$(dirname "$0")/lib.sh"
 sock=$SYS_TMP/api.sock
 img=$SYS_TMP/disk.img
@@ -67,6 +68,14 @@ for _ in $(seq 1 100); do [ "$(wc -c <"$SYS_TMP/out")" -gt "$n1" ] && break; sle
 [ "$(wc -c <"$SYS_TMP/out")" -gt "$n1" ] || fail "no console output after the resume"
 expect 200 GET vm.counters
 grep -q '"_disk0":{' "$SYS_TMP/body" || fail "vm.counters: no _disk0"
+# Limits change at run time inside the API thread's filter (vm.update-disk,
+# mvm's own endpoint); a new image it may not open.
+expect 204 PUT vm.update-disk -d '{"id":"_disk0","rate_limiter_config":{"ops":{"size":10,"refill_time":100}}}'
+expect 200 GET vm.info
+grep -q '"ops":{"size":10,"one_time_burst":0,"refill_time":100}' "$SYS_TMP/body" ||
+	fail "vm.info after vm.update-disk: $(cat "$SYS_TMP/body")"
+expect 500 PUT vm.update-disk -d "{\"id\":\"_disk0\",\"path\":\"$img\"}"
+expect 200 GET vmm.ping
 
 # Bad requests change nothing; a silent client holds nobody up.
 expect 400 PUT vm.create -H 'Content-Type: application/json' -d '{"cpus": {"boot_vcpus": 2'
@@ -157,6 +166,12 @@ expect 404 PUT vm.remove-device -H 'Content-Type: application/json' -d '{"id":"h
 expect 200 PUT vm.add-disk -H 'Content-Type: application/json' -d "{\"path\":\"$hot\",\"id\":\"hot0\"}"
 wait_guest "hp-new vdb 8192 $sum" 2
 echo "the slot took the disk again"
+# Its image swapped for a larger one (vm.update-disk, sandbox off).
+head -c 8M /dev/zero >"$SYS_TMP/hot2.img"
+expect 204 PUT vm.update-disk -d "{\"id\":\"hot0\",\"path\":\"$SYS_TMP/hot2.img\"}"
+expect 200 GET vm.info
+grep -q "\"path\":\"$SYS_TMP/hot2.img\"" "$SYS_TMP/body" || fail "vm.info after the swap: $(cat "$SYS_TMP/body")"
+expect 400 PUT vm.update-disk -d "{\"id\":\"hot0\",\"path\":\"$SYS_TMP/none.img\"}"
 expect 204 PUT vmm.shutdown
 for _ in $(seq 1 100); do kill -0 $pid 2>/dev/null || break; sleep 0.1; done
 if kill -0 $pid 2>/dev/null; then kill -KILL $pid; fail "mvm still running 10 s after vmm.shutdown"; fi

@@ -125,6 +125,8 @@ TEST(without_a_vm_vm_endpoints_are_404)
 	error_says(call(&v, "PUT", "/api/v1/vm.add-disk", "{\"path\":\"/x.img\"}", 404), "no VM");
 	error_says(call(&v, "PUT", "/api/v1/vm.remove-device", "{\"id\":\"_disk0\"}", 404),
 		   "no VM");
+	error_says(call(&v, "PUT", "/api/v1/vm.update-disk", "{\"id\":\"_disk0\"}", 404),
+		   "no VM");
 	CHECK(!v.shutdown);
 	CHECK(!call(&v, "PUT", "/api/v1/vmm.shutdown", NULL, 204));
 	CHECK(v.shutdown);
@@ -198,6 +200,88 @@ TEST(info_counters_and_pause_of_a_created_vm)
 	error_says(call(&v, "PUT", "/api/v1/vm.snapshot", "{}", 400), "destination_url missing");
 	error_says(call(&v, "PUT", "/api/v1/vm.snapshot",
 			"{\"destination_url\":\"file:///tmp/x\"}", 405), "not been started");
+	mvm_destroy(v.vm);
+}
+
+/* The disk's rate_limiter_config in vm.info: bucket (bandwidth, ops) and
+ * field, or -1 where it has none. */
+static long long info_limit(struct api_vm *v, const char *bucket, const char *field)
+{
+	json_t *j = call(v, "GET", "/api/v1/vm.info", NULL, 200), *b;
+	long long n;
+
+	b = json_object_get(json_object_get(json_array_get(json_object_get(json_object_get(
+		j, "config"), "disks"), 0), "rate_limiter_config"), bucket);
+	n = b ? (long long)json_integer_value(json_object_get(b, field)) : -1;
+	json_decref(j);
+	return n;
+}
+
+/* vm.update-disk (mvm's; Firecracker's drive update in Cloud Hypervisor's
+ * names): a bucket given replaces that bucket whole and one left out
+ * stays, a size of 0 lifts the limit, vm.info shows the limits as they
+ * are now; bad limits, an unknown disk or field, nothing to change are
+ * refused with the disk as it was, and so is a swap that fails, its new
+ * limits set back. Under --sandbox on, limits change but no image is
+ * opened. */
+TEST(update_disk_changes_limits_and_a_failed_request_leaves_the_disk_as_it_was)
+{
+	struct mvm_config c;
+	struct mvm_disk d;
+	struct api_vm v = { 0 };
+	char err[MVM_ERR_MAX];
+
+	files();
+	mvm_config_init(&c);
+	c.kernel = kernel;
+	c.mem = 64 << 20;
+	mvm_disk_init(&d, image);
+	d.rate.ops.size = 100;
+	d.rate.ops.refill_time_ms = 1000;
+	CHECK_EQ(mvm_create(&c, &v.vm, err, sizeof(err)), 0);
+	if (mvm_add_disk(v.vm, &d, err, sizeof(err))) {
+		mvm_destroy(v.vm);
+		CHECK_SKIP("no disk transport on this architecture here");
+	}
+	v.cfg = &c;
+	v.disks = &d;
+	v.ndisks = 1;
+	CHECK(!call(&v, "PUT", "/api/v1/vm.update-disk", "{\"id\":\"_disk0\",\"rate_limiter_config\":"
+		    "{\"bandwidth\":{\"size\":1048576,\"refill_time\":100}}}", 204));
+	CHECK_EQ(info_limit(&v, "bandwidth", "size"), 1048576);
+	CHECK_EQ(info_limit(&v, "bandwidth", "refill_time"), 100);
+	CHECK_EQ(info_limit(&v, "ops", "size"), 100);
+	CHECK(!call(&v, "PUT", "/api/v1/vm.update-disk", "{\"id\":\"_disk0\",\"rate_limiter_config\":"
+		    "{\"ops\":{\"size\":0}}}", 204));
+	CHECK_EQ(info_limit(&v, "ops", "size"), -1);
+	CHECK_EQ(info_limit(&v, "bandwidth", "size"), 1048576);
+	/* Refused, the disk as it was. */
+	error_says(call(&v, "PUT", "/api/v1/vm.update-disk", "{\"id\":\"_disk0\",\"rate_limiter_config\":"
+			"{\"ops\":{\"size\":10}}}", 400), "refill");
+	error_says(call(&v, "PUT", "/api/v1/vm.update-disk", "{\"id\":\"_disk0\",\"rate_limiter_config\":"
+			"{\"iops\":{\"size\":10}}}", 400), "bandwidth and/or ops");
+	error_says(call(&v, "PUT", "/api/v1/vm.update-disk", "{\"id\":\"_disk7\",\"rate_limiter_config\":"
+			"{\"ops\":{\"size\":0}}}", 404), "_disk7: no such disk");
+	error_says(call(&v, "PUT", "/api/v1/vm.update-disk", "{\"id\":\"_disk0\"}", 400),
+		   "\"path\" and/or \"rate_limiter_config\"");
+	error_says(call(&v, "PUT", "/api/v1/vm.update-disk", "{\"rate_limiter_config\":{}}", 400),
+		   "give {\"id\": ID}");
+	error_says(call(&v, "PUT", "/api/v1/vm.update-disk", "{\"id\":\"_disk0\",\"readonly\":true}",
+			400), "field readonly: unknown to mvm");
+	error_says(call(&v, "PUT", "/api/v1/vm.update-disk", "{\"id\":\"_disk0\",\"path\":\"\"}", 400),
+		   "give {\"id\": ID}");
+	/* A swap that fails (the VM has not started) sets its limits back. */
+	call(&v, "PUT", "/api/v1/vm.update-disk", "{\"id\":\"_disk0\",\"path\":\"/nonexistent.img\","
+	     "\"rate_limiter_config\":{\"ops\":{\"size\":5,\"refill_time\":1000}}}", 400);
+	CHECK_EQ(info_limit(&v, "ops", "size"), -1);
+	CHECK_EQ(info_limit(&v, "bandwidth", "size"), 1048576);
+	/* Sandboxed: limits yes, a new image no. */
+	c.sandbox = true;
+	error_says(call(&v, "PUT", "/api/v1/vm.update-disk", "{\"id\":\"_disk0\",\"path\":\"/x.img\"}",
+			500), "not with --sandbox on");
+	CHECK(!call(&v, "PUT", "/api/v1/vm.update-disk", "{\"id\":\"_disk0\",\"rate_limiter_config\":"
+		    "{\"ops\":{\"size\":7,\"refill_time\":10}}}", 204));
+	CHECK_EQ(info_limit(&v, "ops", "size"), 7);
 	mvm_destroy(v.vm);
 }
 

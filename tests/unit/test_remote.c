@@ -135,6 +135,15 @@ TEST(add_disk_takes_a_disk_config_as_json)
 	check_err("add-disk");
 }
 
+TEST(update_disk_sends_its_id_path_and_limits)
+{
+	CHECK_EQ(parse("--api-socket", "s", "update-disk",
+		       "id=_disk0,path=/new.img,ops_size=0,bw_size=4096,bw_refill_time=10", NULL), 0);
+	CHECK_STR(req.endpoint, "vm.update-disk");
+	check_body("{\"id\": \"_disk0\", \"path\": \"/new.img\", \"rate_limiter_config\": {"
+		   "\"ops\": {\"size\": 0}, \"bandwidth\": {\"size\": 4096, \"refill_time\": 10}}}");
+}
+
 TEST(remove_device_sends_its_id)
 {
 	CHECK_EQ(parse("--api-socket", "s", "remove-device", "_disk1", NULL), 0);

@@ -128,15 +128,24 @@ static void api_vm_info(struct api_vm *v, struct api_reply *r)
 	if (payload && c->cmdline)
 		json_object_set_new(payload, "cmdline", json_string(c->cmdline));
 	disks = json_array();
+	/* As the VM has them now (a swap's path, limits changed since),
+	 * where the library says; else as they were given. */
 	for (i = 0; disks && i < v->ndisks; i++) {
+		struct mvm_disk now;
 		char id[16];
 
 		api_cold_id(id, sizeof(id), i);
-		json_array_append_new(disks, api_disk(&v->disks[i], id));
+		json_array_append_new(disks, api_disk(mvm_get_disk(v->vm, i, &now, sizeof(now)) ?
+						      &v->disks[i] : &now, id));
 	}
-	for (i = 0; disks && i < v->nhot; i++)
+	for (i = 0; disks && i < v->nhot; i++) {
+		struct mvm_disk now;
+
 		if (!v->hot[i].removed)
-			json_array_append_new(disks, api_disk(&v->hot[i].d, v->hot[i].id));
+			json_array_append_new(disks, api_disk(mvm_get_disk(v->vm, v->hot[i].index,
+								  &now, sizeof(now)) ?
+							      &v->hot[i].d : &now, v->hot[i].id));
+	}
 	cfg = json_pack("{s:{s:I,s:I},s:{s:I},s:o,s:o,s:{s:s},s:{s:s}}",
 			"cpus", "boot_vcpus", (json_int_t)c->cpus, "max_vcpus", (json_int_t)c->cpus,
 			"memory", "size", (json_int_t)c->mem,
@@ -486,6 +495,116 @@ static void api_vm_remove_device(struct api_vm *v, const char *body, size_t len,
 	}
 	h->removed = true;
 	r->status = 204;
+}
+
+/* rate_limiter_config over the disk's limits in *rate: each bucket given
+ * replaces that bucket whole (a size of 0 lifts its limit), one left out
+ * stays, as Firecracker's drive update does. False (and the 400) when it
+ * is not one. */
+static bool api_rate_update(const char *what, json_t *o, struct mvm_rate_limit *rate,
+			    struct api_reply *r)
+{
+	static const char *const names[] = { "bandwidth", "ops" };
+	struct mvm_token_bucket *b[] = { &rate->bw, &rate->ops };
+	unsigned i, n = 0;
+
+	for (i = 0; i < 2; i++) {
+		json_t *bj = json_object_get(o, names[i]);
+
+		if (!bj)
+			continue;
+		n++;
+		*b[i] = (struct mvm_token_bucket){ 0 };
+		if (!api_bucket_parse(what, names[i], bj, b[i], r))
+			return false;
+	}
+	if (!json_is_object(o) || !n || json_object_size(o) != n) {
+		api_error(r, 400, "%s: rate_limiter_config: give an object with bandwidth and/or "
+			  "ops", what);
+		return false;
+	}
+	return true;
+}
+
+/* PUT vm.update-disk, mvm's own (Firecracker's PATCH /drives/{id} in Cloud
+ * Hypervisor's names; Cloud Hypervisor has no such endpoint): { id, path,
+ * rate_limiter_config }, a new backing image and/or new limits for a
+ * running disk. The limits are set first and set back if the swap then
+ * fails: a request that fails leaves the disk as it was. */
+static void api_vm_update_disk(struct api_vm *v, const char *body, size_t len,
+			       struct api_reply *r)
+{
+	static const char *const what = "vm.update-disk";
+	char err[MVM_ERR_MAX];
+	struct mvm_rate_limit old, rate;
+	struct api_hotdisk *h;
+	struct mvm_disk d;
+	json_t *j, *val, *rl;
+	const char *k, *id, *path;
+	int idx, ret;
+
+	if (!v->vm) {
+		api_error(r, 404, "%s: no VM has been created", what);
+		return;
+	}
+	j = api_load(what, body, len, "DiskUpdate", r);
+	if (!j)
+		return;
+	json_object_foreach(j, k, val) {
+		if (strcmp(k, "id") && strcmp(k, "path") && strcmp(k, "rate_limiter_config")) {
+			api_error(r, 400, "%s: field %.64s: unknown to mvm; give id, path, "
+				  "rate_limiter_config", what, k);
+			goto put_json;
+		}
+	}
+	id = json_string_value(json_object_get(j, "id"));
+	val = json_object_get(j, "path");
+	path = json_string_value(val);
+	rl = json_object_get(j, "rate_limiter_config");
+	if (!id || (val && (!path || !*path)) || (!path && !rl)) {
+		api_error(r, 400, "%s: give {\"id\": ID} (vm.info lists them) with a new "
+			  "\"path\" and/or \"rate_limiter_config\"", what);
+		goto put_json;
+	}
+	idx = api_disk_find(v, id, &h);
+	if (idx < 0) {
+		api_error(r, 404, "%s: %.64s: no such disk; vm.info lists them", what, id);
+		goto put_json;
+	}
+	if (path && v->cfg && v->cfg->sandbox) {
+		api_error(r, 500, "%s: path: not with --sandbox on: a new image is opened by this "
+			  "thread, which mvm's filters forbid once the VM runs; run with --sandbox "
+			  "off, or embed libmvm and call mvm_disk_swap from a thread of your own",
+			  what);
+		goto put_json;
+	}
+	if (mvm_get_disk(v->vm, (unsigned)idx, &d, sizeof(d))) {
+		api_error(r, 404, "%s: %.64s: removed already", what, id);
+		goto put_json;
+	}
+	old = rate = d.rate;
+	if (rl) {
+		if (!api_rate_update(what, rl, &rate, r))
+			goto put_json;
+		ret = mvm_disk_set_rate_limit(v->vm, (unsigned)idx, &rate, sizeof(rate), err,
+					      sizeof(err));
+		if (ret) {
+			api_error(r, 400, "%s: %s", what, err);
+			goto put_json;
+		}
+	}
+	if (path) {
+		ret = mvm_disk_swap(v->vm, (unsigned)idx, path, err, sizeof(err));
+		if (ret) {
+			if (rl)
+				mvm_disk_set_rate_limit(v->vm, (unsigned)idx, &old, sizeof(old), NULL, 0);
+			api_error(r, ret == -ENOMEM || ret == -EIO ? 500 : 400, "%s: %s", what, err);
+			goto put_json;
+		}
+	}
+	r->status = 204;
+put_json:
+	json_decref(j);
 }
 
 /* A JSON string of at most len - 1 bytes into buf; false when it is
@@ -978,6 +1097,7 @@ void api_handle(struct api_vm *v, const char *method, const char *url, const cha
 		{ "vmm.shutdown", API_PUT }, { "vm.add-disk", API_PUT },
 		{ "vm.remove-device", API_PUT }, { "vm.create", API_PUT }, { "vm.boot", API_PUT },
 		{ "vm.snapshot", API_PUT }, { "vm.restore", API_PUT },
+		{ "vm.update-disk", API_PUT },
 	};
 	enum api_method m;
 	const char *name;
@@ -1014,6 +1134,7 @@ void api_handle(struct api_vm *v, const char *method, const char *url, const cha
 		case 7: api_vm_add_disk(v, body, len, r); return;
 		case 11: api_vm_snapshot(v, body, len, r); return;
 		case 12: api_vm_restore(v, body, len, r); return;
+		case 13: api_vm_update_disk(v, body, len, r); return;
 		case 8: api_vm_remove_device(v, body, len, r); return;
 		case 9:
 		case 10:

@@ -51,6 +51,11 @@ static const struct remote_cmd remote_cmds[] = {
 	  "direct, num_queues, id, serial, rate_limit_group, bw_size, bw_refill_time, "
 	  "bw_one_time_burst, ops_size, ops_refill_time, ops_one_time_burst), or the "
 	  "DiskConfig as JSON; prints the device's id and PCI address" },
+	{ "update-disk", "PUT", "vm.update-disk", REMOTE_ARG_DISK,
+	  "id=ID[,path=PATH][,bw_size=N,bw_refill_time=MS]...",
+	  "mvm's own: give a running disk a new image (path) and/or new limits; a bucket "
+	  "given (bw_*, ops_*) replaces that bucket, a size of 0 lifts it, one left out "
+	  "stays" },
 	{ "remove-device", "PUT", "vm.remove-device", REMOTE_ARG_ID, "ID",
 	  "unplug the device with this id (info lists them) once the guest lets it go" },
 	{ "shutdown", "PUT", "vm.shutdown", REMOTE_ARG_NONE, NULL, "stop the VM" },
