@@ -132,6 +132,23 @@ TEST(without_a_vm_vm_endpoints_are_404)
 	CHECK(v.shutdown);
 }
 
+/* v: a VM made from c (not started) with disk d, as the command line
+ * hands them to the API. Skips where no disk transport is built. */
+static void created_with_disk(struct api_vm *v, const struct mvm_config *c,
+			      const struct mvm_disk *d)
+{
+	char err[MVM_ERR_MAX];
+
+	CHECK_EQ(mvm_create(c, &v->vm, err, sizeof(err)), 0);
+	if (mvm_add_disk(v->vm, d, err, sizeof(err))) {
+		mvm_destroy(v->vm);
+		CHECK_SKIP("no disk transport on this architecture here");
+	}
+	v->cfg = c;
+	v->disks = d;
+	v->ndisks = 1;
+}
+
 /* vm.info in Cloud Hypervisor's VmInfo shape: the VmConfig's fields as
  * its clients read them, the state, the memory size. A VM not booted
  * cannot be paused (405); its counters are there, at zero. */
@@ -140,7 +157,6 @@ TEST(info_counters_and_pause_of_a_created_vm)
 	struct mvm_config c;
 	struct mvm_disk d;
 	struct api_vm v = { 0 };
-	char err[MVM_ERR_MAX];
 	json_t *j, *cfg, *disk;
 
 	files();
@@ -154,14 +170,7 @@ TEST(info_counters_and_pause_of_a_created_vm)
 	d.queues = 2;
 	d.rate.ops.size = 100;
 	d.rate.ops.refill_time_ms = 1000;
-	CHECK_EQ(mvm_create(&c, &v.vm, err, sizeof(err)), 0);
-	if (mvm_add_disk(v.vm, &d, err, sizeof(err))) {
-		mvm_destroy(v.vm);
-		CHECK_SKIP("no disk transport on this architecture here");
-	}
-	v.cfg = &c;
-	v.disks = &d;
-	v.ndisks = 1;
+	created_with_disk(&v, &c, &d);
 	j = call(&v, "GET", "/api/v1/vm.info", NULL, 200);
 	CHECK_STR(json_string_value(json_object_get(j, "state")), "Created");
 	CHECK_EQ(json_integer_value(json_object_get(j, "memory_actual_size")), 64 << 20);
@@ -229,7 +238,6 @@ TEST(update_disk_changes_limits_and_a_failed_request_leaves_the_disk_as_it_was)
 	struct mvm_config c;
 	struct mvm_disk d;
 	struct api_vm v = { 0 };
-	char err[MVM_ERR_MAX];
 
 	files();
 	mvm_config_init(&c);
@@ -238,14 +246,7 @@ TEST(update_disk_changes_limits_and_a_failed_request_leaves_the_disk_as_it_was)
 	mvm_disk_init(&d, image);
 	d.rate.ops.size = 100;
 	d.rate.ops.refill_time_ms = 1000;
-	CHECK_EQ(mvm_create(&c, &v.vm, err, sizeof(err)), 0);
-	if (mvm_add_disk(v.vm, &d, err, sizeof(err))) {
-		mvm_destroy(v.vm);
-		CHECK_SKIP("no disk transport on this architecture here");
-	}
-	v.cfg = &c;
-	v.disks = &d;
-	v.ndisks = 1;
+	created_with_disk(&v, &c, &d);
 	CHECK(!call(&v, "PUT", "/api/v1/vm.update-disk", "{\"id\":\"_disk0\",\"rate_limiter_config\":"
 		    "{\"bandwidth\":{\"size\":1048576,\"refill_time\":100}}}", 204));
 	CHECK_EQ(info_limit(&v, "bandwidth", "size"), 1048576);
@@ -271,8 +272,8 @@ TEST(update_disk_changes_limits_and_a_failed_request_leaves_the_disk_as_it_was)
 	error_says(call(&v, "PUT", "/api/v1/vm.update-disk", "{\"id\":\"_disk0\",\"path\":\"\"}", 400),
 		   "give {\"id\": ID}");
 	/* A swap that fails (the VM has not started) sets its limits back. */
-	call(&v, "PUT", "/api/v1/vm.update-disk", "{\"id\":\"_disk0\",\"path\":\"/nonexistent.img\","
-	     "\"rate_limiter_config\":{\"ops\":{\"size\":5,\"refill_time\":1000}}}", 400);
+	json_decref(call(&v, "PUT", "/api/v1/vm.update-disk", "{\"id\":\"_disk0\",\"path\":\"/nonexistent.img\","
+		    "\"rate_limiter_config\":{\"ops\":{\"size\":5,\"refill_time\":1000}}}", 400));
 	CHECK_EQ(info_limit(&v, "ops", "size"), -1);
 	CHECK_EQ(info_limit(&v, "bandwidth", "size"), 1048576);
 	/* Sandboxed: limits yes, a new image no. */

@@ -2174,12 +2174,23 @@ static struct virtio_dev *blk_of_size(char *path, uint64_t size, struct guest_me
 	return blk_with(path, size, "", mem);
 }
 
+/* A disk's own section, saved. */
+static struct saved blk_saved(struct virtio_dev *dev)
+{
+	struct snap_w w;
+
+	snap_w_init(&w);
+	snap_begin(&w, T_DEV, 0);
+	CHECK_EQ(dev->ops->save(dev, &w, err, sizeof(err)), 0);
+	snap_end(&w);
+	return saved_image(&w, 0);
+}
+
 TEST(a_disk_restored_onto_an_image_of_another_size_is_refused_naming_both_sizes)
 {
 	struct virtio_dev *a, *b, *c;
 	char pa[64], pb[64], pc[64];
 	struct guest_mem mem = { 0 };
-	struct snap_w w;
 	struct saved s;
 	struct snap_r r;
 
@@ -2187,11 +2198,7 @@ TEST(a_disk_restored_onto_an_image_of_another_size_is_refused_naming_both_sizes)
 	a = blk_of_size(pa, 1 << 20, &mem);
 	b = blk_of_size(pb, 2 << 20, &mem);
 	c = blk_of_size(pc, 1 << 20, &mem);
-	snap_w_init(&w);
-	snap_begin(&w, T_DEV, 0);
-	CHECK_EQ(a->ops->save(a, &w, err, sizeof(err)), 0);
-	snap_end(&w);
-	s = saved_image(&w, 0);
+	s = blk_saved(a);
 	r = (struct snap_r){ .p = s.body, .len = s.blen };
 	CHECK_EQ(b->ops->load(b, &r, err, sizeof(err)), -EINVAL);
 	CHECK(strstr(err, pb));
@@ -2220,7 +2227,6 @@ TEST(a_disks_rate_limiter_goes_on_from_its_saved_level)
 	char pa[64], pb[64], pc[64];
 	struct guest_mem mem = { 0 };
 	struct ratelim *rl;
-	struct snap_w w;
 	struct saved s;
 	struct snap_r r;
 
@@ -2233,11 +2239,7 @@ TEST(a_disks_rate_limiter_goes_on_from_its_saved_level)
 		CHECK_EQ(ratelim_take(&rl, 1, 512, mono_ns(), false), 0);
 	CHECK_EQ(rl->ops.tokens, 30);
 	CHECK_EQ(rl->ops.burst, 0);
-	snap_w_init(&w);
-	snap_begin(&w, T_DEV, 0);
-	CHECK_EQ(a->ops->save(a, &w, err, sizeof(err)), 0);
-	snap_end(&w);
-	s = saved_image(&w, 0);
+	s = blk_saved(a);
 	CHECK_EQ(((struct blk_dev *)b)->rate.ops.tokens, 100);
 	CHECK_EQ(((struct blk_dev *)b)->rate.ops.burst, 50);
 	r = (struct snap_r){ .p = s.body, .len = s.blen };
