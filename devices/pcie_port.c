@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "vmm/base/byteorder.h"
+#include "vmm/base/snap.h"
 #include "vmm/base/util.h"
 #include "vmm/kvm/vm.h"
 
@@ -310,4 +311,63 @@ bool pcie_port_occupied(struct pcie_port *p)
 	r = p->pci.child != NULL;
 	pthread_mutex_unlock(&p->bus->lock);
 	return r;
+}
+
+int pcie_port_save(struct pcie_port *p, struct snap_w *w, char *err, size_t errlen)
+{
+	uint64_t now = mono_ns(), age;
+	int ret;
+
+	if (pcie_port_occupied(p))
+		return err_set(err, errlen, -EOPNOTSUPP, "snapshot: hot-plug slot %u holds a "
+			       "disk, which snapshots cannot carry yet; remove it first "
+			       "(mvm_disk_remove, vm.remove-device)", p->number);
+	ret = pci_dev_save(&p->pci, w, err, errlen);
+	if (ret)
+		return ret;
+	pthread_mutex_lock(&p->bus->lock);
+	age = now > p->off_at ? now - p->off_at : 0;
+	pthread_mutex_unlock(&p->bus->lock);
+	snap_put_u64(w, MIN(age, PCIE_PORT_SETTLE_NS));
+	return 0;
+}
+
+int pcie_port_load(struct pcie_port *p, struct snap_r *r, char *err, size_t errlen)
+{
+	static const unsigned ctl[] = { PCI_EXP_DEVCTL, PCI_EXP_LNKCTL, PCI_EXP_SLTCTL,
+					PCI_EXP_RTCTL, PCI_EXP_LNKCTL2 };
+	struct pci_dev *pd = &p->pci;
+	uint8_t saved[PCI_CONF1_SIZE];
+	uint16_t sta;
+	uint64_t age;
+	unsigned i;
+	int ret;
+
+	/* It writes the header's BAR range, which in a type 1 header holds
+	 * the bus numbers and the I/O and memory windows. */
+	ret = pci_dev_load_begin(pd, r, saved, err, errlen);
+	if (ret)
+		return ret;
+	age = snap_get_u64(r);
+	if (r->err)
+		return snap_done(r, err, errlen);
+	/* The rest of the type 1 header: the prefetchable window's upper
+	 * halves, the I/O window's, bridge control. */
+	for (i = PCI_PREF_BASE_UPPER32; i < PCI_BRIDGE_CONTROL + 2; i++)
+		pci_cfg_write(pd, i, &saved[i], 1);
+	/* The slot's controls: a power-off here is no eject (the slot is
+	 * empty and was powered off when saved, or is powered now). */
+	for (i = 0; i < sizeof(ctl) / sizeof(ctl[0]); i++)
+		pci_cfg_write(pd, p->cap + ctl[i], &saved[p->cap + ctl[i]], 2);
+	pthread_mutex_lock(&p->bus->lock);
+	sta = (uint16_t)((le16_load(&saved[p->cap + PCI_EXP_SLTSTA]) & PORT_EVENTS) |
+			 (port_rd16(p, PCI_EXP_SLTSTA) & ~PORT_EVENTS));
+	port_wr16(p, PCI_EXP_SLTSTA, sta);
+	p->off_at = mono_ns() - MIN(age, PCIE_PORT_SETTLE_NS);
+	pthread_mutex_unlock(&p->bus->lock);
+	pci_dev_load_finish(pd, saved);
+	pthread_mutex_lock(&p->bus->lock);
+	port_irq_update(p);
+	pthread_mutex_unlock(&p->bus->lock);
+	return 0;
 }

@@ -548,9 +548,9 @@ int mvm_resume(struct mvm *vm, char *err, size_t errlen);
  * mvm_confine_api_thread confined only beneath mvm_config.snapshot_dir
  * (-EPERM elsewhere). 0, or -errno with a message: -EINVAL (not paused),
  * -EBUSY (a device holds requests it cannot give back: resume, then try
- * again), -EOPNOTSUPP (a device
- * without snapshots yet: hot-plug slots and virtio-ccw;
- * s390x), or a file error. A vsock device's connections are not kept:
+ * again), -EOPNOTSUPP (what snapshots cannot carry yet: a disk plugged
+ * into a hot-plug slot at run time, even one removed since; virtio-ccw;
+ * s390x), or a file error. Empty hot-plug slots are carried. A vsock device's connections are not kept:
  * a restore resets them (the guest gets a TRANSPORT_RESET). */
 int mvm_snapshot(struct mvm *vm, const char *dir, char *err, size_t errlen);
 

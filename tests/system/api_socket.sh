@@ -166,6 +166,13 @@ expect 404 PUT vm.remove-device -H 'Content-Type: application/json' -d '{"id":"h
 expect 200 PUT vm.add-disk -H 'Content-Type: application/json' -d "{\"path\":\"$hot\",\"id\":\"hot0\"}"
 wait_guest "hp-new vdb 8192 $sum" 2
 echo "the slot took the disk again"
+# A disk plugged in at run time: the snapshot refuses, naming it (the
+# restored shape would give it from the start), and the VM goes on.
+expect 204 PUT vm.pause
+expect 500 PUT vm.snapshot -d "{\"destination_url\":\"file://$SYS_TMP/snap\"}"
+grep -q 'was plugged into a hot-plug slot' "$SYS_TMP/body" || fail "vm.snapshot with hot0: $(cat "$SYS_TMP/body")"
+[ ! -e "$SYS_TMP/snap/state" ] || fail "a refused snapshot left a state"
+expect 204 PUT vm.resume
 # Its image swapped for a larger one (vm.update-disk, sandbox off).
 head -c 8M /dev/zero >"$SYS_TMP/hot2.img"
 expect 204 PUT vm.update-disk -d "{\"id\":\"hot0\",\"path\":\"$SYS_TMP/hot2.img\"}"

@@ -28,15 +28,16 @@ sum=$(head -c 1M "$img" | md5sum | cut -d' ' -f1)
 # lands in the middle of one, with I/O in flight at the pause); in the
 # foreground a tick with its number, uptime and boot id, each reading one
 # 4 KiB block past the page cache, and every tenth the md5sum of the
-# disk's first MiB, which fio does not touch.
+# disk's first MiB, which fio does not touch, and its empty hot-plug
+# slot's power as pciehp reads it (the slot goes into the snapshot).
 script='b=$(cat /proc/sys/kernel/random/boot_id)
 (j=0; while :; do fio --name=v --filename=/dev/vda --rw=randwrite --bs=4k --offset=4M --size=2M --ioengine=io_uring --iodepth=16 --direct=1 --verify=crc32c --verify_fatal=1 --eta=never --output=/tmp/fio.log; echo "fio $j rc $?"; j=$((j+1)); done) &
 (while :; do mvm-vsock listen 1024 echo 1000; echo "vsock-listen rc $?"; done) &
 i=0; while [ $i -lt 100000 ]; do
 dd if=/dev/vda of=/dev/null bs=4k count=1 skip=$((i % 2048)) iflag=direct 2>/dev/null || echo disk-error
-[ $((i % 10)) -eq 0 ] && echo "sum $i $(dd if=/dev/vda bs=1M count=1 iflag=direct 2>/dev/null | md5sum | cut -d" " -f1)"
+[ $((i % 10)) -eq 0 ] && echo "sum $i $(dd if=/dev/vda bs=1M count=1 iflag=direct 2>/dev/null | md5sum | cut -d" " -f1) slot $(cat /sys/bus/pci/slots/1/power 2>/dev/null || echo none)"
 echo "tick $i $(cut -d" " -f1 /proc/uptime) $b"; i=$((i+1)); sleep 0.1; done'
-"$MVM" --sandbox off --api-socket "$sock" --cpus 2 \
+"$MVM" --sandbox off --api-socket "$sock" --cpus 2 --hotplug-slots 1 \
 	--disk "$img,queues=2,ops_size=50,ops_refill_time=100" \
 	--vsock "cid=3,socket=$SYS_TMP/v.sock,transport=mmio" --mem-file "$snap/memory" \
 	--cmdline "$(guest_script "$script")" </dev/null >"$SYS_TMP/out" 2>&1 &
@@ -45,6 +46,8 @@ for _ in $(seq 1 600); do grep -q '^fio 1 rc' "$SYS_TMP/out" && grep -q '^tick 2
 	kill -0 $pid 2>/dev/null || break; sleep 0.2; done
 grep -q '^tick 20 ' "$SYS_TMP/out" && grep -q '^fio 1 rc 0' "$SYS_TMP/out" ||
 	{ tail -n 20 "$SYS_TMP/out"; fail "the guest did not tick and run fio"; }
+grep -q "^sum [0-9]* $sum slot 0" "$SYS_TMP/out" ||
+	fail "the guest has no hot-plug slot powered off: $(grep '^sum' "$SYS_TMP/out" | tail -n 1)"
 # echo_over VSOCK-SOCKET WORD: a host program's connection through mvm's
 # hybrid vsock to the guest's echo on port 1024 gives WORD back (the
 # guest's listener may not be up yet: tried again for 60 s).
@@ -142,6 +145,8 @@ restore_check() {
 	! grep -q 'Linux version' "$SYS_TMP/$tag.txt" || fail "$tag: the guest booted again"
 	! grep -q 'disk-error' "$SYS_TMP/$tag.txt" || fail "$tag: the guest's disk failed after the restore"
 	grep -q "^sum [0-9]* $sum" "$SYS_TMP/$tag.txt" || fail "$tag: the guest read other data from its disk"
+	grep -q "^sum [0-9]* $sum slot 0" "$SYS_TMP/$tag.txt" ||
+		fail "$tag: the guest's hot-plug slot is not there, powered off: $(grep '^sum' "$SYS_TMP/$tag.txt" | tail -n 1)"
 	! grep -q '^fio [0-9]* rc [1-9]' "$SYS_TMP/$tag.txt" || fail "$tag: fio's verification failed"
 	[ "$(grep -c '^fio [0-9]* rc 0' "$SYS_TMP/$tag.txt")" -ge 1 ] ||
 		fail "$tag: fio did not finish its round after the restore"

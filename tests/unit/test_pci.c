@@ -3,11 +3,13 @@
  * hot-plug slot and the device behind one. No KVM: a struct vm with
  * vm_fd -1, real I/O buses, fake RAM at [0, 1 MiB) and [4 GiB, +1 MiB). */
 #include <errno.h>
+#include <string.h>
 
 #include "tests/unit/check.h"
 #include "devices/pci.h"
 #include "devices/pcie_port.h"
 #include "vmm/base/byteorder.h"
+#include "vmm/base/snap.h"
 #include "vmm/base/util.h"
 #include "vmm/kvm/vm.h"
 
@@ -796,5 +798,80 @@ TEST(surprise_removal_detaches_at_once_and_tells_the_guest)
 	pci_bus_remove(&t->bus, &d->pd);
 	port_free(p);
 	tbus_free(t);
+	free(d);
+}
+
+/* ---- a slot's snapshot (pcie_port_save/load) ---------------------------- */
+
+/* An empty slot as the guest left it after a surprise removal (events
+ * pending, interrupts enabled, powered off, the bus renumbered, a window
+ * and bridge control written) comes back in a fresh port: the same
+ * registers as the guest reads them, the line up for the pending events,
+ * the settle time running on from the power-off, and another device
+ * taken once it has passed. A slot holding a device is refused. */
+TEST(an_empty_slot_comes_back_as_the_guest_left_it)
+{
+	struct tbus *a = tbus_new(), *b = tbus_new();
+	struct tdev *d = tdev_new();
+	struct pcie_port *p, *q;
+	unsigned cap, reg;
+	char err[256];
+	struct snap_w w;
+	struct snap_r r;
+	uint8_t *img;
+	size_t len;
+
+	p = port_add(a, 1, &cap);
+	q = port_add(b, 1, &cap);
+	CHECK_EQ(pcie_port_plug(p, &d->pd), 0);
+	snap_w_init(&w);
+	CHECK_EQ(pcie_port_save(p, &w, err, sizeof(err)), -EOPNOTSUPP);
+	CHECK(strstr(err, "slot 1 holds a disk"));
+	snap_w_free(&w);
+	slot_ctl(a, p, cap, SLT_ENABLES);
+	pcie_port_surprise_remove(p);
+	slot_ctl(a, p, cap, SLT_ENABLES | PCI_EXP_SLTCTL_PWR_OFF);
+	conf1_write(a, p->pci.slot, PCI_SECONDARY_BUS, 1, 7);
+	conf1_write(a, p->pci.slot, PCI_SUBORDINATE_BUS, 1, 7);
+	conf1_write(a, p->pci.slot, PCI_BRIDGE_CONTROL, 2, PCI_BRIDGE_CTL_SERR);
+	conf1_write(a, p->pci.slot, cap + PCI_EXP_DEVCTL, 2, 0x2810);
+	CHECK(p->line);
+	snap_w_init(&w);
+	snap_begin(&w, 1, 0);
+	CHECK_EQ(pcie_port_save(p, &w, err, sizeof(err)), 0);
+	snap_end(&w);
+	CHECK_EQ(snap_w_image(&w, &img, &len), 0);
+	/* The section's body: past the file header and the section header. */
+	{
+		struct snap_file f;
+
+		CHECK_EQ(snap_open(&f, img, len, err, sizeof(err)), 0);
+		CHECK_EQ(snap_find(&f, 1, 0, &r), 0);
+	}
+	CHECK(!q->line);
+	CHECK_EQ(pcie_port_load(q, &r, err, sizeof(err)), 0);
+	CHECK_EQ(snap_done(&r, err, sizeof(err)), 0);
+	for (reg = 0; reg < PCI_CONF1_SIZE; reg += 2)
+		if (conf1_read(a, p->pci.slot, reg, 2) != conf1_read(b, q->pci.slot, reg, 2))
+			fprintf(stderr, "register %#x: %#x there, %#x here\n", reg,
+				conf1_read(a, p->pci.slot, reg, 2), conf1_read(b, q->pci.slot, reg, 2));
+	for (reg = 0; reg < PCI_CONF1_SIZE; reg += 2)
+		CHECK_EQ(conf1_read(a, p->pci.slot, reg, 2), conf1_read(b, q->pci.slot, reg, 2));
+	CHECK_EQ(slot_sta(b, q, cap), PCI_EXP_SLTSTA_PDC | PCI_EXP_SLTSTA_DLLSC);
+	CHECK(q->line);
+	CHECK(q->powered_off);
+	CHECK(!pcie_port_ready(q, mono_ns()));
+	CHECK(pcie_port_ready(q, mono_ns() + PCIE_PORT_SETTLE_NS));
+	/* A device plugged in answers on the bus the guest numbered. */
+	pci_bus_remove(&a->bus, &d->pd);
+	CHECK_EQ(pcie_port_plug(q, &d->pd), 0);
+	CHECK_EQ(conf1_read_on(b, 7, 0, PCI_VENDOR_ID, 4), 0x56781234u);
+	pci_bus_remove(&b->bus, &d->pd);
+	free(img);
+	snap_w_free(&w);
+	port_free(p);
+	port_free(q);
+	tbus_free(a);
+	tbus_free(b);
 	free(d);
 }

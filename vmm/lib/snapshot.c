@@ -47,6 +47,7 @@
 
 #define SNAP_TAG_VM SNAP_TAG('M', 'V', 'M', '!')
 #define SNAP_TAG_DEV SNAP_TAG('D', 'E', 'V', ' ')
+#define SNAP_TAG_PORT SNAP_TAG('P', 'O', 'R', 'T')
 
 /* The VM section, read back. */
 struct snapshot_vm {
@@ -244,6 +245,15 @@ static int snapshot_put_devices(struct mvm *m, struct snap_w *w, char *err, size
 			return ret;
 		snap_end(w);
 	}
+	/* The hot-plug slots, empty: a disk ever plugged into one is refused
+	 * (mvm_snapshot), and pcie_port_save refuses a device there. */
+	for (i = 0; i < m->nports; i++) {
+		snap_begin(w, SNAP_TAG_PORT, i);
+		ret = pcie_port_save(&m->ports[i], w, err, errlen);
+		if (ret)
+			return ret;
+		snap_end(w);
+	}
 	return 0;
 }
 
@@ -392,9 +402,15 @@ int mvm_snapshot(struct mvm *m, const char *dir, char *err, size_t errlen)
 			      "(mvm_pause, vm.pause)");
 		goto unlock;
 	}
-	if (m->nports) {
-		ret = err_set(err, errlen, -EOPNOTSUPP, "snapshot: VMs with hot-plug slots "
-			      "(hotplug_slots %u) have no snapshots yet", m->nports);
+	/* A hot-plugged disk is in the VM's shape like any other: a restore
+	 * would give it to the guest from the start, not in its slot. */
+	for (i = 0; i < m->ndisks; i++) {
+		if (!m->disks[i].port)
+			continue;
+		ret = err_set(err, errlen, -EOPNOTSUPP, "snapshot: disk %u (%s) was plugged into "
+			      "a hot-plug slot at run time%s, which snapshots cannot carry yet; "
+			      "give the VM its disks from the start", i, m->disks[i].opts.path,
+			      m->disks[i].removed ? " (and removed)" : "");
 		goto unlock;
 	}
 	ret = snapshot_target(m, dir, &at, err, errlen);
@@ -696,6 +712,22 @@ int snapshot_load_devices(struct mvm *m, char *err, size_t errlen)
 		}
 		ret = ops->load ? ops->load(m->vm.devices[i].dev, &r, err, errlen) :
 		      err_set(err, errlen, -EOPNOTSUPP, "the %s device has no snapshots", ops->kind);
+		if (!ret)
+			ret = snap_done(&r, err, errlen);
+	}
+	if (!ret && snap_count(&m->snap, SNAP_TAG_PORT) != m->nports)
+		ret = err_set(err, errlen, -EINVAL, "the snapshot has %u hot-plug slots' state, "
+			      "this VM %u slots: the file is damaged",
+			      snap_count(&m->snap, SNAP_TAG_PORT), m->nports);
+	for (i = 0; i < m->nports && !ret; i++) {
+		struct snap_r r;
+
+		if (snap_find(&m->snap, SNAP_TAG_PORT, i, &r)) {
+			ret = err_set(err, errlen, -EINVAL, "no state for hot-plug slot %u: the file "
+				      "is damaged", i + 1);
+			break;
+		}
+		ret = pcie_port_load(&m->ports[i], &r, err, errlen);
 		if (!ret)
 			ret = snap_done(&r, err, errlen);
 	}
