@@ -2174,6 +2174,18 @@ static struct virtio_dev *blk_of_size(char *path, uint64_t size, struct guest_me
 	return blk_with(path, size, "", mem);
 }
 
+/* Three disks and their images gone. */
+static void blk_free3(struct virtio_dev *a, struct virtio_dev *b, struct virtio_dev *c,
+		      const char *pa, const char *pb, const char *pc)
+{
+	virtio_dev_destroy(a);
+	virtio_dev_destroy(b);
+	virtio_dev_destroy(c);
+	unlink(pa);
+	unlink(pb);
+	unlink(pc);
+}
+
 /* A disk's own section, saved. */
 static struct saved blk_saved(struct virtio_dev *dev)
 {
@@ -2208,12 +2220,7 @@ TEST(a_disk_restored_onto_an_image_of_another_size_is_refused_naming_both_sizes)
 	CHECK_EQ(c->ops->load(c, &r, err, sizeof(err)), 0);
 	CHECK_EQ(snap_done(&r, err, sizeof(err)), 0);
 	saved_free(&s);
-	virtio_dev_destroy(a);
-	virtio_dev_destroy(b);
-	virtio_dev_destroy(c);
-	unlink(pa);
-	unlink(pb);
-	unlink(pc);
+	blk_free3(a, b, c, pa, pb, pc);
 }
 
 /* A disk's own rate limiter goes on from where the snapshot left it: the
@@ -2252,12 +2259,7 @@ TEST(a_disks_rate_limiter_goes_on_from_its_saved_level)
 	CHECK_EQ(c->ops->load(c, &r, err, sizeof(err)), 0);
 	CHECK(!((struct blk_dev *)c)->rate.on);
 	saved_free(&s);
-	virtio_dev_destroy(a);
-	virtio_dev_destroy(b);
-	virtio_dev_destroy(c);
-	unlink(pa);
-	unlink(pb);
-	unlink(pc);
+	blk_free3(a, b, c, pa, pb, pc);
 }
 
 /* ---- kv_format ---------------------------------------------------------- */
