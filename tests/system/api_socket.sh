@@ -184,3 +184,6 @@ for _ in $(seq 1 100); do kill -0 $pid 2>/dev/null || break; sleep 0.1; done
 if kill -0 $pid 2>/dev/null; then kill -KILL $pid; fail "mvm still running 10 s after vmm.shutdown"; fi
 wait $pid; rc=$?
 [ $rc -eq 0 ] || fail "the second mvm exited $rc after vmm.shutdown, expected 0"
+# Not confined, it took its socket with it (the sandboxed first mvm left
+# its own, which this one replaced).
+[ ! -e "$sock" ] || fail "the second mvm (--sandbox off) left its socket $sock"

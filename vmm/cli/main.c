@@ -403,6 +403,15 @@ static const struct api_host main_api_host = {
 	.restore = main_api_restore,
 };
 
+/* The API socket's file goes with mvm, as the vsock device's does: not
+ * from a jail, whose root (or user) may not reach its path; there the
+ * next mvm replaces it. */
+static void main_api_socket_gone(const struct cli_config *cfg, bool jailed)
+{
+	if (cfg->api_socket && !jailed)
+		unlink(cfg->api_socket);
+}
+
 static void main_print_stats(const struct mvm *vm)
 {
 	size_t len = 1 << 20;
@@ -483,6 +492,7 @@ int main(int argc, char **argv)
 		if (!api_vm.booted) {      /* vmm.shutdown or a signal before a boot */
 			api_server_free(api);
 			api_vm_fini(&api_vm);
+			main_api_socket_gone(&cfg, jailed);
 			return 0;
 		}
 		vm = api_vm.vm;
@@ -543,6 +553,7 @@ int main(int argc, char **argv)
 	if (cfg.stats)
 		main_print_stats(vm);
 	mvm_destroy(vm);
+	main_api_socket_gone(&cfg, jailed);
 	close(sfd);
 	return ex.status;
 }
