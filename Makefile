@@ -220,9 +220,10 @@ $(BUILD)/mvm: $(MAIN_OBJ) $(CLI_OBJS) $(LIBMVM_A)
 	$(E) "  LD      $@"
 	$(Q)$(CC) $(ALL_CFLAGS) $(ALL_LDFLAGS) $(EXE_LDFLAGS) -o $@ $^ $(LDLIBS) $(EXE_LDLIBS)
 
-$(BUILD)/mvm-remote: $(REMOTE_MAIN:%.c=$(BUILD)/%.o) $(REMOTE_SRCS:%.c=$(BUILD)/%.o)
+# The ground's keyval.c (word-wrapped help) comes from libmvm.a.
+$(BUILD)/mvm-remote: $(REMOTE_MAIN:%.c=$(BUILD)/%.o) $(REMOTE_SRCS:%.c=$(BUILD)/%.o) $(LIBMVM_A)
 	$(E) "  LD      $@"
-	$(Q)$(CC) $(ALL_CFLAGS) $(ALL_LDFLAGS) $(EXE_LDFLAGS) -o $@ $^ -lcurl -ljansson $(EXE_LDLIBS)
+	$(Q)$(CC) $(ALL_CFLAGS) $(ALL_LDFLAGS) $(EXE_LDFLAGS) -o $@ $^ -lcurl -ljansson $(LDLIBS) $(EXE_LDLIBS)
 
 lib: $(LIBMVM_A) $(LIBMVM_SO) $(BUILD)/mvm.pc
 

@@ -489,6 +489,42 @@ int kv_format_check(const struct kv_table *t, const void *obj, const char *name,
 	return 0;
 }
 
+/* text word-wrapped at width, every line from col; the first goes on
+ * from column at (before col: padded to it). */
+static void kv_wrap_out(struct kv_out *o, const char *text, unsigned col, unsigned at,
+			unsigned width)
+{
+	while (*text) {
+		size_t w = strcspn(text, " ");
+
+		if (at > col && at + 1 + w > width) {
+			kv_put(o, "\n");
+			at = 0;
+		}
+		if (at < col) {
+			kv_put(o, "%*s", (int)(col - at), "");
+			at = col;
+		} else {
+			kv_put(o, " ");
+			at++;
+		}
+		kv_put(o, "%.*s", (int)w, text);
+		at += (unsigned)w;
+		text += w;
+		text += strspn(text, " ");
+	}
+	kv_put(o, "\n");
+}
+
+size_t kv_wrap(const char *text, unsigned col, unsigned width, char *buf, size_t len)
+{
+	struct kv_out o;
+
+	kv_out_init(&o, buf, len);
+	kv_wrap_out(&o, text, col, 0, width);
+	return o.n;
+}
+
 size_t kv_help(const struct kv_table *t, unsigned indent, char *buf, size_t len)
 {
 	const unsigned width = 79;
@@ -513,27 +549,7 @@ size_t kv_help(const struct kv_table *t, unsigned indent, char *buf, size_t len)
 			kv_put(&o, "\n");
 			at = 0;
 		}
-		/* Word-wrapped at width, every line from col. */
-		while (*h) {
-			size_t w = strcspn(h, " ");
-
-			if (at > col && at + 1 + w > width) {
-				kv_put(&o, "\n");
-				at = 0;
-			}
-			if (at < col) {
-				kv_put(&o, "%*s", (int)(col - at), "");
-				at = col;
-			} else {
-				kv_put(&o, " ");
-				at++;
-			}
-			kv_put(&o, "%.*s", (int)w, h);
-			at += (unsigned)w;
-			h += w;
-			h += strspn(h, " ");
-		}
-		kv_put(&o, "\n");
+		kv_wrap_out(&o, h, col, at, width);
 	}
 	return o.n;
 }

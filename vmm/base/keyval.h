@@ -115,5 +115,9 @@ int kv_format_check(const struct kv_table *t, const void *obj, const char *name,
 /* The help text into buf (cut to len), returning the length it needs:
  * each key's syntax at indent, its help word-wrapped to 79 columns. */
 size_t kv_help(const struct kv_table *t, unsigned indent, char *buf, size_t len);
+/* text word-wrapped as kv_help wraps a key's help: every line from column
+ * col (indented), at most width columns, ending in a newline. Into buf
+ * (cut to len), returning the length it needs. */
+size_t kv_wrap(const char *text, unsigned col, unsigned width, char *buf, size_t len);
 
 #endif

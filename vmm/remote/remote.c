@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "vmm/base/keyval.h"
 #include "vmm/mvm.h"
 
 /* What a command's one argument is. */
@@ -85,27 +86,6 @@ static int remote_err(char *err, size_t errlen, int ret, const char *fmt, ...)
 	return ret;
 }
 
-/* text word-wrapped, indented under its command. */
-static void remote_wrap(FILE *f, const char *text)
-{
-	const char *p = text;
-	size_t col = 0;
-
-	while (*p) {
-		size_t n = strcspn(p, " ");
-
-		if (col && col + 1 + n > 72) {
-			fputc('\n', f);
-			col = 0;
-		}
-		fprintf(f, "%s%.*s", col ? " " : "      ", (int)n, p);
-		col += n + 1;
-		p += n;
-		p += strspn(p, " ");
-	}
-	fputc('\n', f);
-}
-
 void remote_usage(FILE *f)
 {
 	size_t i;
@@ -119,9 +99,11 @@ void remote_usage(FILE *f)
 		   "Commands:\n");
 	for (i = 0; i < REMOTE_NCMDS; i++) {
 		const struct remote_cmd *c = &remote_cmds[i];
+		char help[1024];
 
 		fprintf(f, "  %s%s%s\n", c->name, c->meta ? " " : "", c->meta ? c->meta : "");
-		remote_wrap(f, c->help);
+		kv_wrap(c->help, 6, 79, help, sizeof(help));
+		fputs(help, f);
 	}
 	fprintf(f, "Paths are the server's: a relative DIR is made absolute here.\n");
 }
