@@ -134,6 +134,8 @@ static void api_vm_info(struct api_vm *v, struct api_reply *r)
 		struct mvm_disk now;
 		char id[16];
 
+		if (v->cold_removed[i])
+			continue;
 		api_cold_id(id, sizeof(id), i);
 		json_array_append_new(disks, api_disk(mvm_get_disk(v->vm, i, &now, sizeof(now)) ?
 						      &v->disks[i] : &now, id));
@@ -177,7 +179,7 @@ static void api_vm_counters(struct api_vm *v, struct api_reply *r)
 		struct mvm_queue_stats q;
 		char id[16];
 
-		if (h && h->removed)
+		if (h ? h->removed : v->cold_removed[i])
 			continue;
 		api_cold_id(id, sizeof(id), i);
 		/* A disk of a VM not started has no device yet: zeros. */
@@ -383,7 +385,7 @@ static int api_disk_find(struct api_vm *v, const char *id, struct api_hotdisk **
 	*hot = NULL;
 	for (i = 0; i < v->ndisks; i++) {
 		api_cold_id(cold, sizeof(cold), i);
-		if (!strcmp(id, cold))
+		if (!v->cold_removed[i] && !strcmp(id, cold))
 			return (int)i;
 	}
 	for (i = 0; i < v->nhot; i++)
@@ -480,20 +482,25 @@ static void api_vm_remove_device(struct api_vm *v, const char *body, size_t len,
 		return;
 	}
 	idx = api_disk_find(v, id, &h);
-	if (idx < 0 || !h) {
-		api_error(r, idx < 0 ? 404 : 500, "vm.remove-device: %.64s: %s", id, idx < 0 ?
-			  "no such device; vm.info lists them" : "not plugged in by vm.add-disk; "
-			  "mvm removes only those");
+	if (idx < 0) {
+		api_error(r, 404, "vm.remove-device: %.64s: no such device; vm.info lists them",
+			  id);
 		json_decref(j);
 		return;
 	}
 	json_decref(j);
+	/* One of the VM's first disks too: the library removes those in a
+	 * hot-plug slot (a restored VM's that were plugged in before its
+	 * snapshot) and says why not of the others. */
 	ret = mvm_disk_remove(v->vm, (unsigned)idx, 0, API_REMOVE_TIMEOUT_MS, err, sizeof(err));
 	if (ret) {
 		api_error(r, 500, "vm.remove-device: %s", err);
 		return;
 	}
-	h->removed = true;
+	if (h)
+		h->removed = true;
+	else
+		v->cold_removed[idx] = true;
 	r->status = 204;
 }
 

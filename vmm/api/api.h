@@ -74,6 +74,9 @@ struct api_vm {
 	const struct mvm_config *cfg;
 	const struct mvm_disk *disks;      /* the command line's: _disk0, _disk1, ... */
 	unsigned ndisks;
+	/* vm.remove-device took _diskN: a restored VM's disk that was
+	 * plugged in before its snapshot sits in a hot-plug slot. */
+	bool cold_removed[MVM_MAX_DISKS];
 	const struct mvm_vsock *vsock;     /* or NULL */
 	struct api_hotdisk hot[MVM_MAX_DISKS];
 	unsigned nhot;
