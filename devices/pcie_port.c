@@ -318,10 +318,6 @@ int pcie_port_save(struct pcie_port *p, struct snap_w *w, char *err, size_t errl
 	uint64_t now = mono_ns(), age;
 	int ret;
 
-	if (pcie_port_occupied(p))
-		return err_set(err, errlen, -EOPNOTSUPP, "snapshot: hot-plug slot %u holds a "
-			       "disk, which snapshots cannot carry yet; remove it first "
-			       "(mvm_disk_remove, vm.remove-device)", p->number);
 	ret = pci_dev_save(&p->pci, w, err, errlen);
 	if (ret)
 		return ret;
@@ -351,18 +347,31 @@ int pcie_port_load(struct pcie_port *p, struct snap_r *r, char *err, size_t errl
 	age = snap_get_u64(r);
 	if (r->err)
 		return snap_done(r, err, errlen);
+	/* Presence and link as they were: the disk the snapshot had there
+	 * was attached again (pcie_port_attach) before this load, or the
+	 * slot was empty then and is now. */
+	if (!(le16_load(&saved[p->cap + PCI_EXP_SLTSTA]) & PCI_EXP_SLTSTA_PDS) != !pd->child)
+		return err_set(err, errlen, -EINVAL, "hot-plug slot %u %s; give the VM the "
+			       "snapshot's disks", p->number, pd->child ?
+			       "was empty in the snapshot, a disk is there here" :
+			       "held a disk in the snapshot, none is there here");
 	/* The rest of the type 1 header: the prefetchable window's upper
 	 * halves, the I/O window's, bridge control. */
 	for (i = PCI_PREF_BASE_UPPER32; i < PCI_BRIDGE_CONTROL + 2; i++)
 		pci_cfg_write(pd, i, &saved[i], 1);
-	/* The slot's controls: a power-off here is no eject (the slot is
-	 * empty and was powered off when saved, or is powered now). */
+	/* The slot's controls: a power-off here is no eject (a fresh port
+	 * is powered off, so writing off is no edge, and a disk attached
+	 * for the load stays: the guest had not powered its slot on yet). */
 	for (i = 0; i < sizeof(ctl) / sizeof(ctl[0]); i++)
 		pci_cfg_write(pd, p->cap + ctl[i], &saved[p->cap + ctl[i]], 2);
 	pthread_mutex_lock(&p->bus->lock);
-	sta = (uint16_t)((le16_load(&saved[p->cap + PCI_EXP_SLTSTA]) & PORT_EVENTS) |
-			 (port_rd16(p, PCI_EXP_SLTSTA) & ~PORT_EVENTS));
+	sta = le16_load(&saved[p->cap + PCI_EXP_SLTSTA]);
+	sta = (uint16_t)((sta & (PORT_EVENTS | PCI_EXP_SLTSTA_PDS)) |
+			 (port_rd16(p, PCI_EXP_SLTSTA) & ~(PORT_EVENTS | PCI_EXP_SLTSTA_PDS)));
 	port_wr16(p, PCI_EXP_SLTSTA, sta);
+	port_wr16(p, PCI_EXP_LNKSTA, (uint16_t)((port_rd16(p, PCI_EXP_LNKSTA) &
+		  ~PCI_EXP_LNKSTA_DLLLA) | (le16_load(&saved[p->cap + PCI_EXP_LNKSTA]) &
+					   PCI_EXP_LNKSTA_DLLLA)));
 	p->off_at = mono_ns() - MIN(age, PCIE_PORT_SETTLE_NS);
 	pthread_mutex_unlock(&p->bus->lock);
 	pci_dev_load_finish(pd, saved);

@@ -94,14 +94,16 @@ bool pcie_port_occupied(struct pcie_port *p);
 bool pcie_port_ready(struct pcie_port *p, uint64_t now_ns);
 #define PCIE_PORT_SETTLE_NS 1500000000ull
 
-/* Snapshots of an empty slot: its configuration space (the bridge's bus
- * numbers and windows, the slot's control and pending events) and how
+/* Snapshots of a slot: its configuration space (the bridge's bus numbers
+ * and windows, the slot's control, presence and pending events) and how
  * long ago the guest powered it off, so that the settle time runs on.
- * A slot holding a device is refused (-EOPNOTSUPP): its disk would have
- * to be plugged in again at the restore. The load replays the guest's
- * writes through the masks, stores the pending events (write 1 to clear:
- * not writable), and drives the interrupt line as they say. Before the
- * guest runs. 0 or -errno with a message. */
+ * The device a slot holds is saved as a device of the VM (its
+ * vm_device_ops); a restore attaches it again (pcie_port_attach, not
+ * announced) before the load, which refuses a slot whose presence is not
+ * the snapshot's. The load replays the guest's writes through the masks,
+ * stores presence, link and the pending events (write 1 to clear: not
+ * writable), and drives the interrupt line as they say. Before the guest
+ * runs. 0 or -errno with a message. */
 struct snap_w;
 struct snap_r;
 int pcie_port_save(struct pcie_port *p, struct snap_w *w, char *err, size_t errlen);

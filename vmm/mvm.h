@@ -66,8 +66,8 @@ extern "C" {
  * header runs against a newer library of the same MAJOR. */
 #define MVM_VERSION_MAJOR 2
 #define MVM_VERSION_MINOR 7
-#define MVM_VERSION_PATCH 1
-#define MVM_VERSION_STRING "2.7.1"
+#define MVM_VERSION_PATCH 2
+#define MVM_VERSION_STRING "2.7.2"
 #define MVM_ERR_MAX 512          /* enough for any message */
 /* For the statistics calls: every vCPU, every disk, every queue. */
 #define MVM_ALL (~0u)

@@ -15,8 +15,11 @@
 # its data, writes it and reads it back, and fio measures the limit),
 # vm.info and vm.counters show it under its id, a second finds no slot,
 # vm.remove-device takes it out with the guest's cooperation, and the
-# slot takes it again; vm.update-disk changes a running disk's limits
-# (inside the sandboxed API thread's filter) and image (sandbox off).
+# slot takes it again; a snapshot holds it in its slot; vm.update-disk
+# changes a running disk's limits (inside the sandboxed API thread's
+# filter) and image (sandbox off). The snapshot restored gives the guest
+# its disk in the slot as before, which vm.remove-device takes out, and
+# the slot takes a disk again.
 . "$(dirname "$0")/lib.sh"
 sock=$SYS_TMP/api.sock
 img=$SYS_TMP/disk.img
@@ -166,12 +169,10 @@ expect 404 PUT vm.remove-device -H 'Content-Type: application/json' -d '{"id":"h
 expect 200 PUT vm.add-disk -H 'Content-Type: application/json' -d "{\"path\":\"$hot\",\"id\":\"hot0\"}"
 wait_guest "hp-new vdb 8192 $sum" 2
 echo "the slot took the disk again"
-# A disk plugged in at run time: the snapshot refuses, naming it (the
-# restored shape would give it from the start), and the VM goes on.
+# A disk plugged in at run time goes into a snapshot in its slot (restored
+# below), and the VM goes on.
 expect 204 PUT vm.pause
-expect 500 PUT vm.snapshot -d "{\"destination_url\":\"file://$SYS_TMP/snap\"}"
-grep -q 'was plugged into a hot-plug slot' "$SYS_TMP/body" || fail "vm.snapshot with hot0: $(cat "$SYS_TMP/body")"
-[ ! -e "$SYS_TMP/snap/state" ] || fail "a refused snapshot left a state"
+expect 204 PUT vm.snapshot -d "{\"destination_url\":\"file://$SYS_TMP/snap\"}"
 expect 204 PUT vm.resume
 # Its image swapped for a larger one (vm.update-disk, sandbox off).
 head -c 8M /dev/zero >"$SYS_TMP/hot2.img"
@@ -187,3 +188,26 @@ wait $pid; rc=$?
 # Not confined, it took its socket with it (the sandboxed first mvm left
 # its own, which this one replaced).
 [ ! -e "$sock" ] || fail "the second mvm (--sandbox off) left its socket $sock"
+
+# The snapshot restored (its own disks, the sandbox off): the guest goes on
+# with the disk in its slot, which it neither loses nor finds again; the
+# restored VM numbers its disks (_disk1 is hot0), vm.remove-device takes
+# it out with the guest's cooperation, and the slot takes a disk again.
+"$MVM" --sandbox off --restore "$SYS_TMP/snap" --api-socket "$sock" </dev/null >"$SYS_TMP/out" 2>&1 &
+pid=$!
+wait_guest '^tick' 20
+! grep -q 'hp-gone\|hp-new' "$SYS_TMP/out" || fail "the restored guest lost or found its disk: $(grep hp- "$SYS_TMP/out")"
+echo "restored: the guest went on with the disk in its slot"
+expect 200 GET vm.info
+grep -q "\"path\":\"$hot\"[^}]*\"id\":\"_disk1\"" "$SYS_TMP/body" || fail "vm.info after the restore: $(cat "$SYS_TMP/body")"
+expect 500 PUT vm.remove-device -d '{"id":"_disk0"}'
+grep -q 'not on a hot-plug slot' "$SYS_TMP/body" || fail "vm.remove-device _disk0: $(cat "$SYS_TMP/body")"
+expect 204 PUT vm.remove-device -d '{"id":"_disk1"}'
+wait_guest "hp-gone vdb" 1
+expect 200 GET vm.info
+grep -q '"id":"_disk1"' "$SYS_TMP/body" && fail "vm.info still lists _disk1"
+expect 200 PUT vm.add-disk -d "{\"path\":\"$hot\",\"id\":\"hot0\"}"
+wait_guest "hp-new vdb 8192 $sum" 1
+echo "the restored slot's disk was removed, and the slot took one again"
+expect 204 PUT vmm.shutdown
+wait $pid || fail "the restored mvm exited $? after vmm.shutdown"

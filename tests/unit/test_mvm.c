@@ -816,10 +816,11 @@ TEST(disk_rate_limits_are_checked_and_settable)
 }
 
 /* A snapshot directory as mvm_snapshot writes it (docs/snapshot.md): the
- * MVM! section with version, architecture and shape, no vCPU or device
- * state (mvm_create reads only this), and a memory file of mem bytes. */
-static void write_snapshot(const char *snapdir, const char *version, uint32_t cpus,
-			   uint64_t mem, uint64_t memfile)
+ * MVM! section with version, architecture and shape (slots hot-plug
+ * slots, its disk in slot disk_slot), no vCPU or device state
+ * (mvm_create reads only this), and a memory file of mem bytes. */
+static void write_snapshot_slots(const char *snapdir, const char *version, uint32_t cpus,
+				 uint64_t mem, uint64_t memfile, uint32_t slots, uint32_t disk_slot)
 {
 	struct snap_w w;
 	char path[192];
@@ -833,10 +834,11 @@ static void write_snapshot(const char *snapdir, const char *version, uint32_t cp
 	snap_put_u32(&w, cpus);
 	snap_put_u64(&w, mem);
 	snap_put_u8(&w, 1);             /* pvpanic */
-	snap_put_u32(&w, 0);            /* hot-plug slots */
+	snap_put_u32(&w, slots);
 	snap_put_u32(&w, 1);            /* disks */
 	snap_put_str(&w, image);
 	snap_put_str(&w, "queues=2,cache=writeback");
+	snap_put_u32(&w, disk_slot);
 	snap_put_u8(&w, 0);             /* no vsock */
 	snap_put_u32(&w, 0);            /* devices */
 	snap_put_u32(&w, 0);            /* conf1 */
@@ -851,6 +853,12 @@ static void write_snapshot(const char *snapdir, const char *version, uint32_t cp
 	CHECK_EQ(ftruncate(fd, (off_t)memfile), 0);
 	close(fd);
 	close(dfd);
+}
+
+static void write_snapshot(const char *snapdir, const char *version, uint32_t cpus,
+			   uint64_t mem, uint64_t memfile)
+{
+	write_snapshot_slots(snapdir, version, cpus, mem, memfile, 0, 0);
 }
 
 /* mvm_config.restore: the VM's shape is the snapshot's (the config's
@@ -886,6 +894,8 @@ TEST(restore_takes_the_snapshots_shape_and_refuses_what_differs)
 	create_fails(&c, -EINVAL, "memory is 33554432 bytes, the guest had 67108864");
 	write_snapshot(snapdir, MVM_VERSION_STRING, 0, 64 << 20, 64 << 20);
 	create_fails(&c, -EINVAL, "cpus 0: out of range");
+	write_snapshot_slots(snapdir, MVM_VERSION_STRING, 1, 64 << 20, 64 << 20, 1, 2);
+	create_fails(&c, -EINVAL, "disk 0 in hot-plug slot 2 of 1: the file is damaged");
 	c.restore = dir;
 	create_fails(&c, -ENOENT, "no snapshot there");
 }
@@ -922,6 +932,33 @@ TEST(restore_disks_given_take_the_snapshots_shape_where_left_at_default)
 	CHECK_EQ(mvm_add_disk(vm, &d, err, sizeof(err)), 0);
 	CHECK_EQ(mvm_get_disk(vm, 0, &got, sizeof(got)), 0);
 	CHECK_EQ(got.queues, 3);                /* set: stays (the load refuses it) */
+	mvm_destroy(vm);
+}
+
+/* A disk the snapshot's guest had in a hot-plug slot goes back there, on
+ * PCI: given another transport, the restore fails at mvm_prepare, naming
+ * the disk and its slot, before anything of the VM is made. */
+TEST(restore_puts_a_hot_plugged_disk_back_in_its_slot_on_pci_only)
+{
+	struct mvm_config c;
+	struct mvm_disk d;
+	char snapdir[128];
+	struct mvm *vm;
+
+	setup();
+	if (arch_layout.pci_mmio_end == 0)
+		CHECK_SKIP("this board has no PCI bus, so no hot-plug slots");
+	snprintf(snapdir, sizeof(snapdir), "%s/snap", dir);
+	write_snapshot_slots(snapdir, MVM_VERSION_STRING, 1, 64 << 20, 64 << 20, 1, 1);
+	mvm_config_init(&c);
+	c.restore = snapdir;
+	CHECK_EQ(mvm_create(&c, &vm, err, sizeof(err)), 0);
+	mvm_disk_init(&d, image);
+	d.transport = MVM_TRANSPORT_MMIO;
+	CHECK_EQ(mvm_add_disk(vm, &d, err, sizeof(err)), 0);
+	CHECK_EQ(mvm_prepare(vm, err, sizeof(err)), -EINVAL);
+	CHECK(strstr(err, "disk 0 (") && strstr(err, "was in hot-plug slot 1, which is PCI; give "
+						  "it transport=pci"));
 	mvm_destroy(vm);
 }
 

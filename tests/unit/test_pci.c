@@ -803,75 +803,168 @@ TEST(surprise_removal_detaches_at_once_and_tells_the_guest)
 
 /* ---- a slot's snapshot (pcie_port_save/load) ---------------------------- */
 
+/* A slot's snapshot and where it goes: port p on bus a (the guest's, with
+ * device d plugged in), a fresh port q on bus b to load it into, and a
+ * third, o on bus c, for the load that is refused. The section's body is
+ * read through r, in img. */
+struct slot_snap {
+	struct tbus *a, *b, *c;
+	struct tdev *d, *e;
+	struct pcie_port *p, *q, *o;
+	unsigned cap;
+	struct snap_w w;
+	struct snap_r r;
+	uint8_t *img;
+};
+
+static void slot_snap_new(struct slot_snap *f)
+{
+	memset(f, 0, sizeof(*f));
+	f->a = tbus_new();
+	f->b = tbus_new();
+	f->c = tbus_new();
+	f->d = tdev_new();
+	f->e = tdev_new();
+	f->p = port_add(f->a, 1, &f->cap);
+	f->q = port_add(f->b, 1, &f->cap);
+	f->o = port_add(f->c, 1, &f->cap);
+	CHECK_EQ(pcie_port_plug(f->p, &f->d->pd), 0);
+}
+
+/* p's state as a snapshot holds it. */
+static void slot_snap_save(struct slot_snap *f)
+{
+	struct snap_file file;
+	char err[256];
+	size_t len;
+
+	snap_w_init(&f->w);
+	snap_begin(&f->w, 1, 0);
+	CHECK_EQ(pcie_port_save(f->p, &f->w, err, sizeof(err)), 0);
+	snap_end(&f->w);
+	CHECK_EQ(snap_w_image(&f->w, &f->img, &len), 0);
+	CHECK_EQ(snap_open(&file, f->img, len, err, sizeof(err)), 0);
+	CHECK_EQ(snap_find(&file, 1, 0, &f->r), 0);
+}
+
+/* Every register of q as the guest reads it is p's. */
+static void slot_snap_regs_same(struct slot_snap *f)
+{
+	unsigned reg;
+
+	for (reg = 0; reg < PCI_CONF1_SIZE; reg += 2)
+		if (conf1_read(f->a, f->p->pci.slot, reg, 2) != conf1_read(f->b, f->q->pci.slot, reg, 2))
+			fprintf(stderr, "register %#x: %#x there, %#x here\n", reg,
+				conf1_read(f->a, f->p->pci.slot, reg, 2),
+				conf1_read(f->b, f->q->pci.slot, reg, 2));
+	for (reg = 0; reg < PCI_CONF1_SIZE; reg += 2)
+		CHECK_EQ(conf1_read(f->a, f->p->pci.slot, reg, 2),
+			 conf1_read(f->b, f->q->pci.slot, reg, 2));
+}
+
+/* The devices off whatever bus they are on, then everything freed. */
+static void slot_snap_free(struct slot_snap *f)
+{
+	if (f->d->pd.bus)
+		pci_bus_remove(f->d->pd.bus, &f->d->pd);
+	if (f->e->pd.bus)
+		pci_bus_remove(f->e->pd.bus, &f->e->pd);
+	free(f->img);
+	snap_w_free(&f->w);
+	port_free(f->p);
+	port_free(f->q);
+	port_free(f->o);
+	tbus_free(f->a);
+	tbus_free(f->b);
+	tbus_free(f->c);
+	free(f->d);
+	free(f->e);
+}
+
 /* An empty slot as the guest left it after a surprise removal (events
  * pending, interrupts enabled, powered off, the bus renumbered, a window
  * and bridge control written) comes back in a fresh port: the same
  * registers as the guest reads them, the line up for the pending events,
  * the settle time running on from the power-off, and another device
- * taken once it has passed. A slot holding a device is refused. */
+ * taken once it has passed. A port with a device attached for the load
+ * is refused: the slot was empty. */
 TEST(an_empty_slot_comes_back_as_the_guest_left_it)
 {
-	struct tbus *a = tbus_new(), *b = tbus_new();
-	struct tdev *d = tdev_new();
-	struct pcie_port *p, *q;
-	unsigned cap, reg;
+	struct slot_snap f;
+	struct snap_r r2;
+	unsigned cap;
 	char err[256];
-	struct snap_w w;
-	struct snap_r r;
-	uint8_t *img;
-	size_t len;
 
-	p = port_add(a, 1, &cap);
-	q = port_add(b, 1, &cap);
-	CHECK_EQ(pcie_port_plug(p, &d->pd), 0);
-	snap_w_init(&w);
-	CHECK_EQ(pcie_port_save(p, &w, err, sizeof(err)), -EOPNOTSUPP);
-	CHECK(strstr(err, "slot 1 holds a disk"));
-	snap_w_free(&w);
-	slot_ctl(a, p, cap, SLT_ENABLES);
-	pcie_port_surprise_remove(p);
-	slot_ctl(a, p, cap, SLT_ENABLES | PCI_EXP_SLTCTL_PWR_OFF);
-	conf1_write(a, p->pci.slot, PCI_SECONDARY_BUS, 1, 7);
-	conf1_write(a, p->pci.slot, PCI_SUBORDINATE_BUS, 1, 7);
-	conf1_write(a, p->pci.slot, PCI_BRIDGE_CONTROL, 2, PCI_BRIDGE_CTL_SERR);
-	conf1_write(a, p->pci.slot, cap + PCI_EXP_DEVCTL, 2, 0x2810);
-	CHECK(p->line);
-	snap_w_init(&w);
-	snap_begin(&w, 1, 0);
-	CHECK_EQ(pcie_port_save(p, &w, err, sizeof(err)), 0);
-	snap_end(&w);
-	CHECK_EQ(snap_w_image(&w, &img, &len), 0);
-	/* The section's body: past the file header and the section header. */
-	{
-		struct snap_file f;
-
-		CHECK_EQ(snap_open(&f, img, len, err, sizeof(err)), 0);
-		CHECK_EQ(snap_find(&f, 1, 0, &r), 0);
-	}
-	CHECK(!q->line);
-	CHECK_EQ(pcie_port_load(q, &r, err, sizeof(err)), 0);
-	CHECK_EQ(snap_done(&r, err, sizeof(err)), 0);
-	for (reg = 0; reg < PCI_CONF1_SIZE; reg += 2)
-		if (conf1_read(a, p->pci.slot, reg, 2) != conf1_read(b, q->pci.slot, reg, 2))
-			fprintf(stderr, "register %#x: %#x there, %#x here\n", reg,
-				conf1_read(a, p->pci.slot, reg, 2), conf1_read(b, q->pci.slot, reg, 2));
-	for (reg = 0; reg < PCI_CONF1_SIZE; reg += 2)
-		CHECK_EQ(conf1_read(a, p->pci.slot, reg, 2), conf1_read(b, q->pci.slot, reg, 2));
-	CHECK_EQ(slot_sta(b, q, cap), PCI_EXP_SLTSTA_PDC | PCI_EXP_SLTSTA_DLLSC);
-	CHECK(q->line);
-	CHECK(q->powered_off);
-	CHECK(!pcie_port_ready(q, mono_ns()));
-	CHECK(pcie_port_ready(q, mono_ns() + PCIE_PORT_SETTLE_NS));
+	slot_snap_new(&f);
+	cap = f.cap;
+	slot_ctl(f.a, f.p, cap, SLT_ENABLES);
+	pcie_port_surprise_remove(f.p);
+	slot_ctl(f.a, f.p, cap, SLT_ENABLES | PCI_EXP_SLTCTL_PWR_OFF);
+	conf1_write(f.a, f.p->pci.slot, PCI_SECONDARY_BUS, 1, 7);
+	conf1_write(f.a, f.p->pci.slot, PCI_SUBORDINATE_BUS, 1, 7);
+	conf1_write(f.a, f.p->pci.slot, PCI_BRIDGE_CONTROL, 2, PCI_BRIDGE_CTL_SERR);
+	conf1_write(f.a, f.p->pci.slot, cap + PCI_EXP_DEVCTL, 2, 0x2810);
+	CHECK(f.p->line);
+	slot_snap_save(&f);
+	r2 = f.r;
+	CHECK_EQ(pcie_port_attach(f.o, &f.e->pd), 0);
+	CHECK_EQ(pcie_port_load(f.o, &r2, err, sizeof(err)), -EINVAL);
+	CHECK(strstr(err, "hot-plug slot 1 was empty in the snapshot, a disk is there here"));
+	CHECK(!f.q->line);
+	CHECK_EQ(pcie_port_load(f.q, &f.r, err, sizeof(err)), 0);
+	CHECK_EQ(snap_done(&f.r, err, sizeof(err)), 0);
+	slot_snap_regs_same(&f);
+	CHECK_EQ(slot_sta(f.b, f.q, cap), PCI_EXP_SLTSTA_PDC | PCI_EXP_SLTSTA_DLLSC);
+	CHECK(f.q->line);
+	CHECK(f.q->powered_off);
+	CHECK(!pcie_port_ready(f.q, mono_ns()));
+	CHECK(pcie_port_ready(f.q, mono_ns() + PCIE_PORT_SETTLE_NS));
 	/* A device plugged in answers on the bus the guest numbered. */
-	pci_bus_remove(&a->bus, &d->pd);
-	CHECK_EQ(pcie_port_plug(q, &d->pd), 0);
-	CHECK_EQ(conf1_read_on(b, 7, 0, PCI_VENDOR_ID, 4), 0x56781234u);
-	pci_bus_remove(&b->bus, &d->pd);
-	free(img);
-	snap_w_free(&w);
-	port_free(p);
-	port_free(q);
-	tbus_free(a);
-	tbus_free(b);
-	free(d);
+	pci_bus_remove(&f.a->bus, &f.d->pd);
+	CHECK_EQ(pcie_port_plug(f.q, &f.d->pd), 0);
+	CHECK_EQ(conf1_read_on(f.b, 7, 0, PCI_VENDOR_ID, 4), 0x56781234u);
+	slot_snap_free(&f);
+}
+
+/* A slot holding a device the guest powered on and numbered: in a fresh
+ * port with the device attached again (not announced), the same
+ * registers, present and linked with no event pending, the device
+ * answering on the guest's bus number; the button then asks the guest
+ * to let it go, and its power-off ejects it as before the snapshot. A
+ * port with no device is refused: the slot held one. */
+TEST(a_slot_holding_a_device_comes_back_with_it_and_the_guest_can_release_it)
+{
+	struct slot_snap f;
+	struct snap_r r2;
+	unsigned cap;
+	char err[256];
+
+	slot_snap_new(&f);
+	cap = f.cap;
+	slot_ctl(f.a, f.p, cap, SLT_ENABLES | PCI_EXP_SLTCTL_PWR_OFF);
+	conf1_write(f.a, f.p->pci.slot, cap + PCI_EXP_SLTSTA, 2, 0xffff);
+	slot_ctl(f.a, f.p, cap, SLT_ENABLES);
+	conf1_write(f.a, f.p->pci.slot, PCI_SECONDARY_BUS, 1, 5);
+	conf1_write(f.a, f.p->pci.slot, PCI_SUBORDINATE_BUS, 1, 5);
+	CHECK(!f.p->line);
+	slot_snap_save(&f);
+	r2 = f.r;
+	CHECK_EQ(pcie_port_load(f.o, &r2, err, sizeof(err)), -EINVAL);
+	CHECK(strstr(err, "hot-plug slot 1 held a disk in the snapshot, none is there here"));
+	CHECK_EQ(pcie_port_attach(f.q, &f.e->pd), 0);
+	CHECK_EQ(pcie_port_load(f.q, &f.r, err, sizeof(err)), 0);
+	CHECK_EQ(snap_done(&f.r, err, sizeof(err)), 0);
+	slot_snap_regs_same(&f);
+	CHECK_EQ(slot_sta(f.b, f.q, cap), PCI_EXP_SLTSTA_PDS);
+	CHECK(conf1_read(f.b, f.q->pci.slot, cap + PCI_EXP_LNKSTA, 2) & PCI_EXP_LNKSTA_DLLLA);
+	CHECK(!f.q->line && !f.q->powered_off && pcie_port_occupied(f.q));
+	CHECK_EQ(conf1_read_on(f.b, 5, 0, PCI_VENDOR_ID, 4), 0x56781234u);
+	CHECK_EQ(pcie_port_press_button(f.q), 0);
+	CHECK(f.q->line);
+	conf1_write(f.b, f.q->pci.slot, cap + PCI_EXP_SLTSTA, 2, PCI_EXP_SLTSTA_ABP);
+	slot_ctl(f.b, f.q, cap, SLT_ENABLES | PCI_EXP_SLTCTL_PWR_OFF);
+	CHECK_EQ(pcie_port_wait_eject(f.q, mono_ns() + 1000000000ull), 0);
+	CHECK(!pcie_port_occupied(f.q));
+	CHECK_EQ(conf1_read_on(f.b, 5, 0, PCI_VENDOR_ID, 4), 0xffffffffu);
+	slot_snap_free(&f);
 }

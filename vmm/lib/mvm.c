@@ -1188,6 +1188,8 @@ static int mvm_attach_disks(struct mvm *m, char *err, size_t errlen)
 		struct mvm_disk_slot *s = &m->disks[i];
 		struct virtio_dev *dev;
 
+		if (s->restore_slot)
+			continue;       /* mvm_attach_plugged */
 		ret = mvm_disk_dev_new(m, i, &dev, err, errlen);
 		if (ret)
 			return ret;
@@ -1196,6 +1198,42 @@ static int mvm_attach_disks(struct mvm *m, char *err, size_t errlen)
 		if (ret)
 			return ret;
 		s->dev = dev;
+	}
+	return 0;
+}
+
+/* A restore's disks that the guest had in hot-plug slots, back behind
+ * their ports, after every other device: the VM's device list then has
+ * the snapshot's order (those plugged in at run time came last, in the
+ * order of their plugging, which is theirs in the disk list). Not
+ * announced: the ports' state says the guest knows them. */
+static int mvm_attach_plugged(struct mvm *m, char *err, size_t errlen)
+{
+	unsigned i;
+	int ret;
+
+	for (i = 0; i < m->ndisks; i++) {
+		struct mvm_disk_slot *s = &m->disks[i];
+		struct virtio_dev *dev;
+
+		if (!s->restore_slot)
+			continue;
+		if (s->restore_slot > m->nports)
+			return err_set(err, errlen, -EINVAL, "restore %s: disk %u was in hot-plug "
+				       "slot %u; the VM has %u", m->restore_dir, i, s->restore_slot,
+				       m->nports);
+		ret = mvm_disk_dev_new(m, i, &dev, err, errlen);
+		if (ret)
+			return ret;
+		ret = virtio_pci_attach_port(&m->vm, &m->pci, &m->ports[s->restore_slot - 1], dev);
+		if (ret) {
+			virtio_dev_destroy(dev);
+			return err_set(err, errlen, ret, "disk %s: cannot attach the virtio-pci "
+				       "device in hot-plug slot %u: %s", s->opts.path,
+				       s->restore_slot, strerror(-ret));
+		}
+		s->dev = dev;
+		s->port = &m->ports[s->restore_slot - 1];
 	}
 	return 0;
 }
@@ -1463,22 +1501,20 @@ static int mvm_restore_vsock(struct mvm *m, char *err, size_t errlen)
 }
 
 /* A restore's disks: the caller's, in the snapshot's number, or the
- * snapshot's own from their paths. */
+ * snapshot's own from their paths; each one the guest had in a hot-plug
+ * slot goes back there. */
 static int mvm_restore_disks(struct mvm *m, char *err, size_t errlen)
 {
 	unsigned i, n = snapshot_ndisks(m);
 	char buf[1024];
 	int ret;
 
-	if (m->ndisks) {
-		if (m->ndisks == n)
-			return 0;
+	if (m->ndisks && m->ndisks != n)
 		return err_set(err, errlen, -EINVAL, "restore %s: the snapshot's VM had %u "
 			       "disk(s), %u given; give %u, or none to open the snapshot's own",
 			       m->restore_dir, n, m->ndisks, n);
-	}
 	/* A failure leaves the images opened so far to mvm_destroy. */
-	for (i = 0; i < n; i++) {
+	for (i = m->ndisks; i < n; i++) {
 		struct mvm_disk d;
 
 		ret = snapshot_disk(m, i, &d, buf, sizeof(buf), err, errlen);
@@ -1487,6 +1523,16 @@ static int mvm_restore_disks(struct mvm *m, char *err, size_t errlen)
 		if (ret)
 			return ret;
 		m->ndisks++;
+	}
+	for (i = 0; i < n; i++) {
+		struct mvm_disk_slot *s = &m->disks[i];
+
+		s->restore_slot = snapshot_disk_slot(m, i);
+		if (s->restore_slot && s->opts.transport != MVM_TRANSPORT_PCI)
+			return err_set(err, errlen, -EINVAL, "restore %s: disk %u (%s) was in "
+				       "hot-plug slot %u, which is PCI; give it transport=pci, or "
+				       "leave transport out", m->restore_dir, i, s->opts.path,
+				       s->restore_slot);
 	}
 	return 0;
 }
@@ -1600,6 +1646,8 @@ int mvm_prepare(struct mvm *m, char *err, size_t errlen)
 	if (ret)
 		return ret;
 	ret = mvm_attach_ports(m, err, errlen);
+	if (!ret)
+		ret = mvm_attach_plugged(m, err, errlen);
 	if (ret)
 		return ret;
 	m->phase_ns[MVM_PHASE_DEVICES] = mono_ns();

@@ -36,6 +36,7 @@ struct mvm_disk_slot {
 	struct virtio_dev *dev;        /* from mvm_start; the VM owns it. Set and
 					* cleared (hot-plug) under devs_lock */
 	struct pcie_port *port;        /* its hot-plug slot, or NULL */
+	unsigned restore_slot;         /* a restore puts it in this slot (1..), or 0 */
 	bool removed;                  /* mvm_disk_remove took it (dev NULL) */
 	char group_id[MVM_ID_MAX + 1];
 	struct mvm_rate_group *group;  /* its rate_limit_group (the VM holds it), or NULL */
@@ -191,6 +192,9 @@ int snapshot_open(struct mvm *m, char *err, size_t errlen);
 /* The snapshot's disks: how many, and disk i as mvm_disk_parse would
  * give it (strings in buf). */
 unsigned snapshot_ndisks(const struct mvm *m);
+/* The number of the hot-plug slot the snapshot's disk i was in (a disk
+ * plugged in at run time), or 0. */
+unsigned snapshot_disk_slot(const struct mvm *m, unsigned i);
 int snapshot_disk(struct mvm *m, unsigned i, struct mvm_disk *d, char *buf, size_t buflen,
 		  char *err, size_t errlen);
 /* The snapshot's vsock device as mvm_vsock_parse would give it: 0,

@@ -4,8 +4,9 @@
  * maps it (RAM below the hole, then the rest) with zero pages left as
  * holes, and `state`, the snapshot container (vmm/base/snap.h) with:
  *   MVM! 0   mvm's version, the architecture, the VM's shape (vCPUs, RAM,
- *            pvpanic, hot-plug slots, each disk's path and options as
- *            --disk spells them, the vsock device's as --vsock does),
+ *            pvpanic, hot-plug slots, each disk's path, options as
+ *            --disk spells them and hot-plug slot (0: none; removed
+ *            disks left out), the vsock device's options as --vsock does),
  *            the number of devices, the PCI conf1 address latch;
  *   the architecture's sections (arch_vm_save, arch_vcpu_save);
  *   DEV  i   device i of the VM's list: its kind, then what its
@@ -60,6 +61,7 @@ struct snapshot_vm {
 	uint32_t ndisks;
 	char path[MVM_MAX_DISKS][BLK_PATH_MAX];
 	char spec[MVM_MAX_DISKS][SNAPSHOT_SPEC_MAX];
+	uint32_t slot[MVM_MAX_DISKS];  /* its hot-plug slot's number, or 0 */
 	bool has_vsock;
 	char vsock[SNAPSHOT_SPEC_MAX];
 	uint32_t ndevices;
@@ -182,9 +184,11 @@ static const char *snapshot_name(const struct snapshot_at *at, const char *name,
 static int snapshot_put_vm(struct mvm *m, struct snap_w *w, char *err, size_t errlen)
 {
 	char spec[SNAPSHOT_SPEC_MAX];
-	unsigned i;
+	unsigned i, live = 0;
 	size_t n;
 
+	for (i = 0; i < m->ndisks; i++)
+		live += !m->disks[i].removed;
 	snap_begin(w, SNAP_TAG_VM, 0);
 	snap_put_str(w, MVM_VERSION_STRING);
 	snap_put_str(w, arch_layout.name);
@@ -192,10 +196,12 @@ static int snapshot_put_vm(struct mvm *m, struct snap_w *w, char *err, size_t er
 	snap_put_u64(w, m->cfg.mem);
 	snap_put_u8(w, m->cfg.pvpanic);
 	snap_put_u32(w, m->cfg.hotplug_slots);
-	snap_put_u32(w, m->ndisks);
+	snap_put_u32(w, live);
 	for (i = 0; i < m->ndisks; i++) {
 		const struct mvm_disk_slot *s = &m->disks[i];
 
+		if (s->removed)
+			continue;
 		if (kv_format_check(&blk_disk_keys, &s->opts, s->opts.path, err, errlen)) {
 			err_prefix(err, errlen, "snapshot: ");
 			return -EINVAL;
@@ -207,6 +213,7 @@ static int snapshot_put_vm(struct mvm *m, struct snap_w *w, char *err, size_t er
 				       SNAPSHOT_SPEC_MAX - 1);
 		snap_put_str(w, s->opts.path);
 		snap_put_str(w, spec);
+		snap_put_u32(w, s->port ? s->port->number : 0);
 	}
 	snap_put_u8(w, m->has_vsock);
 	if (m->has_vsock) {
@@ -245,8 +252,8 @@ static int snapshot_put_devices(struct mvm *m, struct snap_w *w, char *err, size
 			return ret;
 		snap_end(w);
 	}
-	/* The hot-plug slots, empty: a disk ever plugged into one is refused
-	 * (mvm_snapshot), and pcie_port_save refuses a device there. */
+	/* The hot-plug slots; a disk in one is a device above, after the
+	 * VM's first ones in the order they were plugged in. */
 	for (i = 0; i < m->nports; i++) {
 		snap_begin(w, SNAP_TAG_PORT, i);
 		ret = pcie_port_save(&m->ports[i], w, err, errlen);
@@ -402,15 +409,15 @@ int mvm_snapshot(struct mvm *m, const char *dir, char *err, size_t errlen)
 			      "(mvm_pause, vm.pause)");
 		goto unlock;
 	}
-	/* A hot-plugged disk is in the VM's shape like any other: a restore
-	 * would give it to the guest from the start, not in its slot. */
+	/* A disk the guest let go of on its own (it powered its slot off)
+	 * is still the VM's but in no slot: a restore would have nowhere to
+	 * put it. */
 	for (i = 0; i < m->ndisks; i++) {
-		if (!m->disks[i].port)
+		if (!m->disks[i].port || m->disks[i].removed || pcie_port_occupied(m->disks[i].port))
 			continue;
-		ret = err_set(err, errlen, -EOPNOTSUPP, "snapshot: disk %u (%s) was plugged into "
-			      "a hot-plug slot at run time%s, which snapshots cannot carry yet; "
-			      "give the VM its disks from the start", i, m->disks[i].opts.path,
-			      m->disks[i].removed ? " (and removed)" : "");
+		ret = err_set(err, errlen, -EBUSY, "snapshot: disk %u (%s): the guest released it "
+			      "and powered its hot-plug slot off; remove it first (mvm_disk_remove, "
+			      "vm.remove-device)", i, m->disks[i].opts.path);
 		goto unlock;
 	}
 	ret = snapshot_target(m, dir, &at, err, errlen);
@@ -523,8 +530,21 @@ static int snapshot_get_vm(const struct snap_file *f, struct snapshot_vm *v, cha
 		return err_set(err, errlen, -EINVAL, "snapshot: %u disks, more than mvm's %u: the "
 			       "file is damaged", v->ndisks, MVM_MAX_DISKS);
 	for (i = 0; i < v->ndisks; i++) {
+		unsigned j;
+
 		snap_get_str(&r, v->path[i], sizeof(v->path[i]));
 		snap_get_str(&r, v->spec[i], sizeof(v->spec[i]));
+		v->slot[i] = snap_get_u32(&r);
+		if (r.err || !v->slot[i])
+			continue;
+		if (v->slot[i] > v->hotplug_slots)
+			return err_set(err, errlen, -EINVAL, "snapshot: disk %u in hot-plug slot %u "
+				       "of %u: the file is damaged", i, v->slot[i], v->hotplug_slots);
+		for (j = 0; j < i; j++)
+			if (v->slot[j] == v->slot[i])
+				return err_set(err, errlen, -EINVAL, "snapshot: disks %u and %u both "
+					       "in hot-plug slot %u: the file is damaged", j, i,
+					       v->slot[i]);
 	}
 	v->has_vsock = snap_get_u8(&r);
 	if (v->has_vsock)
@@ -599,6 +619,11 @@ close_dir:
 unsigned snapshot_ndisks(const struct mvm *m)
 {
 	return m->snap_vm->ndisks;
+}
+
+unsigned snapshot_disk_slot(const struct mvm *m, unsigned i)
+{
+	return i < m->snap_vm->ndisks ? m->snap_vm->slot[i] : 0;
 }
 
 int snapshot_disk(struct mvm *m, unsigned i, struct mvm_disk *d, char *buf, size_t buflen,
