@@ -223,7 +223,7 @@ expect() {
 	got=$(api "$@")
 	[ "$got" = "$want" ] || { grep -v '^tick' "$SYS_TMP/out" | tail -n 40
 		fail "$1 $2: HTTP $got, expected $want: $(head -c 300 "$SYS_TMP/body" 2>/dev/null)"; }
-	echo "$1 $2: $got $(head -c 160 "$SYS_TMP/body")"
+	echo "[$SECONDS] $1 $2: $got $(head -c 160 "$SYS_TMP/body")"
 }
 # The same socket as a script drives it with mvm-remote. remote CMD [ARG]:
 # its answer in $SYS_TMP/body, or the test fails with its error line.
