@@ -520,6 +520,87 @@ TEST(create_takes_a_vmconfig_and_boot_starts_it)
 	error_says(call(&v, "PUT", "/api/v1/vm.create", "{}", 501), "vm.create: this mvm was given");
 }
 
+/* Cloud Hypervisor's life of a VM through a host: vm.delete destroys a
+ * VM not booted and forgets its VmConfig (a new vm.create is taken);
+ * vm.reboot wants a running VM. Once a booted VM has ended at the API's
+ * request and the program destroyed it (api_vm_relaunch): after
+ * vm.shutdown its VmConfig stays (vm.info says Shutdown, what needs a VM
+ * is 405, vm.create refused) and vm.boot makes it again and boots it;
+ * after vm.reboot the program is told to make it again; vm.delete then
+ * forgets it. Without a host, 501. */
+TEST(delete_reboot_and_shutdown_follow_the_vms_life_as_cloud_hypervisor_does)
+{
+	static struct api_vm v;
+	char body[512], err[MVM_ERR_MAX];
+	json_t *j;
+
+	files();
+	v = (struct api_vm){ .host = &fake_host };
+	error_says(call(&v, "PUT", "/api/v1/vm.delete", NULL, 404), "no VM has been created");
+	error_says(call(&v, "PUT", "/api/v1/vm.reboot", NULL, 404), "no VM has been created");
+	snprintf(body, sizeof(body), "{\"payload\":{\"kernel\":\"%s\"},\"memory\":{\"size\":"
+		 "67108864},\"disks\":[{\"path\":\"%s\"}]}", kernel, image);
+	CHECK(!call(&v, "PUT", "/api/v1/vm.create", body, 204));
+	error_says(call(&v, "PUT", "/api/v1/vm.reboot", NULL, 405), "not running (created)");
+	CHECK(!call(&v, "PUT", "/api/v1/vm.delete", NULL, 204));
+	CHECK(!v.vm && !v.created);
+	error_says(call(&v, "GET", "/api/v1/vm.info", NULL, 404), "no VM has been created");
+	CHECK(!call(&v, "PUT", "/api/v1/vm.create", body, 204));
+	CHECK(!call(&v, "PUT", "/api/v1/vm.boot", NULL, 204));
+	fake_boots = 0;
+
+	/* Shut down at the API's request, destroyed by the program. */
+	v.relaunch = true;
+	v.ending = API_END_SHUTDOWN;
+	mvm_destroy(v.vm);
+	CHECK(!api_vm_relaunch(&v));
+	CHECK(!v.vm && v.created && !v.booted && v.ending == API_END_NONE);
+	j = call(&v, "GET", "/api/v1/vm.info", NULL, 200);
+	CHECK_STR(json_string_value(json_object_get(j, "state")), "Shutdown");
+	CHECK_STR(json_string_value(json_object_get(json_array_get(json_object_get(
+		  json_object_get(j, "config"), "disks"), 0), "path")), image);
+	json_decref(j);
+	error_says(call(&v, "PUT", "/api/v1/vm.create", body, 405), "vm.delete forgets it");
+	error_says(call(&v, "PUT", "/api/v1/vm.restore", "{\"source_url\":\"file:///s\"}", 405),
+		   "a VM exists already");
+	error_says(call(&v, "PUT", "/api/v1/vm.pause", NULL, 405), "has shut down; vm.boot");
+	error_says(call(&v, "GET", "/api/v1/vm.counters", NULL, 405), "has shut down");
+	error_says(call(&v, "PUT", "/api/v1/vm.shutdown", NULL, 405), "has shut down");
+	error_says(call(&v, "PUT", "/api/v1/vm.reboot", NULL, 405), "has shut down");
+	CHECK(!call(&v, "PUT", "/api/v1/vm.boot", NULL, 204));
+	CHECK(v.vm && v.booted);
+	CHECK_EQ(fake_boots, 1);
+
+	/* Rebooted: the program makes it again from its VmConfig. */
+	v.ending = API_END_REBOOT;
+	mvm_destroy(v.vm);
+	CHECK(api_vm_relaunch(&v));
+	CHECK(!v.vm && v.created && !v.booted);
+	CHECK_EQ(v.host->create(&v, v.created, err, sizeof(err)), 0);
+	v.booted = true;
+
+	/* Deleted while it ran: forgotten once destroyed. */
+	v.ending = API_END_DELETE;
+	mvm_destroy(v.vm);
+	CHECK(!api_vm_relaunch(&v));
+	CHECK(!v.vm && !v.created);
+	error_says(call(&v, "GET", "/api/v1/vm.info", NULL, 404), "no VM has been created");
+
+	/* Shut down, then deleted. */
+	CHECK(!call(&v, "PUT", "/api/v1/vm.create", body, 204));
+	CHECK(!call(&v, "PUT", "/api/v1/vm.boot", NULL, 204));
+	v.ending = API_END_SHUTDOWN;
+	mvm_destroy(v.vm);
+	CHECK(!api_vm_relaunch(&v));
+	CHECK(!call(&v, "PUT", "/api/v1/vm.delete", NULL, 204));
+	CHECK(!v.created);
+	error_says(call(&v, "PUT", "/api/v1/vm.delete", NULL, 404), "no VM has been created");
+
+	v = (struct api_vm){ 0 };
+	error_says(call(&v, "PUT", "/api/v1/vm.reboot", NULL, 501), "given its VM on the command line");
+	error_says(call(&v, "PUT", "/api/v1/vm.delete", NULL, 501), "given its VM on the command line");
+}
+
 /* --- the server around it, over its socket (no VM, no filter) --- */
 
 /* Send req whole to the server at path, read the answer until the server

@@ -80,6 +80,11 @@ TEST(commands_without_an_argument_send_no_body)
 	CHECK_STR(req.endpoint, "vm.boot");
 	CHECK_EQ(parse("--api-socket", "s", "shutdown", NULL), 0);
 	CHECK_STR(req.endpoint, "vm.shutdown");
+	CHECK_EQ(parse("--api-socket", "s", "reboot", NULL), 0);
+	CHECK_STR(req.endpoint, "vm.reboot");
+	CHECK_EQ(parse("--api-socket", "s", "delete", NULL), 0);
+	CHECK_STR(req.endpoint, "vm.delete");
+	CHECK(!req.body);
 	CHECK_EQ(parse("--api-socket", "s", "--timeout", "30", "shutdown-vmm", NULL), 0);
 	CHECK_STR(req.endpoint, "vmm.shutdown");
 	CHECK_EQ(req.timeout_s, 30);
@@ -177,8 +182,8 @@ TEST(bad_command_lines_are_refused_with_one_line_each)
 {
 	CHECK(parse("--api-socket", "s", NULL) == -EINVAL);
 	check_err("no command; give one of ping, info");
-	CHECK(parse("--api-socket", "s", "reboot", NULL) == -EINVAL);
-	check_err("reboot: unknown command");
+	CHECK(parse("--api-socket", "s", "power-button", NULL) == -EINVAL);
+	check_err("power-button: unknown command");
 	CHECK(parse("pause", NULL) == -EINVAL);
 	check_err("no --api-socket");
 	CHECK(parse("--api-socket", "", "pause", NULL) == -EINVAL);

@@ -18,7 +18,7 @@ enum api_method { API_GET, API_PUT };
  * with 501 and the endpoint's name, once a body they take is valid JSON
  * (docs/api.md says which and why). */
 static const char *const api_unsupported[] = {
-	"vm.delete", "vm.reboot", "vm.power-button", "vm.resize",
+	"vm.power-button", "vm.resize",
 	"vm.resize-zone", "vm.add-device", "vm.add-fs", "vm.add-pmem",
 	"vm.add-net", "vm.add-vsock", "vm.add-vdpa", "vm.add-user-device",
 	"vm.coredump", "vm.receive-migration",
@@ -55,10 +55,35 @@ static void api_json(struct api_reply *r, json_t *obj)
 	r->status = r->body ? 200 : 500;
 }
 
+/* Whether there is a VM to act on; else the 404 (none), or the 405 of
+ * one that has shut down (its VmConfig kept: api_vm.relaunch). */
+static bool api_have_vm(const struct api_vm *v, const char *name, struct api_reply *r)
+{
+	if (v->vm)
+		return true;
+	if (v->created)
+		api_error(r, 405, "%s: the VM has shut down; vm.boot makes it again, vm.delete "
+			  "forgets it", name);
+	else
+		api_error(r, 404, "%s: no VM has been created", name);
+	return false;
+}
+
+/* Whether this mvm makes its VMs through the API (--api-socket alone);
+ * else the 501 (it was given its VM on the command line). */
+static bool api_host_ok(const struct api_vm *v, const char *name, struct api_reply *r)
+{
+	if (v->host)
+		return true;
+	api_error(r, 501, "%s: this mvm was given its VM on the command line; run mvm "
+		  "--api-socket PATH alone to make VMs through the API", name);
+	return false;
+}
+
 static const char *api_state(const struct api_vm *v)
 {
 	if (!v->vm)
-		return "Created";
+		return v->created ? "Shutdown" : "Created";
 	switch (mvm_get_state(v->vm)) {
 	case MVM_VM_CREATED: return "Created";
 	case MVM_VM_PAUSED: return "Paused";
@@ -118,7 +143,7 @@ static void api_vm_info(struct api_vm *v, struct api_reply *r)
 	json_t *cfg, *disks, *payload;
 	unsigned i;
 
-	if (!v->vm || !c) {
+	if ((!v->vm && !v->created) || !c) {
 		api_error(r, 404, "vm.info: no VM has been created");
 		return;
 	}
@@ -169,10 +194,8 @@ static void api_vm_counters(struct api_vm *v, struct api_reply *r)
 	json_t *all;
 	unsigned i;
 
-	if (!v->vm) {
-		api_error(r, 404, "vm.counters: no VM has been created");
+	if (!api_have_vm(v, "vm.counters", r))
 		return;
-	}
 	all = json_object();
 	for (i = 0; all && i < v->ndisks + v->nhot; i++) {
 		const struct api_hotdisk *h = i >= v->ndisks ? &v->hot[i - v->ndisks] : NULL;
@@ -203,10 +226,8 @@ static void api_vm_pause(struct api_vm *v, bool pause, struct api_reply *r)
 	char err[MVM_ERR_MAX];
 	int ret;
 
-	if (!v->vm) {
-		api_error(r, 404, "vm.%s: no VM has been created", pause ? "pause" : "resume");
+	if (!api_have_vm(v, pause ? "vm.pause" : "vm.resume", r))
 		return;
-	}
 	ret = pause ? mvm_pause(v->vm, err, sizeof(err)) : mvm_resume(v->vm, err, sizeof(err));
 	if (!ret)
 		r->status = 204;
@@ -216,24 +237,104 @@ static void api_vm_pause(struct api_vm *v, bool pause, struct api_reply *r)
 		api_error(r, 500, "%s", err);
 }
 
-/* PUT vm.shutdown, vmm.shutdown: the VM stops (mvm(1) then exits with
- * its status, as the VM was its reason to run). */
+/* A booted VM that runs or is paused stops at the API's request: where
+ * the program makes VMs again (v->relaunch), for why (the program then
+ * destroys it and serves on); else mvm(1) exits with it, as the VM was
+ * its reason to run. */
+static void api_stop(struct api_vm *v, enum api_ending why)
+{
+	if (v->relaunch)
+		v->ending = why;
+	else
+		v->shutdown = true;
+	mvm_stop(v->vm, 0);
+}
+
+/* PUT vmm.shutdown: mvm ends, its VM stopped. PUT vm.shutdown: the VM
+ * stops; mvm goes on serving with its VmConfig where it can make it
+ * again (v->relaunch), else ends with it. */
 static void api_shutdown(struct api_vm *v, const char *what, struct api_reply *r)
 {
-	if (v->vm) {
-		int st = mvm_get_state(v->vm);
+	bool vmm = !strcmp(what, "vmm.shutdown");
+	int st;
 
-		if (st == MVM_VM_ENDED && !strcmp(what, "vm.shutdown")) {
-			api_error(r, 405, "vm.shutdown: the VM has already shut down");
-			return;
-		}
+	if (!vmm && !api_have_vm(v, what, r))
+		return;
+	st = v->vm ? mvm_get_state(v->vm) : MVM_VM_ENDED;
+	if (vmm) {
 		if (st == MVM_VM_RUNNING || st == MVM_VM_PAUSED)
 			mvm_stop(v->vm, 0);
-	} else if (!strcmp(what, "vm.shutdown")) {
-		api_error(r, 404, "vm.shutdown: no VM has been created");
+		v->shutdown = true;
+	} else if (st == MVM_VM_ENDED) {
+		api_error(r, 405, "vm.shutdown: the VM has already shut down");
+		return;
+	} else if (st == MVM_VM_CREATED) {
+		v->shutdown = true;     /* never booted: mvm ends, as before */
+	} else {
+		api_stop(v, API_END_SHUTDOWN);
+	}
+	r->status = 204;
+}
+
+/* PUT vm.reboot: the VM stops and is made again from its VmConfig and
+ * booted (a fresh guest, as Cloud Hypervisor's reboot), by the program
+ * once it has destroyed the old one (api_vm_relaunch). */
+static void api_vm_reboot(struct api_vm *v, struct api_reply *r)
+{
+	int st;
+
+	if (!api_host_ok(v, "vm.reboot", r) || !api_have_vm(v, "vm.reboot", r))
+		return;
+	st = mvm_get_state(v->vm);
+	if (!v->booted || (st != MVM_VM_RUNNING && st != MVM_VM_PAUSED)) {
+		api_error(r, 405, "vm.reboot: the VM is not running (%s); vm.boot it",
+			  mvm_state_name(st));
 		return;
 	}
-	v->shutdown = true;
+	if (!v->relaunch) {
+		api_error(r, 500, "vm.reboot: not in a confined mvm (--sandbox on, a jail): a "
+			  "reboot makes the VM again (KVM, its images, its threads), which the "
+			  "process may no longer do; run with --sandbox off, or shut the VM down "
+			  "and start another mvm");
+		return;
+	}
+	if (!v->created) {
+		api_error(r, 405, "vm.reboot: a VM restored from a snapshot has no VmConfig to "
+			  "boot again; vm.delete it and vm.create one");
+		return;
+	}
+	api_stop(v, API_END_REBOOT);
+	r->status = 204;
+}
+
+/* PUT vm.delete: the VM and its VmConfig are gone. One not booted is
+ * destroyed here (no thread of it runs: this is the thread that made
+ * it); a booted one stops, and the program destroys it (v->relaunch) or
+ * ends with it. */
+static void api_vm_delete(struct api_vm *v, struct api_reply *r)
+{
+	int st;
+
+	if (!api_host_ok(v, "vm.delete", r))
+		return;
+	if (!v->vm && !v->created) {
+		api_error(r, 404, "vm.delete: no VM has been created");
+		return;
+	}
+	st = v->vm ? mvm_get_state(v->vm) : MVM_VM_ENDED;
+	if (v->vm && !v->booted) {
+		mvm_destroy(v->vm);
+		v->vm = NULL;
+		v->ndisks = 0;
+		api_vm_fini(v);
+	} else if (!v->vm) {
+		api_vm_fini(v);          /* shut down already */
+	} else if (st == MVM_VM_RUNNING || st == MVM_VM_PAUSED) {
+		api_stop(v, API_END_DELETE);
+	} else {
+		api_error(r, 405, "vm.delete: the VM is ending; try again");
+		return;
+	}
 	r->status = 204;
 }
 
@@ -400,10 +501,8 @@ static int api_disk_find(struct api_vm *v, const char *id, struct api_hotdisk **
  * thread's filter (and every filter of a sandboxed mvm) forbids. */
 static bool api_hotplug_ok(const struct api_vm *v, const char *name, struct api_reply *r)
 {
-	if (!v->vm) {
-		api_error(r, 404, "%s: no VM has been created", name);
+	if (!api_have_vm(v, name, r))
 		return false;
-	}
 	if (v->cfg && v->cfg->sandbox) {
 		api_error(r, 500, "%s: not with --sandbox on: plugging a disk in opens its image "
 			  "and makes threads, which mvm's filters forbid once the VM runs; run "
@@ -550,10 +649,8 @@ static void api_vm_update_disk(struct api_vm *v, const char *body, size_t len,
 	const char *k, *id, *path;
 	int idx, ret;
 
-	if (!v->vm) {
-		api_error(r, 404, "%s: no VM has been created", what);
+	if (!api_have_vm(v, what, r))
 		return;
-	}
 	j = api_load(what, body, len, "DiskUpdate", r);
 	if (!j)
 		return;
@@ -902,8 +999,9 @@ static void api_vm_create(struct api_vm *v, const char *body, size_t len, struct
 	j = api_load("vm.create", body, len, "VmConfig", r);
 	if (!j)
 		return;
-	if (v->vm) {
-		api_error(r, 405, "vm.create: a VM exists already (vm.info describes it)");
+	if (v->vm || v->created) {
+		api_error(r, 405, "vm.create: a VM exists already (vm.info describes it; vm.delete "
+			  "forgets it)");
 		json_decref(j);
 		return;
 	}
@@ -936,13 +1034,21 @@ static void api_vm_boot(struct api_vm *v, struct api_reply *r)
 	char err[MVM_ERR_MAX];
 	int ret;
 
-	if (!v->vm) {
+	if (!v->vm && !v->created) {
 		api_error(r, 404, "vm.boot: no VM has been created; vm.create first");
 		return;
 	}
 	if (v->booted) {
 		api_error(r, 405, "vm.boot: the VM has booted already");
 		return;
+	}
+	/* Shut down: made again from its VmConfig, as vm.create made it. */
+	if (!v->vm) {
+		ret = v->host->create(v, v->created, err, sizeof(err));
+		if (ret) {
+			api_error(r, 500, "vm.boot: %s", err);
+			return;
+		}
 	}
 	ret = v->host->boot(v, err, sizeof(err));
 	if (ret) {
@@ -957,6 +1063,23 @@ void api_vm_fini(struct api_vm *v)
 {
 	free(v->created);
 	v->created = NULL;
+}
+
+bool api_vm_relaunch(struct api_vm *v)
+{
+	enum api_ending why = v->ending;
+
+	v->vm = NULL;
+	v->booted = false;
+	v->nhot = 0;
+	memset(v->cold_removed, 0, sizeof(v->cold_removed));
+	v->ending = API_END_NONE;
+	if (why == API_END_DELETE || !v->created) {
+		api_vm_fini(v);
+		v->ndisks = 0;
+		v->vsock = NULL;
+	}
+	return why == API_END_REBOOT && v->created;
 }
 
 static void api_ping(struct api_reply *r)
@@ -1029,7 +1152,7 @@ static void api_vm_restore(struct api_vm *v, const char *body, size_t len,
 			  "--restore DIR");
 		return;
 	}
-	if (v->vm) {
+	if (v->vm || v->created) {
 		api_error(r, 405, "vm.restore: a VM exists already");
 		return;
 	}
@@ -1071,10 +1194,8 @@ static void api_vm_snapshot(struct api_vm *v, const char *body, size_t len,
 	json_t *j;
 	int ret;
 
-	if (!v->vm) {
-		api_error(r, 404, "vm.snapshot: no VM has been created");
+	if (!api_have_vm(v, "vm.snapshot", r))
 		return;
-	}
 	j = api_load("vm.snapshot", body, len, "SnapshotConfig", r);
 	if (!j)
 		return;
@@ -1104,7 +1225,7 @@ void api_handle(struct api_vm *v, const char *method, const char *url, const cha
 		{ "vmm.shutdown", API_PUT }, { "vm.add-disk", API_PUT },
 		{ "vm.remove-device", API_PUT }, { "vm.create", API_PUT }, { "vm.boot", API_PUT },
 		{ "vm.snapshot", API_PUT }, { "vm.restore", API_PUT },
-		{ "vm.update-disk", API_PUT },
+		{ "vm.update-disk", API_PUT }, { "vm.delete", API_PUT }, { "vm.reboot", API_PUT },
 	};
 	enum api_method m;
 	const char *name;
@@ -1142,16 +1263,15 @@ void api_handle(struct api_vm *v, const char *method, const char *url, const cha
 		case 11: api_vm_snapshot(v, body, len, r); return;
 		case 12: api_vm_restore(v, body, len, r); return;
 		case 13: api_vm_update_disk(v, body, len, r); return;
+		case 14: api_vm_delete(v, r); return;
+		case 15: api_vm_reboot(v, r); return;
 		case 8: api_vm_remove_device(v, body, len, r); return;
 		case 9:
 		case 10:
-			if (!v->host) {
-				if (len && !api_body_ok(name, body, len, r))
-					return;
-				api_error(r, 501, "%s: this mvm was given its VM on the command line; run "
-					  "mvm --api-socket PATH alone to make one through the API", name);
+			if (!v->host && len && !api_body_ok(name, body, len, r))
 				return;
-			}
+			if (!api_host_ok(v, name, r))
+				return;
 			if (i == 9)
 				api_vm_create(v, body, len, r);
 			else

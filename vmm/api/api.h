@@ -66,9 +66,18 @@ struct api_host {
 	int (*restore)(struct api_vm *v, const char *dir, char *err, size_t errlen);
 };
 
+/* Why the VM is ending at the API's request, where the program serving
+ * it can make another (api_vm.relaunch). */
+enum api_ending {
+	API_END_NONE,
+	API_END_SHUTDOWN,          /* vm.shutdown: its VmConfig kept, vm.boot makes it again */
+	API_END_REBOOT,            /* vm.reboot: made again from its VmConfig and booted */
+	API_END_DELETE,            /* vm.delete: its VmConfig forgotten */
+};
+
 /* The VM the API drives and what it was made from (the command line's
  * structs, or vm.create's; the API never changes them), and the disks it
- * plugged in. vm NULL: none created. */
+ * plugged in. vm NULL: none created, or (created set) shut down. */
 struct api_vm {
 	struct mvm *vm;
 	const struct mvm_config *cfg;
@@ -90,6 +99,14 @@ struct api_vm {
 	void *host_ctx;
 	struct api_vmconfig *created;
 	bool booted;
+	/* Set by the program: once the VM has ended at the API's request, it
+	 * destroys it and serves on (api_vm_relaunch), so that vm.shutdown
+	 * keeps the VmConfig, vm.reboot and vm.boot make the VM again, and
+	 * vm.delete forgets it, as Cloud Hypervisor does. Unset (a process
+	 * that confined itself: --sandbox on, a jail), vm.shutdown and
+	 * vm.delete end mvm with its VM, and vm.reboot is refused. */
+	bool relaunch;
+	enum api_ending ending;    /* written before the API stops the VM */
 };
 
 struct api_reply {
@@ -107,6 +124,13 @@ void api_handle(struct api_vm *v, const char *method, const char *url, const cha
 
 /* What vm.create left (v->created). */
 void api_vm_fini(struct api_vm *v);
+
+/* The VM ended at the API's request (v->ending) and the program destroyed
+ * it, the API's thread stopped: the API forgets it, and its VmConfig too
+ * for vm.delete. True when vm.reboot asked for it to be made again from
+ * v->created and booted (the program does both, as for vm.create and
+ * vm.boot, and sets v->booted). */
+bool api_vm_relaunch(struct api_vm *v);
 
 /* The server. api_server_new: the listening socket at path (mode 0600,
  * through the umask; a stale socket nobody listens on is replaced, any
@@ -126,6 +150,10 @@ int api_server_start(struct api_server *s, bool sandbox, char *err, size_t errle
  * api_server_start then goes on serving on its thread. */
 void api_server_serve_until_boot(struct api_server *s, int sig_fd);
 void api_server_stop(struct api_server *s);
+/* The thread stops without draining: its connections stay with the
+ * daemon, and the calling thread serves them next
+ * (api_server_serve_until_boot), then maybe api_server_start again. */
+void api_server_handback(struct api_server *s);
 void api_server_free(struct api_server *s);
 
 #endif

@@ -39,6 +39,8 @@ struct api_server {
 	pthread_t thread;
 	bool started;
 	bool sandbox;
+	bool handback;                 /* its thread stops without draining */
+	bool drained;
 	struct thread_handshake hs;
 	char err[MVM_ERR_MAX];         /* why its thread could not start */
 	char path[sizeof(((struct sockaddr_un *)0)->sun_path)];
@@ -273,6 +275,9 @@ static void api_drain(struct api_server *s)
 {
 	uint64_t until = mono_ns() + API_DRAIN_NS;
 
+	if (s->drained)
+		return;
+	s->drained = true;
 	MHD_quiesce_daemon(s->d);
 	while (mono_ns() < until) {
 		const union MHD_DaemonInfo *i = MHD_get_daemon_info(s->d,
@@ -304,7 +309,8 @@ static void *api_thread(void *arg)
 		return NULL;
 	while (!api_round(s, -1, false, -1))
 		;
-	api_drain(s);
+	if (!s->handback)
+		api_drain(s);
 	return NULL;
 }
 
@@ -330,17 +336,41 @@ int api_server_start(struct api_server *s, bool sandbox, char *err, size_t errle
 	return 0;
 }
 
-void api_server_stop(struct api_server *s)
+/* The thread sees the stop eventfd, serves what it holds and ends. */
+static void api_thread_end(struct api_server *s)
 {
 	uint64_t one = 1;
 
-	if (!s || !s->started)
-		return;
 	if (write(s->stop_efd, &one, sizeof(one)) < 0) {
 		/* a non-blocking eventfd: readable already */
 	}
 	pthread_join(s->thread, NULL);
 	s->started = false;
+}
+
+void api_server_stop(struct api_server *s)
+{
+	if (!s)
+		return;
+	if (s->started)
+		api_thread_end(s);
+	else
+		api_drain(s);   /* handed back: answers begun go out from here */
+}
+
+void api_server_handback(struct api_server *s)
+{
+	uint64_t n;
+
+	if (!s || !s->started)
+		return;
+	s->handback = true;
+	api_thread_end(s);
+	s->handback = false;
+	/* Read back to 0, for the next api_server_start's thread. */
+	if (read(s->stop_efd, &n, sizeof(n)) < 0) {
+		/* nothing there: a non-blocking eventfd */
+	}
 }
 
 void api_server_free(struct api_server *s)

@@ -139,8 +139,11 @@ static int main_start_status(int ret)
 }
 
 /* Wait for the VM, turning the blocked signals into mvm_stop(128+N). */
-static void main_loop(struct mvm *vm, int sfd)
+/* Until the VM ends; a signal stops it. Whether one did. */
+static bool main_loop(struct mvm *vm, int sfd)
 {
+	bool signalled = false;
+
 	for (;;) {
 		struct pollfd p[2] = {
 			{ .fd = mvm_wait_fd(vm), .events = POLLIN },
@@ -152,15 +155,17 @@ static void main_loop(struct mvm *vm, int sfd)
 				continue;
 			fprintf(stderr, "mvm: poll: %s\n", strerror(errno));
 			mvm_stop(vm, MVM_EXIT_INTERNAL);
-			return;
+			return true;
 		}
 		if (p[0].revents)
-			return;
+			return signalled;
 		if (p[1].revents & POLLIN) {
 			struct signalfd_siginfo si;
 
-			if (read(sfd, &si, sizeof(si)) == sizeof(si))
+			if (read(sfd, &si, sizeof(si)) == sizeof(si)) {
 				mvm_stop(vm, 128 + (int)si.ssi_signo);
+				signalled = true;
+			}
 		}
 	}
 }
@@ -422,6 +427,38 @@ static void main_print_stats(const struct mvm *vm)
 	free(json);
 }
 
+/* The VM ended at the API's request (vm.shutdown, vm.reboot, vm.delete)
+ * in an mvm that may make another: it is destroyed, the API's thread
+ * handed back to this one, and for vm.reboot it is made again from its
+ * VmConfig and booted, as vm.create and vm.boot do. A restored VM's
+ * snapshot is forgotten. */
+static void main_api_relaunch(struct api_server *api, struct api_vm *v, struct cli_config *cfg,
+			      struct mvm *vm)
+{
+	char err[MVM_ERR_MAX];
+
+	api_server_handback(api);
+	if (cfg->stats)
+		main_print_stats(vm);
+	mvm_destroy(vm);
+	if (cfg->vm.restore) {
+		free((char *)cfg->vm.restore);
+		cfg->vm.restore = NULL;
+		cfg->vm.start_paused = false;
+	}
+	if (!api_vm_relaunch(v))
+		return;
+	if (main_api_create(v, v->created, err, sizeof(err)) ||
+	    main_api_boot(v, err, sizeof(err))) {
+		fprintf(stderr, "mvm: vm.reboot: %s\n", err);
+		if (v->vm)
+			mvm_destroy(v->vm);
+		v->vm = NULL;   /* shut down: vm.boot tries again */
+		return;
+	}
+	v->booted = true;
+}
+
 int main(int argc, char **argv)
 {
 	static struct cli_config cfg;   /* its disks' text is large for a stack */
@@ -430,7 +467,7 @@ int main(int argc, char **argv)
 	struct api_server *api = NULL;
 	struct jail_cfg jail;
 	struct jail_state jst;
-	bool jailed, escape;
+	bool jailed, escape, signalled;
 	struct mvm_exit ex;
 	struct mvm *vm;
 	char err[MVM_ERR_MAX], exe_dir[PATH_MAX];
@@ -488,15 +525,9 @@ int main(int argc, char **argv)
 		 * the VM as it would from the command line. */
 		if (api_server_new(cfg.api_socket, &api_vm, &api, err, sizeof(err)))
 			die_usage("%s", err);
-		api_server_serve_until_boot(api, sfd);
-		if (!api_vm.booted) {      /* vmm.shutdown or a signal before a boot */
-			api_server_free(api);
-			api_vm_fini(&api_vm);
-			main_api_socket_gone(&cfg, jailed);
-			return 0;
-		}
-		vm = api_vm.vm;
-		escape = api_ctx.escape;
+		/* Not confined, it makes another VM once one ends at the API's
+		 * request (main_api_relaunch). */
+		api_vm.relaunch = !cfg.vm.sandbox && !jailed;
 	} else {
 		if (main_create(&cfg, start_ns, &jail, &escape, &vm, err, sizeof(err)))
 			die_usage("%s%s", main_option_prefix(err), err);
@@ -521,6 +552,18 @@ int main(int argc, char **argv)
 		jail.threads++;
 		jail.fds += 20;         /* its socket, eventfd, connections */
 	}
+relaunch:
+	if (cli_vm_from_api(&cfg)) {
+		api_server_serve_until_boot(api, sfd);
+		if (!api_vm.booted) {      /* vmm.shutdown or a signal before a boot */
+			api_server_free(api);
+			api_vm_fini(&api_vm);
+			main_api_socket_gone(&cfg, jailed);
+			return 0;
+		}
+		vm = api_vm.vm;
+		escape = api_ctx.escape;
+	}
 	/* Everything is open and no thread runs yet: confine the process. */
 	if (jailed) {
 		if (snap_dir_made && cfg.ids_set &&
@@ -543,8 +586,14 @@ int main(int argc, char **argv)
 		die_status(main_start_status(ret), "%s%s", main_option_prefix(err), err);
 	if (escape)
 		fputs("mvm: console on this terminal; Ctrl-A x quits\r\n", stderr);
-	main_loop(vm, sfd);
+	signalled = main_loop(vm, sfd);
 	mvm_wait(vm, -1, &ex, sizeof(ex));
+	/* Set by the API's thread before it stopped the VM, whose end this
+	 * thread has seen since. */
+	if (api_vm.relaunch && !signalled && api_vm.ending != API_END_NONE) {
+		main_api_relaunch(api, &api_vm, &cfg, vm);
+		goto relaunch;
+	}
 	/* What the API began answering (vmm.shutdown's 204) goes out first. */
 	api_server_stop(api);
 	term_restore();

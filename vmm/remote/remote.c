@@ -59,7 +59,10 @@ static const struct remote_cmd remote_cmds[] = {
 	  "stays" },
 	{ "remove-device", "PUT", "vm.remove-device", REMOTE_ARG_ID, "ID",
 	  "unplug the device with this id (info lists them) once the guest lets it go" },
+	{ "reboot", "PUT", "vm.reboot", REMOTE_ARG_NONE, NULL,
+	  "make the VM again from its config and boot it" },
 	{ "shutdown", "PUT", "vm.shutdown", REMOTE_ARG_NONE, NULL, "stop the VM" },
+	{ "delete", "PUT", "vm.delete", REMOTE_ARG_NONE, NULL, "stop the VM and forget its config" },
 	{ "shutdown-vmm", "PUT", "vmm.shutdown", REMOTE_ARG_NONE, NULL, "stop the VM and the mvm process" },
 };
 #define REMOTE_NCMDS (sizeof(remote_cmds) / sizeof(remote_cmds[0]))
