@@ -138,8 +138,8 @@ static int main_start_status(int ret)
 	}
 }
 
-/* Wait for the VM, turning the blocked signals into mvm_stop(128+N). */
-/* Until the VM ends; a signal stops it. Whether one did. */
+/* Wait for the VM, turning the blocked signals into mvm_stop(128+N);
+ * whether one came. */
 static bool main_loop(struct mvm *vm, int sfd)
 {
 	bool signalled = false;
@@ -309,6 +309,11 @@ static int main_create(const struct cli_config *cfg, uint64_t start_ns, struct j
 struct main_api {
 	struct cli_config *cfg;
 	struct jail_cfg *jail;
+	/* The jail's limits as the command line alone makes them (its vCPU
+	 * count): each VM the API makes (vm.delete, then vm.create again)
+	 * counts from there, so they do not grow with every VM. */
+	struct jail_cfg jail_base;
+	unsigned base_cpus;
 	uint64_t start_ns;
 	bool escape;
 };
@@ -319,6 +324,7 @@ static int main_api_create(struct api_vm *v, const struct api_vmconfig *c, char 
 	struct main_api *x = v->host_ctx;
 	struct cli_config *cfg = x->cfg;
 	struct mvm_config keep = cfg->vm;
+	struct jail_cfg was = *x->jail;
 	unsigned i;
 	int r;
 
@@ -328,8 +334,9 @@ static int main_api_create(struct api_vm *v, const struct api_vmconfig *c, char 
 	cfg->vm.initrd = c->vm.initrd;
 	cfg->vm.cmdline = c->vm.cmdline;
 	/* The jail counted the command line's vCPUs. */
+	*x->jail = x->jail_base;
 	x->jail->threads += c->vm.cpus;
-	x->jail->threads -= cfg->vm.cpus;
+	x->jail->threads -= x->base_cpus;
 	cfg->vm.cpus = c->vm.cpus;
 	cfg->vm.mem = c->vm.mem;
 	cfg->vm.pvpanic = c->vm.pvpanic;
@@ -349,8 +356,7 @@ static int main_api_create(struct api_vm *v, const struct api_vmconfig *c, char 
 	}
 	r = main_create(cfg, x->start_ns, x->jail, &x->escape, &v->vm, err, errlen);
 	if (r) {
-		x->jail->threads += keep.cpus;
-		x->jail->threads -= cfg->vm.cpus;
+		*x->jail = was;
 		cfg->vm = keep;
 		cfg->ndisks = 0;
 		cfg->has_vsock = false;
@@ -375,11 +381,14 @@ static int main_api_restore(struct api_vm *v, const char *dir, char *err, size_t
 	struct main_api *x = v->host_ctx;
 	struct cli_config *cfg = x->cfg;
 	struct mvm_config keep = cfg->vm;
+	struct jail_cfg was = *x->jail;
 	int r;
 
 	cfg->vm.restore = strdup(dir);
 	if (!cfg->vm.restore)
 		return err_set(err, errlen, -ENOMEM, "out of memory");
+	*x->jail = x->jail_base;
+	cfg->vm.cpus = x->base_cpus;   /* main_restored counts from the command line's */
 	cfg->vm.start_paused = true;
 	r = main_create(cfg, x->start_ns, x->jail, &x->escape, &v->vm, err, errlen);
 	if (!r) {
@@ -392,6 +401,7 @@ static int main_api_restore(struct api_vm *v, const char *dir, char *err, size_t
 	if (r) {
 		free((char *)cfg->vm.restore);
 		cfg->vm = keep;
+		*x->jail = was;
 		return r;
 	}
 	main_restored(cfg, v->vm, x->jail);
@@ -552,6 +562,8 @@ int main(int argc, char **argv)
 		jail.threads++;
 		jail.fds += 20;         /* its socket, eventfd, connections */
 	}
+	api_ctx.jail_base = jail;
+	api_ctx.base_cpus = cfg.vm.cpus;
 relaunch:
 	if (cli_vm_from_api(&cfg)) {
 		api_server_serve_until_boot(api, sfd);
