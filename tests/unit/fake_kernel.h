@@ -39,12 +39,29 @@ static inline void fake_kernel_write(const char *path)
 	close(fd);
 }
 
+/* fake_vm_files' directory with all a test put in it (a snapshot, a
+ * socket); nothing when none was made. */
+static inline void fake_vm_files_remove(char *dir)
+{
+	char cmd[96];
+
+	if (!dir[0])
+		return;
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
+	if (system(cmd))
+		fprintf(stderr, "cannot remove %s\n", dir);
+	dir[0] = '\0';
+}
+
 /* A fresh directory (dir, 64 bytes) holding the kernel above (kernel,
- * 128 bytes: DIR/bzImage) and a 1 MiB raw image (image: DIR/disk.img). */
+ * 128 bytes: DIR/bzImage) and a 1 MiB raw image (image: DIR/disk.img).
+ * One made before through dir (by an earlier test in the same process)
+ * is removed first. */
 static inline void fake_vm_files(char *dir, char *kernel, char *image)
 {
 	int fd;
 
+	fake_vm_files_remove(dir);
 	snprintf(dir, 64, "/tmp/mvm-test-api.XXXXXX");
 	CHECK(mkdtemp(dir));
 	snprintf(kernel, 128, "%s/bzImage", dir);

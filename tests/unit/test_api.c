@@ -19,15 +19,17 @@ static char dir[64], kernel[128], image[128];
 
 static void cleanup(void)
 {
-	unlink(kernel);
-	unlink(image);
-	rmdir(dir);
+	fake_vm_files_remove(dir);
 }
 
 static void files(void)
 {
+	static bool once;
+
 	fake_vm_files(dir, kernel, image);
-	atexit(cleanup);
+	if (!once)
+		atexit(cleanup);
+	once = true;
 }
 
 /* The request, its status checked; the body parsed (NULL: none). */

@@ -33,19 +33,19 @@ static void write_file(const char *path, const void *data, size_t len)
 
 static void cleanup(void)
 {
-	char cmd[96];
-
-	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
-	if (system(cmd))
-		fprintf(stderr, "cannot remove %s\n", dir);
+	fake_vm_files_remove(dir);
 }
 
 /* A temporary directory with a minimal kernel (tests/unit/fake_kernel.h)
  * and a 1 MiB raw image. */
 static void setup(void)
 {
+	static bool once;
+
 	fake_vm_files(dir, kernel, image);
-	atexit(cleanup);
+	if (!once)
+		atexit(cleanup);
+	once = true;
 }
 
 static struct mvm_config config(void)
