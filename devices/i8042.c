@@ -35,7 +35,7 @@ static void i8042_reset_line(struct i8042 *k)
 {
 	k->reset = true;
 	if (k->vm)
-		vm_request_stop(k->vm, VM_STOP_POWEROFF, MVM_EXIT_OK, NULL);
+		vm_request_reboot(k->vm);
 }
 
 static void i8042_command(struct i8042 *k, uint8_t cmd)

@@ -65,9 +65,9 @@ extern "C" {
  * is passed with it) make a new MINOR: a program built against an older
  * header runs against a newer library of the same MAJOR. */
 #define MVM_VERSION_MAJOR 2
-#define MVM_VERSION_MINOR 7
-#define MVM_VERSION_PATCH 2
-#define MVM_VERSION_STRING "2.7.2"
+#define MVM_VERSION_MINOR 8
+#define MVM_VERSION_PATCH 0
+#define MVM_VERSION_STRING "2.8.0"
 #define MVM_ERR_MAX 512          /* enough for any message */
 /* For the statistics calls: every vCPU, every disk, every queue. */
 #define MVM_ALL (~0u)
@@ -322,6 +322,11 @@ struct mvm_exit {
 	enum mvm_exit_reason reason;
 	int status;             /* what mvm(1) exits with for this end */
 	char message[MVM_ERR_MAX];   /* empty unless an error ended the VM */
+	/* Since 2.8 (mvm_wait copies what the caller's exlen holds): with
+	 * MVM_EXIT_POWEROFF, the guest asked for a reboot (x86: the i8042's
+	 * reset line; s390x: a re-IPL), not a poweroff. The VM has ended
+	 * either way; a caller that wants the guest back makes it again. */
+	bool reboot;
 };
 
 /* Statistics since mvm_start. The calls that fill these take the size of

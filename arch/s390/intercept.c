@@ -153,6 +153,7 @@ static int handle_diag308(struct vcpu *v, struct kvm_run *run)
 	case 0:         /* clear reset */
 	case 1:         /* load normal with reset */
 	case 7:         /* load normal */
+		vm_request_reboot(v->vm);
 		return MVM_EXIT_OK;     /* a reboot, as on x86: the VM ends */
 	default:
 		return program_exception(v, S390_PGM_SPECIFICATION);
@@ -309,6 +310,7 @@ int arch_vcpu_exit(struct vcpu *v, struct kvm_run *run)
 		}
 		return ARCH_EXIT_UNKNOWN;
 	case KVM_EXIT_S390_RESET:
+		vm_request_reboot(v->vm);
 		return MVM_EXIT_OK;     /* re-IPL (reboot): the VM ends, as on x86 */
 	case KVM_EXIT_S390_TSCH:
 		{

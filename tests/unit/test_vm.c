@@ -260,6 +260,27 @@ TEST(first_stop_request_wins)
 	CHECK_EQ(vm_stop_status(vm), 3);
 	CHECK_EQ(read(vm_kvm(vm)->stop_efd, &cnt, sizeof(cnt)), sizeof(cnt));
 	CHECK_EQ(cnt, 1);
+	CHECK(!vm_stop_reboot(vm));
+	rmvm(vm);
+}
+
+/* The guest's reset is a poweroff (status 0) that says it was a reboot,
+ * when it is the first request; after another, it changes nothing. */
+TEST(a_reboot_request_is_a_poweroff_that_says_so_when_it_wins)
+{
+	struct vm *vm = mkvm();
+
+	vm_request_reboot(vm);
+	vm_request_stop(vm, VM_STOP_REQUESTED, 9, NULL);
+	CHECK_EQ(vm_stop_status(vm), 0);
+	CHECK_EQ(vm_stop_reason(vm), VM_STOP_POWEROFF);
+	CHECK(vm_stop_reboot(vm));
+	rmvm(vm);
+	vm = mkvm();
+	vm_request_stop(vm, VM_STOP_REQUESTED, 9, NULL);
+	vm_request_reboot(vm);
+	CHECK_EQ(vm_stop_status(vm), 9);
+	CHECK(!vm_stop_reboot(vm));
 	rmvm(vm);
 }
 
@@ -309,6 +330,7 @@ TEST(i8042_probe_and_reset)
 	v = 0xfe; i8042_io_ops.write(&k, 4, &v, 1);      /* pulse reset line */
 	CHECK(k.reset);
 	CHECK_EQ(vm_stop_status(vm), 0);
+	CHECK(vm_stop_reboot(vm));
 	rmvm(vm);
 }
 

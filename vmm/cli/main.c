@@ -437,17 +437,24 @@ static void main_print_stats(const struct mvm *vm)
 	free(json);
 }
 
-/* The VM ended at the API's request (vm.shutdown, vm.reboot, vm.delete)
- * in an mvm that may make another: it is destroyed, the API's thread
- * handed back to this one, and for vm.reboot it is made again from its
- * VmConfig and booted, as vm.create and vm.boot do. A restored VM's
- * snapshot is forgotten. */
+/* The VM ended at the API's request (vm.shutdown, vm.reboot, vm.delete),
+ * or its guest rebooted, in an mvm that may make another: it is
+ * destroyed, the API's thread handed back to this one, and for a reboot
+ * it is made again from its VmConfig and booted, as vm.create and
+ * vm.boot do (Cloud Hypervisor reboots a guest that resets itself). A
+ * restored VM's snapshot is forgotten. */
 static void main_api_relaunch(struct api_server *api, struct api_vm *v, struct cli_config *cfg,
 			      struct mvm *vm)
 {
 	char err[MVM_ERR_MAX];
 
 	api_server_handback(api);
+	/* Its thread joined: what it set is all there. vmm.shutdown that
+	 * came meanwhile wins (serve_until_boot then ends mvm). */
+	if (v->shutdown)
+		v->ending = API_END_SHUTDOWN;
+	else if (v->ending == API_END_NONE)
+		v->ending = API_END_REBOOT;     /* the guest's own reboot */
 	if (cfg->stats)
 		main_print_stats(vm);
 	mvm_destroy(vm);
@@ -600,9 +607,11 @@ relaunch:
 		fputs("mvm: console on this terminal; Ctrl-A x quits\r\n", stderr);
 	signalled = main_loop(vm, sfd);
 	mvm_wait(vm, -1, &ex, sizeof(ex));
-	/* Set by the API's thread before it stopped the VM, whose end this
-	 * thread has seen since. */
-	if (api_vm.relaunch && !signalled && api_vm.ending != API_END_NONE) {
+	/* ending: set by the API's thread before it stopped the VM, whose
+	 * end this thread has seen since. A guest that rebooted itself is
+	 * made again where it has a VmConfig, unless mvm is to end. */
+	if (api_vm.relaunch && !signalled && !api_vm.shutdown &&
+	    (api_vm.ending != API_END_NONE || (ex.reboot && api_vm.created))) {
 		main_api_relaunch(api, &api_vm, &cfg, vm);
 		goto relaunch;
 	}

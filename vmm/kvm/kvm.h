@@ -55,6 +55,7 @@ struct kvm_state {
 	 * signals stop_efd, which the main loop polls. */
 	int stop_efd;
 	atomic_bool stopping;
+	atomic_bool reboot;     /* that request was the guest's reset (vm_request_reboot) */
 	/* vCPU threads wait here, confined, until mvm_start has every thread
 	 * of the VM confined too (vm_open_gate): no guest instruction runs
 	 * before. */

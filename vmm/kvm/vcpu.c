@@ -137,6 +137,8 @@ int vcpu_handle_exit(struct vcpu *v, struct kvm_run *run)
 	}
 	case KVM_EXIT_SYSTEM_EVENT:
 		v->exits[VCPU_EXIT_SYSTEM_EVENT]++;
+		if (run->system_event.type == KVM_SYSTEM_EVENT_RESET)
+			vm_request_reboot(vm);  /* before the vCPU's own stop: says why */
 		if (run->system_event.type == KVM_SYSTEM_EVENT_SHUTDOWN ||
 		    run->system_event.type == KVM_SYSTEM_EVENT_RESET)
 			return MVM_EXIT_OK;

@@ -564,7 +564,8 @@ bool vm_remove_device(struct vm *vm, void *dev)
 	return false;
 }
 
-void vm_request_stop(struct vm *vm, enum vm_stop_reason why, int status, const char *msg)
+static void vm_stop(struct vm *vm, enum vm_stop_reason why, int status, const char *msg,
+		    bool reboot)
 {
 	struct kvm_state *ks = vm_kvm(vm);
 	bool expected = false;
@@ -573,6 +574,7 @@ void vm_request_stop(struct vm *vm, enum vm_stop_reason why, int status, const c
 	if (!ks)
 		return;
 	if (atomic_compare_exchange_strong(&ks->stopping, &expected, true)) {
+		atomic_store(&ks->reboot, reboot);
 		atomic_store(&ks->status, status);
 		atomic_store(&ks->reason, (int)why);
 		/* Not snprintf: this may run in a signal handler. */
@@ -588,6 +590,23 @@ void vm_request_stop(struct vm *vm, enum vm_stop_reason why, int status, const c
 			/* nothing to do: the eventfd is non-blocking */
 		}
 	}
+}
+
+void vm_request_stop(struct vm *vm, enum vm_stop_reason why, int status, const char *msg)
+{
+	vm_stop(vm, why, status, msg, false);
+}
+
+void vm_request_reboot(struct vm *vm)
+{
+	vm_stop(vm, VM_STOP_POWEROFF, MVM_EXIT_OK, NULL, true);
+}
+
+bool vm_stop_reboot(const struct vm *vm)
+{
+	struct kvm_state *ks = vm_kvm(vm);
+
+	return ks && atomic_load(&ks->reboot);
 }
 
 int vm_stop_status(const struct vm *vm)

@@ -209,5 +209,10 @@ int vm_irq_line(struct vm *vm, unsigned gsi, bool level);
  * and from a signal handler (lock-free atomics and one eventfd write);
  * returns at once (the VM's control thread stops the vCPUs). */
 void vm_request_stop(struct vm *vm, enum vm_stop_reason why, int status, const char *msg);
+/* The guest asked to be reset (x86: the i8042's reset line; s390: a
+ * re-IPL): a poweroff with status 0, as vm_request_stop(VM_STOP_POWEROFF)
+ * makes, that vm_stop_reboot then says was a reboot, where it wins. */
+void vm_request_reboot(struct vm *vm);
+bool vm_stop_reboot(const struct vm *vm);
 
 #endif

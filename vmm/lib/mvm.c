@@ -1451,6 +1451,7 @@ static void *mvm_control(void *arg)
 	mvm_console_finish(m);
 	status = vm_stop_status(&m->vm);
 	m->exit.reason = (enum mvm_exit_reason)vm_stop_reason(&m->vm);
+	m->exit.reboot = m->exit.reason == MVM_EXIT_POWEROFF && vm_stop_reboot(&m->vm);
 	m->exit.status = status < 0 ? MVM_EXIT_INTERNAL : status;
 	snprintf(m->exit.message, sizeof(m->exit.message), "%s", vm_stop_message(&m->vm));
 	/* Pairs with mvm_wait's poll/read of wait_efd: the exit record is
