@@ -123,6 +123,7 @@ struct blk_dev {
 	 * opts.serial into serial: ours. */
 	char path[2][BLK_PATH_MAX];
 	char serial[BLK_SERIAL_MAX + 1];
+	char id[MVM_DISK_ID_MAX + 1];      /* what the VM names it (--stats) */
 	struct blk_image img;
 	uint64_t capacity;         /* sectors */
 	bool flush_failed;         /* atomic, sticky: a failed fsync fails later flushes */

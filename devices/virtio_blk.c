@@ -129,6 +129,8 @@ static void blk_stats_json(struct virtio_dev *dev, struct json *j)
 	unsigned q;
 
 	json_str(j, "kind", "virtio-blk");
+	if (blk->opts.id)
+		json_str(j, "id", blk->opts.id);
 	json_str(j, "path", __atomic_load_n(&blk->opts.path, __ATOMIC_ACQUIRE));
 	json_u64(j, "io_threads", blk->nworkers);
 	json_arr_begin(j, "queues");
@@ -304,6 +306,10 @@ static const struct kv_key blk_keys[] = {
 	{ "ro", KV_FLAG, BLK_KEY(ro, bool), .max = 1, .def = 0,
 	  .help = "read-only: VIRTIO_BLK_F_RO, the guest's writes fail" },
 	{ "rw", KV_FLAG, BLK_KEY(ro, bool), .max = 0, .no_default = true },
+	{ "id", KV_STRING, BLK_KEY(id, const char *), .max = MVM_DISK_ID_MAX, .meta = "NAME",
+	  .help = "the disk's id, as Cloud Hypervisor's (vm.info, vm.counters, "
+		  "vm.remove-device, --stats): letters, digits, '-', '_', '.' (default "
+		  "_diskN)" },
 	{ "serial", KV_STRING, BLK_KEY(serial, const char *), .max = BLK_SERIAL_MAX,
 	  .meta = "ID", .help = "the virtio-blk ID (/sys/block/vda/serial), up to 20 bytes" },
 	{ "cache", KV_ENUM, BLK_KEY(cache, enum mvm_cache), .values = blk_cache_values,
@@ -379,6 +385,7 @@ static int blk_dev_create(const struct mvm_disk *o, struct blk_image *img,
 	blk->opts = *o;
 	blk->opts.path = strcpy(blk->path[0], o->path);
 	blk->opts.serial = o->serial ? strcpy(blk->serial, o->serial) : NULL;
+	blk->opts.id = o->id ? strcpy(blk->id, o->id) : NULL;
 	blk->queues = calloc(o->queues, sizeof(*blk->queues));
 	blk->nworkers = blk_io_threads(o);
 	blk->workers = calloc(blk->nworkers, sizeof(*blk->workers));

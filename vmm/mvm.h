@@ -65,9 +65,9 @@ extern "C" {
  * is passed with it) make a new MINOR: a program built against an older
  * header runs against a newer library of the same MAJOR. */
 #define MVM_VERSION_MAJOR 2
-#define MVM_VERSION_MINOR 8
+#define MVM_VERSION_MINOR 9
 #define MVM_VERSION_PATCH 0
-#define MVM_VERSION_STRING "2.8.0"
+#define MVM_VERSION_STRING "2.9.0"
 #define MVM_ERR_MAX 512          /* enough for any message */
 /* For the statistics calls: every vCPU, every disk, every queue. */
 #define MVM_ALL (~0u)
@@ -76,6 +76,7 @@ extern "C" {
 #define MVM_MAX_CPUS 254
 #define MVM_MIN_MEM (16ULL << 20)
 #define MVM_ID_MAX 8             /* bytes of mvm_config.id */
+#define MVM_DISK_ID_MAX 64       /* bytes of mvm_disk.id (Cloud Hypervisor's device ids) */
 
 struct mvm;
 
@@ -278,6 +279,14 @@ struct mvm_disk {
 	 * the process: a request waits for the tokens of both. NULL: none. */
 	struct mvm_rate_limit rate;
 	const char *rate_limit_group;
+	/* Since 2.9. The disk's name for those who drive the VM (Cloud
+	 * Hypervisor's DiskConfig id: vm.info, vm.counters, vm.remove-device,
+	 * --stats): 1..MVM_DISK_ID_MAX letters, digits, '-', '_', '.', unique
+	 * among the VM's disks (a removed disk's may be taken again). NULL:
+	 * "_diskN", N the disk's number (or the next one no disk has), as
+	 * Cloud Hypervisor names them. Snapshots keep it; mvm_get_disk gives
+	 * it, mvm_disk_find looks it up. */
+	const char *id;
 };
 
 /* Since 2.3. A rate-limit group: limits that several disks share (Cloud
@@ -583,6 +592,9 @@ unsigned mvm_disk_count(const struct mvm *vm);
  * its strings are the VM's, valid until mvm_destroy or the disk's
  * removal or swap. 0, -ENOENT (no such disk), -EINVAL. */
 int mvm_get_disk(const struct mvm *vm, unsigned disk, struct mvm_disk *out, size_t size);
+/* Since 2.9. The number of the disk whose id (mvm_disk.id) is `id`, a
+ * removed one's excepted: 0.., or -ENOENT (none), -EINVAL (NULL). */
+int mvm_disk_find(const struct mvm *vm, const char *id);
 /* Since 2.6. The vsock device's options likewise: 0, -ENOENT (none). */
 int mvm_get_vsock(const struct mvm *vm, struct mvm_vsock *out, size_t size);
 

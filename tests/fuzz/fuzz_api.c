@@ -27,7 +27,8 @@ static int fz_create(struct api_vm *v, const struct api_vmconfig *c, char *err, 
 	(void)v;
 	FZ_ASSERT(c->vm.kernel && *c->vm.kernel && c->ndisks <= MVM_MAX_DISKS);
 	for (i = 0; i < c->ndisks; i++)
-		FZ_ASSERT(c->disks[i].d.path && *c->disks[i].d.path && c->disks[i].id[0]);
+		FZ_ASSERT(c->disks[i].d.path && *c->disks[i].d.path &&
+			  (!c->disks[i].d.id || *c->disks[i].d.id));
 	FZ_ASSERT(!c->has_vsock || (c->vsock.socket && *c->vsock.socket));
 	snprintf(err, errlen, "no VM made here");
 	return -EINVAL;

@@ -221,21 +221,21 @@ wait $pid; rc=$?
 
 # The snapshot restored (its own disks, the sandbox off): the guest goes on
 # with the disk in its slot, which it neither loses nor finds again; the
-# restored VM numbers its disks (_disk1 is hot0), vm.remove-device takes
-# it out with the guest's cooperation, and the slot takes a disk again.
+# disk keeps its id (hot0: snapshots keep ids), vm.remove-device takes it
+# out with the guest's cooperation, and the slot takes a disk again.
 "$MVM" --sandbox off --restore "$SYS_TMP/snap" --api-socket "$sock" </dev/null >"$SYS_TMP/out" 2>&1 &
 pid=$!
 wait_guest '^tick' 5
 ! grep -q 'hp-gone\|hp-new' "$SYS_TMP/out" || fail "the restored guest lost or found its disk: $(grep hp- "$SYS_TMP/out")"
 echo "restored: the guest went on with the disk in its slot"
 expect 200 GET vm.info
-grep -q "\"path\":\"$hot\"[^}]*\"id\":\"_disk1\"" "$SYS_TMP/body" || fail "vm.info after the restore: $(cat "$SYS_TMP/body")"
+grep -q "\"path\":\"$hot\"[^}]*\"id\":\"hot0\"" "$SYS_TMP/body" || fail "vm.info after the restore: $(cat "$SYS_TMP/body")"
 expect 500 PUT vm.remove-device -d '{"id":"_disk0"}'
 grep -q 'not on a hot-plug slot' "$SYS_TMP/body" || fail "vm.remove-device _disk0: $(cat "$SYS_TMP/body")"
-expect 204 PUT vm.remove-device -d '{"id":"_disk1"}'
+expect 204 PUT vm.remove-device -d '{"id":"hot0"}'
 wait_guest "hp-gone vdb" 1
 expect 200 GET vm.info
-grep -q '"id":"_disk1"' "$SYS_TMP/body" && fail "vm.info still lists _disk1"
+grep -q '"id":"hot0"' "$SYS_TMP/body" && fail "vm.info still lists hot0"
 expect 200 PUT vm.add-disk -d "{\"path\":\"$hot\",\"id\":\"hot0\"}"
 wait_guest "hp-new vdb 8192 $sum" 1
 echo "the restored slot's disk was removed, and the slot took one again"

@@ -147,8 +147,6 @@ static void created_with_disk(struct api_vm *v, const struct mvm_config *c,
 		CHECK_SKIP("no disk transport on this architecture here");
 	}
 	v->cfg = c;
-	v->disks = d;
-	v->ndisks = 1;
 }
 
 /* vm.info in Cloud Hypervisor's VmInfo shape: the VmConfig's fields as
@@ -324,8 +322,11 @@ TEST(add_disk_takes_a_disk_config_and_remove_device_an_id)
 			"{\"ops\":{\"size\":-1}}}", 400), "rate_limiter_config.ops.size: not a number");
 	error_says(call(&v, "PUT", "/api/v1/vm.add-disk", "{\"path\":\"/nonexistent.img\"}", 500),
 		   "/nonexistent.img");
+	error_says(call(&v, "PUT", "/api/v1/vm.add-disk", "{\"path\":\"/x\",\"id\":\"_vsock0\"}",
+			400), "id: _vsock0 is the vsock device's");
+	snprintf(body, sizeof(body), "{\"path\":\"%s\",\"id\":\"a b\"}", image);
+	error_says(call(&v, "PUT", "/api/v1/vm.add-disk", body, 400), "id 'a b': give 1 to 64");
 	CHECK_EQ(mvm_disk_count(v.vm), 0);
-	CHECK_EQ(v.nhot, 0);
 	snprintf(body, sizeof(body), "{\"path\":\"%s\",\"id\":\"data\",\"readonly\":true,"
 		 "\"num_queues\":2,\"queue_size\":128,\"serial\":\"S1\",\"rate_limiter_config\":"
 		 "{\"bandwidth\":{\"size\":1000000,\"refill_time\":100}}}", image);
@@ -339,7 +340,7 @@ TEST(add_disk_takes_a_disk_config_and_remove_device_an_id)
 	json_decref(j);
 	CHECK_EQ(mvm_disk_count(v.vm), 1);
 	/* Ids are the VM's to give once. */
-	error_says(call(&v, "PUT", "/api/v1/vm.add-disk", body, 400), "id data: a device of the VM");
+	error_says(call(&v, "PUT", "/api/v1/vm.add-disk", body, 400), "id data: disk 0");
 	j = call(&v, "GET", "/api/v1/vm.info", NULL, 200);
 	disk = json_array_get(json_object_get(json_object_get(j, "config"), "disks"), 0);
 	CHECK_STR(json_string_value(json_object_get(disk, "id")), "data");
@@ -386,11 +387,8 @@ static int fake_create(struct api_vm *v, const struct api_vmconfig *c, char *err
 		mvm_destroy(v->vm);
 		v->vm = NULL;
 	}
-	if (!r) {
+	if (!r)
 		v->cfg = &c->vm;
-		v->disks = fake_disks;
-		v->ndisks = c->ndisks;
-	}
 	return r;
 }
 
@@ -504,6 +502,8 @@ TEST(create_takes_a_vmconfig_and_boot_starts_it)
 		 64 << 20);
 	CHECK_STR(json_string_value(json_object_get(json_array_get(json_object_get(cfg, "disks"), 0),
 						    "path")), image);
+	CHECK_STR(json_string_value(json_object_get(json_array_get(json_object_get(cfg, "disks"), 0),
+						    "id")), "_disk0");
 	json_decref(j);
 	/* A boot that fails leaves the VM created; one that works, booted. */
 	fake_boot_ret = -ENODEV;
@@ -541,7 +541,7 @@ TEST(delete_reboot_and_shutdown_follow_the_vms_life_as_cloud_hypervisor_does)
 	error_says(call(&v, "PUT", "/api/v1/vm.delete", NULL, 404), "no VM has been created");
 	error_says(call(&v, "PUT", "/api/v1/vm.reboot", NULL, 404), "no VM has been created");
 	snprintf(body, sizeof(body), "{\"payload\":{\"kernel\":\"%s\"},\"memory\":{\"size\":"
-		 "67108864},\"disks\":[{\"path\":\"%s\"}]}", kernel, image);
+		 "67108864},\"disks\":[{\"path\":\"%s\",\"id\":\"root\"}]}", kernel, image);
 	CHECK(!call(&v, "PUT", "/api/v1/vm.create", body, 204));
 	error_says(call(&v, "PUT", "/api/v1/vm.reboot", NULL, 405), "not running (created)");
 	CHECK(!call(&v, "PUT", "/api/v1/vm.delete", NULL, 204));
@@ -550,6 +550,11 @@ TEST(delete_reboot_and_shutdown_follow_the_vms_life_as_cloud_hypervisor_does)
 	CHECK(!call(&v, "PUT", "/api/v1/vm.create", body, 204));
 	CHECK(!call(&v, "PUT", "/api/v1/vm.boot", NULL, 204));
 	fake_boots = 0;
+	/* The VmConfig's disk ids are the VM's. */
+	j = call(&v, "GET", "/api/v1/vm.counters", NULL, 200);
+	CHECK(json_object_get(j, "root") && json_object_size(j) == 1);
+	json_decref(j);
+	CHECK_EQ(mvm_disk_find(v.vm, "root"), 0);
 
 	/* Shut down at the API's request, destroyed by the program. */
 	v.relaunch = true;
@@ -561,6 +566,8 @@ TEST(delete_reboot_and_shutdown_follow_the_vms_life_as_cloud_hypervisor_does)
 	CHECK_STR(json_string_value(json_object_get(j, "state")), "Shutdown");
 	CHECK_STR(json_string_value(json_object_get(json_array_get(json_object_get(
 		  json_object_get(j, "config"), "disks"), 0), "path")), image);
+	CHECK_STR(json_string_value(json_object_get(json_array_get(json_object_get(
+		  json_object_get(j, "config"), "disks"), 0), "id")), "root");
 	json_decref(j);
 	error_says(call(&v, "PUT", "/api/v1/vm.create", body, 405), "vm.delete forgets it");
 	error_says(call(&v, "PUT", "/api/v1/vm.restore", "{\"source_url\":\"file:///s\"}", 405),

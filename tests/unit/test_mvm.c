@@ -288,7 +288,60 @@ TEST(disk_parse_gives_what_add_disk_takes)
 	CHECK_EQ(mvm_disk_set(&d, "transport", "dma", err, sizeof(err)), -EINVAL);
 	CHECK(strncmp(err, "transport 'dma': unknown; give mmio, pci or ccw", 40) == 0);
 	CHECK(mvm_disk_syntax(syntax, sizeof(syntax)) == strlen(syntax));
-	CHECK(strncmp(syntax, "PATH[,ro][,serial=ID]", 21) == 0);
+	CHECK(strncmp(syntax, "PATH[,ro][,id=NAME][,serial=ID]", 31) == 0);
+	mvm_destroy(vm);
+}
+
+/* Each disk has an id for those who drive the VM: the caller's, checked
+ * and unique, or "_diskN" from its number on, skipping one a caller took;
+ * mvm_disk_find looks them up. */
+TEST(disk_ids_are_given_or_default_to_diskN_and_are_unique)
+{
+	char paths[4][192], big[MVM_DISK_ID_MAX + 2];
+	struct mvm_config c;
+	struct mvm_disk d, got;
+	struct mvm *vm;
+	unsigned i;
+
+	need_disk_transport();
+	setup();
+	for (i = 0; i < 4; i++) {
+		int fd;
+
+		snprintf(paths[i], sizeof(paths[i]), "%s/id%u.img", dir, i);
+		fd = open(paths[i], O_WRONLY | O_CREAT | O_TRUNC, 0600);
+		CHECK(fd >= 0 && ftruncate(fd, 1 << 20) == 0);
+		close(fd);
+	}
+	c = config();
+	CHECK_EQ(mvm_create(&c, &vm, err, sizeof(err)), 0);
+	mvm_disk_init(&d, paths[0]);
+	d.id = "_disk1";                 /* a default's name, taken first */
+	CHECK_EQ(mvm_add_disk(vm, &d, err, sizeof(err)), 0);
+	mvm_disk_init(&d, paths[1]);     /* number 1: _disk1 is taken, so _disk2 */
+	CHECK_EQ(mvm_add_disk(vm, &d, err, sizeof(err)), 0);
+	mvm_disk_init(&d, paths[2]);
+	d.id = "_disk2";
+	CHECK_EQ(mvm_add_disk(vm, &d, err, sizeof(err)), -EEXIST);
+	CHECK(strstr(err, "id _disk2: disk 1 (") && strstr(err, "has it; give another"));
+	d.id = "a,b";
+	CHECK_EQ(mvm_add_disk(vm, &d, err, sizeof(err)), -EINVAL);
+	CHECK(strstr(err, "id 'a,b': give 1 to 64 letters, digits"));
+	memset(big, 'x', sizeof(big) - 1);
+	big[sizeof(big) - 1] = '\0';
+	d.id = big;
+	CHECK_EQ(mvm_add_disk(vm, &d, err, sizeof(err)), -EINVAL);
+	d.id = "data.1";
+	CHECK_EQ(mvm_add_disk(vm, &d, err, sizeof(err)), 0);
+	mvm_disk_init(&got, NULL);
+	CHECK_EQ(mvm_get_disk(vm, 1, &got, sizeof(got)), 0);
+	CHECK_STR(got.id, "_disk2");
+	CHECK_EQ(mvm_disk_find(vm, "_disk1"), 0);
+	CHECK_EQ(mvm_disk_find(vm, "_disk2"), 1);
+	CHECK_EQ(mvm_disk_find(vm, "data.1"), 2);
+	CHECK_EQ(mvm_disk_find(vm, "_disk0"), -ENOENT);
+	CHECK_EQ(mvm_disk_find(vm, NULL), -EINVAL);
+	CHECK_EQ(mvm_disk_find(NULL, "_disk1"), -EINVAL);
 	mvm_destroy(vm);
 }
 
@@ -837,7 +890,7 @@ static void write_snapshot_slots(const char *snapdir, const char *version, uint3
 	snap_put_u32(&w, slots);
 	snap_put_u32(&w, 1);            /* disks */
 	snap_put_str(&w, image);
-	snap_put_str(&w, "queues=2,cache=writeback");
+	snap_put_str(&w, "queues=2,cache=writeback,id=hot0");
 	snap_put_u32(&w, disk_slot);
 	snap_put_u8(&w, 0);             /* no vsock */
 	snap_put_u32(&w, 0);            /* devices */
@@ -923,15 +976,18 @@ TEST(restore_disks_given_take_the_snapshots_shape_where_left_at_default)
 	mvm_disk_init(&got, NULL);
 	CHECK_EQ(mvm_get_disk(vm, 0, &got, sizeof(got)), 0);
 	CHECK_EQ(got.queues, 2);                /* the snapshot's */
+	CHECK_STR(got.id, "hot0");              /* its name too */
 	CHECK_STR(got.path, image);             /* the caller's */
 	mvm_destroy(vm);
 
 	CHECK_EQ(mvm_create(&c, &vm, err, sizeof(err)), 0);
 	mvm_disk_init(&d, image);
 	d.queues = 3;
+	d.id = "mine";
 	CHECK_EQ(mvm_add_disk(vm, &d, err, sizeof(err)), 0);
 	CHECK_EQ(mvm_get_disk(vm, 0, &got, sizeof(got)), 0);
 	CHECK_EQ(got.queues, 3);                /* set: stays (the load refuses it) */
+	CHECK_STR(got.id, "mine");
 	mvm_destroy(vm);
 }
 

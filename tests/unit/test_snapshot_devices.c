@@ -2300,6 +2300,7 @@ static void check_same_disk(const struct mvm_disk *a, const struct mvm_disk *b)
 	CHECK_EQ(b->fixed_buffers, a->fixed_buffers);
 	CHECK(!memcmp(&b->rate, &a->rate, sizeof(a->rate)));
 	CHECK(str_eq(b->rate_limit_group, a->rate_limit_group));
+	CHECK(str_eq(b->id, a->id));
 }
 
 TEST(kv_format_of_a_disk_with_every_option_set_parses_back_to_the_same_disk)
@@ -2324,11 +2325,12 @@ TEST(kv_format_of_a_disk_with_every_option_set_parses_back_to_the_same_disk)
 					       .refill_time_ms = 100 };
 	d.rate.ops = (struct mvm_token_bucket){ .size = 500, .refill_time_ms = 1000 };
 	d.rate_limit_group = "grp-1";
+	d.id = "hot0";
 	n = kv_format(&blk_disk_keys, &d, spec, sizeof(spec));
 	CHECK_EQ(n, strlen(spec));
 	CHECK(!strstr(spec, "disk.img"));
 	CHECK(!strncmp(spec, "ro,", 3));
-	CHECK(strstr(spec, ",serial=SN-0042,"));
+	CHECK(strstr(spec, ",id=hot0,serial=SN-0042,"));
 	CHECK(strstr(spec, ",cache=none,"));
 	CHECK(strstr(spec, ",queues=4,"));
 	CHECK(strstr(spec, ",transport=mmio,"));

@@ -102,23 +102,19 @@ static json_t *api_bucket(const struct mvm_token_bucket *b)
 			 "refill_time", (json_int_t)b->refill_time_ms);
 }
 
-/* The id of a disk the command line gave (Cloud Hypervisor's default
- * ids: "_disk" and its number). */
-static void api_cold_id(char *id, size_t len, unsigned i)
-{
-	snprintf(id, len, "_disk%u", i);
-}
-
-/* A disk as Cloud Hypervisor's DiskConfig. */
-static json_t *api_disk(const struct mvm_disk *d, const char *id)
+/* A disk as Cloud Hypervisor's DiskConfig; its id as the library has it
+ * (a VmConfig's not booted: as given, or none). */
+static json_t *api_disk(const struct mvm_disk *d)
 {
 	json_t *o, *rl, *bw, *ops;
 
-	o = json_pack("{s:s,s:b,s:b,s:I,s:I,s:s}", "path", d->path, "readonly", d->ro,
+	o = json_pack("{s:s,s:b,s:b,s:I,s:I}", "path", d->path, "readonly", d->ro,
 		      "direct", d->cache == MVM_CACHE_NONE, "num_queues", (json_int_t)d->queues,
-		      "queue_size", (json_int_t)256, "id", id);
+		      "queue_size", (json_int_t)256);
 	if (!o)
 		return NULL;
+	if (d->id)
+		json_object_set_new(o, "id", json_string(d->id));
 	if (d->serial)
 		json_object_set_new(o, "serial", json_string(d->serial));
 	if (d->rate_limit_group)
@@ -153,26 +149,18 @@ static void api_vm_info(struct api_vm *v, struct api_reply *r)
 	if (payload && c->cmdline)
 		json_object_set_new(payload, "cmdline", json_string(c->cmdline));
 	disks = json_array();
-	/* As the VM has them now (a swap's path, limits changed since),
-	 * where the library says; else as they were given. */
-	for (i = 0; disks && i < v->ndisks; i++) {
-		struct mvm_disk now;
-		char id[16];
-
-		if (v->cold_removed[i])
-			continue;
-		api_cold_id(id, sizeof(id), i);
-		json_array_append_new(disks, api_disk(mvm_get_disk(v->vm, i, &now, sizeof(now)) ?
-						      &v->disks[i] : &now, id));
-	}
-	for (i = 0; disks && i < v->nhot; i++) {
+	/* As the VM has them now (a swap's path, limits changed since, those
+	 * plugged in, less those removed); a VM shut down's as its VmConfig
+	 * gave them. */
+	for (i = 0; disks && v->vm && i < mvm_disk_count(v->vm); i++) {
 		struct mvm_disk now;
 
-		if (!v->hot[i].removed)
-			json_array_append_new(disks, api_disk(mvm_get_disk(v->vm, v->hot[i].index,
-								  &now, sizeof(now)) ?
-							      &v->hot[i].d : &now, v->hot[i].id));
+		mvm_disk_init(&now, NULL);
+		if (!mvm_get_disk(v->vm, i, &now, sizeof(now)))
+			json_array_append_new(disks, api_disk(&now));
 	}
+	for (i = 0; disks && !v->vm && v->created && i < v->created->ndisks; i++)
+		json_array_append_new(disks, api_disk(&v->created->disks[i].d));
 	cfg = json_pack("{s:{s:I,s:I},s:{s:I},s:o,s:o,s:{s:s},s:{s:s}}",
 			"cpus", "boot_vcpus", (json_int_t)c->cpus, "max_vcpus", (json_int_t)c->cpus,
 			"memory", "size", (json_int_t)c->mem,
@@ -197,18 +185,17 @@ static void api_vm_counters(struct api_vm *v, struct api_reply *r)
 	if (!api_have_vm(v, "vm.counters", r))
 		return;
 	all = json_object();
-	for (i = 0; all && i < v->ndisks + v->nhot; i++) {
-		const struct api_hotdisk *h = i >= v->ndisks ? &v->hot[i - v->ndisks] : NULL;
+	for (i = 0; all && i < mvm_disk_count(v->vm); i++) {
 		struct mvm_queue_stats q;
-		char id[16];
+		struct mvm_disk d;
 
-		if (h ? h->removed : v->cold_removed[i])
-			continue;
-		api_cold_id(id, sizeof(id), i);
+		mvm_disk_init(&d, NULL);
+		if (mvm_get_disk(v->vm, i, &d, sizeof(d)))
+			continue;       /* removed */
 		/* A disk of a VM not started has no device yet: zeros. */
-		if (mvm_get_queue_stats(v->vm, h ? h->index : i, MVM_ALL, &q, sizeof(q)))
+		if (mvm_get_queue_stats(v->vm, i, MVM_ALL, &q, sizeof(q)))
 			memset(&q, 0, sizeof(q));
-		json_object_set_new(all, h ? h->id : id, json_pack(
+		json_object_set_new(all, d.id, json_pack(
 			"{s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I}",
 			"read_bytes", (json_int_t)q.bytes_read, "write_bytes", (json_int_t)q.bytes_written,
 			"read_ops", (json_int_t)q.read_ops, "write_ops", (json_int_t)q.write_ops,
@@ -325,7 +312,6 @@ static void api_vm_delete(struct api_vm *v, struct api_reply *r)
 	if (v->vm && !v->booted) {
 		mvm_destroy(v->vm);
 		v->vm = NULL;
-		v->ndisks = 0;
 		api_vm_fini(v);
 	} else if (!v->vm) {
 		api_vm_fini(v);          /* shut down already */
@@ -400,7 +386,6 @@ static bool api_disk_parse(const char *what, json_t *o, struct api_hotdisk *h,
 	json_t *val;
 
 	mvm_disk_init(&h->d, NULL);
-	h->id[0] = 0;
 	json_object_foreach(o, k, val) {
 		const char *str = json_string_value(val);
 		bool is_bool = json_is_boolean(val), is_int = json_is_integer(val);
@@ -425,10 +410,14 @@ static bool api_disk_parse(const char *what, json_t *o, struct api_hotdisk *h,
 			else
 				h->d.queues = (unsigned)json_integer_value(val);
 		} else if (!strcmp(k, "id")) {
-			if (!str || !*str || strlen(str) > API_ID_MAX)
-				bad = "give 1 to 64 characters";
+			/* The library checks it (mvm_disk.id); the vsock
+			 * device's is the API's. */
+			if (!str || !*str || strlen(str) > MVM_DISK_ID_MAX)
+				bad = "give 1 to 64 letters, digits, '-', '_' or '.'";
+			else if (!strcmp(str, "_vsock0"))
+				bad = "_vsock0 is the vsock device's; give another";
 			else
-				strcpy(h->id, str);
+				h->d.id = strcpy(h->id, str);
 		} else if (!strcmp(k, "serial")) {
 			if (!str || strlen(str) >= sizeof(h->serial))
 				bad = "give up to 20 characters";
@@ -477,26 +466,6 @@ static bool api_disk_parse(const char *what, json_t *o, struct api_hotdisk *h,
 	return true;
 }
 
-/* The library's number of the disk with this id, or -1. */
-static int api_disk_find(struct api_vm *v, const char *id, struct api_hotdisk **hot)
-{
-	char cold[16];
-	unsigned i;
-
-	*hot = NULL;
-	for (i = 0; i < v->ndisks; i++) {
-		api_cold_id(cold, sizeof(cold), i);
-		if (!v->cold_removed[i] && !strcmp(id, cold))
-			return (int)i;
-	}
-	for (i = 0; i < v->nhot; i++)
-		if (!v->hot[i].removed && !strcmp(id, v->hot[i].id)) {
-			*hot = &v->hot[i];
-			return (int)v->hot[i].index;
-		}
-	return -1;
-}
-
 /* Hot-plug opens a file and makes a ring and threads: what the API
  * thread's filter (and every filter of a sandboxed mvm) forbids. */
 static bool api_hotplug_ok(const struct api_vm *v, const char *name, struct api_reply *r)
@@ -517,46 +486,36 @@ static bool api_hotplug_ok(const struct api_vm *v, const char *name, struct api_
 static void api_vm_add_disk(struct api_vm *v, const char *body, size_t len,
 			    struct api_reply *r)
 {
-	struct api_hotdisk *h, *other;
 	char err[MVM_ERR_MAX], bdf[32];
+	struct api_hotdisk h;
+	struct mvm_disk now;
+	unsigned idx;
 	json_t *j;
 	int ret;
 
 	if (!api_hotplug_ok(v, "vm.add-disk", r))
 		return;
-	if (v->nhot == MVM_MAX_DISKS) {
-		api_error(r, 500, "vm.add-disk: %u disks were plugged in already; mvm takes no "
-			  "more", MVM_MAX_DISKS);
-		return;
-	}
 	j = api_load("vm.add-disk", body, len, "DiskConfig", r);
 	if (!j)
 		return;
-	h = &v->hot[v->nhot];
-	memset(h, 0, sizeof(*h));
-	if (!api_disk_parse("vm.add-disk", j, h, r)) {
+	memset(&h, 0, sizeof(h));
+	if (!api_disk_parse("vm.add-disk", j, &h, r)) {
 		json_decref(j);
 		return;
 	}
 	json_decref(j);
-	if (h->id[0] && (api_disk_find(v, h->id, &other) >= 0 || !strcmp(h->id, "_vsock0"))) {
-		api_error(r, 400, "vm.add-disk: id %s: a device of the VM has it; give another",
-			  h->id);
-		return;
-	}
-	h->index = mvm_disk_count(v->vm);
-	ret = mvm_add_disk(v->vm, &h->d, err, sizeof(err));
+	idx = mvm_disk_count(v->vm);
+	ret = mvm_add_disk(v->vm, &h.d, err, sizeof(err));
 	if (ret) {
-		api_error(r, ret == -EINVAL || ret == -ENAMETOOLONG ? 400 : 500, "vm.add-disk: %s",
-			  err);
+		api_error(r, ret == -EINVAL || ret == -ENAMETOOLONG || ret == -EEXIST ? 400 : 500,
+			  "vm.add-disk: %s", err);
 		return;
 	}
-	if (!h->id[0])
-		api_cold_id(h->id, sizeof(h->id), h->index);
-	v->nhot++;
-	if (mvm_disk_pci_address(v->vm, h->index, bdf, sizeof(bdf)))
+	mvm_disk_init(&now, NULL);
+	if (mvm_get_disk(v->vm, idx, &now, sizeof(now)) ||
+	    mvm_disk_pci_address(v->vm, idx, bdf, sizeof(bdf)))
 		strcpy(bdf, "");
-	api_json(r, json_pack("{s:s,s:s}", "id", h->id, "bdf", bdf));
+	api_json(r, json_pack("{s:s,s:s}", "id", now.id ? now.id : "", "bdf", bdf));
 }
 
 /* PUT vm.remove-device { id }: a disk vm.add-disk plugged in, with the
@@ -565,7 +524,6 @@ static void api_vm_remove_device(struct api_vm *v, const char *body, size_t len,
 				 struct api_reply *r)
 {
 	char err[MVM_ERR_MAX];
-	struct api_hotdisk *h;
 	json_error_t e;
 	const char *id;
 	json_t *j;
@@ -580,7 +538,7 @@ static void api_vm_remove_device(struct api_vm *v, const char *body, size_t len,
 		json_decref(j);
 		return;
 	}
-	idx = api_disk_find(v, id, &h);
+	idx = mvm_disk_find(v->vm, id);
 	if (idx < 0) {
 		api_error(r, 404, "vm.remove-device: %.64s: no such device; vm.info lists them",
 			  id);
@@ -596,10 +554,6 @@ static void api_vm_remove_device(struct api_vm *v, const char *body, size_t len,
 		api_error(r, 500, "vm.remove-device: %s", err);
 		return;
 	}
-	if (h)
-		h->removed = true;
-	else
-		v->cold_removed[idx] = true;
 	r->status = 204;
 }
 
@@ -643,7 +597,6 @@ static void api_vm_update_disk(struct api_vm *v, const char *body, size_t len,
 	static const char *const what = "vm.update-disk";
 	char err[MVM_ERR_MAX];
 	struct mvm_rate_limit old, rate;
-	struct api_hotdisk *h;
 	struct mvm_disk d;
 	json_t *j, *val, *rl;
 	const char *k, *id, *path;
@@ -670,7 +623,7 @@ static void api_vm_update_disk(struct api_vm *v, const char *body, size_t len,
 			  "\"path\" and/or \"rate_limiter_config\"", what);
 		goto put_json;
 	}
-	idx = api_disk_find(v, id, &h);
+	idx = mvm_disk_find(v->vm, id);
 	if (idx < 0) {
 		api_error(r, 404, "%s: %.64s: no such disk; vm.info lists them", what, id);
 		goto put_json;
@@ -980,8 +933,6 @@ static bool api_vmconfig_parse(json_t *o, struct api_vmconfig *c, struct api_rep
 		}
 		if (!api_disk_parse(what, json_array_get(disks, i), h, r))
 			return false;
-		if (!h->id[0])
-			snprintf(h->id, sizeof(h->id), "_disk%u", i);
 		c->ndisks++;
 	}
 	return true;
@@ -1071,12 +1022,9 @@ bool api_vm_relaunch(struct api_vm *v)
 
 	v->vm = NULL;
 	v->booted = false;
-	v->nhot = 0;
-	memset(v->cold_removed, 0, sizeof(v->cold_removed));
 	v->ending = API_END_NONE;
 	if (why == API_END_DELETE || !v->created) {
 		api_vm_fini(v);
-		v->ndisks = 0;
 		v->vsock = NULL;
 	}
 	return why == API_END_REBOOT && v->created;

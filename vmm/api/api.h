@@ -21,22 +21,18 @@
  * whole; Cloud Hypervisor's largest (a VmConfig) is a few KiB. */
 #define API_BODY_MAX (64u << 10)
 
-/* Cloud Hypervisor's device ids: what a client may name a disk. */
-#define API_ID_MAX 64
 #define API_PATH_MAX 4096
 /* How long vm.remove-device waits for the guest to release a disk (Linux
  * takes 5 s after the attention button). */
 #define API_REMOVE_TIMEOUT_MS 15000
 
-/* A disk vm.add-disk plugged in: its DiskConfig as the API took it. */
+/* A disk's DiskConfig as vm.create or vm.add-disk took it. */
 struct api_hotdisk {
-	char id[API_ID_MAX + 1];
+	char id[MVM_DISK_ID_MAX + 1];
 	char path[API_PATH_MAX];
 	char serial[32];
 	char group[MVM_ID_MAX + 1];
 	struct mvm_disk d;         /* its strings point into the above */
-	unsigned index;            /* the library's disk number */
-	bool removed;              /* vm.remove-device took it */
 };
 
 /* A VmConfig as vm.create took it: the library's structs, their strings
@@ -55,9 +51,9 @@ struct api_vmconfig {
 struct api_vm;
 /* What the program serving the API does for vm.create and vm.boot (mvm(1):
  * vmm/cli/main.c), so that the VM is made as the command line makes one.
- * create: make the VM (not started) from c, set v->vm, v->cfg, v->disks,
- * v->vsock; c stays valid (v->created) while v lives. boot: start it; on
- * success the API sets v->booted. Each 0 or -errno with a message. */
+ * create: make the VM (not started) from c, set v->vm, v->cfg, v->vsock; c
+ * stays valid (v->created) while v lives. boot: start it; on success the
+ * API sets v->booted. Each 0 or -errno with a message. */
 struct api_host {
 	int (*create)(struct api_vm *v, const struct api_vmconfig *c, char *err, size_t errlen);
 	int (*boot)(struct api_vm *v, char *err, size_t errlen);
@@ -81,14 +77,7 @@ enum api_ending {
 struct api_vm {
 	struct mvm *vm;
 	const struct mvm_config *cfg;
-	const struct mvm_disk *disks;      /* the command line's: _disk0, _disk1, ... */
-	unsigned ndisks;
-	/* vm.remove-device took _diskN: a restored VM's disk that was
-	 * plugged in before its snapshot sits in a hot-plug slot. */
-	bool cold_removed[MVM_MAX_DISKS];
 	const struct mvm_vsock *vsock;     /* or NULL */
-	struct api_hotdisk hot[MVM_MAX_DISKS];
-	unsigned nhot;
 	/* vmm.shutdown and vm.shutdown asked the VM to stop (the server then
 	 * ends once the answer is out). */
 	bool shutdown;

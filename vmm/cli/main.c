@@ -363,8 +363,6 @@ static int main_api_create(struct api_vm *v, const struct api_vmconfig *c, char 
 		return r;
 	}
 	v->cfg = &cfg->vm;
-	v->disks = cfg->disks;
-	v->ndisks = cfg->ndisks;
 	v->vsock = cfg->has_vsock ? &cfg->vsock : NULL;
 	return 0;
 }
@@ -406,8 +404,6 @@ static int main_api_restore(struct api_vm *v, const char *dir, char *err, size_t
 	}
 	main_restored(cfg, v->vm, x->jail);
 	v->cfg = &cfg->vm;
-	v->disks = cfg->disks;
-	v->ndisks = cfg->ndisks;
 	v->vsock = cfg->has_vsock ? &cfg->vsock : NULL;
 	return 0;
 }
@@ -557,8 +553,6 @@ int main(int argc, char **argv)
 		if (cfg.api_socket) {
 			api_vm.vm = vm;
 			api_vm.cfg = &cfg.vm;
-			api_vm.disks = cfg.disks;
-			api_vm.ndisks = cfg.ndisks;
 			api_vm.vsock = cfg.has_vsock ? &cfg.vsock : NULL;
 			api_vm.booted = true;
 			if (api_server_new(cfg.api_socket, &api_vm, &api, err, sizeof(err)))

@@ -105,15 +105,20 @@ static void mvm_give(void *theirs, size_t size, const void *ours, size_t have)
 	memcpy(theirs, &size, sizeof(size));    /* size is every struct's first field */
 }
 
-/* An id of a group or a VM: 1..MVM_ID_MAX letters, digits, '-', '_', '.'. */
-static bool mvm_id_ok(const char *id)
+/* An id of a group, a VM or a disk: 1..max letters, digits, '-', '_', '.'. */
+static bool mvm_name_ok(const char *id, size_t max)
 {
 	size_t i, n = strlen(id);
 
 	for (i = 0; i < n; i++)
 		if (!isalnum((unsigned char)id[i]) && !strchr("-_.", id[i]))
 			return false;
-	return n > 0 && n <= MVM_ID_MAX;
+	return n > 0 && n <= max;
+}
+
+static bool mvm_id_ok(const char *id)
+{
+	return mvm_name_ok(id, MVM_ID_MAX);
 }
 
 void mvm_config_init_size(struct mvm_config *cfg, size_t size)
@@ -702,10 +707,53 @@ int mvm_create(const struct mvm_config *theirs, struct mvm **out, char *err, siz
 }
 
 
+int mvm_disk_find(const struct mvm *m, const char *id)
+{
+	unsigned i, n;
+
+	if (!m || !id)
+		return -EINVAL;
+	n = __atomic_load_n(&m->ndisks, __ATOMIC_ACQUIRE);
+	for (i = 0; i < n; i++)
+		if (!m->disks[i].removed && !strcmp(m->disks[i].id, id))
+			return (int)i;
+	return -ENOENT;
+}
+
+/* The id the next disk gets (into id, room for MVM_DISK_ID_MAX): d's,
+ * checked and no other disk's, or the first "_diskN" from its number on
+ * that no disk has. */
+static int mvm_disk_id(const struct mvm *m, const struct mvm_disk *d, char *id, char *err,
+		       size_t errlen)
+{
+	unsigned n;
+	int other;
+
+	if (d->id) {
+		if (!mvm_name_ok(d->id, MVM_DISK_ID_MAX))
+			return err_set(err, errlen, -EINVAL, "disk %s: id '%.80s': give 1 to %u "
+				       "letters, digits, '-', '_' or '.'", d->path, d->id,
+				       MVM_DISK_ID_MAX);
+		other = mvm_disk_find(m, d->id);
+		if (other >= 0)
+			return err_set(err, errlen, -EEXIST, "disk %s: id %s: disk %d (%s) has it; "
+				       "give another", d->path, d->id, other,
+				       m->disks[other].path);
+		strcpy(id, d->id);
+		return 0;
+	}
+	for (n = m->ndisks;; n++) {
+		snprintf(id, MVM_DISK_ID_MAX + 1, "_disk%u", n);
+		if (mvm_disk_find(m, id) < 0)
+			return 0;
+	}
+}
+
 /* Check d and fill the next disk slot with it, its image opened and
  * locked; the caller counts it (ndisks) once it keeps it. */
 static int mvm_disk_slot_fill(struct mvm *m, const struct mvm_disk *d, char *err, size_t errlen)
 {
+	char id[MVM_DISK_ID_MAX + 1];
 	struct mvm_disk_slot *s;
 	size_t n;
 	int ret;
@@ -729,6 +777,9 @@ static int mvm_disk_slot_fill(struct mvm *m, const struct mvm_disk *d, char *err
 	ret = mvm_transport_check(d->transport, "disk", d->path, err, errlen);
 	if (ret)
 		return ret;
+	ret = mvm_disk_id(m, d, id, err, errlen);
+	if (ret)
+		return ret;
 	s = &m->disks[m->ndisks];
 	memset(s, 0, sizeof(*s));
 	if (d->rate_limit_group) {
@@ -748,6 +799,7 @@ static int mvm_disk_slot_fill(struct mvm *m, const struct mvm_disk *d, char *err
 	s->opts.size = sizeof(s->opts);
 	s->opts.path = memcpy(s->path, d->path, n + 1);
 	s->opts.serial = d->serial ? strcpy(s->serial, d->serial) : NULL;
+	s->opts.id = strcpy(s->id, id);
 	s->opts.rate_limit_group = s->group ? s->group_id : NULL;
 	/* Opened and locked now, once: a busy or odd-sized image fails here,
 	 * before anything is started. */
@@ -874,6 +926,7 @@ static int mvm_disk_hotplug(struct mvm *m, const struct mvm_disk *d, char *err, 
 
 int mvm_add_disk(struct mvm *m, const struct mvm_disk *theirs, char *err, size_t errlen)
 {
+	char id[MVM_DISK_ID_MAX + 1];
 	struct mvm_disk dd;
 	int ret, st;
 
@@ -892,7 +945,7 @@ int mvm_add_disk(struct mvm *m, const struct mvm_disk *theirs, char *err, size_t
 	st = atomic_load(&m->state);
 	if (st == MVM_CREATED) {
 		if (m->restore_dir)
-			snapshot_disk_inherit(m, m->ndisks, &dd);
+			snapshot_disk_inherit(m, m->ndisks, &dd, id);
 		ret = mvm_disk_slot_fill(m, &dd, err, errlen);
 		if (!ret)
 			m->ndisks++;

@@ -32,6 +32,7 @@ struct mvm_disk_slot {
 	struct mvm_disk opts;          /* the caller's, checked; its strings are ours: */
 	char path[BLK_PATH_MAX];
 	char serial[BLK_SERIAL_MAX + 1];
+	char id[MVM_DISK_ID_MAX + 1];
 	struct blk_image img;          /* open from mvm_add_disk until mvm_start */
 	struct virtio_dev *dev;        /* from mvm_start; the VM owns it. Set and
 					* cleared (hot-plug) under devs_lock */
@@ -211,7 +212,8 @@ int snapshot_load_devices(struct mvm *m, char *err, size_t errlen);
 char *mvm_abs_path(const char *path);
 /* A restore's caller-given disk i and vsock device: what the guest saw and
  * the caller left at the default, from the snapshot. */
-void snapshot_disk_inherit(struct mvm *m, unsigned i, struct mvm_disk *d);
+void snapshot_disk_inherit(struct mvm *m, unsigned i, struct mvm_disk *d,
+			   char id[MVM_DISK_ID_MAX + 1]);
 void snapshot_vsock_inherit(struct mvm *m, struct mvm_vsock *v);
 /* mvm_prepare: make and open cfg.snapshot_dir. */
 int snapshot_root_open(struct mvm *m, char *err, size_t errlen);

@@ -662,7 +662,8 @@ int snapshot_vsock(struct mvm *m, struct mvm_vsock *vs, char *buf, size_t buflen
  * and socket, and the rest is the snapshot's. A value the caller set to
  * something else stays, and the device's load refuses it if the guest
  * would notice. */
-void snapshot_disk_inherit(struct mvm *m, unsigned i, struct mvm_disk *d)
+void snapshot_disk_inherit(struct mvm *m, unsigned i, struct mvm_disk *d,
+			   char id[MVM_DISK_ID_MAX + 1])
 {
 	struct mvm_disk def, snap;
 	char buf[SNAPSHOT_SPEC_MAX], e[256];
@@ -680,6 +681,9 @@ void snapshot_disk_inherit(struct mvm *m, unsigned i, struct mvm_disk *d)
 		d->packed = snap.packed;
 	if (d->discard == def.discard)
 		d->discard = snap.discard;
+	/* Its name too, so that what drove the VM before finds it. */
+	if (!d->id && snap.id)
+		d->id = strcpy(id, snap.id);
 }
 
 void snapshot_vsock_inherit(struct mvm *m, struct mvm_vsock *v)
