@@ -467,12 +467,14 @@ static bool api_disk_parse(const char *what, json_t *o, struct api_hotdisk *h,
 }
 
 /* Hot-plug opens a file and makes a ring and threads: what the API
- * thread's filter (and every filter of a sandboxed mvm) forbids. */
+ * thread's filter (and every filter of a sandboxed mvm) forbids once the
+ * VM runs. Before vm.boot the disk is the VmConfig's (the library adds it
+ * as one given at the start) and nothing is confined yet. */
 static bool api_hotplug_ok(const struct api_vm *v, const char *name, struct api_reply *r)
 {
 	if (!api_have_vm(v, name, r))
 		return false;
-	if (v->cfg && v->cfg->sandbox) {
+	if (v->cfg && v->cfg->sandbox && mvm_get_state(v->vm) != MVM_VM_CREATED) {
 		api_error(r, 500, "%s: not with --sandbox on: plugging a disk in opens its image "
 			  "and makes threads, which mvm's filters forbid once the VM runs; run "
 			  "with --sandbox off, or embed libmvm and call mvm_add_disk from a thread "
