@@ -534,8 +534,9 @@ TEST(create_takes_a_vmconfig_and_boot_starts_it)
 TEST(delete_reboot_and_shutdown_follow_the_vms_life_as_cloud_hypervisor_does)
 {
 	static struct api_vm v;
-	char body[512], err[MVM_ERR_MAX];
+	char body[512], err[MVM_ERR_MAX], second[128], add[256];
 	json_t *j;
+	int fd;
 
 	files();
 	v = (struct api_vm){ .host = &fake_host };
@@ -549,11 +550,20 @@ TEST(delete_reboot_and_shutdown_follow_the_vms_life_as_cloud_hypervisor_does)
 	CHECK(!v.vm && !v.created);
 	error_says(call(&v, "GET", "/api/v1/vm.info", NULL, 404), "no VM has been created");
 	CHECK(!call(&v, "PUT", "/api/v1/vm.create", body, 204));
+	/* A disk added before the boot joins the VmConfig. */
+	snprintf(second, sizeof(second), "%s/second.img", dir);
+	fd = open(second, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+	CHECK(fd >= 0 && ftruncate(fd, 1 << 20) == 0);
+	close(fd);
+	snprintf(add, sizeof(add), "{\"path\":\"%s\",\"id\":\"extra\"}", second);
+	json_decref(call(&v, "PUT", "/api/v1/vm.add-disk", add, 200));
+	CHECK_EQ(v.created->ndisks, 2);
 	CHECK(!call(&v, "PUT", "/api/v1/vm.boot", NULL, 204));
 	fake_boots = 0;
 	/* The VmConfig's disk ids are the VM's. */
 	j = call(&v, "GET", "/api/v1/vm.counters", NULL, 200);
-	CHECK(json_object_get(j, "root") && json_object_size(j) == 1);
+	CHECK(json_object_get(j, "root") && json_object_get(j, "extra") &&
+	      json_object_size(j) == 2);
 	json_decref(j);
 	CHECK_EQ(mvm_disk_find(v.vm, "root"), 0);
 
@@ -569,6 +579,8 @@ TEST(delete_reboot_and_shutdown_follow_the_vms_life_as_cloud_hypervisor_does)
 		  json_object_get(j, "config"), "disks"), 0), "path")), image);
 	CHECK_STR(json_string_value(json_object_get(json_array_get(json_object_get(
 		  json_object_get(j, "config"), "disks"), 0), "id")), "root");
+	CHECK_STR(json_string_value(json_object_get(json_array_get(json_object_get(
+		  json_object_get(j, "config"), "disks"), 1), "id")), "extra");
 	json_decref(j);
 	error_says(call(&v, "PUT", "/api/v1/vm.create", body, 405), "vm.delete forgets it");
 	error_says(call(&v, "PUT", "/api/v1/vm.restore", "{\"source_url\":\"file:///s\"}", 405),
@@ -580,6 +592,7 @@ TEST(delete_reboot_and_shutdown_follow_the_vms_life_as_cloud_hypervisor_does)
 	CHECK(!call(&v, "PUT", "/api/v1/vm.boot", NULL, 204));
 	CHECK(v.vm && v.booted);
 	CHECK_EQ(fake_boots, 1);
+	CHECK_EQ(mvm_disk_find(v.vm, "extra"), 1);      /* made again with it */
 
 	/* Rebooted: the program makes it again from its VmConfig. */
 	v.ending = API_END_REBOOT;

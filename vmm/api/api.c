@@ -484,6 +484,16 @@ static bool api_hotplug_ok(const struct api_vm *v, const char *name, struct api_
 	return true;
 }
 
+/* src into *dst, its strings with it. */
+static void api_hotdisk_copy(struct api_hotdisk *dst, const struct api_hotdisk *src)
+{
+	*dst = *src;
+	dst->d.path = src->d.path ? dst->path : NULL;
+	dst->d.serial = src->d.serial ? dst->serial : NULL;
+	dst->d.rate_limit_group = src->d.rate_limit_group ? dst->group : NULL;
+	dst->d.id = src->d.id ? dst->id : NULL;
+}
+
 /* PUT vm.add-disk: DiskConfig in, PciDeviceInfo { id, bdf } out. */
 static void api_vm_add_disk(struct api_vm *v, const char *body, size_t len,
 			    struct api_reply *r)
@@ -492,6 +502,7 @@ static void api_vm_add_disk(struct api_vm *v, const char *body, size_t len,
 	struct api_hotdisk h;
 	struct mvm_disk now;
 	unsigned idx;
+	bool booted;
 	json_t *j;
 	int ret;
 
@@ -507,12 +518,22 @@ static void api_vm_add_disk(struct api_vm *v, const char *body, size_t len,
 	}
 	json_decref(j);
 	idx = mvm_disk_count(v->vm);
+	booted = mvm_get_state(v->vm) != MVM_VM_CREATED;
+	if (!booted && v->created && v->created->ndisks == MVM_MAX_DISKS) {
+		api_error(r, 500, "vm.add-disk: the VmConfig has %u disks already; mvm takes no "
+			  "more", MVM_MAX_DISKS);
+		return;
+	}
 	ret = mvm_add_disk(v->vm, &h.d, err, sizeof(err));
 	if (ret) {
 		api_error(r, ret == -EINVAL || ret == -ENAMETOOLONG || ret == -EEXIST ? 400 : 500,
 			  "vm.add-disk: %s", err);
 		return;
 	}
+	/* Before vm.boot the disk is the VmConfig's too, as Cloud
+	 * Hypervisor keeps it: a vm.shutdown and vm.boot make it again. */
+	if (!booted && v->created)
+		api_hotdisk_copy(&v->created->disks[v->created->ndisks++], &h);
 	mvm_disk_init(&now, NULL);
 	if (mvm_get_disk(v->vm, idx, &now, sizeof(now)) ||
 	    mvm_disk_pci_address(v->vm, idx, bdf, sizeof(bdf)))

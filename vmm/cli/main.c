@@ -223,12 +223,27 @@ static void main_jail_vsock(struct jail_cfg *jail, const struct mvm_vsock *v)
 	jail->fds += 6;
 }
 
+/* The VM's disks past the command line's (or the VmConfig's): a
+ * restore's own, those vm.add-disk gave before the boot; for the jail's
+ * limits and the image sizes it allows. */
+static void main_take_disks(struct cli_config *cfg, struct mvm *vm, struct jail_cfg *jail)
+{
+	unsigned i;
+
+	for (i = cfg->ndisks; i < mvm_disk_count(vm) && i < MVM_MAX_DISKS; i++) {
+		mvm_disk_init(&cfg->disks[i], NULL);
+		if (mvm_get_disk(vm, i, &cfg->disks[i], sizeof(cfg->disks[i])))
+			break;
+		main_jail_disk(jail, &cfg->disks[i], cfg->vm.mem);
+		cfg->ndisks++;
+	}
+}
+
 /* A restored VM's shape, which its snapshot gave (mvm_prepare): its
  * vCPUs and disks, for the jail's limits and the API's vm.info. */
 static void main_restored(struct cli_config *cfg, struct mvm *vm, struct jail_cfg *jail)
 {
 	struct mvm_stats st;
-	unsigned i;
 
 	if (!mvm_get_stats(vm, &st, sizeof(st))) {
 		jail->threads += st.cpus;
@@ -243,15 +258,7 @@ static void main_restored(struct cli_config *cfg, struct mvm *vm, struct jail_cf
 			main_jail_vsock(jail, &cfg->vsock);
 		}
 	}
-	if (cfg->ndisks)
-		return;
-	for (i = 0; i < mvm_disk_count(vm) && i < MVM_MAX_DISKS; i++) {
-		mvm_disk_init(&cfg->disks[i], NULL);
-		if (mvm_get_disk(vm, i, &cfg->disks[i], sizeof(cfg->disks[i])))
-			break;
-		main_jail_disk(jail, &cfg->disks[i], cfg->vm.mem);
-		cfg->ndisks++;
-	}
+	main_take_disks(cfg, vm, jail);
 }
 
 /* The VM as the command line (or vm.create) has it, on this process's
@@ -373,6 +380,10 @@ static int main_api_create(struct api_vm *v, const struct api_vmconfig *c, char 
 
 static int main_api_boot(struct api_vm *v, char *err, size_t errlen)
 {
+	struct main_api *x = v->host_ctx;
+
+	/* Disks vm.add-disk gave before the boot count in the jail too. */
+	main_take_disks(x->cfg, v->vm, x->jail);
 	return mvm_prepare(v->vm, err, errlen);
 }
 
