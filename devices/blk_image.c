@@ -2,7 +2,6 @@
 #include "devices/blk_image.h"
 #include "vmm/base/util.h"
 #include "vmm/base/log.h"
-#include "vmm/kvm/sandbox.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -12,6 +11,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 #include <linux/falloc.h>
+#include <linux/fs.h>
+#include <sys/ioctl.h>
 
 #define ERR(e, ...) (snprintf(err, errlen, __VA_ARGS__), (e))
 
@@ -98,13 +99,7 @@ static bool blk_probe_punch(int fd, uint64_t size)
 int blk_image_open(const struct mvm_disk *o, struct blk_image *img, const struct log_sink *log,
 		   char *err, size_t errlen)
 {
-	return blk_image_open_at(AT_FDCWD, o->path, o, img, log, err, errlen);
-}
-
-int blk_image_open_at(int dirfd, const char *name, const struct mvm_disk *o,
-		      struct blk_image *img, const struct log_sink *log, char *err, size_t errlen)
-{
-	int flags = o->ro ? SANDBOX_IMAGE_OPEN_RO : SANDBOX_IMAGE_OPEN_RW;
+	int flags = (o->ro ? O_RDONLY : O_RDWR) | O_CLOEXEC;
 	struct flock fl = { .l_whence = SEEK_SET, .l_start = 0, .l_len = 0 };
 	struct stat st;
 	int fd, r;
@@ -112,10 +107,10 @@ int blk_image_open_at(int dirfd, const char *name, const struct mvm_disk *o,
 	memset(img, 0, sizeof(*img));
 	img->fd = img->fd_buffered = -1;
 	img->ro = o->ro;
-	if (!o->path || !name)
+	if (!o->path)
 		return err_set(err, errlen, -EINVAL, "disk: no path; give a raw image");
 
-	fd = openat(dirfd, name, flags);
+	fd = open(o->path, flags);
 	if (fd < 0) {
 		r = -errno;
 		return ERR(r, "disk %s: cannot open image: %s%s", o->path, strerror(-r),
@@ -127,17 +122,13 @@ int blk_image_open_at(int dirfd, const char *name, const struct mvm_disk *o,
 		goto close_fd;
 	}
 	if (S_ISBLK(st.st_mode)) {
-		/* A block device's end is its size (no ioctl: a thread whose
-		 * filter allows none may open one). */
-		off_t end = lseek(fd, 0, SEEK_END);
-
-		if (end < 0) {
+		uint64_t bytes;
+		if (ioctl(fd, BLKGETSIZE64, &bytes) < 0) {
 			r = -errno;
-			r = ERR(r, "disk %s: cannot find the device's size: %s", o->path,
-				strerror(-r));
+			r = ERR(r, "disk %s: BLKGETSIZE64: %s", o->path, strerror(-r));
 			goto close_fd;
 		}
-		img->size = (uint64_t)end;
+		img->size = bytes;
 	} else if (S_ISREG(st.st_mode)) {
 		img->size = (uint64_t)st.st_size;
 	} else {
@@ -188,20 +179,13 @@ int blk_image_open_at(int dirfd, const char *name, const struct mvm_disk *o,
 	}
 
 	if (o->cache == MVM_CACHE_NONE) {
-		struct stat dst;
+		char self[64];
 		int dfd;
 
-		/* Opened again by name (not through /proc, which a jail or a
-		 * confined thread may not have), and checked to be the same
-		 * file: one renamed over it meanwhile is refused. */
-		dfd = openat(dirfd, name, flags | O_DIRECT);
-		if (dfd >= 0 && (fstat(dfd, &dst) || dst.st_dev != st.st_dev ||
-				 dst.st_ino != st.st_ino)) {
-			close(dfd);
-			r = ERR(-EAGAIN, "disk %s: the file changed while it was opened; try again",
-				o->path);
-			goto close_fd;
-		}
+		/* Reopen through /proc so the O_DIRECT fd is the same file even
+		 * if the path was renamed meanwhile. */
+		snprintf(self, sizeof(self), "/proc/self/fd/%d", fd);
+		dfd = open(self, flags | O_DIRECT);
 		if (dfd < 0 && errno == EINVAL) {
 			log_warn(log, "disk %s: the filesystem refuses O_DIRECT; cache=none falls "
 				  "back to the host page cache (writeback)", o->path);

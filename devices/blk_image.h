@@ -50,12 +50,6 @@ void blk_image_move(struct blk_image *to, struct blk_image *from);
  * Warnings (O_DIRECT refused, no hole punching) go to log (may be NULL). */
 int blk_image_open(const struct mvm_disk *o, struct blk_image *img, const struct log_sink *log,
 		   char *err, size_t errlen);
-/* The same for the file name relative to dirfd (AT_FDCWD: the working
- * directory); o->path still names it in messages. The calls it makes:
- * openat (through dirfd), fstat, lseek (a block device's size), fcntl
- * (F_OFD_SETLK), fallocate (discard's probe past the end), close. */
-int blk_image_open_at(int dirfd, const char *name, const struct mvm_disk *o,
-		      struct blk_image *img, const struct log_sink *log, char *err, size_t errlen);
 void blk_image_close(struct blk_image *img);
 
 #endif

@@ -617,15 +617,6 @@ static uint64_t disk_sqe_ops(const struct blk_dev *blk)
 	return ops;
 }
 
-/* The files a disk's rings hold, by index: the image, and the same file
- * without O_DIRECT for what O_DIRECT refuses (the image itself where it
- * has no such second descriptor, so that a swap replaces both). */
-static void image_files(const struct blk_image *img, int fds[BLK_RING_FILES])
-{
-	fds[0] = img->fd;
-	fds[1] = img->fd_buffered >= 0 ? img->fd_buffered : img->fd;
-}
-
 static void workers_free(struct blk_dev *blk, struct blk_worker *workers);
 
 /* Workers for the device's queues on img's files into workers (nworkers
@@ -637,10 +628,12 @@ static int workers_make(struct blk_dev *blk, struct blk_worker *workers,
 {
 	unsigned idx[VQW_MAX_QUEUES], wi, qi, n;
 	void *opaque[VQW_MAX_QUEUES];
-	int fds[BLK_RING_FILES], r;
+	int fds[2], nfds, r;
 	char name[24];
 
-	image_files(img, fds);
+	fds[0] = img->fd;
+	fds[1] = img->fd_buffered;
+	nfds = fds[1] >= 0 ? 2 : 1;
 	for (wi = 0; wi < blk->nworkers; wi++) {
 		struct blk_worker *bw = &workers[wi];
 
@@ -661,7 +654,7 @@ static int workers_make(struct blk_dev *blk, struct blk_worker *workers,
 			if (r)
 				goto undo;
 		}
-		r = vqw_set_io(&bw->w, fds, BLK_RING_FILES, disk_sqe_ops(blk));
+		r = vqw_set_io(&bw->w, fds, (unsigned)nfds, disk_sqe_ops(blk));
 		if (r)
 			goto undo;
 		/* Woken when the disk's limits change at run time. */
@@ -754,13 +747,15 @@ void blk_workers_fini(struct blk_dev *blk)
 	workers_free(blk, blk->workers);
 }
 
-int blk_swap_image(struct blk_dev *blk, struct blk_image *img, const char *path,
-		   struct vqw_plug *plug, char *err, size_t errlen)
+int blk_swap_image(struct blk_dev *blk, struct blk_image *img, const char *path, char *err,
+		   size_t errlen)
 {
+	struct blk_worker *nw, *old;
+	struct blk_image prev;
+	bool running[VQW_MAX_QUEUES];
+	uint64_t mask[VQW_MAX_QUEUES];
 	const char *cur = __atomic_load_n(&blk->opts.path, __ATOMIC_RELAXED);
 	char *slot = cur == blk->path[0] ? blk->path[1] : blk->path[0];
-	int fds[BLK_RING_FILES], old[BLK_RING_FILES];
-	struct blk_image prev;
 	unsigned wi, i;
 	int r;
 
@@ -776,39 +771,67 @@ int blk_swap_image(struct blk_dev *blk, struct blk_image *img, const char *path,
 	if (strlen(path) >= BLK_PATH_MAX)
 		return err_set(err, errlen, -ENAMETOOLONG, "disk %s: new path longer than %d bytes",
 			       cur, BLK_PATH_MAX - 1);
-	/* The same rings and threads go on with the new files (the owner
-	 * quiesced them): a request waiting for rate tokens issues its I/O
-	 * on the new image once they are there. */
-	image_files(img, fds);
-	image_files(&blk->img, old);
+	nw = calloc(blk->nworkers, sizeof(*nw));
+	if (!nw)
+		return err_set(err, errlen, -ENOMEM, "disk %s: out of memory", cur);
+	r = workers_make(blk, nw, img);
+	if (r) {
+		free(nw);
+		return err_set(err, errlen, r, "disk %s: cannot set up I/O rings on %s: %s", cur,
+			       path, strerror(-r));
+	}
+	/* Nothing can fail from here on but the new threads' start. */
 	for (wi = 0; wi < blk->nworkers; wi++) {
-		r = vqw_plug_files(plug, &blk->workers[wi].w, fds, BLK_RING_FILES);
-		if (r)
-			break;
+		struct vqw *w = &blk->workers[wi].w;
+
+		running[wi] = w->running;
+		mask[wi] = w->run_mask;
+		vqw_retire(w);
+		/* The counters go on where the old worker left them (its
+		 * ring's last state is a stopped queue's: not carried). */
+		for (i = 0; i < w->nq; i++) {
+			vqw_get_stats(&w->q[i], &nw[wi].w.q[i].st);
+			nw[wi].w.q[i].st.ring_valid = false;
+		}
 	}
-	if (wi < blk->nworkers) {
-		/* The old image back where the new one went in. */
-		for (i = 0; i <= wi; i++)
-			if (vqw_plug_files(plug, &blk->workers[i].w, old, BLK_RING_FILES)) {
-				virtio_dev_needs_reset(&blk->vdev);
-				return err_set(err, errlen, r, "disk %s: cannot hand %s to its I/O "
-					       "threads, nor the old image back: %s; the device needs "
-					       "a reset", cur, path, strerror(-r));
-			}
-		return err_set(err, errlen, r, "disk %s: cannot hand %s to its I/O threads: %s",
-			       cur, path, strerror(-r));
-	}
+	old = blk->workers;
+	pthread_mutex_lock(&blk->workers_lock);
+	blk->workers = nw;
+	workers_adopt(blk, nw);
+	pthread_mutex_unlock(&blk->workers_lock);
+	workers_free(blk, old);
+	/* A worker whose thread did not end (said by vqw_retire) keeps its
+	 * memory: the thread may still touch it. */
+	for (wi = 0; wi < blk->nworkers && !old[wi].up; wi++)
+		;
+	if (wi == blk->nworkers)
+		free(old);
+
 	prev = blk->img;
 	blk_image_move(&blk->img, img);
 	blk_image_close(&prev);
 	strcpy(slot, path);
 	__atomic_store_n(&blk->opts.path, slot, __ATOMIC_RELEASE);
 	/* The device rebuilds its configuration and tells the driver
-	 * (blk_swap); the workers see the new capacity and image once the
-	 * owner lets them go (the quiesce's end orders it). */
+	 * (blk_swap). */
 	blk->capacity = blk->img.size / BLK_SECTOR;
 	for (i = 0; i < blk->vdev.num_queues; i++)
 		blk->queues[i].ctx.capacity = blk->capacity;
+
+	/* The new threads see all of the above (thread creation orders it). */
+	r = blk_workers_launch(blk);
+	if (r) {
+		virtio_dev_needs_reset(&blk->vdev);
+		return err_set(err, errlen, r, "disk %s: cannot start its new I/O threads: %s; the "
+			       "device needs a reset", path, strerror(-r));
+	}
+	/* Quiesced, as the VM is paused: the resume lets them go, and a
+	 * request that waited for rate tokens then asks again (ops->poked). */
+	for (wi = 0; wi < blk->nworkers; wi++) {
+		vqw_quiesce(&nw[wi].w, true);
+		if (running[wi])
+			vqw_start(&nw[wi].w, mask[wi]);
+	}
 	return 0;
 }
 

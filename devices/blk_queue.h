@@ -131,6 +131,9 @@ struct blk_dev {
 	uint8_t config[sizeof(struct virtio_blk_config)];   /* little-endian */
 	struct blk_queue *queues;  /* vdev.num_queues */
 	struct blk_worker *workers;   /* nworkers: the device's I/O threads */
+	/* workers is replaced by blk_swap_image: the statistics read the
+	 * queues' workers under it. */
+	pthread_mutex_t workers_lock;
 	unsigned nworkers;
 	void *slot_mem;            /* every queue's slots: blk_slots_alloc */
 	size_t slot_stride;        /* bytes per queue in slot_mem */
@@ -169,24 +172,21 @@ void blk_workers_end(struct blk_dev *blk);
 /* End them where needed and free the rings and counters (idempotent). */
 void blk_workers_fini(struct blk_dev *blk);
 
-/* A disk's rings hold two files (vqw_set_io's indexes 0 and 1): the
- * image, and the same file without O_DIRECT for what O_DIRECT refuses. */
-#define BLK_RING_FILES 2
-
 /* Swap the disk's backing image for img (opened with the disk's
  * options; taken over on success, untouched on failure), while the VM is
- * paused (its vCPUs out of the transport, its workers quiesced): plug
- * hands the new files to the I/O threads' rings in place of the old ones
- * (vqw_plug_files: no register call, so a filtered thread may do it), and
- * the same threads go on where they were, a request waiting for rate
- * tokens included; then the new capacity, and the guest gets a
- * configuration-change interrupt (virtio 1.2 section 5.2.2: capacity may
- * change). Refused, with nothing changed, for an image that cannot give
- * what the driver was offered (read-only against read-write, no discard
- * where discard was offered). path: the new image's, for messages and
- * statistics. 0 or -errno with a message. */
-int blk_swap_image(struct blk_dev *blk, struct blk_image *img, const char *path,
-		   struct vqw_plug *plug, char *err, size_t errlen);
+ * paused (its vCPUs out of the transport, its workers quiesced): the I/O
+ * threads are replaced by new ones with rings on the new files (rings
+ * are given their files once, at creation, so that a filtered thread
+ * never registers one), which take the queues over where the old ones
+ * left them, a request waiting for rate tokens included; then the new
+ * capacity, and the guest gets a configuration-change interrupt
+ * (virtio 1.2 section 5.2.2: capacity may change). Refused, with nothing
+ * changed, for an image that cannot give what the driver was offered
+ * (read-only against read-write, no discard where discard was offered).
+ * path: the new image's, for messages and statistics. 0 or -errno with
+ * a message. */
+int blk_swap_image(struct blk_dev *blk, struct blk_image *img, const char *path, char *err,
+		   size_t errlen);
 
 /* DRIVER_OK, for each enabled queue in increasing order: prepares q, and
  * once q is the last enabled queue of its worker, has that worker serve

@@ -196,6 +196,7 @@ static void blk_destroy(struct virtio_dev *dev)
 	blk_slots_free(blk);
 	free(blk->workers);
 	free(blk->queues);
+	pthread_mutex_destroy(&blk->workers_lock);
 	free(blk);      /* holds dev: last */
 }
 
@@ -380,6 +381,7 @@ static int blk_dev_create(const struct mvm_disk *o, struct blk_image *img,
 	blk = calloc(1, sizeof(*blk));
 	if (!blk)
 		goto oom;
+	pthread_mutex_init(&blk->workers_lock, NULL);    /* default attributes: cannot fail */
 	blk->opts = *o;
 	blk->opts.path = strcpy(blk->path[0], o->path);
 	blk->opts.serial = o->serial ? strcpy(blk->serial, o->serial) : NULL;
@@ -390,7 +392,8 @@ static int blk_dev_create(const struct mvm_disk *o, struct blk_image *img,
 	if (!blk->queues || !blk->workers) {
 		free(blk->workers);
 		free(blk->queues);
-			free(blk);
+		pthread_mutex_destroy(&blk->workers_lock);
+		free(blk);
 		goto oom;
 	}
 	blk_image_move(&blk->img, img);     /* ours now */
@@ -410,7 +413,8 @@ static int blk_dev_create(const struct mvm_disk *o, struct blk_image *img,
 		blk_image_close(&blk->img);
 		free(blk->workers);
 		free(blk->queues);
-			free(blk);
+		pthread_mutex_destroy(&blk->workers_lock);
+		free(blk);
 		return r;
 	}
 	r = blk_slots_alloc(blk);
@@ -475,8 +479,11 @@ int blk_get_queue_stats(struct virtio_dev *dev, unsigned q, struct blk_queue_sta
 	if (dev->ops != &blk_ops || q >= dev->num_queues)
 		return -EINVAL;
 	bq = &to_blk(dev)->queues[q];
-	/* The worker's counters: it keeps them as long as the device. */
+	/* The worker's counters: it keeps them as long as the device, or
+	 * hands them to the next one (blk_swap_image, under the lock). */
+	pthread_mutex_lock(&to_blk(dev)->workers_lock);
 	vqw_get_stats(bq->wq, &w);
+	pthread_mutex_unlock(&to_blk(dev)->workers_lock);
 	out->requests = w.requests;
 	out->batches = w.batches;
 	out->enters = w.enters;
@@ -517,14 +524,14 @@ int blk_set_rate(struct virtio_dev *dev, const struct mvm_rate_limit *rate, char
 	return 0;
 }
 
-int blk_swap(struct virtio_dev *dev, struct blk_image *img, const char *path,
-	     struct vqw_plug *plug, char *err, size_t errlen)
+int blk_swap(struct virtio_dev *dev, struct blk_image *img, const char *path, char *err,
+	     size_t errlen)
 {
 	int r;
 
 	if (dev->ops != &blk_ops)
 		return err_set(err, errlen, -EINVAL, "%s: not a disk", path);
-	r = blk_swap_image(to_blk(dev), img, path, plug, err, errlen);
+	r = blk_swap_image(to_blk(dev), img, path, err, errlen);
 	if (r)
 		return r;
 	/* Virtio 1.2 section 5.2.2: the capacity may change, with a

@@ -74,9 +74,8 @@ int blk_set_rate(struct virtio_dev *dev, const struct mvm_rate_limit *rate, char
 /* blk_swap_image (devices/blk_queue.h) for the device dev: -EINVAL for
  * one that is not a disk. */
 struct blk_image;
-struct vqw_plug;
-int blk_swap(struct virtio_dev *dev, struct blk_image *img, const char *path,
-	     struct vqw_plug *plug, char *err, size_t errlen);
+int blk_swap(struct virtio_dev *dev, struct blk_image *img, const char *path, char *err,
+	     size_t errlen);
 /* Share group's limits too (once, before the device's threads are
  * launched); group must outlive the device. 0 or -errno. */
 struct ratelim;

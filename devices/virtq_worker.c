@@ -294,7 +294,8 @@ static void reap(struct vqw *w)
 			w->ops->complete(q, (uint32_t)ud, res);
 			break;
 		case TAG_RETRY:
-			if (w->ops->retry)
+			/* Retiring: the device's wait goes on in the next worker. */
+			if (w->ops->retry && !w->retiring)
 				w->ops->retry(q, (uint32_t)ud);
 			break;
 		case TAG_KICK:
@@ -322,6 +323,7 @@ static void reap(struct vqw *w)
 				w->ctl_event = true;
 			break;
 		case TAG_CANCEL:
+			w->cancelled = true;
 			break;
 		}
 	}
@@ -805,6 +807,39 @@ static void quiet_report(struct vqw *w)
 	sem_post(&w->quiet_sem);
 }
 
+/* RETIRE: the thread ends so that another worker takes its queues over
+ * (vqw_retire), the guest none the wiser: nothing is stopped or reset,
+ * no used entry is written. Its waits are cancelled, the device's own
+ * (vqw_retry_later, vqw_wait_until) without telling the device; the
+ * owner quiesced it, so none of its host I/O is in flight. */
+static void retire(struct vqw *w)
+{
+	uint64_t deadline = mono_ns() + VQW_STOP_DEADLINE_NS;
+	struct io_uring_sqe *sqe;
+	struct io_uring_cqe *cqe;
+	unsigned i;
+
+	w->retiring = true;
+	/* As for a stop: a cancelled kick read is not armed again. Nothing
+	 * of the device's reaches the guest either way (it is quiet). */
+	w->stopping = true;
+	w->cancelled = false;
+	sqe = vqw_get_sqe(w);
+	io_uring_prep_cancel64(sqe, 0, IORING_ASYNC_CANCEL_ANY);
+	sqe->flags |= IOSQE_FIXED_FILE;
+	io_uring_sqe_set_data64(sqe, UD(TAG_CANCEL, 0, 0));
+	while ((any_kick_pending(w) || w->ctl_pending || !w->cancelled || !all_quiet(w)) &&
+	       mono_ns() < deadline) {
+		struct __kernel_timespec ts = { .tv_sec = 0, .tv_nsec = 100000000 };
+
+		io_uring_submit_and_wait_timeout(&w->ring, &cqe, 1, &ts, NULL);
+		reap(w);
+	}
+	for (i = 0; i < w->nq; i++)
+		if (w->q[i].active)
+			ring_snapshot(&w->q[i]);
+}
+
 /* The owner's latest command, once: RUN serves, PARK stops serving (and
  * says so on `parked`), EXIT ends the thread (false). */
 static bool command(struct vqw *w)
@@ -814,7 +849,7 @@ static bool command(struct vqw *w)
 	w->ctl_event = false;
 	arm_ctl(w);
 	/* The start or stop first: a quiesce's end or a poke that came with
-	 * a RUN finds the queues served. */
+	 * a RUN (a new worker's, blk_swap_image) finds the queues served. */
 	if (word >> 8 != w->ctl_seen) {
 		w->ctl_seen = word >> 8;
 		switch (word & 0xff) {
@@ -830,6 +865,9 @@ static bool command(struct vqw *w)
 		case VQW_CMD_EXIT:
 			if (w->serving)
 				unserve(w);
+			return false;
+		case VQW_CMD_RETIRE:
+			retire(w);
 			return false;
 		}
 	}
@@ -1045,111 +1083,6 @@ int vqw_probe(void)
 	return 0;
 }
 
-int vqw_plug_init(struct vqw_plug *p)
-{
-	static const int empty[VQW_PLUG_FILES] = { -1, -1, -1, -1 };
-	struct io_uring_restriction res[3] = {
-		{ .opcode = IORING_RESTRICTION_SQE_OP, .sqe_op = IORING_OP_FILES_UPDATE },
-		{ .opcode = IORING_RESTRICTION_SQE_OP, .sqe_op = IORING_OP_MSG_RING },
-		/* A send only if its update worked. */
-		{ .opcode = IORING_RESTRICTION_SQE_FLAGS_ALLOWED, .sqe_flags = IOSQE_IO_LINK },
-	};
-	struct io_uring_params prm;
-	int r;
-
-	memset(p, 0, sizeof(*p));
-	memset(&prm, 0, sizeof(prm));
-	/* Disabled until its restrictions are in; any thread may submit. */
-	prm.flags = IORING_SETUP_R_DISABLED | IORING_SETUP_SUBMIT_ALL;
-	r = io_uring_queue_init_params(2 * VQW_PLUG_FILES + 2, &p->ring, &prm);
-	if (r < 0)
-		return r;
-	r = io_uring_register_files(&p->ring, empty, VQW_PLUG_FILES);
-	if (!r)
-		r = syscall(__NR_io_uring_register, p->ring.ring_fd, IORING_REGISTER_RESTRICTIONS,
-			    res, 3) ? -errno : 0;
-	if (!r)
-		r = syscall(__NR_io_uring_register, p->ring.ring_fd, IORING_REGISTER_ENABLE_RINGS,
-			    NULL, 0) ? -errno : 0;
-	if (r) {
-		io_uring_queue_exit(&p->ring);
-		return r;
-	}
-	pthread_mutex_init(&p->lock, NULL);     /* default attributes: cannot fail */
-	p->ok = true;
-	return 0;
-}
-
-void vqw_plug_fini(struct vqw_plug *p)
-{
-	if (!p->ok)
-		return;
-	io_uring_queue_exit(&p->ring);
-	pthread_mutex_destroy(&p->lock);
-	p->ok = false;
-}
-
-int vqw_plug_fd(const struct vqw_plug *p)
-{
-	return p->ok ? p->ring.ring_fd : -1;
-}
-
-/* Submit what is queued on the plug and reap n completions: the first
- * failure's -errno, or 0. */
-static int plug_run(struct vqw_plug *p, unsigned n)
-{
-	struct io_uring_cqe *cqe;
-	int r, first = 0;
-
-	r = io_uring_submit_and_wait(&p->ring, n);
-	if (r < 0)
-		return r;
-	while (n--) {
-		r = io_uring_wait_cqe(&p->ring, &cqe);
-		if (r < 0)
-			return r;
-		if (cqe->res < 0 && !first)
-			first = cqe->res;
-		io_uring_cqe_seen(&p->ring, cqe);
-	}
-	return first;
-}
-
-int vqw_plug_files(struct vqw_plug *p, struct vqw *w, const int *files, unsigned n)
-{
-	static const int empty[VQW_PLUG_FILES] = { -1, -1, -1, -1 };
-	struct io_uring_sqe *sqe;
-	unsigned i;
-	int r, r2;
-
-	if (!p->ok || !w->launched || w->lost || n > VQW_PLUG_FILES || n > w->file_base)
-		return -EINVAL;
-	pthread_mutex_lock(&p->lock);
-	for (i = 0; i < n; i++) {
-		/* The file into the plug's slot i, then (linked: only if that
-		 * worked) from there into the worker's slot i; no completion
-		 * is posted to the worker's ring (IORING_MSG_RING_CQE_SKIP),
-		 * whose thread expects none. file_index counts from 1. */
-		sqe = io_uring_get_sqe(&p->ring);
-		io_uring_prep_files_update(sqe, (int *)&files[i], 1, (int)i);
-		sqe->flags |= IOSQE_IO_LINK;
-		sqe = io_uring_get_sqe(&p->ring);
-		io_uring_prep_msg_ring(sqe, w->ring.ring_fd, 0, 0, 0);
-		sqe->addr = IORING_MSG_SEND_FD;
-		sqe->addr3 = i;
-		sqe->file_index = i + 1;
-		sqe->msg_ring_flags = IORING_MSG_RING_CQE_SKIP;
-	}
-	r = plug_run(p, 2 * n);
-	/* The plug keeps no file: an image's lock goes with the last
-	 * reference to its open file, the worker's. */
-	sqe = io_uring_get_sqe(&p->ring);
-	io_uring_prep_files_update(sqe, (int *)empty, n, 0);
-	r2 = plug_run(p, 1);
-	pthread_mutex_unlock(&p->lock);
-	return r ? r : r2;
-}
-
 int vqw_set_io(struct vqw *w, const int *files, unsigned nfiles, uint64_t sqe_ops)
 {
 	struct io_uring_restriction res[64 + 4];
@@ -1333,6 +1266,16 @@ void vqw_end(struct vqw *w)
 	 * with host I/O that outlived it as the thread exits is bounded by
 	 * nothing mvm controls, so the join is timed. */
 	join_thread(w);
+}
+
+void vqw_retire(struct vqw *w)
+{
+	if (!w->launched)
+		return;
+	send_cmd(w, VQW_CMD_RETIRE);
+	join_thread(w);
+	w->running = false;
+	w->stop_sent = false;
 }
 
 void vqw_fini(struct vqw *w)

@@ -268,7 +268,7 @@ struct vqw_queue {
 	struct __kernel_timespec wake_at;   /* vqw_wait_until's, until submitted */
 };
 
-enum vqw_cmd { VQW_CMD_NONE, VQW_CMD_RUN, VQW_CMD_PARK, VQW_CMD_EXIT };
+enum vqw_cmd { VQW_CMD_NONE, VQW_CMD_RUN, VQW_CMD_PARK, VQW_CMD_EXIT, VQW_CMD_RETIRE };
 
 struct vqw {
 	const struct vqw_ops *ops;
@@ -310,6 +310,8 @@ struct vqw {
 	unsigned quiesce_next;     /* owner: the next number */
 	bool quiesced;             /* worker: takes no buffers (takes(), vqw_pull) */
 	bool quiet_owed;           /* worker: quiesced, quiet_seq not yet stored */
+	bool retiring;             /* worker: vqw_retire: the device's waits are dropped */
+	bool cancelled;            /* worker: the cancel of a retire has completed */
 	unsigned quiesce_seen;     /* worker: the last number carried out */
 	uint64_t run_mask;
 	struct thread_handshake hs;
@@ -414,37 +416,16 @@ static inline bool vqw_quiesced(const struct vqw_queue *q)
 {
 	return q->w->quiesced;
 }
-/* A ring that hands files to workers' rings while they run: a disk's
- * image swapped, a device plugged into a worker made before the VM ran.
- * A worker's ring takes no register call from its own thread (its filter
- * and its restrictions forbid them) nor from another (it is single-
- * issuer), so the plug does it with SQEs: IORING_OP_FILES_UPDATE puts a
- * descriptor of the caller's into the plug's own table, and
- * IORING_OP_MSG_RING (IORING_MSG_SEND_FD) installs that file in the
- * worker's ring, which holds its own reference from then on; the plug's
- * slot is emptied again. Its ring, made while the process has one thread,
- * is restricted to those two opcodes and no register call. Any thread may
- * use it (a lock orders them); a filtered one needs io_uring_enter on
- * vqw_plug_fd (the API thread's filter has it). */
-struct vqw_plug {
-	struct io_uring ring;
-	pthread_mutex_t lock;
-	bool ok;
-};
-#define VQW_PLUG_FILES 4           /* files one vqw_plug_files call hands over */
-int vqw_plug_init(struct vqw_plug *p);
-void vqw_plug_fini(struct vqw_plug *p);
-/* The plug's ring descriptor, or -1 (not made). */
-int vqw_plug_fd(const struct vqw_plug *p);
-/* Put files[i] (descriptors of the caller's, kept open by it; n at most
- * VQW_PLUG_FILES) into w's ring as its device file i (vqw_set_io's
- * index): what was there is dropped by the ring once nothing of its own
- * uses it. The owner has made w quiet (vqw_quiesce_wait, or a stopped
- * queue): the device's next SQEs on those indexes reach the new files.
- * w launched (its thread enabled its ring). 0 or -errno; on failure
- * files before the failing one may have been put in. */
-int vqw_plug_files(struct vqw_plug *p, struct vqw *w, const int *files, unsigned n);
-
+/* End the thread so that a new worker of the device takes its queues
+ * over where this one left them (a disk's image swapped: new files, so a
+ * new ring): nothing is stopped or reset and the guest sees nothing; the
+ * device's waits (vqw_wait_until, vqw_retry_later) end without ops->retry
+ * (the device asks again on the new worker: a vqw_poke). The owner has
+ * quiesced it (vqw_quiesce_wait returned 0) and keeps the vCPUs from the
+ * transport meanwhile (the VM is paused). Then vqw_fini. The counters
+ * stay readable until then (vqw_get_stats), for the new worker to carry
+ * on. */
+void vqw_retire(struct vqw *w);
 /* End the thread (stopping first): the ring's files and buffers are
  * dropped by the thread as it ends; the counters stay readable. */
 void vqw_end(struct vqw *w);

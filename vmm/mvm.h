@@ -214,16 +214,6 @@ struct mvm_config {
 	 * whatever the VM does next. Not with restore; not with a disk's
 	 * fixed_buffers. NULL (default): anonymous memory. */
 	const char *mem_file;
-	/* Since 2.9. Where images may be opened once the VM runs (the new
-	 * image of mvm_disk_swap), like snapshot_dir: an existing directory,
-	 * opened by mvm_prepare and held; a path beneath it is opened
-	 * through that descriptor, so it works after a chroot (mvm(1)'s
-	 * jail) and from the thread mvm_confine_api_thread confined, which
-	 * may open images there and nowhere else (Landlock: it may read and
-	 * write files in this tree; its seccomp filter: openat through this
-	 * descriptor only). NULL (default): none; a confined thread then
-	 * opens no image. */
-	const char *image_dir;
 };
 #define MVM_MAX_HOTPLUG_SLOTS 8
 
@@ -588,11 +578,9 @@ int mvm_snapshot(struct mvm *vm, const char *dir, char *err, size_t errlen);
  * it drops it; swap an image the guest does not have mounted. Refused,
  * with nothing changed: an image that is busy, odd-sized or missing, one
  * read-only for a read-write disk (or the reverse), one that cannot punch
- * holes for a disk that offered discard. The disk's I/O threads go on,
- * handed the new files (no thread or ring is made). The caller's thread
- * opens the file: not a thread confined by mvm_start_confined; the one
- * mvm_confine_api_thread confined only beneath mvm_config.image_dir
- * (since 2.9; elsewhere -EPERM). 0 or -errno with a message. */
+ * holes for a disk that offered discard. The caller's thread opens the
+ * file: not a thread confined by mvm_start_confined. 0 or -errno with a
+ * message. */
 int mvm_disk_swap(struct mvm *vm, unsigned disk, const char *path, char *err, size_t errlen);
 
 /* Since 2.5. How many disks were added (removed ones included: their
@@ -639,10 +627,8 @@ int mvm_disk_pci_address(struct mvm *vm, unsigned disk, char *buf, size_t len);
  * on listen_fd only, read and write them, wait with poll or select, and
  * make the library's run-time calls (mvm_pause, mvm_resume, mvm_stop, the
  * state and statistics calls, rate limits), nothing that opens a file or
- * a socket or makes a thread (mvm_add_disk) but for snapshots beneath
- * mvm_config.snapshot_dir and images swapped in (mvm_disk_swap) from
- * beneath mvm_config.image_dir; docs/sandbox.md has the table. After
- * mvm_prepare. The filter cannot be removed. 0 or -errno. */
+ * a socket (mvm_disk_swap) or makes a thread; docs/sandbox.md has the
+ * table. After mvm_prepare. The filter cannot be removed. 0 or -errno. */
 int mvm_confine_api_thread(struct mvm *vm, int listen_fd, char *err, size_t errlen);
 
 /* Since 2.4. The VM's state, for an orchestrator's "vm.info". */

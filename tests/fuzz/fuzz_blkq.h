@@ -201,15 +201,11 @@ void vqw_poke(struct vqw *w)
 }
 
 /* The fuzzed paths never pause nor swap images: nothing is ever
- * quiesced or plugged. */
-int vqw_plug_files(struct vqw_plug *p, struct vqw *w, const int *files, unsigned n)
+ * quiesced or retired. */
+void vqw_retire(struct vqw *w)
 {
-	(void)p;
 	(void)w;
-	(void)files;
-	(void)n;
 	FZ_ASSERT(0);
-	return -EINVAL;
 }
 
 void vqw_get_stats(const struct vqw_queue *q, struct vqw_stats *out)

@@ -2019,7 +2019,6 @@ static void make_other_image(char *path, uint64_t size, uint8_t fill)
  * it in, the device quiesced as in a paused VM; then let it go. */
 static int swap_to(struct t *t, const char *path, const char *opts, char *err, size_t errlen)
 {
-	struct vqw_plug plug;
 	char spec[256];
 	struct mvm_disk o;
 	struct blk_image img;
@@ -2029,15 +2028,13 @@ static int swap_to(struct t *t, const char *path, const char *opts, char *err, s
 	snprintf(spec, sizeof(spec), "%s%s", path, opts);
 	CHECK_EQ(test_disk_parse(spec, t->nq, &o, err, errlen), 0);
 	CHECK_EQ(blk_image_open(&o, &img, NULL, err, errlen), 0);
-	CHECK_EQ(vqw_plug_init(&plug), 0);
 	virtio_dev_quiesce(t->dev, true);
 	CHECK_EQ(virtio_dev_quiesce_wait(t->dev, mono_ns() + 5000000000ull), 0);
 	t0 = mono_ns();
-	r = blk_swap(t->dev, &img, path, &plug, err, errlen);
-	/* The same threads go on: nothing sits out a deadline. */
+	r = blk_swap(t->dev, &img, path, err, errlen);
+	/* The old threads end at once: nothing sits out a deadline. */
 	CHECK(mono_ns() - t0 < 2000000000ull);
 	blk_image_close(&img);
-	vqw_plug_fini(&plug);
 	virtio_dev_quiesce(t->dev, false);
 	return r;
 }
@@ -2081,41 +2078,6 @@ TEST(a_swapped_image_serves_the_queue_on_with_its_new_capacity)
 	CHECK_EQ(blk_get_queue_stats(t.dev, 0, &s), 0);
 	CHECK_EQ(s.requests, 4);
 	CHECK(!s.ring_valid);           /* a running queue: no stopped ring to show */
-	teardown(&t);
-	unlink(other);
-}
-
-/* The swap hands the new files to the same I/O threads (no thread or ring
- * is made once the VM runs), and nothing keeps the old image: its lock
- * goes, another VM may take it read-write. */
-TEST(a_swap_keeps_the_io_threads_and_lets_the_old_image_go)
-{
-	struct flock fl = { .l_type = F_WRLCK, .l_whence = SEEK_SET };
-	char other[32], err[256];
-	struct blk_dev *blk;
-	pthread_t before;
-	uint64_t buf;
-	struct t t;
-	int fd, tries;
-
-	setup(&t, "", 1);
-	blk = (struct blk_dev *)t.dev;
-	buf = vdrv_alloc(&t.d, 4096, 4096);
-	CHECK_EQ(run1(&t, 0, VIRTIO_BLK_T_IN, 0, buf, 4096, true, NULL), VIRTIO_BLK_S_OK);
-	before = blk->workers[0].w.thread;
-	fd = open(t.path, O_RDWR | O_CLOEXEC);
-	CHECK(fd >= 0);
-	CHECK(fcntl(fd, F_OFD_SETLK, &fl) < 0);         /* the disk holds it */
-	make_other_image(other, IMG_SIZE, 0x5e);
-	CHECK_EQ(swap_to(&t, other, "", err, sizeof(err)), 0);
-	CHECK(pthread_equal(blk->workers[0].w.thread, before));
-	CHECK_EQ(run1(&t, 0, VIRTIO_BLK_T_IN, 0, buf, 4096, true, NULL), VIRTIO_BLK_S_OK);
-	CHECK_EQ(((uint8_t *)vdrv_host(&t.d, buf))[1], 0x5e);
-	/* The ring lets its old file go on its own time (a moment). */
-	for (tries = 0; fcntl(fd, F_OFD_SETLK, &fl) < 0 && tries < 100; tries++)
-		usleep(20000);
-	CHECK(tries < 100);
-	close(fd);
 	teardown(&t);
 	unlink(other);
 }

@@ -8,7 +8,6 @@
  * words. */
 #include "tests/unit/check.h"
 #include "arch/arch.h"
-#include "devices/blk_image.h"
 #include "devices/virtio.h"
 #include "devices/virtq_worker.h"
 #include "vmm/kvm/kvm.h"
@@ -18,7 +17,6 @@
 
 #include <errno.h>
 #include <fcntl.h>
-#include <linux/falloc.h>
 #include <linux/futex.h>
 #include <linux/seccomp.h>
 #include <liburing.h>
@@ -56,16 +54,14 @@ struct env {
 	int other;                      /* a descriptor no filter names */
 	struct virtio_dev dev;
 	struct vqw w;
-	struct vqw_plug plug;           /* with an image directory */
 	sem_t to_helper, from_helper;
 	pthread_t helper;
 	char tmp[64];                   /* a file that must not appear */
 };
 
 static struct env env;
-/* Where set, the snapshot and image directories env_init gives the
- * filters (with the image directory, the VM's plug ring too). */
-static const char *snap_dir_path, *image_dir_path;
+/* Where set, the snapshot directory env_init gives the filters. */
+static const char *snap_dir_path;
 
 static void *helper_thread(void *arg)
 {
@@ -113,12 +109,6 @@ static void env_init(void)
 		env.fds.mem = open(mem, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
 		if (env.fds.snap_dir < 0 || env.fds.mem < 0 || ftruncate(env.fds.mem, 8192))
 			_exit(4);
-	}
-	if (image_dir_path) {
-		env.fds.image_dir = open(image_dir_path, O_PATH | O_DIRECTORY | O_CLOEXEC);
-		if (env.fds.image_dir < 0 || vqw_plug_init(&env.plug))
-			_exit(4);
-		env.fds.plug = vqw_plug_fd(&env.plug);
 	}
 	if (env.fds.vm < 0 || env.fds.vcpu < 0 || env.fds.tty < 0 || env.other < 0)
 		_exit(4);
@@ -801,121 +791,6 @@ TEST(api_thread_writes_files_only_through_its_snapshot_directory)
 	CHECK_EQ(rmdir(path), 0);
 }
 
-/* ---- a control server's images ------------------------------------------ */
-
-/* What mvm_disk_swap does in a confined API thread: an image beneath the
- * image directory opened as a disk opens it (size, lock, discard's
- * probe; O_DIRECT where the file system takes it), then the plug ring
- * takes it (its FILES_UPDATE; the MSG_RING to a worker is the ring's
- * business, not a system call). */
-static void call_image_open(void)
-{
-	struct mvm_disk o;
-	struct blk_image img;
-	char err[256];
-	int fd;
-
-	mvm_disk_init(&o, "img");
-	o.discard = true;
-	o.cache = MVM_CACHE_NONE;
-	if (blk_image_open_at(env.fds.image_dir, "img", &o, &img, NULL, err, sizeof(err))) {
-		printf("%s\n", err);
-		_exit(3);
-	}
-	fd = img.fd;
-	{
-		struct io_uring_sqe *sqe = io_uring_get_sqe(&env.plug.ring);
-		struct io_uring_cqe *cqe;
-
-		io_uring_prep_files_update(sqe, &fd, 1, 0);
-		if (io_uring_submit_and_wait(&env.plug.ring, 1) != 1 ||
-		    io_uring_wait_cqe(&env.plug.ring, &cqe) || cqe->res != 1)
-			_exit(3);
-	}
-	blk_image_close(&img);
-}
-static void call_image_open_ro(void)
-{
-	struct mvm_disk o;
-	struct blk_image img;
-	char err[256];
-
-	mvm_disk_init(&o, "img");
-	o.ro = true;
-	if (blk_image_open_at(env.fds.image_dir, "img", &o, &img, NULL, err, sizeof(err)))
-		_exit(3);
-	blk_image_close(&img);
-}
-static void call_image_create(void)
-{
-	openat(env.fds.image_dir, "new", O_RDWR | O_CREAT | O_CLOEXEC, 0600);
-}
-static void call_image_open_cwd(void) { openat(AT_FDCWD, "/etc/passwd", SANDBOX_IMAGE_OPEN_RO); }
-static void call_fcntl_setfl(void) { fcntl(2, F_SETFL, O_APPEND); }
-static void call_fcntl_ofd(void)
-{
-	struct flock fl = { .l_type = F_RDLCK, .l_whence = SEEK_SET };
-
-	fcntl(env.other, F_OFD_SETLK, &fl);
-}
-static void call_lseek_set(void) { syscall(__NR_lseek, env.other, 0, SEEK_SET); }
-static void call_lseek_end(void) { syscall(__NR_lseek, env.other, 0, SEEK_END); }
-static void call_fallocate_zero(void) { syscall(__NR_fallocate, env.other, 0, 0, 4096); }
-static void call_punch(void)
-{
-	syscall(__NR_fallocate, env.other, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, 0, 512);
-}
-static void call_fstat_empty(void)
-{
-	struct stat st;
-
-	syscall(__NR_newfstatat, env.other, "", &st, AT_EMPTY_PATH);
-}
-static void call_queue_ring_enter(void)
-{
-	syscall(__NR_io_uring_enter, env.fds.ring, 0, 0, 0, NULL, 0);
-}
-
-/* With an image directory, the API thread may open images through its
- * descriptor only (as a disk opens them: no O_CREAT, no other flags), see
- * their size, lock them, probe them for discard, and hand them to the plug
- * ring; without one (and every other kind, with or without), none of
- * those calls. */
-TEST(api_thread_opens_images_only_through_its_image_directory)
-{
-	const struct door with[] = {
-		{ "an image opened as a disk opens it, plugged", call_image_open, K(API) },
-		{ "an image opened read-only", call_image_open_ro, K(API) },
-		{ "openat O_CREAT beneath the directory", call_image_create, NONE },
-		{ "openat from the working directory", call_image_open_cwd, NONE },
-		{ "fcntl F_SETFL", call_fcntl_setfl, NONE },
-		{ "lseek SEEK_SET", call_lseek_set, NONE },
-		{ "fallocate, mode 0", call_fallocate_zero, NONE },
-		{ "io_uring_enter on the queue's ring", call_queue_ring_enter, K(QUEUE) },
-	};
-	const struct door without[] = {
-		{ "fcntl F_OFD_SETLK", call_fcntl_ofd, NONE },
-		{ "lseek SEEK_END", call_lseek_end, NONE },
-		{ "fallocate punching a hole", call_punch, NONE },
-		{ "fstat", call_fstat_empty, NONE },
-	};
-	char path[64], img[80];
-	int fd;
-
-	snprintf(path, sizeof(path), "/tmp/mvm-sandbox-img-%d", (int)getpid());
-	snprintf(img, sizeof(img), "%s/img", path);
-	CHECK_EQ(mkdir(path, 0700), 0);
-	fd = open(img, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
-	CHECK(fd >= 0 && ftruncate(fd, 1 << 20) == 0);
-	close(fd);
-	image_dir_path = path;
-	check_doors(with, ARRAY_SIZE(with));
-	image_dir_path = NULL;
-	check_doors(without, ARRAY_SIZE(without));
-	CHECK_EQ(unlink(img), 0);
-	CHECK_EQ(rmdir(path), 0);
-}
-
 /* Landlock (sandbox_beneath): the thread opens nothing outside the tree,
  * not through "..", not through a link planted inside it, and keeps the
  * descriptors it had. */
@@ -928,7 +803,7 @@ static void beneath_child(void *arg)
 
 	if (d < 0 || keep < 0)
 		_exit(10);
-	r = sandbox_beneath(d, -1);
+	r = sandbox_beneath(d);
 	if (r == -ENOSYS || r == -EOPNOTSUPP)
 		_exit(77);
 	if (r)
@@ -968,52 +843,6 @@ TEST(landlock_holds_a_thread_beneath_one_directory)
 	CHECK_EQ(st, 0);
 }
 
-/* Landlock's image directory: files there are read and written, none is
- * made, nothing outside is opened. */
-static void beneath_image_child(void *arg)
-{
-	const char *path = arg;
-	char p[128];
-	int d = open(path, O_PATH | O_DIRECTORY | O_CLOEXEC), r;
-
-	if (d < 0)
-		_exit(10);
-	r = sandbox_beneath(-1, d);
-	if (r == -ENOSYS || r == -EOPNOTSUPP)
-		_exit(77);
-	if (r)
-		_exit(11);
-	if (openat(d, "img", O_RDWR | O_CLOEXEC) < 0)
-		_exit(12);
-	snprintf(p, sizeof(p), "%s/img", path);
-	if (open(p, O_RDONLY | O_CLOEXEC) < 0)
-		_exit(13);
-	if (openat(d, "new", O_RDWR | O_CREAT | O_CLOEXEC, 0600) >= 0 || errno != EACCES)
-		_exit(14);
-	if (open("/etc/passwd", O_RDONLY) >= 0 || errno != EACCES)
-		_exit(15);
-	_exit(0);
-}
-
-TEST(landlock_holds_a_thread_to_reading_and_writing_files_of_its_image_directory)
-{
-	char path[64], p[96], out[256] = "";
-	int st, fd;
-
-	snprintf(path, sizeof(path), "/tmp/mvm-beneath-img-%d", (int)getpid());
-	CHECK_EQ(mkdir(path, 0700), 0);
-	snprintf(p, sizeof(p), "%s/img", path);
-	fd = open(p, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
-	CHECK(fd >= 0);
-	close(fd);
-	st = check_fork(beneath_image_child, path, out, sizeof(out));
-	unlink(p);
-	rmdir(path);
-	if (st == 77)
-		CHECK_SKIP("no Landlock in this kernel");
-	CHECK_EQ(st, 0);
-}
-
 /* The kick: a plain handler (no SA_SIGINFO, as vcpu_signal_get installs)
  * runs and returns inside the vCPU filter (s390x returns through
  * sigreturn, x86-64 through rt_sigreturn). */
@@ -1043,7 +872,7 @@ TEST(vcpu_thread_returns_from_the_kick_handler)
 TEST(every_kind_builds_a_program_that_fits)
 {
 	struct sock_filter insn[SANDBOX_MAX_INSNS];
-	struct sandbox_fds fds = { 3, 4, 4, 9, 5, 0, SIGUSR1, 6, 7, 8, 10, 11 };
+	struct sandbox_fds fds = { 3, 4, 4, 9, 5, 0, SIGUSR1, 6, 7, 8 };
 	unsigned k;
 
 	for (k = 0; k < SANDBOX_KINDS; k++) {

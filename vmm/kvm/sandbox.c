@@ -21,8 +21,6 @@
 #include "vmm/base/util.h"
 
 #include <errno.h>
-#include <fcntl.h>
-#include <linux/falloc.h>
 #include <linux/futex.h>
 #include <linux/landlock.h>
 #include <linux/io_uring.h>
@@ -186,15 +184,8 @@ static const struct rule generic[] = {
 	 * to be synced, never followed through a link; then written, sized
 	 * and synced. Without the descriptor (no snapshot directory, or a
 	 * kernel without Landlock) none of these calls is allowed. */
-	{ K_API, __NR_openat, ACT_CHECKED, 0, {
-		{ { FD(0, SANDBOX_FD_SNAP_DIR),
-		    IN(2, ~(uint32_t)SANDBOX_O_LARGEFILE, SNAP_OPEN_WRITE, SNAP_OPEN_DIR) } },
-		/* An image swapped in (vmm/lib/mvm.c: mvm_image_at), beneath
-		 * the image directory (Landlock holds the thread there too):
-		 * read-only or read-write, with O_DIRECT or without. */
-		{ { FD(0, SANDBOX_FD_IMAGE_DIR),
-		    IN(2, ~(uint32_t)SANDBOX_O_LARGEFILE, SANDBOX_IMAGE_OPEN_RO, SANDBOX_IMAGE_OPEN_RW,
-		       SANDBOX_IMAGE_OPEN_RO | O_DIRECT, SANDBOX_IMAGE_OPEN_RW | O_DIRECT) } } }, 2 },
+	CHECKED1(K_API, openat, FD(0, SANDBOX_FD_SNAP_DIR),
+		 IN(2, ~(uint32_t)SANDBOX_O_LARGEFILE, SNAP_OPEN_WRITE, SNAP_OPEN_DIR)),
 	CHECKED1(K_API, mkdirat, FD(0, SANDBOX_FD_SNAP_DIR)),
 	CHECKED1(K_API, unlinkat, FD(0, SANDBOX_FD_SNAP_DIR), IN(2, MASK_ALL, 0)),
 #ifdef __NR_renameat
@@ -205,21 +196,6 @@ static const struct rule generic[] = {
 	CHECKED1(K_API, pwrite64, HAS(SANDBOX_FD_SNAP_DIR)),
 	CHECKED1(K_API, ftruncate, HAS(SANDBOX_FD_SNAP_DIR)),
 	CHECKED1(K_API, fsync, HAS(SANDBOX_FD_SNAP_DIR)),
-	/* With an image directory, what opening an image does after the
-	 * open (devices/blk_image.c): its size (fstat; lseek to the end of
-	 * a block device), its lock (an OFD lock: nothing else of fcntl),
-	 * discard's probe (a hole punched past the end), and the plug ring
-	 * that hands it to the disk's I/O threads (its own ring: nothing
-	 * but FILES_UPDATE and MSG_RING, vqw_plug_init). */
-#ifdef __NR_fstat
-	CHECKED1(K_API, fstat, HAS(SANDBOX_FD_IMAGE_DIR)),
-#endif
-	CHECKED1(K_API, newfstatat, HAS(SANDBOX_FD_IMAGE_DIR), IN(3, MASK_ALL, AT_EMPTY_PATH)),
-	CHECKED1(K_API, lseek, HAS(SANDBOX_FD_IMAGE_DIR), IN(2, MASK_ALL, SEEK_END)),
-	CHECKED1(K_API, fcntl, HAS(SANDBOX_FD_IMAGE_DIR), IN(1, MASK_ALL, F_OFD_SETLK)),
-	CHECKED1(K_API, fallocate, HAS(SANDBOX_FD_IMAGE_DIR),
-		 IN(1, MASK_ALL, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE)),
-	CHECKED1(K_API, io_uring_enter, FD(0, SANDBOX_FD_PLUG)),
 	/* Console output to a socket (MSG_DONTWAIT: vmm/lib/console_out.c);
 	 * a control server's answers. */
 	ALLOW(K_CONTROL | K_API, sendto),
@@ -317,8 +293,6 @@ static bool fd_range(const struct sandbox_fds *f, enum sandbox_fd which, int *lo
 	case SANDBOX_FD_LISTEN: *lo = *hi = f->listen; break;
 	case SANDBOX_FD_SNAP_DIR: *lo = *hi = f->snap_dir; break;
 	case SANDBOX_FD_MEM: *lo = *hi = f->mem; break;
-	case SANDBOX_FD_IMAGE_DIR: *lo = *hi = f->image_dir; break;
-	case SANDBOX_FD_PLUG: *lo = *hi = f->plug; break;
 	default: return false;
 	}
 	return *lo >= 0 && *hi >= *lo;
@@ -527,15 +501,14 @@ int sandbox_enter(enum sandbox_kind kind, const struct sandbox_fds *fds)
 #define LANDLOCK_ACCESS_FS_IOCTL_DEV (1ULL << 15)
 #endif
 
-int sandbox_beneath(int snap_dir, int image_dir)
+int sandbox_beneath(int dirfd)
 {
 	/* Every access right of the kernel's Landlock ABI is handled (so
-	 * denied outside the rules); beneath snap_dir what a snapshot does:
+	 * denied outside the rule); beneath dirfd what a snapshot does:
 	 * list and sync a directory, make one, make, write, truncate,
-	 * rename and remove regular files; beneath image_dir what opening
-	 * an image and its I/O do: read and write files. */
+	 * rename and remove regular files. */
 	struct landlock_ruleset_attr ra = { 0 };
-	struct landlock_path_beneath_attr snap = { 0 }, image = { 0 };
+	struct landlock_path_beneath_attr pb = { 0 };
 	long abi = syscall(__NR_landlock_create_ruleset, NULL, 0, LANDLOCK_CREATE_RULESET_VERSION);
 	uint64_t handled;
 	int fd, ret = 0;
@@ -550,19 +523,14 @@ int sandbox_beneath(int snap_dir, int image_dir)
 	if (abi >= 5)
 		handled |= LANDLOCK_ACCESS_FS_IOCTL_DEV;
 	ra.handled_access_fs = handled;
-	snap.allowed_access = LANDLOCK_ACCESS_FS_WRITE_FILE | LANDLOCK_ACCESS_FS_READ_DIR |
-			      LANDLOCK_ACCESS_FS_REMOVE_FILE | LANDLOCK_ACCESS_FS_MAKE_REG |
-			      LANDLOCK_ACCESS_FS_MAKE_DIR | (handled & LANDLOCK_ACCESS_FS_TRUNCATE);
-	snap.parent_fd = snap_dir;
-	image.allowed_access = LANDLOCK_ACCESS_FS_READ_FILE | LANDLOCK_ACCESS_FS_WRITE_FILE;
-	image.parent_fd = image_dir;
+	pb.allowed_access = LANDLOCK_ACCESS_FS_WRITE_FILE | LANDLOCK_ACCESS_FS_READ_DIR |
+			    LANDLOCK_ACCESS_FS_REMOVE_FILE | LANDLOCK_ACCESS_FS_MAKE_REG |
+			    LANDLOCK_ACCESS_FS_MAKE_DIR | (handled & LANDLOCK_ACCESS_FS_TRUNCATE);
+	pb.parent_fd = dirfd;
 	fd = (int)syscall(__NR_landlock_create_ruleset, &ra, sizeof(ra), 0);
 	if (fd < 0)
 		return -errno;
-	if ((snap_dir >= 0 &&
-	     syscall(__NR_landlock_add_rule, fd, LANDLOCK_RULE_PATH_BENEATH, &snap, 0)) ||
-	    (image_dir >= 0 &&
-	     syscall(__NR_landlock_add_rule, fd, LANDLOCK_RULE_PATH_BENEATH, &image, 0)) ||
+	if (syscall(__NR_landlock_add_rule, fd, LANDLOCK_RULE_PATH_BENEATH, &pb, 0) ||
 	    prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) || syscall(__NR_landlock_restrict_self, fd, 0))
 		ret = -errno;
 	close(fd);

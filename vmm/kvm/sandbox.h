@@ -24,7 +24,6 @@
 #ifndef MVM_SANDBOX_H
 #define MVM_SANDBOX_H
 
-#include <fcntl.h>
 #include <linux/filter.h>
 #include <stddef.h>
 
@@ -52,16 +51,8 @@ struct sandbox_fds {
 	int listen;             /* a control server's listening socket */
 	int snap_dir;           /* a control server's snapshot directory (O_PATH) */
 	int mem;                /* the file guest RAM is in (mvm_config.mem_file) */
-	int image_dir;          /* a control server's image directory (O_PATH) */
-	int plug;               /* the ring that hands files to I/O threads' rings */
 };
-#define SANDBOX_NO_FDS ((struct sandbox_fds){ -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1 })
-
-/* How a disk's image is opened (devices/blk_image.c), the flags the API
- * thread's filter allows beneath its image directory (each also with
- * O_DIRECT). */
-#define SANDBOX_IMAGE_OPEN_RO (O_RDONLY | O_CLOEXEC)
-#define SANDBOX_IMAGE_OPEN_RW (O_RDWR | O_CLOEXEC)
+#define SANDBOX_NO_FDS ((struct sandbox_fds){ -1, -1, -1, -1, -1, -1, -1, -1, -1, -1 })
 
 /* A kind's bit in the masks below. */
 #define SANDBOX_K(kind) (1u << (kind))
@@ -77,8 +68,6 @@ enum sandbox_fd {
 	SANDBOX_FD_LISTEN,      /* the control server's listening socket */
 	SANDBOX_FD_SNAP_DIR,    /* its snapshot directory */
 	SANDBOX_FD_MEM,         /* the file guest RAM is in */
-	SANDBOX_FD_IMAGE_DIR,   /* a control server's image directory */
-	SANDBOX_FD_PLUG,        /* the VM's plug ring (vqw_plug) */
 };
 
 /* An ioctl the kinds in `kinds` may issue on descriptor `fd`. */
@@ -109,14 +98,13 @@ int sandbox_build(enum sandbox_kind kind, const struct sandbox_fds *fds,
 int sandbox_enter(enum sandbox_kind kind, const struct sandbox_fds *fds);
 
 /* Hold the calling thread's file access (Landlock; the thread's later
- * children inherit it) to two trees (O_PATH descriptors will do; -1:
- * none): beneath snap_dir it may make directories and regular files,
- * write, truncate, rename and remove them, and list and sync
- * directories; beneath image_dir read and write files (a block device
- * too); everywhere else it may open nothing. Descriptors open already
- * are not affected. Before sandbox_enter (its filter forbids Landlock's
+ * children inherit it) to the tree beneath dirfd (an O_PATH descriptor
+ * will do), where it may make directories and regular files, write,
+ * truncate, rename and remove them, and list and sync directories;
+ * everywhere else it may open nothing. Descriptors open already are
+ * not affected. Before sandbox_enter (its filter forbids Landlock's
  * calls). 0, or -errno: -ENOSYS or -EOPNOTSUPP where the kernel has no
  * Landlock or it is off. */
-int sandbox_beneath(int snap_dir, int image_dir);
+int sandbox_beneath(int dirfd);
 
 #endif

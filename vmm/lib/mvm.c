@@ -508,9 +508,6 @@ static int mvm_check_config(const struct mvm_config *cfg, char *err, size_t errl
 	if (cfg->snapshot_dir && !*cfg->snapshot_dir)
 		return err_set(err, errlen, -EINVAL, "snapshot_dir: empty; give a directory, or "
 			       "NULL for none");
-	if (cfg->image_dir && !*cfg->image_dir)
-		return err_set(err, errlen, -EINVAL, "image_dir: empty; give a directory, or "
-			       "NULL for none");
 	if (cfg->mem_file && !*cfg->mem_file)
 		return err_set(err, errlen, -EINVAL, "mem_file: empty; give a file for guest RAM, "
 			       "or NULL for anonymous memory");
@@ -641,11 +638,6 @@ int mvm_create(const struct mvm_config *theirs, struct mvm **out, char *err, siz
 		oom |= !m->snap_root;
 	}
 	m->cfg.snapshot_dir = m->snap_root;
-	if (cfg->image_dir) {
-		m->image_root = mvm_abs_path(cfg->image_dir);
-		oom |= !m->image_root;
-	}
-	m->cfg.image_dir = m->image_root;
 	if (cfg->mem_file) {
 		m->mem_file = mvm_abs_path(cfg->mem_file);
 		oom |= !m->mem_file;
@@ -658,7 +650,6 @@ int mvm_create(const struct mvm_config *theirs, struct mvm **out, char *err, siz
 	m->tx_efd = -1;
 	m->snap_mem_fd = -1;
 	m->snap_root_fd = -1;
-	m->image_root_fd = -1;
 	m->mem_file_fd = -1;
 	m->kimage = BOOT_IMAGE_NONE;
 	atomic_init(&m->state, MVM_CREATED);
@@ -678,7 +669,6 @@ int mvm_create(const struct mvm_config *theirs, struct mvm **out, char *err, siz
 		free(m->initrd);
 		free(m->cmdline);
 		free(m->snap_root);
-		free(m->image_root);
 		free(m->mem_file);
 		free(m);
 		return err_set(err, errlen, oom ? -ENOMEM : ret, "out of memory");
@@ -1636,12 +1626,6 @@ int mvm_prepare(struct mvm *m, char *err, size_t errlen)
 	ret = snapshot_root_open(m, err, errlen);
 	if (ret)
 		return ret;
-	if (m->image_root) {
-		m->image_root_fd = open(m->image_root, O_PATH | O_DIRECTORY | O_CLOEXEC);
-		if (m->image_root_fd < 0)
-			return err_set(err, errlen, -errno, "image_dir %s: %s; give a directory",
-				       m->image_root, strerror(errno));
-	}
 	if (m->restore_dir) {
 		ret = mvm_restore_disks(m, err, errlen);
 		if (!ret)
@@ -1657,14 +1641,6 @@ int mvm_prepare(struct mvm *m, char *err, size_t errlen)
 				       "thread's ring (%s); mvm needs Linux 6.1 or newer with "
 				       "io_uring enabled (sysctl kernel.io_uring_disabled=0)",
 				       strerror(-ret));
-	}
-	if (m->ndisks || m->cfg.hotplug_slots || m->restore_dir) {
-		/* An image swapped in later reaches the I/O threads through
-		 * it (no register call once the filters are in). */
-		ret = vqw_plug_init(&m->plug);
-		if (ret)
-			return err_set(err, errlen, ret, "io_uring: cannot make the ring that hands "
-				       "a disk's new image to its I/O threads: %s", strerror(-ret));
 	}
 	kvm_fd = kvm_open(err, errlen);
 	if (kvm_fd < 0)
@@ -2026,82 +2002,13 @@ int mvm_resume(struct mvm *m, char *err, size_t errlen)
 	return r;
 }
 
-/* dir's path beneath root, read as written (no links followed): "" for
- * root itself. -ENOENT: dir is not root nor beneath it; -EINVAL: a "."
- * or ".." in the rest; -ENAMETOOLONG. */
-int mvm_path_beneath(const char *root, const char *dir, char *rel, size_t rellen)
-{
-	size_t n = strcmp(root, "/") ? strlen(root) : 0, o = 0;
-	const char *p = dir + n;
-
-	if (strncmp(dir, root, n) || (*p && *p != '/') || (!n && *p != '/'))
-		return -ENOENT;
-	while (*p) {
-		const char *e;
-		size_t len;
-
-		while (*p == '/')
-			p++;
-		if (!*p)
-			break;
-		e = strchrnul(p, '/');
-		len = (size_t)(e - p);
-		if ((len == 1 && p[0] == '.') || (len == 2 && p[0] == '.' && p[1] == '.'))
-			return -EINVAL;
-		if (o + len + 2 > rellen)
-			return -ENAMETOOLONG;
-		if (o)
-			rel[o++] = '/';
-		memcpy(rel + o, p, len);
-		o += len;
-		p = e;
-	}
-	rel[o] = '\0';
-	return 0;
-}
-
-/* Where an image the VM opens while it runs is: beneath image_dir,
- * through its descriptor (*dirfd, the rest of the path in name);
- * elsewhere by path, unless the calling thread is the one
- * mvm_confine_api_thread confined. */
-static int mvm_image_at(struct mvm *m, const char *what, const char *path, int *dirfd,
-			char *name, size_t namelen, char *err, size_t errlen)
-{
-	bool confined = m->api_confined && pthread_equal(pthread_self(), m->api_thread);
-	int r = m->image_root ? mvm_path_beneath(m->image_root, path, name, namelen) : -ENOENT;
-
-	if (r == -EINVAL || r == -ENAMETOOLONG || (!r && !name[0]))
-		return err_set(err, errlen, r == -ENAMETOOLONG ? r : -EINVAL, "%s %s: %s beneath "
-			       "the image directory %s; give an image's plain path there", what,
-			       path, r == -EINVAL ? "a . or .. in its path" : r ? "too long a path" :
-			       "the directory itself, not an image", m->image_root);
-	if (confined && (r || !m->api_image_ok))
-		return err_set(err, errlen, -EPERM, "%s %s: this thread may open images only "
-			       "beneath the image directory (its seccomp filter and Landlock): %s",
-			       what, path, !m->image_root ? "the VM has none; give it one "
-			       "(image_dir, --image-dir DIR) and put images there" :
-			       r ? "give a path beneath it" :
-			       "this kernel has no Landlock to hold it there");
-	if (!r) {
-		*dirfd = m->image_root_fd;
-		return 0;
-	}
-	*dirfd = AT_FDCWD;
-	if (strlen(path) >= namelen)
-		return err_set(err, errlen, -ENAMETOOLONG, "%s %.64s...: path longer than %zu "
-			       "bytes", what, path, namelen - 1);
-	strcpy(name, path);
-	return 0;
-}
-
 int mvm_disk_swap(struct mvm *m, unsigned disk, const char *path, char *err, size_t errlen)
 {
-	char name[BLK_PATH_MAX];
 	struct mvm_disk_slot *s;
 	struct mvm_disk o;
 	struct blk_image img;
 	bool was_paused;
-	int r, dirfd;
+	int r;
 
 	if (!m || !path || !*path)
 		return err_set(err, errlen, -EINVAL, "mvm_disk_swap: %s", !m ? "vm is NULL" :
@@ -2119,14 +2026,11 @@ int mvm_disk_swap(struct mvm *m, unsigned disk, const char *path, char *err, siz
 		goto unlock;
 	}
 	s = &m->disks[disk];
-	r = mvm_image_at(m, "mvm_disk_swap", path, &dirfd, name, sizeof(name), err, errlen);
-	if (r)
-		goto unlock;
 	/* The new image with the disk's options: locked, its size checked;
 	 * another VM's image (or this one's) is refused here. */
 	o = s->opts;
 	o.path = path;
-	r = blk_image_open_at(dirfd, name, &o, &img, &m->log, err, errlen);
+	r = blk_image_open(&o, &img, &m->log, err, errlen);
 	if (r)
 		goto unlock;
 	was_paused = atomic_load(&m->paused);
@@ -2137,7 +2041,7 @@ int mvm_disk_swap(struct mvm *m, unsigned disk, const char *path, char *err, siz
 			goto unlock;
 		}
 	}
-	r = blk_swap(s->dev, &img, path, &m->plug, err, errlen);
+	r = blk_swap(s->dev, &img, path, err, errlen);
 	blk_image_close(&img);          /* what the device did not take */
 	if (!r)
 		strcpy(s->path, path);  /* s->opts.path: ctl_lock's */
@@ -2172,33 +2076,24 @@ int mvm_confine_api_thread(struct mvm *m, int listen_fd, char *err, size_t errle
 		fds.vcpu_hi = m->vcpus[m->nvcpus - 1].fd;
 	}
 	/* Landlock first (the filter forbids its calls); where it cannot
-	 * hold the thread's file access to the snapshot and image
-	 * directories, the filter allows no file call at all, and
-	 * mvm_snapshot and mvm_disk_swap say why. */
-	if (m->snap_root_fd >= 0 || m->image_root_fd >= 0) {
-		r = sandbox_beneath(m->snap_root_fd, m->image_root_fd);
+	 * hold the thread's file access to the snapshot directory, the
+	 * filter allows no file call at all and mvm_snapshot says why. */
+	if (m->snap_root_fd >= 0) {
+		r = sandbox_beneath(m->snap_root_fd);
 		if (!r) {
 			fds.snap_dir = m->snap_root_fd;
-			fds.mem = m->snap_root_fd >= 0 ? m->mem_file_fd : -1;
-			fds.image_dir = m->image_root_fd;
-		} else {
-			log_warn(&m->log, "%s %s: this kernel cannot hold the API thread's "
-				 "file access to it (Landlock: %s); the API takes no %s",
-				 m->snap_root ? "snapshot_dir" : "image_dir",
-				 m->snap_root ? m->snap_root : m->image_root, strerror(-r),
-				 m->snap_root ? "snapshots and opens no image" : "new image");
+			fds.mem = m->mem_file_fd;
 		}
+		else
+			log_warn(&m->log, "snapshot_dir %s: this kernel cannot hold "
+				 "the API thread's file access to it (Landlock: %s); the API "
+				 "takes no snapshots", m->snap_root, strerror(-r));
 	}
-	/* An image swapped in reaches the disk's I/O threads through the
-	 * plug ring. */
-	if (fds.image_dir >= 0)
-		fds.plug = vqw_plug_fd(&m->plug);
 	r = sandbox_enter(SANDBOX_API, &fds);
 	if (r)
 		return err_set(err, errlen, r, "cannot enter the API thread's seccomp filter: %s",
 			       strerror(-r));
 	m->api_snap_ok = fds.snap_dir >= 0;
-	m->api_image_ok = fds.image_dir >= 0;
 	m->api_thread = pthread_self();
 	m->api_confined = true;
 	return 0;
@@ -2540,10 +2435,6 @@ void mvm_destroy(struct mvm *m)
 	if (m->snap_root_fd >= 0)
 		close(m->snap_root_fd);
 	free(m->snap_root);
-	if (m->image_root_fd >= 0)
-		close(m->image_root_fd);
-	free(m->image_root);
-	vqw_plug_fini(&m->plug);
 	if (m->mem_file_fd >= 0)
 		close(m->mem_file_fd);
 	free(m->mem_file);

@@ -15,7 +15,6 @@
 #include "devices/pcie_port.h"
 #include "devices/ratelim.h"
 #include "devices/virtio_vsock.h"
-#include "devices/virtq_worker.h"
 
 #include <pthread.h>
 #include <stdatomic.h>
@@ -170,18 +169,10 @@ struct mvm {
 	 * descriptor mvm_prepare opened on it (-1: none). */
 	char *snap_root;
 	int snap_root_fd;
-	/* cfg.image_dir likewise (-1: none). */
-	char *image_root;
-	int image_root_fd;
-	/* Hands a swapped image's files to the disk's I/O threads' rings
-	 * (devices/virtq_worker.h); made by mvm_prepare. */
-	struct vqw_plug plug;
 	/* The thread mvm_confine_api_thread confined, and whether Landlock
-	 * holds its file access to snap_root (snapshots allowed there) and
-	 * to image_root (images opened there). */
+	 * holds its file access to snap_root (snapshots allowed there). */
 	bool api_confined;
 	bool api_snap_ok;
-	bool api_image_ok;
 	pthread_t api_thread;
 	/* cfg.mem_file made absolute, its descriptor (-1: none), and
 	 * whether a snapshot made the mapping private (snapshot.c). */
@@ -224,10 +215,6 @@ char *mvm_abs_path(const char *path);
 void snapshot_disk_inherit(struct mvm *m, unsigned i, struct mvm_disk *d,
 			   char id[MVM_DISK_ID_MAX + 1]);
 void snapshot_vsock_inherit(struct mvm *m, struct mvm_vsock *v);
-/* path's rest beneath root, read as written (no links followed): "" for
- * root itself. -ENOENT: path is not root nor beneath it; -EINVAL: a "."
- * or ".." in the rest; -ENAMETOOLONG. */
-int mvm_path_beneath(const char *root, const char *path, char *rel, size_t rellen);
 /* mvm_prepare: make and open cfg.snapshot_dir. */
 int snapshot_root_open(struct mvm *m, char *err, size_t errlen);
 /* mvm_destroy: what snapshot_open kept. */
