@@ -5,7 +5,7 @@
 # (Linux's reboot=t) is a crash, 122, and a kernel panic that the guest
 # reports through pvpanic is 123 (it would reboot at once with panic=-1),
 # each with one line saying so. The 1-vCPU guests run two at a time (the
-# L1 has 4 vCPUs; four at once starved its timers once): their ends do
+# harness gives commands 4 L1 vCPUs; four at once starved its timers once): their ends do
 # not depend on one another. mvm's line
 # may land in the middle of one of the guest's (stderr and the console
 # share the output), so it is looked for anywhere in a line.

@@ -159,9 +159,9 @@ restore_check() {
 # Two clones at once, confined, each with its own copy of the disk as
 # the snapshot had it, its own CID and socket (the disk's queues and the
 # vsock device's transport are the snapshot's: not given); their memory
-# is the one file, mapped privately. Two, not more: three 2-vCPU guests in the
-# nested L1 (4 vCPUs, emulated by TCG) now and then triple-fault, cold
-# boots as much as clones (docs/testing.md); make bench-snapshot runs ten.
+# is the one file, mapped privately. Two, not more: four guest vCPUs fill
+# the nested L1's CPUs for commands; make bench-snapshot runs ten 1-vCPU
+# clones.
 for c in 1 2; do
 	cp "$SYS_TMP/copy.img" "$SYS_TMP/clone$c.img"
 	restore_start clone$c "${SYS_IDS[@]}" --id clone$c --disk "$SYS_TMP/clone$c.img" \
