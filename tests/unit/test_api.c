@@ -531,12 +531,14 @@ TEST(create_takes_a_vmconfig_and_boot_starts_it)
  * request and the program destroyed it (api_vm_relaunch): after
  * vm.shutdown its VmConfig stays (vm.info says Shutdown, what needs a VM
  * is 405, vm.create refused) and vm.boot makes it again and boots it;
- * after vm.reboot the program is told to make it again; vm.delete then
- * forgets it. Without a host, 501. */
+ * the disks it had when it ended are the VmConfig's; after vm.reboot the
+ * program is told to make it again; vm.delete then forgets it. Without a
+ * host, 501. */
 TEST(delete_reboot_and_shutdown_follow_the_vms_life_as_cloud_hypervisor_does)
 {
 	static struct api_vm v;
-	char body[512], err[MVM_ERR_MAX], second[128], add[256];
+	char body[512], err[MVM_ERR_MAX], second[128], third[128], add[256];
+	struct mvm_disk late;
 	json_t *j;
 	int fd;
 
@@ -596,6 +598,27 @@ TEST(delete_reboot_and_shutdown_follow_the_vms_life_as_cloud_hypervisor_does)
 	CHECK_EQ(fake_boots, 1);
 	CHECK_EQ(mvm_disk_find(v.vm, "extra"), 1);      /* made again with it */
 
+	/* Its disks as it ends are the VmConfig's (api_vm_keep_disks): one
+	 * plugged in since (through the library here, as vm.add-disk does
+	 * once the VM runs) is kept, in strings of the VmConfig's own. */
+	snprintf(third, sizeof(third), "%s/third.img", dir);
+	fd = open(third, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+	CHECK(fd >= 0 && ftruncate(fd, 1 << 20) == 0);
+	close(fd);
+	mvm_disk_init(&late, NULL);
+	late.path = third;
+	late.id = "late";
+	late.serial = "LATE-1";
+	CHECK(!mvm_add_disk(v.vm, &late, err, sizeof(err)));
+	CHECK_EQ(v.created->ndisks, 2);
+	api_vm_keep_disks(&v);
+	CHECK_EQ(v.created->ndisks, 3);
+	CHECK_STR(v.created->disks[2].d.path, third);
+	CHECK(v.created->disks[2].d.path == v.created->disks[2].path);
+	CHECK_STR(v.created->disks[2].d.id, "late");
+	CHECK_STR(v.created->disks[2].d.serial, "LATE-1");
+	CHECK_STR(v.created->disks[0].d.id, "root");
+
 	/* Rebooted: the program makes it again from its VmConfig. */
 	v.ending = API_END_REBOOT;
 	mvm_destroy(v.vm);
@@ -603,6 +626,7 @@ TEST(delete_reboot_and_shutdown_follow_the_vms_life_as_cloud_hypervisor_does)
 	CHECK(!v.vm && v.created && !v.booted);
 	CHECK_EQ(v.host->create(&v, v.created, err, sizeof(err)), 0);
 	v.booted = true;
+	CHECK_EQ(mvm_disk_find(v.vm, "late"), 2);
 
 	/* Deleted while it ran: forgotten once destroyed. */
 	v.ending = API_END_DELETE;

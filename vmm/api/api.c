@@ -1039,6 +1039,36 @@ void api_vm_fini(struct api_vm *v)
 	v->created = NULL;
 }
 
+void api_vm_keep_disks(struct api_vm *v)
+{
+	struct api_vmconfig *c = v->created;
+	unsigned i, n = 0;
+
+	if (!c || !v->vm)
+		return;
+	/* The library holds each disk's options as they were given or
+	 * changed since; removed ones are -ENOENT. Each string fits: the
+	 * API or the VmConfig gave it within these bounds. */
+	for (i = 0; i < mvm_disk_count(v->vm) && n < MVM_MAX_DISKS; i++) {
+		struct api_hotdisk h;
+
+		memset(&h, 0, sizeof(h));
+		mvm_disk_init(&h.d, NULL);
+		if (mvm_get_disk(v->vm, i, &h.d, sizeof(h.d)))
+			continue;
+		if (h.d.path)
+			snprintf(h.path, sizeof(h.path), "%s", h.d.path);
+		if (h.d.serial)
+			snprintf(h.serial, sizeof(h.serial), "%s", h.d.serial);
+		if (h.d.rate_limit_group)
+			snprintf(h.group, sizeof(h.group), "%s", h.d.rate_limit_group);
+		if (h.d.id)
+			snprintf(h.id, sizeof(h.id), "%s", h.d.id);
+		api_hotdisk_copy(&c->disks[n++], &h);
+	}
+	c->ndisks = n;
+}
+
 bool api_vm_relaunch(struct api_vm *v)
 {
 	enum api_ending why = v->ending;

@@ -114,6 +114,13 @@ void api_handle(struct api_vm *v, const char *method, const char *url, const cha
 /* What vm.create left (v->created). */
 void api_vm_fini(struct api_vm *v);
 
+/* The VM (v->vm) has ended and the program is about to destroy it: its
+ * disks as they are now become its VmConfig's (v->created), so that a
+ * vm.boot or reboot makes it with those vm.add-disk plugged in and
+ * vm.update-disk changed, and without those vm.remove-device took out,
+ * as Cloud Hypervisor keeps its config. Nothing without a VmConfig. */
+void api_vm_keep_disks(struct api_vm *v);
+
 /* The VM ended at the API's request (v->ending) and the program destroyed
  * it, the API's thread stopped: the API forgets it, and its VmConfig too
  * for vm.delete. True when vm.reboot asked for it to be made again from

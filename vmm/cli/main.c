@@ -464,6 +464,7 @@ static void main_api_relaunch(struct api_server *api, struct api_vm *v, struct c
 		v->ending = API_END_REBOOT;     /* the guest's own reboot */
 	if (cfg->stats)
 		main_print_stats(vm);
+	api_vm_keep_disks(v);
 	mvm_destroy(vm);
 	if (cfg->vm.restore) {
 		free((char *)cfg->vm.restore);
