@@ -628,12 +628,11 @@ static int workers_make(struct blk_dev *blk, struct blk_worker *workers,
 {
 	unsigned idx[VQW_MAX_QUEUES], wi, qi, n;
 	void *opaque[VQW_MAX_QUEUES];
-	int fds[2], nfds, r;
+	int fds[BLK_FILES], r;
 	char name[24];
 
 	fds[0] = img->fd;
-	fds[1] = img->fd_buffered;
-	nfds = fds[1] >= 0 ? 2 : 1;
+	fds[1] = img->fd_buffered;      /* -1: an empty slot, for a swap */
 	for (wi = 0; wi < blk->nworkers; wi++) {
 		struct blk_worker *bw = &workers[wi];
 
@@ -654,7 +653,9 @@ static int workers_make(struct blk_dev *blk, struct blk_worker *workers,
 			if (r)
 				goto undo;
 		}
-		r = vqw_set_io(&bw->w, fds, (unsigned)nfds, disk_sqe_ops(blk));
+		/* An image swap replaces the files (blk_swap_image). */
+		vqw_allow_set_files(&bw->w);
+		r = vqw_set_io(&bw->w, fds, BLK_FILES, disk_sqe_ops(blk));
 		if (r)
 			goto undo;
 		/* Woken when the disk's limits change at run time. */
@@ -750,14 +751,16 @@ void blk_workers_fini(struct blk_dev *blk)
 int blk_swap_image(struct blk_dev *blk, struct blk_image *img, const char *path, char *err,
 		   size_t errlen)
 {
-	struct blk_worker *nw, *old;
-	struct blk_image prev;
-	bool running[VQW_MAX_QUEUES];
-	uint64_t mask[VQW_MAX_QUEUES];
+	/* Both of the disk's file slots (workers_make): an image without a
+	 * buffered twin empties the second. */
+	int files[BLK_FILES] = { img->fd, img->fd_buffered };
+	int old[BLK_FILES] = { blk->img.fd, blk->img.fd_buffered };
+	uint64_t deadline = mono_ns() + VQW_STOP_DEADLINE_NS;
 	const char *cur = __atomic_load_n(&blk->opts.path, __ATOMIC_RELAXED);
 	char *slot = cur == blk->path[0] ? blk->path[1] : blk->path[0];
+	struct blk_image prev;
 	unsigned wi, i;
-	int r;
+	int r = 0;
 
 	if (img->ro != blk->img.ro)
 		return err_set(err, errlen, -EINVAL, "disk %s: %s is %s but the disk is %s; give "
@@ -771,67 +774,40 @@ int blk_swap_image(struct blk_dev *blk, struct blk_image *img, const char *path,
 	if (strlen(path) >= BLK_PATH_MAX)
 		return err_set(err, errlen, -ENAMETOOLONG, "disk %s: new path longer than %d bytes",
 			       cur, BLK_PATH_MAX - 1);
-	nw = calloc(blk->nworkers, sizeof(*nw));
-	if (!nw)
-		return err_set(err, errlen, -ENOMEM, "disk %s: out of memory", cur);
-	r = workers_make(blk, nw, img);
+	/* Each I/O thread puts the new files in its ring's slots: the
+	 * queues, their waits and counters go on (the caller quiesced them,
+	 * so nothing is in flight on the old image). */
+	for (wi = 0; wi < blk->nworkers && !r; wi++)
+		r = vqw_set_files(&blk->workers[wi].w, files, BLK_FILES, deadline);
+	if (r == -ETIMEDOUT) {
+		/* A thread that may still take the descriptors later keeps
+		 * them: the new image stays open (and locked) for good. */
+		img->fd = img->fd_buffered = -1;
+		virtio_dev_needs_reset(&blk->vdev);
+		return err_set(err, errlen, r, "disk %s: an I/O thread did not take %s within "
+			       "%llu s; the device needs a reset", cur, path,
+			       (unsigned long long)(VQW_STOP_DEADLINE_NS / 1000000000ull));
+	}
 	if (r) {
-		free(nw);
-		return err_set(err, errlen, r, "disk %s: cannot set up I/O rings on %s: %s", cur,
-			       path, strerror(-r));
+		/* The threads that took the new image go back to the old. */
+		for (i = 0; i + 1 < wi; i++)
+			if (vqw_set_files(&blk->workers[i].w, old, BLK_FILES, deadline))
+				virtio_dev_needs_reset(&blk->vdev);
+		return err_set(err, errlen, r, "disk %s: cannot give %s to its I/O threads: %s",
+			       cur, path, strerror(-r));
 	}
-	/* Nothing can fail from here on but the new threads' start. */
-	for (wi = 0; wi < blk->nworkers; wi++) {
-		struct vqw *w = &blk->workers[wi].w;
-
-		running[wi] = w->running;
-		mask[wi] = w->run_mask;
-		vqw_retire(w);
-		/* The counters go on where the old worker left them (its
-		 * ring's last state is a stopped queue's: not carried). */
-		for (i = 0; i < w->nq; i++) {
-			vqw_get_stats(&w->q[i], &nw[wi].w.q[i].st);
-			nw[wi].w.q[i].st.ring_valid = false;
-		}
-	}
-	old = blk->workers;
-	pthread_mutex_lock(&blk->workers_lock);
-	blk->workers = nw;
-	workers_adopt(blk, nw);
-	pthread_mutex_unlock(&blk->workers_lock);
-	workers_free(blk, old);
-	/* A worker whose thread did not end (said by vqw_retire) keeps its
-	 * memory: the thread may still touch it. */
-	for (wi = 0; wi < blk->nworkers && !old[wi].up; wi++)
-		;
-	if (wi == blk->nworkers)
-		free(old);
-
 	prev = blk->img;
 	blk_image_move(&blk->img, img);
 	blk_image_close(&prev);
 	strcpy(slot, path);
 	__atomic_store_n(&blk->opts.path, slot, __ATOMIC_RELEASE);
 	/* The device rebuilds its configuration and tells the driver
-	 * (blk_swap). */
+	 * (blk_swap). The workers read the image's state and the capacity
+	 * as they go on, after the resume's quiesce command (its release
+	 * store orders these). */
 	blk->capacity = blk->img.size / BLK_SECTOR;
 	for (i = 0; i < blk->vdev.num_queues; i++)
 		blk->queues[i].ctx.capacity = blk->capacity;
-
-	/* The new threads see all of the above (thread creation orders it). */
-	r = blk_workers_launch(blk);
-	if (r) {
-		virtio_dev_needs_reset(&blk->vdev);
-		return err_set(err, errlen, r, "disk %s: cannot start its new I/O threads: %s; the "
-			       "device needs a reset", path, strerror(-r));
-	}
-	/* Quiesced, as the VM is paused: the resume lets them go, and a
-	 * request that waited for rate tokens then asks again (ops->poked). */
-	for (wi = 0; wi < blk->nworkers; wi++) {
-		vqw_quiesce(&nw[wi].w, true);
-		if (running[wi])
-			vqw_start(&nw[wi].w, mask[wi]);
-	}
 	return 0;
 }
 

@@ -71,6 +71,10 @@ struct blk_backend_ops {
 	uint64_t sqe_ops;
 };
 
+/* The registered files of a disk's rings: the image, and its buffered
+ * twin with cache=none (-1 when there is none). */
+#define BLK_FILES 2
+
 #define BLK_FILE_SQE_OPS ((1ULL << IORING_OP_READ) | (1ULL << IORING_OP_WRITE) | \
 			  (1ULL << IORING_OP_READV) | (1ULL << IORING_OP_WRITEV) | \
 			  (1ULL << IORING_OP_READ_FIXED) | (1ULL << IORING_OP_WRITE_FIXED) | \
@@ -131,9 +135,6 @@ struct blk_dev {
 	uint8_t config[sizeof(struct virtio_blk_config)];   /* little-endian */
 	struct blk_queue *queues;  /* vdev.num_queues */
 	struct blk_worker *workers;   /* nworkers: the device's I/O threads */
-	/* workers is replaced by blk_swap_image: the statistics read the
-	 * queues' workers under it. */
-	pthread_mutex_t workers_lock;
 	unsigned nworkers;
 	void *slot_mem;            /* every queue's slots: blk_slots_alloc */
 	size_t slot_stride;        /* bytes per queue in slot_mem */
@@ -174,17 +175,17 @@ void blk_workers_fini(struct blk_dev *blk);
 
 /* Swap the disk's backing image for img (opened with the disk's
  * options; taken over on success, untouched on failure), while the VM is
- * paused (its vCPUs out of the transport, its workers quiesced): the I/O
- * threads are replaced by new ones with rings on the new files (rings
- * are given their files once, at creation, so that a filtered thread
- * never registers one), which take the queues over where the old ones
- * left them, a request waiting for rate tokens included; then the new
- * capacity, and the guest gets a configuration-change interrupt
- * (virtio 1.2 section 5.2.2: capacity may change). Refused, with nothing
- * changed, for an image that cannot give what the driver was offered
- * (read-only against read-write, no discard where discard was offered).
- * path: the new image's, for messages and statistics. 0 or -errno with
- * a message. */
+ * paused (its vCPUs out of the transport, its workers quiesced): each I/O
+ * thread puts the new files in its ring's slots (vqw_set_files: a
+ * register call of the thread's own, which installs descriptors the
+ * process holds and opens nothing, so it is allowed under the queue
+ * filter), and the queues go on where they were, a request waiting for
+ * rate tokens included; then the new capacity, and the guest gets a
+ * configuration-change interrupt (virtio 1.2 section 5.2.2: capacity may
+ * change). Refused, with nothing changed, for an image that cannot give
+ * what the driver was offered (read-only against read-write, no discard
+ * where discard was offered). path: the new image's, for messages and
+ * statistics. 0 or -errno with a message. */
 int blk_swap_image(struct blk_dev *blk, struct blk_image *img, const char *path, char *err,
 		   size_t errlen);
 

@@ -196,7 +196,6 @@ static void blk_destroy(struct virtio_dev *dev)
 	blk_slots_free(blk);
 	free(blk->workers);
 	free(blk->queues);
-	pthread_mutex_destroy(&blk->workers_lock);
 	free(blk);      /* holds dev: last */
 }
 
@@ -381,7 +380,6 @@ static int blk_dev_create(const struct mvm_disk *o, struct blk_image *img,
 	blk = calloc(1, sizeof(*blk));
 	if (!blk)
 		goto oom;
-	pthread_mutex_init(&blk->workers_lock, NULL);    /* default attributes: cannot fail */
 	blk->opts = *o;
 	blk->opts.path = strcpy(blk->path[0], o->path);
 	blk->opts.serial = o->serial ? strcpy(blk->serial, o->serial) : NULL;
@@ -392,7 +390,6 @@ static int blk_dev_create(const struct mvm_disk *o, struct blk_image *img,
 	if (!blk->queues || !blk->workers) {
 		free(blk->workers);
 		free(blk->queues);
-		pthread_mutex_destroy(&blk->workers_lock);
 		free(blk);
 		goto oom;
 	}
@@ -413,7 +410,6 @@ static int blk_dev_create(const struct mvm_disk *o, struct blk_image *img,
 		blk_image_close(&blk->img);
 		free(blk->workers);
 		free(blk->queues);
-		pthread_mutex_destroy(&blk->workers_lock);
 		free(blk);
 		return r;
 	}
@@ -479,11 +475,8 @@ int blk_get_queue_stats(struct virtio_dev *dev, unsigned q, struct blk_queue_sta
 	if (dev->ops != &blk_ops || q >= dev->num_queues)
 		return -EINVAL;
 	bq = &to_blk(dev)->queues[q];
-	/* The worker's counters: it keeps them as long as the device, or
-	 * hands them to the next one (blk_swap_image, under the lock). */
-	pthread_mutex_lock(&to_blk(dev)->workers_lock);
+	/* The worker's counters: it keeps them as long as the device. */
 	vqw_get_stats(bq->wq, &w);
-	pthread_mutex_unlock(&to_blk(dev)->workers_lock);
 	out->requests = w.requests;
 	out->batches = w.batches;
 	out->enters = w.enters;

@@ -294,8 +294,7 @@ static void reap(struct vqw *w)
 			w->ops->complete(q, (uint32_t)ud, res);
 			break;
 		case TAG_RETRY:
-			/* Retiring: the device's wait goes on in the next worker. */
-			if (w->ops->retry && !w->retiring)
+			if (w->ops->retry)
 				w->ops->retry(q, (uint32_t)ud);
 			break;
 		case TAG_KICK:
@@ -323,7 +322,6 @@ static void reap(struct vqw *w)
 				w->ctl_event = true;
 			break;
 		case TAG_CANCEL:
-			w->cancelled = true;
 			break;
 		}
 	}
@@ -807,41 +805,28 @@ static void quiet_report(struct vqw *w)
 	sem_post(&w->quiet_sem);
 }
 
-/* RETIRE: the thread ends so that another worker takes its queues over
- * (vqw_retire), the guest none the wiser: nothing is stopped or reset,
- * no used entry is written. Its waits are cancelled, the device's own
- * (vqw_retry_later, vqw_wait_until) without telling the device; the
- * owner quiesced it, so none of its host I/O is in flight. */
-static void retire(struct vqw *w)
+/* The owner's latest vqw_set_files, once. The register call is made
+ * here: the ring is single-issuer, so once this thread enabled it no
+ * other may (-EEXIST). */
+static void files_command(struct vqw *w)
 {
-	uint64_t deadline = mono_ns() + VQW_STOP_DEADLINE_NS;
-	struct io_uring_sqe *sqe;
-	struct io_uring_cqe *cqe;
-	unsigned i;
+	/* Pairs with vqw_set_files's release store. */
+	unsigned word = __atomic_load_n(&w->files_word, __ATOMIC_ACQUIRE);
+	int r;
 
-	w->retiring = true;
-	/* As for a stop: a cancelled kick read is not armed again. Nothing
-	 * of the device's reaches the guest either way (it is quiet). */
-	w->stopping = true;
-	w->cancelled = false;
-	sqe = vqw_get_sqe(w);
-	io_uring_prep_cancel64(sqe, 0, IORING_ASYNC_CANCEL_ANY);
-	sqe->flags |= IOSQE_FIXED_FILE;
-	io_uring_sqe_set_data64(sqe, UD(TAG_CANCEL, 0, 0));
-	while ((any_kick_pending(w) || w->ctl_pending || !w->cancelled || !all_quiet(w)) &&
-	       mono_ns() < deadline) {
-		struct __kernel_timespec ts = { .tv_sec = 0, .tv_nsec = 100000000 };
-
-		io_uring_submit_and_wait_timeout(&w->ring, &cqe, 1, &ts, NULL);
-		reap(w);
-	}
-	for (i = 0; i < w->nq; i++)
-		if (w->q[i].active)
-			ring_snapshot(&w->q[i]);
+	if (word == w->files_seen)
+		return;
+	w->files_seen = word;
+	r = io_uring_register_files_update(&w->ring, 0, w->files_new, w->files_n);
+	w->files_res = r < 0 ? r : r == (int)w->files_n ? 0 : -EIO;
+	/* Pairs with wait_seq's acquire: files_res is read after. */
+	__atomic_store_n(&w->files_done, word, __ATOMIC_RELEASE);
+	sem_post(&w->files_sem);
 }
 
 /* The owner's latest command, once: RUN serves, PARK stops serving (and
- * says so on `parked`), EXIT ends the thread (false). */
+ * says so on `parked`), EXIT ends the thread (false); then its latest
+ * quiesce, file update and poke. */
 static bool command(struct vqw *w)
 {
 	unsigned word = __atomic_load_n(&w->ctl_word, __ATOMIC_ACQUIRE);
@@ -849,7 +834,7 @@ static bool command(struct vqw *w)
 	w->ctl_event = false;
 	arm_ctl(w);
 	/* The start or stop first: a quiesce's end or a poke that came with
-	 * a RUN (a new worker's, blk_swap_image) finds the queues served. */
+	 * a RUN finds the queues served. */
 	if (word >> 8 != w->ctl_seen) {
 		w->ctl_seen = word >> 8;
 		switch (word & 0xff) {
@@ -866,11 +851,9 @@ static bool command(struct vqw *w)
 			if (w->serving)
 				unserve(w);
 			return false;
-		case VQW_CMD_RETIRE:
-			retire(w);
-			return false;
 		}
 	}
+	files_command(w);
 	quiesce_command(w);
 	/* Pairs with vqw_poke's release. */
 	if (__atomic_exchange_n(&w->poked, false, __ATOMIC_ACQUIRE) && w->serving &&
@@ -1020,10 +1003,13 @@ int vqw_init(struct vqw *w, const struct vqw_ops *ops, struct virtio_dev *dev,
 	r = sem_init(&w->quiet_sem, 0, 0) ? -errno : 0;
 	if (r)
 		goto destroy_sem;
+	r = sem_init(&w->files_sem, 0, 0) ? -errno : 0;
+	if (r)
+		goto destroy_quiet;
 	w->ctl_fd = eventfd(0, EFD_CLOEXEC);
 	if (w->ctl_fd < 0) {
 		r = -errno;
-		goto destroy_quiet;
+		goto destroy_files;
 	}
 	for (entries = 8; entries < need; entries <<= 1)
 		;
@@ -1041,6 +1027,8 @@ int vqw_init(struct vqw *w, const struct vqw_ops *ops, struct virtio_dev *dev,
 
 close_ctl:
 	close(w->ctl_fd);
+destroy_files:
+	sem_destroy(&w->files_sem);
 destroy_quiet:
 	sem_destroy(&w->quiet_sem);
 destroy_sem:
@@ -1132,6 +1120,10 @@ int vqw_set_io(struct vqw *w, const int *files, unsigned nfiles, uint64_t sqe_op
 		res[i++] = (struct io_uring_restriction){
 			.opcode = IORING_RESTRICTION_REGISTER_OP,
 			.register_op = IORING_REGISTER_BUFFERS };
+	if (w->files_settable)
+		res[i++] = (struct io_uring_restriction){
+			.opcode = IORING_RESTRICTION_REGISTER_OP,
+			.register_op = IORING_REGISTER_FILES_UPDATE };
 	/* liburing 2.3 does not export io_uring_register_restrictions. */
 	r = syscall(__NR_io_uring_register, w->ring.ring_fd, IORING_REGISTER_RESTRICTIONS, res,
 		    i) ? -errno : 0;
@@ -1211,16 +1203,16 @@ void vqw_quiesce(struct vqw *w, bool on)
 	ctl_ring(w);
 }
 
-int vqw_quiesce_wait(struct vqw *w, uint64_t deadline_ns)
+/* Wait until the worker stored `want` in *seq (with release; each
+ * store posts sem): 0, -ETIMEDOUT at deadline_ns, or -errno. */
+static int wait_seq(sem_t *sem, const unsigned *seq, unsigned want, uint64_t deadline_ns)
 {
 	struct timespec until;
 	uint64_t rt;
 
-	if (!w->launched)
-		return 0;
 	/* A post that a wait which timed out left behind only makes this
 	 * loop look once more. */
-	while (__atomic_load_n(&w->quiet_seq, __ATOMIC_ACQUIRE) != w->quiesce_next) {
+	while (__atomic_load_n(seq, __ATOMIC_ACQUIRE) != want) {
 		uint64_t now = mono_ns();
 
 		if (now >= deadline_ns)
@@ -1230,10 +1222,43 @@ int vqw_quiesce_wait(struct vqw *w, uint64_t deadline_ns)
 		     (deadline_ns - now);
 		until.tv_sec = (time_t)(rt / 1000000000ull);
 		until.tv_nsec = (long)(rt % 1000000000ull);
-		if (sem_timedwait(&w->quiet_sem, &until) && errno != EINTR && errno != ETIMEDOUT)
+		if (sem_timedwait(sem, &until) && errno != EINTR && errno != ETIMEDOUT)
 			return -errno;
 	}
 	return 0;
+}
+
+int vqw_quiesce_wait(struct vqw *w, uint64_t deadline_ns)
+{
+	if (!w->launched)
+		return 0;
+	return wait_seq(&w->quiet_sem, &w->quiet_seq, w->quiesce_next, deadline_ns);
+}
+
+void vqw_allow_set_files(struct vqw *w)
+{
+	w->files_settable = true;
+}
+
+int vqw_set_files(struct vqw *w, const int *files, unsigned n, uint64_t deadline_ns)
+{
+	int r;
+
+	if (!w->files_settable || !w->io_set || !n || n > VQW_SET_FILES_MAX ||
+	    n > w->file_base)
+		return -EINVAL;
+	memcpy(w->files_new, files, n * sizeof(*files));
+	w->files_n = n;
+	if (!w->launched) {
+		/* No thread has enabled the ring: its owner registers. */
+		r = io_uring_register_files_update(&w->ring, 0, w->files_new, n);
+		return r < 0 ? r : r == (int)n ? 0 : -EIO;
+	}
+	w->files_next = (w->files_next + 1) ? w->files_next + 1 : 1;
+	__atomic_store_n(&w->files_word, w->files_next, __ATOMIC_RELEASE);
+	ctl_ring(w);
+	r = wait_seq(&w->files_sem, &w->files_done, w->files_next, deadline_ns);
+	return r ? r : w->files_res;
 }
 
 /* The thread's end, timed: one that does not end is reported and its
@@ -1268,16 +1293,6 @@ void vqw_end(struct vqw *w)
 	join_thread(w);
 }
 
-void vqw_retire(struct vqw *w)
-{
-	if (!w->launched)
-		return;
-	send_cmd(w, VQW_CMD_RETIRE);
-	join_thread(w);
-	w->running = false;
-	w->stop_sent = false;
-}
-
 void vqw_fini(struct vqw *w)
 {
 	struct vqw **pp;
@@ -1298,6 +1313,7 @@ void vqw_fini(struct vqw *w)
 	close(w->ctl_fd);
 	sem_destroy(&w->parked);
 	sem_destroy(&w->quiet_sem);
+	sem_destroy(&w->files_sem);
 	free(w->q);
 	w->q = NULL;
 	w->nq = 0;

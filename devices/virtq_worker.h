@@ -268,7 +268,9 @@ struct vqw_queue {
 	struct __kernel_timespec wake_at;   /* vqw_wait_until's, until submitted */
 };
 
-enum vqw_cmd { VQW_CMD_NONE, VQW_CMD_RUN, VQW_CMD_PARK, VQW_CMD_EXIT, VQW_CMD_RETIRE };
+enum vqw_cmd { VQW_CMD_NONE, VQW_CMD_RUN, VQW_CMD_PARK, VQW_CMD_EXIT };
+/* The most device files vqw_set_files replaces at once. */
+#define VQW_SET_FILES_MAX 4
 
 struct vqw {
 	const struct vqw_ops *ops;
@@ -310,9 +312,21 @@ struct vqw {
 	unsigned quiesce_next;     /* owner: the next number */
 	bool quiesced;             /* worker: takes no buffers (takes(), vqw_pull) */
 	bool quiet_owed;           /* worker: quiesced, quiet_seq not yet stored */
-	bool retiring;             /* worker: vqw_retire: the device's waits are dropped */
-	bool cancelled;            /* worker: the cancel of a retire has completed */
 	unsigned quiesce_seen;     /* worker: the last number carried out */
+	/* vqw_set_files: the owner fills files_new and files_n, stores
+	 * files_word (a sequence number) with release and rings ctl_fd; the
+	 * worker, the ring's only registrant once it enabled it (single
+	 * issuer), replaces the files, stores files_res, then the number in
+	 * files_done with release, and posts files_sem. */
+	int files_new[VQW_SET_FILES_MAX];
+	unsigned files_n;
+	unsigned files_word;
+	unsigned files_done;
+	int files_res;
+	sem_t files_sem;
+	unsigned files_next;       /* owner: the next number */
+	unsigned files_seen;       /* worker: the last number carried out */
+	bool files_settable;       /* vqw_allow_set_files, before vqw_set_io */
 	uint64_t run_mask;
 	struct thread_handshake hs;
 	sem_t parked;
@@ -356,6 +370,11 @@ int vqw_init(struct vqw *w, const struct vqw_ops *ops, struct virtio_dev *dev,
  * as it ends; vqw_launch calls it (no files, no opcodes) where the device
  * did not. 0 or -errno. */
 int vqw_set_io(struct vqw *w, const int *files, unsigned nfiles, uint64_t sqe_ops);
+/* Let vqw_set_files replace the device's files while the worker runs:
+ * the ring's restrictions then allow IORING_REGISTER_FILES_UPDATE too,
+ * which installs a descriptor the process holds already (it opens
+ * nothing). Before vqw_set_io. */
+void vqw_allow_set_files(struct vqw *w);
 /* Make queue qi (an index in w->q) one the device pulls from: the worker
  * pops none of its chains itself. A device that fills buffers only when it
  * has something to put there (virtio-vsock's and virtio-net's receive
@@ -416,16 +435,18 @@ static inline bool vqw_quiesced(const struct vqw_queue *q)
 {
 	return q->w->quiesced;
 }
-/* End the thread so that a new worker of the device takes its queues
- * over where this one left them (a disk's image swapped: new files, so a
- * new ring): nothing is stopped or reset and the guest sees nothing; the
- * device's waits (vqw_wait_until, vqw_retry_later) end without ops->retry
- * (the device asks again on the new worker: a vqw_poke). The owner has
- * quiesced it (vqw_quiesce_wait returned 0) and keeps the vCPUs from the
- * transport meanwhile (the VM is paused). Then vqw_fini. The counters
- * stay readable until then (vqw_get_stats), for the new worker to carry
- * on. */
-void vqw_retire(struct vqw *w);
+/* Replace the device's files 0..n-1 (n <= VQW_SET_FILES_MAX; -1 empties
+ * a slot) on the worker's ring, for a device that asked for it
+ * (vqw_allow_set_files): a disk's image swapped under the guest. The
+ * worker's thread makes the register call (it alone may, once it enabled
+ * the ring); the owner has quiesced it (vqw_quiesce_wait returned 0), so
+ * no host I/O is in flight on the old files, and keeps the vCPUs from the
+ * transport meanwhile (the VM is paused). Nothing is stopped or reset:
+ * the queues, the device's waits and the counters go on. The ring takes
+ * its own references; the caller keeps its descriptors open until this
+ * returns (after -ETIMEDOUT, for good: the thread may still make the call
+ * later). 0 or -errno; -ETIMEDOUT at deadline_ns. */
+int vqw_set_files(struct vqw *w, const int *files, unsigned n, uint64_t deadline_ns);
 /* End the thread (stopping first): the ring's files and buffers are
  * dropped by the thread as it ends; the counters stay readable. */
 void vqw_end(struct vqw *w);

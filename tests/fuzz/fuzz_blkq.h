@@ -201,11 +201,20 @@ void vqw_poke(struct vqw *w)
 }
 
 /* The fuzzed paths never pause nor swap images: nothing is ever
- * quiesced or retired. */
-void vqw_retire(struct vqw *w)
+ * quiesced, no file replaced. */
+void vqw_allow_set_files(struct vqw *w)
 {
 	(void)w;
+}
+
+int vqw_set_files(struct vqw *w, const int *files, unsigned n, uint64_t deadline_ns)
+{
+	(void)w;
+	(void)files;
+	(void)n;
+	(void)deadline_ns;
 	FZ_ASSERT(0);
+	return -EINVAL;
 }
 
 void vqw_get_stats(const struct vqw_queue *q, struct vqw_stats *out)

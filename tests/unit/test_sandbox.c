@@ -114,7 +114,8 @@ static void env_init(void)
 		_exit(4);
 	if (virtio_dev_init(&env.dev, &null_ops, NULL, NULL, 1, 16) ||
 	    vqw_init(&env.w, &null_vqw_ops, &env.dev, &idx, &opaque, 1, 4, 0, 0, "t") ||
-	    vqw_set_io(&env.w, NULL, 0, 1ULL << IORING_OP_NOP))
+	    (vqw_allow_set_files(&env.w), 0) ||
+	    vqw_set_io(&env.w, (const int[]){ -1 }, 1, 1ULL << IORING_OP_NOP))
 		_exit(5);
 	/* The thread that enters the filter is the ring's submitter. */
 	if (syscall(__NR_io_uring_register, env.w.ring.ring_fd, IORING_REGISTER_ENABLE_RINGS,
@@ -272,7 +273,7 @@ TEST(no_thread_may_open_files_sockets_processes_or_gain_privileges)
 	CHECK(access(env.tmp, F_OK) != 0);
 }
 
-/* ---- io_uring: no new ring, no register call but the queue's two ------- */
+/* ---- io_uring: no new ring, no register call but the queue's three ----- */
 
 static void call_uring_setup(void)
 {
@@ -315,6 +316,23 @@ static void call_unregister_files(void)
 	if (syscall(__NR_io_uring_register, env.fds.ring, IORING_UNREGISTER_FILES, NULL, 0))
 		_exit(3);
 }
+static void call_files_update(void)
+{
+	int fd = env.other;
+	struct io_uring_files_update up = { .offset = 0, .fds = (uintptr_t)&fd };
+
+	/* Allowed (a disk's image swap): it really puts the descriptor in
+	 * the ring's slot. */
+	if (syscall(__NR_io_uring_register, env.fds.ring, IORING_REGISTER_FILES_UPDATE, &up, 1) != 1)
+		_exit(3);
+}
+static void call_files_update_other_fd(void)
+{
+	int fd = env.other;
+	struct io_uring_files_update up = { .offset = 0, .fds = (uintptr_t)&fd };
+
+	syscall(__NR_io_uring_register, env.other, IORING_REGISTER_FILES_UPDATE, &up, 1);
+}
 static void call_enter_own_ring(void)
 {
 	if (syscall(__NR_io_uring_enter, env.fds.ring, 0, 0, 0, NULL, 0) < 0)
@@ -340,6 +358,8 @@ TEST(no_thread_may_make_an_io_uring_or_register_with_one)
 		{ "IORING_REGISTER_IOWQ_AFF", call_register_iowq_aff, NONE },
 		{ "IORING_UNREGISTER_FILES on its own ring", call_unregister_files, K(QUEUE) },
 		{ "IORING_UNREGISTER_FILES on another fd", call_unregister_other_fd, NONE },
+		{ "IORING_REGISTER_FILES_UPDATE on its own ring", call_files_update, K(QUEUE) },
+		{ "IORING_REGISTER_FILES_UPDATE on another fd", call_files_update_other_fd, NONE },
 		{ "io_uring_enter on its own ring", call_enter_own_ring, K(QUEUE) },
 		{ "io_uring_enter on another fd", call_enter_other_fd, NONE },
 	};

@@ -117,7 +117,10 @@ struct rule {
  *    the VM;
  *  - queue: io_uring_enter on its own ring, and as it ends the two
  *    unregister calls that drop what its ring holds (the ring is single-
- *    issuer: no other thread can); poll for device helper threads;
+ *    issuer: no other thread can), and a disk's image swap (the new
+ *    image's descriptors put in the ring's slots: nothing is opened;
+ *    the ring's own restrictions allow it only where the device asked);
+ *    poll for device helper threads;
  *    getrusage of its own thread for the poll-gap check. */
 static const struct rule generic[] = {
 	ALLOW(K_ALL, read),
@@ -202,7 +205,8 @@ static const struct rule generic[] = {
 
 	CHECKED1(K_QUEUE, io_uring_enter, FD(0, SANDBOX_FD_RING)),
 	CHECKED1(K_QUEUE, io_uring_register, FD(0, SANDBOX_FD_RING),
-		 IN(1, MASK_ALL, IORING_UNREGISTER_FILES, IORING_UNREGISTER_BUFFERS)),
+		 IN(1, MASK_ALL, IORING_UNREGISTER_FILES, IORING_UNREGISTER_BUFFERS,
+		    IORING_REGISTER_FILES_UPDATE)),
 	/* A queue thread whose poll stalled asks whether it lost its CPU
 	 * (devices/virtq_worker.c: vqw_poll_gap): its own counters only. */
 	CHECKED1(K_QUEUE, getrusage, IN(0, MASK_ALL, RUSAGE_THREAD)),
