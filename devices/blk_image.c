@@ -99,6 +99,12 @@ static bool blk_probe_punch(int fd, uint64_t size)
 int blk_image_open(const struct mvm_disk *o, struct blk_image *img, const struct log_sink *log,
 		   char *err, size_t errlen)
 {
+	return blk_image_openat(AT_FDCWD, o->path, o, img, log, err, errlen);
+}
+
+int blk_image_openat(int dirfd, const char *rel, const struct mvm_disk *o, struct blk_image *img,
+		     const struct log_sink *log, char *err, size_t errlen)
+{
 	int flags = (o->ro ? O_RDONLY : O_RDWR) | O_CLOEXEC;
 	struct flock fl = { .l_whence = SEEK_SET, .l_start = 0, .l_len = 0 };
 	struct stat st;
@@ -107,10 +113,10 @@ int blk_image_open(const struct mvm_disk *o, struct blk_image *img, const struct
 	memset(img, 0, sizeof(*img));
 	img->fd = img->fd_buffered = -1;
 	img->ro = o->ro;
-	if (!o->path)
+	if (!o->path || !rel)
 		return err_set(err, errlen, -EINVAL, "disk: no path; give a raw image");
 
-	fd = open(o->path, flags);
+	fd = openat(dirfd, rel, flags);
 	if (fd < 0) {
 		r = -errno;
 		return ERR(r, "disk %s: cannot open image: %s%s", o->path, strerror(-r),
@@ -121,7 +127,11 @@ int blk_image_open(const struct mvm_disk *o, struct blk_image *img, const struct
 		r = ERR(r, "disk %s: stat: %s", o->path, strerror(-r));
 		goto close_fd;
 	}
-	if (S_ISBLK(st.st_mode)) {
+	if (S_ISBLK(st.st_mode) && dirfd != AT_FDCWD) {
+		r = ERR(-EINVAL, "disk %s: a block device; beneath an image directory give a "
+			"regular file", o->path);
+		goto close_fd;
+	} else if (S_ISBLK(st.st_mode)) {
 		uint64_t bytes;
 		if (ioctl(fd, BLKGETSIZE64, &bytes) < 0) {
 			r = -errno;
@@ -179,13 +189,20 @@ int blk_image_open(const struct mvm_disk *o, struct blk_image *img, const struct
 	}
 
 	if (o->cache == MVM_CACHE_NONE) {
-		char self[64];
+		struct stat dst;
 		int dfd;
 
-		/* Reopen through /proc so the O_DIRECT fd is the same file even
-		 * if the path was renamed meanwhile. */
-		snprintf(self, sizeof(self), "/proc/self/fd/%d", fd);
-		dfd = open(self, flags | O_DIRECT);
+		/* Opened again by its name (a confined thread has no /proc),
+		 * and refused unless it is the same file, should the path
+		 * have been renamed meanwhile. */
+		dfd = openat(dirfd, rel, flags | O_DIRECT);
+		if (dfd >= 0 && (fstat(dfd, &dst) || dst.st_dev != st.st_dev ||
+				 dst.st_ino != st.st_ino)) {
+			close(dfd);
+			r = ERR(-EAGAIN, "disk %s: the image changed while it was opened; try "
+				"again", o->path);
+			goto close_fd;
+		}
 		if (dfd < 0 && errno == EINVAL) {
 			log_warn(log, "disk %s: the filesystem refuses O_DIRECT; cache=none falls "
 				  "back to the host page cache (writeback)", o->path);

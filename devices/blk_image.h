@@ -50,6 +50,13 @@ void blk_image_move(struct blk_image *to, struct blk_image *from);
  * Warnings (O_DIRECT refused, no hole punching) go to log (may be NULL). */
 int blk_image_open(const struct mvm_disk *o, struct blk_image *img, const struct log_sink *log,
 		   char *err, size_t errlen);
+/* The same, the image at rel from dirfd (AT_FDCWD: o->path's own
+ * lookup); o->path names it in messages. Beneath a directory only a
+ * regular file (a thread confined to an image directory has no ioctl for
+ * a block device's size): the calls are openat on dirfd, fstat,
+ * fcntl(F_OFD_SETLK) and, for discard, fallocate(PUNCH_HOLE|KEEP_SIZE). */
+int blk_image_openat(int dirfd, const char *rel, const struct mvm_disk *o, struct blk_image *img,
+		     const struct log_sink *log, char *err, size_t errlen);
 void blk_image_close(struct blk_image *img);
 
 #endif

@@ -65,9 +65,9 @@ extern "C" {
  * is passed with it) make a new MINOR: a program built against an older
  * header runs against a newer library of the same MAJOR. */
 #define MVM_VERSION_MAJOR 2
-#define MVM_VERSION_MINOR 9
+#define MVM_VERSION_MINOR 10
 #define MVM_VERSION_PATCH 0
-#define MVM_VERSION_STRING "2.9.0"
+#define MVM_VERSION_STRING "2.10.0"
 #define MVM_ERR_MAX 512          /* enough for any message */
 /* For the statistics calls: every vCPU, every disk, every queue. */
 #define MVM_ALL (~0u)
@@ -214,6 +214,16 @@ struct mvm_config {
 	 * whatever the VM does next. Not with restore; not with a disk's
 	 * fixed_buffers. NULL (default): anonymous memory. */
 	const char *mem_file;
+	/* Since 2.10. A directory of images for a running VM's disks,
+	 * opened by mvm_prepare (O_PATH) and held, so that it outlasts a
+	 * chroot: the thread mvm_confine_api_thread confined may open an
+	 * image beneath it (its path absolute, as written, no "." or "..")
+	 * for mvm_disk_swap, and nowhere else. Landlock holds that thread's
+	 * file access to this tree (read and write regular files; with
+	 * snapshot_dir, that one's rights there), its seccomp filter lets it
+	 * open files only through this descriptor. NULL (default): a
+	 * confined thread swaps no image. Other threads take any path. */
+	const char *image_dir;
 };
 #define MVM_MAX_HOTPLUG_SLOTS 8
 

@@ -7,9 +7,11 @@
 # 405), vm.info says Paused, a resume lets it go on; counters; bad
 # requests (invalid JSON 400, an unknown endpoint 404, an unserved one
 # 501, a body over the limit 413) change nothing, and a client that
-# connects and says nothing does not hold the others up; vm.add-disk is
-# refused under the sandbox (it opens files, makes threads); vmm.shutdown
-# ends mvm with status 0. Then, with the sandbox off and a hot-plug slot,
+# connects and says nothing does not hold the others up; vm.update-disk
+# swaps the disk's image for a larger one from --image-dir inside the
+# API thread's filter (the guest sees the new size) and refuses one from
+# elsewhere; vm.add-disk is refused under the sandbox (it makes threads);
+# vmm.shutdown ends mvm with status 0. Then, with the sandbox off and a hot-plug slot,
 # a second VM from vm.create and vm.boot; vm.add-disk plugs a disk limited
 # to 100 requests/s in (PciDeviceInfo with its BDF; the guest finds it and
 # its data, writes it and reads it back, and fio measures the limit),
@@ -17,23 +19,25 @@
 # vm.remove-device takes it out with the guest's cooperation, and the
 # slot takes it again; a snapshot holds it in its slot; vm.update-disk
 # changes a running disk's limits (inside the sandboxed API thread's
-# filter) and image (sandbox off). The snapshot restored gives the guest
+# filter) and image. The snapshot restored gives the guest
 # its disk in the slot as before, which vm.remove-device takes out, and
 # the slot takes a disk again.
 . "$(dirname "$0")/lib.sh"
 sock=$SYS_TMP/api.sock
 img=$SYS_TMP/disk.img
 make_image "$img" 8
+mkdir "$SYS_TMP/images"
+make_image "$SYS_TMP/images/big.img" 16
 
 # The VM from vm.create and vm.boot, as Cloud Hypervisor's clients make
 # one: mvm given the socket alone (and the sandbox's ids) serves until
 # the boot, then confines itself as with a VM from the command line.
-"$MVM" "${SYS_IDS[@]}" --api-socket "$sock" </dev/null >"$SYS_TMP/out" 2>&1 &
+"$MVM" "${SYS_IDS[@]}" --api-socket "$sock" --image-dir "$SYS_TMP/images" </dev/null >"$SYS_TMP/out" 2>&1 &
 pid=$!
 for _ in $(seq 1 100); do [ -S "$sock" ] && break; sleep 0.1; done
 expect 404 GET vm.info
 expect 404 PUT vm.delete
-cmdline=$(guest_script 'i=0; while [ $i -lt 3000 ]; do echo tick $i $(cut -d" " -f1 /proc/uptime); i=$((i+1)); sleep 0.1; done')
+cmdline=$(guest_script 'i=0; while [ $i -lt 3000 ]; do echo tick $i $(cut -d" " -f1 /proc/uptime) sectors $(cat /sys/block/vda/size); i=$((i+1)); sleep 0.1; done')
 expect 400 PUT vm.create -H 'Content-Type: application/json' \
 	-d "{\"payload\":{\"kernel\":\"$SYS_ROOT/build/guest/bzImage\"},\"net\":[{\"tap\":\"t0\"}]}"
 expect 204 PUT vm.create -H 'Content-Type: application/json' -d "{
@@ -75,19 +79,26 @@ for _ in $(seq 1 100); do [ "$(wc -c <"$SYS_TMP/out")" -gt "$n1" ] && break; sle
 expect 200 GET vm.counters
 grep -q '"_disk0":{' "$SYS_TMP/body" || fail "vm.counters: no _disk0"
 # Limits change at run time inside the API thread's filter (vm.update-disk,
-# mvm's own endpoint); a new image it may not open.
+# mvm's own endpoint), and so does the image, from --image-dir only.
 expect 204 PUT vm.update-disk -d '{"id":"_disk0","rate_limiter_config":{"ops":{"size":10,"refill_time":100}}}'
 expect 200 GET vm.info
 grep -q '"ops":{"size":10,"one_time_burst":0,"refill_time":100}' "$SYS_TMP/body" ||
 	fail "vm.info after vm.update-disk: $(cat "$SYS_TMP/body")"
-expect 500 PUT vm.update-disk -d "{\"id\":\"_disk0\",\"path\":\"$img\"}"
+expect 400 PUT vm.update-disk -d "{\"id\":\"_disk0\",\"path\":\"$img\"}"
+grep -q 'not beneath the image directory' "$SYS_TMP/body" || fail "vm.update-disk from outside --image-dir: $(cat "$SYS_TMP/body")"
+expect 204 PUT vm.update-disk -d "{\"id\":\"_disk0\",\"path\":\"$SYS_TMP/images/big.img\"}"
+for _ in $(seq 1 100); do grep -qE 'sectors 32768([^0-9]|$)' "$SYS_TMP/out" && break; sleep 0.1; done
+grep -qE 'sectors 32768([^0-9]|$)' "$SYS_TMP/out" || { tail -n 5 "$SYS_TMP/out"; fail "the guest did not see the swapped image's 16 MiB"; }
+echo "vm.update-disk swapped the image from --image-dir under the sandbox: the guest sees 16 MiB"
+expect 200 GET vm.info
+grep -q "\"path\":\"$SYS_TMP/images/big.img\"" "$SYS_TMP/body" || fail "vm.info after the swap: $(cat "$SYS_TMP/body")"
 expect 200 GET vmm.ping
 
 # Bad requests change nothing; a silent client holds nobody up.
 expect 400 PUT vm.create -H 'Content-Type: application/json' -d '{"cpus": {"boot_vcpus": 2'
 expect 404 GET vm.teleport
 expect 501 PUT vm.add-net -H 'Content-Type: application/json' -d '{"tap":"tap0"}'
-expect 500 PUT vm.add-disk -H 'Content-Type: application/json' -d "{\"path\":\"$img\"}"
+expect 500 PUT vm.add-disk -H 'Content-Type: application/json' -d "{\"path\":\"$SYS_TMP/images/big.img\"}"
 grep -q 'not with --sandbox on' "$SYS_TMP/body" || fail "vm.add-disk under the sandbox: $(cat "$SYS_TMP/body")"
 head -c 100000 /dev/zero | tr '\0' ' ' >"$SYS_TMP/big"
 expect 413 PUT vm.create -H 'Content-Type: application/json' --data-binary "@$SYS_TMP/big"

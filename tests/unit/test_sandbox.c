@@ -8,6 +8,7 @@
  * words. */
 #include "tests/unit/check.h"
 #include "arch/arch.h"
+#include "devices/blk_image.h"
 #include "devices/virtio.h"
 #include "devices/virtq_worker.h"
 #include "vmm/kvm/kvm.h"
@@ -62,6 +63,8 @@ struct env {
 static struct env env;
 /* Where set, the snapshot directory env_init gives the filters. */
 static const char *snap_dir_path;
+/* An image directory for the API thread (NULL: none), holding "img". */
+static const char *image_dir_path;
 
 static void *helper_thread(void *arg)
 {
@@ -108,6 +111,11 @@ static void env_init(void)
 		snprintf(mem, sizeof(mem), "%s.mem", snap_dir_path);
 		env.fds.mem = open(mem, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
 		if (env.fds.snap_dir < 0 || env.fds.mem < 0 || ftruncate(env.fds.mem, 8192))
+			_exit(4);
+	}
+	if (image_dir_path) {
+		env.fds.image_dir = open(image_dir_path, O_PATH | O_DIRECTORY | O_CLOEXEC);
+		if (env.fds.image_dir < 0)
 			_exit(4);
 	}
 	if (env.fds.vm < 0 || env.fds.vcpu < 0 || env.fds.tty < 0 || env.other < 0)
@@ -811,6 +819,130 @@ TEST(api_thread_writes_files_only_through_its_snapshot_directory)
 	CHECK_EQ(rmdir(path), 0);
 }
 
+/* An image opened for a swap as mvm_disk_swap opens it: locked, looked
+ * at, its twin opened O_DIRECT (cache=none), hole punching probed. */
+static void open_image(bool ro)
+{
+	struct mvm_disk o;
+	struct blk_image img;
+	char err[256];
+
+	mvm_disk_init(&o, "/images/img");
+	o.ro = ro;
+	o.cache = MVM_CACHE_NONE;
+	o.discard = !ro;
+	if (blk_image_openat(env.fds.image_dir, "img", &o, &img, NULL, err, sizeof(err)))
+		_exit(3);
+	blk_image_close(&img);
+}
+static void call_image_rw(void) { open_image(false); }
+static void call_image_ro(void) { open_image(true); }
+static void call_image_create(void)
+{
+	openat(env.fds.image_dir, "new", O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+}
+static void call_image_trunc(void)
+{
+	openat(env.fds.image_dir, "img", O_RDWR | O_TRUNC | O_CLOEXEC);
+}
+static void call_image_open_cwd(void)
+{
+	char p[96];
+
+	snprintf(p, sizeof(p), "%s/img", image_dir_path);
+	openat(AT_FDCWD, p, O_RDWR | O_CLOEXEC);
+}
+static void call_fcntl_other(void) { syscall(__NR_fcntl, env.other, F_SETFL, 0); }
+static void call_fallocate_other_mode(void) { syscall(__NR_fallocate, env.other, 0, 0, 4096); }
+static void call_fstat(void)
+{
+	struct stat st;
+
+	syscall(__NR_fstat, env.other, &st);
+}
+
+/* With an image directory, the API thread may open images there, for
+ * reading or reading and writing, and lock, look at and probe them; it
+ * may not create or truncate, nor open anything by another way; without
+ * one (and every other kind), none of that. */
+TEST(api_thread_opens_images_only_through_its_image_directory)
+{
+	const struct door with[] = {
+		{ "an image read-write (cache=none, discard)", call_image_rw, K(API) },
+		{ "an image read-only (cache=none)", call_image_ro, K(API) },
+		{ "openat O_CREAT", call_image_create, NONE },
+		{ "openat O_TRUNC", call_image_trunc, NONE },
+		{ "openat from the working directory", call_image_open_cwd, NONE },
+		{ "fcntl F_SETFL", call_fcntl_other, NONE },
+		{ "fallocate allocating", call_fallocate_other_mode, NONE },
+	};
+	const struct door without[] = {
+		{ "fstat", call_fstat, NONE },
+	};
+	char path[64], img[80];
+	int fd;
+
+	snprintf(path, sizeof(path), "/tmp/mvm-sandbox-img-%d", (int)getpid());
+	snprintf(img, sizeof(img), "%s/img", path);
+	CHECK_EQ(mkdir(path, 0700), 0);
+	fd = open(img, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+	CHECK(fd >= 0);
+	CHECK_EQ(ftruncate(fd, 1 << 20), 0);
+	close(fd);
+	image_dir_path = path;
+	check_doors(with, ARRAY_SIZE(with));
+	image_dir_path = NULL;
+	check_doors(without, ARRAY_SIZE(without));
+	CHECK_EQ(unlink(img), 0);
+	CHECK_EQ(rmdir(path), 0);
+}
+
+/* Landlock beneath an image directory: images there are read and
+ * written, nothing is made there, and nothing outside is opened. */
+static void image_beneath_child(void *arg)
+{
+	const char *path = arg;
+	char p[128];
+	int d = open(path, O_PATH | O_DIRECTORY | O_CLOEXEC), r;
+
+	if (d < 0)
+		_exit(10);
+	r = sandbox_beneath(-1, d);
+	if (r == -ENOSYS || r == -EOPNOTSUPP)
+		_exit(77);
+	if (r)
+		_exit(11);
+	if (openat(d, "img", O_RDWR | O_CLOEXEC) < 0)
+		_exit(12);
+	if (openat(d, "new", O_RDWR | O_CREAT | O_CLOEXEC, 0600) >= 0 || errno != EACCES)
+		_exit(13);
+	if (open("/etc/passwd", O_RDONLY) >= 0 || errno != EACCES)
+		_exit(14);
+	snprintf(p, sizeof(p), "%s/../escape", path);
+	if (open(p, O_RDWR | O_CREAT | O_CLOEXEC, 0600) >= 0 || errno != EACCES)
+		_exit(15);
+	_exit(0);
+}
+
+TEST(landlock_lets_a_thread_read_and_write_images_beneath_its_image_directory)
+{
+	char path[64], p[96], out[256] = "";
+	int st, fd;
+
+	snprintf(path, sizeof(path), "/tmp/mvm-beneath-img-%d", (int)getpid());
+	CHECK_EQ(mkdir(path, 0700), 0);
+	snprintf(p, sizeof(p), "%s/img", path);
+	fd = open(p, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+	CHECK(fd >= 0);
+	close(fd);
+	st = check_fork(image_beneath_child, path, out, sizeof(out));
+	unlink(p);
+	rmdir(path);
+	if (st == 77)
+		CHECK_SKIP("no Landlock in this kernel");
+	CHECK_EQ(st, 0);
+}
+
 /* Landlock (sandbox_beneath): the thread opens nothing outside the tree,
  * not through "..", not through a link planted inside it, and keeps the
  * descriptors it had. */
@@ -823,7 +955,7 @@ static void beneath_child(void *arg)
 
 	if (d < 0 || keep < 0)
 		_exit(10);
-	r = sandbox_beneath(d);
+	r = sandbox_beneath(d, -1);
 	if (r == -ENOSYS || r == -EOPNOTSUPP)
 		_exit(77);
 	if (r)
@@ -892,7 +1024,7 @@ TEST(vcpu_thread_returns_from_the_kick_handler)
 TEST(every_kind_builds_a_program_that_fits)
 {
 	struct sock_filter insn[SANDBOX_MAX_INSNS];
-	struct sandbox_fds fds = { 3, 4, 4, 9, 5, 0, SIGUSR1, 6, 7, 8 };
+	struct sandbox_fds fds = { 3, 4, 4, 9, 5, 0, SIGUSR1, 6, 7, 8, 10 };
 	unsigned k;
 
 	for (k = 0; k < SANDBOX_KINDS; k++) {

@@ -651,13 +651,6 @@ static void api_vm_update_disk(struct api_vm *v, const char *body, size_t len,
 		api_error(r, 404, "%s: %.64s: no such disk; vm.info lists them", what, id);
 		goto put_json;
 	}
-	if (path && v->cfg && v->cfg->sandbox) {
-		api_error(r, 500, "%s: path: not with --sandbox on: a new image is opened by this "
-			  "thread, which mvm's filters forbid once the VM runs; run with --sandbox "
-			  "off, or embed libmvm and call mvm_disk_swap from a thread of your own",
-			  what);
-		goto put_json;
-	}
 	if (mvm_get_disk(v->vm, (unsigned)idx, &d, sizeof(d))) {
 		api_error(r, 404, "%s: %.64s: removed already", what, id);
 		goto put_json;

@@ -14,7 +14,7 @@ enum {
 	OPT_STATS = 0x100, OPT_DISK, OPT_QUEUES, OPT_IO_THREADS, OPT_TRANSPORT, OPT_PROBE_KVM,
 	OPT_SANDBOX, OPT_CHROOT, OPT_UID, OPT_GID, OPT_PVPANIC, OPT_NETNS, OPT_NEW_PID_NS,
 	OPT_CGROUP, OPT_CGROUP_SET, OPT_ID, OPT_VSOCK, OPT_RATE_GROUP, OPT_API_SOCKET,
-	OPT_HOTPLUG_SLOTS, OPT_RESTORE, OPT_SNAPSHOT_DIR, OPT_MEM_FILE,
+	OPT_HOTPLUG_SLOTS, OPT_RESTORE, OPT_SNAPSHOT_DIR, OPT_IMAGE_DIR, OPT_MEM_FILE,
 };
 
 /* One row per option; cli_parse switches on .val. */
@@ -46,6 +46,7 @@ static const struct option cli_options[] = {
 	{ "hotplug-slots", required_argument, NULL, OPT_HOTPLUG_SLOTS },
 	{ "restore", required_argument, NULL, OPT_RESTORE },
 	{ "snapshot-dir", required_argument, NULL, OPT_SNAPSHOT_DIR },
+	{ "image-dir", required_argument, NULL, OPT_IMAGE_DIR },
 	{ "mem-file", required_argument, NULL, OPT_MEM_FILE },
 	{ "help",    no_argument,       NULL, OPT_HELP },
 	{ "version", no_argument,       NULL, OPT_VERSION },
@@ -179,6 +180,9 @@ void cli_usage(FILE *out)
 	      "  --snapshot-dir DIR  where the API's vm.snapshot may write (made if missing,\n"
 	      "                   opened at the start): DIR or directories beneath it; the\n"
 	      "                   only place with --sandbox on, even after --chroot\n"
+	      "  --image-dir DIR  where the API may open images while the VM runs (a new\n"
+	      "                   image for vm.update-disk), opened at the start: the only\n"
+	      "                   place with --sandbox on, even after --chroot\n"
 	      "  --stats          print exit and device counters as JSON on stderr at exit\n"
 	      "  --api-socket [path=]PATH\n"
 	      "                   serve Cloud Hypervisor's REST API (HTTP over this Unix\n"
@@ -319,6 +323,12 @@ static int cli_vm_option(int c, const char *arg, struct cli_config *cfg, char *e
 			return cli_err(err, errlen, "--snapshot-dir: empty path; give the directory "
 				       "snapshots go to");
 		cfg->vm.snapshot_dir = arg;
+		return 1;
+	case OPT_IMAGE_DIR:
+		if (!*arg)
+			return cli_err(err, errlen, "--image-dir: empty path; give the directory "
+				       "the API may open images in");
+		cfg->vm.image_dir = arg;
 		return 1;
 	case OPT_MEM_FILE:
 		if (!*arg)
@@ -489,7 +499,7 @@ int cli_parse(int argc, char **argv, struct cli_config *cfg, char *err, size_t e
 			ret = cli_disk_option(c, optarg, cfg, &st, err, errlen);
 		if (ret > 0 && c != OPT_ID && c != OPT_SANDBOX && c != OPT_PVPANIC &&
 		    c != OPT_HOTPLUG_SLOTS && c != OPT_QUEUES && c != OPT_IO_THREADS &&
-		    c != OPT_TRANSPORT && c != OPT_SNAPSHOT_DIR)
+		    c != OPT_TRANSPORT && c != OPT_SNAPSHOT_DIR && c != OPT_IMAGE_DIR)
 			cfg->vm_given = true;
 		if (!ret)
 			ret = cli_jail_option(c, optarg, cfg, &st, err, errlen);

@@ -21,6 +21,8 @@
 #include "vmm/base/util.h"
 
 #include <errno.h>
+#include <fcntl.h>
+#include <linux/falloc.h>
 #include <linux/futex.h>
 #include <linux/landlock.h>
 #include <linux/io_uring.h>
@@ -187,8 +189,25 @@ static const struct rule generic[] = {
 	 * to be synced, never followed through a link; then written, sized
 	 * and synced. Without the descriptor (no snapshot directory, or a
 	 * kernel without Landlock) none of these calls is allowed. */
-	CHECKED1(K_API, openat, FD(0, SANDBOX_FD_SNAP_DIR),
-		 IN(2, ~(uint32_t)SANDBOX_O_LARGEFILE, SNAP_OPEN_WRITE, SNAP_OPEN_DIR)),
+	/* Or, with an image directory, an image for a swap (mvm_disk_swap,
+	 * blk_image_openat), opened for reading or for reading and writing,
+	 * with O_DIRECT for cache=none, through that directory's descriptor
+	 * (Landlock holds the thread to that tree too); then looked at,
+	 * locked, and asked whether it can punch holes. */
+	{ K_API, __NR_openat, ACT_CHECKED, 0,
+	  { { { FD(0, SANDBOX_FD_SNAP_DIR),
+		IN(2, ~(uint32_t)SANDBOX_O_LARGEFILE, SNAP_OPEN_WRITE, SNAP_OPEN_DIR) } },
+	    { { FD(0, SANDBOX_FD_IMAGE_DIR),
+		IN(2, ~(uint32_t)(SANDBOX_O_LARGEFILE | O_DIRECT), O_RDONLY | O_CLOEXEC,
+		   O_RDWR | O_CLOEXEC) } } }, 2 },
+	CHECKED1(K_API, fstat, HAS(SANDBOX_FD_IMAGE_DIR)),
+#ifdef __NR_newfstatat
+	/* glibc's fstat: newfstatat(fd, "", AT_EMPTY_PATH). */
+	CHECKED1(K_API, newfstatat, HAS(SANDBOX_FD_IMAGE_DIR), IN(3, MASK_ALL, AT_EMPTY_PATH)),
+#endif
+	CHECKED1(K_API, fcntl, HAS(SANDBOX_FD_IMAGE_DIR), IN(1, MASK_ALL, F_OFD_SETLK)),
+	CHECKED1(K_API, fallocate, HAS(SANDBOX_FD_IMAGE_DIR),
+		 IN(1, MASK_ALL, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE)),
 	CHECKED1(K_API, mkdirat, FD(0, SANDBOX_FD_SNAP_DIR)),
 	CHECKED1(K_API, unlinkat, FD(0, SANDBOX_FD_SNAP_DIR), IN(2, MASK_ALL, 0)),
 #ifdef __NR_renameat
@@ -297,6 +316,7 @@ static bool fd_range(const struct sandbox_fds *f, enum sandbox_fd which, int *lo
 	case SANDBOX_FD_LISTEN: *lo = *hi = f->listen; break;
 	case SANDBOX_FD_SNAP_DIR: *lo = *hi = f->snap_dir; break;
 	case SANDBOX_FD_MEM: *lo = *hi = f->mem; break;
+	case SANDBOX_FD_IMAGE_DIR: *lo = *hi = f->image_dir; break;
 	default: return false;
 	}
 	return *lo >= 0 && *hi >= *lo;
@@ -505,14 +525,15 @@ int sandbox_enter(enum sandbox_kind kind, const struct sandbox_fds *fds)
 #define LANDLOCK_ACCESS_FS_IOCTL_DEV (1ULL << 15)
 #endif
 
-int sandbox_beneath(int dirfd)
+int sandbox_beneath(int snap_dirfd, int image_dirfd)
 {
 	/* Every access right of the kernel's Landlock ABI is handled (so
-	 * denied outside the rule); beneath dirfd what a snapshot does:
-	 * list and sync a directory, make one, make, write, truncate,
-	 * rename and remove regular files. */
+	 * denied outside the rules); beneath snap_dirfd what a snapshot
+	 * does: list and sync a directory, make one, make, write, truncate,
+	 * rename and remove regular files; beneath image_dirfd what opening
+	 * an image does: read and write a file. */
 	struct landlock_ruleset_attr ra = { 0 };
-	struct landlock_path_beneath_attr pb = { 0 };
+	struct landlock_path_beneath_attr pb = { 0 }, pi = { 0 };
 	long abi = syscall(__NR_landlock_create_ruleset, NULL, 0, LANDLOCK_CREATE_RULESET_VERSION);
 	uint64_t handled;
 	int fd, ret = 0;
@@ -530,11 +551,16 @@ int sandbox_beneath(int dirfd)
 	pb.allowed_access = LANDLOCK_ACCESS_FS_WRITE_FILE | LANDLOCK_ACCESS_FS_READ_DIR |
 			    LANDLOCK_ACCESS_FS_REMOVE_FILE | LANDLOCK_ACCESS_FS_MAKE_REG |
 			    LANDLOCK_ACCESS_FS_MAKE_DIR | (handled & LANDLOCK_ACCESS_FS_TRUNCATE);
-	pb.parent_fd = dirfd;
+	pb.parent_fd = snap_dirfd;
+	pi.allowed_access = LANDLOCK_ACCESS_FS_READ_FILE | LANDLOCK_ACCESS_FS_WRITE_FILE;
+	pi.parent_fd = image_dirfd;
 	fd = (int)syscall(__NR_landlock_create_ruleset, &ra, sizeof(ra), 0);
 	if (fd < 0)
 		return -errno;
-	if (syscall(__NR_landlock_add_rule, fd, LANDLOCK_RULE_PATH_BENEATH, &pb, 0) ||
+	if ((snap_dirfd >= 0 &&
+	     syscall(__NR_landlock_add_rule, fd, LANDLOCK_RULE_PATH_BENEATH, &pb, 0)) ||
+	    (image_dirfd >= 0 &&
+	     syscall(__NR_landlock_add_rule, fd, LANDLOCK_RULE_PATH_BENEATH, &pi, 0)) ||
 	    prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) || syscall(__NR_landlock_restrict_self, fd, 0))
 		ret = -errno;
 	close(fd);

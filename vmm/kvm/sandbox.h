@@ -51,8 +51,9 @@ struct sandbox_fds {
 	int listen;             /* a control server's listening socket */
 	int snap_dir;           /* a control server's snapshot directory (O_PATH) */
 	int mem;                /* the file guest RAM is in (mvm_config.mem_file) */
+	int image_dir;          /* a control server's image directory (O_PATH) */
 };
-#define SANDBOX_NO_FDS ((struct sandbox_fds){ -1, -1, -1, -1, -1, -1, -1, -1, -1, -1 })
+#define SANDBOX_NO_FDS ((struct sandbox_fds){ -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1 })
 
 /* A kind's bit in the masks below. */
 #define SANDBOX_K(kind) (1u << (kind))
@@ -68,6 +69,7 @@ enum sandbox_fd {
 	SANDBOX_FD_LISTEN,      /* the control server's listening socket */
 	SANDBOX_FD_SNAP_DIR,    /* its snapshot directory */
 	SANDBOX_FD_MEM,         /* the file guest RAM is in */
+	SANDBOX_FD_IMAGE_DIR,   /* its image directory */
 };
 
 /* An ioctl the kinds in `kinds` may issue on descriptor `fd`. */
@@ -98,13 +100,14 @@ int sandbox_build(enum sandbox_kind kind, const struct sandbox_fds *fds,
 int sandbox_enter(enum sandbox_kind kind, const struct sandbox_fds *fds);
 
 /* Hold the calling thread's file access (Landlock; the thread's later
- * children inherit it) to the tree beneath dirfd (an O_PATH descriptor
- * will do), where it may make directories and regular files, write,
- * truncate, rename and remove them, and list and sync directories;
- * everywhere else it may open nothing. Descriptors open already are
- * not affected. Before sandbox_enter (its filter forbids Landlock's
- * calls). 0, or -errno: -ENOSYS or -EOPNOTSUPP where the kernel has no
- * Landlock or it is off. */
-int sandbox_beneath(int dirfd);
+ * children inherit it) to two trees (O_PATH descriptors will do; -1:
+ * none): beneath snap_dirfd it may make directories and regular files,
+ * write, truncate, rename and remove them, and list and sync
+ * directories (a snapshot); beneath image_dirfd read and write regular
+ * files (an image for a swap); everywhere else it may open nothing.
+ * Descriptors open already are not affected. Before sandbox_enter (its
+ * filter forbids Landlock's calls). 0, or -errno: -ENOSYS or -EOPNOTSUPP
+ * where the kernel has no Landlock or it is off. */
+int sandbox_beneath(int snap_dirfd, int image_dirfd);
 
 #endif

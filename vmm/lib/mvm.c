@@ -508,6 +508,9 @@ static int mvm_check_config(const struct mvm_config *cfg, char *err, size_t errl
 	if (cfg->snapshot_dir && !*cfg->snapshot_dir)
 		return err_set(err, errlen, -EINVAL, "snapshot_dir: empty; give a directory, or "
 			       "NULL for none");
+	if (cfg->image_dir && !*cfg->image_dir)
+		return err_set(err, errlen, -EINVAL, "image_dir: empty; give a directory, or "
+			       "NULL for none");
 	if (cfg->mem_file && !*cfg->mem_file)
 		return err_set(err, errlen, -EINVAL, "mem_file: empty; give a file for guest RAM, "
 			       "or NULL for anonymous memory");
@@ -593,6 +596,37 @@ char *mvm_abs_path(const char *dir)
 	return out;
 }
 
+int mvm_path_beneath(const char *root, const char *dir, char *rel, size_t rellen)
+{
+	size_t n = strcmp(root, "/") ? strlen(root) : 0, o = 0;
+	const char *p = dir + n;
+
+	if (strncmp(dir, root, n) || (*p && *p != '/') || (!n && *p != '/'))
+		return -ENOENT;
+	while (*p) {
+		const char *e;
+		size_t len;
+
+		while (*p == '/')
+			p++;
+		if (!*p)
+			break;
+		e = strchrnul(p, '/');
+		len = (size_t)(e - p);
+		if ((len == 1 && p[0] == '.') || (len == 2 && p[0] == '.' && p[1] == '.'))
+			return -EINVAL;
+		if (o + len + 2 > rellen)
+			return -ENAMETOOLONG;
+		if (o)
+			rel[o++] = '/';
+		memcpy(rel + o, p, len);
+		o += len;
+		p = e;
+	}
+	rel[o] = '\0';
+	return 0;
+}
+
 int mvm_create(const struct mvm_config *theirs, struct mvm **out, char *err, size_t errlen)
 {
 	struct arch_boot_cfg bcfg;
@@ -638,6 +672,11 @@ int mvm_create(const struct mvm_config *theirs, struct mvm **out, char *err, siz
 		oom |= !m->snap_root;
 	}
 	m->cfg.snapshot_dir = m->snap_root;
+	if (cfg->image_dir) {
+		m->image_root = mvm_abs_path(cfg->image_dir);
+		oom |= !m->image_root;
+	}
+	m->cfg.image_dir = m->image_root;
 	if (cfg->mem_file) {
 		m->mem_file = mvm_abs_path(cfg->mem_file);
 		oom |= !m->mem_file;
@@ -650,6 +689,7 @@ int mvm_create(const struct mvm_config *theirs, struct mvm **out, char *err, siz
 	m->tx_efd = -1;
 	m->snap_mem_fd = -1;
 	m->snap_root_fd = -1;
+	m->image_root_fd = -1;
 	m->mem_file_fd = -1;
 	m->kimage = BOOT_IMAGE_NONE;
 	atomic_init(&m->state, MVM_CREATED);
@@ -669,6 +709,7 @@ int mvm_create(const struct mvm_config *theirs, struct mvm **out, char *err, siz
 		free(m->initrd);
 		free(m->cmdline);
 		free(m->snap_root);
+		free(m->image_root);
 		free(m->mem_file);
 		free(m);
 		return err_set(err, errlen, oom ? -ENOMEM : ret, "out of memory");
@@ -1626,6 +1667,12 @@ int mvm_prepare(struct mvm *m, char *err, size_t errlen)
 	ret = snapshot_root_open(m, err, errlen);
 	if (ret)
 		return ret;
+	if (m->image_root) {
+		m->image_root_fd = open(m->image_root, O_PATH | O_DIRECTORY | O_CLOEXEC);
+		if (m->image_root_fd < 0)
+			return err_set(err, errlen, -errno, "image_dir %s: %s; give a directory",
+				       m->image_root, strerror(errno));
+	}
 	if (m->restore_dir) {
 		ret = mvm_restore_disks(m, err, errlen);
 		if (!ret)
@@ -2002,13 +2049,45 @@ int mvm_resume(struct mvm *m, char *err, size_t errlen)
 	return r;
 }
 
+/* Where the calling thread opens the image at path: by path (AT_FDCWD),
+ * or, for the thread mvm_confine_api_thread confined, beneath the image
+ * directory only, through its descriptor (*dirfd) with rel. Checked
+ * before any call is made: its filter kills a thread that opens
+ * anything else. */
+static int mvm_image_dirfd(struct mvm *m, const char *path, int *dirfd, char *rel,
+			   size_t rellen, char *err, size_t errlen)
+{
+	int r;
+
+	*dirfd = AT_FDCWD;
+	if (!m->api_confined || !pthread_equal(pthread_self(), m->api_thread))
+		return 0;
+	if (!m->api_image_ok)
+		return err_set(err, errlen, -EOPNOTSUPP, "disk image %s: this thread may not open "
+			       "files (its seccomp filter): %s", path, m->image_root ?
+			       "the kernel has no Landlock to hold it to the image directory" :
+			       "give the VM an image directory (image_dir, --image-dir) and "
+			       "images beneath it");
+	r = mvm_path_beneath(m->image_root, path, rel, rellen);
+	if (r == -ENAMETOOLONG)
+		return err_set(err, errlen, r, "disk image %.64s...: too long a path", path);
+	if (r || !*rel)
+		return err_set(err, errlen, -EPERM, "disk image %s: not %s the image directory "
+			       "%s, the only place this thread may open images; give the absolute "
+			       "path of one there", path, r == -EINVAL ? "plainly beneath (a . or "
+			       ".. in its path)" : "beneath", m->image_root);
+	*dirfd = m->image_root_fd;
+	return 0;
+}
+
 int mvm_disk_swap(struct mvm *m, unsigned disk, const char *path, char *err, size_t errlen)
 {
 	struct mvm_disk_slot *s;
 	struct mvm_disk o;
 	struct blk_image img;
+	char rel[PATH_MAX];
 	bool was_paused;
-	int r;
+	int dirfd, r;
 
 	if (!m || !path || !*path)
 		return err_set(err, errlen, -EINVAL, "mvm_disk_swap: %s", !m ? "vm is NULL" :
@@ -2026,11 +2105,15 @@ int mvm_disk_swap(struct mvm *m, unsigned disk, const char *path, char *err, siz
 		goto unlock;
 	}
 	s = &m->disks[disk];
+	r = mvm_image_dirfd(m, path, &dirfd, rel, sizeof(rel), err, errlen);
+	if (r)
+		goto unlock;
 	/* The new image with the disk's options: locked, its size checked;
 	 * another VM's image (or this one's) is refused here. */
 	o = s->opts;
 	o.path = path;
-	r = blk_image_open(&o, &img, &m->log, err, errlen);
+	r = blk_image_openat(dirfd, dirfd == AT_FDCWD ? path : rel, &o, &img, &m->log, err,
+			     errlen);
 	if (r)
 		goto unlock;
 	was_paused = atomic_load(&m->paused);
@@ -2076,24 +2159,29 @@ int mvm_confine_api_thread(struct mvm *m, int listen_fd, char *err, size_t errle
 		fds.vcpu_hi = m->vcpus[m->nvcpus - 1].fd;
 	}
 	/* Landlock first (the filter forbids its calls); where it cannot
-	 * hold the thread's file access to the snapshot directory, the
-	 * filter allows no file call at all and mvm_snapshot says why. */
-	if (m->snap_root_fd >= 0) {
-		r = sandbox_beneath(m->snap_root_fd);
+	 * hold the thread's file access to the snapshot and image
+	 * directories, the filter allows no file call at all and
+	 * mvm_snapshot and mvm_disk_swap say why. */
+	if (m->snap_root_fd >= 0 || m->image_root_fd >= 0) {
+		r = sandbox_beneath(m->snap_root_fd, m->image_root_fd);
 		if (!r) {
 			fds.snap_dir = m->snap_root_fd;
-			fds.mem = m->mem_file_fd;
+			fds.mem = m->snap_root_fd >= 0 ? m->mem_file_fd : -1;
+			fds.image_dir = m->image_root_fd;
 		}
 		else
-			log_warn(&m->log, "snapshot_dir %s: this kernel cannot hold "
-				 "the API thread's file access to it (Landlock: %s); the API "
-				 "takes no snapshots", m->snap_root, strerror(-r));
+			log_warn(&m->log, "%s %s: this kernel cannot hold the API thread's file "
+				 "access to it (Landlock: %s); the API takes no %s",
+				 m->snap_root ? "snapshot_dir" : "image_dir",
+				 m->snap_root ? m->snap_root : m->image_root, strerror(-r),
+				 m->snap_root ? "snapshots" : "images for a swap");
 	}
 	r = sandbox_enter(SANDBOX_API, &fds);
 	if (r)
 		return err_set(err, errlen, r, "cannot enter the API thread's seccomp filter: %s",
 			       strerror(-r));
 	m->api_snap_ok = fds.snap_dir >= 0;
+	m->api_image_ok = fds.image_dir >= 0;
 	m->api_thread = pthread_self();
 	m->api_confined = true;
 	return 0;
@@ -2435,6 +2523,9 @@ void mvm_destroy(struct mvm *m)
 	if (m->snap_root_fd >= 0)
 		close(m->snap_root_fd);
 	free(m->snap_root);
+	if (m->image_root_fd >= 0)
+		close(m->image_root_fd);
+	free(m->image_root);
 	if (m->mem_file_fd >= 0)
 		close(m->mem_file_fd);
 	free(m->mem_file);

@@ -173,6 +173,12 @@ struct mvm {
 	 * holds its file access to snap_root (snapshots allowed there). */
 	bool api_confined;
 	bool api_snap_ok;
+	/* cfg.image_dir made absolute, the O_PATH descriptor mvm_prepare
+	 * opened on it (-1: none), and whether Landlock holds the confined
+	 * API thread's file access to it (swaps from there allowed). */
+	char *image_root;
+	int image_root_fd;
+	bool api_image_ok;
 	pthread_t api_thread;
 	/* cfg.mem_file made absolute, its descriptor (-1: none), and
 	 * whether a snapshot made the mapping private (snapshot.c). */
@@ -210,6 +216,11 @@ int snapshot_load_devices(struct mvm *m, char *err, size_t errlen);
 /* path made absolute (from the working directory) without trailing
  * slashes; NULL: no memory (or no working directory). */
 char *mvm_abs_path(const char *path);
+/* dir's path beneath root (absolute, no trailing slash), read as written
+ * (no links followed) into rel: "" for root itself. -ENOENT: dir is not
+ * root nor beneath it; -EINVAL: a "." or ".." in the rest;
+ * -ENAMETOOLONG. */
+int mvm_path_beneath(const char *root, const char *dir, char *rel, size_t rellen);
 /* A restore's caller-given disk i and vsock device: what the guest saw and
  * the caller left at the default, from the snapshot. */
 void snapshot_disk_inherit(struct mvm *m, unsigned i, struct mvm_disk *d,

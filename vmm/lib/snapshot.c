@@ -76,40 +76,6 @@ struct snapshot_at {
 	char pfx[PATH_MAX];     /* "" or "SUB/" beneath the snapshot directory */
 };
 
-/* dir's path beneath root, read as written (no links followed): "" for
- * root itself. -ENOENT: dir is not root nor beneath it; -EINVAL: a "."
- * or ".." in the rest; -ENAMETOOLONG. */
-static int snapshot_rel(const char *root, const char *dir, char *rel, size_t rellen)
-{
-	size_t n = strcmp(root, "/") ? strlen(root) : 0, o = 0;
-	const char *p = dir + n;
-
-	if (strncmp(dir, root, n) || (*p && *p != '/') || (!n && *p != '/'))
-		return -ENOENT;
-	while (*p) {
-		const char *e;
-		size_t len;
-
-		while (*p == '/')
-			p++;
-		if (!*p)
-			break;
-		e = strchrnul(p, '/');
-		len = (size_t)(e - p);
-		if ((len == 1 && p[0] == '.') || (len == 2 && p[0] == '.' && p[1] == '.'))
-			return -EINVAL;
-		if (o + len + 2 > rellen)
-			return -ENAMETOOLONG;
-		if (o)
-			rel[o++] = '/';
-		memcpy(rel + o, p, len);
-		o += len;
-		p = e;
-	}
-	rel[o] = '\0';
-	return 0;
-}
-
 int snapshot_root_open(struct mvm *m, char *err, size_t errlen)
 {
 	if (!m->snap_root)
@@ -132,7 +98,7 @@ static int snapshot_target(struct mvm *m, const char *dir, struct snapshot_at *a
 {
 	bool confined = m->api_confined && pthread_equal(pthread_self(), m->api_thread);
 	char rel[PATH_MAX - 32];        /* room for the file names after it */
-	int r = m->snap_root ? snapshot_rel(m->snap_root, dir, rel, sizeof(rel)) : -ENOENT;
+	int r = m->snap_root ? mvm_path_beneath(m->snap_root, dir, rel, sizeof(rel)) : -ENOENT;
 
 	if (r == -EINVAL || r == -ENAMETOOLONG)
 		return err_set(err, errlen, r == -EINVAL ? -EPERM : r, "snapshot %s: %s beneath the snapshot directory %s; "
