@@ -605,6 +605,13 @@ int mvm_get_disk(const struct mvm *vm, unsigned disk, struct mvm_disk *out, size
 /* Since 2.9. The number of the disk whose id (mvm_disk.id) is `id`, a
  * removed one's excepted: 0.., or -ENOENT (none), -EINVAL (NULL). */
 int mvm_disk_find(const struct mvm *vm, const char *id);
+/* Since 2.10. The VM's configuration as it runs, into *out (size:
+ * sizeof(*out)): what mvm_create took, with a restored VM's shape and
+ * payload (cpus, mem, pvpanic, hotplug_slots; kernel, initrd and cmdline
+ * as the snapshot's guest booted, though the VM loads none of them) from
+ * its snapshot. Its strings are the VM's, valid until mvm_destroy. 0 or
+ * -EINVAL. */
+int mvm_get_config(const struct mvm *vm, struct mvm_config *out, size_t size);
 /* Since 2.6. The vsock device's options likewise: 0, -ENOENT (none). */
 int mvm_get_vsock(const struct mvm *vm, struct mvm_vsock *out, size_t size);
 

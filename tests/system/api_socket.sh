@@ -238,7 +238,8 @@ wait $pid; rc=$?
 # The snapshot restored (its own disks, the sandbox off): the guest goes on
 # with the disk in its slot, which it neither loses nor finds again; the
 # disk keeps its id (hot0: snapshots keep ids), vm.remove-device takes it
-# out with the guest's cooperation, and the slot takes a disk again.
+# out with the guest's cooperation, and the slot takes a disk again;
+# vm.info gives the snapshot's payload.
 "$MVM" --sandbox off --restore "$SYS_TMP/snap" --api-socket "$sock" </dev/null >"$SYS_TMP/out" 2>&1 &
 pid=$!
 wait_guest '^tick' 5
@@ -246,6 +247,9 @@ wait_guest '^tick' 5
 echo "restored: the guest went on with the disk in its slot"
 expect 200 GET vm.info
 grep -q "\"path\":\"$hot\"[^}]*\"id\":\"hot0\"" "$SYS_TMP/body" || fail "vm.info after the restore: $(cat "$SYS_TMP/body")"
+# Its payload is the snapshot's guest's (the VM loads none of it).
+grep -q "\"payload\":{[^}]*\"kernel\":\"$SYS_ROOT/build/guest/bzImage\"" "$SYS_TMP/body" ||
+	fail "vm.info after the restore: not the snapshot's kernel: $(cat "$SYS_TMP/body")"
 expect 500 PUT vm.remove-device -d '{"id":"_disk0"}'
 grep -q 'not on a hot-plug slot' "$SYS_TMP/body" || fail "vm.remove-device _disk0: $(cat "$SYS_TMP/body")"
 expect 204 PUT vm.remove-device -d '{"id":"hot0"}'

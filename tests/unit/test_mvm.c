@@ -895,6 +895,9 @@ static void write_snapshot_slots(const char *snapdir, const char *version, uint3
 	snap_put_u8(&w, 0);             /* no vsock */
 	snap_put_u32(&w, 0);            /* devices */
 	snap_put_u32(&w, 0);            /* conf1 */
+	snap_put_str(&w, "/boot/guest-bzImage");        /* the payload */
+	snap_put_str(&w, "");
+	snap_put_str(&w, "console=ttyS0 quiet");
 	snap_end(&w);
 	dfd = open(snapdir, O_RDONLY | O_DIRECTORY);
 	CHECK(dfd >= 0);
@@ -915,12 +918,13 @@ static void write_snapshot(const char *snapdir, const char *version, uint32_t cp
 }
 
 /* mvm_config.restore: the VM's shape is the snapshot's (the config's
- * cpus and mem are not looked at), its disks come with it; a kernel given
+ * cpus and mem are not looked at), its disks come with it, and
+ * mvm_get_config gives the payload its guest booted from; a kernel given
  * too, another mvm version, memory cut short and a directory without a
  * snapshot are refused by name. */
 TEST(restore_takes_the_snapshots_shape_and_refuses_what_differs)
 {
-	struct mvm_config c;
+	struct mvm_config c, now;
 	struct mvm_stats st;
 	char snapdir[128];
 	struct mvm *vm;
@@ -935,6 +939,14 @@ TEST(restore_takes_the_snapshots_shape_and_refuses_what_differs)
 	CHECK_EQ(mvm_get_stats(vm, &st, sizeof(st)), 0);
 	CHECK_EQ(st.cpus, 3);
 	CHECK_EQ(st.mem, 64 << 20);
+	mvm_config_init(&now);
+	CHECK_EQ(mvm_get_config(vm, &now, sizeof(now)), 0);
+	CHECK_EQ(now.cpus, 3);
+	CHECK_EQ(now.mem, 64 << 20);
+	CHECK(now.kernel && !strcmp(now.kernel, "/boot/guest-bzImage"));
+	CHECK(!now.initrd);
+	CHECK(now.cmdline && !strcmp(now.cmdline, "console=ttyS0 quiet"));
+	CHECK_EQ(mvm_get_config(vm, &now, sizeof(size_t)), -EINVAL);
 	mvm_destroy(vm);
 
 	c.kernel = kernel;

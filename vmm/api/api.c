@@ -136,6 +136,7 @@ static json_t *api_disk(const struct mvm_disk *d)
 static void api_vm_info(struct api_vm *v, struct api_reply *r)
 {
 	const struct mvm_config *c = v->cfg;
+	struct mvm_config now;
 	json_t *cfg, *disks, *payload;
 	unsigned i;
 
@@ -143,6 +144,11 @@ static void api_vm_info(struct api_vm *v, struct api_reply *r)
 		api_error(r, 404, "vm.info: no VM has been created");
 		return;
 	}
+	/* The VM's own, where there is one: a restored VM's shape and
+	 * payload are its snapshot's. */
+	mvm_config_init(&now);
+	if (v->vm && !mvm_get_config(v->vm, &now, sizeof(now)))
+		c = &now;
 	payload = json_pack("{s:s}", "kernel", c->kernel ? c->kernel : "");
 	if (payload && c->initrd)
 		json_object_set_new(payload, "initramfs", json_string(c->initrd));

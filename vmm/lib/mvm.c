@@ -720,6 +720,10 @@ int mvm_create(const struct mvm_config *theirs, struct mvm **out, char *err, siz
 		ret = snapshot_open(m, err, errlen);
 		if (!ret)
 			ret = mvm_check_config(&m->cfg, err, errlen);
+		/* After the check, which refuses a restore given a kernel. */
+		if (!ret && snapshot_payload(m))
+			ret = err_set(err, errlen, -ENOMEM, "restore %s: out of memory",
+				      m->restore_dir);
 		if (ret) {
 			mvm_destroy(m);
 			return ret;
@@ -1010,6 +1014,14 @@ int mvm_get_disk(const struct mvm *m, unsigned disk, struct mvm_disk *out, size_
 	if (disk >= __atomic_load_n(&m->ndisks, __ATOMIC_ACQUIRE) || m->disks[disk].removed)
 		return -ENOENT;
 	mvm_give(out, size, &m->disks[disk].opts, sizeof(m->disks[disk].opts));
+	return 0;
+}
+
+int mvm_get_config(const struct mvm *m, struct mvm_config *out, size_t size)
+{
+	if (!m || !out || size < MVM_CONFIG_SIZE_MIN)
+		return -EINVAL;
+	mvm_give(out, size, &m->cfg, sizeof(m->cfg));
 	return 0;
 }
 

@@ -226,6 +226,9 @@ int mvm_path_beneath(const char *root, const char *dir, char *rel, size_t rellen
 void snapshot_disk_inherit(struct mvm *m, unsigned i, struct mvm_disk *d,
 			   char id[MVM_DISK_ID_MAX + 1]);
 void snapshot_vsock_inherit(struct mvm *m, struct mvm_vsock *v);
+/* mvm_create, a restore's config checked: kernel, initrd and cmdline
+ * (m's and m->cfg's) the snapshot's guest booted from. 0 or -ENOMEM. */
+int snapshot_payload(struct mvm *m);
 /* mvm_prepare: make and open cfg.snapshot_dir. */
 int snapshot_root_open(struct mvm *m, char *err, size_t errlen);
 /* mvm_destroy: what snapshot_open kept. */

@@ -7,7 +7,9 @@
  *            pvpanic, hot-plug slots, each disk's path, options as
  *            --disk spells them and hot-plug slot (0: none; removed
  *            disks left out), the vsock device's options as --vsock does),
- *            the number of devices, the PCI conf1 address latch;
+ *            the number of devices, the PCI conf1 address latch, the
+ *            payload the guest booted from (kernel, initrd, command line;
+ *            "" for none), for those who ask the restored VM;
  *   the architecture's sections (arch_vm_save, arch_vcpu_save);
  *   DEV  i   device i of the VM's list: its kind, then what its
  *            vm_device_ops.save wrote.
@@ -66,6 +68,9 @@ struct snapshot_vm {
 	char vsock[SNAPSHOT_SPEC_MAX];
 	uint32_t ndevices;
 	uint32_t conf1;
+	char kernel[PATH_MAX];
+	char initrd[PATH_MAX];
+	char cmdline[MVM_CMDLINE_MAX];
 };
 
 /* Where a snapshot's files go: names are looked up from dirfd with pfx
@@ -196,6 +201,9 @@ static int snapshot_put_vm(struct mvm *m, struct snap_w *w, char *err, size_t er
 	}
 	snap_put_u32(w, m->vm.ndevices);
 	snap_put_u32(w, m->pci_up ? pci_bus_conf1_get(&m->pci) : 0);
+	snap_put_str(w, m->cfg.kernel ? m->cfg.kernel : "");
+	snap_put_str(w, m->cfg.initrd ? m->cfg.initrd : "");
+	snap_put_str(w, m->cfg.cmdline ? m->cfg.cmdline : "");
 	snap_end(w);
 	return 0;
 }
@@ -486,6 +494,10 @@ static int snapshot_get_vm(const struct snap_file *f, struct snapshot_vm *v, cha
 		return err_set(err, errlen, -EINVAL, "snapshot: no MVM! section: the file is "
 			       "damaged or not mvm's");
 	snap_get_str(&r, v->version, sizeof(v->version));
+	/* Another version's section may have another layout: its
+	 * version is all the caller looks at (snapshot_open refuses it). */
+	if (!r.err && strcmp(v->version, MVM_VERSION_STRING))
+		return 0;
 	snap_get_str(&r, v->arch, sizeof(v->arch));
 	v->cpus = snap_get_u32(&r);
 	v->mem = snap_get_u64(&r);
@@ -517,7 +529,24 @@ static int snapshot_get_vm(const struct snap_file *f, struct snapshot_vm *v, cha
 		snap_get_str(&r, v->vsock, sizeof(v->vsock));
 	v->ndevices = snap_get_u32(&r);
 	v->conf1 = snap_get_u32(&r);
+	snap_get_str(&r, v->kernel, sizeof(v->kernel));
+	snap_get_str(&r, v->initrd, sizeof(v->initrd));
+	snap_get_str(&r, v->cmdline, sizeof(v->cmdline));
 	return snap_done(&r, err, errlen);
+}
+
+int snapshot_payload(struct mvm *m)
+{
+	const struct snapshot_vm *v = m->snap_vm;
+
+	m->kernel = v->kernel[0] ? strdup(v->kernel) : NULL;
+	m->initrd = v->initrd[0] ? strdup(v->initrd) : NULL;
+	m->cmdline = v->cmdline[0] ? strdup(v->cmdline) : NULL;
+	m->cfg.kernel = m->kernel;
+	m->cfg.initrd = m->initrd;
+	m->cfg.cmdline = m->cmdline;
+	return (v->kernel[0] && !m->kernel) || (v->initrd[0] && !m->initrd) ||
+	       (v->cmdline[0] && !m->cmdline) ? -ENOMEM : 0;
 }
 
 int snapshot_open(struct mvm *m, char *err, size_t errlen)
