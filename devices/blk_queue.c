@@ -748,6 +748,36 @@ void blk_workers_fini(struct blk_dev *blk)
 	workers_free(blk, blk->workers);
 }
 
+int blk_workers_set_files(struct blk_dev *blk, const int *files, const int *old)
+{
+	uint64_t deadline = mono_ns() + VQW_STOP_DEADLINE_NS;
+	unsigned wi, i;
+	int r = 0;
+
+	for (wi = 0; wi < blk->nworkers && !r; wi++)
+		r = vqw_set_files(&blk->workers[wi].w, files, BLK_FILES, deadline);
+	if (r && r != -ETIMEDOUT)
+		/* The threads that took the new files go back to the old. */
+		for (i = 0; i + 1 < wi; i++)
+			if (vqw_set_files(&blk->workers[i].w, old, BLK_FILES, deadline))
+				virtio_dev_needs_reset(&blk->vdev);
+	return r;
+}
+
+void blk_clear_stats(struct blk_dev *blk)
+{
+	unsigned wi, q;
+
+	for (wi = 0; wi < blk->nworkers; wi++)
+		vqw_clear_stats(&blk->workers[wi].w);
+	for (q = 0; q < blk->vdev.num_queues; q++) {
+		struct blk_queue *bq = &blk->queues[q];
+
+		bq->errors = bq->bytes_read = bq->bytes_written = bq->budget_waits = 0;
+		bq->rate_delayed = bq->rate_wait_ns = bq->read_ops = bq->write_ops = 0;
+	}
+}
+
 int blk_swap_image(struct blk_dev *blk, struct blk_image *img, const char *path, char *err,
 		   size_t errlen)
 {
@@ -755,12 +785,11 @@ int blk_swap_image(struct blk_dev *blk, struct blk_image *img, const char *path,
 	 * buffered twin empties the second. */
 	int files[BLK_FILES] = { img->fd, img->fd_buffered };
 	int old[BLK_FILES] = { blk->img.fd, blk->img.fd_buffered };
-	uint64_t deadline = mono_ns() + VQW_STOP_DEADLINE_NS;
 	const char *cur = __atomic_load_n(&blk->opts.path, __ATOMIC_RELAXED);
 	char *slot = cur == blk->path[0] ? blk->path[1] : blk->path[0];
 	struct blk_image prev;
-	unsigned wi, i;
-	int r = 0;
+	unsigned i;
+	int r;
 
 	if (img->ro != blk->img.ro)
 		return err_set(err, errlen, -EINVAL, "disk %s: %s is %s but the disk is %s; give "
@@ -777,8 +806,7 @@ int blk_swap_image(struct blk_dev *blk, struct blk_image *img, const char *path,
 	/* Each I/O thread puts the new files in its ring's slots: the
 	 * queues, their waits and counters go on (the caller quiesced them,
 	 * so nothing is in flight on the old image). */
-	for (wi = 0; wi < blk->nworkers && !r; wi++)
-		r = vqw_set_files(&blk->workers[wi].w, files, BLK_FILES, deadline);
+	r = blk_workers_set_files(blk, files, old);
 	if (r == -ETIMEDOUT) {
 		/* A thread that may still take the descriptors later keeps
 		 * them: the new image stays open (and locked) for good. */
@@ -788,14 +816,9 @@ int blk_swap_image(struct blk_dev *blk, struct blk_image *img, const char *path,
 			       "%llu s; the device needs a reset", cur, path,
 			       (unsigned long long)(VQW_STOP_DEADLINE_NS / 1000000000ull));
 	}
-	if (r) {
-		/* The threads that took the new image go back to the old. */
-		for (i = 0; i + 1 < wi; i++)
-			if (vqw_set_files(&blk->workers[i].w, old, BLK_FILES, deadline))
-				virtio_dev_needs_reset(&blk->vdev);
+	if (r)
 		return err_set(err, errlen, r, "disk %s: cannot give %s to its I/O threads: %s",
 			       cur, path, strerror(-r));
-	}
 	prev = blk->img;
 	blk_image_move(&blk->img, img);
 	blk_image_close(&prev);

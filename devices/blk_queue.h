@@ -189,6 +189,15 @@ void blk_workers_fini(struct blk_dev *blk);
 int blk_swap_image(struct blk_dev *blk, struct blk_image *img, const char *path, char *err,
 		   size_t errlen);
 
+/* Every I/O thread's ring gets files (BLK_FILES of them; -1 empties a
+ * slot), the threads quiesced or parked; where one fails, those that took
+ * them go back to old. 0 or -errno; -ETIMEDOUT: a thread did not answer
+ * and may still take them later (keep them open). */
+int blk_workers_set_files(struct blk_dev *blk, const int *files, const int *old);
+/* The disk's counters back to zero (a spare given a new image), its
+ * threads parked and the device out of the guest's reach. */
+void blk_clear_stats(struct blk_dev *blk);
+
 /* DRIVER_OK, for each enabled queue in increasing order: prepares q, and
  * once q is the last enabled queue of its worker, has that worker serve
  * every prepared queue of it. */

@@ -215,6 +215,25 @@ void msix_destroy(struct msix *m)
 	memset(m, 0, sizeof(*m));
 }
 
+void msix_reset(struct msix *m)
+{
+	unsigned i;
+
+	if (!m->v)
+		return;
+	pthread_mutex_lock(&m->lock);
+	m->enabled = m->fmask = false;
+	m->master = pci_command(m->pd) & PCI_COMMAND_MASTER;
+	/* Routes stay installed: a vector the next driver unmasks is routed
+	 * again where it differs (unmasked, sync_route). */
+	for (i = 0; i < m->nvec; i++) {
+		m->v[i].addr_lo = m->v[i].addr_hi = m->v[i].data = 0;
+		m->v[i].ctrl = PCI_MSIX_ENTRY_CTRL_MASKBIT;
+	}
+	memset(m->pba, 0, ALIGN_UP(m->nvec, 64u) / 8);
+	pthread_mutex_unlock(&m->lock);
+}
+
 void msix_config_write(struct msix *m, unsigned off, unsigned len)
 {
 	bool in_cap, in_cmd, was_live;

@@ -100,6 +100,11 @@ int msix_init(struct msix *m, struct pci_dev *pd, struct vm *vm, unsigned nvec,
 int msix_bind(struct msix *m);
 /* Unbind (when bound) and free. */
 void msix_destroy(struct msix *m);
+/* The table and PBA back to their reset values (every vector masked, no
+ * message, nothing pending) and the capability's state mirrored from the
+ * config space (the function's own, restored first): a hot-plug slot's
+ * function made ready for the next device. */
+void msix_reset(struct msix *m);
 
 /* The pci_dev config_write hook calls this after every config write: one
  * overlapping the capability or the command register picks up enable /

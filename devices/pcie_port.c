@@ -232,6 +232,14 @@ int pcie_port_attach(struct pcie_port *p, struct pci_dev *child)
 	return ret;
 }
 
+void pcie_port_detach(struct pcie_port *p)
+{
+	pthread_mutex_lock(&p->bus->lock);
+	if (p->pci.child)
+		pci_bus_detach_child_locked(p->pci.child);
+	pthread_mutex_unlock(&p->bus->lock);
+}
+
 void pcie_port_announce(struct pcie_port *p)
 {
 	pthread_mutex_lock(&p->bus->lock);

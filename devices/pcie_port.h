@@ -76,6 +76,10 @@ int pcie_port_plug(struct pcie_port *p, struct pci_dev *child);
  * not told), announce sets presence and link and raises the events. */
 int pcie_port_attach(struct pcie_port *p, struct pci_dev *child);
 void pcie_port_announce(struct pcie_port *p);
+/* Take the device from behind the port without telling the guest (its
+ * BARs unmapped): a spare made behind its port, kept off the bus until a
+ * disk is plugged. */
+void pcie_port_detach(struct pcie_port *p);
 /* Press the attention button: ask the guest to release the device.
  * -ENODEV when the slot is empty. */
 int pcie_port_press_button(struct pcie_port *p);

@@ -94,6 +94,10 @@ struct virtio_device_ops {
 	void (*reset)(struct virtio_dev *);
 	/* One JSON object describing the device (for --stats). May be NULL. */
 	void (*stats_json)(struct virtio_dev *, struct json *j);
+	/* Whether the device holds nothing to show (a hot-plug slot's disk
+	 * device without a disk): the VM's statistics leave it out. May be
+	 * NULL. */
+	bool (*vacant)(const struct virtio_dev *);
 	/* Free device-private state (dev->priv) at teardown, after every queue
 	 * was stopped; called last by virtio_dev_destroy, so it may free the
 	 * memory holding dev itself. May be NULL. */

@@ -261,7 +261,14 @@ static int blk_queue_held_op(struct virtio_dev *dev, unsigned q)
 	return __atomic_load_n(&to_blk(dev)->queues[q].rate_waiting, __ATOMIC_RELAXED);
 }
 
+/* A hot-plug slot's device between disks (blk_dev_spare, blk_empty). */
+static bool blk_vacant_op(const struct virtio_dev *dev)
+{
+	return to_blk(dev)->img.fd < 0;
+}
+
 static const struct virtio_device_ops blk_ops = {
+	.vacant = blk_vacant_op,
 	.save = blk_save_op,
 	.load = blk_load_op,
 	.queue_held = blk_queue_held_op,
@@ -439,6 +446,103 @@ oom:
 close_image:
 	blk_image_close(img);
 	return r;
+}
+
+int blk_dev_spare(const struct mvm_disk *shape, const struct guest_mem *mem,
+		  struct virtio_dev **out, char *err, size_t errlen)
+{
+	struct blk_image none = { .fd = -1, .fd_buffered = -1 };
+	struct mvm_disk o = *shape;
+
+	/* Read-write (its rings allow writing: a read-only image's
+	 * descriptor refuses writes on its own), no image, no limits. */
+	o.path = "";
+	o.ro = false;
+	o.serial = o.id = o.rate_limit_group = NULL;
+	memset(&o.rate, 0, sizeof(o.rate));
+	return blk_dev_create(&o, &none, mem, &blk_file_backend, NULL, out, err, errlen);
+}
+
+int blk_fill(struct virtio_dev *dev, struct blk_image *img, const struct mvm_disk *o,
+	     struct ratelim *group, char *err, size_t errlen)
+{
+	int files[BLK_FILES] = { img->fd, img->fd_buffered }, none[BLK_FILES] = { -1, -1 };
+	struct blk_dev *blk;
+	struct mvm_disk shape;
+	int r;
+
+	if (dev->ops != &blk_ops || to_blk(dev)->img.fd >= 0 || virtio_get_status(dev))
+		return err_set(err, errlen, -EINVAL, "disk %s: its slot's device is not an "
+			       "empty one", o->path);
+	blk = to_blk(dev);
+	if (!o->queues || o->queues > dev->num_queues || strlen(o->path) >= BLK_PATH_MAX)
+		return err_set(err, errlen, -EINVAL, "disk %s: %u queues, the slot's device "
+			       "has %u", o->path, o->queues, dev->num_queues);
+	r = blk_workers_set_files(blk, files, none);
+	if (r == -ETIMEDOUT) {
+		/* A thread may still take them: they stay open for good. */
+		img->fd = img->fd_buffered = -1;
+		virtio_dev_needs_reset(dev);
+	}
+	if (r)
+		return err_set(err, errlen, r, "disk %s: cannot give the image to the slot's I/O "
+			       "threads: %s", o->path, strerror(-r));
+	if (group) {
+		r = blk_set_group(dev, group);
+		if (r) {
+			blk_workers_set_files(blk, none, files);
+			return err_set(err, errlen, r, "disk %s: cannot join its rate-limit "
+				       "group: %s", o->path, strerror(-r));
+		}
+	}
+	blk_image_move(&blk->img, img);
+	/* The disk's own options; the threads' (how many, how they poll and
+	 * gather, fixed buffers) and the transport stay the slot's. */
+	shape = blk->opts;
+	blk->opts = *o;
+	blk->opts.io_threads = shape.io_threads;
+	blk->opts.poll_us = shape.poll_us;
+	blk->opts.gather_us = shape.gather_us;
+	blk->opts.fixed_buffers = shape.fixed_buffers;
+	blk->opts.transport = shape.transport;
+	blk->opts.path = strcpy(blk->path[0], o->path);
+	blk->opts.serial = o->serial ? strcpy(blk->serial, o->serial) : NULL;
+	blk->opts.id = o->id ? strcpy(blk->id, o->id) : NULL;
+	blk->capacity = blk->img.size / BLK_SECTOR;
+	__atomic_store_n(&blk->flush_failed, false, __ATOMIC_RELAXED);
+	ratelim_set(&blk->rate, &o->rate, mono_ns());
+	dev->no_packed = !o->packed;
+	blk_build_config(blk);
+	blk_clear_stats(blk);
+	return 0;
+}
+
+void blk_empty(struct virtio_dev *dev)
+{
+	int none[BLK_FILES] = { -1, -1 };
+	struct mvm_rate_limit unlimited;
+	struct blk_dev *blk = to_blk(dev);
+	unsigned wi;
+
+	if (dev->ops != &blk_ops)
+		return;
+	/* A thread that does not answer keeps the image: left open. */
+	if (blk_workers_set_files(blk, none, none) == -ETIMEDOUT)
+		blk_image_move(&(struct blk_image){ 0 }, &blk->img);
+	blk_image_close(&blk->img);
+	if (blk->group) {
+		for (wi = 0; wi < blk->nworkers; wi++)
+			ratelim_leave(blk->group, &blk->workers[wi].w);
+		blk->group = NULL;
+	}
+	memset(&unlimited, 0, sizeof(unlimited));
+	ratelim_set(&blk->rate, &unlimited, mono_ns());
+	blk->opts.path = strcpy(blk->path[0], "");
+	blk->opts.serial = blk->opts.id = blk->opts.rate_limit_group = NULL;
+	memset(&blk->opts.rate, 0, sizeof(blk->opts.rate));
+	blk->opts.ro = false;
+	blk->capacity = 0;
+	blk_build_config(blk);
 }
 
 int blk_dev_from_image(const struct mvm_disk *o, struct blk_image *img,

@@ -27,6 +27,28 @@ int blk_dev_from_image(const struct mvm_disk *o, struct blk_image *img,
 		       const struct guest_mem *mem, struct virtio_dev **out, char *err,
 		       size_t errlen);
 
+/* A disk device with shape's queues and threads (its I/O threads, how
+ * they poll and gather, fixed buffers, the transport) and no image: a
+ * hot-plug slot's spare. Its rings' two file slots are empty and it
+ * offers a read-write disk of no sectors; blk_fill gives it an image.
+ * Made, like any device, while the process has one thread. */
+int blk_dev_spare(const struct mvm_disk *shape, const struct guest_mem *mem,
+		  struct virtio_dev **out, char *err, size_t errlen);
+struct ratelim;
+/* Give an empty spare (reset, out of the guest's reach) the image img
+ * (taken on success, untouched on failure) and o's options: the path,
+ * read-only, serial, id, discard, packed, limits, and its rate-limit
+ * group (or NULL); o->queues (what the driver is told) at most the
+ * spare's. Its I/O threads put img's descriptors in their rings' slots
+ * (no thread or ring is made, so a filtered thread may call), and its
+ * counters start from zero. 0 or -errno with a message. */
+int blk_fill(struct virtio_dev *dev, struct blk_image *img, const struct mvm_disk *o,
+	     struct ratelim *group, char *err, size_t errlen);
+/* Take the image away again (the device reset, its queues stopped): the
+ * rings' slots emptied, the image closed and unlocked, the group left,
+ * the limits lifted. */
+void blk_empty(struct virtio_dev *dev);
+
 /* blk_image_open (warnings dropped) + blk_dev_from_image: for tests and
  * the benchmark. */
 int blk_dev_new(const struct mvm_disk *o, const struct guest_mem *mem,
@@ -78,7 +100,6 @@ int blk_swap(struct virtio_dev *dev, struct blk_image *img, const char *path, ch
 	     size_t errlen);
 /* Share group's limits too (once, before the device's threads are
  * launched); group must outlive the device. 0 or -errno. */
-struct ratelim;
 int blk_set_group(struct virtio_dev *dev, struct ratelim *group);
 
 #endif

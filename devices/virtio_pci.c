@@ -556,6 +556,7 @@ int virtio_pci_init(struct virtio_pci *vp, struct virtio_dev *dev, struct vm *vm
 	vp->config_vector = MSIX_NO_VECTOR;
 	for (q = 0; q < dev->num_queues; q++)
 		vp->t.dev->queues[q].msix_vector = MSIX_NO_VECTOR;
+	memcpy(vp->cfg0, pd->cfg, sizeof(vp->cfg0));
 	return 0;
 destroy_msix:
 	msix_destroy(&vp->msix);
@@ -766,6 +767,32 @@ int virtio_pci_address(const struct virtio_dev *dev, unsigned *bus, unsigned *sl
 int virtio_pci_attach(struct vm *vm, struct pci_bus *bus, struct virtio_dev *dev)
 {
 	return virtio_pci_attach_port(vm, bus, NULL, dev);
+}
+
+int virtio_pci_power_on(struct virtio_dev *dev)
+{
+	struct virtio_pci *vp = dev->transport;
+
+	if (dev->tops != &virtio_pci_transport_ops)
+		return -EINVAL;
+	/* The device first: its queues stop, the transport's registers go
+	 * back (vp_reset). No vCPU reaches the function meanwhile: it is off
+	 * the bus. */
+	pthread_mutex_lock(&vp->t.lock);
+	vtr_set_status(&vp->t, 0);
+	pthread_mutex_unlock(&vp->t.lock);
+	memcpy(vp->pci.cfg, vp->cfg0, sizeof(vp->cfg0));
+	msix_reset(&vp->msix);
+	return 0;
+}
+
+int virtio_pci_port_attach(struct virtio_dev *dev, struct pcie_port *port)
+{
+	struct virtio_pci *vp = dev->transport;
+
+	if (dev->tops != &virtio_pci_transport_ops)
+		return -EINVAL;
+	return pcie_port_attach(port, &vp->pci);
 }
 
 int virtio_pci_attach_port(struct vm *vm, struct pci_bus *bus, struct pcie_port *port,

@@ -108,6 +108,9 @@ struct virtio_pci {
 	pthread_t intx_thread;
 	struct thread_handshake intx_hs;     /* its filter is on */
 	bool intx_thread_started;
+	/* Config space as virtio_pci_init made it: what a hot-plug slot's
+	 * function goes back to (virtio_pci_power_on). */
+	uint8_t cfg0[PCI_CFG_SIZE];
 };
 
 /* Register model: builds the PCI function (ids, BARs, capabilities, MSI-X
@@ -127,6 +130,16 @@ void virtio_pci_bar_write(void *opaque, uint64_t off, const uint8_t *data, unsig
 bool virtio_pci_intx_resample(struct virtio_pci *vp);
 
 extern const struct virtio_transport_ops virtio_pci_transport_ops;
+
+struct pcie_port;
+/* A hot-plug slot's function, off the bus (its port detached it): back
+ * to how it was made, as a new card is: its device reset (queues
+ * stopped), its config space and MSI-X table. 0, or -EINVAL for a
+ * device not on virtio-pci. */
+int virtio_pci_power_on(struct virtio_dev *dev);
+/* Put dev's function behind port (pcie_port_attach; not announced).
+ * 0 or -errno. */
+int virtio_pci_port_attach(struct virtio_dev *dev, struct pcie_port *port);
 
 /* KVM binding: virtio_pci_init on a heap-allocated transport, put it on bus
  * (slot, BAR placement), bind the MSI-X vectors (GSI + irqfd each), INTA#

@@ -167,6 +167,8 @@ static void vtr_vm_stats(void *opaque, struct json *j)
 {
 	struct vtr *t = opaque;
 
+	if (t->dev->ops->vacant && t->dev->ops->vacant(t->dev))
+		return;
 	json_obj_begin(j, NULL);
 	json_str(j, "transport", t->ops->kind);
 	json_u64(j, "guest_errors", __atomic_load_n(&t->dev->guest_errors, __ATOMIC_RELAXED));
@@ -262,43 +264,6 @@ static const struct vm_device_ops vtr_vm_ops = {
 int vtr_register(struct vtr *t)
 {
 	return vm_add_device(t->vm, &vtr_vm_ops, t);
-}
-
-/* dev's transport as the VM lists it, or NULL. */
-static struct vtr *vtr_find(struct vm *vm, const struct virtio_dev *dev)
-{
-	unsigned i;
-
-	for (i = 0; i < vm->ndevices; i++)
-		if (vm->devices[i].ops == &vtr_vm_ops &&
-		    ((struct vtr *)vm->devices[i].dev)->dev == dev)
-			return vm->devices[i].dev;
-	return NULL;
-}
-
-int vtr_start_late(struct vm *vm, struct virtio_dev *dev)
-{
-	struct vtr *t = vtr_find(vm, dev);
-
-	return t ? vtr_vm_start(t) : -ENOENT;
-}
-
-int vtr_unplug(struct vm *vm, struct virtio_dev *dev, pthread_mutex_t *list_lock)
-{
-	struct vtr *t;
-
-	pthread_mutex_lock(list_lock);
-	t = vtr_find(vm, dev);
-	if (t)
-		vm_remove_device(vm, t);
-	pthread_mutex_unlock(list_lock);
-	if (!t)
-		return -ENOENT;
-	/* Its threads joined, its host I/O cancelled: nothing more reaches
-	 * the guest (which no longer sees the function). */
-	vtr_vm_stop(t);
-	vtr_vm_destroy(t);
-	return 0;
 }
 
 void vtr_abort(struct vtr *t)

@@ -127,14 +127,6 @@ void vtr_notify_unbind(struct vtr *t);
 /* Hand t to the VM (vm_add_device): from then on the VM stops and destroys
  * it, and --stats prints it. 0 or -errno; on failure call vtr_abort. */
 int vtr_register(struct vtr *t);
-/* A device registered while the VM runs (hot-plug): start it as
- * mvm_start starts the others. 0, -ENOENT (not registered) or -errno. */
-int vtr_start_late(struct vm *vm, struct virtio_dev *dev);
-/* A device unplugged while the VM runs: taken off the VM's list under
- * list_lock (which walkers of the list, --stats, hold), then stopped (its
- * threads joined, host I/O in flight cancelled) and freed. The caller
- * keeps stop and pause away meanwhile. 0 or -ENOENT. */
-int vtr_unplug(struct vm *vm, struct virtio_dev *dev, pthread_mutex_t *list_lock);
 /* A failed attach: stop the transport's threads, unbind notify and the
  * transport's binding, give dev
  * back unbound (dev->tops/transport NULL) and free the transport. dev is

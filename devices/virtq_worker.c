@@ -1345,3 +1345,20 @@ void vqw_get_stats(const struct vqw_queue *q, struct vqw_stats *out)
 		s2 = __atomic_load_n(&q->ring_seq, __ATOMIC_RELAXED);
 	} while (s1 != s2 || (s1 & 1));
 }
+
+void vqw_clear_stats(struct vqw *w)
+{
+	unsigned i;
+
+	for (i = 0; i < w->nq; i++) {
+		struct vqw_queue *q = &w->q[i];
+		unsigned seq = __atomic_load_n(&q->ring_seq, __ATOMIC_RELAXED);
+
+		/* As ring_snapshot writes (odd while writing): vqw_get_stats'
+		 * readers never see half of it. */
+		__atomic_store_n(&q->ring_seq, seq + 1, __ATOMIC_RELAXED);
+		__atomic_thread_fence(__ATOMIC_RELEASE);
+		memset(&q->st, 0, sizeof(q->st));
+		__atomic_store_n(&q->ring_seq, seq + 2, __ATOMIC_RELEASE);
+	}
+}

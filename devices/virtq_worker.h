@@ -523,5 +523,9 @@ void vqw_broken(struct vqw_queue *q, const char *why);
 
 /* Counters, any thread. */
 void vqw_get_stats(const struct vqw_queue *q, struct vqw_stats *out);
+/* Every queue's counters back to zero, from the owner, the worker parked
+ * (nothing of the guest's reaches it: a hot-plug slot's spare disk given
+ * a new image). */
+void vqw_clear_stats(struct vqw *w);
 
 #endif

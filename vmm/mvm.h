@@ -157,7 +157,8 @@ struct mvm_config {
 	bool pvpanic;
 	/* Since 2.1. The VM's name in its threads' names: "ID-ctl" (control),
 	 * "ID-dNqM" (disk N's I/O thread whose first queue is M), "ID-dNirq"
-	 * (a virtio-pci disk's INTx helper); vCPU threads are "vcpuN"
+	 * (a virtio-pci disk's INTx helper), "ID-hNqM" and "ID-hNirq" (hot-plug
+	 * slot N's disk device's, since 2.10); vCPU threads are "vcpuN"
 	 * whatever it is, as Cloud Hypervisor names them. 1 to MVM_ID_MAX
 	 * letters, digits, '-', '_' or '.'; NULL (default): "mvm".
 	 * mvm_get_threads lists them with their ids. */
@@ -165,13 +166,15 @@ struct mvm_config {
 	/* Since 2.5. PCIe root ports with an empty hot-plug slot each
 	 * (x86), 0..MVM_MAX_HOTPLUG_SLOTS: mvm_add_disk on the running VM
 	 * puts a virtio-pci disk in a free one, mvm_disk_remove takes it
-	 * out. The guest's kernel needs pciehp (CONFIG_HOTPLUG_PCI_PCIE).
+	 * out; since 2.10 each slot's disk device is made with the VM
+	 * (hotplug_queues), so neither makes a thread. The guest's kernel
+	 * needs pciehp (CONFIG_HOTPLUG_PCI_PCIE).
 	 * Default 0; refused on a board without PCI (s390x). */
 	unsigned hotplug_slots;
 	/* Since 2.6. A snapshot's directory (mvm_snapshot): the VM goes on
 	 * from where the snapshot's guest stood instead of booting. kernel,
 	 * initrd and cmdline must then be NULL (the guest's memory holds its
-	 * kernel); cpus, mem, pvpanic and hotplug_slots are the snapshot's
+	 * kernel); cpus, mem, pvpanic, hotplug_slots and hotplug_queues are the snapshot's
 	 * (the config's are ignored). Disks added with mvm_add_disk take the
 	 * places of the snapshot's, in order, and must have their shapes
 	 * (size, queues, transport, ...): a clone gets a copy of the image;
@@ -224,6 +227,16 @@ struct mvm_config {
 	 * open files only through this descriptor. NULL (default): a
 	 * confined thread swaps no image. Other threads take any path. */
 	const char *image_dir;
+	/* Since 2.10. The queues of each hot-plug slot's disk device,
+	 * 1..MVM_MAX_QUEUES (0: 1; default 1): mvm_prepare makes one disk
+	 * device per slot, with this many queues, its I/O threads and rings
+	 * and no image, and mvm_add_disk on the running VM gives the free
+	 * slot's device the disk's image and options (so a thread in its
+	 * filter may plug one: nothing is made). A disk plugged in may ask for
+	 * fewer queues, not more; its io_threads, poll_us and gather_us are
+	 * the slot's (the defaults), and it has no fixed_buffers. A restore
+	 * takes the snapshot's. */
+	unsigned hotplug_queues;
 };
 #define MVM_MAX_HOTPLUG_SLOTS 8
 

@@ -222,6 +222,14 @@ void vqw_get_stats(const struct vqw_queue *q, struct vqw_stats *out)
 	*out = q->st;
 }
 
+void vqw_clear_stats(struct vqw *w)
+{
+	unsigned i;
+
+	for (i = 0; i < w->nq; i++)
+		memset(&w->q[i].st, 0, sizeof(w->q[i].st));
+}
+
 /* A pause: the fuzzed paths never pause, so nothing is ever quiesced. */
 void vqw_quiesce(struct vqw *w, bool on)
 {

@@ -10,7 +10,9 @@
 # connects and says nothing does not hold the others up; vm.update-disk
 # swaps the disk's image for a larger one from --image-dir inside the
 # API thread's filter (the guest sees the new size) and refuses one from
-# elsewhere; vm.add-disk is refused under the sandbox (it makes threads);
+# elsewhere; vm.add-disk plugs a disk from --image-dir into the hot-plug
+# slot's device made at the start, inside the same filter (the guest finds
+# vdb), refuses one from elsewhere, and vm.remove-device takes it out;
 # vmm.shutdown ends mvm with status 0. Then, with the sandbox off and a hot-plug slot,
 # a second VM from vm.create and vm.boot; vm.add-disk plugs a disk limited
 # to 100 requests/s in (PciDeviceInfo with its BDF; the guest finds it and
@@ -28,16 +30,18 @@ img=$SYS_TMP/disk.img
 make_image "$img" 8
 mkdir "$SYS_TMP/images"
 make_image "$SYS_TMP/images/big.img" 16
+make_image "$SYS_TMP/images/hot.img" 4
 
 # The VM from vm.create and vm.boot, as Cloud Hypervisor's clients make
 # one: mvm given the socket alone (and the sandbox's ids) serves until
 # the boot, then confines itself as with a VM from the command line.
-"$MVM" "${SYS_IDS[@]}" --api-socket "$sock" --image-dir "$SYS_TMP/images" </dev/null >"$SYS_TMP/out" 2>&1 &
+"$MVM" "${SYS_IDS[@]}" --api-socket "$sock" --image-dir "$SYS_TMP/images" --hotplug-slots 1 \
+	</dev/null >"$SYS_TMP/out" 2>&1 &
 pid=$!
 for _ in $(seq 1 100); do [ -S "$sock" ] && break; sleep 0.1; done
 expect 404 GET vm.info
 expect 404 PUT vm.delete
-cmdline=$(guest_script 'i=0; while [ $i -lt 3000 ]; do echo tick $i $(cut -d" " -f1 /proc/uptime) sectors $(cat /sys/block/vda/size); i=$((i+1)); sleep 0.1; done')
+cmdline=$(guest_script 'i=0; while [ $i -lt 3000 ]; do echo tick $i $(cut -d" " -f1 /proc/uptime) sectors $(cat /sys/block/vda/size) vdb $(cat /sys/block/vdb/size 2>/dev/null || echo -); i=$((i+1)); sleep 0.1; done')
 expect 400 PUT vm.create -H 'Content-Type: application/json' \
 	-d "{\"payload\":{\"kernel\":\"$SYS_ROOT/build/guest/bzImage\"},\"net\":[{\"tap\":\"t0\"}]}"
 expect 204 PUT vm.create -H 'Content-Type: application/json' -d "{
@@ -98,8 +102,19 @@ expect 200 GET vmm.ping
 expect 400 PUT vm.create -H 'Content-Type: application/json' -d '{"cpus": {"boot_vcpus": 2'
 expect 404 GET vm.teleport
 expect 501 PUT vm.add-net -H 'Content-Type: application/json' -d '{"tap":"tap0"}'
-expect 500 PUT vm.add-disk -H 'Content-Type: application/json' -d "{\"path\":\"$SYS_TMP/images/big.img\"}"
-grep -q 'not with --sandbox on' "$SYS_TMP/body" || fail "vm.add-disk under the sandbox: $(cat "$SYS_TMP/body")"
+# Hot-plug inside the API thread's filter: nothing is made, the slot's
+# device made at the start takes the image, from --image-dir only.
+expect 400 PUT vm.add-disk -H 'Content-Type: application/json' -d "{\"path\":\"$img\"}"
+grep -q 'not beneath the image directory' "$SYS_TMP/body" || fail "vm.add-disk from outside --image-dir: $(cat "$SYS_TMP/body")"
+expect 200 PUT vm.add-disk -H 'Content-Type: application/json' -d "{\"path\":\"$SYS_TMP/images/hot.img\",\"id\":\"hot0\"}"
+grep -q '"id":"hot0"' "$SYS_TMP/body" || fail "vm.add-disk under the sandbox: $(cat "$SYS_TMP/body")"
+for _ in $(seq 1 150); do grep -qE 'vdb 8192([^0-9]|$)' "$SYS_TMP/out" && break; sleep 0.2; done
+grep -qE 'vdb 8192([^0-9]|$)' "$SYS_TMP/out" || { tail -n 5 "$SYS_TMP/out"; fail "the guest did not find the disk plugged in under the sandbox"; }
+expect 204 PUT vm.remove-device -d '{"id":"hot0"}'
+n1=$(wc -l <"$SYS_TMP/out")
+for _ in $(seq 1 50); do tail -n +"$n1" "$SYS_TMP/out" | grep -q 'vdb -' && break; sleep 0.2; done
+tail -n +"$n1" "$SYS_TMP/out" | grep -q 'vdb -' || fail "the guest still has vdb after vm.remove-device under the sandbox"
+echo "under the sandbox: vm.add-disk plugged an image from --image-dir in (the guest found vdb), vm.remove-device took it out"
 head -c 100000 /dev/zero | tr '\0' ' ' >"$SYS_TMP/big"
 expect 413 PUT vm.create -H 'Content-Type: application/json' --data-binary "@$SYS_TMP/big"
 socat -u UNIX-CONNECT:"$sock" - >/dev/null 2>&1 &

@@ -2153,6 +2153,89 @@ TEST(a_swap_works_inside_the_queue_filter_on_every_io_thread)
 	unlink(other);
 }
 
+/* --- a hot-plug slot's spare --- */
+
+/* A spare made with two queues and no image offers an empty disk; given
+ * an image (and one queue of its two) inside the queue filter, it serves
+ * it with counters from zero; reset and emptied it lets the image go
+ * (another VM may lock it); given another image it serves that one, its
+ * counters from zero again. */
+TEST(a_spare_disk_takes_an_image_serves_it_and_lets_it_go)
+{
+	char other[32], spec[160], err[256];
+	struct blk_queue_stats s;
+	struct blk_image img, again;
+	struct mvm_disk shape, o;
+	uint64_t buf;
+	uint8_t b[2];
+	struct t t;
+
+	check_need_io_uring();
+	if (!seccomp_works())
+		CHECK_SKIP("seccomp filters cannot be installed here (qemu-user?)");
+	memset(&t, 0, sizeof(t));
+	make_image(&t, IMG_SIZE);
+	CHECK_EQ(vdrv_ram_init(&t.d, 0x1000, 16 << 20), 0);
+	mvm_disk_init(&shape, NULL);
+	shape.queues = 2;
+	CHECK_EQ(blk_dev_spare(&shape, &t.d.mem, &t.dev, err, sizeof(err)), 0);
+	t.dev->sandbox = true;
+	CHECK_EQ(vdrv_attach(&t.d, t.dev), 0);
+	CHECK_EQ(count_threads_in("mvm-blk-q", true), 2);
+	CHECK_EQ(config_capacity(&t), 0);
+
+	snprintf(spec, sizeof(spec), "%s,queues=1,serial=spare1", t.path);
+	CHECK_EQ(test_disk_parse(spec, 1, &o, err, sizeof(err)), 0);
+	CHECK_EQ(blk_image_open(&o, &img, NULL, err, sizeof(err)), 0);
+	CHECK_EQ(blk_fill(t.dev, &img, &o, NULL, err, sizeof(err)), 0);
+	CHECK_EQ(config_capacity(&t), IMG_SIZE / 512);
+	virtio_mmio_read(&t.d.mmio, VIRTIO_MMIO_CONFIG + 34, b, 2);
+	CHECK_EQ(le16_load(b), 1);                       /* num_queues: the disk's */
+	CHECK_EQ(vdrv_negotiate(&t.d, all_features()), 0);
+	t.nq = 1;
+	CHECK_EQ(vdrv_queue_setup(&t.d, 0, QSIZE), 1);
+	vdrv_driver_ok(&t.d);
+	buf = vdrv_alloc(&t.d, 4096, 4096);
+	CHECK_EQ(run1(&t, 0, VIRTIO_BLK_T_IN, 0, buf, 4096, true, NULL), VIRTIO_BLK_S_OK);
+	CHECK_EQ(((uint8_t *)vdrv_host(&t.d, buf))[1], pattern(1));
+	stats(&t, 0, &s);
+	CHECK_EQ(s.requests, 1);
+	/* A second image cannot go in while it has one. */
+	CHECK_EQ(blk_image_open(&o, &again, NULL, err, sizeof(err)), -EBUSY);
+
+	vdrv_wr(&t.d, VIRTIO_MMIO_STATUS, 0);
+	blk_empty(t.dev);
+	CHECK_EQ(config_capacity(&t), 0);
+	CHECK_EQ(blk_image_open(&o, &again, NULL, err, sizeof(err)), 0);
+	blk_image_close(&again);
+
+	make_other_image(other, 2 * IMG_SIZE, 0x6b);
+	snprintf(spec, sizeof(spec), "%s,queues=2", other);
+	CHECK_EQ(test_disk_parse(spec, 1, &o, err, sizeof(err)), 0);
+	CHECK_EQ(blk_image_open(&o, &img, NULL, err, sizeof(err)), 0);
+	CHECK_EQ(blk_fill(t.dev, &img, &o, NULL, err, sizeof(err)), 0);
+	CHECK_EQ(config_capacity(&t), 2 * IMG_SIZE / 512);
+	stats(&t, 0, &s);
+	CHECK_EQ(s.requests, 0);
+	CHECK_EQ(vdrv_negotiate(&t.d, all_features()), 0);
+	t.nq = 2;
+	CHECK_EQ(vdrv_queue_setup(&t.d, 0, QSIZE), 1);
+	CHECK_EQ(vdrv_queue_setup(&t.d, 1, QSIZE), 1);
+	vdrv_driver_ok(&t.d);
+	CHECK_EQ(run1(&t, 1, VIRTIO_BLK_T_IN, 0, buf, 4096, true, NULL), VIRTIO_BLK_S_OK);
+	CHECK_EQ(((uint8_t *)vdrv_host(&t.d, buf))[1], 0x6b);
+	/* Three queues are more than the spare has: refused, nothing moves. */
+	vdrv_wr(&t.d, VIRTIO_MMIO_STATUS, 0);
+	blk_empty(t.dev);
+	o.queues = 3;
+	CHECK_EQ(blk_image_open(&o, &img, NULL, err, sizeof(err)), 0);
+	CHECK_EQ(blk_fill(t.dev, &img, &o, NULL, err, sizeof(err)), -EINVAL);
+	blk_image_close(&img);
+	CHECK_EQ(count_threads_in("mvm-blk-q", true), 2);
+	teardown(&t);
+	unlink(other);
+}
+
 /* Limits the device is given at run time are checked like a spec's. */
 TEST(bad_limits_at_run_time_are_refused_and_the_old_ones_stay)
 {

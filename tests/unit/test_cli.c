@@ -152,14 +152,17 @@ TEST(bad_cpus)
 	CHECK_EQ(PARSE(&c, "--cpus", "-1"), -EINVAL);
 }
 
+/* --hotplug-slots N; each slot's disk device has --queues' queues. */
 TEST(hotplug_slots_fill_the_config)
 {
 	struct cli_config c;
 
 	CHECK_EQ(PARSE(&c, "--cpus", "1"), 0);
 	CHECK_EQ(c.vm.hotplug_slots, 0);
-	CHECK_EQ(PARSE(&c, "--hotplug-slots", "3"), 0);
+	CHECK_EQ(c.vm.hotplug_queues, 1);
+	CHECK_EQ(PARSE(&c, "--hotplug-slots", "3", "--queues", "4"), 0);
 	CHECK_EQ(c.vm.hotplug_slots, 3);
+	CHECK_EQ(c.vm.hotplug_queues, 4);
 	CHECK_EQ(PARSE(&c, "--hotplug-slots=9"), -EINVAL);
 	CHECK_STR(err, "--hotplug-slots '9': out of range; give a number from 0 to 8");
 	CHECK_EQ(PARSE(&c, "--hotplug-slots", "x"), -EINVAL);

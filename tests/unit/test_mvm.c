@@ -201,6 +201,9 @@ TEST(create_rejects_bad_configs)
 		c.hotplug_slots = 1;
 		create_fails(&c, -EINVAL, "hotplug_slots 1: this board has no PCI bus");
 	}
+	c = config();
+	c.hotplug_queues = MVM_MAX_QUEUES + 1;
+	create_fails(&c, -EINVAL, "hotplug_queues 65: give 1 to 64");
 }
 
 TEST(create_checks_files_and_kernel)
@@ -888,6 +891,7 @@ static void write_snapshot_slots(const char *snapdir, const char *version, uint3
 	snap_put_u64(&w, mem);
 	snap_put_u8(&w, 1);             /* pvpanic */
 	snap_put_u32(&w, slots);
+	snap_put_u32(&w, 2);            /* each slot's queues */
 	snap_put_u32(&w, 1);            /* disks */
 	snap_put_str(&w, image);
 	snap_put_str(&w, "queues=2,cache=writeback,id=hot0");

@@ -560,6 +560,18 @@ static void ioctl_irqfd_other(void)
 
 	ioctl(env.other, KVM_IRQFD, &f);
 }
+static void ioctl_ioeventfd_vm(void)
+{
+	struct kvm_ioeventfd e = { .fd = -1 };
+
+	expect_enotty(ioctl(env.fds.vm, KVM_IOEVENTFD, &e));
+}
+static void ioctl_ioeventfd_other(void)
+{
+	struct kvm_ioeventfd e = { .fd = -1 };
+
+	ioctl(env.other, KVM_IOEVENTFD, &e);
+}
 static void ioctl_irq_line_vm(void)
 {
 	struct kvm_irq_level l = { 0 };
@@ -605,7 +617,10 @@ TEST(ioctls_only_by_request_and_on_the_right_descriptor)
 		{ "KVM_RUN on the VM", ioctl_run_vm, NONE },
 		{ "KVM_IRQFD on the VM", ioctl_irqfd_vm, K(VCPU) | K(CONTROL) | K(MAIN) },
 		{ "KVM_IRQFD on another fd", ioctl_irqfd_other, NONE },
-		{ "KVM_IRQ_LINE on the VM", ioctl_irq_line_vm, K(VCPU) | K(CONTROL) },
+		{ "KVM_IRQ_LINE on the VM", ioctl_irq_line_vm, K(VCPU) | K(CONTROL) | K(API) },
+		{ "KVM_IOEVENTFD on the VM", ioctl_ioeventfd_vm,
+		  K(VCPU) | K(CONTROL) | K(MAIN) | K(API) },
+		{ "KVM_IOEVENTFD on another fd", ioctl_ioeventfd_other, NONE },
 		{ "KVM_CREATE_VCPU", ioctl_create_vcpu, NONE },
 		{ "KVM_SET_USER_MEMORY_REGION", ioctl_set_memory, K(CONTROL) | K(MAIN) },
 		{ "TCGETS on the terminal", ioctl_tcgets_tty, K(MAIN) },

@@ -472,24 +472,6 @@ static bool api_disk_parse(const char *what, json_t *o, struct api_hotdisk *h,
 	return true;
 }
 
-/* Hot-plug opens a file and makes a ring and threads: what the API
- * thread's filter (and every filter of a sandboxed mvm) forbids once the
- * VM runs. Before vm.boot the disk is the VmConfig's (the library adds it
- * as one given at the start) and nothing is confined yet. */
-static bool api_hotplug_ok(const struct api_vm *v, const char *name, struct api_reply *r)
-{
-	if (!api_have_vm(v, name, r))
-		return false;
-	if (v->cfg && v->cfg->sandbox && mvm_get_state(v->vm) != MVM_VM_CREATED) {
-		api_error(r, 500, "%s: not with --sandbox on: plugging a disk in opens its image "
-			  "and makes threads, which mvm's filters forbid once the VM runs; run "
-			  "with --sandbox off, or embed libmvm and call mvm_add_disk from a thread "
-			  "of your own", name);
-		return false;
-	}
-	return true;
-}
-
 /* src into *dst, its strings with it. */
 static void api_hotdisk_copy(struct api_hotdisk *dst, const struct api_hotdisk *src)
 {
@@ -512,7 +494,7 @@ static void api_vm_add_disk(struct api_vm *v, const char *body, size_t len,
 	json_t *j;
 	int ret;
 
-	if (!api_hotplug_ok(v, "vm.add-disk", r))
+	if (!api_have_vm(v, "vm.add-disk", r))
 		return;
 	j = api_load("vm.add-disk", body, len, "DiskConfig", r);
 	if (!j)
@@ -532,7 +514,8 @@ static void api_vm_add_disk(struct api_vm *v, const char *body, size_t len,
 	}
 	ret = mvm_add_disk(v->vm, &h.d, err, sizeof(err));
 	if (ret) {
-		api_error(r, ret == -EINVAL || ret == -ENAMETOOLONG || ret == -EEXIST ? 400 : 500,
+		api_error(r, ret == -EINVAL || ret == -ENAMETOOLONG || ret == -EEXIST ||
+			  ret == -EPERM ? 400 : 500,
 			  "vm.add-disk: %s", err);
 		return;
 	}
@@ -558,7 +541,7 @@ static void api_vm_remove_device(struct api_vm *v, const char *body, size_t len,
 	json_t *j;
 	int idx, ret;
 
-	if (!api_hotplug_ok(v, "vm.remove-device", r))
+	if (!api_have_vm(v, "vm.remove-device", r))
 		return;
 	j = json_loadb(body, len, JSON_REJECT_DUPLICATES, &e);
 	id = json_string_value(json_object_get(j, "id"));

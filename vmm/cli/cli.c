@@ -158,8 +158,8 @@ void cli_usage(FILE *out)
 	cli_usage_vsock(out);
 	cli_usage_rate_group(out);
 	fputs("  --queues N       virtqueues per disk (default 1) for every disk without\n"
-	      "                   ,queues=; without --cpus, the guest gets as many vCPUs as\n"
-	      "                   the most queues of any disk\n"
+	      "                   ,queues= and for each hot-plug slot's; without --cpus, the\n"
+	      "                   guest gets as many vCPUs as the most queues of any disk\n"
 	      "  --io-threads N   host threads serving each disk's queues, for every disk\n"
 	      "                   without ,io-threads= (default: one per queue, at most as\n"
 	      "                   many as CPUs mvm may run on; never more than queues)\n"
@@ -544,6 +544,8 @@ int cli_parse(int argc, char **argv, struct cli_config *cfg, char *err, size_t e
 		ret = cli_parse_groups(cfg, &st, err, errlen);
 	if (ret)
 		return ret;
+	/* Disks plugged in while the VM runs get --queues' queues too. */
+	cfg->vm.hotplug_queues = st.tmpl.queues;
 	return cli_parse_disks(cfg, &st, err, errlen);
 }
 

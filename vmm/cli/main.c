@@ -213,6 +213,23 @@ static void main_jail_disk(struct jail_cfg *jail, const struct mvm_disk *d, uint
 		jail->memlock += mem * d->queues;
 }
 
+/* What the hot-plug slots of vm need of the jail's limits: each slot's
+ * disk device, made at the start with the slot's queues, and the image a
+ * disk plugged in brings (two descriptors with cache=none). */
+static void main_jail_slots(struct jail_cfg *jail, const struct mvm_config *vm)
+{
+	struct mvm_disk shape;
+	unsigned i;
+
+	mvm_disk_init(&shape, NULL);
+	shape.queues = vm->hotplug_queues ? vm->hotplug_queues : 1;
+	shape.transport = MVM_TRANSPORT_PCI;
+	for (i = 0; i < vm->hotplug_slots; i++) {
+		main_jail_disk(jail, &shape, vm->mem);
+		jail->fds += 4;
+	}
+}
+
 /* What the vsock device's threads need of the jail's limits: its thread
  * and the io_uring worker its shutdown(SHUT_WR)s run on (the kernel never
  * does them inline), PCI's INTx helper; its ring, listening socket and 3
@@ -243,6 +260,7 @@ static void main_take_disks(struct cli_config *cfg, struct mvm *vm, struct jail_
  * vCPUs and disks, for the jail's limits and the API's vm.info. */
 static void main_restored(struct cli_config *cfg, struct mvm *vm, struct jail_cfg *jail)
 {
+	struct mvm_config now;
 	struct mvm_stats st;
 
 	if (!mvm_get_stats(vm, &st, sizeof(st))) {
@@ -250,6 +268,13 @@ static void main_restored(struct cli_config *cfg, struct mvm *vm, struct jail_cf
 		jail->threads -= cfg->vm.cpus;
 		cfg->vm.cpus = st.cpus;
 		cfg->vm.mem = st.mem;
+	}
+	/* Its hot-plug slots' devices are the snapshot's too. */
+	mvm_config_init(&now);
+	if (!mvm_get_config(vm, &now, sizeof(now)) && !cfg->vm.hotplug_slots) {
+		main_jail_slots(jail, &now);
+		cfg->vm.hotplug_slots = now.hotplug_slots;
+		cfg->vm.hotplug_queues = now.hotplug_queues;
 	}
 	if (!cfg->has_vsock) {
 		mvm_vsock_init(&cfg->vsock);
@@ -301,9 +326,7 @@ static int main_create(const struct cli_config *cfg, uint64_t start_ns, struct j
 		r = mvm_add_vsock(vm, &cfg->vsock, err, errlen);
 		main_jail_vsock(jail, &cfg->vsock);
 	}
-	/* Disks added while it runs: each slot's device, one queue. */
-	jail->threads += 2 * cfg->vm.hotplug_slots;
-	jail->fds += 4 * cfg->vm.hotplug_slots;
+	main_jail_slots(jail, &cfg->vm);
 	if (r) {
 		mvm_destroy(vm);
 		*jail = before;

@@ -242,10 +242,12 @@ static const struct sandbox_ioctl generic_ioctls[] = {
 	{ K_VCPU, SANDBOX_FD_VCPU, KVM_RUN },
 	/* Device emulation on a vCPU: legacy interrupt lines (UART), MSI-X
 	 * vectors and their routes, notification addresses that follow a
-	 * moved BAR. */
-	{ K_VCPU | K_CONTROL, SANDBOX_FD_VM, KVM_IRQ_LINE },
+	 * moved BAR. The API thread plugs and pulls disks: a hot-plug slot's
+	 * interrupt line, and the notify addresses of a disk pulled out by
+	 * surprise (its BARs unmapped). */
+	{ K_VCPU | K_CONTROL | K_API, SANDBOX_FD_VM, KVM_IRQ_LINE },
 	{ K_VCPU | K_CONTROL | K_MAIN, SANDBOX_FD_VM, KVM_IRQFD },
-	{ K_VCPU | K_CONTROL | K_MAIN, SANDBOX_FD_VM, KVM_IOEVENTFD },
+	{ K_VCPU | K_CONTROL | K_MAIN | K_API, SANDBOX_FD_VM, KVM_IOEVENTFD },
 	{ K_VCPU | K_CONTROL | K_MAIN, SANDBOX_FD_VM, KVM_SET_GSI_ROUTING },
 	/* Teardown of the virtio-mmio register pages' read-only slots. */
 	{ K_CONTROL | K_MAIN, SANDBOX_FD_VM, KVM_SET_USER_MEMORY_REGION },

@@ -548,22 +548,6 @@ int vm_add_device(struct vm *vm, const struct vm_device_ops *ops, void *dev)
 	return 0;
 }
 
-bool vm_remove_device(struct vm *vm, void *dev)
-{
-	unsigned i;
-
-	for (i = 0; i < vm->ndevices; i++) {
-		if (vm->devices[i].dev != dev)
-			continue;
-		/* The rest keep their order: stop and destroy go in it. */
-		memmove(&vm->devices[i], &vm->devices[i + 1],
-			(vm->ndevices - i - 1) * sizeof(vm->devices[0]));
-		vm->ndevices--;
-		return true;
-	}
-	return false;
-}
-
 static void vm_stop(struct vm *vm, enum vm_stop_reason why, int status, const char *msg,
 		    bool reboot)
 {

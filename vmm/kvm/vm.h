@@ -194,10 +194,6 @@ int vm_compose_cmdline(const char *extra, const char *user, char *out, size_t le
 
 /* Register a device for teardown and stats: 0 or -ENOSPC. */
 int vm_add_device(struct vm *vm, const struct vm_device_ops *ops, void *dev);
-/* Take dev off the list (a device unplugged while the VM runs; the caller
- * stops and destroys it). The caller keeps anyone else from walking the
- * list meanwhile. False when it was not there. */
-bool vm_remove_device(struct vm *vm, void *dev);
 
 /* KVM_IRQ_LINE: drive a legacy (PIC/IOAPIC) interrupt line; for emulated
  * register-level devices such as the UART. 0 or -errno. */

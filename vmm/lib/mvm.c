@@ -132,6 +132,7 @@ void mvm_config_init_size(struct mvm_config *cfg, size_t size)
 	c.console_out = -1;
 	c.kick_signal = SIGUSR1;
 	c.pvpanic = true;
+	c.hotplug_queues = 1;
 	if (cfg)
 		mvm_give(cfg, size, &c, sizeof(c));
 }
@@ -547,6 +548,9 @@ static int mvm_check_config(const struct mvm_config *cfg, char *err, size_t errl
 	if (cfg->hotplug_slots > MVM_MAX_HOTPLUG_SLOTS)
 		return err_set(err, errlen, -EINVAL, "hotplug_slots %u: give 0 to %u",
 			       cfg->hotplug_slots, MVM_MAX_HOTPLUG_SLOTS);
+	if (cfg->hotplug_queues > MVM_MAX_QUEUES)
+		return err_set(err, errlen, -EINVAL, "hotplug_queues %u: give 1 to %u",
+			       cfg->hotplug_queues, MVM_MAX_QUEUES);
 	if (cfg->hotplug_slots && arch_layout.pci_mmio_end == 0)
 		return err_set(err, errlen, -EINVAL, "hotplug_slots %u: this board has no PCI "
 			       "bus to put hot-plug slots on; give 0", cfg->hotplug_slots);
@@ -659,6 +663,8 @@ int mvm_create(const struct mvm_config *theirs, struct mvm **out, char *err, siz
 	locks[2] = &m->ctl_lock;
 	locks[3] = &m->devs_lock;
 	m->cfg = *cfg;
+	if (!m->cfg.hotplug_queues)
+		m->cfg.hotplug_queues = 1;
 	if (!m->cfg.start_ns)
 		m->cfg.start_ns = mono_ns();
 	m->kernel = mvm_strdup(cfg->kernel, &oom);
@@ -794,14 +800,46 @@ static int mvm_disk_id(const struct mvm *m, const struct mvm_disk *d, char *id, 
 	}
 }
 
+/* Where the calling thread opens the image at path: by path (AT_FDCWD),
+ * or, for the thread mvm_confine_api_thread confined, beneath the image
+ * directory only, through its descriptor (*dirfd) with rel. Checked
+ * before any call is made: its filter kills a thread that opens
+ * anything else. */
+static int mvm_image_dirfd(struct mvm *m, const char *path, int *dirfd, char *rel,
+			   size_t rellen, char *err, size_t errlen)
+{
+	int r;
+
+	*dirfd = AT_FDCWD;
+	if (!m->api_confined || !pthread_equal(pthread_self(), m->api_thread))
+		return 0;
+	if (!m->api_image_ok)
+		return err_set(err, errlen, -EOPNOTSUPP, "disk image %s: this thread may not open "
+			       "files (its seccomp filter): %s", path, m->image_root ?
+			       "the kernel has no Landlock to hold it to the image directory" :
+			       "give the VM an image directory (image_dir, --image-dir) and "
+			       "images beneath it");
+	r = mvm_path_beneath(m->image_root, path, rel, rellen);
+	if (r == -ENAMETOOLONG)
+		return err_set(err, errlen, r, "disk image %.64s...: too long a path", path);
+	if (r || !*rel)
+		return err_set(err, errlen, -EPERM, "disk image %s: not %s the image directory "
+			       "%s, the only place this thread may open images; give the absolute "
+			       "path of one there", path, r == -EINVAL ? "plainly beneath (a . or "
+			       ".. in its path)" : "beneath", m->image_root);
+	*dirfd = m->image_root_fd;
+	return 0;
+}
+
 /* Check d and fill the next disk slot with it, its image opened and
- * locked; the caller counts it (ndisks) once it keeps it. */
+ * locked (by the confined API thread, from the image directory); the
+ * caller counts it (ndisks) once it keeps it. */
 static int mvm_disk_slot_fill(struct mvm *m, const struct mvm_disk *d, char *err, size_t errlen)
 {
-	char id[MVM_DISK_ID_MAX + 1];
+	char id[MVM_DISK_ID_MAX + 1], rel[PATH_MAX];
 	struct mvm_disk_slot *s;
 	size_t n;
-	int ret;
+	int ret, dirfd;
 
 	if (m->ndisks >= MVM_MAX_DISKS)
 		return err_set(err, errlen, -ENOSPC, "disk %s: more than %u disks",
@@ -848,7 +886,11 @@ static int mvm_disk_slot_fill(struct mvm *m, const struct mvm_disk *d, char *err
 	s->opts.rate_limit_group = s->group ? s->group_id : NULL;
 	/* Opened and locked now, once: a busy or odd-sized image fails here,
 	 * before anything is started. */
-	return blk_image_open(&s->opts, &s->img, &m->log, err, errlen);
+	ret = mvm_image_dirfd(m, s->opts.path, &dirfd, rel, sizeof(rel), err, errlen);
+	if (ret)
+		return ret;
+	return blk_image_openat(dirfd, dirfd == AT_FDCWD ? s->opts.path : rel, &s->opts, &s->img,
+				&m->log, err, errlen);
 }
 
 /* Disk i's device from its slot (its image moves into it), not yet on a
@@ -907,8 +949,34 @@ static struct pcie_port *mvm_free_port(struct mvm *m, bool *settling)
 	}
 }
 
-/* mvm_add_disk on a running VM: the device made, started and put behind
- * a free port, then the guest told. ctl_lock held. */
+/* What a disk plugged into a hot-plug slot takes from the slot's spare
+ * rather than from its options: refused where it asked for something
+ * else. */
+static int mvm_spare_fits(const struct mvm *m, const struct mvm_disk *d, char *err,
+			  size_t errlen)
+{
+	struct mvm_disk shape;
+
+	mvm_disk_init(&shape, NULL);
+	if (d->queues > m->cfg.hotplug_queues)
+		return err_set(err, errlen, -EINVAL, "disk %s: queues=%u: a hot-plug slot's disk "
+			       "has at most %u (hotplug_queues, --queues); give fewer", d->path,
+			       d->queues, m->cfg.hotplug_queues);
+	if (d->fixed_buffers)
+		return err_set(err, errlen, -EINVAL, "disk %s: fixed-buffers=on: a hot-plug slot's "
+			       "disk has its slot's rings; leave it out", d->path);
+	if ((d->io_threads && d->io_threads != shape.io_threads) ||
+	    d->poll_us != shape.poll_us || d->gather_us != shape.gather_us)
+		return err_set(err, errlen, -EINVAL, "disk %s: io-threads, poll and gather of a "
+			       "hot-plug slot's disk are its slot's (the defaults); leave them out",
+			       d->path);
+	return 0;
+}
+
+/* mvm_add_disk on a running VM: the free slot's spare given the image
+ * and the disk's options (no thread, ring or descriptor of the VM's is
+ * made: a confined thread may plug), put behind its port, then the guest
+ * told. ctl_lock held. */
 static int mvm_disk_hotplug(struct mvm *m, const struct mvm_disk *d, char *err, size_t errlen)
 {
 	const char *path = d->path ? d->path : "(null)";
@@ -929,6 +997,9 @@ static int mvm_disk_hotplug(struct mvm *m, const struct mvm_disk *d, char *err, 
 		return err_set(err, errlen, -EINVAL, "disk %s: transport %s: hot-plug needs pci; "
 			       "give transport=pci", path,
 			       d->transport == MVM_TRANSPORT_MMIO ? "mmio" : "ccw");
+	ret = mvm_spare_fits(m, d, err, errlen);
+	if (ret)
+		return ret;
 	port = mvm_free_port(m, &settling);
 	if (!port && settling)
 		return err_set(err, errlen, -EBUSY, "disk %s: the guest has not let go of the "
@@ -941,24 +1012,25 @@ static int mvm_disk_hotplug(struct mvm *m, const struct mvm_disk *d, char *err, 
 	ret = mvm_disk_slot_fill(m, d, err, errlen);
 	if (ret)
 		return ret;
-	ret = mvm_disk_dev_new(m, m->ndisks, &dev, err, errlen);
+	dev = m->spares[port - m->ports];
+	/* As a new card: the function and its device as they were made. */
+	virtio_pci_power_on(dev);
+	/* Under devs_lock: --stats reads the device's options (its walk of
+	 * the device list holds it). */
+	pthread_mutex_lock(&m->devs_lock);
+	ret = blk_fill(dev, &s->img, &s->opts, s->group ? &s->group->rl : NULL, err, errlen);
+	pthread_mutex_unlock(&m->devs_lock);
 	if (ret) {
 		blk_image_close(&s->img);
 		return ret;
 	}
-	pthread_mutex_lock(&m->devs_lock);
-	ret = virtio_pci_attach_port(&m->vm, &m->pci, port, dev);
-	pthread_mutex_unlock(&m->devs_lock);
+	ret = virtio_pci_port_attach(dev, port);
 	if (ret) {
-		virtio_dev_destroy(dev);
-		return err_set(err, errlen, ret, "disk %s: cannot attach the virtio-pci device: "
-			       "%s", path, strerror(-ret));
-	}
-	ret = vtr_start_late(&m->vm, dev);
-	if (ret) {
-		vtr_unplug(&m->vm, dev, &m->devs_lock);
-		return err_set(err, errlen, ret, "disk %s: cannot start its threads: %s", path,
-			       strerror(-ret));
+		pthread_mutex_lock(&m->devs_lock);
+		blk_empty(dev);
+		pthread_mutex_unlock(&m->devs_lock);
+		return err_set(err, errlen, ret, "disk %s: cannot put it behind hot-plug slot %u: "
+			       "%s", path, port->number, strerror(-ret));
 	}
 	pthread_mutex_lock(&m->devs_lock);
 	s->dev = dev;
@@ -1117,14 +1189,19 @@ int mvm_disk_remove(struct mvm *m, unsigned disk, unsigned flags, int timeout_ms
 		if (r)
 			goto unlock;
 	}
-	/* The guest no longer sees it: off the lists, then stopped and freed
-	 * (its image closed with it). */
+	/* The guest no longer sees it (its port detached it): off the disk
+	 * list, then the slot's spare reset (its queues stopped, host I/O in
+	 * flight cancelled) and emptied (its image closed and unlocked), for
+	 * the next disk. */
 	pthread_mutex_lock(&m->devs_lock);
 	dev = s->dev;
 	s->dev = NULL;
 	s->removed = true;
 	pthread_mutex_unlock(&m->devs_lock);
-	vtr_unplug(&m->vm, dev, &m->devs_lock);
+	virtio_pci_power_on(dev);
+	pthread_mutex_lock(&m->devs_lock);
+	blk_empty(dev);
+	pthread_mutex_unlock(&m->devs_lock);
 unlock:
 	pthread_mutex_unlock(&m->ctl_lock);
 	return r;
@@ -1292,10 +1369,10 @@ static int mvm_attach_disks(struct mvm *m, char *err, size_t errlen)
 
 	for (i = 0; i < m->ndisks; i++) {
 		struct mvm_disk_slot *s = &m->disks[i];
-		struct virtio_dev *dev;
+		struct virtio_dev *dev = NULL;
 
 		if (s->restore_slot)
-			continue;       /* mvm_attach_plugged */
+			continue;       /* mvm_attach_spares */
 		ret = mvm_disk_dev_new(m, i, &dev, err, errlen);
 		if (ret)
 			return ret;
@@ -1308,38 +1385,60 @@ static int mvm_attach_disks(struct mvm *m, char *err, size_t errlen)
 	return 0;
 }
 
-/* A restore's disks that the guest had in hot-plug slots, back behind
- * their ports, after every other device: the VM's device list then has
- * the snapshot's order (those plugged in at run time came last, in the
- * order of their plugging, which is theirs in the disk list). Not
- * announced: the ports' state says the guest knows them. */
-static int mvm_attach_plugged(struct mvm *m, char *err, size_t errlen)
+/* Each hot-plug slot's spare disk, after every other device, in slot
+ * order (the VM's device list is the same whatever was plugged where,
+ * so a snapshot's lines up with its restore's): made with the slot's
+ * shape behind its port, then taken off the bus until a disk is plugged.
+ * A restore's disk that the guest had in a slot fills that slot's spare
+ * and stays behind its port, not announced: the port's state says the
+ * guest knows it. */
+static int mvm_attach_spares(struct mvm *m, char *err, size_t errlen)
 {
-	unsigned i;
+	struct mvm_disk shape;
+	unsigned p, i;
 	int ret;
 
-	for (i = 0; i < m->ndisks; i++) {
-		struct mvm_disk_slot *s = &m->disks[i];
+	for (i = 0; i < m->ndisks; i++)
+		if (m->disks[i].restore_slot > m->nports)
+			return err_set(err, errlen, -EINVAL, "restore %s: disk %u was in hot-plug "
+				       "slot %u; the VM has %u", m->restore_dir, i,
+				       m->disks[i].restore_slot, m->nports);
+	mvm_disk_init(&shape, NULL);
+	shape.queues = m->cfg.hotplug_queues;
+	shape.transport = MVM_TRANSPORT_PCI;
+	for (p = 0; p < m->nports; p++) {
+		struct pcie_port *port = &m->ports[p];
+		struct mvm_disk_slot *s = NULL;
 		struct virtio_dev *dev;
 
-		if (!s->restore_slot)
-			continue;
-		if (s->restore_slot > m->nports)
-			return err_set(err, errlen, -EINVAL, "restore %s: disk %u was in hot-plug "
-				       "slot %u; the VM has %u", m->restore_dir, i, s->restore_slot,
-				       m->nports);
-		ret = mvm_disk_dev_new(m, i, &dev, err, errlen);
+		ret = blk_dev_spare(&shape, &m->vm.mem, &dev, err, errlen);
 		if (ret)
 			return ret;
-		ret = virtio_pci_attach_port(&m->vm, &m->pci, &m->ports[s->restore_slot - 1], dev);
+		/* "ID-hN": hot-plug slot N's, whatever disk is in it. */
+		snprintf(dev->thread_prefix, sizeof(dev->thread_prefix), "%s-h%u", m->id,
+			 (p + 1) % 10u);  /* p < MVM_MAX_HOTPLUG_SLOTS: what fits 15 bytes */
+		ret = virtio_pci_attach_port(&m->vm, &m->pci, port, dev);
 		if (ret) {
 			virtio_dev_destroy(dev);
-			return err_set(err, errlen, ret, "disk %s: cannot attach the virtio-pci "
-				       "device in hot-plug slot %u: %s", s->opts.path,
-				       s->restore_slot, strerror(-ret));
+			return err_set(err, errlen, ret, "hot-plug slot %u: cannot attach its "
+				       "virtio-pci device: %s", p + 1, strerror(-ret));
 		}
+		m->spares[p] = dev;
+		for (i = 0; i < m->ndisks && !s; i++)
+			if (m->disks[i].restore_slot == p + 1)
+				s = &m->disks[i];
+		if (!s) {
+			pcie_port_detach(port);
+			continue;
+		}
+		ret = mvm_spare_fits(m, &s->opts, err, errlen);
+		if (!ret)
+			ret = blk_fill(dev, &s->img, &s->opts, s->group ? &s->group->rl : NULL, err,
+				       errlen);
+		if (ret)
+			return ret;
 		s->dev = dev;
-		s->port = &m->ports[s->restore_slot - 1];
+		s->port = port;
 	}
 	return 0;
 }
@@ -1760,7 +1859,7 @@ int mvm_prepare(struct mvm *m, char *err, size_t errlen)
 		return ret;
 	ret = mvm_attach_ports(m, err, errlen);
 	if (!ret)
-		ret = mvm_attach_plugged(m, err, errlen);
+		ret = mvm_attach_spares(m, err, errlen);
 	if (ret)
 		return ret;
 	m->phase_ns[MVM_PHASE_DEVICES] = mono_ns();
@@ -2059,37 +2158,6 @@ int mvm_resume(struct mvm *m, char *err, size_t errlen)
 		r = mvm_resume_locked(m, "mvm_resume", err, errlen);
 	pthread_mutex_unlock(&m->ctl_lock);
 	return r;
-}
-
-/* Where the calling thread opens the image at path: by path (AT_FDCWD),
- * or, for the thread mvm_confine_api_thread confined, beneath the image
- * directory only, through its descriptor (*dirfd) with rel. Checked
- * before any call is made: its filter kills a thread that opens
- * anything else. */
-static int mvm_image_dirfd(struct mvm *m, const char *path, int *dirfd, char *rel,
-			   size_t rellen, char *err, size_t errlen)
-{
-	int r;
-
-	*dirfd = AT_FDCWD;
-	if (!m->api_confined || !pthread_equal(pthread_self(), m->api_thread))
-		return 0;
-	if (!m->api_image_ok)
-		return err_set(err, errlen, -EOPNOTSUPP, "disk image %s: this thread may not open "
-			       "files (its seccomp filter): %s", path, m->image_root ?
-			       "the kernel has no Landlock to hold it to the image directory" :
-			       "give the VM an image directory (image_dir, --image-dir) and "
-			       "images beneath it");
-	r = mvm_path_beneath(m->image_root, path, rel, rellen);
-	if (r == -ENAMETOOLONG)
-		return err_set(err, errlen, r, "disk image %.64s...: too long a path", path);
-	if (r || !*rel)
-		return err_set(err, errlen, -EPERM, "disk image %s: not %s the image directory "
-			       "%s, the only place this thread may open images; give the absolute "
-			       "path of one there", path, r == -EINVAL ? "plainly beneath (a . or "
-			       ".. in its path)" : "beneath", m->image_root);
-	*dirfd = m->image_root_fd;
-	return 0;
 }
 
 int mvm_disk_swap(struct mvm *m, unsigned disk, const char *path, char *err, size_t errlen)

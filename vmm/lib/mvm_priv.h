@@ -98,6 +98,11 @@ struct mvm {
 	bool pci_up;
 	struct pcie_port ports[MVM_MAX_HOTPLUG_SLOTS];
 	unsigned nports;               /* made (mvm_prepare) */
+	/* Each port's spare disk (mvm_prepare): made with the slot's shape
+	 * (cfg.hotplug_queues) and no image, its threads started with the
+	 * VM's, behind its port only while a disk is plugged there (the disk
+	 * slot's dev is then this). The VM owns them (its device list). */
+	struct virtio_dev *spares[MVM_MAX_HOTPLUG_SLOTS];
 	/* The VM's device list and the disks' devices against those who
 	 * walk them from other threads (--stats, mvm_get_threads) while a
 	 * hot-plug changes them (under ctl_lock too). Held briefly. */

@@ -4,7 +4,7 @@
  * maps it (RAM below the hole, then the rest) with zero pages left as
  * holes, and `state`, the snapshot container (vmm/base/snap.h) with:
  *   MVM! 0   mvm's version, the architecture, the VM's shape (vCPUs, RAM,
- *            pvpanic, hot-plug slots, each disk's path, options as
+ *            pvpanic, hot-plug slots and their queues, each disk's path, options as
  *            --disk spells them and hot-plug slot (0: none; removed
  *            disks left out), the vsock device's options as --vsock does),
  *            the number of devices, the PCI conf1 address latch, the
@@ -60,6 +60,7 @@ struct snapshot_vm {
 	uint64_t mem;
 	bool pvpanic;
 	uint32_t hotplug_slots;
+	uint32_t hotplug_queues;
 	uint32_t ndisks;
 	char path[MVM_MAX_DISKS][BLK_PATH_MAX];
 	char spec[MVM_MAX_DISKS][SNAPSHOT_SPEC_MAX];
@@ -167,6 +168,7 @@ static int snapshot_put_vm(struct mvm *m, struct snap_w *w, char *err, size_t er
 	snap_put_u64(w, m->cfg.mem);
 	snap_put_u8(w, m->cfg.pvpanic);
 	snap_put_u32(w, m->cfg.hotplug_slots);
+	snap_put_u32(w, m->cfg.hotplug_queues);
 	snap_put_u32(w, live);
 	for (i = 0; i < m->ndisks; i++) {
 		const struct mvm_disk_slot *s = &m->disks[i];
@@ -503,6 +505,10 @@ static int snapshot_get_vm(const struct snap_file *f, struct snapshot_vm *v, cha
 	v->mem = snap_get_u64(&r);
 	v->pvpanic = snap_get_u8(&r);
 	v->hotplug_slots = snap_get_u32(&r);
+	v->hotplug_queues = snap_get_u32(&r);
+	if (!r.err && (!v->hotplug_queues || v->hotplug_queues > MVM_MAX_QUEUES))
+		return err_set(err, errlen, -EINVAL, "snapshot: hot-plug slots of %u queues: the "
+			       "file is damaged", v->hotplug_queues);
 	v->ndisks = snap_get_u32(&r);
 	if (v->ndisks > MVM_MAX_DISKS)
 		return err_set(err, errlen, -EINVAL, "snapshot: %u disks, more than mvm's %u: the "
@@ -593,6 +599,7 @@ int snapshot_open(struct mvm *m, char *err, size_t errlen)
 	m->cfg.mem = v->mem;
 	m->cfg.pvpanic = v->pvpanic;
 	m->cfg.hotplug_slots = v->hotplug_slots;
+	m->cfg.hotplug_queues = v->hotplug_queues;
 	m->snap_mem_fd = openat(dirfd, SNAPSHOT_MEMORY, O_RDONLY | O_CLOEXEC);
 	if (m->snap_mem_fd < 0) {
 		ret = err_set(err, errlen, -errno, "restore %s: %s: %s; the snapshot is not whole",
