@@ -221,11 +221,12 @@ struct mvm_config {
 	 * opened by mvm_prepare (O_PATH) and held, so that it outlasts a
 	 * chroot: the thread mvm_confine_api_thread confined may open an
 	 * image beneath it (its path absolute, as written, no "." or "..")
-	 * for mvm_disk_swap, and nowhere else. Landlock holds that thread's
+	 * for mvm_disk_swap or mvm_add_disk on the running VM, and nowhere else. Landlock holds that thread's
 	 * file access to this tree (read and write regular files; with
 	 * snapshot_dir, that one's rights there), its seccomp filter lets it
 	 * open files only through this descriptor. NULL (default): a
-	 * confined thread swaps no image. Other threads take any path. */
+	 * confined thread swaps and plugs no image. Other threads take any
+	 * path. */
 	const char *image_dir;
 	/* Since 2.10. The queues of each hot-plug slot's disk device,
 	 * 1..MVM_MAX_QUEUES (0: 1; default 1): mvm_prepare makes one disk
