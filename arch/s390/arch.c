@@ -195,8 +195,11 @@ int arch_vm_clock_restore(struct vm *vm)
 
 #define S390_K_PAUSER (SANDBOX_K(SANDBOX_MAIN) | SANDBOX_K(SANDBOX_CONTROL) | SANDBOX_K(SANDBOX_API))
 static const struct sandbox_ioctl s390_ioctls[] = {
-	{ S390_K_VCPU | SANDBOX_K(SANDBOX_QUEUE) | SANDBOX_K(SANDBOX_CONTROL), SANDBOX_FD_VM,
-	  KVM_S390_INTERRUPT },
+	/* A subchannel's I/O interrupt, floating: queue threads, the
+	 * console, and the API thread's image swap (its configuration
+	 * change, virtio-ccw's config indicator). */
+	{ S390_K_VCPU | SANDBOX_K(SANDBOX_QUEUE) | SANDBOX_K(SANDBOX_CONTROL) |
+	  SANDBOX_K(SANDBOX_API), SANDBOX_FD_VM, KVM_S390_INTERRUPT },
 	{ S390_K_VCPU, SANDBOX_FD_VCPU, KVM_S390_INTERRUPT },
 	{ S390_K_VCPU, SANDBOX_FD_VCPU, KVM_S390_MEM_OP },
 	{ S390_K_VCPU, SANDBOX_FD_VCPUS, KVM_S390_IRQ },

@@ -25,6 +25,7 @@
 #include <linux/falloc.h>
 #include <linux/futex.h>
 #include <linux/landlock.h>
+#include <linux/net.h>
 #include <linux/io_uring.h>
 #include <linux/seccomp.h>
 #include <stdbool.h>
@@ -221,6 +222,16 @@ static const struct rule generic[] = {
 	/* Console output to a socket (MSG_DONTWAIT: vmm/lib/console_out.c);
 	 * a control server's answers. */
 	ALLOW(K_CONTROL | K_API, sendto),
+#ifdef __NR_socketcall
+	/* s390x's C library makes these socket calls through socketcall,
+	 * the call's number its first argument: the same calls, by number.
+	 * Their descriptor is in memory there, out of the filter's reach,
+	 * so accept4 is not held to the listening socket on s390x (only
+	 * the API thread's filter has it). */
+	CHECKED1(K_API, socketcall, IN(0, MASK_ALL, SYS_ACCEPT4, SYS_RECV, SYS_RECVFROM, SYS_SEND,
+				      SYS_SENDTO, SYS_SENDMSG, SYS_SHUTDOWN)),
+	CHECKED1(K_CONTROL, socketcall, IN(0, MASK_ALL, SYS_SEND, SYS_SENDTO)),
+#endif
 
 	CHECKED1(K_QUEUE, io_uring_enter, FD(0, SANDBOX_FD_RING)),
 	CHECKED1(K_QUEUE, io_uring_register, FD(0, SANDBOX_FD_RING),
