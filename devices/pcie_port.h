@@ -23,8 +23,8 @@
  * 5 s grace) unbinds its driver and powers the slot off; that write
  * detaches the device (pcie_port_wait_eject wakes). Surprise removal:
  * pcie_port_surprise_remove detaches it at once, as a pulled card does.
- * Either way the caller then stops and frees the device (never the vCPU
- * whose config write detached it: it holds the bus lock).
+ * Either way the caller then resets the device for the next one (never
+ * on the vCPU whose config write detached it: it holds the bus lock).
  *
  * Window: each port gets a 1 MiB memory window (placed when it is made,
  * in the bus's 32-bit window) that its child's BARs go in; no I/O or

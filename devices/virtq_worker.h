@@ -5,8 +5,9 @@
  * Its life follows the VM's, not the driver's:
  *  - vqw_init and vqw_set_io, when the device is made (mvm_prepare, while
  *    the process has one thread): the ring, created disabled, its files
- *    and its restrictions registered. Nothing later creates a ring or
- *    registers anything with one.
+ *    and its restrictions registered. Nothing later creates a ring; the
+ *    only later register call is the thread's own replacement of the
+ *    device's files (vqw_set_files: a disk's image swapped or plugged).
  *  - vqw_launch, before any vCPU runs (mvm_start): the thread, which
  *    enables the ring (its only submitter from then on), registers guest
  *    RAM as fixed buffers where asked, enters its seccomp filter and
