@@ -85,9 +85,12 @@ struct vsd_slot {
 	/* Host data read for the guest, not all of it sent yet: a circular
 	 * buffer of VSD_STAGE bytes, stage_len of them from stage_off on. A
 	 * RECV fills the space after them while the guest is sent what is
-	 * there, so reading the socket and filling RX buffers overlap. */
+	 * there, so reading the socket and filling RX buffers overlap. The
+	 * slot's own part of the device's reserved stages; stage_touched:
+	 * a RECV wrote there, pages to give back when the slot is freed. */
 	uint8_t *stage;
 	uint32_t stage_len, stage_off;
+	bool stage_touched;
 	bool eof_owed;             /* the host's end came after staged bytes */
 	struct sockaddr_un addr;   /* a guest connect's target (CONNECT reads it) */
 };
@@ -106,6 +109,7 @@ struct vsock_dev {
 	/* worker-owned */
 	struct vsock v;
 	struct vsd_slot *slots;
+	uint8_t *stages;           /* nslots stages, reserved (pages_reserve) */
 	unsigned nslots;
 	uint32_t free_head;
 	uint32_t rx_head, rx_tail; /* slots with staged data, served in turn */
@@ -281,8 +285,9 @@ static void slot_io_done(struct vsock_dev *d, struct vsd_slot *s)
 	}
 	if (s->kind == SLOT_HANDSHAKE)
 		d->handshakes--;
-	pages_free(s->stage, VSD_STAGE);
-	s->stage = NULL;
+	if (s->stage_touched)
+		pages_discard(s->stage, VSD_STAGE);
+	s->stage_touched = false;
 	s->kind = SLOT_FREE;
 	s->gen++;
 	s->next = d->free_head;
@@ -417,14 +422,6 @@ static void slot_recv(struct vsock_dev *d, struct vsd_slot *s)
 	credit = vsock_credit(c);
 	if (credit <= s->stage_len)
 		return;        /* what is staged takes all of it */
-	if (!s->stage) {
-		s->stage = pages_alloc(VSD_STAGE);
-		if (!s->stage) {
-			STAT_ADD(d, host_errors);
-			act(d, c, vsock_host_eof(&d->v, c, true));
-			return;
-		}
-	}
 	/* The free space after the staged bytes, in one piece. */
 	tail = s->stage_off + s->stage_len;
 	if (tail >= VSD_STAGE) {
@@ -440,6 +437,7 @@ static void slot_recv(struct vsock_dev *d, struct vsd_slot *s)
 	io_uring_prep_recv(sqe, (int)slot_no(d, s), s->stage + tail, len, 0);
 	sqe_tag(d, sqe, s, OP_RECV);
 	s->recv_on = true;
+	s->stage_touched = true;
 }
 
 static void line_recv(struct vsock_dev *d, struct vsd_slot *s)
@@ -1114,9 +1112,7 @@ static void vsd_destroy(struct virtio_dev *dev)
 	sock_unlink(d);
 	if (d->listen_fd >= 0)
 		close(d->listen_fd);
-	if (d->slots)
-		for (unsigned i = 0; i < d->nslots; i++)
-			pages_free(d->slots[i].stage, VSD_STAGE);
+	pages_free(d->stages, (size_t)d->nslots * VSD_STAGE);
 	free(d->slots);
 	vsock_fini(&d->v);
 	free(d);       /* holds dev: last */
@@ -1313,8 +1309,11 @@ int vsock_dev_new(const struct mvm_vsock *o, const struct guest_mem *mem,
 	le64_store(d->config, o->cid);
 	d->nslots = 1 + VSOCK_HANDSHAKES + o->conns;
 	d->slots = calloc(d->nslots, sizeof(*d->slots));
+	/* Every slot's stage now: its thread, filtered, maps nothing. */
+	d->stages = pages_reserve((size_t)d->nslots * VSD_STAGE);
 	r = vsock_init(&d->v, o->cid, o->conns, VSOCK_BUFFERED_MAX);
-	if (!d->slots || r) {
+	if (!d->slots || !d->stages || r) {
+		pages_free(d->stages, (size_t)d->nslots * VSD_STAGE);
 		free(d->slots);
 		if (!r)
 			vsock_fini(&d->v);
@@ -1322,6 +1321,8 @@ int vsock_dev_new(const struct mvm_vsock *o, const struct guest_mem *mem,
 		return err_set(err, errlen, -ENOMEM, "vsock %s: out of memory", o->socket);
 	}
 	d->free_head = NONE;
+	for (unsigned i = 0; i < d->nslots; i++)
+		d->slots[i].stage = d->stages + (size_t)i * VSD_STAGE;
 	for (unsigned i = d->nslots; i-- > 1;) {
 		d->slots[i].next = d->free_head;
 		d->free_head = i;
@@ -1330,6 +1331,7 @@ int vsock_dev_new(const struct mvm_vsock *o, const struct guest_mem *mem,
 	d->rx_head = d->rx_tail = NONE;
 	r = virtio_dev_init(&d->vdev, &vsd_ops, d, mem, VSD_NQ, VSOCK_QUEUE_SIZE);
 	if (r) {
+		pages_free(d->stages, (size_t)d->nslots * VSD_STAGE);
 		free(d->slots);
 		vsock_fini(&d->v);
 		free(d);

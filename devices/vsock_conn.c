@@ -67,13 +67,17 @@ int vsock_init(struct vsock *v, uint64_t guest_cid, unsigned max_conns, uint64_t
 	memset(v, 0, sizeof(*v));
 	while (nb < 2 * max_conns)
 		nb <<= 1;
-	/* Mappings, like the rings (pages_alloc): the tables are freed at
-	 * teardown, on a filtered thread, maybe off the arena they came from. */
+	/* Mappings (pages_alloc): the tables are freed at teardown, on a
+	 * filtered thread, maybe off the arena they came from. The rings'
+	 * address space is taken now, for every connection there may be:
+	 * the device's thread, filtered, maps nothing. */
 	v->conns = pages_alloc(max_conns * sizeof(*v->conns));
 	v->hash = pages_alloc(nb * sizeof(*v->hash));
-	if (!v->conns || !v->hash) {
+	v->rings = pages_reserve((size_t)max_conns * VSOCK_BUF_ALLOC);
+	if (!v->conns || !v->hash || !v->rings) {
 		pages_free(v->conns, max_conns * sizeof(*v->conns));
 		pages_free(v->hash, nb * sizeof(*v->hash));
+		pages_free(v->rings, (size_t)max_conns * VSOCK_BUF_ALLOC);
 		return -ENOMEM;
 	}
 	memset(v->hash, 0xff, nb * sizeof(*v->hash));
@@ -83,6 +87,7 @@ int vsock_init(struct vsock *v, uint64_t guest_cid, unsigned max_conns, uint64_t
 	v->max_buffered = max_buffered;
 	for (unsigned i = 0; i < max_conns; i++) {
 		v->conns[i].id = i;
+		v->conns[i].ring.buf = v->rings + (size_t)i * VSOCK_BUF_ALLOC;
 		v->conns[i].hnext = i + 1 < max_conns ? i + 1 : NONE;
 	}
 	v->free_head = 0;
@@ -95,11 +100,11 @@ void vsock_fini(struct vsock *v)
 {
 	if (!v->conns)
 		return;
-	for (unsigned i = 0; i < v->max_conns; i++)
-		pages_free(v->conns[i].ring.buf, VSOCK_BUF_ALLOC);
+	pages_free(v->rings, (size_t)v->max_conns * VSOCK_BUF_ALLOC);
 	pages_free(v->conns, v->max_conns * sizeof(*v->conns));
 	pages_free(v->hash, (v->hash_mask + 1) * sizeof(*v->hash));
 	v->conns = NULL;
+	v->rings = NULL;
 	v->hash = NULL;
 }
 
@@ -141,6 +146,7 @@ static struct vsock_conn *conn_new(struct vsock *v, uint32_t guest_port, uint32_
 	gen = c->gen;
 	memset(c, 0, sizeof(*c));
 	c->id = (uint32_t)(c - v->conns);
+	c->ring.buf = v->rings + (size_t)c->id * VSOCK_BUF_ALLOC;
 	c->gen = gen;
 	c->state = state;
 	c->guest_port = guest_port;
@@ -154,17 +160,17 @@ static struct vsock_conn *conn_new(struct vsock *v, uint32_t guest_port, uint32_
 	return c;
 }
 
-/* The ring's bytes are forgotten; its memory stays while the device has
- * host state for the connection (a send in flight may still read it) and
- * goes when the slot is freed. */
+/* The ring's bytes are forgotten; its pages stay while the device has
+ * host state for the connection (a send in flight may still read them)
+ * and go back when the slot is freed. */
 static void ring_drop(struct vsock *v, struct vsock_conn *c)
 {
 	v->buffered -= c->ring.len;
 	c->ring.head = c->ring.len = 0;
-	if (c->host_busy)
+	if (c->host_busy || !c->ring.touched)
 		return;
-	pages_free(c->ring.buf, VSOCK_BUF_ALLOC);
-	c->ring.buf = NULL;
+	pages_discard(c->ring.buf, VSOCK_BUF_ALLOC);
+	c->ring.touched = false;
 }
 
 /* Back to the free list: only once it owes nothing and the device holds
@@ -276,6 +282,7 @@ static void ring_put(struct vsock_conn *c, const struct iovec *iov, unsigned nse
 		}
 	}
 	c->ring.len += len;
+	c->ring.touched = true;
 }
 
 unsigned vsock_ring_peek(const struct vsock_conn *c, struct iovec iov[2])
@@ -310,11 +317,6 @@ static enum vsock_act rw_from_guest(struct vsock *v, struct vsock_conn *c,
 	if (c->ring.len + (uint64_t)h->len > VSOCK_BUF_ALLOC) {
 		*bad = VSOCK_BAD_CREDIT;
 		return conn_reset(v, c, true);
-	}
-	if (!c->ring.buf) {
-		c->ring.buf = pages_alloc(VSOCK_BUF_ALLOC);
-		if (!c->ring.buf)
-			return conn_reset(v, c, true);
 	}
 	ring_put(c, payload, nseg, h->len);
 	c->rx_cnt += h->len;

@@ -72,12 +72,15 @@ void vsock_hdr_encode(const struct vsock_hdr *h, uint8_t b[VSOCK_HDR_LEN]);
 
 /* A byte ring: what the guest sent on a connection and the host socket has
  * not taken yet. At most VSOCK_BUF_ALLOC bytes (the credit the guest was
- * given), allocated with the first byte, freed when the connection's slot
- * is (not before the device let go of it: a send may be reading it). */
+ * given), the connection's own part of the VM's reserved rings; its pages
+ * come with the first byte and are given back when the connection's slot
+ * is freed (not before the device let go of it: a send may be reading
+ * it). */
 struct vsock_ring {
 	uint8_t *buf;
 	uint32_t head;             /* first byte not yet written to the host */
 	uint32_t len;              /* bytes held */
+	bool touched;              /* bytes were put there: pages to give back */
 };
 
 enum vsock_state {
@@ -167,6 +170,7 @@ struct vsock {
 	uint64_t max_buffered;     /* bytes held in rings, all connections */
 	uint64_t buffered;
 	struct vsock_conn *conns;  /* max_conns */
+	uint8_t *rings;            /* max_conns rings, reserved (pages_reserve) */
 	uint32_t *hash;            /* 2 * max_conns heads, UINT32_MAX: empty */
 	unsigned hash_mask;
 	uint32_t free_head;        /* free slots, through hnext */

@@ -176,6 +176,30 @@ void *pages_alloc(size_t len)
 #endif
 }
 
+void *pages_reserve(size_t len)
+{
+#ifdef PAGES_ASAN
+	return calloc(1, len ? len : 1);
+#else
+	void *p = mmap(NULL, len ? len : 1, PROT_READ | PROT_WRITE,
+		       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+
+	return p == MAP_FAILED ? NULL : p;
+#endif
+}
+
+void pages_discard(void *p, size_t len)
+{
+#ifdef PAGES_ASAN
+	/* The allocator's block, not whole pages of its own: kept. */
+	(void)p;
+	(void)len;
+#else
+	if (p && len)
+		madvise(p, len, MADV_DONTNEED);
+#endif
+}
+
 void pages_free(void *p, size_t len)
 {
 #ifdef PAGES_ASAN

@@ -126,6 +126,14 @@ int read_initrd_into(int fd, const char *path, void *dst, size_t len, char *err,
  * would keep the pages resident instead. */
 void *pages_alloc(size_t len);
 void pages_free(void *p, size_t len);
+/* Address space for many such buffers, reserved when a device is made
+ * (MAP_NORESERVE: nothing committed until touched; freed with
+ * pages_free), so that its thread maps nothing once filtered: s390x's
+ * filter refuses every mmap (its arguments are out of the filter's
+ * reach). pages_discard gives a buffer's pages back inside it
+ * (MADV_DONTNEED: it reads as zeros again). */
+void *pages_reserve(size_t len);
+void pages_discard(void *p, size_t len);
 
 /* CLOCK_MONOTONIC in nanoseconds (vDSO: no system call). */
 uint64_t mono_ns(void);
