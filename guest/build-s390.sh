@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
 # Build the mvm s390x test guest: a lean Linux 6.1 kernel of its own
-# (guest/s390/kernel.config: virtio-ccw, virtio-blk, the SCLP consoles,
-# ext4; cross-built with gcc-s390x-linux-gnu from Debian's linux-source-6.1)
-# and an initramfs: busybox (Debian's busybox-static for s390x), a static
+# (guest/s390/kernel.config: virtio-ccw, virtio-blk, virtio-vsock, the SCLP
+# consoles, ext4; cross-built with gcc-s390x-linux-gnu from Debian's
+# linux-source-6.1) and an initramfs: busybox (Debian's busybox-static for s390x), a static
 # fio (cross-built from Debian's fio source, as guest/build.sh builds the
 # x86 one), Debian's s390x mke2fs and e2fsck with their libraries, the
-# shared /init (guest/init) and the s390x mvm-exit (guest/s390/mvm-exit).
+# shared /init (guest/init), the s390x mvm-exit (guest/s390/mvm-exit) and
+# mvm-vsock (guest/mvm-vsock.c, cross-built static).
 # tests/s390/run --prepare fetches the s390x packages once (make deps).
 #
 # Each part is cached under ${XDG_CACHE_HOME:-~/.cache}/mvm/s390x/ in a
@@ -105,6 +106,8 @@ build_initramfs() {
 	cp "$GUEST_DIR/init" "$r/init"
 	cp "$GUEST_DIR/s390/mvm-exit" "$r/bin/mvm-exit"
 	chmod 755 "$r/init" "$r/bin/mvm-exit"
+	"${CROSS}gcc" -static -Os -Wall -Wextra -Werror -o "$r/usr/bin/mvm-vsock" "$GUEST_DIR/mvm-vsock.c"
+	"${CROSS}strip" "$r/usr/bin/mvm-vsock"
 	mkdir "$tmp/out"
 	(cd "$r" && find . | LC_ALL=C sort | cpio -o -H newc -R 0:0 2>/dev/null | gzip -9n) \
 		>"$tmp/out/initrd.gz"
@@ -115,7 +118,8 @@ initramfs_key() {
 	{
 		sha256sum <"$FIO"
 		(cd "$CACHE" && find l1/busybox e2fs -type f | LC_ALL=C sort | xargs sha256sum)
-		cat "$GUEST_DIR/init" "$GUEST_DIR/s390/mvm-exit"
+		cat "$GUEST_DIR/init" "$GUEST_DIR/s390/mvm-exit" "$GUEST_DIR/mvm-vsock.c"
+		"${CROSS}gcc" --version | head -n 1
 		declare -f build_initramfs
 	} | key
 }
