@@ -20,7 +20,6 @@
 #define BLK_SERIAL_MAX 20          /* VIRTIO_BLK_ID_BYTES */
 #define BLK_SECTOR 512ULL          /* virtio-blk sector unit, also our blk_size */
 #define BLK_POLL_US_DEFAULT 32     /* like QEMU's iothread poll-max-ns */
-#define BLK_POLL_US_MAX 1000
 /* The longest slice an I/O thread sleeps after a kick to gather more
  * requests (struct vqw_gather): long enough for a nested or overcommitted
  * guest to post its next request (docs/benchmarks.md: how far apart they

@@ -331,7 +331,7 @@ static const struct kv_key blk_keys[] = {
 	  .max = MVM_MAX_QUEUES, .check_max = UINT_MAX, .zero_is_unset = true, .meta = "N",
 	  .help = "host threads serving the queues (default: one per queue, at most as "
 		  "many as CPUs mvm may run on, or --io-threads)" },
-	{ "poll", KV_UINT, BLK_KEY(poll_us, unsigned), .max = BLK_POLL_US_MAX,
+	{ "poll", KV_UINT, BLK_KEY(poll_us, unsigned), .max = VQW_POLL_US_MAX,
 	  .def = BLK_POLL_US_DEFAULT, .meta = "USEC", .unit = "us",
 	  .help = "the longest time an idle I/O thread polls for work (default 32; it "
 		  "adapts below that, 0: never)" },

@@ -433,18 +433,34 @@ static long thread_nivcsw(void)
  * the loop where the thread lost its CPU to another task means polling
  * only delays whoever had to run (vqw_poll_gap). True when work showed
  * up. */
+/* A completion is there, or waits for this thread to run it (the ring's
+ * IORING_SQ_TASKRUN, set by the kernel: VQW_RING_FLAGS); then run it, so
+ * that reap() sees it. */
+static bool io_ready(struct vqw *w)
+{
+	if (io_uring_cq_ready(&w->ring))
+		return true;
+	if (!(IO_URING_READ_ONCE(*w->ring.sq.kflags) & IORING_SQ_TASKRUN))
+		return false;
+	io_uring_get_events(&w->ring);
+	STAT_ADD(&w->q[0], enters, 1);
+	return true;
+}
+
 static bool poll_rings(struct vqw *w)
 {
 	uint64_t t, next, deadline;
 	uint32_t win;
-	bool found = false, preempted = false;
+	bool found = false, preempted = false, io = w->ops->poll_io;
 	unsigned i;
 
 	/* With no I/O in flight the only SQEs that can be pending are kick
 	 * reads re-armed by reap(): they need not reach the kernel before we
 	 * sleep (kicks accumulate in the eventfds), so they do not stop us
-	 * polling; the enter that goes to sleep submits them. */
-	if (!w->poll.max_ns || !w->worked || any_inflight(w) || io_uring_cq_ready(&w->ring))
+	 * polling; the enter that goes to sleep submits them. A device whose
+	 * host I/O the poll waits for (ops->poll_io) has it submitted first. */
+	if (!w->poll.max_ns || !w->worked || (!io && any_inflight(w)) ||
+	    io_uring_cq_ready(&w->ring))
 		return false;
 	w->worked = false;
 	/* Whether or not we poll now, how long the coming sleep lasts says
@@ -455,9 +471,15 @@ static bool poll_rings(struct vqw *w)
 	if (!win)
 		return false;
 	deadline = t + win;
+	if (io && io_uring_sq_ready(&w->ring)) {
+		io_uring_submit(&w->ring);
+		STAT_ADD(&w->q[0], enters, 1);
+	}
 	do {
 		for (i = 0; i < w->nq && !found; i++)
 			found = takes(&w->q[i]) && virtq_has_work(w->q[i].vq);
+		if (!found && io)
+			found = io_ready(w);
 		if (found)
 			break;
 		arch_cpu_relax();

@@ -76,10 +76,11 @@ enum { VQW_FILE_CTL, VQW_FILE_KICK0 };    /* after the device's files */
 #define VQW_RETRY_LEVELS 10              /* 50 us .. 25.6 ms */
 /* What every ring is created with: disabled until its thread enables it
  * (restrictions first), that thread its only submitter, completions run
- * when it waits. Linux 6.1. */
+ * when it waits, and flagged in the ring (IORING_SQ_TASKRUN) while they
+ * wait for it, so that a poll sees them without a system call. Linux 6.1. */
 #define VQW_RING_FLAGS (IORING_SETUP_CQSIZE | IORING_SETUP_R_DISABLED | \
 			IORING_SETUP_SUBMIT_ALL | IORING_SETUP_SINGLE_ISSUER | \
-			IORING_SETUP_DEFER_TASKRUN)
+			IORING_SETUP_DEFER_TASKRUN | IORING_SETUP_TASKRUN_FLAG)
 
 struct vqw;
 struct vqw_queue;
@@ -104,7 +105,9 @@ struct vqw_stats {
 };
 
 /* The adaptive polling window of one worker (like QEMU's poll-grow /
- * poll-shrink, plus a stop on preemption). Pure logic, for unit tests. */
+ * poll-shrink, plus a stop on preemption). Pure logic, for unit tests.
+ * A device's poll= allows at most VQW_POLL_US_MAX. */
+#define VQW_POLL_US_MAX 1000u
 #define VQW_POLL_START_NS 4000u          /* first window after a quick wake-up */
 #define VQW_POLL_GAP_NS 20000u           /* a gap this long in the poll loop: preempted? */
 #define VQW_POLL_STOLEN_NS 500000u       /* a gap this long: preempted, switch or not, */
@@ -242,6 +245,13 @@ struct vqw_ops {
 	 * own; the stop waits for those like any other (ops->inflight). */
 	void (*serve_begin)(struct vqw_queue *q);
 	void (*serve_end)(struct vqw_queue *q);
+	/* Whether the adaptive poll (poll_us) also waits for the device's
+	 * host I/O: it then polls while host I/O is in flight, and a
+	 * completion ends it as a guest buffer does (virtio-vsock, whose
+	 * next work is as often a host socket's answer as the guest's next
+	 * packet). Without, it polls only with no host I/O in flight
+	 * (virtio-blk: a request's completion follows its own wake-up). */
+	bool poll_io;
 };
 
 /* One virtqueue served by a worker. */

@@ -7,13 +7,14 @@
  * has a one-line message; a parsed configuration is within the documented
  * ranges (cpus 1..254, mem >= 16 MiB, at most 16 disks, each with 1..N
  * queues, a serial that fits VIRTIO_BLK_ID_BYTES, a poll window within
- * BLK_POLL_US_MAX), and every disk it accepts passes mvm_add_disk's check
+ * VQW_POLL_US_MAX), and every disk it accepts passes mvm_add_disk's check
  * (kv_check over the same table); composing its kernel command line either
  * fits or says -ENOSPC, NUL-terminated either way. */
 #include "tests/fuzz/fuzz.h"
 #include "vmm/cli/cli.h"
 #include "vmm/kvm/vm.h"
 #include "devices/virtio_blk.h"
+#include "devices/virtq_worker.h"
 
 #define MAX_ARGS 64
 
@@ -36,7 +37,7 @@ static void check_disk(const struct mvm_disk *o)
 	FZ_ASSERT(o->path && o->path[0]);
 	FZ_ASSERT(!o->serial || strlen(o->serial) <= BLK_SERIAL_MAX);
 	FZ_ASSERT(o->queues >= 1 && o->queues <= MVM_MAX_QUEUES);
-	FZ_ASSERT(o->poll_us <= BLK_POLL_US_MAX);
+	FZ_ASSERT(o->poll_us <= VQW_POLL_US_MAX);
 	FZ_ASSERT(o->gather_us <= BLK_GATHER_US_MAX);
 	FZ_ASSERT(o->cache == MVM_CACHE_WRITEBACK || o->cache == MVM_CACHE_NONE);
 	FZ_ASSERT(o->transport == MVM_TRANSPORT_PCI || o->transport == MVM_TRANSPORT_MMIO ||
