@@ -969,6 +969,7 @@ static const struct vqw_ops vsd_vqw_ops = {
 	.avail = vsd_avail,
 	.serve_begin = vsd_serve_begin,
 	.serve_end = vsd_serve_end,
+	.poll_io = true,
 };
 
 /* ---- the device -------------------------------------------------------- */
@@ -1050,6 +1051,15 @@ static void stats_load(const struct vsock_dev *d, struct vsock_dev_stats *out)
 	out->handshake_failed = __atomic_load_n(&d->handshake_failed, __ATOMIC_RELAXED);
 	out->host_errors = __atomic_load_n(&d->host_errors, __ATOMIC_RELAXED);
 	out->bad_rx = __atomic_load_n(&d->bad_rx, __ATOMIC_RELAXED);
+	out->polled = out->poll_preempted = 0;
+	if (d->w_up) {
+		struct vqw_stats w;
+
+		/* The worker's poll counters are its first queue's. */
+		vqw_get_stats(&d->w.q[0], &w);
+		out->polled = w.polled;
+		out->poll_preempted = w.preempted;
+	}
 }
 
 static void vsd_stats_json(struct virtio_dev *dev, struct json *j)
@@ -1081,6 +1091,10 @@ static void vsd_stats_json(struct virtio_dev *dev, struct json *j)
 	json_u64(j, "host_errors", s.host_errors);
 	json_u64(j, "bad_packets", s.conn.bad);
 	json_u64(j, "bad_rx_buffers", s.bad_rx);
+	if (d->opts.poll_us) {
+		json_u64(j, "polled", s.polled);
+		json_u64(j, "poll_preempted", s.poll_preempted);
+	}
 }
 
 /* The socket file, if it is still the one we bound. Not in a sandboxed
@@ -1165,6 +1179,11 @@ static const struct kv_key vsock_key_list[] = {
 	{ "transport", KV_ENUM, VSOCK_KEY(transport, enum mvm_transport),
 	  .values = vtr_transport_values, .no_default = true,
 	  .help = "the virtio transport (default: --transport, or pci on x86, ccw on s390x)" },
+	{ "poll", KV_UINT, VSOCK_KEY(poll_us, unsigned), .max = VQW_POLL_US_MAX, .def = 0,
+	  .meta = "USEC", .unit = "us",
+	  .help = "the longest time its idle thread polls for the guest's next packet or a "
+		  "host socket's answer, as a disk's poll= (default 0: never; it adapts below "
+		  "that; a CPU spent for latency)" },
 };
 
 const struct kv_table vsock_keys = {
@@ -1262,8 +1281,8 @@ static int worker_init(struct vsock_dev *d, char *err, size_t errlen)
 	r = files_fit(d->nslots + 1 + VSD_NQ, err, errlen);
 	if (r)
 		return r;
-	r = vqw_init(&d->w, &vsd_vqw_ops, &d->vdev, idx, opaque, VSD_NQ, VSOCK_QUEUE_SIZE, 0, 0,
-		     "mvm-vsock");
+	r = vqw_init(&d->w, &vsd_vqw_ops, &d->vdev, idx, opaque, VSD_NQ, VSOCK_QUEUE_SIZE,
+		     d->opts.poll_us, 0, "mvm-vsock");
 	if (r)
 		return err_set(err, errlen, r, "vsock %s: cannot set up its I/O ring: %s", d->path,
 			       strerror(-r));

@@ -54,6 +54,8 @@ struct vsock_dev_stats {
 	uint64_t handshake_failed; /* clients that sent no valid CONNECT line in time */
 	uint64_t host_errors;      /* host socket calls that failed (connects aside) */
 	uint64_t bad_rx;           /* RX buffers that cannot hold a packet */
+	uint64_t polled;           /* its thread's polls that found work (poll=) */
+	uint64_t poll_preempted;   /* polls cut short: the thread lost its CPU */
 };
 /* -EINVAL when dev is not a vsock device. */
 int vsock_dev_get_stats(struct virtio_dev *dev, struct vsock_dev_stats *out);

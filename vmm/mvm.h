@@ -65,9 +65,9 @@ extern "C" {
  * is passed with it) make a new MINOR: a program built against an older
  * header runs against a newer library of the same MAJOR. */
 #define MVM_VERSION_MAJOR 2
-#define MVM_VERSION_MINOR 10
+#define MVM_VERSION_MINOR 11
 #define MVM_VERSION_PATCH 0
-#define MVM_VERSION_STRING "2.10.0"
+#define MVM_VERSION_STRING "2.11.0"
 #define MVM_ERR_MAX 512          /* enough for any message */
 /* For the statistics calls: every vCPU, every disk, every queue. */
 #define MVM_ALL (~0u)
@@ -335,6 +335,9 @@ struct mvm_vsock {
 	const char *socket;     /* PATH of the listening Unix socket mvm makes */
 	enum mvm_transport transport;   /* default: the architecture's */
 	unsigned conns;         /* connections at once, 1..4096; default 1024 */
+	/* 2.11: the longest time its idle thread polls for the guest's next
+	 * packet or a host socket's answer, 0..1000 us; default 0 (never) */
+	unsigned poll_us;
 };
 
 /* Why a VM ended. */

@@ -762,7 +762,7 @@ TEST(vsock_parse_and_add_take_one_device)
 	CHECK_EQ(mvm_add_vsock(vm, &v, err, sizeof(err)), -EINVAL);
 	CHECK(strstr(err, "cid= is missing"));
 	CHECK(mvm_vsock_syntax(syntax, sizeof(syntax)) == strlen(syntax));
-	CHECK_STR(syntax, "cid=N,socket=PATH[,conns=N][,transport=mmio|pci|ccw]");
+	CHECK_STR(syntax, "cid=N,socket=PATH[,conns=N][,transport=mmio|pci|ccw][,poll=USEC]");
 	CHECK_EQ(mvm_vsock_parse(&v, "cid=5", buf, sizeof(buf), err, sizeof(err)), 0);
 	CHECK_EQ(mvm_add_vsock(vm, &v, err, sizeof(err)), -EINVAL);
 	CHECK(strstr(err, "socket= is missing"));
