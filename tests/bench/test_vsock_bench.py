@@ -67,10 +67,32 @@ def test_report_pairs_each_round_and_skips_a_failed_run():
               {"qemu-vhost": slow}]
     rows = {label: (means, ratios) for label, means, ratios in vb.report(rounds)}
     means, ratios = rows["round trip, µs"]
-    check(ratios == [0.5, 1.0], ratios)
+    check(ratios == {"mvm": [0.5, 1.0]}, ratios)
     check(means["mvm"] == 150.0 and means["qemu-vhost"] == 200.0, means)
     means, ratios = rows["guest→host MiB/s"]
-    check(ratios == [2.0, 1.0], ratios)
+    check(ratios == {"mvm": [2.0, 1.0]}, ratios)
+
+
+def test_report_gives_mvm_poll_its_own_ratio():
+    fast = vb.phase_results(marks(), (2000, 100000), (64, 65536), 2.0, 64)
+    slow = vb.phase_results(marks(), (2000, 200000), (64, 32768), 4.0, 64)
+    configs = vb.CONFIGS + [vb.POLL_CONFIG]
+    rounds = [{"mvm": slow, "mvm-poll": fast, "qemu-vhost": slow},
+              {"mvm": slow, "qemu-vhost": slow}]
+    rows = {label: (means, ratios) for label, means, ratios in vb.report(rounds, configs)}
+    means, ratios = rows["round trip, µs"]
+    check(ratios == {"mvm": [1.0, 1.0], "mvm-poll": [0.5]}, ratios)
+    check(means["mvm-poll"] == 100.0, means)
+
+
+def test_poll_adds_the_mvm_poll_configuration():
+    p = subprocess.run([sys.executable, SCRIPT, "--poll", "2000"], capture_output=True, text=True)
+    last = (p.stderr.strip().splitlines() or [""])[-1]
+    check(p.returncode == 2 and "--poll 2000" in last, "%d %r" % (p.returncode, last))
+    args = vb.argparse.Namespace(poll=50)
+    check(vb.configs_for(args) == ["mvm", "qemu-vhost", "mvm-poll"], vb.configs_for(args))
+    argv = vb.vmm_argv("mvm-poll", vb.argparse.Namespace(files="/x", rr=1, mib=1, poll=50), "/s")
+    check(any(a.endswith(",poll=50") for a in argv), argv)
 
 
 def test_bad_counts_are_refused_with_one_line():

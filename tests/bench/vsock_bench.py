@@ -10,6 +10,8 @@ for QEMU). Boots the shipped test guest (same kernel, initramfs, one vCPU,
   mvm         ./mvm --vsock cid=3,socket=S (virtio-pci, MSI-X); the host's
               ends are Unix sockets (hybrid vsock: S_PORT, and S with
               "CONNECT PORT\\n")
+  mvm-poll    with --poll USEC only: the same with --vsock ...,poll=USEC
+              (the device's thread polls for up to USEC before it sleeps)
   qemu-vhost  qemu-system-x86_64 -accel kvm -M q35 (qboot) -device
               vhost-vsock-pci,guest-cid=3: the kernel's vhost worker moves
               the packets; the host's ends are AF_VSOCK sockets
@@ -54,6 +56,16 @@ from guest_bench import BASE_CMDLINE, proc_cpu_s  # noqa: E402
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 CONFIGS = ["mvm", "qemu-vhost"]
+POLL_CONFIG = "mvm-poll"
+
+
+def is_mvm(config):
+    return config.startswith("mvm")
+
+
+def configs_for(args):
+    """The configurations a run alternates: mvm-poll joins with --poll."""
+    return CONFIGS + ([POLL_CONFIG] if args.poll else [])
 GUEST_CID = 3
 PORT_ECHO, PORT_SINK, PORT_GUEST_SINK = 5000, 5001, 5002
 PHASES = ("rr", "g2h", "h2g")
@@ -83,11 +95,14 @@ def vmm_argv(config, args, sock):
     kernel = os.path.join(args.files, "build", "guest", "bzImage")
     initrd = os.path.join(args.files, "build", "guest", "initramfs.cpio.gz")
     cmd = guest_cmd(args.rr, args.mib)
-    if config == "mvm":
+    if is_mvm(config):
         ids = ["--uid", "0", "--gid", "0"] if os.geteuid() == 0 else []
+        spec = "cid=%d,socket=%s" % (GUEST_CID, sock)
+        if config == POLL_CONFIG:
+            spec += ",poll=%d" % args.poll
         return [os.path.join(args.files, "mvm")] + ids + [
             "--stats", "--kernel", kernel, "--initrd", initrd, "--cpus", "1", "--mem", "256M",
-            "--vsock", "cid=%d,socket=%s" % (GUEST_CID, sock), "--cmdline", "loglevel=4 -- " + cmd]
+            "--vsock", spec, "--cmdline", "loglevel=4 -- " + cmd]
     # qboot rather than SeaBIOS, as tests/bench/guest_bench.py boots q35.
     return ["qemu-system-x86_64", "-M", "q35", "-bios", "bios-microvm.bin", "-accel", "kvm",
             "-cpu", "host", "-smp", "1", "-m", "256M", "-nodefaults", "-no-user-config",
@@ -100,7 +115,7 @@ def vmm_argv(config, args, sock):
 def host_servers(config, sock):
     """socat as the host's echo and sink, on Unix sockets (mvm's hybrid
     vsock: PATH_PORT) or AF_VSOCK (vhost)."""
-    if config == "mvm":
+    if is_mvm(config):
         echo, sink = "UNIX-LISTEN:%s_%d,fork" % (sock, PORT_ECHO), \
             "UNIX-LISTEN:%s_%d,fork" % (sock, PORT_SINK)
     else:
@@ -108,10 +123,10 @@ def host_servers(config, sock):
     procs = [subprocess.Popen(["socat", echo, "PIPE"]),
              subprocess.Popen(["socat", "-u", sink, "GOPEN:/dev/null"])]
     deadline = time.monotonic() + 30
-    while config == "mvm" and time.monotonic() < deadline and not all(
+    while is_mvm(config) and time.monotonic() < deadline and not all(
             os.path.exists("%s_%d" % (sock, p)) for p in (PORT_ECHO, PORT_SINK)):
         time.sleep(0.05)
-    if config != "mvm":
+    if not is_mvm(config):
         time.sleep(1)       # no file to wait for: socat's listen is quick
     return procs
 
@@ -120,7 +135,7 @@ def dial_guest(config, sock, port, deadline):
     """A connection to the guest's port, retried until it listens."""
     while time.monotonic() < deadline:
         try:
-            if config == "mvm":
+            if is_mvm(config):
                 s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
                 s.settimeout(30)
                 s.connect(sock)
@@ -153,7 +168,7 @@ def thread_cpu_s(path):
 def device_thread(config, pid):
     """/proc path of the device's thread: mvm's vsock queue thread, or
     QEMU's vhost worker (a kernel thread named vhost-PID)."""
-    if config == "mvm":
+    if is_mvm(config):
         for tid in os.listdir("/proc/%d/task" % pid):
             try:
                 with open("/proc/%d/task/%s/comm" % (pid, tid)) as f:
@@ -246,14 +261,14 @@ class Run:
                 self.dev = device_thread(self.config, self.p.pid)
             dev = thread_cpu_s(self.dev) if self.dev else None
             vmm = proc_cpu_s(self.p.pid)
-            if self.config != "mvm" and dev is not None:
+            if not is_mvm(self.config) and dev is not None:
                 vmm += dev        # QEMU's device work is its vhost worker's
             return {"t": time.monotonic(), "dev": dev, "vmm": vmm}
         except OSError:
             return None
 
     def failure(self):
-        want = 0 if self.config == "mvm" else 1     # isa-debug-exit: (0 << 1) | 1
+        want = 0 if is_mvm(self.config) else 1     # isa-debug-exit: (0 << 1) | 1
         if self.error:
             return self.error
         if self.rc != want:
@@ -298,18 +313,21 @@ METRICS = [("rr", "us_per_rt", "round trip, µs"), ("rr", "irqs_per_unit", "inte
            ("h2g", "vmm_cpu_us_per_unit", "VMM CPU µs / MiB h→g")]
 
 
-def report(rounds):
+def report(rounds, configs=CONFIGS):
     """rounds: [{config: results}]; the table's rows: (label, mean per
-    config, ratio mvm/qemu per round)."""
+    config, per mvm configuration its ratio to qemu-vhost in each round
+    where both ran)."""
     rows = []
     for phase, key, label in METRICS:
-        means, ratios = {}, []
-        for c in CONFIGS:
+        means, ratios = {}, {c: [] for c in configs if is_mvm(c)}
+        for c in configs:
             v = [r[c][phase][key] for r in rounds if c in r and key in r[c][phase]]
             means[c] = sum(v) / len(v) if v else None
         for r in rounds:
-            if all(c in r and key in r[c][phase] for c in CONFIGS) and r["qemu-vhost"][phase][key]:
-                ratios.append(r["mvm"][phase][key] / r["qemu-vhost"][phase][key])
+            q = r.get("qemu-vhost", {}).get(phase, {}).get(key)
+            for c in ratios:
+                if q and c in r and key in r[c][phase]:
+                    ratios[c].append(r[c][phase][key] / q)
         rows.append((label, means, ratios))
     return rows
 
@@ -318,13 +336,15 @@ def fmt(v):
     return "-" if v is None else ("%.3g" % v if abs(v) < 100 else "%.0f" % v)
 
 
-def print_report(rows, nrounds):
-    log("%-28s %12s %12s   %s" % ("per %d round(s)" % nrounds, "mvm", "qemu-vhost",
-                                 "mvm/qemu per round (mean; min..max)"))
+def print_report(rows, nrounds, configs=CONFIGS):
+    mvms = [c for c in configs if is_mvm(c)]
+    log("%-28s" % ("per %d round(s)" % nrounds) + "".join(" %12s" % c for c in configs) +
+        "".join("   %-22s" % ("%s/qemu per round" % c) for c in mvms))
     for label, means, ratios in rows:
-        rs = ("%.2f; %.2f..%.2f" % (sum(ratios) / len(ratios), min(ratios), max(ratios))
-              if ratios else "-")
-        log("%-28s %12s %12s   %s" % (label, fmt(means["mvm"]), fmt(means["qemu-vhost"]), rs))
+        rs = ["%.2f; %.2f..%.2f" % (sum(v) / len(v), min(v), max(v)) if v else "-"
+              for v in (ratios[c] for c in mvms)]
+        log("%-28s" % label + "".join(" %12s" % fmt(means[c]) for c in configs) +
+            "".join("   %-22s" % x for x in rs))
 
 
 def main():
@@ -336,6 +356,8 @@ def main():
                     help="boots of each configuration before round 1, not counted (default 1): "
                     "the L1's first boot of a VMM pays for its cold caches")
     ap.add_argument("--timeout", type=int, default=600, help="seconds per boot (default 600)")
+    ap.add_argument("--poll", type=int, default=0,
+                    help="also run mvm with --vsock ...,poll=USEC (mvm-poll), 1 to 1000")
     ap.add_argument("--files", default=ROOT, help="the checkout with ./mvm and build/guest")
     ap.add_argument("--out", default=None, help="write result.json there")
     args = ap.parse_args()
@@ -343,14 +365,18 @@ def main():
         ap.error("--rounds, --rr and --mib must be at least 1")
     if args.warmup < 0:
         ap.error("--warmup must be 0 or more")
+    if not 0 <= args.poll <= 1000:
+        ap.error("--poll %d: give 1 to 1000 (USEC), or leave it out" % args.poll)
+    configs = configs_for(args)
     rounds, failures = [], []
     tmp = tempfile.mkdtemp(prefix="mvm-vsock-bench.")
     for k in range(args.warmup):
-        for c in CONFIGS:
+        for c in configs:
             why = Run(c, args, tmp).failure()
             log("warm-up %d %s: %s" % (k + 1, c, "FAILED: " + why if why else "done"))
     for k in range(args.rounds):
-        order = CONFIGS[k % 2:] + CONFIGS[:k % 2]
+        n = len(configs)
+        order = configs[k % n:] + configs[:k % n]
         r = {}
         for c in order:
             run = Run(c, args, tmp)
@@ -363,9 +389,9 @@ def main():
             log("round %d %-10s rr %.1f µs, g→h %.1f MiB/s, h→g %.1f MiB/s" % (
                 k + 1, c, r[c]["rr"]["us_per_rt"], r[c]["g2h"]["mib_s"], r[c]["h2g"]["mib_s"]))
         rounds.append(r)
-    rows = report(rounds)
-    print_report(rows, len(rounds))
-    doc = {"args": {"rounds": args.rounds, "rr": args.rr, "mib": args.mib},
+    rows = report(rounds, configs)
+    print_report(rows, len(rounds), configs)
+    doc = {"args": {"rounds": args.rounds, "rr": args.rr, "mib": args.mib, "poll": args.poll},
            "rounds": rounds, "failures": failures,
            "summary": [{"metric": label, "mean": means, "ratios": ratios}
                        for label, means, ratios in rows]}
