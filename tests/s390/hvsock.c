@@ -32,18 +32,11 @@ static int die(const char *what)
 	exit(1);
 }
 
-static void write_all(int fd, const char *p, size_t n)
+/* All of p to f, now (stdio retries short writes). */
+static void put(FILE *f, const char *p, size_t n)
 {
-	while (n) {
-		ssize_t w = write(fd, p, n);
-
-		if (w < 0 && errno == EINTR)
-			continue;
-		if (w <= 0)
-			die("write");
-		p += w;
-		n -= (size_t)w;
-	}
+	if (fwrite(p, 1, n, f) != n || fflush(f))
+		die("write");
 }
 
 static void set_path(struct sockaddr_un *a, const char *path)
@@ -91,6 +84,7 @@ static int cmd_connect(const char *path, const char *port)
 	struct pollfd p[2];
 	char buf[65536];
 	time_t end = time(NULL) + 60;
+	FILE *out;
 	int fd;
 
 	while ((fd = try_connect(path, port)) < 0) {
@@ -100,6 +94,9 @@ static int cmd_connect(const char *path, const char *port)
 		}
 		usleep(300000);
 	}
+	out = fdopen(fd, "w");
+	if (!out)
+		die("fdopen");
 	p[0] = (struct pollfd){ .fd = 0, .events = POLLIN };
 	p[1] = (struct pollfd){ .fd = fd, .events = POLLIN };
 	for (;;) {
@@ -118,7 +115,7 @@ static int cmd_connect(const char *path, const char *port)
 				shutdown(fd, SHUT_WR);
 				p[0].fd = -1;
 			} else {
-				write_all(fd, buf, (size_t)n);
+				put(out, buf, (size_t)n);
 			}
 		}
 		if (p[1].revents) {
@@ -127,7 +124,7 @@ static int cmd_connect(const char *path, const char *port)
 				die("read from the guest");
 			if (n == 0)
 				return 0;
-			write_all(1, buf, (size_t)n);
+			put(stdout, buf, (size_t)n);
 		}
 	}
 }
@@ -148,7 +145,7 @@ static int cmd_collect(const char *path)
 	if (c < 0)
 		die("accept");
 	while ((n = read(c, buf, sizeof(buf))) > 0) {
-		write_all(1, buf, (size_t)n);
+		put(stdout, buf, (size_t)n);
 		total += (unsigned long long)n;
 	}
 	if (n < 0)
