@@ -10,6 +10,7 @@ import base64
 import os
 import subprocess
 import sys
+import threading
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
@@ -93,6 +94,26 @@ def test_poll_adds_the_mvm_poll_configuration():
     check(vb.configs_for(args) == ["mvm", "qemu-vhost", "mvm-poll"], vb.configs_for(args))
     argv = vb.vmm_argv("mvm-poll", vb.argparse.Namespace(files="/x", rr=1, mib=1, poll=50), "/s")
     check(any(a.endswith(",poll=50") for a in argv), argv)
+
+
+def test_pin_like_us_holds_a_thread_to_our_cpus():
+    ready, done = threading.Event(), threading.Event()
+    tid = []
+
+    def body():
+        tid.append(threading.get_native_id())
+        ready.set()
+        done.wait(10)
+    t = threading.Thread(target=body)
+    t.start()
+    ready.wait(10)
+    ours = os.sched_getaffinity(0)
+    os.sched_setaffinity(tid[0], {min(ours)})
+    ok = vb.pin_like_us("/proc/%d/task/%d/stat" % (os.getpid(), tid[0]))
+    got = os.sched_getaffinity(tid[0])
+    done.set()
+    t.join()
+    check(ok and got == ours, (ok, got, ours))
 
 
 def test_bad_counts_are_refused_with_one_line():

@@ -14,7 +14,9 @@ for QEMU). Boots the shipped test guest (same kernel, initramfs, one vCPU,
               (the device's thread polls for up to USEC before it sleeps)
   qemu-vhost  qemu-system-x86_64 -accel kvm -M q35 (qboot) -device
               vhost-vsock-pci,guest-cid=3: the kernel's vhost worker moves
-              the packets; the host's ends are AF_VSOCK sockets
+              the packets; the host's ends are AF_VSOCK sockets. The worker,
+              a kernel thread, is held to this script's CPUs as mvm's
+              threads are (the harness keeps L1's CPU 0 from the command)
 
 The host's programs are the same for both: socat as the echo (port 5000)
 and the sink (port 5001), and this script as the sender to the guest's
@@ -165,6 +167,18 @@ def thread_cpu_s(path):
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
+def pin_like_us(stat_path):
+    """Hold a device thread to this script's CPUs: vhost's worker is a
+    kernel thread, which the harness's taskset (L1's CPU 0 kept for L1)
+    does not reach, while mvm's threads inherit it. True when done."""
+    tid = int(stat_path.split("/")[-2])
+    try:
+        os.sched_setaffinity(tid, os.sched_getaffinity(0))
+        return True
+    except OSError:
+        return False
+
+
 def device_thread(config, pid):
     """/proc path of the device's thread: mvm's vsock queue thread, or
     QEMU's vhost worker (a kernel thread named vhost-PID)."""
@@ -202,6 +216,7 @@ class Run:
         self.p = subprocess.Popen(vmm_argv(config, args, sock), stdin=subprocess.DEVNULL,
                                   stdout=subprocess.PIPE, stderr=subprocess.PIPE)
         self.dev = None
+        self.pinned = None      # vhost's worker held to our CPUs (pin_like_us)
         self.err = b""
         errt = threading.Thread(target=self._stderr, daemon=True)
         errt.start()
@@ -259,6 +274,8 @@ class Run:
         try:
             if self.dev is None:
                 self.dev = device_thread(self.config, self.p.pid)
+                if self.dev and not is_mvm(self.config):
+                    self.pinned = pin_like_us(self.dev)
             dev = thread_cpu_s(self.dev) if self.dev else None
             vmm = proc_cpu_s(self.p.pid)
             if not is_mvm(self.config) and dev is not None:
@@ -281,7 +298,10 @@ class Run:
         return None
 
     def results(self):
-        return phase_results(self.marks, self.rr, self.stream, self.h2g_s, self.args.mib)
+        r = phase_results(self.marks, self.rr, self.stream, self.h2g_s, self.args.mib)
+        if self.pinned is not None:
+            r["vhost_worker_pinned"] = self.pinned
+        return r
 
 
 def phase_results(marks, rr, stream, h2g_s, mib):
