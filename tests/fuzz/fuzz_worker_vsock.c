@@ -3,10 +3,11 @@
  * what vsock_conn's target cannot reach (the chain shapes, the RX buffers,
  * the slots and their io_uring direct descriptors, closes, resets).
  *
- * Each input makes a device (1..8 connections) on a socket in a directory
- * of this process's, attaches it through virtio-mmio (tests/unit/vdrv.h,
- * which launches its thread), negotiates, and then drives both sides from
- * the fuzzer's thread while the worker runs:
+ * Each input makes a device (1..8 connections; polling or not) on a
+ * socket in a directory of this process's, attaches it through
+ * virtio-mmio (tests/unit/vdrv.h, which launches its thread), negotiates,
+ * and then drives both sides from the fuzzer's thread while the worker
+ * runs:
  *  - the guest: TX packets with any header (source and destination CIDs,
  *    ports from small sets so that they meet, any op, type, flags, len,
  *    credit), payloads of 0..600 bytes in 1..3 segments, and chains of the
@@ -329,6 +330,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	fds = count_fds();
 	o.socket = fv.path;
 	o.conns = 1 + fz_u8(&in) % 8;
+	/* Half the inputs with the thread polling (poll=): its poll runs with
+	 * host I/O in flight and ends at completions too. */
+	o.poll_us = fz_u8(&in) % 2 ? 50 : 0;
 	memset(fv.host, -1, sizeof(fv.host));
 	memset(fv.host_ports, 0, sizeof(fv.host_ports));
 	fv.resets = 0;
