@@ -424,15 +424,6 @@ static long thread_nivcsw(void)
 	return getrusage(RUSAGE_THREAD, &ru) ? -1 : ru.ru_nivcsw;
 }
 
-/* Adaptive polling (like an iothread's poll-max-ns, with its grow and
- * shrink): right after a round that did work, with no host I/O
- * outstanding, watch the avail rings for the current window before
- * sleeping. A driver that reposts at once is picked up without a kick and
- * without a wake-up. Guest notifications stay off while we poll (drain
- * left them off), and rearm() turns them on before we sleep. A gap in
- * the loop where the thread lost its CPU to another task means polling
- * only delays whoever had to run (vqw_poll_gap). True when work showed
- * up. */
 /* A completion is there, or waits for this thread to run it (the ring's
  * IORING_SQ_TASKRUN, set by the kernel: VQW_RING_FLAGS); then run it, so
  * that reap() sees it. */
@@ -447,6 +438,16 @@ static bool io_ready(struct vqw *w)
 	return true;
 }
 
+/* Adaptive polling (like an iothread's poll-max-ns, with its grow and
+ * shrink): right after a round that did work, with no host I/O
+ * outstanding (or, for a device whose ops say poll_io, with it, its
+ * completions ending the poll too), watch the avail rings for the current
+ * window before sleeping. A driver that reposts at once is picked up without a kick and
+ * without a wake-up. Guest notifications stay off while we poll (drain
+ * left them off), and rearm() turns them on before we sleep. A gap in
+ * the loop where the thread lost its CPU to another task means polling
+ * only delays whoever had to run (vqw_poll_gap). True when work showed
+ * up. */
 static bool poll_rings(struct vqw *w)
 {
 	uint64_t t, next, deadline;
