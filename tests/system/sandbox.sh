@@ -15,7 +15,7 @@
 # (audit type 1326 names the thread and the system call number).
 fail() {
 	echo "FAIL: $*"
-	for f in "$SYS_TMP"/out*; do tr -d '\r' <"$f" | tail -n 15 | sed "s#^#    ${f##*/}| #"; done
+	for f in "$SYS_TMP"/out*; do tr -d '\r' <"$f" | grep -v '^{"vcpus"' | tail -n 15 | sed "s#^#    ${f##*/}| #"; done
 	dmesg 2>/dev/null | grep 'type=1326' | tail -n 5
 	exit 1
 }
@@ -24,10 +24,16 @@ jail=$SYS_TMP/jail
 mkdir -p "$jail"
 make_image "$SYS_TMP/disk.img" 64
 
+# A watchdog in the guest: if fio has not ended 60 s on, the guest says
+# what its disk has in flight and how many interrupts each queue brought,
+# to set beside mvm's --stats (see wait_exit).
 script='
 echo MVM-READY
+(sleep 60; echo MVM-WATCHDOG inflight $(cat /sys/block/vda/inflight); grep -E "virtio|vda" /proc/interrupts) &
+w=$!
 fio --name=s --filename=/dev/vda --rw=randrw --bs=4k --size=16M --numjobs=2 --ioengine=io_uring --iodepth=8 --direct=1 --time_based --runtime=20 --eta=never --output=/tmp/f.log
 echo MVM-FIO-RC=$?
+kill $w
 '
 
 # wait_line FILE REGEX PID: until FILE has a line matching REGEX (60 s).
@@ -44,18 +50,27 @@ wait_line() {
 }
 
 # wait_exit PID SECONDS: mvm's exit status, or a failure that shows where
-# each of its threads sleeps when it does not end in time.
+# each thread of mvm (and of its child, with --new-pid-ns) sleeps when it
+# does not end in time, then what --stats says of each queue's ring after
+# a SIGTERM (a lost notification, hung host I/O or a lost interrupt).
 wait_exit() {
-	local end=$((SECONDS + $2))
+	local end=$((SECONDS + $2)) p task child
 	while [ $SECONDS -lt $end ]; do
 		kill -0 "$1" 2>/dev/null || { wait "$1"; return; }
 		sleep 0.2
 	done
-	for task in /proc/$1/task/*; do
-		echo "    $(cat "$task/comm") $(cut -d' ' -f3 "$task/stat") wchan $(cat "$task/wchan")"
-		sed 's/^/        /' "$task/stack" 2>/dev/null | head -n 8
+	child=$(cat "/proc/$1/task/$1/children" 2>/dev/null)
+	for p in "$1" $child; do
+		for task in /proc/$p/task/*; do
+			echo "    $p $(cat "$task/comm") $(cut -d' ' -f3 "$task/stat") wchan $(cat "$task/wchan")"
+			sed 's/^/        /' "$task/stack" 2>/dev/null | head -n 8
+		done
 	done
-	kill -KILL "$1"
+	kill -TERM "$1"
+	end=$((SECONDS + 20))
+	while [ $SECONDS -lt $end ] && kill -0 "$1" 2>/dev/null; do sleep 0.2; done
+	kill -KILL "$1" 2>/dev/null
+	for p in "$SYS_TMP"/out*; do ring_report "$p"; done
 	fail "mvm did not end within $2 s"
 }
 
@@ -79,7 +94,7 @@ cg=$cgroot/mvm-sandbox-$$
 touch "$jail/marker"
 
 # fd 9 and MVM_TEST_SECRET: what a careless caller hands down.
-MVM_TEST_SECRET=hunter2 "$MVM" --cpus 2 --disk "$SYS_TMP/disk.img,queues=2,io-threads=2" \
+MVM_TEST_SECRET=hunter2 "$MVM" --stats --cpus 2 --disk "$SYS_TMP/disk.img,queues=2,io-threads=2" \
 	--chroot "$jail" --uid 65534 --gid 65534 --new-pid-ns --cgroup "$cg" \
 	--cgroup-set pids.max=200 --cmdline "$(guest_script "$script")" \
 	</dev/null >"$SYS_TMP/out" 2>&1 9<"$jail/marker" &
@@ -156,7 +171,7 @@ grep -qE '^Max file size +[0-9]+ +[0-9]+ ' <<<"$limits" || fail "the file size i
 grep -E '^Max (open files|processes|core file size|file size)' <<<"$limits" | sed 's/^/    /'
 
 wait_exit "$parent" 120; rc=$?
-tr -d '\r' <"$SYS_TMP/out" | tail -n 5 | sed 's/^/    guest| /'
+tr -d '\r' <"$SYS_TMP/out" | grep -v '^{"vcpus"' | tail -n 5 | sed 's/^/    guest| /'
 [ $rc -eq 0 ] || fail "mvm exited $rc (expected 0: the guest powered off)"
 expect_line "$SYS_TMP/out" '^MVM-FIO-RC=0'
 
