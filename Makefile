@@ -312,6 +312,8 @@ $(BUILD)/%.o: %.S $(FLAGS_STAMP)
 # test_vsock stands in for s390x's filters, which refuse every mmap: it
 # refuses mmap to the device's thread (tests/unit/test_vsock.c).
 $(BUILD)/tests/unit/test_vsock: EXE_LDFLAGS += -Wl,--wrap=mmap
+# test_x86_nmi answers KVM_SIGNAL_MSI itself (tests/unit/test_x86_nmi.c).
+$(BUILD)/tests/unit/test_x86_nmi: EXE_LDFLAGS += -Wl,--wrap=ioctl
 
 $(BUILD)/tests/unit/test_%: $(BUILD)/tests/unit/test_%.o $(CHECK_OBJ) $(LIB_OBJS) $(MODEL_OBJS)
 	$(E) "  LD      $@"

@@ -155,6 +155,11 @@ int arch_vcpu_before_run(struct vcpu *v);
  * or -errno. */
 void arch_vcpu_paused(struct vcpu *v);
 int arch_vm_clock_save(struct vm *vm);
+/* One non-maskable interrupt to each of the VM's ncpus vCPUs (mvm_nmi),
+ * from any thread, the vCPUs running or parked: 0, or -errno and a
+ * message naming the vCPU that did not take it (those before it did);
+ * -EOPNOTSUPP where the architecture has no such interrupt. */
+int arch_vm_nmi(struct vm *vm, unsigned ncpus, char *err, size_t errlen);
 int arch_vm_clock_restore(struct vm *vm);
 
 /* Snapshots (docs/snapshot.md), from the thread that takes or restores

@@ -65,9 +65,9 @@ extern "C" {
  * is passed with it) make a new MINOR: a program built against an older
  * header runs against a newer library of the same MAJOR. */
 #define MVM_VERSION_MAJOR 2
-#define MVM_VERSION_MINOR 11
+#define MVM_VERSION_MINOR 12
 #define MVM_VERSION_PATCH 0
-#define MVM_VERSION_STRING "2.11.0"
+#define MVM_VERSION_STRING "2.12.0"
 #define MVM_ERR_MAX 512          /* enough for any message */
 /* For the statistics calls: every vCPU, every disk, every queue. */
 #define MVM_ALL (~0u)
@@ -400,6 +400,8 @@ struct mvm_stats {
 	uint64_t paused_us;
 	/* Since 2.6: guest RAM in bytes (a restored VM's is its snapshot's). */
 	uint64_t mem;
+	/* Since 2.12: mvm_nmi calls that every vCPU took. */
+	uint64_t nmis;
 };
 
 /* The library's version (MVM_VERSION_STRING as it was built), whatever
@@ -572,6 +574,18 @@ int mvm_pause(struct mvm *vm, char *err, size_t errlen);
 /* Since 2.4. Let a paused VM run again: 0, -EALREADY (not paused), or
  * -errno with a message (the VM then stays paused). */
 int mvm_resume(struct mvm *vm, char *err, size_t errlen);
+
+/* Since 2.12. One non-maskable interrupt to every vCPU of a running or
+ * paused VM (Cloud Hypervisor's vm.nmi; a paused guest takes it when it
+ * resumes), as a watchdog or a debugger's "NMI button" would, for a guest
+ * set to dump its stacks, panic or start kdump on one (Linux: the
+ * kernel.unknown_nmi_panic and kernel.panic_on_unrecovered_nmi
+ * settings). Each call delivers one to each vCPU; one that arrives
+ * while the guest still handles the last merges with it, as on hardware.
+ * x86 only. 0; -EINVAL (not started), -ESHUTDOWN (stopped), -EOPNOTSUPP
+ * (s390x: no such interrupt), -EIO (a vCPU's local APIC took none: the
+ * guest turned it off), with a message that names the vCPU. */
+int mvm_nmi(struct mvm *vm, char *err, size_t errlen);
 
 /* Since 2.6. Write a snapshot of a paused VM (mvm_pause) to dir, made
  * (mode 0700) when missing: DIR/memory, guest RAM with its zero pages

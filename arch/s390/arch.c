@@ -193,6 +193,17 @@ int arch_vm_clock_restore(struct vm *vm)
 	return s390_tod(vm, true);
 }
 
+int arch_vm_nmi(struct vm *vm, unsigned ncpus, char *err, size_t errlen)
+{
+	(void)vm;
+	(void)ncpus;
+	/* QEMU's "nmi" on s390x makes a restart interruption instead, which
+	 * a Linux guest answers, by default, by stopping every CPU. */
+	return err_set(err, errlen, -EOPNOTSUPP, "s390x has no non-maskable interrupt (the "
+		       "nearest, a restart interruption, stops a Linux guest by default); the VM "
+		       "runs on as it was");
+}
+
 #define S390_K_PAUSER (SANDBOX_K(SANDBOX_MAIN) | SANDBOX_K(SANDBOX_CONTROL) | SANDBOX_K(SANDBOX_API))
 static const struct sandbox_ioctl s390_ioctls[] = {
 	/* A subchannel's I/O interrupt, floating: queue threads, the

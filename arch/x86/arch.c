@@ -301,6 +301,37 @@ int arch_vm_clock_restore(struct vm *vm)
 	return ioctl(vm->vm_fd, KVM_SET_CLOCK, &c) < 0 ? -errno : 0;
 }
 
+int arch_vm_nmi(struct vm *vm, unsigned ncpus, char *err, size_t errlen)
+{
+	unsigned i;
+	int r;
+
+	/* An MSI whose data says delivery mode NMI (SDM vol. 3, 11.11.2),
+	 * to the local APIC whose ID is the vCPU's (KVM's default, which the
+	 * MP table lists), in physical destination mode: KVM's LAPIC takes
+	 * it as hardware would, one pending NMI on that vCPU, from this
+	 * thread. KVM_NMI would have to be made on the vCPU's own thread, out
+	 * of KVM_RUN. */
+	for (i = 0; i < ncpus; i++) {
+		struct kvm_msi msi = {
+			.address_lo = X86_MSI_ADDR_BASE | (i << 12),
+			.data = X86_MSI_DM_NMI,
+		};
+
+		/* The number of local APICs that took it; 0 or -1 (EPERM):
+		 * none, the guest having turned its APIC off. */
+		r = ioctl(vm->vm_fd, KVM_SIGNAL_MSI, &msi);
+		if (r < 0 && errno != EPERM)
+			return err_set(err, errlen, -errno, "vCPU %u: KVM_SIGNAL_MSI with an NMI: %s%s",
+				       i, strerror(errno), i ? " (the vCPUs before it took theirs)" : "");
+		if (r <= 0)
+			return err_set(err, errlen, -EIO, "vCPU %u: its local APIC took no NMI (the "
+				       "guest turned it off?)%s", i,
+				       i ? "; the vCPUs before it took theirs" : "");
+	}
+	return 0;
+}
+
 /* x86-64's calls; x32's share AUDIT_ARCH_X86_64 with bit 30 set. A vCPU
  * reads its own registers to describe a fatal exit (diag.c) and tells
  * its guest of a pause; the thread that pauses keeps the VM's clock. */
@@ -311,6 +342,8 @@ static const struct sandbox_ioctl x86_ioctls[] = {
 	{ SANDBOX_K(SANDBOX_VCPU), SANDBOX_FD_VCPU, KVM_KVMCLOCK_CTRL },
 	{ X86_K_PAUSER, SANDBOX_FD_VM, KVM_GET_CLOCK },
 	{ X86_K_PAUSER, SANDBOX_FD_VM, KVM_SET_CLOCK },
+	/* vm.nmi (arch_vm_nmi). */
+	{ SANDBOX_K(SANDBOX_API), SANDBOX_FD_VM, KVM_SIGNAL_MSI },
 	/* A snapshot taken by a control server (mvm_snapshot, snap.c):
 	 * every vCPU's state and the VM's interrupt controllers, read only. */
 #define X86_K_SNAP SANDBOX_K(SANDBOX_API)

@@ -145,6 +145,11 @@ int x86_gdt_write(struct guest_mem *gm);
 int x86_pagetables_write(struct guest_mem *gm);
 
 /* ---- MP table (Intel MP spec 1.4) ---------------------------------------- */
+/* An MSI to a local APIC (SDM vol. 3, 11.11): the address with the
+ * destination APIC ID in bits 19:12, the data's delivery mode NMI. */
+#define X86_MSI_ADDR_BASE 0xfee00000u
+#define X86_MSI_DM_NMI    (4u << 8)
+
 #define X86_MP_BUS_PCI 0   /* MP bus id == PCI bus number: Linux matches them */
 #define X86_MP_BUS_ISA 1
 int x86_mptable_write(struct guest_mem *gm, unsigned ncpus);

@@ -4,7 +4,8 @@
 # its own filter): the VM made by vm.create (a VmConfig with a field mvm
 # does not have refused) and started by vm.boot; ping; the socket is 0600; vm.info says Running; a pause
 # stops the guest's console and its disk (a second pause is refused with
-# 405), vm.info says Paused, a resume lets it go on; counters; bad
+# 405), vm.info says Paused, a resume lets it go on; counters; vm.nmi
+# (curl, then mvm-remote) is one NMI on the guest's vCPU each time; bad
 # requests (invalid JSON 400, an unknown endpoint 404, an unserved one
 # 501, a body over the limit 413) change nothing, and a client that
 # connects and says nothing does not hold the others up; vm.update-disk
@@ -41,7 +42,7 @@ pid=$!
 for _ in $(seq 1 100); do [ -S "$sock" ] && break; sleep 0.1; done
 expect 404 GET vm.info
 expect 404 PUT vm.delete
-cmdline=$(guest_script 'i=0; while [ $i -lt 3000 ]; do echo tick $i $(cut -d" " -f1 /proc/uptime) sectors $(cat /sys/block/vda/size) vdb $(cat /sys/block/vdb/size 2>/dev/null || echo -); i=$((i+1)); sleep 0.1; done')
+cmdline=$(guest_script 'i=0; while [ $i -lt 3000 ]; do echo tick $i $(cut -d" " -f1 /proc/uptime) sectors $(cat /sys/block/vda/size) vdb $(cat /sys/block/vdb/size 2>/dev/null || echo -) nmi $(awk "/NMI:/ { print \$2 }" /proc/interrupts); i=$((i+1)); sleep 0.1; done')
 expect 400 PUT vm.create -H 'Content-Type: application/json' \
 	-d "{\"payload\":{\"kernel\":\"$SYS_ROOT/build/guest/bzImage\"},\"net\":[{\"tap\":\"t0\"}]}"
 expect 204 PUT vm.create -H 'Content-Type: application/json' -d "{
@@ -82,6 +83,23 @@ for _ in $(seq 1 100); do [ "$(wc -c <"$SYS_TMP/out")" -gt "$n1" ] && break; sle
 [ "$(wc -c <"$SYS_TMP/out")" -gt "$n1" ] || fail "no console output after the resume"
 expect 200 GET vm.counters
 grep -q '"_disk0":{' "$SYS_TMP/body" || fail "vm.counters: no _disk0"
+# vm.nmi inside the API thread's filter: each call is one NMI on the
+# guest's vCPU, every time (the guest's count in /proc/interrupts, on its
+# tick lines); the second through mvm-remote.
+last_nmi() { grep -o 'nmi [0-9]*' "$SYS_TMP/out" | tail -n 1 | cut -d' ' -f2; }
+wait_nmi() {
+	for _ in $(seq 1 100); do [ "$(last_nmi)" = "$1" ] && return; sleep 0.1; done
+	fail "the guest counts $(last_nmi) NMIs, expected $1"
+}
+nmi0=$(last_nmi)
+[ -n "$nmi0" ] || fail "no NMI count on the guest's tick lines"
+expect 204 PUT vm.nmi
+wait_nmi $((nmi0 + 1))
+remote nmi
+wait_nmi $((nmi0 + 2))
+sleep 1
+[ "$(last_nmi)" = $((nmi0 + 2)) ] || fail "the guest counts $(last_nmi) NMIs after two calls, from $nmi0"
+echo "vm.nmi twice under the sandbox: the guest took one NMI each time ($nmi0 -> $((nmi0 + 2)))"
 # Limits change at run time inside the API thread's filter (vm.update-disk,
 # mvm's own endpoint), and so does the image, from --image-dir only.
 expect 204 PUT vm.update-disk -d '{"id":"_disk0","rate_limiter_config":{"ops":{"size":10,"refill_time":100}}}'

@@ -121,6 +121,7 @@ TEST(without_a_vm_vm_endpoints_are_404)
 	error_says(call(&v, "GET", "/api/v1/vm.counters", NULL, 404), "no VM");
 	error_says(call(&v, "PUT", "/api/v1/vm.pause", NULL, 404), "no VM");
 	error_says(call(&v, "PUT", "/api/v1/vm.resume", NULL, 404), "no VM");
+	error_says(call(&v, "PUT", "/api/v1/vm.nmi", NULL, 404), "no VM");
 	error_says(call(&v, "PUT", "/api/v1/vm.shutdown", NULL, 404), "no VM");
 	error_says(call(&v, "PUT", "/api/v1/vm.snapshot", "{\"destination_url\":\"file:///x\"}",
 			404), "no VM");
@@ -199,6 +200,10 @@ TEST(info_counters_and_pause_of_a_created_vm)
 	json_decref(j);
 	error_says(call(&v, "PUT", "/api/v1/vm.pause", NULL, 405), "not been started");
 	error_says(call(&v, "PUT", "/api/v1/vm.resume", NULL, 405), "not been started");
+	/* vm.nmi takes no body; one that is not JSON is refused first. */
+	error_says(call(&v, "PUT", "/api/v1/vm.nmi", NULL, 405), "mvm_nmi: the VM has not been started");
+	error_says(call(&v, "PUT", "/api/v1/vm.nmi", "{", 400), "invalid JSON");
+	error_says(call(&v, "GET", "/api/v1/vm.nmi", NULL, 405), "vm.nmi takes PUT");
 	/* vm.snapshot: Cloud Hypervisor's SnapshotConfig, a file:// URL; a
 	 * VM not started cannot be snapshotted. */
 	error_says(call(&v, "PUT", "/api/v1/vm.snapshot", "{\"destination_url\":\"/tmp/x\"}",

@@ -473,7 +473,7 @@ TEST(stop_and_wait_before_start)
 	CHECK_EQ(qs.requests, 0);
 	CHECK(mvm_stats_json(vm, json, sizeof(json)) > 0);
 	CHECK_STR(json, "{\"vcpus\":[],\"devices\":[],\"state\":\"created\",\"pauses\":0,"
-		  "\"paused_us\":0}");
+		  "\"paused_us\":0,\"nmis\":0}");
 	CHECK_EQ(mvm_stats_json(vm, json, 8), -ENOSPC);
 	mvm_destroy(vm);
 }
@@ -495,6 +495,9 @@ TEST(run_time_control_before_start_is_refused_and_state_says_created)
 	CHECK_EQ(mvm_resume(vm, err, sizeof(err)), -EINVAL);
 	CHECK(strstr(err, "mvm_resume: the VM has not been started"));
 	CHECK_EQ(mvm_get_state(vm), MVM_VM_CREATED);
+	CHECK_EQ(mvm_nmi(vm, err, sizeof(err)), -EINVAL);
+	CHECK(strstr(err, "mvm_nmi: the VM has not been started"));
+	CHECK_EQ(mvm_nmi(NULL, err, sizeof(err)), -EINVAL);
 	CHECK_EQ(mvm_pause(NULL, err, sizeof(err)), -EINVAL);
 	CHECK_EQ(mvm_get_state(NULL), -EINVAL);
 	CHECK_STR(mvm_state_name(MVM_VM_RUNNING), "running");

@@ -22,7 +22,7 @@ static const char *const api_unsupported[] = {
 	"vm.resize-zone", "vm.add-device", "vm.add-fs", "vm.add-pmem",
 	"vm.add-net", "vm.add-vsock", "vm.add-vdpa", "vm.add-user-device",
 	"vm.coredump", "vm.receive-migration",
-	"vm.send-migration", "vm.nmi",
+	"vm.send-migration",
 };
 
 /* An error: Cloud Hypervisor answers a JSON string that says what went
@@ -228,6 +228,24 @@ static void api_vm_pause(struct api_vm *v, bool pause, struct api_reply *r)
 		api_error(r, 405, "%s", err);
 	else
 		api_error(r, 500, "%s", err);
+}
+
+/* PUT vm.nmi: one NMI to each vCPU (mvm_nmi), 204; 404 without a VM;
+ * 405 not booted or ended; 501 on s390x. */
+static void api_vm_nmi(struct api_vm *v, struct api_reply *r)
+{
+	char err[MVM_ERR_MAX];
+	int ret;
+
+	if (!api_have_vm(v, "vm.nmi", r))
+		return;
+	ret = mvm_nmi(v->vm, err, sizeof(err));
+	if (!ret)
+		r->status = 204;
+	else if (ret == -EINVAL || ret == -ESHUTDOWN)
+		api_error(r, 405, "%s", err);
+	else
+		api_error(r, ret == -EOPNOTSUPP ? 501 : 500, "%s", err);
 }
 
 /* A booted VM that runs or is paused stops at the API's request: where
@@ -1209,6 +1227,7 @@ void api_handle(struct api_vm *v, const char *method, const char *url, const cha
 		{ "vm.remove-device", API_PUT }, { "vm.create", API_PUT }, { "vm.boot", API_PUT },
 		{ "vm.snapshot", API_PUT }, { "vm.restore", API_PUT },
 		{ "vm.update-disk", API_PUT }, { "vm.delete", API_PUT }, { "vm.reboot", API_PUT },
+		{ "vm.nmi", API_PUT },
 	};
 	enum api_method m;
 	const char *name;
@@ -1248,6 +1267,11 @@ void api_handle(struct api_vm *v, const char *method, const char *url, const cha
 		case 13: api_vm_update_disk(v, body, len, r); return;
 		case 14: api_vm_delete(v, r); return;
 		case 15: api_vm_reboot(v, r); return;
+		case 16:
+			if (len && !api_body_ok(name, body, len, r))
+				return;
+			api_vm_nmi(v, r);
+			return;
 		case 8: api_vm_remove_device(v, body, len, r); return;
 		case 9:
 		case 10:

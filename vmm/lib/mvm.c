@@ -2160,6 +2160,26 @@ int mvm_resume(struct mvm *m, char *err, size_t errlen)
 	return r;
 }
 
+int mvm_nmi(struct mvm *m, char *err, size_t errlen)
+{
+	char why[MVM_ERR_MAX];
+	int r;
+
+	if (!m)
+		return err_set(err, errlen, -EINVAL, "mvm_nmi: vm is NULL");
+	pthread_mutex_lock(&m->ctl_lock);
+	r = mvm_check_running(m, "mvm_nmi", err, errlen);
+	if (!r) {
+		r = arch_vm_nmi(&m->vm, m->cfg.cpus, why, sizeof(why));
+		if (r)
+			err_set(err, errlen, r, "mvm_nmi: %s", why);
+		else
+			__atomic_store_n(&m->nmis, m->nmis + 1, __ATOMIC_RELAXED);
+	}
+	pthread_mutex_unlock(&m->ctl_lock);
+	return r;
+}
+
 int mvm_disk_swap(struct mvm *m, unsigned disk, const char *path, char *err, size_t errlen)
 {
 	struct mvm_disk_slot *s;
@@ -2490,6 +2510,7 @@ int mvm_get_stats(const struct mvm *m, struct mvm_stats *out, size_t len)
 		m->con.ops->counters(m->con.dev, &st.console_bytes_out, &st.console_bytes_in);
 	st.pauses = __atomic_load_n(&m->pauses, __ATOMIC_RELAXED);
 	st.paused_us = __atomic_load_n(&m->paused_ns, __ATOMIC_RELAXED) / 1000;
+	st.nmis = __atomic_load_n(&m->nmis, __ATOMIC_RELAXED);
 	abi_copy_out(out, len, &st, sizeof(st));
 	return 0;
 }
@@ -2522,6 +2543,7 @@ int mvm_stats_json(const struct mvm *m, char *buf, size_t len)
 	json_str(&j, "state", mvm_state_name(mvm_get_state(m)));
 	json_u64(&j, "pauses", __atomic_load_n(&m->pauses, __ATOMIC_RELAXED));
 	json_u64(&j, "paused_us", __atomic_load_n(&m->paused_ns, __ATOMIC_RELAXED) / 1000);
+	json_u64(&j, "nmis", __atomic_load_n(&m->nmis, __ATOMIC_RELAXED));
 	if (m->vm_up) {
 		uint64_t first = __atomic_load_n(&m->vm.first_run_ns, __ATOMIC_RELAXED);
 

@@ -158,6 +158,7 @@ struct mvm {
 	uint64_t paused_at;            /* mono_ns of the pause (ctl_lock) */
 	uint64_t pauses;               /* pauses so far, and their time in all: */
 	uint64_t paused_ns;            /* atomic (--stats reads them) */
+	uint64_t nmis;                 /* mvm_nmi calls every vCPU took; atomic */
 	bool joined;
 	struct mvm_exit exit;          /* written by the control thread before wait_efd */
 	char cmdline_buf[MVM_CMDLINE_MAX];

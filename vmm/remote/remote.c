@@ -59,6 +59,7 @@ static const struct remote_cmd remote_cmds[] = {
 	  "stays" },
 	{ "remove-device", "PUT", "vm.remove-device", REMOTE_ARG_ID, "ID",
 	  "unplug the device with this id (info lists them) once the guest lets it go" },
+	{ "nmi", "PUT", "vm.nmi", REMOTE_ARG_NONE, NULL, "one non-maskable interrupt to each vCPU" },
 	{ "reboot", "PUT", "vm.reboot", REMOTE_ARG_NONE, NULL,
 	  "make the VM again from its config and boot it" },
 	{ "shutdown", "PUT", "vm.shutdown", REMOTE_ARG_NONE, NULL, "stop the VM" },
