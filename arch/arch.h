@@ -186,6 +186,21 @@ int arch_vcpu_load(struct vcpu *v, const struct snap_file *f, char *err, size_t 
 void arch_describe_vcpu(const struct vcpu *v, const struct kvm_run *run, char *out,
 			size_t outlen);
 
+/* Guest core dumps (mvm_coredump, vmm/base/elfcore.h): the ELF machine
+ * and byte order of this architecture's, and one vCPU's notes (x86:
+ * NT_PRSTATUS and QEMU's CPU state, as QEMU's dump-guest-memory writes
+ * them) into buf, at most cap bytes (ARCH_COREDUMP_NOTES_MAX is enough):
+ * their size, or -errno and a message (-EOPNOTSUPP: no core dumps on
+ * this architecture). From the thread that dumps, the VM paused. */
+#define ARCH_COREDUMP_NOTES_MAX 1024u
+struct arch_coredump {
+	uint16_t machine;               /* EM_* */
+	bool big_endian;
+};
+extern const struct arch_coredump arch_coredump;
+int arch_vcpu_coredump_notes(struct vcpu *v, uint8_t *buf, size_t cap, char *err,
+			     size_t errlen);
+
 /* seccomp (vmm/kvm/sandbox.c): this architecture's system-call conventions,
  * and the ioctls and calls each kind of thread makes at run time besides
  * the generic ones. */

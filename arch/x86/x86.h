@@ -298,4 +298,10 @@ int x86_cpuid_check(const struct kvm_cpuid2 *snap, const struct kvm_cpuid2 *supp
 void x86_msrs_save_fixup(struct kvm_msr_entry *e, unsigned n);
 void x86_msrs_load_order(struct kvm_msr_entry *e, unsigned n);
 
+/* One vCPU's notes in a guest core dump (arch/x86/coredump.c):
+ * NT_PRSTATUS and QEMU's CPU state, from its registers, into buf (cap
+ * bytes): their size, or 0 where they do not fit. Needs no KVM. */
+size_t x86_coredump_notes(uint8_t *buf, size_t cap, unsigned id, const struct kvm_regs *r,
+			  const struct kvm_sregs *s, uint64_t kernel_gs_base);
+
 #endif

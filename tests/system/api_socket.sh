@@ -4,7 +4,8 @@
 # its own filter): the VM made by vm.create (a VmConfig with a field mvm
 # does not have refused) and started by vm.boot; ping; the socket is 0600; vm.info says Running; a pause
 # stops the guest's console and its disk (a second pause is refused with
-# 405), vm.info says Paused, a resume lets it go on; counters; vm.nmi
+# 405), vm.info says Paused, vm.coredump writes it as an ELF core beneath
+# --snapshot-dir (only there), a resume lets it go on; counters; vm.nmi
 # (curl, then mvm-remote) is one NMI on the guest's vCPU each time; bad
 # requests (invalid JSON 400, an unknown endpoint 404, an unserved one
 # 501, a body over the limit 413) change nothing, and a client that
@@ -37,7 +38,7 @@ make_image "$SYS_TMP/images/hot.img" 4
 # one: mvm given the socket alone (and the sandbox's ids) serves until
 # the boot, then confines itself as with a VM from the command line.
 "$MVM" "${SYS_IDS[@]}" --api-socket "$sock" --image-dir "$SYS_TMP/images" --hotplug-slots 1 \
-	</dev/null >"$SYS_TMP/out" 2>&1 &
+	--snapshot-dir "$SYS_TMP/dumps" </dev/null >"$SYS_TMP/out" 2>&1 &
 pid=$!
 for _ in $(seq 1 100); do [ -S "$sock" ] && break; sleep 0.1; done
 expect 404 GET vm.info
@@ -78,6 +79,14 @@ sleep 2
 n1=$(wc -c <"$SYS_TMP/out")
 [ "$n0" = "$n1" ] || fail "the guest printed $((n1 - n0)) bytes while paused"
 echo "paused: no console output for 2 s"
+# vm.coredump of the paused guest inside the API thread's filter: only
+# beneath --snapshot-dir; an ELF core as crash reads it.
+expect 400 PUT vm.coredump -d "{\"destination_url\":\"file://$SYS_TMP/guest.core\"}"
+grep -q 'not beneath the snapshot directory' "$SYS_TMP/body" || fail "vm.coredump outside --snapshot-dir: $(cat "$SYS_TMP/body")"
+expect 204 PUT vm.coredump -d "{\"destination_url\":\"file://$SYS_TMP/dumps/guest.core\"}"
+python3 "$SYS_ROOT/tests/system/coredump_check.py" "$SYS_TMP/dumps/guest.core" \
+	"$SYS_ROOT/build/guest/vmlinux" 1 268435456 || fail "vm.coredump's file is not the guest's core"
+[ ! -e "$SYS_TMP/dumps/guest.core.part" ] || fail "vm.coredump left its temporary file"
 expect 204 PUT vm.resume
 for _ in $(seq 1 100); do [ "$(wc -c <"$SYS_TMP/out")" -gt "$n1" ] && break; sleep 0.1; done
 [ "$(wc -c <"$SYS_TMP/out")" -gt "$n1" ] || fail "no console output after the resume"

@@ -99,7 +99,8 @@ TEST(unserved_endpoints_are_501_and_bad_json_400)
 		   "vm.add-net: mvm does not support this endpoint");
 	error_says(call(&v, "PUT", "/api/v1/vm.create", "{\"cpus\":", 400),
 		   "vm.create: invalid JSON at line 1");
-	error_says(call(&v, "PUT", "/api/v1/vm.coredump", "{\"a\":1,\"a\":2}", 400), "duplicate");
+	error_says(call(&v, "PUT", "/api/v1/vm.send-migration", "{\"a\":1,\"a\":2}", 400),
+		   "duplicate");
 	deep = malloc(2 * n + 1);
 	CHECK(deep);
 	for (i = 0; i < n; i++) {
@@ -122,6 +123,8 @@ TEST(without_a_vm_vm_endpoints_are_404)
 	error_says(call(&v, "PUT", "/api/v1/vm.pause", NULL, 404), "no VM");
 	error_says(call(&v, "PUT", "/api/v1/vm.resume", NULL, 404), "no VM");
 	error_says(call(&v, "PUT", "/api/v1/vm.nmi", NULL, 404), "no VM");
+	error_says(call(&v, "PUT", "/api/v1/vm.coredump", "{\"destination_url\":\"file:///c\"}",
+			404), "no VM");
 	error_says(call(&v, "PUT", "/api/v1/vm.shutdown", NULL, 404), "no VM");
 	error_says(call(&v, "PUT", "/api/v1/vm.snapshot", "{\"destination_url\":\"file:///x\"}",
 			404), "no VM");
@@ -214,6 +217,16 @@ TEST(info_counters_and_pause_of_a_created_vm)
 	error_says(call(&v, "PUT", "/api/v1/vm.snapshot", "{}", 400), "destination_url missing");
 	error_says(call(&v, "PUT", "/api/v1/vm.snapshot",
 			"{\"destination_url\":\"file:///tmp/x\"}", 405), "not been started");
+	/* vm.coredump: VmCoredumpData, a file:// URL of a file. */
+	error_says(call(&v, "PUT", "/api/v1/vm.coredump", "{\"destination_url\":\"/tmp/c\"}",
+			400), "give \"file:///FILE\", the core file");
+	error_says(call(&v, "PUT", "/api/v1/vm.coredump",
+			"{\"destination_url\":\"file:///tmp/c\",\"format\":\"elf\"}", 400),
+		   "field format: not one mvm takes");
+	error_says(call(&v, "PUT", "/api/v1/vm.coredump", "{\"destination_url\":\"file:///tmp/\"}",
+			400), "not a file name");
+	error_says(call(&v, "PUT", "/api/v1/vm.coredump", "{\"destination_url\":\"file:///tmp/c\"}",
+			405), "not been started");
 	mvm_destroy(v.vm);
 }
 

@@ -105,6 +105,18 @@ TEST(snapshot_sends_its_directory_as_an_absolute_file_url)
 	check_body("{\"destination_url\": \"file:///work/a=b,c\"}");
 }
 
+TEST(coredump_and_nmi_send_what_cloud_hypervisors_take)
+{
+	CHECK_EQ(parse("--api-socket", "s", "coredump", "guest.core", NULL), 0);
+	CHECK_STR(req.endpoint, "vm.coredump");
+	check_body("{\"destination_url\": \"file:///work/guest.core\"}");
+	CHECK_EQ(parse("--api-socket", "s", "coredump", "destination_url=file:///c", NULL), 0);
+	check_body("{\"destination_url\": \"file:///c\"}");
+	CHECK_EQ(parse("--api-socket", "s", "nmi", NULL), 0);
+	CHECK_STR(req.endpoint, "vm.nmi");
+	CHECK(!req.body);
+}
+
 TEST(restore_takes_a_directory_or_cloud_hypervisors_keys)
 {
 	CHECK_EQ(parse("--api-socket", "s", "restore", "snap", NULL), 0);
@@ -209,7 +221,7 @@ TEST(bad_command_lines_are_refused_with_one_line_each)
 	CHECK(parse("--socket", "s", "ping", NULL) == -EINVAL);
 	check_err("unknown option");
 	CHECK(parse("--api-socket", "s", "snapshot", "", NULL) == -EINVAL);
-	check_err("empty directory");
+	check_err("empty path");
 	CHECK_EQ(parse("--help", NULL), 0);
 	CHECK(req.help);
 }

@@ -21,8 +21,7 @@ static const char *const api_unsupported[] = {
 	"vm.power-button", "vm.resize",
 	"vm.resize-zone", "vm.add-device", "vm.add-fs", "vm.add-pmem",
 	"vm.add-net", "vm.add-vsock", "vm.add-vdpa", "vm.add-user-device",
-	"vm.coredump", "vm.receive-migration",
-	"vm.send-migration",
+	"vm.receive-migration", "vm.send-migration",
 };
 
 /* An error: Cloud Hypervisor answers a JSON string that says what went
@@ -1103,11 +1102,13 @@ static bool api_body_ok(const char *name, const char *body, size_t len, struct a
 	return j != NULL;
 }
 
-/* A snapshot's directory from Cloud Hypervisor's file:// URL (field
- * name: destination_url, source_url) in j, which may hold only the
- * fields in also besides it: the directory, or NULL and the 400. */
-static const char *api_snapshot_dir(const char *name, json_t *j, const char *field,
-				    const char *const *also, struct api_reply *r)
+/* A path from Cloud Hypervisor's file:// URL (field name:
+ * destination_url, source_url) in j, which may hold only the fields in
+ * also besides it: the path, or NULL and the 400, which says what to give
+ * ("file:///" what, the path's meaning). */
+static const char *api_file_url(const char *name, json_t *j, const char *field,
+				const char *const *also, const char *what, const char *meaning,
+				struct api_reply *r)
 {
 	const char *url, *key, *const *a;
 	json_t *val;
@@ -1123,8 +1124,8 @@ static const char *api_snapshot_dir(const char *name, json_t *j, const char *fie
 	}
 	url = json_string_value(json_object_get(j, field));
 	if (!url || strncmp(url, "file://", 7) || !url[7]) {
-		api_error(r, 400, "%s: %s %.128s: give \"file:///DIR\", the snapshot's directory",
-			  name, field, url ? url : "missing");
+		api_error(r, 400, "%s: %s %.128s: give \"file:///%s\", %s", name, field,
+			  url ? url : "missing", what, meaning);
 		return NULL;
 	}
 	return url + 7;
@@ -1166,7 +1167,8 @@ static void api_vm_restore(struct api_vm *v, const char *body, size_t len,
 		json_decref(j);
 		return;
 	}
-	dir = api_snapshot_dir("vm.restore", j, "source_url", also, r);
+	dir = api_file_url("vm.restore", j, "source_url", also, "DIR", "the snapshot's directory",
+			   r);
 	if (!dir) {
 		json_decref(j);
 		return;
@@ -1200,7 +1202,8 @@ static void api_vm_snapshot(struct api_vm *v, const char *body, size_t len,
 	j = api_load("vm.snapshot", body, len, "SnapshotConfig", r);
 	if (!j)
 		return;
-	dir = api_snapshot_dir("vm.snapshot", j, "destination_url", also, r);
+	dir = api_file_url("vm.snapshot", j, "destination_url", also, "DIR",
+			   "the snapshot's directory", r);
 	if (!dir) {
 		json_decref(j);
 		return;
@@ -1212,6 +1215,39 @@ static void api_vm_snapshot(struct api_vm *v, const char *body, size_t len,
 	else
 		api_error(r, ret == -EINVAL || ret == -ESHUTDOWN ? 405 :
 			  ret == -EPERM || ret == -ENAMETOOLONG ? 400 : 500, "%s", err);
+}
+
+/* PUT vm.coredump, Cloud Hypervisor's VmCoredumpData { destination_url:
+ * "file:///FILE" } of a paused VM: 204; 405 while it runs; 400 for a
+ * file the API thread may not write (with --sandbox on, not beneath
+ * --snapshot-dir) or a bad body; 501 on s390x; 404 without a VM. */
+static void api_vm_coredump(struct api_vm *v, const char *body, size_t len,
+			    struct api_reply *r)
+{
+	static const char *const also[] = { NULL };
+	char err[MVM_ERR_MAX];
+	const char *path;
+	json_t *j;
+	int ret;
+
+	if (!api_have_vm(v, "vm.coredump", r))
+		return;
+	j = api_load("vm.coredump", body, len, "VmCoredumpData", r);
+	if (!j)
+		return;
+	path = api_file_url("vm.coredump", j, "destination_url", also, "FILE", "the core file", r);
+	if (!path) {
+		json_decref(j);
+		return;
+	}
+	ret = mvm_coredump(v->vm, path, err, sizeof(err));
+	json_decref(j);
+	if (!ret)
+		r->status = 204;
+	else
+		api_error(r, ret == -EINVAL || ret == -ESHUTDOWN ? 405 :
+			  ret == -EPERM || ret == -ENAMETOOLONG || ret == -EISDIR ? 400 :
+			  ret == -EOPNOTSUPP ? 501 : 500, "%s", err);
 }
 
 void api_handle(struct api_vm *v, const char *method, const char *url, const char *body,
@@ -1227,7 +1263,7 @@ void api_handle(struct api_vm *v, const char *method, const char *url, const cha
 		{ "vm.remove-device", API_PUT }, { "vm.create", API_PUT }, { "vm.boot", API_PUT },
 		{ "vm.snapshot", API_PUT }, { "vm.restore", API_PUT },
 		{ "vm.update-disk", API_PUT }, { "vm.delete", API_PUT }, { "vm.reboot", API_PUT },
-		{ "vm.nmi", API_PUT },
+		{ "vm.nmi", API_PUT }, { "vm.coredump", API_PUT },
 	};
 	enum api_method m;
 	const char *name;
@@ -1272,6 +1308,7 @@ void api_handle(struct api_vm *v, const char *method, const char *url, const cha
 				return;
 			api_vm_nmi(v, r);
 			return;
+		case 17: api_vm_coredump(v, body, len, r); return;
 		case 8: api_vm_remove_device(v, body, len, r); return;
 		case 9:
 		case 10:

@@ -16,10 +16,12 @@
 #include "devices/ratelim.h"
 #include "devices/virtio_vsock.h"
 
+#include <limits.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 #define MVM_MAX_GPA (1ULL << 40)     /* guest RAM + the 1 GiB hole stays below */
 /* The longest a pause waits for the vCPUs to leave the guest and for the
@@ -235,6 +237,27 @@ void snapshot_vsock_inherit(struct mvm *m, struct mvm_vsock *v);
 /* mvm_create, a restore's config checked: kernel, initrd and cmdline
  * (m's and m->cfg's) the snapshot's guest booted from. 0 or -ENOMEM. */
 int snapshot_payload(struct mvm *m);
+/* Where a snapshot's (or a core dump's) files go: names are looked up
+ * from dirfd with pfx before them. */
+struct snapshot_at {
+	int dirfd;
+	bool own;               /* dirfd is ours to close */
+	char pfx[PATH_MAX];     /* "" or "SUB/" beneath the snapshot directory */
+};
+/* Where the caller writes files into dir (made, mode 0700, where
+ * missing): beneath the snapshot directory through its descriptor;
+ * elsewhere by path, unless the calling thread is the one
+ * mvm_confine_api_thread confined (-EPERM, -EOPNOTSUPP). `what` names
+ * the work in messages ("snapshot", "coredump"). Close at->dirfd where
+ * at->own. */
+int snapshot_target(struct mvm *m, const char *what, const char *dir, struct snapshot_at *at,
+		    char *err, size_t errlen);
+/* at's name for file `name`, into buf (PATH_MAX). */
+const char *snapshot_name(const struct snapshot_at *at, const char *name, char *buf);
+/* Guest RAM is written a page at a time, all-zero pages left as holes. */
+#define SNAPSHOT_PAGE 4096u
+bool snapshot_page_zero(const uint8_t *p);
+int snapshot_pwrite_all(int fd, const uint8_t *p, size_t len, off_t off);
 /* mvm_prepare: make and open cfg.snapshot_dir. */
 int snapshot_root_open(struct mvm *m, char *err, size_t errlen);
 /* mvm_destroy: what snapshot_open kept. */

@@ -45,7 +45,6 @@
 /* The largest state file a restore reads: a VM's is a few hundred KiB
  * (the vCPUs' XSAVE areas and MSRs, each MSI-X table). */
 #define SNAPSHOT_STATE_MAX (64u << 20)
-#define SNAPSHOT_PAGE 4096u
 #define SNAPSHOT_SPEC_MAX 1024u
 
 #define SNAP_TAG_VM SNAP_TAG('M', 'V', 'M', '!')
@@ -74,14 +73,6 @@ struct snapshot_vm {
 	char cmdline[MVM_CMDLINE_MAX];
 };
 
-/* Where a snapshot's files go: names are looked up from dirfd with pfx
- * before them. */
-struct snapshot_at {
-	int dirfd;
-	bool own;               /* dirfd is ours to close */
-	char pfx[PATH_MAX];     /* "" or "SUB/" beneath the snapshot directory */
-};
-
 int snapshot_root_open(struct mvm *m, char *err, size_t errlen)
 {
 	if (!m->snap_root)
@@ -96,30 +87,27 @@ int snapshot_root_open(struct mvm *m, char *err, size_t errlen)
 	return 0;
 }
 
-/* Where mvm_snapshot writes dir: beneath the snapshot directory through
- * its descriptor; elsewhere by path, unless the calling thread is the
- * one mvm_confine_api_thread confined. */
-static int snapshot_target(struct mvm *m, const char *dir, struct snapshot_at *at, char *err,
-			   size_t errlen)
+int snapshot_target(struct mvm *m, const char *what, const char *dir, struct snapshot_at *at,
+		    char *err, size_t errlen)
 {
 	bool confined = m->api_confined && pthread_equal(pthread_self(), m->api_thread);
 	char rel[PATH_MAX - 32];        /* room for the file names after it */
 	int r = m->snap_root ? mvm_path_beneath(m->snap_root, dir, rel, sizeof(rel)) : -ENOENT;
 
 	if (r == -EINVAL || r == -ENAMETOOLONG)
-		return err_set(err, errlen, r == -EINVAL ? -EPERM : r, "snapshot %s: %s beneath the snapshot directory %s; "
-			       "give a plain path there", dir, r == -EINVAL ? "a . or .. in its path" :
+		return err_set(err, errlen, r == -EINVAL ? -EPERM : r, "%s %s: %s beneath the snapshot directory %s; "
+			       "give a plain path there", what, dir, r == -EINVAL ? "a . or .. in its path" :
 			       "too long a path", m->snap_root);
 	if (confined && !m->api_snap_ok)
-		return err_set(err, errlen, -EOPNOTSUPP, "snapshot %s: this thread may not write files "
-			       "(its seccomp filter): %s", dir, m->snap_root ?
+		return err_set(err, errlen, -EOPNOTSUPP, "%s %s: this thread may not write files "
+			       "(its seccomp filter): %s", what, dir, m->snap_root ?
 			       "the kernel has no Landlock to hold it to the snapshot directory" :
 			       "give the VM a snapshot directory (snapshot_dir, --snapshot-dir) and "
 			       "snapshot beneath it");
 	if (confined && r)
-		return err_set(err, errlen, -EPERM, "snapshot %s: not beneath the snapshot "
+		return err_set(err, errlen, -EPERM, "%s %s: not beneath the snapshot "
 			       "directory %s, the only place this thread may write; give a "
-			       "directory there", dir, m->snap_root);
+			       "directory there", what, dir, m->snap_root);
 	if (!r && m->snap_root_fd >= 0) {
 		at->dirfd = m->snap_root_fd;
 		at->own = false;
@@ -127,25 +115,24 @@ static int snapshot_target(struct mvm *m, const char *dir, struct snapshot_at *a
 		if (!rel[0])
 			return 0;
 		if (mkdirat(m->snap_root_fd, rel, 0700) && errno != EEXIST)
-			return err_set(err, errlen, -errno, "snapshot %s: cannot make the "
-				       "directory: %s", dir, strerror(errno));
+			return err_set(err, errlen, -errno, "%s %s: cannot make the "
+				       "directory: %s", what, dir, strerror(errno));
 		snprintf(at->pfx, sizeof(at->pfx), "%s/", rel);
 		return 0;
 	}
 	if (mkdir(dir, 0700) && errno != EEXIST)
-		return err_set(err, errlen, -errno, "snapshot %s: cannot make the directory: %s",
-			       dir, strerror(errno));
+		return err_set(err, errlen, -errno, "%s %s: cannot make the directory: %s",
+			       what, dir, strerror(errno));
 	at->dirfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (at->dirfd < 0)
-		return err_set(err, errlen, -errno, "snapshot %s: %s; give a directory", dir,
+		return err_set(err, errlen, -errno, "%s %s: %s; give a directory", what, dir,
 			       strerror(errno));
 	at->own = true;
 	at->pfx[0] = '\0';
 	return 0;
 }
 
-/* at's name for file `name`, into buf (PATH_MAX). */
-static const char *snapshot_name(const struct snapshot_at *at, const char *name, char *buf)
+const char *snapshot_name(const struct snapshot_at *at, const char *name, char *buf)
 {
 	snprintf(buf, PATH_MAX, "%s%s", at->pfx, name);
 	return buf;
@@ -240,7 +227,7 @@ static int snapshot_put_devices(struct mvm *m, struct snap_w *w, char *err, size
 	return 0;
 }
 
-static bool snapshot_page_zero(const uint8_t *p)
+bool snapshot_page_zero(const uint8_t *p)
 {
 	const uint64_t *q = (const uint64_t *)p;
 	unsigned i;
@@ -251,7 +238,7 @@ static bool snapshot_page_zero(const uint8_t *p)
 	return true;
 }
 
-static int snapshot_pwrite_all(int fd, const uint8_t *p, size_t len, off_t off)
+int snapshot_pwrite_all(int fd, const uint8_t *p, size_t len, off_t off)
 {
 	while (len) {
 		ssize_t n = pwrite(fd, p, len, off);
@@ -396,7 +383,7 @@ int mvm_snapshot(struct mvm *m, const char *dir, char *err, size_t errlen)
 			      "vm.remove-device)", i, m->disks[i].opts.path);
 		goto unlock;
 	}
-	ret = snapshot_target(m, dir, &at, err, errlen);
+	ret = snapshot_target(m, "snapshot", dir, &at, err, errlen);
 	if (ret)
 		goto unlock;
 	/* The whole state first, in memory: a device that cannot be

@@ -17,7 +17,8 @@
 /* What a command's one argument is. */
 enum remote_arg {
 	REMOTE_ARG_NONE,
-	REMOTE_ARG_SNAPSHOT,    /* DIR, file:///DIR or destination_url=...: SnapshotConfig */
+	REMOTE_ARG_SNAPSHOT,    /* PATH, file:///PATH or destination_url=...: SnapshotConfig,
+				 * VmCoredumpData */
 	REMOTE_ARG_RESTORE,     /* DIR, file:///DIR or source_url=...[,prefault=on]: RestoreConfig */
 	REMOTE_ARG_DISK,        /* path=PATH[,key=value]... or {JSON}: DiskConfig */
 	REMOTE_ARG_ID,          /* a device's id: {"id": ID} */
@@ -44,6 +45,9 @@ static const struct remote_cmd remote_cmds[] = {
 	{ "resume", "PUT", "vm.resume", REMOTE_ARG_NONE, NULL, "resume the VM" },
 	{ "snapshot", "PUT", "vm.snapshot", REMOTE_ARG_SNAPSHOT, "DIR",
 	  "write a snapshot of the paused VM into DIR (or destination_url=file:///DIR)" },
+	{ "coredump", "PUT", "vm.coredump", REMOTE_ARG_SNAPSHOT, "FILE",
+	  "write the paused VM into FILE as an ELF core dump, for crash(8) (or "
+	  "destination_url=file:///FILE)" },
 	{ "restore", "PUT", "vm.restore", REMOTE_ARG_RESTORE, "DIR",
 	  "restore the snapshot in DIR into an mvm started with --api-socket alone; it stays "
 	  "paused until resume (or source_url=file:///DIR[,prefault=on])" },
@@ -227,7 +231,7 @@ static int remote_dir_url(const char *what, const char *dir, const char *cwd, js
 	int n;
 
 	if (!*dir)
-		return remote_err(err, errlen, -EINVAL, "%s: empty directory; give DIR", what);
+		return remote_err(err, errlen, -EINVAL, "%s: empty path; give one", what);
 	if (!strncmp(dir, "file://", 7))
 		n = snprintf(url, sizeof(url), "%s", dir);
 	else if (dir[0] == '/')
@@ -235,7 +239,7 @@ static int remote_dir_url(const char *what, const char *dir, const char *cwd, js
 	else
 		n = snprintf(url, sizeof(url), "file://%s/%s", cwd, dir);
 	if (n < 0 || (size_t)n >= sizeof(url))
-		return remote_err(err, errlen, -EINVAL, "%s: directory too long; give a shorter path",
+		return remote_err(err, errlen, -EINVAL, "%s: path too long; give a shorter one",
 				  what);
 	if (json_object_set_new(obj, field, json_string(url)))
 		return remote_err(err, errlen, -ENOMEM, "%s: out of memory", what);
