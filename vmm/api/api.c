@@ -1184,45 +1184,18 @@ static void api_vm_restore(struct api_vm *v, const char *body, size_t len,
 	r->status = 204;
 }
 
-/* PUT vm.snapshot, Cloud Hypervisor's SnapshotConfig { destination_url:
- * "file:///DIR" } of a paused VM: 204; 405 while it runs; 400 for a
- * directory this thread may not write (under --sandbox on, one not
- * beneath --snapshot-dir). */
-static void api_vm_snapshot(struct api_vm *v, const char *body, size_t len,
-			    struct api_reply *r)
-{
-	static const char *const also[] = { NULL };
-	char err[MVM_ERR_MAX];
-	const char *dir;
-	json_t *j;
-	int ret;
-
-	if (!api_have_vm(v, "vm.snapshot", r))
-		return;
-	j = api_load("vm.snapshot", body, len, "SnapshotConfig", r);
-	if (!j)
-		return;
-	dir = api_file_url("vm.snapshot", j, "destination_url", also, "DIR",
-			   "the snapshot's directory", r);
-	if (!dir) {
-		json_decref(j);
-		return;
-	}
-	ret = mvm_snapshot(v->vm, dir, err, sizeof(err));
-	json_decref(j);
-	if (!ret)
-		r->status = 204;
-	else
-		api_error(r, ret == -EINVAL || ret == -ESHUTDOWN ? 405 :
-			  ret == -EPERM || ret == -ENAMETOOLONG ? 400 : 500, "%s", err);
-}
-
-/* PUT vm.coredump, Cloud Hypervisor's VmCoredumpData { destination_url:
- * "file:///FILE" } of a paused VM: 204; 405 while it runs; 400 for a
- * file the API thread may not write (with --sandbox on, not beneath
- * --snapshot-dir) or a bad body; 501 on s390x; 404 without a VM. */
-static void api_vm_coredump(struct api_vm *v, const char *body, size_t len,
-			    struct api_reply *r)
+/* What vm.snapshot and vm.coredump share: a paused VM written to a path
+ * from Cloud Hypervisor's { destination_url: "file:///PATH" } (schema
+ * names the body, path_kind and meaning the 400 for a bad URL) by
+ * write, mvm_snapshot or mvm_coredump. 204; 405 while it runs or after it
+ * ended; 400 for a path this thread may not write (under --sandbox on,
+ * one not beneath --snapshot-dir) or that names no file; 501 where
+ * write says -EOPNOTSUPP and eopnotsupp_501 (an architecture without);
+ * 404 without a VM. */
+static void api_vm_write(struct api_vm *v, const char *name, const char *schema,
+			 const char *path_kind, const char *meaning,
+			 int (*write)(struct mvm *, const char *, char *, size_t), bool eopnotsupp_501,
+			 const char *body, size_t len, struct api_reply *r)
 {
 	static const char *const also[] = { NULL };
 	char err[MVM_ERR_MAX];
@@ -1230,24 +1203,24 @@ static void api_vm_coredump(struct api_vm *v, const char *body, size_t len,
 	json_t *j;
 	int ret;
 
-	if (!api_have_vm(v, "vm.coredump", r))
+	if (!api_have_vm(v, name, r))
 		return;
-	j = api_load("vm.coredump", body, len, "VmCoredumpData", r);
+	j = api_load(name, body, len, schema, r);
 	if (!j)
 		return;
-	path = api_file_url("vm.coredump", j, "destination_url", also, "FILE", "the core file", r);
+	path = api_file_url(name, j, "destination_url", also, path_kind, meaning, r);
 	if (!path) {
 		json_decref(j);
 		return;
 	}
-	ret = mvm_coredump(v->vm, path, err, sizeof(err));
+	ret = write(v->vm, path, err, sizeof(err));
 	json_decref(j);
 	if (!ret)
 		r->status = 204;
 	else
 		api_error(r, ret == -EINVAL || ret == -ESHUTDOWN ? 405 :
 			  ret == -EPERM || ret == -ENAMETOOLONG || ret == -EISDIR ? 400 :
-			  ret == -EOPNOTSUPP ? 501 : 500, "%s", err);
+			  ret == -EOPNOTSUPP && eopnotsupp_501 ? 501 : 500, "%s", err);
 }
 
 void api_handle(struct api_vm *v, const char *method, const char *url, const char *body,
@@ -1298,7 +1271,11 @@ void api_handle(struct api_vm *v, const char *method, const char *url, const cha
 		case 3: api_vm_pause(v, true, r); return;
 		case 4: api_vm_pause(v, false, r); return;
 		case 7: api_vm_add_disk(v, body, len, r); return;
-		case 11: api_vm_snapshot(v, body, len, r); return;
+		case 11:
+			/* A device or shape snapshots cannot carry yet: 500. */
+			api_vm_write(v, name, "SnapshotConfig", "DIR", "the snapshot's directory",
+				     mvm_snapshot, false, body, len, r);
+			return;
 		case 12: api_vm_restore(v, body, len, r); return;
 		case 13: api_vm_update_disk(v, body, len, r); return;
 		case 14: api_vm_delete(v, r); return;
@@ -1308,7 +1285,10 @@ void api_handle(struct api_vm *v, const char *method, const char *url, const cha
 				return;
 			api_vm_nmi(v, r);
 			return;
-		case 17: api_vm_coredump(v, body, len, r); return;
+		case 17:
+			api_vm_write(v, name, "VmCoredumpData", "FILE", "the core file", mvm_coredump,
+				     true, body, len, r);
+			return;
 		case 8: api_vm_remove_device(v, body, len, r); return;
 		case 9:
 		case 10:

@@ -14,28 +14,6 @@
 
 #define COREDUMP_TMP_SUFFIX ".part"
 
-/* The region's bytes at off: runs of pages that are not all zero, the
- * rest left as holes. */
-static int coredump_write_region(int fd, const struct gmem_region *r, uint64_t off)
-{
-	uint64_t at = 0;
-	int ret = 0;
-
-	while (at < r->size && !ret) {
-		uint64_t run;
-
-		if (snapshot_page_zero(r->hva + at)) {
-			at += SNAPSHOT_PAGE;
-			continue;
-		}
-		for (run = SNAPSHOT_PAGE; at + run < r->size && !snapshot_page_zero(r->hva + at + run);)
-			run += SNAPSHOT_PAGE;
-		ret = snapshot_pwrite_all(fd, r->hva + at, run, (off_t)(off + at));
-		at += run;
-	}
-	return ret;
-}
-
 /* The vCPUs' notes into *notes (the caller frees it): their length, or
  * -errno with a message. */
 static int coredump_notes(struct mvm *m, uint8_t **notes, size_t *len, char *err,
@@ -95,17 +73,8 @@ static int coredump_write(struct mvm *m, const struct snapshot_at *at, const cha
 	if (!ret)
 		ret = snapshot_pwrite_all(fd, notes, notes_len, (off_t)notes_off);
 	for (i = 0; i < gm->nr && !ret; i++)
-		ret = coredump_write_region(fd, &gm->r[i], segs[i].offset);
-	if (!ret && ftruncate(fd, (off_t)total))
-		ret = -errno;
-	if (!ret && fsync(fd))
-		ret = -errno;
-	if (close(fd) && !ret)
-		ret = -errno;
-	if (!ret && renameat(at->dirfd, tmp, at->dirfd, name))
-		ret = -errno;
-	if (ret)
-		unlinkat(at->dirfd, tmp, 0);
+		ret = snapshot_pwrite_sparse(fd, gm->r[i].hva, gm->r[i].size, (off_t)segs[i].offset);
+	ret = snapshot_file_finish(at, fd, tmp, name, total, ret);
 free_hdr:
 	free(hdr);
 	return ret;

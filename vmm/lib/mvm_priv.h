@@ -254,10 +254,17 @@ int snapshot_target(struct mvm *m, const char *what, const char *dir, struct sna
 		    char *err, size_t errlen);
 /* at's name for file `name`, into buf (PATH_MAX). */
 const char *snapshot_name(const struct snapshot_at *at, const char *name, char *buf);
-/* Guest RAM is written a page at a time, all-zero pages left as holes. */
+/* Guest RAM is written a page at a time, all-zero pages left as holes:
+ * len bytes at p to fd at off, runs of pages that are not all zero (a
+ * fresh file reads zeros in the rest). 0 or -errno. */
 #define SNAPSHOT_PAGE 4096u
-bool snapshot_page_zero(const uint8_t *p);
+int snapshot_pwrite_sparse(int fd, const uint8_t *p, uint64_t len, off_t off);
 int snapshot_pwrite_all(int fd, const uint8_t *p, size_t len, off_t off);
+/* A file written under tmp (from at) made whole: size bytes long,
+ * synced, closed (fd) and renamed to name; on a failure (or ret, the
+ * writing's, not 0) removed. ret or the first error. */
+int snapshot_file_finish(const struct snapshot_at *at, int fd, const char *tmp, const char *name,
+			 uint64_t size, int ret);
 /* mvm_prepare: make and open cfg.snapshot_dir. */
 int snapshot_root_open(struct mvm *m, char *err, size_t errlen);
 /* mvm_destroy: what snapshot_open kept. */

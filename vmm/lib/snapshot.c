@@ -227,7 +227,7 @@ static int snapshot_put_devices(struct mvm *m, struct snap_w *w, char *err, size
 	return 0;
 }
 
-bool snapshot_page_zero(const uint8_t *p)
+static bool snapshot_page_zero(const uint8_t *p)
 {
 	const uint64_t *q = (const uint64_t *)p;
 	unsigned i;
@@ -236,6 +236,42 @@ bool snapshot_page_zero(const uint8_t *p)
 		if (q[i])
 			return false;
 	return true;
+}
+
+int snapshot_pwrite_sparse(int fd, const uint8_t *p, uint64_t len, off_t off)
+{
+	uint64_t at = 0;
+	int ret = 0;
+
+	while (at < len && !ret) {
+		uint64_t run;
+
+		if (snapshot_page_zero(p + at)) {
+			at += SNAPSHOT_PAGE;
+			continue;
+		}
+		for (run = SNAPSHOT_PAGE; at + run < len && !snapshot_page_zero(p + at + run);)
+			run += SNAPSHOT_PAGE;
+		ret = snapshot_pwrite_all(fd, p + at, run, off + (off_t)at);
+		at += run;
+	}
+	return ret;
+}
+
+int snapshot_file_finish(const struct snapshot_at *at, int fd, const char *tmp, const char *name,
+			 uint64_t size, int ret)
+{
+	if (!ret && ftruncate(fd, (off_t)size))
+		ret = -errno;
+	if (!ret && fsync(fd))
+		ret = -errno;
+	if (close(fd) && !ret)
+		ret = -errno;
+	if (!ret && renameat(at->dirfd, tmp, at->dirfd, name))
+		ret = -errno;
+	if (ret)
+		unlinkat(at->dirfd, tmp, 0);
+	return ret;
 }
 
 int snapshot_pwrite_all(int fd, const uint8_t *p, size_t len, off_t off)
@@ -261,9 +297,9 @@ static int snapshot_write_memory(struct mvm *m, const struct snapshot_at *where,
 				 const char *dir, char *err, size_t errlen)
 {
 	const uint8_t *base = m->vm.mem.map_base;
-	size_t len = m->vm.mem.map_len, at = 0;
+	size_t len = m->vm.mem.map_len;
 	char tmp[PATH_MAX], name[PATH_MAX];
-	int fd, ret = 0;
+	int fd, ret;
 
 	snapshot_name(where, SNAPSHOT_MEMORY_TMP, tmp);
 	snapshot_name(where, SNAPSHOT_MEMORY, name);
@@ -271,32 +307,12 @@ static int snapshot_write_memory(struct mvm *m, const struct snapshot_at *where,
 	if (fd < 0)
 		return err_set(err, errlen, -errno, "snapshot %s: cannot create %s: %s", dir,
 			       SNAPSHOT_MEMORY_TMP, strerror(errno));
-	while (at < len && !ret) {
-		size_t run;
-
-		if (snapshot_page_zero(base + at)) {
-			at += SNAPSHOT_PAGE;
-			continue;
-		}
-		for (run = SNAPSHOT_PAGE; at + run < len && !snapshot_page_zero(base + at + run);)
-			run += SNAPSHOT_PAGE;
-		ret = snapshot_pwrite_all(fd, base + at, run, (off_t)at);
-		at += run;
-	}
-	if (!ret && ftruncate(fd, (off_t)len))
-		ret = -errno;
-	if (!ret && fsync(fd))
-		ret = -errno;
-	if (close(fd) && !ret)
-		ret = -errno;
-	if (!ret && renameat(where->dirfd, tmp, where->dirfd, name))
-		ret = -errno;
-	if (ret) {
-		unlinkat(where->dirfd, tmp, 0);
+	ret = snapshot_pwrite_sparse(fd, base, len, 0);
+	ret = snapshot_file_finish(where, fd, tmp, name, len, ret);
+	if (ret)
 		return err_set(err, errlen, ret, "snapshot %s: writing %llu MiB of guest memory: "
 			       "%s; check the directory's space", dir,
 			       (unsigned long long)(len >> 20), strerror(-ret));
-	}
 	return 0;
 }
 
