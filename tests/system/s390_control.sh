@@ -8,7 +8,8 @@
 # pause), and its virtio-ccw disk's image is swapped for a larger one from
 # --image-dir inside the API thread's filter (vm.update-disk: the guest
 # sees the new size through the ccw configuration-change interrupt); a
-# path outside --image-dir is refused (400); vmm.shutdown ends mvm with 0.
+# path outside --image-dir is refused (400); vm.nmi and vm.coredump say
+# s390x has neither yet (501, no file); vmm.shutdown ends mvm with 0.
 set -u
 cd "$(dirname "$0")/../.."
 . tests/s390/lib.sh
@@ -41,6 +42,10 @@ before=$(last)
 sleep 3
 n2=$(ticks)
 echo "MVM-PAUSED-TICKS=$((n2 - n1))"
+# x86's debugging aids: none on s390x yet, said, and no file left.
+echo "MVM-NMI=$(/apicall /tmp/api.sock PUT vm.nmi)"
+echo "MVM-COREDUMP=$(/apicall /tmp/api.sock PUT vm.coredump '{"destination_url":"file:///tmp/core"}')"
+ls /tmp/core* 2>/dev/null | sed 's/^/MVM-CORE-FILE=/'
 echo "MVM-RESUME=$(/apicall /tmp/api.sock PUT vm.resume)"
 for _ in $(seq 100); do [ "$(ticks)" -gt $((n2 + 2)) ] && break; sleep 0.2; done
 after=$(grep '^MVM-TICK' /tmp/con | sed -n "$((n2 + 1))p")
@@ -60,6 +65,10 @@ out=$S390_TMP/out
 grep -q '^MVM-PAUSE=204' "$out" || fail "vm.pause did not answer 204"
 grep -q '^MVM-PAUSE-AGAIN=405' "$out" || fail "a second vm.pause was not refused with 405"
 grep -q '^MVM-PAUSED-TICKS=0$' "$out" || fail "the guest ticked while paused"
+grep -q '^MVM-NMI=501 .*s390x has no non-maskable interrupt' "$out" || fail "vm.nmi: $(grep '^MVM-NMI=' "$out")"
+grep -q '^MVM-COREDUMP=501 .*no guest core dumps on s390x' "$out" ||
+	fail "vm.coredump: $(grep '^MVM-COREDUMP=' "$out")"
+! grep -q '^MVM-CORE-FILE=' "$out" || fail "vm.coredump left $(grep '^MVM-CORE-FILE=' "$out")"
 grep -q '^MVM-RESUME=204' "$out" || fail "vm.resume did not answer 204"
 around=$(sed -n 's/^MVM-AROUND=//p' "$out")
 read -r _ _ t0 _ _ _ _ t1 _ <<<"$around"
