@@ -189,10 +189,11 @@ void arch_describe_vcpu(const struct vcpu *v, const struct kvm_run *run, char *o
 /* Guest core dumps (mvm_coredump, vmm/base/elfcore.h): the ELF machine
  * and byte order of this architecture's, and one vCPU's notes (x86:
  * NT_PRSTATUS and QEMU's CPU state, as QEMU's dump-guest-memory writes
- * them) into buf, at most cap bytes (ARCH_COREDUMP_NOTES_MAX is enough):
+ * them; s390x: the PSW and registers, the prefix, timers and control
+ * registers, as Linux's own s390 core files hold them) into buf, at most cap bytes (ARCH_COREDUMP_NOTES_MAX is enough):
  * their size, or -errno and a message (-EOPNOTSUPP: no core dumps on
  * this architecture). From the thread that dumps, the VM paused. */
-#define ARCH_COREDUMP_NOTES_MAX 1024u
+#define ARCH_COREDUMP_NOTES_MAX 2048u
 struct arch_coredump {
 	uint16_t machine;               /* EM_* */
 	bool big_endian;

@@ -590,7 +590,8 @@ int mvm_nmi(struct mvm *vm, char *err, size_t errlen);
 /* Since 2.12. Write a paused VM (mvm_pause) to the file at path as an ELF
  * core dump, Cloud Hypervisor's vm.coredump and QEMU's
  * dump-guest-memory: per vCPU its registers (x86: NT_PRSTATUS and QEMU's
- * CPU state note, which crash(8) reads), then each guest RAM region as a
+ * CPU state note, which crash(8) reads; s390x: NT_PRSTATUS with the PSW,
+ * NT_FPREGSET and Linux's NT_S390_* notes), then each guest RAM region as a
  * PT_LOAD at its guest-physical address (p_paddr), its all-zero pages left
  * as holes. Open it with crash and the guest kernel's vmlinux. The file is
  * written under path.part, mode 0600, and renamed once complete (a
@@ -598,8 +599,8 @@ int mvm_nmi(struct mvm *vm, char *err, size_t errlen);
  * The caller's thread writes it, as mvm_snapshot does, with the same
  * rules for a confined API thread (beneath mvm_config.snapshot_dir
  * only). The VM stays paused. 0, or -errno with a message: -EINVAL (not
- * paused), -EISDIR (a path that names no file: "", "DIR/"), -EPERM (not beneath the snapshot directory, for
- * that thread), -EOPNOTSUPP (s390x), or a file error. */
+ * paused), -EISDIR (a path that names no file: "", "DIR/"), -EPERM (not
+ * beneath the snapshot directory, for that thread), or a file error. */
 int mvm_coredump(struct mvm *vm, const char *path, char *err, size_t errlen);
 
 /* Since 2.6. Write a snapshot of a paused VM (mvm_pause) to dir, made

@@ -13,7 +13,6 @@
 #include "vmm/base/util.h"
 #include "vmm/kvm/vm.h"
 
-#include <elf.h>
 #include <errno.h>
 #include <linux/audit.h>
 #include <linux/kvm.h>
@@ -203,20 +202,6 @@ int arch_vm_nmi(struct vm *vm, unsigned ncpus, char *err, size_t errlen)
 	return err_set(err, errlen, -EOPNOTSUPP, "s390x has no non-maskable interrupt (the "
 		       "nearest, a restart interruption, stops a Linux guest by default); the VM "
 		       "runs on as it was");
-}
-
-/* What a dump would be; none is written yet. */
-const struct arch_coredump arch_coredump = { .machine = EM_S390, .big_endian = true };
-
-int arch_vcpu_coredump_notes(struct vcpu *v, uint8_t *buf, size_t cap, char *err,
-			     size_t errlen)
-{
-	(void)v;
-	(void)buf;
-	(void)cap;
-	return err_set(err, errlen, -EOPNOTSUPP, "no guest core dumps on s390x yet (a CPU's "
-		       "notes, its PSW, prefix and control registers, are not written); the VM is "
-		       "as it was");
 }
 
 #define S390_K_PAUSER (SANDBOX_K(SANDBOX_MAIN) | SANDBOX_K(SANDBOX_CONTROL) | SANDBOX_K(SANDBOX_API))

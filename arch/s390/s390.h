@@ -54,4 +54,9 @@ struct arch_boot {
 bool cpu_stopped(struct s390_vm *sv, unsigned id);
 void cpu_start(struct s390_vm *sv, unsigned id);
 
+/* coredump.c: one vCPU's notes in a guest core dump from its kvm_run's
+ * synchronized registers, into buf (cap bytes): their size, or 0 where
+ * they do not fit. Needs no KVM. */
+size_t s390_coredump_notes(uint8_t *buf, size_t cap, unsigned id, const struct kvm_run *run);
+
 #endif

@@ -1189,13 +1189,13 @@ static void api_vm_restore(struct api_vm *v, const char *body, size_t len,
  * names the body, path_kind and meaning the 400 for a bad URL) by
  * write, mvm_snapshot or mvm_coredump. 204; 405 while it runs or after it
  * ended; 400 for a path this thread may not write (under --sandbox on,
- * one not beneath --snapshot-dir) or that names no file; 501 where
- * write says -EOPNOTSUPP and eopnotsupp_501 (an architecture without);
+ * one not beneath --snapshot-dir) or that names no file; 500 for what it
+ * cannot write (a device a snapshot cannot carry yet) or a file error;
  * 404 without a VM. */
 static void api_vm_write(struct api_vm *v, const char *name, const char *schema,
 			 const char *path_kind, const char *meaning,
-			 int (*write)(struct mvm *, const char *, char *, size_t), bool eopnotsupp_501,
-			 const char *body, size_t len, struct api_reply *r)
+			 int (*write)(struct mvm *, const char *, char *, size_t), const char *body,
+			 size_t len, struct api_reply *r)
 {
 	static const char *const also[] = { NULL };
 	char err[MVM_ERR_MAX];
@@ -1219,8 +1219,8 @@ static void api_vm_write(struct api_vm *v, const char *name, const char *schema,
 		r->status = 204;
 	else
 		api_error(r, ret == -EINVAL || ret == -ESHUTDOWN ? 405 :
-			  ret == -EPERM || ret == -ENAMETOOLONG || ret == -EISDIR ? 400 :
-			  ret == -EOPNOTSUPP && eopnotsupp_501 ? 501 : 500, "%s", err);
+			  ret == -EPERM || ret == -ENAMETOOLONG || ret == -EISDIR ? 400 : 500, "%s",
+			  err);
 }
 
 void api_handle(struct api_vm *v, const char *method, const char *url, const char *body,
@@ -1272,9 +1272,8 @@ void api_handle(struct api_vm *v, const char *method, const char *url, const cha
 		case 4: api_vm_pause(v, false, r); return;
 		case 7: api_vm_add_disk(v, body, len, r); return;
 		case 11:
-			/* A device or shape snapshots cannot carry yet: 500. */
 			api_vm_write(v, name, "SnapshotConfig", "DIR", "the snapshot's directory",
-				     mvm_snapshot, false, body, len, r);
+				     mvm_snapshot, body, len, r);
 			return;
 		case 12: api_vm_restore(v, body, len, r); return;
 		case 13: api_vm_update_disk(v, body, len, r); return;
@@ -1287,7 +1286,7 @@ void api_handle(struct api_vm *v, const char *method, const char *url, const cha
 			return;
 		case 17:
 			api_vm_write(v, name, "VmCoredumpData", "FILE", "the core file", mvm_coredump,
-				     true, body, len, r);
+				     body, len, r);
 			return;
 		case 8: api_vm_remove_device(v, body, len, r); return;
 		case 9:
