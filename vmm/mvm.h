@@ -662,6 +662,33 @@ int mvm_get_config(const struct mvm *vm, struct mvm_config *out, size_t size);
 /* Since 2.6. The vsock device's options likewise: 0, -ENOENT (none). */
 int mvm_get_vsock(const struct mvm *vm, struct mvm_vsock *out, size_t size);
 
+/* Since 2.12. The vsock device's counters, by --stats' names (fields a
+ * newer library adds beyond len are left out; fields an older one lacks
+ * read as zero). */
+struct mvm_vsock_stats {
+	uint64_t connections_guest;     /* connections the guest opened */
+	uint64_t connections_host;      /* connections host clients opened */
+	uint64_t connections_open;      /* open now */
+	uint64_t bytes_to_host, bytes_to_guest;
+	uint64_t packets_from_guest, packets_to_guest;
+	uint64_t resets_sent, resets_received;
+	uint64_t credit_stalls;         /* host data that waited for the guest's credit */
+	uint64_t credit_updates;        /* CREDIT_UPDATEs sent */
+	uint64_t connection_limit;      /* guest connects refused: the connection cap */
+	uint64_t buffer_limit;          /* times the buffered-bytes cap held the guest back */
+	uint64_t no_listener;           /* guest connects nobody listened for */
+	uint64_t connect_timeouts;      /* host connects the guest never answered */
+	uint64_t host_clients;          /* host clients accepted */
+	uint64_t handshakes_failed;     /* clients without a valid CONNECT line in time */
+	uint64_t host_errors;           /* host socket calls that failed */
+	uint64_t bad_packets;           /* packets the guest got wrong */
+	uint64_t bad_rx_buffers;        /* RX buffers that cannot hold a packet */
+};
+/* Since 2.12. The VM's vsock device's counters (zeros before mvm_start):
+ * 0; -ENOENT without a vsock device; -EINVAL for NULL arguments. Any
+ * thread, while the VM lives. */
+int mvm_get_vsock_stats(const struct mvm *vm, struct mvm_vsock_stats *out, size_t len);
+
 /* Since 2.5. Remove hot-plugged disk `disk` from a running VM. Without
  * flags, with the guest's cooperation, as a person pressing the slot's
  * attention button: the guest (Linux's pciehp, after its 5 s grace)

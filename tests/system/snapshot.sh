@@ -79,6 +79,16 @@ expect 204 PUT vm.pause
 expect 200 GET vm.counters
 grep -o '"rate_delayed":[0-9]*' "$SYS_TMP/body" | grep -qv ':0$' ||
 	fail "fio was not held by the disk's rate limit: $(head -c 300 "$SYS_TMP/body")"
+# The vsock device's counters there too: two host clients or more (the
+# echo, the held one), the held one open, what the echoes sent back.
+python3 - "$SYS_TMP/body" <<'EOF2' || fail "vm.counters' _vsock0: $(cat "$SYS_TMP/body")"
+import json, sys
+v = json.load(open(sys.argv[1]))["_vsock0"]
+assert v["connections_host"] >= 2 and v["connections_open"] == 1, v
+assert v["bytes_to_guest"] >= len("before\nheld\n") and v["bytes_to_host"] >= v["bytes_to_guest"], v
+assert v["bad_packets"] == 0 and v["resets_sent"] <= v["connections_host"], v
+print("vm.counters: _vsock0 %s" % {k: v[k] for k in ("connections_host", "connections_open", "bytes_to_guest", "bytes_to_host")})
+EOF2
 expect 400 PUT vm.snapshot -d '{"destination_url":"http://x/y"}'
 t0=$(date +%s%N)
 expect 204 PUT vm.snapshot -d "{\"destination_url\":\"file://$snap\"}"

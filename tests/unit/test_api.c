@@ -158,6 +158,8 @@ static void created_with_disk(struct api_vm *v, const struct mvm_config *c,
  * cannot be paused (405); its counters are there, at zero. */
 TEST(info_counters_and_pause_of_a_created_vm)
 {
+	char err[MVM_ERR_MAX];
+	struct mvm_vsock vs;
 	struct mvm_config c;
 	struct mvm_disk d;
 	struct api_vm v = { 0 };
@@ -200,6 +202,18 @@ TEST(info_counters_and_pause_of_a_created_vm)
 	CHECK(json_is_integer(json_object_get(json_object_get(j, "_disk0"), "read_ops")));
 	CHECK(json_is_integer(json_object_get(json_object_get(j, "_disk0"), "write_ops")));
 	CHECK_EQ(json_integer_value(json_object_get(json_object_get(j, "_disk0"), "read_bytes")), 0);
+	/* No vsock device, no _vsock0; with one, its counters, at zero. */
+	CHECK(!json_object_get(j, "_vsock0"));
+	json_decref(j);
+	mvm_vsock_init(&vs);
+	vs.cid = 3;
+	vs.socket = "/tmp/mvm-test-api-v.sock";
+	CHECK_EQ(mvm_add_vsock(v.vm, &vs, err, sizeof(err)), 0);
+	j = call(&v, "GET", "/api/v1/vm.counters", NULL, 200);
+	CHECK(json_is_integer(json_object_get(json_object_get(j, "_vsock0"), "connections_host")));
+	CHECK(json_is_integer(json_object_get(json_object_get(j, "_vsock0"), "bad_rx_buffers")));
+	CHECK_EQ(json_integer_value(json_object_get(json_object_get(j, "_vsock0"), "bytes_to_host")), 0);
+	CHECK_EQ(json_object_size(json_object_get(j, "_vsock0")), 20);
 	json_decref(j);
 	error_says(call(&v, "PUT", "/api/v1/vm.pause", NULL, 405), "not been started");
 	error_says(call(&v, "PUT", "/api/v1/vm.resume", NULL, 405), "not been started");

@@ -13,6 +13,7 @@
 #include "vmm/base/snap.h"
 
 #include <errno.h>
+#include <stddef.h>
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/stat.h>
@@ -747,6 +748,7 @@ TEST(structs_carry_their_size_and_may_grow)
  * mvm_add_vsock refuses (the same table's limits), one per VM. */
 TEST(vsock_parse_and_add_take_one_device)
 {
+	struct mvm_vsock_stats vs;
 	struct mvm_config c;
 	struct mvm_vsock v;
 	struct mvm *vm;
@@ -777,7 +779,19 @@ TEST(vsock_parse_and_add_take_one_device)
 	CHECK_EQ(mvm_add_vsock(vm, &v, err, sizeof(err)), -EINVAL);
 	CHECK(strstr(err, "conns; give 1 to 4096"));
 	v.conns = 2;
+	/* Its counters: none without the device, zeros before the start. */
+	memset(&vs, 0xff, sizeof(vs));
+	CHECK_EQ(mvm_get_vsock_stats(vm, &vs, sizeof(vs)), -ENOENT);
 	CHECK_EQ(mvm_add_vsock(vm, &v, err, sizeof(err)), 0);
+	CHECK_EQ(mvm_get_vsock_stats(vm, &vs, sizeof(vs)), 0);
+	CHECK_EQ(vs.connections_host, 0);
+	CHECK_EQ(vs.bad_rx_buffers, 0);
+	/* An older caller's shorter struct gets what fits, nothing beyond. */
+	memset(&vs, 0xff, sizeof(vs));
+	CHECK_EQ(mvm_get_vsock_stats(vm, &vs, offsetof(struct mvm_vsock_stats, bytes_to_host)), 0);
+	CHECK_EQ(vs.connections_open, 0);
+	CHECK_EQ(vs.bytes_to_host, UINT64_MAX);
+	CHECK_EQ(mvm_get_vsock_stats(vm, NULL, sizeof(vs)), -EINVAL);
 	CHECK_EQ(mvm_add_vsock(vm, &v, err, sizeof(err)), -EEXIST);
 	CHECK(strstr(err, "has one already"));
 	CHECK_EQ(mvm_add_vsock(NULL, &v, err, sizeof(err)), -EINVAL);

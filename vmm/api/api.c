@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <jansson.h>
 #include <stdarg.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -182,6 +183,41 @@ static void api_vm_info(struct api_vm *v, struct api_reply *r)
 /* GET vm.counters: { device id: { counter: value } }, Cloud Hypervisor's
  * names where it has them (read_bytes, write_bytes, read_ops, write_ops),
  * mvm's own besides. */
+/* The vsock device's counters under its id, "_vsock0" (Cloud Hypervisor
+ * counts none for its vsock device; mvm's are --stats' own). */
+static void api_vsock_counters(struct api_vm *v, json_t *all)
+{
+#define API_VS(f) { #f, offsetof(struct mvm_vsock_stats, f) }
+	static const struct {
+		const char *name;
+		size_t off;
+	} fields[] = {
+		API_VS(connections_guest), API_VS(connections_host), API_VS(connections_open),
+		API_VS(bytes_to_host), API_VS(bytes_to_guest), API_VS(packets_from_guest),
+		API_VS(packets_to_guest), API_VS(resets_sent), API_VS(resets_received),
+		API_VS(credit_stalls), API_VS(credit_updates), API_VS(connection_limit),
+		API_VS(buffer_limit), API_VS(no_listener), API_VS(connect_timeouts),
+		API_VS(host_clients), API_VS(handshakes_failed), API_VS(host_errors),
+		API_VS(bad_packets), API_VS(bad_rx_buffers),
+	};
+#undef API_VS
+	struct mvm_vsock_stats st;
+	json_t *o;
+	unsigned i;
+
+	if (mvm_get_vsock_stats(v->vm, &st, sizeof(st)))
+		return;         /* no vsock device */
+	o = json_object();
+	for (i = 0; o && i < sizeof(fields) / sizeof(fields[0]); i++) {
+		uint64_t n;
+
+		memcpy(&n, (const char *)&st + fields[i].off, sizeof(n));
+		json_object_set_new(o, fields[i].name, json_integer((json_int_t)n));
+	}
+	if (o)
+		json_object_set_new(all, "_vsock0", o);
+}
+
 static void api_vm_counters(struct api_vm *v, struct api_reply *r)
 {
 	json_t *all;
@@ -208,6 +244,8 @@ static void api_vm_counters(struct api_vm *v, struct api_reply *r)
 			"irqs", (json_int_t)q.irqs, "rate_delayed", (json_int_t)q.rate_delayed,
 			"rate_wait_us", (json_int_t)q.rate_wait_us));
 	}
+	if (all)
+		api_vsock_counters(v, all);
 	api_json(r, all);
 }
 

@@ -2395,6 +2395,46 @@ static void mvm_queue_stats_add(struct mvm_queue_stats *st, const struct blk_que
 	st->rate_wait_us += b->rate_wait_us;
 }
 
+int mvm_get_vsock_stats(const struct mvm *cm, struct mvm_vsock_stats *out, size_t len)
+{
+	struct mvm *m = (struct mvm *)cm;     /* for devs_lock alone */
+	struct mvm_vsock_stats st;
+	struct vsock_dev_stats s;
+
+	if (!m || !out)
+		return -EINVAL;
+	if (!m->has_vsock)
+		return -ENOENT;
+	memset(&st, 0, sizeof(st));
+	memset(&s, 0, sizeof(s));
+	pthread_mutex_lock(&m->devs_lock);
+	if (m->vm_up && m->vsock_dev)
+		vsock_dev_get_stats(m->vsock_dev, &s);
+	pthread_mutex_unlock(&m->devs_lock);
+	st.connections_guest = s.conn.conns_guest;
+	st.connections_host = s.conn.conns_host;
+	st.connections_open = s.conn.conns_open;
+	st.bytes_to_host = s.conn.bytes_to_host;
+	st.bytes_to_guest = s.conn.bytes_to_guest;
+	st.packets_from_guest = s.conn.pkts_from_guest;
+	st.packets_to_guest = s.conn.pkts_to_guest;
+	st.resets_sent = s.conn.rst_sent;
+	st.resets_received = s.conn.rst_rcvd;
+	st.credit_stalls = s.conn.credit_stalls;
+	st.credit_updates = s.conn.credit_updates;
+	st.connection_limit = s.conn.conn_limit;
+	st.buffer_limit = s.conn.buffer_limit;
+	st.no_listener = s.conn.no_listener;
+	st.connect_timeouts = s.conn.timeouts;
+	st.host_clients = s.accepted;
+	st.handshakes_failed = s.handshake_failed;
+	st.host_errors = s.host_errors;
+	st.bad_packets = s.conn.bad;
+	st.bad_rx_buffers = s.bad_rx;
+	abi_copy_out(out, len, &st, sizeof(st));
+	return 0;
+}
+
 int mvm_get_queue_stats(const struct mvm *cm, unsigned disk, unsigned queue,
 			struct mvm_queue_stats *out, size_t len)
 {
