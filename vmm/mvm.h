@@ -602,6 +602,11 @@ int mvm_nmi(struct mvm *vm, char *err, size_t errlen);
  * paused), -EISDIR (a path that names no file: "", "DIR/"), -EPERM (not
  * beneath the snapshot directory, for that thread), or a file error. */
 int mvm_coredump(struct mvm *vm, const char *path, char *err, size_t errlen);
+/* Since 2.12. The largest file mvm_coredump writes for a VM of `cpus`
+ * vCPUs and `mem` bytes of RAM: the RAM and what the ELF core adds around
+ * it (headers, each vCPU's notes, page alignment). A file-size limit
+ * (RLIMIT_FSIZE) that lets core dumps through is at least this. */
+uint64_t mvm_coredump_size_max(unsigned cpus, uint64_t mem);
 
 /* Since 2.6. Write a snapshot of a paused VM (mvm_pause) to dir, made
  * (mode 0700) when missing: DIR/memory, guest RAM with its zero pages

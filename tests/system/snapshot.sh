@@ -12,7 +12,8 @@
 # open across the snapshot reset (TRANSPORT_RESET) so its echo takes a new
 # one. Then through the API's vm.restore, with the snapshot's own disk and
 # socket, left paused until vm.resume, in a chroot, snapshotted again there
-# beneath --snapshot-dir and restored from that. Damaged snapshots are
+# beneath --snapshot-dir (and dumped there as a core, within the jail's
+# file-size limit) and restored from that. Damaged snapshots are
 # refused with one line and status 2: a truncated state, a flipped byte,
 # memory cut short, a disk of another size.
 . "$(dirname "$0")/lib.sh"
@@ -210,11 +211,16 @@ remote_fails "not beneath the snapshot directory $SYS_TMP/snaps" snapshot "$SYS_
 remote_fails '(HTTP 400)' snapshot "$SYS_TMP/snaps/../elsewhere"
 remote snapshot "$SYS_TMP/snaps/second"
 [ ! -e "$SYS_TMP/elsewhere" ] || fail "a refused snapshot left $SYS_TMP/elsewhere"
+# A core dump there too, within the jail's file-size limit (RAM and the
+# ELF core's own few KiB: mvm_coredump_size_max).
+remote coredump "$SYS_TMP/snaps/guest.core"
+core_size=$(stat -c %s "$SYS_TMP/snaps/guest.core" 2>/dev/null)
+[ "${core_size:-0}" -gt $((256 << 20)) ] || fail "the confined core dump: ${core_size:-no file}"
 n2=$(tr -d '\r' <"$SYS_TMP/out" | grep '^tick ' | tail -n 1 | cut -d' ' -f2)
 remote shutdown-vmm
 wait $pid
 [ -f "$SYS_TMP/snaps/second/state" ] || fail "the confined snapshot has no state"
-echo "confined vm.snapshot after tick $n2: $(stat -c %s "$SYS_TMP/snaps/second/state") bytes of state"
+echo "confined vm.snapshot after tick $n2: $(stat -c %s "$SYS_TMP/snaps/second/state") bytes of state; core dump $core_size bytes"
 "$MVM" --sandbox off --restore "$SYS_TMP/snaps/second" </dev/null >"$SYS_TMP/second" 2>&1 &
 pid=$!
 for _ in $(seq 1 300); do grep -q "^tick $((n2 + 3)) " "$SYS_TMP/second" && break; sleep 0.2; done

@@ -6,6 +6,9 @@
 #include "tests/unit/check.h"
 #include "vmm/base/byteorder.h"
 #include "vmm/base/elfcore.h"
+#include "vmm/base/guest_mem.h"
+#include "vmm/mvm.h"
+#include "arch/arch.h"
 
 #include <elf.h>
 #include <string.h>
@@ -95,4 +98,23 @@ TEST(a_note_is_its_sizes_type_and_padded_name_and_desc)
 	CHECK_EQ(be32_load(buf + 4), 4);
 	/* One that does not fit writes nothing. */
 	CHECK_EQ(elfcore_note(buf, 27, false, "CORE", NT_PRSTATUS, desc, sizeof(desc)), 0);
+}
+
+/* mvm_coredump_size_max bounds the file whatever the regions' layout
+ * (the jail's RLIMIT_FSIZE is set from it): up to GMEM_MAX_REGIONS
+ * regions of RAM, every vCPU's notes at their largest. */
+TEST(the_largest_core_bounds_every_layout_of_its_ram)
+{
+	struct elfcore_seg segs[GMEM_MAX_REGIONS];
+	uint64_t mem = (3ull << 30) + (1ull << 30), off;
+	unsigned n, i, cpus = 8;
+
+	for (n = 1; n <= GMEM_MAX_REGIONS; n++) {
+		for (i = 0; i < n; i++)
+			segs[i] = (struct elfcore_seg){ .paddr = (uint64_t)i << 32, .size = mem / n };
+		CHECK(elfcore_layout(segs, n, cpus * ARCH_COREDUMP_NOTES_MAX, &off) <=
+		      mvm_coredump_size_max(cpus, mem));
+	}
+	CHECK(mvm_coredump_size_max(cpus, mem) > mem);
+	CHECK(mvm_coredump_size_max(cpus + 1, mem) > mvm_coredump_size_max(cpus, mem));
 }

@@ -99,12 +99,14 @@ static int main_probe_kvm(void)
 
 /* RLIMIT_FSIZE for the jail: every disk may be written to its end, the
  * console and log output, where they go to files, may grow by
- * JAIL_CONSOLE_FILE_MAX from where they stand now, and guest RAM's file
- * (--mem-file) or a snapshot's memory file holds guest RAM. With
- * --image-dir none (0): an image swapped in may be larger than any. */
+ * JAIL_CONSOLE_FILE_MAX from where they stand now, guest RAM's file
+ * (--mem-file) or a snapshot's memory file holds guest RAM, and a core
+ * dump beneath --snapshot-dir a little more. With --image-dir none (0):
+ * an image swapped in may be larger than any. */
 static uint64_t main_fsize(const struct cli_config *cfg)
 {
-	uint64_t max = cfg->vm.snapshot_dir || cfg->vm.mem_file ? cfg->vm.mem : 0, end;
+	uint64_t max = cfg->vm.snapshot_dir ? mvm_coredump_size_max(cfg->vm.cpus, cfg->vm.mem) :
+		       cfg->vm.mem_file ? cfg->vm.mem : 0, end;
 	unsigned i;
 	int fd;
 

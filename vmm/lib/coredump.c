@@ -80,6 +80,15 @@ free_hdr:
 	return ret;
 }
 
+uint64_t mvm_coredump_size_max(unsigned cpus, uint64_t mem)
+{
+	/* elfcore_layout's: the headers, the notes, then each region from a
+	 * page boundary (at most a page of padding before each). */
+	return ELFCORE_EHDR_SIZE + (uint64_t)(GMEM_MAX_REGIONS + 1) * ELFCORE_PHDR_SIZE +
+	       (uint64_t)cpus * ARCH_COREDUMP_NOTES_MAX + (uint64_t)GMEM_MAX_REGIONS * ELFCORE_PAGE +
+	       mem;
+}
+
 int mvm_coredump(struct mvm *m, const char *path, char *err, size_t errlen)
 {
 	struct snapshot_at at;
@@ -131,9 +140,10 @@ int mvm_coredump(struct mvm *m, const char *path, char *err, size_t errlen)
 		goto free_notes;
 	ret = coredump_write(m, &at, base, notes, notes_len);
 	if (ret)
-		err_set(err, errlen, ret, "coredump %s: writing %llu MiB of guest memory: %s; "
-			"check the directory's space", path,
-			(unsigned long long)(m->vm.mem.total >> 20), strerror(-ret));
+		err_set(err, errlen, ret, "coredump %s: writing %llu MiB of guest memory: %s%s", path,
+			(unsigned long long)(m->vm.mem.total >> 20), strerror(-ret),
+			ret == -ENOSPC || ret == -EDQUOT ? "; check the directory's space" :
+			ret == -EFBIG ? "; the process's file size limit (RLIMIT_FSIZE) is lower" : "");
 	if (at.own)
 		close(at.dirfd);
 free_notes:
