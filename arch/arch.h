@@ -160,6 +160,10 @@ int arch_vm_clock_save(struct vm *vm);
  * message naming the vCPU that did not take it (those before it did);
  * -EOPNOTSUPP where the architecture has no such interrupt. */
 int arch_vm_nmi(struct vm *vm, unsigned ncpus, char *err, size_t errlen);
+/* The VM's power button (mvm_power_button), from any thread: 0 once the
+ * guest has been told (s390x: the SCLP's Signal Quiesce), or -EOPNOTSUPP
+ * and a message where the board has no such button. */
+int arch_vm_power_button(struct vm *vm, char *err, size_t errlen);
 int arch_vm_clock_restore(struct vm *vm);
 
 /* Snapshots (docs/snapshot.md), from the thread that takes or restores

@@ -587,6 +587,17 @@ int mvm_resume(struct mvm *vm, char *err, size_t errlen);
  * guest turned it off), with a message that names the vCPU. */
 int mvm_nmi(struct mvm *vm, char *err, size_t errlen);
 
+/* Since 2.12. Press the VM's power button: the guest is asked to shut
+ * down, and the VM ends when it has (Cloud Hypervisor's vm.power-button).
+ * s390x: the SCLP's Signal Quiesce event, as QEMU's system_powerdown
+ * (Linux runs ctrl_alt_del(): its init's orderly shutdown where init
+ * took Ctrl-Alt-Del as a signal, else the kernel's restart path, which
+ * quiesces the CPUs: a poweroff, status 0). A paused guest hears it when
+ * it resumes. Returns once the guest has been told, not when it is down
+ * (mvm_wait). 0; -EINVAL (not started), -ESHUTDOWN (stopped),
+ * -EOPNOTSUPP (x86: the guest has no ACPI, the button's bus there). */
+int mvm_power_button(struct mvm *vm, char *err, size_t errlen);
+
 /* Since 2.12. Write a paused VM (mvm_pause) to the file at path as an ELF
  * core dump, Cloud Hypervisor's vm.coredump and QEMU's
  * dump-guest-memory: per vCPU its registers (x86: NT_PRSTATUS and QEMU's

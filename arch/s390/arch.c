@@ -9,6 +9,7 @@
 #include "arch/s390/css.h"
 #include "arch/s390/layout.h"
 #include "arch/s390/s390.h"
+#include "arch/s390/sclp.h"
 #include "devices/virtio_ccw.h"
 #include "vmm/base/util.h"
 #include "vmm/kvm/vm.h"
@@ -202,6 +203,16 @@ int arch_vm_nmi(struct vm *vm, unsigned ncpus, char *err, size_t errlen)
 	return err_set(err, errlen, -EOPNOTSUPP, "s390x has no non-maskable interrupt (the "
 		       "nearest, a restart interruption, stops a Linux guest by default); the VM "
 		       "runs on as it was");
+}
+
+int arch_vm_power_button(struct vm *vm, char *err, size_t errlen)
+{
+	struct sclp *sclp = s390_vm(vm)->sclp;
+
+	if (!sclp)
+		return err_set(err, errlen, -ENODEV, "the VM has no SCLP to signal a quiesce through");
+	sclp_signal_quiesce(sclp);
+	return 0;
 }
 
 #define S390_K_PAUSER (SANDBOX_K(SANDBOX_MAIN) | SANDBOX_K(SANDBOX_CONTROL) | SANDBOX_K(SANDBOX_API))

@@ -17,7 +17,7 @@
 /* What we accept from the guest: VT220 data and its identification; what
  * we send it: VT220 data. */
 #define SCLP_OUR_RECEIVE (sclp_evtyp_bit(SCLP_EVTYP_VT220) | sclp_evtyp_bit(SCLP_EVTYP_CTLPROGIDENT))
-#define SCLP_OUR_SEND    sclp_evtyp_bit(SCLP_EVTYP_VT220)
+#define SCLP_OUR_SEND    (sclp_evtyp_bit(SCLP_EVTYP_VT220) | sclp_evtyp_bit(SCLP_EVTYP_SIGQUIESCE))
 
 /* "MVMEXIT " in EBCDIC (the letters are the same in code pages 037 and
  * 500, which Linux uses). */
@@ -189,9 +189,31 @@ static void write_event_data(struct sclp *s, uint8_t *sccb, unsigned len)
 	set_rc(sccb, SCLP_RC_NORMAL_COMPLETION);
 }
 
+static bool quiesce_pending(const struct sclp *s)
+{
+	return s->quiesce_pending && (s->guest_receive & sclp_evtyp_bit(SCLP_EVTYP_SIGQUIESCE));
+}
+
+/* Events the guest has enabled and not read: console input or a quiesce. */
 static bool input_pending(const struct sclp *s)
 {
-	return s->rx_count && (s->guest_receive & sclp_evtyp_bit(SCLP_EVTYP_VT220));
+	return (s->rx_count && (s->guest_receive & sclp_evtyp_bit(SCLP_EVTYP_VT220))) ||
+	       quiesce_pending(s);
+}
+
+/* Read Event Data's Signal Quiesce buffer at e: no timeout (0), as
+ * QEMU's. */
+static void read_quiesce(struct sclp *s, uint8_t *sccb, uint8_t *e)
+{
+	memset(e, 0, SCLP_SIGQUIESCE_LEN);
+	be16_store(e, SCLP_SIGQUIESCE_LEN);
+	e[2] = SCLP_EVTYP_SIGQUIESCE;
+	s->quiesce_pending = false;
+	if (sccb[5] & 0x80) {
+		sccb[5] &= 0x7f;
+		be16_store(sccb, (uint16_t)(SCCB_HDR_LEN + SCLP_SIGQUIESCE_LEN));
+	}
+	set_rc(sccb, SCLP_RC_NORMAL_COMPLETION);
 }
 
 /* Read Event Data: pending console input as one VT220 event buffer. */
@@ -200,7 +222,8 @@ static void read_event_data(struct sclp *s, uint8_t *sccb, unsigned len)
 	unsigned room, n, i;
 	uint8_t *e = sccb + SCCB_HDR_LEN;
 
-	/* 0x00 unconditional, 0x01 selective (we have one event type). */
+	/* 0x00 unconditional, 0x01 selective (taken as unconditional: the
+	 * guest enabled both event types it can get). */
 	if ((sccb[2] & 0x7f) > 1) {
 		set_rc(sccb, SCLP_RC_INVALID_FUNCTION);
 		return;
@@ -212,6 +235,11 @@ static void read_event_data(struct sclp *s, uint8_t *sccb, unsigned len)
 	}
 	if (len != SCCB_MAX_LEN) {      /* a whole page, as Linux sends */
 		set_rc(sccb, SCLP_RC_INSUFFICIENT_SCCB_LENGTH);
+		return;
+	}
+	/* A quiesce before console input: one event buffer per read. */
+	if (quiesce_pending(s)) {
+		read_quiesce(s, sccb, e);
 		return;
 	}
 	/* VT220 input: a session byte (0x00: session data), then the bytes. */
@@ -298,6 +326,19 @@ signal:
 		s->pending_signalled = true;
 	pthread_mutex_unlock(&s->lock);
 	return 0;
+}
+
+void sclp_signal_quiesce(struct sclp *s)
+{
+	pthread_mutex_lock(&s->lock);
+	s->quiesce_pending = true;
+	/* Told now where the guest listens for it; else the SERVC that
+	 * enables the event type ends with "events pending". */
+	if (quiesce_pending(s) && !s->pending_signalled) {
+		s->pending_signalled = true;
+		service_signal(s, 1);
+	}
+	pthread_mutex_unlock(&s->lock);
 }
 
 /* The console port's calls, with the lock held. */

@@ -54,6 +54,7 @@
 #define SCLP_EVTYP_CTLPROGIDENT         0x0b
 #define SCLP_EVTYP_STORE_DATA           0x0c
 #define SCLP_EVTYP_VT220                0x1a
+#define SCLP_EVTYP_SIGQUIESCE           0x1d    /* the "power button": quiesce */
 #define SCLP_EVBUF_ACCEPTED             0x80
 #define SCLP_MASK_LEN_MAX               1021
 
@@ -65,6 +66,8 @@
 #define SCLP_CPI_LEN                    80
 #define SCLP_CPI_SYSTEM_NAME            24      /* 8 bytes EBCDIC, blank padded */
 #define SCLP_CPI_SYSTEM_LEVEL           40      /* u64 */
+/* Signal Quiesce event buffer: the header, u16 timeout, u8 unit. */
+#define SCLP_SIGQUIESCE_LEN             9
 
 /* Read SCP Info: fixed part and where the CPU entries (16 bytes) start. */
 #define SCLP_INFO_RNMAX      8      /* u16: storage increments (0: see rnmax2) */
@@ -116,6 +119,8 @@ struct sclp {
 	uint8_t rx[SCLP_RX_SIZE];
 	unsigned rx_head, rx_count;
 	bool pending_signalled;       /* a pending-events signal is outstanding */
+	/* A Signal Quiesce the guest has not read yet (sclp_signal_quiesce). */
+	bool quiesce_pending;
 	uint64_t signal_errors;       /* atomic for readers: service signals not injected */
 	bool signal_logged;           /* the first of those was logged */
 };
@@ -132,6 +137,15 @@ void sclp_fini(struct sclp *s);
  * the PSW's problem-state bit. Returns the condition code (0: initiated,
  * the service signal follows) or -code for a program exception. */
 int sclp_service_call(struct sclp *s, uint32_t cmd, uint64_t sccb, bool problem);
+
+/* Ask the guest to shut down: a Signal Quiesce event, what QEMU's
+ * system_powerdown sends an s390x guest (Linux's sclp_quiesce then runs
+ * ctrl_alt_del(): init's orderly shutdown where it asked for Ctrl-Alt-Del
+ * as a signal, else the kernel's restart path, which quiesces every CPU
+ * into the disabled wait at ...fff that ends the VM as a poweroff). Held
+ * until the guest has enabled the event type and read it; a second
+ * before it has read the first is the same one. Any thread. */
+void sclp_signal_quiesce(struct sclp *s);
 
 /* Event type t as a bit of a 4-byte mask. */
 static inline uint32_t sclp_evtyp_bit(unsigned t)

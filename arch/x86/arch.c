@@ -332,6 +332,14 @@ int arch_vm_nmi(struct vm *vm, unsigned ncpus, char *err, size_t errlen)
 	return 0;
 }
 
+int arch_vm_power_button(struct vm *vm, char *err, size_t errlen)
+{
+	(void)vm;
+	return err_set(err, errlen, -EOPNOTSUPP, "the x86 board has no power button: its "
+		       "guest gets no ACPI (Cloud Hypervisor's button is ACPI's); stop the VM "
+		       "(vm.shutdown), or have the guest power off itself");
+}
+
 /* x86-64's calls; x32's share AUDIT_ARCH_X86_64 with bit 30 set. A vCPU
  * reads its own registers to describe a fatal exit (diag.c) and tells
  * its guest of a pause; the thread that pauses keeps the VM's clock. */

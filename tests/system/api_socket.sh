@@ -109,6 +109,9 @@ wait_nmi $((nmi0 + 2))
 sleep 1
 [ "$(last_nmi)" = $((nmi0 + 2)) ] || fail "the guest counts $(last_nmi) NMIs after two calls, from $nmi0"
 echo "vm.nmi twice under the sandbox: the guest took one NMI each time ($nmi0 -> $((nmi0 + 2)))"
+# No power button on x86 (no ACPI in the guest): 501, saying so.
+expect 501 PUT vm.power-button
+grep -q 'no power button' "$SYS_TMP/body" || fail "vm.power-button on x86: $(cat "$SYS_TMP/body")"
 # Limits change at run time inside the API thread's filter (vm.update-disk,
 # mvm's own endpoint), and so does the image, from --image-dir only.
 expect 204 PUT vm.update-disk -d '{"id":"_disk0","rate_limiter_config":{"ops":{"size":10,"refill_time":100}}}'

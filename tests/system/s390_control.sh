@@ -11,7 +11,8 @@
 # path outside --image-dir is refused (400); vm.nmi says s390x has none
 # (501); vm.coredump writes the paused guest beneath --snapshot-dir only,
 # an s390x ELF core with the CPU's PSW, prefix and control registers and
-# the guest's RAM; vmm.shutdown ends mvm with 0.
+# the guest's RAM; vm.power-button (the SCLP's Signal Quiesce) has the
+# guest shut down, which ends mvm with 0.
 set -u
 cd "$(dirname "$0")/../.."
 . tests/s390/lib.sh
@@ -63,7 +64,11 @@ echo "MVM-SWAP=$(/apicall /tmp/api.sock PUT vm.update-disk '{"id":"_disk0","path
 for _ in $(seq 150); do grep -qE '^MVM-TICK [0-9]+ [0-9.]+ 24576([^0-9]|$)' /tmp/con && break; sleep 0.2; done
 grep -qE '^MVM-TICK [0-9]+ [0-9.]+ 24576([^0-9]|$)' /tmp/con && echo "MVM-SWAP-SEEN=24576"
 echo "MVM-OUTSIDE=$(/apicall /tmp/api.sock PUT vm.update-disk '{"id":"_disk0","path":"/tmp/disk.img"}' | cut -d' ' -f1)"
-echo "MVM-SHUTDOWN=$(/apicall /tmp/api.sock PUT vmm.shutdown | cut -d' ' -f1)"
+# The power button: the SCLP's Signal Quiesce; the guest quiesces, which
+# ends the VM as a poweroff (status 0), with no vmm.shutdown.
+echo "MVM-BUTTON=$(/apicall /tmp/api.sock PUT vm.power-button | cut -d' ' -f1)"
+for _ in $(seq 300); do kill -0 $pid 2>/dev/null || break; sleep 0.2; done
+kill -0 $pid 2>/dev/null && echo "MVM-STILL-RUNNING" && /apicall /tmp/api.sock PUT vmm.shutdown
 wait $pid
 echo "MVM-RC=$?"
 grep -v '^MVM-TICK' /tmp/con | grep -i 'mvm:\|error' | head -n 5
@@ -122,9 +127,10 @@ awk -v g="$gap" 'BEGIN { exit !(g < 2.5) }' ||
 grep -q '^MVM-SWAP=204' "$out" || fail "vm.update-disk under the sandbox did not answer 204"
 grep -q '^MVM-SWAP-SEEN=24576$' "$out" || fail "the guest did not see the swapped image's 12 MiB"
 grep -q '^MVM-OUTSIDE=400$' "$out" || fail "a path outside --image-dir was not refused with 400"
-grep -q '^MVM-SHUTDOWN=204$' "$out" || fail "vmm.shutdown did not answer 204"
-grep -q '^MVM-RC=0$' "$out" || fail "mvm did not end with 0 after vmm.shutdown"
+grep -q '^MVM-BUTTON=204$' "$out" || fail "vm.power-button did not answer 204"
+! grep -q '^MVM-STILL-RUNNING' "$out" || fail "the guest did not shut down within 60 s of vm.power-button"
+grep -q '^MVM-RC=0$' "$out" || fail "mvm did not end with 0 after vm.power-button"
 echo "s390x: paused 3 s (no tick; the guest's uptime moved $gap s across it), resumed," \
 	"swapped the virtio-ccw disk's image from --image-dir inside the API thread's filter" \
 	"(core dump: $core)" \
-	"(the guest saw 24576 sectors), a path elsewhere refused; vmm.shutdown ended mvm with 0"
+	"(the guest saw 24576 sectors), a path elsewhere refused; vm.power-button had the guest shut down: mvm ended with 0"

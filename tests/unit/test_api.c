@@ -123,6 +123,7 @@ TEST(without_a_vm_vm_endpoints_are_404)
 	error_says(call(&v, "PUT", "/api/v1/vm.pause", NULL, 404), "no VM");
 	error_says(call(&v, "PUT", "/api/v1/vm.resume", NULL, 404), "no VM");
 	error_says(call(&v, "PUT", "/api/v1/vm.nmi", NULL, 404), "no VM");
+	error_says(call(&v, "PUT", "/api/v1/vm.power-button", NULL, 404), "no VM");
 	error_says(call(&v, "PUT", "/api/v1/vm.coredump", "{\"destination_url\":\"file:///c\"}",
 			404), "no VM");
 	error_says(call(&v, "PUT", "/api/v1/vm.shutdown", NULL, 404), "no VM");
@@ -221,6 +222,8 @@ TEST(info_counters_and_pause_of_a_created_vm)
 	error_says(call(&v, "PUT", "/api/v1/vm.nmi", NULL, 405), "mvm_nmi: the VM has not been started");
 	error_says(call(&v, "PUT", "/api/v1/vm.nmi", "{", 400), "invalid JSON");
 	error_says(call(&v, "GET", "/api/v1/vm.nmi", NULL, 405), "vm.nmi takes PUT");
+	error_says(call(&v, "PUT", "/api/v1/vm.power-button", NULL, 405),
+		   "mvm_power_button: the VM has not been started");
 	/* vm.snapshot: Cloud Hypervisor's SnapshotConfig, a file:// URL; a
 	 * VM not started cannot be snapshotted. */
 	error_says(call(&v, "PUT", "/api/v1/vm.snapshot", "{\"destination_url\":\"/tmp/x\"}",

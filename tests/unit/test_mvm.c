@@ -499,6 +499,8 @@ TEST(run_time_control_before_start_is_refused_and_state_says_created)
 	CHECK_EQ(mvm_nmi(vm, err, sizeof(err)), -EINVAL);
 	CHECK(strstr(err, "mvm_nmi: the VM has not been started"));
 	CHECK_EQ(mvm_nmi(NULL, err, sizeof(err)), -EINVAL);
+	CHECK_EQ(mvm_power_button(vm, err, sizeof(err)), -EINVAL);
+	CHECK(strstr(err, "mvm_power_button: the VM has not been started"));
 	CHECK_EQ(mvm_pause(NULL, err, sizeof(err)), -EINVAL);
 	CHECK_EQ(mvm_get_state(NULL), -EINVAL);
 	CHECK_STR(mvm_state_name(MVM_VM_RUNNING), "running");

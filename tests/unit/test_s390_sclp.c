@@ -96,10 +96,11 @@ static void enable_vt220(struct t *t)
 	CHECK_EQ(sclp_service_call(&t->s, SCLP_CMDW_WRITE_EVENT_MASK, SCCB, false), 0);
 	CHECK_EQ(rc(p), SCLP_RC_NORMAL_COMPLETION);
 	/* The SCLP's own masks: it receives VT220 and the control-program
-	 * identification (0x0b), and sends VT220, nothing else. */
+	 * identification (0x0b), and sends VT220 and Signal Quiesce (0x1d),
+	 * nothing else. */
 	CHECK_EQ(p[12 + 16 + 3], 0x40);
 	CHECK_EQ(p[12 + 16 + 1], 0x20);
-	CHECK_EQ(p[12 + 24 + 3], 0x40);
+	CHECK_EQ(p[12 + 24 + 3], 0x48);
 	CHECK_EQ(p[12 + 24 + 1], 0);
 	CHECK_EQ(p[12 + 16], 0);
 	CHECK_EQ(p[12 + 16 + 7], 0);
@@ -285,6 +286,49 @@ TEST(vt220_input_signals_then_reads_with_session_byte)
 	t->nsignals = 0;
 	CHECK_EQ(console_port_rx_push(&t->s.con, (const uint8_t *)"a", 1), 1);
 	CHECK_EQ(console_port_rx_push(&t->s.con, (const uint8_t *)"b", 1), 1);
+	CHECK_EQ(t->nsignals, 1);
+	CHECK_EQ(t->signals[0], 1);
+	teardown(t);
+}
+
+/* The power button (vm.power-button): a Signal Quiesce event, held until
+ * the guest enables the event type (Linux's sclp_quiesce registers for
+ * it), signalled as pending, read once (before console input), then
+ * gone; a second press before the read is the same event. */
+TEST(signal_quiesce_waits_for_the_guest_to_listen_and_is_read_once)
+{
+	struct t *t = setup(1);
+	uint8_t *p;
+
+	sclp_signal_quiesce(&t->s);
+	sclp_signal_quiesce(&t->s);
+	CHECK_EQ(t->nsignals, 0);               /* nobody listens yet */
+	CHECK_EQ(console_port_rx_push(&t->s.con, (const uint8_t *)"x", 1), 1);
+	p = sccb(t, SCCB, 12 + 4 * 8);
+	be16_store(p + 10, 8);
+	p[12 + 3] = 0x48;                       /* guest receive: VT220 and 0x1d */
+	p[12 + 8 + 3] = 0x40;
+	CHECK_EQ(sclp_service_call(&t->s, SCLP_CMDW_WRITE_EVENT_MASK, SCCB, false), 0);
+	CHECK_EQ(rc(p), SCLP_RC_NORMAL_COMPLETION);
+	CHECK_EQ(t->signals[t->nsignals - 1], SCCB | 1);        /* events pending */
+	p = sccb(t, SCCB, 4096);
+	p[5] = 0x80;
+	CHECK_EQ(sclp_service_call(&t->s, SCLP_CMDW_READ_EVENT_DATA, SCCB, false), 0);
+	CHECK_EQ(rc(p), SCLP_RC_NORMAL_COMPLETION);
+	CHECK_EQ(be16_load(p), 8 + SCLP_SIGQUIESCE_LEN);
+	CHECK_EQ(be16_load(p + 8), SCLP_SIGQUIESCE_LEN);
+	CHECK_EQ(p[10], SCLP_EVTYP_SIGQUIESCE);
+	CHECK_EQ(be16_load(p + 14), 0);                         /* no timeout */
+	CHECK_EQ(t->signals[t->nsignals - 1], SCCB | 1);        /* the input is still there */
+	p = sccb(t, SCCB, 4096);
+	CHECK_EQ(sclp_service_call(&t->s, SCLP_CMDW_READ_EVENT_DATA, SCCB, false), 0);
+	CHECK_EQ(p[10], SCLP_EVTYP_VT220);
+	p = sccb(t, SCCB, 4096);
+	CHECK_EQ(sclp_service_call(&t->s, SCLP_CMDW_READ_EVENT_DATA, SCCB, false), 0);
+	CHECK_EQ(rc(p), SCLP_RC_NO_EVENT_BUFFERS_STORED);
+	/* Pressed while the guest listens and is idle: one signal, at once. */
+	t->nsignals = 0;
+	sclp_signal_quiesce(&t->s);
 	CHECK_EQ(t->nsignals, 1);
 	CHECK_EQ(t->signals[0], 1);
 	teardown(t);

@@ -19,8 +19,7 @@ enum api_method { API_GET, API_PUT };
  * with 501 and the endpoint's name, once a body they take is valid JSON
  * (docs/api.md says which and why). */
 static const char *const api_unsupported[] = {
-	"vm.power-button", "vm.resize",
-	"vm.resize-zone", "vm.add-device", "vm.add-fs", "vm.add-pmem",
+	"vm.resize", "vm.resize-zone", "vm.add-device", "vm.add-fs", "vm.add-pmem",
 	"vm.add-net", "vm.add-vsock", "vm.add-vdpa", "vm.add-user-device",
 	"vm.receive-migration", "vm.send-migration",
 };
@@ -267,16 +266,18 @@ static void api_vm_pause(struct api_vm *v, bool pause, struct api_reply *r)
 		api_error(r, 500, "%s", err);
 }
 
-/* PUT vm.nmi: one NMI to each vCPU (mvm_nmi), 204; 404 without a VM;
- * 405 not booted or ended; 501 on s390x. */
-static void api_vm_nmi(struct api_vm *v, struct api_reply *r)
+/* PUT vm.nmi (nmi: one NMI to each vCPU, mvm_nmi) and vm.power-button
+ * (mvm_power_button): 204; 404 without a VM; 405 not booted or ended; 501
+ * where the architecture has no such thing (vm.nmi on s390x,
+ * vm.power-button on x86). */
+static void api_vm_button(struct api_vm *v, bool nmi, struct api_reply *r)
 {
 	char err[MVM_ERR_MAX];
 	int ret;
 
-	if (!api_have_vm(v, "vm.nmi", r))
+	if (!api_have_vm(v, nmi ? "vm.nmi" : "vm.power-button", r))
 		return;
-	ret = mvm_nmi(v->vm, err, sizeof(err));
+	ret = nmi ? mvm_nmi(v->vm, err, sizeof(err)) : mvm_power_button(v->vm, err, sizeof(err));
 	if (!ret)
 		r->status = 204;
 	else if (ret == -EINVAL || ret == -ESHUTDOWN)
@@ -1274,7 +1275,7 @@ void api_handle(struct api_vm *v, const char *method, const char *url, const cha
 		{ "vm.remove-device", API_PUT }, { "vm.create", API_PUT }, { "vm.boot", API_PUT },
 		{ "vm.snapshot", API_PUT }, { "vm.restore", API_PUT },
 		{ "vm.update-disk", API_PUT }, { "vm.delete", API_PUT }, { "vm.reboot", API_PUT },
-		{ "vm.nmi", API_PUT }, { "vm.coredump", API_PUT },
+		{ "vm.nmi", API_PUT }, { "vm.coredump", API_PUT }, { "vm.power-button", API_PUT },
 	};
 	enum api_method m;
 	const char *name;
@@ -1318,9 +1319,10 @@ void api_handle(struct api_vm *v, const char *method, const char *url, const cha
 		case 14: api_vm_delete(v, r); return;
 		case 15: api_vm_reboot(v, r); return;
 		case 16:
+		case 18:
 			if (len && !api_body_ok(name, body, len, r))
 				return;
-			api_vm_nmi(v, r);
+			api_vm_button(v, i == 16, r);
 			return;
 		case 17:
 			api_vm_write(v, name, "VmCoredumpData", "FILE", "the core file", mvm_coredump,

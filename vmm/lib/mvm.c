@@ -2180,6 +2180,24 @@ int mvm_nmi(struct mvm *m, char *err, size_t errlen)
 	return r;
 }
 
+int mvm_power_button(struct mvm *m, char *err, size_t errlen)
+{
+	char why[MVM_ERR_MAX];
+	int r;
+
+	if (!m)
+		return err_set(err, errlen, -EINVAL, "mvm_power_button: vm is NULL");
+	pthread_mutex_lock(&m->ctl_lock);
+	r = mvm_check_running(m, "mvm_power_button", err, errlen);
+	if (!r) {
+		r = arch_vm_power_button(&m->vm, why, sizeof(why));
+		if (r)
+			err_set(err, errlen, r, "mvm_power_button: %s", why);
+	}
+	pthread_mutex_unlock(&m->ctl_lock);
+	return r;
+}
+
 int mvm_disk_swap(struct mvm *m, unsigned disk, const char *path, char *err, size_t errlen)
 {
 	struct mvm_disk_slot *s;

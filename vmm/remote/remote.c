@@ -64,6 +64,8 @@ static const struct remote_cmd remote_cmds[] = {
 	{ "remove-device", "PUT", "vm.remove-device", REMOTE_ARG_ID, "ID",
 	  "unplug the device with this id (info lists them) once the guest lets it go" },
 	{ "nmi", "PUT", "vm.nmi", REMOTE_ARG_NONE, NULL, "one non-maskable interrupt to each vCPU" },
+	{ "power-button", "PUT", "vm.power-button", REMOTE_ARG_NONE, NULL,
+	  "ask the guest to shut down (s390x)" },
 	{ "reboot", "PUT", "vm.reboot", REMOTE_ARG_NONE, NULL,
 	  "make the VM again from its config and boot it" },
 	{ "shutdown", "PUT", "vm.shutdown", REMOTE_ARG_NONE, NULL, "stop the VM" },
