@@ -248,39 +248,23 @@ static void api_vm_counters(struct api_vm *v, struct api_reply *r)
 	api_json(r, all);
 }
 
-/* PUT vm.pause / vm.resume: 204; 404 without a VM; 405 where its state
- * does not allow it (not booted, paused already, ended). */
-static void api_vm_pause(struct api_vm *v, bool pause, struct api_reply *r)
+/* PUT vm.pause, vm.resume, vm.nmi, vm.power-button: the library's call
+ * `call` on the VM, no body. 204; 404 without a VM; 405 where its state
+ * does not allow it (not booted, paused already or not paused, ended);
+ * 501 where the architecture has no such thing (vm.nmi on s390x,
+ * vm.power-button on x86); 500 for a failure. */
+static void api_vm_call(struct api_vm *v, const char *name,
+			int (*call)(struct mvm *, char *, size_t), struct api_reply *r)
 {
 	char err[MVM_ERR_MAX];
 	int ret;
 
-	if (!api_have_vm(v, pause ? "vm.pause" : "vm.resume", r))
+	if (!api_have_vm(v, name, r))
 		return;
-	ret = pause ? mvm_pause(v->vm, err, sizeof(err)) : mvm_resume(v->vm, err, sizeof(err));
+	ret = call(v->vm, err, sizeof(err));
 	if (!ret)
 		r->status = 204;
 	else if (ret == -EALREADY || ret == -EINVAL || ret == -ESHUTDOWN)
-		api_error(r, 405, "%s", err);
-	else
-		api_error(r, 500, "%s", err);
-}
-
-/* PUT vm.nmi (nmi: one NMI to each vCPU, mvm_nmi) and vm.power-button
- * (mvm_power_button): 204; 404 without a VM; 405 not booted or ended; 501
- * where the architecture has no such thing (vm.nmi on s390x,
- * vm.power-button on x86). */
-static void api_vm_button(struct api_vm *v, bool nmi, struct api_reply *r)
-{
-	char err[MVM_ERR_MAX];
-	int ret;
-
-	if (!api_have_vm(v, nmi ? "vm.nmi" : "vm.power-button", r))
-		return;
-	ret = nmi ? mvm_nmi(v->vm, err, sizeof(err)) : mvm_power_button(v->vm, err, sizeof(err));
-	if (!ret)
-		r->status = 204;
-	else if (ret == -EINVAL || ret == -ESHUTDOWN)
 		api_error(r, 405, "%s", err);
 	else
 		api_error(r, ret == -EOPNOTSUPP ? 501 : 500, "%s", err);
@@ -1307,8 +1291,8 @@ void api_handle(struct api_vm *v, const char *method, const char *url, const cha
 		case 0: api_ping(r); return;
 		case 1: api_vm_info(v, r); return;
 		case 2: api_vm_counters(v, r); return;
-		case 3: api_vm_pause(v, true, r); return;
-		case 4: api_vm_pause(v, false, r); return;
+		case 3: api_vm_call(v, name, mvm_pause, r); return;
+		case 4: api_vm_call(v, name, mvm_resume, r); return;
 		case 7: api_vm_add_disk(v, body, len, r); return;
 		case 11:
 			api_vm_write(v, name, "SnapshotConfig", "DIR", "the snapshot's directory",
@@ -1322,7 +1306,7 @@ void api_handle(struct api_vm *v, const char *method, const char *url, const cha
 		case 18:
 			if (len && !api_body_ok(name, body, len, r))
 				return;
-			api_vm_button(v, i == 16, r);
+			api_vm_call(v, name, i == 16 ? mvm_nmi : mvm_power_button, r);
 			return;
 		case 17:
 			api_vm_write(v, name, "VmCoredumpData", "FILE", "the core file", mvm_coredump,

@@ -2160,42 +2160,38 @@ int mvm_resume(struct mvm *m, char *err, size_t errlen)
 	return r;
 }
 
-int mvm_nmi(struct mvm *m, char *err, size_t errlen)
+/* mvm_nmi's and mvm_power_button's work: the architecture's NMI (nmi)
+ * or power button, to a running or paused VM. */
+static int mvm_press(struct mvm *m, bool nmi, char *err, size_t errlen)
 {
+	const char *call = nmi ? "mvm_nmi" : "mvm_power_button";
 	char why[MVM_ERR_MAX];
 	int r;
 
 	if (!m)
-		return err_set(err, errlen, -EINVAL, "mvm_nmi: vm is NULL");
+		return err_set(err, errlen, -EINVAL, "%s: vm is NULL", call);
 	pthread_mutex_lock(&m->ctl_lock);
-	r = mvm_check_running(m, "mvm_nmi", err, errlen);
+	r = mvm_check_running(m, call, err, errlen);
 	if (!r) {
-		r = arch_vm_nmi(&m->vm, m->cfg.cpus, why, sizeof(why));
+		r = nmi ? arch_vm_nmi(&m->vm, m->cfg.cpus, why, sizeof(why)) :
+		    arch_vm_power_button(&m->vm, why, sizeof(why));
 		if (r)
-			err_set(err, errlen, r, "mvm_nmi: %s", why);
-		else
+			err_set(err, errlen, r, "%s: %s", call, why);
+		else if (nmi)
 			__atomic_store_n(&m->nmis, m->nmis + 1, __ATOMIC_RELAXED);
 	}
 	pthread_mutex_unlock(&m->ctl_lock);
 	return r;
 }
 
+int mvm_nmi(struct mvm *m, char *err, size_t errlen)
+{
+	return mvm_press(m, true, err, errlen);
+}
+
 int mvm_power_button(struct mvm *m, char *err, size_t errlen)
 {
-	char why[MVM_ERR_MAX];
-	int r;
-
-	if (!m)
-		return err_set(err, errlen, -EINVAL, "mvm_power_button: vm is NULL");
-	pthread_mutex_lock(&m->ctl_lock);
-	r = mvm_check_running(m, "mvm_power_button", err, errlen);
-	if (!r) {
-		r = arch_vm_power_button(&m->vm, why, sizeof(why));
-		if (r)
-			err_set(err, errlen, r, "mvm_power_button: %s", why);
-	}
-	pthread_mutex_unlock(&m->ctl_lock);
-	return r;
+	return mvm_press(m, false, err, errlen);
 }
 
 int mvm_disk_swap(struct mvm *m, unsigned disk, const char *path, char *err, size_t errlen)
