@@ -120,14 +120,9 @@ int mvm_coredump(struct mvm *m, const char *path, char *err, size_t errlen)
 		dir[n] = '\0';
 	}
 	pthread_mutex_lock(&m->ctl_lock);
-	ret = mvm_check_running(m, "mvm_coredump", err, errlen);
+	ret = mvm_check_paused(m, "mvm_coredump", err, errlen);
 	if (ret)
 		goto unlock;
-	if (!atomic_load(&m->paused)) {
-		ret = err_set(err, errlen, -EINVAL, "mvm_coredump: the VM runs; pause it first "
-			      "(mvm_pause, vm.pause)");
-		goto unlock;
-	}
 	/* The notes first: an architecture without core dumps, or a vCPU
 	 * whose registers cannot be read, leaves no file. */
 	ret = coredump_notes(m, &notes, &notes_len, err, errlen);

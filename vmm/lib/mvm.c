@@ -2073,6 +2073,16 @@ int mvm_check_running(struct mvm *m, const char *call, char *err, size_t errlen)
 	return 0;
 }
 
+int mvm_check_paused(struct mvm *m, const char *call, char *err, size_t errlen)
+{
+	int r = mvm_check_running(m, call, err, errlen);
+
+	if (!r && !atomic_load(&m->paused))
+		r = err_set(err, errlen, -EINVAL, "%s: the VM runs; pause it first (mvm_pause, "
+			    "vm.pause)", call);
+	return r;
+}
+
 /* mvm_pause's work, ctl_lock held; call names the caller in messages. */
 static int mvm_pause_locked(struct mvm *m, const char *call, char *err, size_t errlen)
 {

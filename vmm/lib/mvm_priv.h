@@ -198,6 +198,10 @@ struct mvm {
 /* Whether the VM runs (started, not stopped or stopping), for run-time
  * control; else why not in err. ctl_lock held. */
 int mvm_check_running(struct mvm *m, const char *call, char *err, size_t errlen);
+/* Whether the VM is paused (mvm_check_running's refusals, or -EINVAL
+ * while it runs), for what needs it still: snapshots, core dumps.
+ * ctl_lock held. */
+int mvm_check_paused(struct mvm *m, const char *call, char *err, size_t errlen);
 
 /* Snapshots (snapshot.c). */
 /* With cfg->restore: the snapshot's state read and checked, the config's

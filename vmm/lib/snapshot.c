@@ -380,14 +380,9 @@ int mvm_snapshot(struct mvm *m, const char *dir, char *err, size_t errlen)
 		return err_set(err, errlen, -EINVAL, "mvm_snapshot: %s", !m ? "vm is NULL" :
 			       "no directory; give one to write the snapshot to");
 	pthread_mutex_lock(&m->ctl_lock);
-	ret = mvm_check_running(m, "mvm_snapshot", err, errlen);
+	ret = mvm_check_paused(m, "mvm_snapshot", err, errlen);
 	if (ret)
 		goto unlock;
-	if (!atomic_load(&m->paused)) {
-		ret = err_set(err, errlen, -EINVAL, "mvm_snapshot: the VM runs; pause it first "
-			      "(mvm_pause, vm.pause)");
-		goto unlock;
-	}
 	/* A disk the guest let go of on its own (it powered its slot off)
 	 * is still the VM's but in no slot: a restore would have nowhere to
 	 * put it. */
