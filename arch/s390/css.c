@@ -53,8 +53,8 @@ void css_fini(struct css *c)
 
 static void css_unlock(struct css *c);
 
-int css_attach(struct css *c, const struct ccw_dev_ops *ops, void *dev, uint16_t cu_type,
-	       uint8_t cu_model)
+static int attach(struct css *c, const struct ccw_dev_ops *ops, void *dev, uint16_t cu_type,
+		  uint8_t cu_model, bool slot)
 {
 	struct css_subchannel *s;
 	int r = -ENOSPC;
@@ -68,10 +68,23 @@ int css_attach(struct css *c, const struct ccw_dev_ops *ops, void *dev, uint16_t
 		s->cu_type = cu_type;
 		s->cu_model = cu_model;
 		s->lpm = 0x80;          /* one path, chpid 0 */
+		s->slot = s->absent = slot;
 		r = (int)c->nsch++;
 	}
 	css_unlock(c);
 	return r;
+}
+
+int css_attach(struct css *c, const struct ccw_dev_ops *ops, void *dev, uint16_t cu_type,
+	       uint8_t cu_model)
+{
+	return attach(c, ops, dev, cu_type, cu_model, false);
+}
+
+int css_attach_slot(struct css *c, const struct ccw_dev_ops *ops, void *dev, uint16_t cu_type,
+		    uint8_t cu_model)
+{
+	return attach(c, ops, dev, cu_type, cu_model, true);
 }
 
 int css_schid_valid(uint32_t gpr1)
@@ -124,7 +137,9 @@ static void build_schib(const struct css_subchannel *s, unsigned schno, uint8_t 
 {
 	memset(p, 0, CSS_SCHIB_LEN);
 	be32_store(p, s->intparm);
-	be16_store(p + 4, (uint16_t)(s->pmcw_flags | PMCW_DNV));
+	/* An empty slot: the subchannel is there, no device on it (Linux's
+	 * css_sch_is_valid: DNV off), and its scan goes on past it. */
+	be16_store(p + 4, (uint16_t)(s->pmcw_flags | (s->absent ? 0 : PMCW_DNV)));
 	be16_store(p + 6, (uint16_t)schno);     /* device number */
 	p[8] = s->lpm;
 	p[11] = 0x80;                           /* path installed: chpid 0 */
@@ -143,7 +158,12 @@ static int stsch(struct css *c, const struct s390_vmem *vm, unsigned schno, uint
 
 	build_schib(&c->sch[schno], schno, schib);
 	r = vm->write(vm->opaque, addr, ar, schib, sizeof(schib));
-	return r ? access_result(r) : 0;
+	if (r)
+		return access_result(r);
+	/* The guest has seen the device gone (css_slot_free). */
+	if (c->sch[schno].absent)
+		c->sch[schno].gone_unseen = false;
+	return 0;
 }
 
 static int msch(struct css *c, const struct s390_vmem *vm, unsigned schno, uint64_t addr,
@@ -519,6 +539,9 @@ static int subchannel_op(struct css *c, const struct s390_vmem *vm, unsigned op,
 {
 	struct css_subchannel *s = &c->sch[schno];
 
+	/* No device: only its SCHIB can be stored. */
+	if (s->absent && op != CSS_OP_STSCH)
+		return 3;
 	switch (op) {
 	case CSS_OP_STSCH:
 		return stsch(c, vm, schno, addr, ar);
@@ -556,10 +579,102 @@ static int subchannel_op(struct css *c, const struct s390_vmem *vm, unsigned op,
 	return -S390_PGM_OPERATION;
 }
 
+/* ---- channel reports ----------------------------------------------------- */
+
+/* CRW bits (PoP "Channel-Report Word"): bit 2 overflow, bits 4-7 the
+ * reporting-source code, 10-15 the error-recovery code, 16-31 the
+ * reporting-source id (the subchannel number). */
+#define CRW_OFLW          0x20000000u
+#define CRW_RSC_SCH       0x3u
+#define CRW_ERC_IPI       0x04u     /* installed parameters initialized */
+
+/* STCRW (lock held): the oldest report and cc 0, or zeros and cc 1 when
+ * none is pending. A report is taken only once it is stored. */
+static int stcrw(struct css *c, const struct s390_vmem *vm, uint64_t addr, unsigned ar)
+{
+	uint8_t w[4] = { 0 };
+	uint32_t crw;
+	int r;
+
+	if (c->ncrw) {
+		crw = c->crw[0];
+		if (c->crw_overflow && c->ncrw == 1)
+			crw |= CRW_OFLW;
+		be32_store(w, crw);
+	}
+	r = vm->write(vm->opaque, addr, ar, w, sizeof(w));
+	if (r)
+		return access_result(r);
+	if (!c->ncrw)
+		return 1;
+	if (c->ncrw == 1)
+		c->crw_overflow = false;
+	memmove(c->crw, c->crw + 1, (c->ncrw - 1) * sizeof(c->crw[0]));
+	c->ncrw--;
+	return 0;
+}
+
+int css_slot_set(struct css *c, unsigned schno, bool present)
+{
+	struct css_subchannel *s;
+	int r;
+
+	pthread_mutex_lock(&c->lock);
+	s = &c->sch[schno < CSS_MAX_SCH ? schno : 0];
+	if (schno >= c->nsch || !s->slot) {
+		r = -EINVAL;
+		goto unlock;
+	}
+	if (s->absent == !present) {
+		r = -EALREADY;
+		goto unlock;
+	}
+	/* A new subchannel, as a device installed or taken out finds it. */
+	s->intparm = 0;
+	s->pmcw_flags = 0;
+	s->lpm = 0x80;
+	s->mbi = 0;
+	s->chars = 0;
+	s->scsw_flags = s->scsw_ctrl = 0;
+	s->scsw_cpa = 0;
+	s->dstat = s->cstat = 0;
+	s->count = 0;
+	memset(s->sense, 0, sizeof(s->sense));
+	s->absent = !present;
+	s->gone_unseen = !present;
+	/* Taken out: the device forgets its session and stops (virtio-ccw
+	 * resets: its queues stop, host I/O in flight is cancelled). An
+	 * attention bit it leaves is skipped: attend() serves only an
+	 * enabled subchannel. A device put in was reset when it last went
+	 * (or is as made). */
+	if (!present && s->ops->enable)
+		s->ops->enable(s->dev, false);
+	if (c->ncrw == CSS_MAX_CRW) {
+		c->crw_overflow = true;
+		r = 0;
+		goto unlock;
+	}
+	c->crw[c->ncrw++] = CRW_RSC_SCH << 24 | CRW_ERC_IPI << 16 | schno;
+	r = c->ncrw == 1;
+unlock:
+	css_unlock(c);
+	return r;
+}
+
+bool css_slot_free(struct css *c, unsigned schno)
+{
+	bool r;
+
+	pthread_mutex_lock(&c->lock);
+	r = schno < c->nsch && c->sch[schno].slot && c->sch[schno].absent &&
+	    !c->sch[schno].gone_unseen;
+	css_unlock(c);
+	return r;
+}
+
 int css_instruction(struct css *c, const struct s390_vmem *vm, unsigned op, uint32_t gpr1,
 		    uint64_t addr, unsigned ar)
 {
-	static const uint8_t no_crw[4];
 	unsigned schno = gpr1 & 0xffff;
 	int r;
 
@@ -583,11 +698,12 @@ int css_instruction(struct css *c, const struct s390_vmem *vm, unsigned op, uint
 		css_unlock(c);
 		return r;
 	case CSS_OP_STCRW:
-		/* No channel report is ever pending: store zeros, cc 1. */
 		if (addr & 3)
 			return -S390_PGM_SPECIFICATION;
-		r = vm->write(vm->opaque, addr, ar, no_crw, sizeof(no_crw));
-		return r ? access_result(r) : 1;
+		pthread_mutex_lock(&c->lock);
+		r = stcrw(c, vm, addr, ar);
+		css_unlock(c);
+		return r;
 	case CSS_OP_CHSC:
 		return chsc(vm, addr, ar);
 	case CSS_OP_SCHM:

@@ -7,7 +7,12 @@
  *
  * Devices sit on subchannels 0.0.0000, 0.0.0001, ... in the order they were
  * attached (devno = subchannel number); the first id past them is not
- * operational (cc 3), which ends Linux's scan of subchannel set 0. A start
+ * operational (cc 3), which ends Linux's scan of subchannel set 0.
+ * Hot-plug slots' subchannels (css_attach_slot) come last: an empty one
+ * stores a SCHIB without a valid device number, so the scan goes on past
+ * it, and answers every other instruction with cc 3; a device put in or
+ * taken out queues a channel report (STCRW), which the caller announces
+ * with a machine check. A start
  * (SSCH) runs the whole channel program at once on the vCPU that issued
  * it: every CCW, IDAW and data address is checked against guest RAM before
  * the device sees the command, and the end of the program is reported
@@ -100,7 +105,15 @@ struct css_subchannel {
 	uint8_t dstat, cstat;
 	uint16_t count;
 	uint8_t sense[32];
+	/* A hot-plug slot's subchannel (css_attach_slot): absent, no device
+	 * is installed (STSCH shows the device number not valid, every other
+	 * instruction finds it not operational); gone_unseen, its device
+	 * went and the guest has not looked at it since (STSCH). */
+	bool slot, absent, gone_unseen;
 };
+
+/* Channel report words waiting for STCRW: one per hot-plug event. */
+#define CSS_MAX_CRW 16
 
 struct css {
 	pthread_mutex_t lock;           /* not recursive: see above */
@@ -110,6 +123,13 @@ struct css {
 	/* Atomic: bit n set, subchannel n's device asked for attention
 	 * (css_notify) and nobody has served it yet. */
 	uint64_t attention;
+	/* Channel reports (z/Arch PoP, "Channel-Subsystem Monitoring"):
+	 * queued by css_slot_set, stored one per STCRW in order. overflow:
+	 * one was lost, the next stored says so (the guest then looks at
+	 * every subchannel). */
+	uint32_t crw[CSS_MAX_CRW];
+	unsigned ncrw;
+	bool crw_overflow;
 	/* An I/O interrupt for subchannel schno (interruption parameter and
 	 * ISC from its PMCW). Called with the lock held; must not block. */
 	void (*io_interrupt)(void *opaque, unsigned schno, uint32_t intparm, unsigned isc);
@@ -124,6 +144,26 @@ void css_fini(struct css *c);
  * number, or -ENOSPC. */
 int css_attach(struct css *c, const struct ccw_dev_ops *ops, void *dev, uint16_t cu_type,
 	       uint8_t cu_model);
+
+/* A hot-plug slot: the device on the next subchannel, absent until
+ * css_slot_set installs it. Its number, or -ENOSPC. */
+int css_attach_slot(struct css *c, const struct ccw_dev_ops *ops, void *dev, uint16_t cu_type,
+		    uint8_t cu_model);
+
+/* Install (present) or take out a slot's device: the subchannel starts
+ * afresh (disabled, nothing pending; taken out, its device is disabled
+ * first, which resets it) and a channel report for it is queued
+ * (reporting source "subchannel", "installed parameters initialized",
+ * as Linux's css_process_crw evaluates it). 1: the first report is now
+ * pending, the caller makes the channel-report-pending machine check;
+ * 0: reports were pending already (the guest stores them all once
+ * interrupted); -EINVAL: not a slot, -EALREADY: already so. */
+int css_slot_set(struct css *c, unsigned schno, bool present);
+
+/* May the slot take a new device: absent, and the guest looked at it
+ * since its last device went (so the two reports cannot merge into
+ * "nothing changed" in its view)? */
+bool css_slot_free(struct css *c, unsigned schno);
 
 /* The subchannel-id word of subchannel schno (GPR1's format). */
 static inline uint32_t css_schid(unsigned schno)

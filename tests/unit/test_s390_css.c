@@ -774,3 +774,146 @@ TEST(attach_stops_at_the_subchannel_limit)
 	teardown(t);
 }
 
+
+/* ---- hot-plug slots and channel reports ---------------------------------- */
+
+/* STSCH of schno: its cc; the PMCW's flags (DNV 0x0001) in *flags. */
+static int stsch_of(struct t *t, unsigned schno, uint16_t *flags)
+{
+	int r = insn(t, CSS_OP_STSCH, css_schid(schno), OPND + 0x400);
+
+	*flags = be16_load(ram(t, OPND + 0x400 + 4, 2));
+	return r;
+}
+
+/* STCRW: its cc, the word stored in *crw. */
+static int stcrw(struct t *t, uint32_t *crw)
+{
+	int r = insn(t, CSS_OP_STCRW, 0, 0x50000);
+
+	*crw = be32_load(ram(t, 0x50000, 4));
+	return r;
+}
+
+/* A subchannel report: source "subchannel" (3), "installed parameters
+ * initialized" (4), the subchannel's number. */
+#define CRW_SCH(n) (0x03040000u | (n))
+
+TEST(an_empty_slot_shows_a_subchannel_without_a_device)
+{
+	struct t *t = setup();
+	struct fdev spare = { 0 };
+	uint16_t flags, ctrl;
+	uint32_t crw;
+
+	CHECK_EQ(css_attach_slot(&t->c, &fdev_ops, &spare, 0x3832, 2), 1);
+	/* Linux's scan goes on past it (cc 0, device number not valid);
+	 * past the last slot nothing is there (cc 3). */
+	CHECK_EQ(stsch_of(t, 1, &flags), 0);
+	CHECK_EQ(flags & 0x0001, 0);
+	CHECK_EQ(stsch_of(t, 2, &flags), 3);
+	CHECK_EQ(insn(t, CSS_OP_MSCH, css_schid(1), OPND), 3);
+	CHECK_EQ(insn(t, CSS_OP_SSCH, css_schid(1), OPND), 3);
+	CHECK_EQ(insn(t, CSS_OP_CSCH, css_schid(1), 0), 3);
+	CHECK_EQ(tsch_of(t, 1, &ctrl), 3);
+	CHECK_EQ(spare.calls + spare.enables + spare.disables, 0);
+	CHECK_EQ(stcrw(t, &crw), 1);                    /* nothing reported */
+	CHECK_EQ(crw, 0);
+	/* The cold-plugged device is no slot. */
+	CHECK_EQ(css_slot_set(&t->c, 0, false), -EINVAL);
+	CHECK_EQ(css_slot_set(&t->c, 7, true), -EINVAL);
+	CHECK(css_slot_free(&t->c, 1));
+	CHECK(!css_slot_free(&t->c, 0));
+	teardown(t);
+}
+
+TEST(a_device_put_in_is_reported_once_and_then_answers)
+{
+	struct t *t = setup();
+	struct fdev spare = { 0 };
+	uint16_t flags;
+	uint32_t crw;
+
+	CHECK_EQ(css_attach_slot(&t->c, &fdev_ops, &spare, 0x3832, 2), 1);
+	CHECK_EQ(css_slot_set(&t->c, 1, true), 1);      /* first report: a machine check */
+	CHECK_EQ(css_slot_set(&t->c, 1, true), -EALREADY);
+	CHECK(!css_slot_free(&t->c, 1));
+	CHECK_EQ(stsch_of(t, 1, &flags), 0);
+	CHECK_EQ(flags & 0x0001, 0x0001);
+	CHECK_EQ(stcrw(t, &crw), 0);
+	CHECK_EQ(crw, CRW_SCH(1));
+	CHECK_EQ(stcrw(t, &crw), 1);
+	CHECK_EQ(crw, 0);
+	/* It is a device now: SENSE ID through the channel, MSCH enables. */
+	enable_sch(t, 1);
+	CHECK_EQ(spare.disables, 0);
+	teardown(t);
+}
+
+TEST(a_device_taken_out_is_reset_reported_and_freed_once_the_guest_looked)
+{
+	struct t *t = setup();
+	struct fdev spare = { 0 };
+	uint16_t flags, ctrl;
+	uint32_t crw;
+
+	CHECK_EQ(css_attach_slot(&t->c, &fdev_ops, &spare, 0x3832, 2), 1);
+	CHECK_EQ(css_slot_set(&t->c, 1, true), 1);
+	CHECK_EQ(stcrw(t, &crw), 0);
+	enable_sch(t, 1);
+	css_notify(&t->c, 1);                           /* status pending */
+	CHECK_EQ(css_slot_set(&t->c, 1, false), 1);
+	CHECK_EQ(spare.disables, 1);                    /* the device reset */
+	CHECK_EQ(css_slot_set(&t->c, 1, false), -EALREADY);
+	/* Gone: no status left to take, no device number. */
+	CHECK_EQ(tsch_of(t, 1, &ctrl), 3);
+	CHECK(!css_slot_free(&t->c, 1));                /* the guest has not looked */
+	CHECK_EQ(stcrw(t, &crw), 0);
+	CHECK_EQ(crw, CRW_SCH(1));
+	CHECK(!css_slot_free(&t->c, 1));
+	CHECK_EQ(stsch_of(t, 1, &flags), 0);
+	CHECK_EQ(flags & 0x0081, 0);                    /* neither valid nor enabled */
+	CHECK(css_slot_free(&t->c, 1));
+	/* In again: it starts disabled, with nothing pending. */
+	CHECK_EQ(css_slot_set(&t->c, 1, true), 1);
+	CHECK_EQ(stsch_of(t, 1, &flags), 0);
+	CHECK_EQ(flags & 0x0081, 0x0001);
+	CHECK_EQ(tsch_of(t, 1, &ctrl), 1);              /* its old status went */
+	teardown(t);
+}
+
+TEST(reports_are_stored_in_order_and_a_lost_one_is_flagged)
+{
+	struct t *t = setup();
+	struct fdev spare[2] = { { 0 } };
+	uint32_t crw;
+	unsigned i;
+
+	CHECK_EQ(css_attach_slot(&t->c, &fdev_ops, &spare[0], 0x3832, 2), 1);
+	CHECK_EQ(css_attach_slot(&t->c, &fdev_ops, &spare[1], 0x3832, 2), 2);
+	CHECK_EQ(css_slot_set(&t->c, 2, true), 1);
+	CHECK_EQ(css_slot_set(&t->c, 1, true), 0);      /* pending already: no new check */
+	CHECK_EQ(stcrw(t, &crw), 0);
+	CHECK_EQ(crw, CRW_SCH(2));
+	CHECK_EQ(stcrw(t, &crw), 0);
+	CHECK_EQ(crw, CRW_SCH(1));
+	CHECK_EQ(stcrw(t, &crw), 1);
+	/* More than fit: the last one stored says some were lost (the guest
+	 * then looks at every subchannel), and the flag goes with it. */
+	for (i = 0; i < CSS_MAX_CRW + 3; i++)
+		CHECK_EQ(css_slot_set(&t->c, 1, i % 2 == 1), i == 0);
+	for (i = 0; i < CSS_MAX_CRW; i++) {
+		CHECK_EQ(stcrw(t, &crw), 0);
+		CHECK_EQ(crw, CRW_SCH(1) | (i == CSS_MAX_CRW - 1 ? 0x20000000u : 0));
+	}
+	CHECK_EQ(stcrw(t, &crw), 1);
+	CHECK_EQ(css_slot_set(&t->c, 1, true), 1);
+	CHECK_EQ(stcrw(t, &crw), 0);
+	CHECK_EQ(crw, CRW_SCH(1));                      /* no overflow left over */
+	/* A report the guest cannot take (its operand outside RAM) stays. */
+	CHECK_EQ(css_slot_set(&t->c, 1, false), 1);
+	CHECK_EQ(insn(t, CSS_OP_STCRW, 0, RAM + 0x100), CSS_INJECTED);
+	CHECK_EQ(stcrw(t, &crw), 0);
+	CHECK_EQ(crw, CRW_SCH(1));
+	teardown(t);
+}
