@@ -94,6 +94,16 @@ int arch_board_create(struct vm *vm, struct vm_console *con);
 struct virtio_dev;
 int arch_attach_ccw(struct vm *vm, struct virtio_dev *dev);
 
+/* Hot-plug on the channel subsystem: dev on a subchannel of its own that
+ * shows no device (*slot: its number) until arch_ccw_slot_set puts it in
+ * (present) or takes it out again (its device reset), each time with a
+ * channel report and machine check that have the guest look. 0 or -errno
+ * (-ENODEV without a channel subsystem). arch_ccw_slot_free: may the slot
+ * take a device (empty, and the guest has seen its last one go)? */
+int arch_ccw_slot_attach(struct vm *vm, struct virtio_dev *dev, unsigned *slot);
+int arch_ccw_slot_set(struct vm *vm, unsigned slot, bool present);
+bool arch_ccw_slot_free(struct vm *vm, unsigned slot);
+
 /* Booting a Linux kernel. */
 struct arch_boot_cfg {
 	const char *kernel_path;

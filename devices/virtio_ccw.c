@@ -578,3 +578,14 @@ void virtio_ccw_set_schid(struct virtio_ccw *vc, uint32_t schid)
 	snprintf(vc->t.name, sizeof(vc->t.name), "virtio-ccw on subchannel 0.%u.%04x",
 		 (unsigned)(schid >> 17) & 3, (unsigned)schid & 0xffff);
 }
+
+int virtio_ccw_devno(const struct virtio_dev *dev, unsigned *devno)
+{
+	const struct virtio_ccw *vc = dev->transport;
+
+	if (dev->tops != &virtio_ccw_transport_ops)
+		return -ENODEV;
+	/* The channel subsystem numbers a device as its subchannel. */
+	*devno = vc->schid & 0xffff;
+	return 0;
+}

@@ -191,6 +191,9 @@ void virtio_ccw_destroy(struct virtio_ccw *vc);
 /* The subchannel vc sits on: its id word (0x0001xxxx) names the device in
  * logs and stats. */
 void virtio_ccw_set_schid(struct virtio_ccw *vc, uint32_t schid);
+/* dev's device number, the last part of Linux's bus id 0.0.XXXX: 0, or
+ * -ENODEV when dev is not on virtio-ccw. */
+int virtio_ccw_devno(const struct virtio_dev *dev, unsigned *devno);
 
 /* SENSE ID's CU model byte: the virtio device id. */
 static inline uint8_t virtio_ccw_cu_model(const struct virtio_ccw *vc)

@@ -65,9 +65,9 @@ extern "C" {
  * is passed with it) make a new MINOR: a program built against an older
  * header runs against a newer library of the same MAJOR. */
 #define MVM_VERSION_MAJOR 2
-#define MVM_VERSION_MINOR 12
+#define MVM_VERSION_MINOR 13
 #define MVM_VERSION_PATCH 0
-#define MVM_VERSION_STRING "2.12.0"
+#define MVM_VERSION_STRING "2.13.0"
 #define MVM_ERR_MAX 512          /* enough for any message */
 /* For the statistics calls: every vCPU, every disk, every queue. */
 #define MVM_ALL (~0u)
@@ -168,8 +168,10 @@ struct mvm_config {
 	 * puts a virtio-pci disk in a free one, mvm_disk_remove takes it
 	 * out; since 2.10 each slot's disk device is made with the VM
 	 * (hotplug_queues), so neither makes a thread. The guest's kernel
-	 * needs pciehp (CONFIG_HOTPLUG_PCI_PCIE).
-	 * Default 0; refused on a board without PCI (s390x). */
+	 * needs pciehp (CONFIG_HOTPLUG_PCI_PCIE). Since 2.13, on s390x,
+	 * subchannels that show no device until a virtio-ccw disk is put
+	 * in (a channel report tells the guest, as a removal does).
+	 * Default 0. */
 	unsigned hotplug_slots;
 	/* Since 2.6. A snapshot's directory (mvm_snapshot): the VM goes on
 	 * from where the snapshot's guest stood instead of booting. kernel,
@@ -493,8 +495,9 @@ int mvm_create(const struct mvm_config *cfg, struct mvm **out, char *err, size_t
  * (mvm_config.hotplug_slots), the disk is hot-plugged: its device made
  * and started behind the slot's port, then the guest told (PCIe native
  * hot-plug); its number is mvm_disk_count() - 1 on return. Only the
- * virtio-pci transport; -ENOSPC when every slot is taken, -EBUSY without
- * hot-plug slots. Not from a thread mvm_start_confined or
+ * virtio-pci transport (since 2.13 on s390x virtio-ccw: the slot's
+ * subchannel and a channel report); -ENOSPC when every slot is taken,
+ * -EBUSY without hot-plug slots. Not from a thread mvm_start_confined or
  * mvm_confine_api_thread confined (it opens the image, makes a ring and
  * threads). */
 int mvm_add_disk(struct mvm *vm, const struct mvm_disk *disk, char *err, size_t errlen);
@@ -718,7 +721,11 @@ int mvm_get_vsock_stats(const struct mvm *vm, struct mvm_vsock_stats *out, size_
  * takes only a surprise removal (-EBUSY). -EINVAL: no such disk, or it
  * is not on a hot-plug slot (disks given before mvm_start are not);
  * -ENODEV: removed already. Same threads as mvm_add_disk. 0 or -errno
- * with a message. */
+ * with a message. Since 2.13 on s390x (a subchannel's disk): the channel
+ * subsystem has no eject handshake, so the disk goes at once, a channel
+ * report telling the guest, and timeout_ms is not used; without flags a
+ * running VM is paused around it, so its I/O in flight completes to the
+ * guest first, and a paused VM takes either kind. */
 #define MVM_DISK_REMOVE_SURPRISE 1u
 int mvm_disk_remove(struct mvm *vm, unsigned disk, unsigned flags, int timeout_ms, char *err,
 		    size_t errlen);
@@ -727,6 +734,11 @@ int mvm_disk_remove(struct mvm *vm, unsigned disk, unsigned flags, int timeout_m
  * 0, -ENODEV (not on PCI, not started, or removed), -ENOSPC (buf too
  * small), -EINVAL. */
 int mvm_disk_pci_address(struct mvm *vm, unsigned disk, char *buf, size_t len);
+/* Since 2.13. Where disk `disk` is on the guest's bus, into buf: on PCI
+ * as mvm_disk_pci_address gives it, on the channel subsystem (s390x) as
+ * Linux's ccw bus id "0.0.XXXX" (its device number). 0, -ENODEV (on
+ * virtio-mmio, not started, or removed), -ENOSPC, -EINVAL. */
+int mvm_disk_bus_address(struct mvm *vm, unsigned disk, char *buf, size_t len);
 
 /* Since 2.4. Put the calling thread, one of the host program's that
  * serves run-time control of vm over a socket (mvm(1)'s --api-socket),

@@ -226,6 +226,12 @@ static const struct sandbox_ioctl s390_ioctls[] = {
 	{ S390_K_VCPU, SANDBOX_FD_VCPU, KVM_S390_MEM_OP },
 	{ S390_K_VCPU, SANDBOX_FD_VCPUS, KVM_S390_IRQ },
 	{ S390_K_VCPU, SANDBOX_FD_VCPUS, KVM_S390_INITIAL_RESET },
+	/* A hot-plugged disk's removal (vm.remove-device) resets its
+	 * virtio-ccw device on the API thread, which unbinds the queues'
+	 * adapter routes and irqfds (the vCPU, control and main threads have
+	 * both from the common table). */
+	{ SANDBOX_K(SANDBOX_API), SANDBOX_FD_VM, KVM_IRQFD },
+	{ SANDBOX_K(SANDBOX_API), SANDBOX_FD_VM, KVM_SET_GSI_ROUTING },
 	/* The thread that pauses keeps the TOD clock (arch_vm_clock_save). */
 	{ S390_K_PAUSER, SANDBOX_FD_VM, KVM_GET_DEVICE_ATTR },
 	{ S390_K_PAUSER, SANDBOX_FD_VM, KVM_SET_DEVICE_ATTR },

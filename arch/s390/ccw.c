@@ -124,7 +124,7 @@ static const struct virtio_ccw_irq_ops ccw_irq_ops = {
 	.free = ccw_free,
 };
 
-int arch_attach_ccw(struct vm *vm, struct virtio_dev *dev)
+static int ccw_attach(struct vm *vm, struct virtio_dev *dev, bool slot, unsigned *schno_out)
 {
 	struct s390_vm *sv = s390_vm(vm);
 	struct s390_ccw *d = calloc(1, sizeof(*d));
@@ -140,8 +140,9 @@ int arch_attach_ccw(struct vm *vm, struct virtio_dev *dev)
 		return ret;
 	}
 	vtr_attach(&d->vc.t, vm);
-	schno = css_attach(&sv->css, &virtio_ccw_dev_ops, &d->vc, VIRTIO_CCW_CU_TYPE,
-			   virtio_ccw_cu_model(&d->vc));
+	schno = (slot ? css_attach_slot : css_attach)(&sv->css, &virtio_ccw_dev_ops, &d->vc,
+						       VIRTIO_CCW_CU_TYPE,
+						       virtio_ccw_cu_model(&d->vc));
 	if (schno < 0) {
 		ret = schno;
 		goto abort;
@@ -157,6 +158,8 @@ int arch_attach_ccw(struct vm *vm, struct virtio_dev *dev)
 	ret = vtr_register(&d->vc.t);
 	if (ret)
 		goto abort;
+	if (schno_out)
+		*schno_out = d->schno;
 	return 0;
 abort:
 	/* The subchannel stays taken and points at the freed device: a
@@ -164,4 +167,53 @@ abort:
 	 * channel subsystem goes with the VM. */
 	vtr_abort(&d->vc.t);
 	return ret;
+}
+
+int arch_attach_ccw(struct vm *vm, struct virtio_dev *dev)
+{
+	return ccw_attach(vm, dev, false, NULL);
+}
+
+int arch_ccw_slot_attach(struct vm *vm, struct virtio_dev *dev, unsigned *slot)
+{
+	return ccw_attach(vm, dev, true, slot);
+}
+
+/* Machine-check interruption code bits (PoP, "Machine-Check Interruption
+ * Code"), numbered from the left of the doubleword. */
+#define MCIC_BIT(n) (1ULL << (63 - (n)))
+#define MCIC_CP     MCIC_BIT(9)     /* channel report pending */
+/* Validity of what the interruption saved: PSW (20-23), vector, floating-
+ * point, general and control registers (25, 27-29), storage logical
+ * validity (31), access registers (33), guarded storage (36), TOD
+ * programmable register, FP control, CPU timer and clock comparator
+ * (42, 43, 46, 47). A channel report damages nothing: all valid. KVM
+ * clears vector and guarded storage for a guest without them. */
+#define MCIC_VALID  (MCIC_BIT(20) | MCIC_BIT(21) | MCIC_BIT(22) | MCIC_BIT(23) |           \
+		     MCIC_BIT(25) | MCIC_BIT(27) | MCIC_BIT(28) | MCIC_BIT(29) |           \
+		     MCIC_BIT(31) | MCIC_BIT(33) | MCIC_BIT(36) | MCIC_BIT(42) |           \
+		     MCIC_BIT(43) | MCIC_BIT(46) | MCIC_BIT(47))
+/* CR14's channel-report subclass mask (bit 35): the guest takes the
+ * machine check once it enables it. */
+#define CR14_CHANNEL_REPORT (1ULL << (63 - 35))
+
+int arch_ccw_slot_set(struct vm *vm, unsigned slot, bool present)
+{
+	struct kvm_s390_interrupt mchk = {
+		.type = KVM_S390_MCHK,
+		.parm = (uint32_t)CR14_CHANNEL_REPORT,
+		.parm64 = MCIC_CP | MCIC_VALID,
+	};
+	int r = css_slot_set(&s390_vm(vm)->css, slot, present);
+
+	/* A floating machine check: whichever vCPU enables the subclass
+	 * first takes it; Linux's CRW thread then stores every report. */
+	if (r == 1 && ioctl(vm->vm_fd, KVM_S390_INTERRUPT, &mchk) < 0)
+		return -errno;
+	return r < 0 ? r : 0;
+}
+
+bool arch_ccw_slot_free(struct vm *vm, unsigned slot)
+{
+	return css_slot_free(&s390_vm(vm)->css, slot);
 }

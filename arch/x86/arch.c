@@ -188,6 +188,27 @@ int arch_attach_ccw(struct vm *vm, struct virtio_dev *dev)
 	return -ENODEV;         /* no channel subsystem on a PC */
 }
 
+int arch_ccw_slot_attach(struct vm *vm, struct virtio_dev *dev, unsigned *slot)
+{
+	(void)slot;
+	return arch_attach_ccw(vm, dev);
+}
+
+int arch_ccw_slot_set(struct vm *vm, unsigned slot, bool present)
+{
+	(void)vm;
+	(void)slot;
+	(void)present;
+	return -ENODEV;
+}
+
+bool arch_ccw_slot_free(struct vm *vm, unsigned slot)
+{
+	(void)vm;
+	(void)slot;
+	return false;
+}
+
 struct arch_boot {
 	struct x86_boot_info info;
 };

@@ -621,10 +621,13 @@ TEST(ioctls_only_by_request_and_on_the_right_descriptor)
 	/* vm.nmi's MSI: the API thread's, where the architecture has NMIs
 	 * (x86); no thread's on s390x. */
 	const unsigned nmi = arch_layout.has_ccw ? NONE : K(API);
+	/* A hot-plugged virtio-ccw disk's removal unbinds its adapter routes
+	 * on the API thread (s390x). */
+	const unsigned irqfd = K(VCPU) | K(CONTROL) | K(MAIN) | (arch_layout.has_ccw ? K(API) : NONE);
 	const struct door d[] = {
 		{ "KVM_RUN on its vCPU", ioctl_run_own_vcpu, K(VCPU) },
 		{ "KVM_RUN on the VM", ioctl_run_vm, NONE },
-		{ "KVM_IRQFD on the VM", ioctl_irqfd_vm, K(VCPU) | K(CONTROL) | K(MAIN) },
+		{ "KVM_IRQFD on the VM", ioctl_irqfd_vm, irqfd },
 		{ "KVM_IRQFD on another fd", ioctl_irqfd_other, NONE },
 		{ "KVM_IRQ_LINE on the VM", ioctl_irq_line_vm, K(VCPU) | K(CONTROL) | K(API) },
 		{ "KVM_SIGNAL_MSI on the VM", ioctl_signal_msi_vm, nmi },

@@ -565,7 +565,7 @@ static void api_vm_add_disk(struct api_vm *v, const char *body, size_t len,
 		api_hotdisk_copy(&v->created->disks[v->created->ndisks++], &h);
 	mvm_disk_init(&now, NULL);
 	if (mvm_get_disk(v->vm, idx, &now, sizeof(now)) ||
-	    mvm_disk_pci_address(v->vm, idx, bdf, sizeof(bdf)))
+	    mvm_disk_bus_address(v->vm, idx, bdf, sizeof(bdf)))
 		strcpy(bdf, "");
 	api_json(r, json_pack("{s:s,s:s}", "id", now.id ? now.id : "", "bdf", bdf));
 }

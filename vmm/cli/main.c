@@ -225,7 +225,6 @@ static void main_jail_slots(struct jail_cfg *jail, const struct mvm_config *vm)
 
 	mvm_disk_init(&shape, NULL);
 	shape.queues = vm->hotplug_queues ? vm->hotplug_queues : 1;
-	shape.transport = MVM_TRANSPORT_PCI;
 	for (i = 0; i < vm->hotplug_slots; i++) {
 		main_jail_disk(jail, &shape, vm->mem);
 		jail->fds += 4;

@@ -35,6 +35,7 @@
 #include "devices/virtio_blk.h"
 #include "devices/virtio_vsock.h"
 #include "devices/virtio_mmio.h"
+#include "devices/virtio_ccw.h"
 #include "devices/virtio_pci.h"
 #include "devices/virtq_worker.h"
 
@@ -418,6 +419,11 @@ unlock:
 	return r;
 }
 
+static const char *mvm_transport_name(enum mvm_transport t)
+{
+	return t == MVM_TRANSPORT_PCI ? "pci" : t == MVM_TRANSPORT_MMIO ? "mmio" : "ccw";
+}
+
 /* A transport the board has, or why not ("disk PATH", "vsock PATH"). */
 static int mvm_transport_check(enum mvm_transport t, const char *what, const char *name,
 			       char *err, size_t errlen)
@@ -427,8 +433,7 @@ static int mvm_transport_check(enum mvm_transport t, const char *what, const cha
 	    (t == MVM_TRANSPORT_CCW && !arch_layout.has_ccw))
 		return err_set(err, errlen, -EINVAL, "%s %s: transport %s: %s guests have no "
 			       "such bus; give transport=%s", what, name,
-			       t == MVM_TRANSPORT_PCI ? "pci" : t == MVM_TRANSPORT_MMIO ? "mmio" :
-			       "ccw", arch_layout.name,
+			       mvm_transport_name(t), arch_layout.name,
 			       arch_layout.has_ccw ? "ccw" : "pci or transport=mmio");
 	return 0;
 }
@@ -551,9 +556,10 @@ static int mvm_check_config(const struct mvm_config *cfg, char *err, size_t errl
 	if (cfg->hotplug_queues > MVM_MAX_QUEUES)
 		return err_set(err, errlen, -EINVAL, "hotplug_queues %u: give 1 to %u",
 			       cfg->hotplug_queues, MVM_MAX_QUEUES);
-	if (cfg->hotplug_slots && arch_layout.pci_mmio_end == 0)
+	if (cfg->hotplug_slots && arch_layout.pci_mmio_end == 0 && !arch_layout.has_ccw)
 		return err_set(err, errlen, -EINVAL, "hotplug_slots %u: this board has no PCI "
-			       "bus to put hot-plug slots on; give 0", cfg->hotplug_slots);
+			       "bus or channel subsystem to put hot-plug slots on; give 0",
+			       cfg->hotplug_slots);
 	if (cfg->console_escape && cfg->console_in < 0)
 		return err_set(err, errlen, -EINVAL, "console_escape: set without console_in");
 	/* Checked now: an fd closed under the control thread's poll would
@@ -922,29 +928,45 @@ static int mvm_disk_dev_new(struct mvm *m, unsigned i, struct virtio_dev **out, 
 	return 0;
 }
 
-/* A free hot-plug slot: no disk's (a disk the guest ejected on its own
- * keeps its port until mvm_disk_remove), and ready for a device
- * (pcie_port_ready). A slot the guest is still letting go of (after a
+/* The VM's hot-plug slots, of whichever kind its board has. */
+static unsigned mvm_nslots(const struct mvm *m)
+{
+	return m->nports + m->nccw;
+}
+
+/* Is slot p (from 0) ready for a device? A PCIe port once the guest has
+ * powered it off and let it settle (pcie_port_ready); a subchannel once
+ * the guest has looked at it since its last device went. */
+static bool mvm_slot_ready(struct mvm *m, unsigned p)
+{
+	if (m->nccw)
+		return arch_ccw_slot_free(&m->vm, m->ccw_sch[p]);
+	return pcie_port_ready(&m->ports[p], mono_ns());
+}
+
+/* A free hot-plug slot (its number from 1, or 0): no disk's (a disk the
+ * guest ejected on its own keeps its port until mvm_disk_remove), and
+ * ready for a device. A slot the guest is still letting go of (after a
  * removal) is waited for, up to 5 s; *settling says one was. ctl_lock. */
-static struct pcie_port *mvm_free_port(struct mvm *m, bool *settling)
+static unsigned mvm_free_slot(struct mvm *m, bool *settling)
 {
 	uint64_t deadline = mono_ns() + 5000000000ull;
 	unsigned p, i;
 
 	for (;;) {
 		*settling = false;
-		for (p = 0; p < m->nports; p++) {
+		for (p = 0; p < mvm_nslots(m); p++) {
 			for (i = 0; i < m->ndisks; i++)
-				if (m->disks[i].port == &m->ports[p] && !m->disks[i].removed)
+				if (m->disks[i].hslot == p + 1 && !m->disks[i].removed)
 					break;
 			if (i < m->ndisks)
 				continue;
-			if (pcie_port_ready(&m->ports[p], mono_ns()))
-				return &m->ports[p];
+			if (mvm_slot_ready(m, p))
+				return p + 1;
 			*settling = true;
 		}
 		if (!*settling || mono_ns() >= deadline || vm_stop_status(&m->vm) >= 0)
-			return NULL;
+			return 0;
 		usleep(50000);
 	}
 }
@@ -981,40 +1003,44 @@ static int mvm_disk_hotplug(struct mvm *m, const struct mvm_disk *d, char *err, 
 {
 	const char *path = d->path ? d->path : "(null)";
 	struct mvm_disk_slot *s = &m->disks[m->ndisks];
+	enum mvm_transport t = m->nccw ? MVM_TRANSPORT_CCW : MVM_TRANSPORT_PCI;
 	struct virtio_dev *dev;
-	struct pcie_port *port;
+	unsigned slot;
 	bool settling;
 	int ret;
 
 	ret = mvm_check_running(m, "mvm_add_disk", err, errlen);
 	if (ret)
 		return ret;
-	if (!m->nports)
+	if (!mvm_nslots(m))
 		return err_set(err, errlen, -EBUSY, "disk %s: the VM has been started without "
 			       "hot-plug slots; start it with some (--hotplug-slots N) to add disks "
 			       "while it runs", path);
-	if (d->transport != MVM_TRANSPORT_PCI)
-		return err_set(err, errlen, -EINVAL, "disk %s: transport %s: hot-plug needs pci; "
-			       "give transport=pci", path,
-			       d->transport == MVM_TRANSPORT_MMIO ? "mmio" : "ccw");
+	if (d->transport != t)
+		return err_set(err, errlen, -EINVAL, "disk %s: transport %s: hot-plug slots here "
+			       "are on %s; give transport=%s", path, mvm_transport_name(d->transport),
+			       mvm_transport_name(t), mvm_transport_name(t));
 	ret = mvm_spare_fits(m, d, err, errlen);
 	if (ret)
 		return ret;
-	port = mvm_free_port(m, &settling);
-	if (!port && settling)
+	slot = mvm_free_slot(m, &settling);
+	if (!slot && settling)
 		return err_set(err, errlen, -EBUSY, "disk %s: the guest has not let go of the "
-			       "hot-plug slot of a disk removed before (it powers the slot off "
-			       "once done with it); try again", path);
-	if (!port)
+			       "hot-plug slot of a disk removed before (%s); try again", path,
+			       m->nccw ? "it has not yet looked at the subchannel the disk left"
+				       : "it powers the slot off once done with it");
+	if (!slot)
 		return err_set(err, errlen, -ENOSPC, "disk %s: all %u hot-plug slots are taken; "
 			       "remove a disk first, or start with more (--hotplug-slots)", path,
-			       m->nports);
+			       mvm_nslots(m));
 	ret = mvm_disk_slot_fill(m, d, err, errlen);
 	if (ret)
 		return ret;
-	dev = m->spares[port - m->ports];
-	/* As a new card: the function and its device as they were made. */
-	virtio_pci_power_on(dev);
+	dev = m->spares[slot - 1];
+	/* As a new card: the function and its device as they were made (a
+	 * subchannel's device was reset when its last disk went). */
+	if (!m->nccw)
+		virtio_pci_power_on(dev);
 	/* Under devs_lock: --stats reads the device's options (its walk of
 	 * the device list holds it). */
 	pthread_mutex_lock(&m->devs_lock);
@@ -1024,21 +1050,36 @@ static int mvm_disk_hotplug(struct mvm *m, const struct mvm_disk *d, char *err, 
 		blk_image_close(&s->img);
 		return ret;
 	}
-	ret = virtio_pci_port_attach(dev, port);
-	if (ret) {
-		pthread_mutex_lock(&m->devs_lock);
-		blk_empty(dev);
-		pthread_mutex_unlock(&m->devs_lock);
-		return err_set(err, errlen, ret, "disk %s: cannot put it behind hot-plug slot %u: "
-			       "%s", path, port->number, strerror(-ret));
+	if (!m->nccw) {
+		ret = virtio_pci_port_attach(dev, &m->ports[slot - 1]);
+		if (ret)
+			goto empty;
 	}
 	pthread_mutex_lock(&m->devs_lock);
 	s->dev = dev;
-	s->port = port;
+	s->hslot = slot;
+	s->port = m->nccw ? NULL : &m->ports[slot - 1];
 	m->ndisks++;
 	pthread_mutex_unlock(&m->devs_lock);
-	pcie_port_announce(port);
+	/* Only now is the guest told: presence detect on the port, or the
+	 * subchannel's device installed with a channel report. */
+	if (!m->nccw) {
+		pcie_port_announce(s->port);
+		return 0;
+	}
+	ret = arch_ccw_slot_set(&m->vm, m->ccw_sch[slot - 1], true);
+	if (ret)
+		log_err(&m->log, "disk %s: hot-plug slot %u: the guest was not told of it "
+			"(%s): it finds the disk at its next channel report or boot", path, slot,
+			strerror(-ret));
 	return 0;
+
+empty:
+	pthread_mutex_lock(&m->devs_lock);
+	blk_empty(dev);
+	pthread_mutex_unlock(&m->devs_lock);
+	return err_set(err, errlen, ret, "disk %s: cannot put it into hot-plug slot %u: %s",
+		       path, slot, strerror(-ret));
 }
 
 int mvm_add_disk(struct mvm *m, const struct mvm_disk *theirs, char *err, size_t errlen)
@@ -1130,6 +1171,39 @@ static int mvm_wait_eject(struct mvm *m, struct pcie_port *port, uint64_t deadli
 	}
 }
 
+static int mvm_pause_locked(struct mvm *m, const char *call, char *err, size_t errlen);
+static int mvm_resume_locked(struct mvm *m, const char *call, char *err, size_t errlen);
+
+/* A disk out of its subchannel (s390x): the channel subsystem has no
+ * eject handshake, so the device goes at once, as QEMU's virtio-ccw
+ * unplug does, and a channel report tells the guest. Unless by surprise,
+ * the VM is paused around it (if it runs): its I/O in flight completes to
+ * the guest first, so nothing the guest was answered is lost and nothing
+ * it waits for is dropped. ctl_lock held. */
+static int mvm_disk_unplug_ccw(struct mvm *m, unsigned disk, unsigned flags, char *err,
+			       size_t errlen)
+{
+	struct mvm_disk_slot *s = &m->disks[disk];
+	bool pause = !(flags & MVM_DISK_REMOVE_SURPRISE) && !atomic_load(&m->paused);
+	char rerr[256];
+	int r;
+
+	if (pause) {
+		r = mvm_pause_locked(m, "mvm_disk_remove", err, errlen);
+		if (r)
+			return r;
+	}
+	r = arch_ccw_slot_set(&m->vm, m->ccw_sch[s->hslot - 1], false);
+	if (r)
+		log_err(&m->log, "disk %u (%s): hot-plug slot %u: the guest was not told it went "
+			"(%s): it finds out at its next channel report or boot", disk, s->path,
+			s->hslot, strerror(-r));
+	/* A resume that fails leaves the VM paused: say so (the disk is out). */
+	if (pause && mvm_resume_locked(m, "mvm_disk_remove", rerr, sizeof(rerr)))
+		log_err(&m->log, "%s", rerr);
+	return 0;
+}
+
 int mvm_disk_remove(struct mvm *m, unsigned disk, unsigned flags, int timeout_ms, char *err,
 		    size_t errlen)
 {
@@ -1160,13 +1234,17 @@ int mvm_disk_remove(struct mvm *m, unsigned disk, unsigned flags, int timeout_ms
 			    "already", disk, s->path);
 		goto unlock;
 	}
-	if (!s->port) {
+	if (!s->hslot) {
 		r = err_set(err, errlen, -EINVAL, "mvm_disk_remove: disk %u (%s) is not on a "
 			    "hot-plug slot (it was given before the start); only disks added to "
 			    "the running VM can be removed", disk, s->path);
 		goto unlock;
 	}
-	if (flags & MVM_DISK_REMOVE_SURPRISE) {
+	if (m->nccw) {
+		r = mvm_disk_unplug_ccw(m, disk, flags, err, errlen);
+		if (r)
+			goto unlock;
+	} else if (flags & MVM_DISK_REMOVE_SURPRISE) {
 		pcie_port_surprise_remove(s->port);
 	} else if (pcie_port_occupied(s->port)) {
 		/* Else the guest powered the slot off already (on its own, or
@@ -1189,16 +1267,18 @@ int mvm_disk_remove(struct mvm *m, unsigned disk, unsigned flags, int timeout_ms
 		if (r)
 			goto unlock;
 	}
-	/* The guest no longer sees it (its port detached it): off the disk
-	 * list, then the slot's spare reset (its queues stopped, host I/O in
-	 * flight cancelled) and emptied (its image closed and unlocked), for
-	 * the next disk. */
+	/* The guest no longer sees it (its port detached it, or its
+	 * subchannel shows no device): off the disk list, then the slot's
+	 * spare reset (its queues stopped, host I/O in flight cancelled; a
+	 * subchannel's was reset as it went) and emptied (its image closed
+	 * and unlocked), for the next disk. */
 	pthread_mutex_lock(&m->devs_lock);
 	dev = s->dev;
 	s->dev = NULL;
 	s->removed = true;
 	pthread_mutex_unlock(&m->devs_lock);
-	virtio_pci_power_on(dev);
+	if (!m->nccw)
+		virtio_pci_power_on(dev);
 	pthread_mutex_lock(&m->devs_lock);
 	blk_empty(dev);
 	pthread_mutex_unlock(&m->devs_lock);
@@ -1207,10 +1287,12 @@ unlock:
 	return r;
 }
 
-int mvm_disk_pci_address(struct mvm *m, unsigned disk, char *buf, size_t len)
+/* Disk disk's bus address into buf (ccw: Linux's bus id too, else
+ * PCI's only). */
+static int mvm_disk_address(struct mvm *m, unsigned disk, bool ccw, char *buf, size_t len)
 {
-	unsigned bus, slot;
-	int r = -ENODEV, n;
+	unsigned bus, slot, devno;
+	int r = -ENODEV, n = -1;
 
 	if (!m || !buf)
 		return -EINVAL;
@@ -1219,13 +1301,28 @@ int mvm_disk_pci_address(struct mvm *m, unsigned disk, char *buf, size_t len)
 		r = -EINVAL;
 	} else if (m->disks[disk].dev) {
 		r = virtio_pci_address(m->disks[disk].dev, &bus, &slot);
-		if (!r) {
+		if (!r)
 			n = snprintf(buf, len, "0000:%02x:%02x.0", bus, slot);
-			r = n < 0 || (size_t)n >= len ? -ENOSPC : 0;
+		if (r && ccw) {
+			r = virtio_ccw_devno(m->disks[disk].dev, &devno);
+			if (!r)
+				n = snprintf(buf, len, "0.0.%04x", devno);
 		}
+		if (!r)
+			r = n < 0 || (size_t)n >= len ? -ENOSPC : 0;
 	}
 	pthread_mutex_unlock(&m->devs_lock);
 	return r;
+}
+
+int mvm_disk_pci_address(struct mvm *m, unsigned disk, char *buf, size_t len)
+{
+	return mvm_disk_address(m, disk, false, buf, len);
+}
+
+int mvm_disk_bus_address(struct mvm *m, unsigned disk, char *buf, size_t len)
+{
+	return mvm_disk_address(m, disk, true, buf, len);
 }
 
 static int mvm_vsock_fill(struct mvm *m, const struct mvm_vsock *vs, char *err, size_t errlen);
@@ -1314,7 +1411,8 @@ static int mvm_attach_ports(struct mvm *m, char *err, size_t errlen)
 {
 	int ret;
 
-	if (!m->cfg.hotplug_slots)
+	/* A channel subsystem's slots are subchannels: mvm_attach_spares. */
+	if (!m->cfg.hotplug_slots || arch_layout.has_ccw)
 		return 0;
 	ret = mvm_pci_bus(m, err, errlen);
 	if (ret)
@@ -1405,8 +1503,7 @@ static int mvm_attach_spares(struct mvm *m, char *err, size_t errlen)
 				       m->disks[i].restore_slot, m->nports);
 	mvm_disk_init(&shape, NULL);
 	shape.queues = m->cfg.hotplug_queues;
-	shape.transport = MVM_TRANSPORT_PCI;
-	for (p = 0; p < m->nports; p++) {
+	for (p = 0; p < m->cfg.hotplug_slots; p++) {
 		struct pcie_port *port = &m->ports[p];
 		struct mvm_disk_slot *s = NULL;
 		struct virtio_dev *dev;
@@ -1417,13 +1514,19 @@ static int mvm_attach_spares(struct mvm *m, char *err, size_t errlen)
 		/* "ID-hN": hot-plug slot N's, whatever disk is in it. */
 		snprintf(dev->thread_prefix, sizeof(dev->thread_prefix), "%s-h%u", m->id,
 			 (p + 1) % 10u);  /* p < MVM_MAX_HOTPLUG_SLOTS: what fits 15 bytes */
-		ret = virtio_pci_attach_port(&m->vm, &m->pci, port, dev);
+		ret = arch_layout.has_ccw ? arch_ccw_slot_attach(&m->vm, dev, &m->ccw_sch[p])
+					  : virtio_pci_attach_port(&m->vm, &m->pci, port, dev);
 		if (ret) {
 			virtio_dev_destroy(dev);
 			return err_set(err, errlen, ret, "hot-plug slot %u: cannot attach its "
-				       "virtio-pci device: %s", p + 1, strerror(-ret));
+				       "virtio-%s device: %s", p + 1,
+				       mvm_transport_name(shape.transport), strerror(-ret));
 		}
 		m->spares[p] = dev;
+		if (arch_layout.has_ccw) {
+			m->nccw++;      /* empty until a disk is plugged */
+			continue;
+		}
 		for (i = 0; i < m->ndisks && !s; i++)
 			if (m->disks[i].restore_slot == p + 1)
 				s = &m->disks[i];
@@ -1438,6 +1541,7 @@ static int mvm_attach_spares(struct mvm *m, char *err, size_t errlen)
 		if (ret)
 			return ret;
 		s->dev = dev;
+		s->hslot = p + 1;
 		s->port = port;
 	}
 	return 0;
@@ -1898,8 +2002,6 @@ int mvm_prepare(struct mvm *m, char *err, size_t errlen)
 	atomic_store(&m->state, MVM_PREPARED);
 	return 0;
 }
-
-static int mvm_pause_locked(struct mvm *m, const char *call, char *err, size_t errlen);
 
 /* mvm_start, and with confine (and the sandbox on) the calling thread's
  * own filter, all before the gate lets the vCPUs run: the guest's first

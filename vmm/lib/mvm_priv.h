@@ -38,7 +38,8 @@ struct mvm_disk_slot {
 	struct blk_image img;          /* open from mvm_add_disk until mvm_start */
 	struct virtio_dev *dev;        /* from mvm_start; the VM owns it. Set and
 					* cleared (hot-plug) under devs_lock */
-	struct pcie_port *port;        /* its hot-plug slot, or NULL */
+	unsigned hslot;                /* its hot-plug slot (1..), or 0 */
+	struct pcie_port *port;        /* that slot's PCIe port (x86), or NULL */
 	unsigned restore_slot;         /* a restore puts it in this slot (1..), or 0 */
 	bool removed;                  /* mvm_disk_remove took it (dev NULL) */
 	char group_id[MVM_ID_MAX + 1];
@@ -98,12 +99,18 @@ struct mvm {
 	bool vm_up;
 	struct pci_bus pci;
 	bool pci_up;
+	/* The hot-plug slots (mvm_prepare), one kind per board: PCIe root
+	 * ports, or subchannels of the channel subsystem (s390x: ccw_sch,
+	 * each slot's subchannel number). */
 	struct pcie_port ports[MVM_MAX_HOTPLUG_SLOTS];
-	unsigned nports;               /* made (mvm_prepare) */
-	/* Each port's spare disk (mvm_prepare): made with the slot's shape
+	unsigned nports;               /* made */
+	unsigned ccw_sch[MVM_MAX_HOTPLUG_SLOTS];
+	unsigned nccw;                 /* made */
+	/* Each slot's spare disk (mvm_prepare): made with the slot's shape
 	 * (cfg.hotplug_queues) and no image, its threads started with the
-	 * VM's, behind its port only while a disk is plugged there (the disk
-	 * slot's dev is then this). The VM owns them (its device list). */
+	 * VM's, behind its port (in its subchannel) only while a disk is
+	 * plugged there (the disk slot's dev is then this). The VM owns them
+	 * (its device list). */
 	struct virtio_dev *spares[MVM_MAX_HOTPLUG_SLOTS];
 	/* The VM's device list and the disks' devices against those who
 	 * walk them from other threads (--stats, mvm_get_threads) while a
