@@ -82,7 +82,8 @@ echo "paused: no console output for 2 s"
 # vm.coredump of the paused guest inside the API thread's filter: only
 # beneath --snapshot-dir; an ELF core as crash reads it.
 expect 400 PUT vm.coredump -d "{\"destination_url\":\"file://$SYS_TMP/guest.core\"}"
-grep -q 'not beneath the snapshot directory' "$SYS_TMP/body" || fail "vm.coredump outside --snapshot-dir: $(cat "$SYS_TMP/body")"
+grep -q "coredump $SYS_TMP/guest.core: its directory .*not beneath the snapshot directory" "$SYS_TMP/body" ||
+	fail "vm.coredump outside --snapshot-dir: $(cat "$SYS_TMP/body")"
 expect 204 PUT vm.coredump -d "{\"destination_url\":\"file://$SYS_TMP/dumps/guest.core\"}"
 python3 "$SYS_ROOT/tests/system/coredump_check.py" "$SYS_TMP/dumps/guest.core" \
 	"$SYS_ROOT/build/guest/vmlinux" 1 268435456 || fail "vm.coredump's file is not the guest's core"

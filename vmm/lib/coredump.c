@@ -92,7 +92,7 @@ uint64_t mvm_coredump_size_max(unsigned cpus, uint64_t mem)
 int mvm_coredump(struct mvm *m, const char *path, char *err, size_t errlen)
 {
 	struct snapshot_at at;
-	char dir[PATH_MAX];
+	char dir[PATH_MAX], what[160];
 	const char *slash, *base;
 	uint8_t *notes = NULL;
 	size_t notes_len = 0, n;
@@ -130,7 +130,11 @@ int mvm_coredump(struct mvm *m, const char *path, char *err, size_t errlen)
 		err_prefix(err, errlen, "coredump: ");
 		goto unlock;
 	}
-	ret = snapshot_target(m, "coredump", dir, &at, err, errlen);
+	/* Its messages name the file first, then the directory they are
+	 * about ("coredump /tmp/core: its directory /tmp: not beneath ..."). */
+	snprintf(what, sizeof(what), "coredump %.*s: its directory",
+		 (int)MIN(strlen(path), sizeof(what) - 32), path);
+	ret = snapshot_target(m, what, dir, &at, err, errlen);
 	if (ret)
 		goto free_notes;
 	ret = coredump_write(m, &at, base, notes, notes_len);
