@@ -109,6 +109,14 @@ static void i8042_io_read(void *opaque, uint64_t off, uint8_t *data, unsigned le
 			data[0] = k->out[k->out_head];
 			k->out_head = (k->out_head + 1) % sizeof(k->out);
 			k->out_count--;
+			/* The line drops as the buffer empties; the next byte
+			 * raises it again: IRQ 1 is edge-triggered, and Linux's
+			 * handler reads one byte per interrupt. */
+			if (k->irq_level) {
+				k->irq_level = false;
+				if (k->vm)
+					vm_irq_line(k->vm, I8042_KBD_IRQ, false);
+			}
 		}
 	} else if (off == 4) {          /* 0x64: status */
 		data[0] = k->status;
@@ -216,7 +224,31 @@ static const struct vm_device_ops i8042_vm_ops = {
 	.load = i8042_load,
 };
 
-int i8042_create(struct vm *vm, uint16_t port)
+int i8042_power_key(struct i8042 *k)
+{
+	/* Set 2, what the keyboard sends; set 1, what the controller makes
+	 * of it when it translates (CTR bit 6). */
+	static const uint8_t set2[] = { 0xe0, 0x37, 0xe0, 0xf0, 0x37 };
+	static const uint8_t set1[] = { 0xe0, 0x5e, 0xe0, 0xde };
+	const uint8_t *codes;
+	size_t n, i;
+	int r = 0;
+
+	pthread_mutex_lock(&k->lock);
+	codes = k->ctr & I8042_CTR_XLATE ? set1 : set2;
+	n = k->ctr & I8042_CTR_XLATE ? sizeof(set1) : sizeof(set2);
+	if (k->ctr & I8042_CTR_KBDDIS)
+		r = -ENODEV;
+	else if (sizeof(k->out) - k->out_count < n)
+		r = -EAGAIN;
+	for (i = 0; !r && i < n; i++)
+		i8042_push(k, codes[i]);
+	i8042_update(k);
+	pthread_mutex_unlock(&k->lock);
+	return r;
+}
+
+int i8042_create(struct vm *vm, uint16_t port, struct i8042 **out)
 {
 	struct i8042 *k = calloc(1, sizeof(*k));
 	int ret;
@@ -235,6 +267,8 @@ int i8042_create(struct vm *vm, uint16_t port)
 	ret = vm_add_device(vm, &i8042_vm_ops, k);
 	if (ret)
 		goto unregister;
+	if (out)
+		*out = k;
 	return 0;
 unregister:
 	iobus_unregister(&vm->pio, port, k);

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Build the mvm test guest: a lean Linux 6.1 kernel (bzImage, and vmlinux
 # with the PVH entry note) and an initramfs (busybox, fio, mkfs.ext4,
-# mvm-exit, mvm-session, mvm-vsock, /init).
+# mvm-exit, mvm-session, mvm-vsock, mvm-power-key, /init).
 #
 # Every result is cached under ${XDG_CACHE_HOME:-~/.cache}/mvm/ in a folder
 # named after a hash of everything that goes into it (sources, package
@@ -145,7 +145,8 @@ build_initramfs() {
 	gcc -static -Os -Wall -Wextra -Werror -I"$ROOT" -o "$r/sbin/mvm-exit" "$GUEST_DIR/mvm-exit.c"
 	gcc -static -Os -Wall -Wextra -Werror -o "$r/sbin/mvm-session" "$GUEST_DIR/mvm-session.c"
 	gcc -static -Os -Wall -Wextra -Werror -o "$r/usr/bin/mvm-vsock" "$GUEST_DIR/mvm-vsock.c"
-	strip "$r/sbin/mvm-exit" "$r/sbin/mvm-session" "$r/usr/bin/mvm-vsock"
+	gcc -static -Os -Wall -Wextra -Werror -o "$r/sbin/mvm-power-key" "$GUEST_DIR/mvm-power-key.c"
+	strip "$r/sbin/mvm-exit" "$r/sbin/mvm-session" "$r/usr/bin/mvm-vsock" "$r/sbin/mvm-power-key"
 	install -m 0755 "$GUEST_DIR/init" "$r/init"
 	[ -f "$r/bin/busybox" ] && [ ! -L "$r/bin/busybox" ] && [ -L "$r/bin/sh" ] ||
 		fail "initramfs: /bin/busybox must be the binary and /bin/sh a link to it"
@@ -161,7 +162,7 @@ initramfs_key() {
 		for p in busybox-static e2fsprogs libc6 libc6-dev; do echo "$p $(pkg_version "$p")"; done
 		gcc --version | head -n 1
 		cat "$GUEST_DIR/init" "$GUEST_DIR/mvm-exit.c" "$GUEST_DIR/mvm-session.c" \
-			"$GUEST_DIR/mvm-vsock.c" \
+			"$GUEST_DIR/mvm-vsock.c" "$GUEST_DIR/mvm-power-key.c" \
 			"$ROOT/arch/x86/layout.h" /etc/mke2fs.conf
 		declare -f copy_with_libs cpio_list build_initramfs
 	} | key

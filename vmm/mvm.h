@@ -596,9 +596,15 @@ int mvm_nmi(struct mvm *vm, char *err, size_t errlen);
  * (Linux runs ctrl_alt_del(): its init's orderly shutdown where init
  * took Ctrl-Alt-Del as a signal, else the kernel's restart path, which
  * quiesces the CPUs: a poweroff, status 0). A paused guest hears it when
- * it resumes. Returns once the guest has been told, not when it is down
- * (mvm_wait). 0; -EINVAL (not started), -ESHUTDOWN (stopped),
- * -EOPNOTSUPP (x86: the guest has no ACPI, the button's bus there). */
+ * it resumes. Since 2.13, x86: the i8042 keyboard's Power key, pressed
+ * and released (the guest gets no ACPI, the bus of Cloud Hypervisor's
+ * button; Firecracker's SendCtrlAltDel is that keyboard's too): Linux's
+ * atkbd reports KEY_POWER, which systemd-logind or acpid take as the
+ * power button (the guest needs CONFIG_SERIO_I8042 and
+ * CONFIG_KEYBOARD_ATKBD). Returns once the guest has been told, not when
+ * it is down (mvm_wait). 0; -EINVAL (not started), -ESHUTDOWN (stopped),
+ * -EAGAIN (x86: the guest has not read the last press), -ENODEV (x86:
+ * the guest disabled its keyboard). */
 int mvm_power_button(struct mvm *vm, char *err, size_t errlen);
 
 /* Since 2.12. Write a paused VM (mvm_pause) to the file at path as an ELF

@@ -168,6 +168,7 @@ unsigned arch_irq_pins(void)
 
 int arch_board_create(struct vm *vm, struct vm_console *con)
 {
+	struct x86_vm *xv = vm_kvm(vm)->arch_state;
 	struct serial *uart;
 	int ret;
 
@@ -175,7 +176,7 @@ int arch_board_create(struct vm *vm, struct vm_console *con)
 	if (!ret)
 		*con = (struct vm_console){ .ops = &console_port_vm_ops, .dev = &uart->con };
 	if (!ret)
-		ret = i8042_create(vm, X86_I8042_DATA_PORT);
+		ret = i8042_create(vm, X86_I8042_DATA_PORT, &xv->i8042);
 	if (!ret)
 		ret = exitport_create(vm, X86_MVM_EXIT_PORT, X86_POST_PORT);
 	return ret;
@@ -353,12 +354,23 @@ int arch_vm_nmi(struct vm *vm, unsigned ncpus, char *err, size_t errlen)
 	return 0;
 }
 
+/* The board has no ACPI (Cloud Hypervisor's button is ACPI's): its
+ * button is the keyboard's Power key, as Firecracker's SendCtrlAltDel is
+ * the keyboard's Ctrl+Alt+Del. Either way the guest sees KEY_POWER and its
+ * userspace decides (systemd-logind powers off). */
 int arch_vm_power_button(struct vm *vm, char *err, size_t errlen)
 {
-	(void)vm;
-	return err_set(err, errlen, -EOPNOTSUPP, "the x86 board has no power button: its "
-		       "guest gets no ACPI (Cloud Hypervisor's button is ACPI's); stop the VM "
-		       "(vm.shutdown), or have the guest power off itself");
+	struct x86_vm *xv = vm_kvm(vm)->arch_state;
+	int r = xv->i8042 ? i8042_power_key(xv->i8042) : -ENODEV;
+
+	if (r == -EAGAIN)
+		return err_set(err, errlen, r, "the guest has not yet read the last press of the "
+			       "power key (the keyboard's buffer is full); try again");
+	if (r)
+		return err_set(err, errlen, r, "the guest has its keyboard disabled, so its power "
+			       "key cannot be pressed; stop the VM (vm.shutdown), or have the guest "
+			       "power off itself");
+	return 0;
 }
 
 /* x86-64's calls; x32's share AUDIT_ARCH_X86_64 with bit 30 set. A vCPU

@@ -190,6 +190,7 @@ int x86_vcpu_init_cpu(int vcpu_fd, unsigned id, unsigned ncpus,
 
 /* ---- the VM ------------------------------------------------------------- */
 /* Per-VM x86 state, vm_kvm(vm)->arch_state (arch_vm_init's). */
+struct i8042;
 struct x86_vm {
 	/* KVM_GET_SUPPORTED_CPUID plus what KVM emulates
 	 * (x86_cpuid_add_emulated): every vCPU's CPUID comes from it, and a
@@ -203,6 +204,9 @@ struct x86_vm {
 	struct kvm_msr_list *msr_list;
 	int msr_list_err;
 	uint32_t xsave_size;            /* KVM_CAP_XSAVE2's size, at least 4096 */
+	/* The board's keyboard controller (arch_board_create): the power
+	 * button is its Power key. The VM owns it. */
+	struct i8042 *i8042;
 };
 /* Fill xv's msr_list and xsave_size (snap.c). */
 struct vm;

@@ -430,7 +430,7 @@ static struct tkbd *tkbd_new(void)
 	CHECK(t);
 	CHECK_EQ(vm_init(&t->vm, 1), 0);
 	t->idx = t->vm.ndevices;
-	CHECK_EQ(i8042_create(&t->vm, 0x60), 0);
+	CHECK_EQ(i8042_create(&t->vm, 0x60, NULL), 0);
 	CHECK_STR(t->vm.devices[t->idx].ops->kind, "i8042");
 	t->k = t->vm.devices[t->idx].dev;
 	return t;

@@ -334,6 +334,57 @@ TEST(i8042_probe_and_reset)
 	rmvm(vm);
 }
 
+/* The guest's reads of the data port until the buffer is empty. */
+static unsigned i8042_drain(struct i8042 *k, uint8_t *out, unsigned cap)
+{
+	unsigned n = 0;
+	uint8_t st;
+
+	for (;;) {
+		i8042_io_ops.read(k, 4, &st, 1);
+		if (!(st & I8042_STS_OBF) || n == cap)
+			return n;
+		i8042_io_ops.read(k, 0, &out[n++], 1);
+	}
+}
+
+/* The power button on x86: the keyboard's Power key, pressed and
+ * released, in the scan code set the guest reads (set 2, or set 1 where
+ * the controller translates); refused while the keyboard is disabled or
+ * the buffer cannot hold a whole press, never half a one. */
+TEST(i8042_power_key_is_one_press_and_release)
+{
+	static const uint8_t set2[] = { 0xe0, 0x37, 0xe0, 0xf0, 0x37 };
+	static const uint8_t set1[] = { 0xe0, 0x5e, 0xe0, 0xde };
+	struct i8042 k;
+	uint8_t got[16], v;
+
+	CHECK_EQ(i8042_init(&k, NULL), 0);
+	CHECK_EQ(i8042_power_key(&k), 0);
+	CHECK(k.irq_level);                             /* the keyboard interrupt */
+	CHECK_EQ(i8042_drain(&k, got, sizeof(got)), sizeof(set2));
+	CHECK(!memcmp(got, set2, sizeof(set2)));
+	CHECK(!k.irq_level);
+	/* A second press while the first is unread: refused whole. */
+	CHECK_EQ(i8042_power_key(&k), 0);
+	CHECK_EQ(i8042_power_key(&k), -EAGAIN);
+	CHECK_EQ(i8042_drain(&k, got, sizeof(got)), sizeof(set2));
+	/* Translated (CTR bit 6): set 1. */
+	v = 0x60; i8042_io_ops.write(&k, 4, &v, 1);
+	v = I8042_CTR_KBDINT | I8042_CTR_SYS | I8042_CTR_XLATE; i8042_io_ops.write(&k, 0, &v, 1);
+	CHECK_EQ(i8042_power_key(&k), 0);
+	CHECK_EQ(i8042_drain(&k, got, sizeof(got)), sizeof(set1));
+	CHECK(!memcmp(got, set1, sizeof(set1)));
+	/* The keyboard disabled (command 0xAD): no key reaches the guest. */
+	v = 0xad; i8042_io_ops.write(&k, 4, &v, 1);
+	CHECK_EQ(i8042_power_key(&k), -ENODEV);
+	CHECK_EQ(i8042_drain(&k, got, sizeof(got)), 0);
+	v = 0xae; i8042_io_ops.write(&k, 4, &v, 1);
+	CHECK_EQ(i8042_power_key(&k), 0);
+	CHECK_EQ(i8042_drain(&k, got, sizeof(got)), sizeof(set1));
+	pthread_mutex_destroy(&k.lock);
+}
+
 static int fake_io_writes;
 static uint8_t fake_last;
 static void fio_read(void *o, uint64_t off, uint8_t *d, unsigned len)
