@@ -23,13 +23,19 @@
  *  - TSCH (with valid operands) ends with cc 0 exactly when status was
  *    pending, and withdraws it;
  *  - no attention is left over once an instruction or css_notify
- *    returned (nothing else holds the lock). */
+ *    returned (nothing else holds the lock);
+ *  - the third subchannel is a hot-plug slot, put in and taken out at
+ *    the input's word: absent, its device is disabled (so never called),
+ *    its status never pending; a report is queued per change while
+ *    there is room (the first asks for a machine check), STCRW stores
+ *    them (cc 0) until none is left (cc 1), and never more than fit. */
 #include "arch/s390/css.h"
 #include "tests/fuzz/fuzz.h"
 #include "tests/fuzz/fuzz_ram.h"
 
 #define RAM  0x10000ULL
-#define NSCH 2
+#define NSCH 3                          /* two devices, then a hot-plug slot */
+#define SLOT 2
 
 /* What the css.c's static PMCW and SCSW bits are, as the architecture has them. */
 #define PMCW_ENA       0x0080
@@ -274,6 +280,7 @@ static void op_instruction(struct fc *t, struct fz *f)
 	bool tsch_ok = op == CSS_OP_TSCH && css_schid_valid(gpr1) && schno < t->c.nsch &&
 		       !(a & 3) && gmem_ptr(&t->r.mem, a, CSS_IRB_LEN);
 	bool pending = tsch_ok && status_pending(&t->c.sch[schno]);
+	unsigned crw_before = t->c.ncrw;
 	int r = css_instruction(&t->c, &t->vm, op, gpr1, a, ar);
 
 	FZ_ASSERT(r == CSS_INJECTED || (r >= 0 && r <= 3) || r == -S390_PGM_OPERATION ||
@@ -282,11 +289,38 @@ static void op_instruction(struct fc *t, struct fz *f)
 		FZ_ASSERT((r == 0) == pending);
 		FZ_ASSERT(!status_pending(&t->c.sch[schno]));
 	}
+	if (op == CSS_OP_STCRW && r == 1)
+		FZ_ASSERT(t->c.ncrw == 0);
+	if (op == CSS_OP_STCRW && r == 0)
+		FZ_ASSERT(crw_before > 0 && t->c.ncrw == crw_before - 1);
+}
+
+/* The slot's device put in or taken out: a report when there is room,
+ * the first one asking for a machine check. */
+static void op_slot(struct fc *t, bool present)
+{
+	const struct css_subchannel *s = &t->c.sch[SLOT];
+	unsigned before = t->c.ncrw;
+	bool was = !s->absent;
+	int r = css_slot_set(&t->c, SLOT, present);
+
+	if (was == present) {
+		FZ_ASSERT(r == -EALREADY && t->c.ncrw == before);
+		return;
+	}
+	FZ_ASSERT(r == (before == 0));
+	FZ_ASSERT(t->c.ncrw == (before < CSS_MAX_CRW ? before + 1 : before));
+	FZ_ASSERT(s->absent == !present && !status_pending(s) && !s->pmcw_flags);
+	FZ_ASSERT(!t->dev[SLOT].on);
+	FZ_ASSERT(css_slot_set(&t->c, 0, present) == -EINVAL);
 }
 
 static void check(struct fc *t)
 {
 	FZ_ASSERT(__atomic_load_n(&t->c.attention, __ATOMIC_ACQUIRE) == 0);
+	FZ_ASSERT(t->c.ncrw <= CSS_MAX_CRW);
+	if (t->c.sch[SLOT].absent)
+		FZ_ASSERT(!status_pending(&t->c.sch[SLOT]) && !t->dev[SLOT].on);
 	for (unsigned i = 0; i < t->c.nsch; i++) {
 		const struct css_subchannel *s = &t->c.sch[i];
 
@@ -313,10 +347,19 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	FZ_ASSERT(css_init(&t.c, &t.r.mem, on_io, &t) == 0);
 	for (unsigned i = 0; i < NSCH; i++) {
 		t.dev[i].t = &t;
-		FZ_ASSERT(css_attach(&t.c, &fdev_ops, &t.dev[i], 0x3832, 2) == (int)i);
+		FZ_ASSERT((i == SLOT ? css_attach_slot : css_attach)(&t.c, &fdev_ops, &t.dev[i],
+								      0x3832, 2) == (int)i);
 	}
 	while (fz_left(&in) && ++steps < 4096) {
-		switch (fz_u8(&in) % 8) {
+		uint8_t how = fz_u8(&in);
+
+		/* One step in 16 (high nibble 0xf) plugs or unplugs the slot. */
+		if ((how & 0xf0) == 0xf0) {
+			op_slot(&t, how & 1);
+			check(&t);
+			continue;
+		}
+		switch (how % 8) {
 		case 0:
 		case 1:
 			op_instruction(&t, &in);
