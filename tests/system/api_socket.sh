@@ -2,7 +2,8 @@
 # mvm --api-socket, driven with curl --unix-socket only, as Cloud
 # Hypervisor's users drive its API, with the sandbox on (the API thread in
 # its own filter): the VM made by vm.create (a VmConfig with a field mvm
-# does not have refused) and started by vm.boot; ping; the socket is 0600; vm.info says Running; a pause
+# does not have refused), given a vsock device by vm.add-vsock (405 once
+# it runs) and started by vm.boot; ping; the socket is 0600; vm.info says Running; a pause
 # stops the guest's console and its disk (a second pause is refused with
 # 405), vm.info says Paused, vm.coredump writes it as an ELF core beneath
 # --snapshot-dir (only there), a resume lets it go on; counters; vm.nmi
@@ -55,6 +56,10 @@ expect 204 PUT vm.create -H 'Content-Type: application/json' -d "{
 	\"console\": {\"mode\": \"Off\"}}"
 expect 200 GET vm.info
 grep -q '"state":"Created"' "$SYS_TMP/body" || fail "vm.info after vm.create: not Created"
+# A vsock device before the boot (no vsock hot-plug): into the VmConfig,
+# made with the VM inside the sandbox's limits.
+expect 200 PUT vm.add-vsock -d "{\"cid\":3,\"socket\":\"$SYS_TMP/vsock.sock\"}"
+grep -q '"id":"_vsock0"' "$SYS_TMP/body" || fail "vm.add-vsock: $(cat "$SYS_TMP/body")"
 expect 204 PUT vm.boot
 for _ in $(seq 1 600); do grep -q 'tick 5 ' "$SYS_TMP/out" && break; kill -0 $pid 2>/dev/null || break; sleep 0.2; done
 grep -q 'tick 5 ' "$SYS_TMP/out" || { tail -n 20 "$SYS_TMP/out"; fail "the guest did not tick"; }
@@ -94,6 +99,9 @@ for _ in $(seq 1 100); do [ "$(wc -c <"$SYS_TMP/out")" -gt "$n1" ] && break; sle
 [ "$(wc -c <"$SYS_TMP/out")" -gt "$n1" ] || fail "no console output after the resume"
 expect 200 GET vm.counters
 grep -q '"_disk0":{' "$SYS_TMP/body" || fail "vm.counters: no _disk0"
+grep -q '"_vsock0":{' "$SYS_TMP/body" || fail "vm.counters: no _vsock0 (vm.add-vsock before the boot)"
+[ -S "$SYS_TMP/vsock.sock" ] || fail "the vsock device's socket is not there"
+expect 405 PUT vm.add-vsock -d "{\"cid\":4,\"socket\":\"$SYS_TMP/vsock2.sock\"}"
 # vm.nmi inside the API thread's filter: each call is one NMI on the
 # guest's vCPU, every time (the guest's count in /proc/interrupts, on its
 # tick lines); the second through mvm-remote.

@@ -558,6 +558,52 @@ TEST(create_takes_a_vmconfig_and_boot_starts_it)
 	error_says(call(&v, "PUT", "/api/v1/vm.create", "{}", 501), "vm.create: this mvm was given");
 }
 
+/* vm.add-vsock: a VsockConfig before the boot goes into the VM and its
+ * VmConfig (vm.info shows it, vm.boot's host takes it); bad configs and
+ * a second device are 400, after the boot 405 (no vsock hot-plug). */
+TEST(add_vsock_before_boot_goes_into_the_vmconfig)
+{
+	static struct api_vm v;
+	char body[512];
+	json_t *j, *vs;
+
+	files();
+	v = (struct api_vm){ .host = &fake_host };
+	error_says(call(&v, "PUT", "/api/v1/vm.add-vsock", "{\"cid\":3,\"socket\":\"/v\"}", 404),
+		   "no VM");
+	snprintf(body, sizeof(body), "{\"payload\":{\"kernel\":\"%s\"}}", kernel);
+	CHECK(!call(&v, "PUT", "/api/v1/vm.create", body, 204));
+	error_says(call(&v, "PUT", "/api/v1/vm.add-vsock", "{\"cid\":3}", 400),
+		   "vm.add-vsock: give cid (3 or more) and socket (a path)");
+	error_says(call(&v, "PUT", "/api/v1/vm.add-vsock",
+			"{\"cid\":3,\"socket\":\"/v\",\"iommu\":true}", 400), "iommu");
+	error_says(call(&v, "PUT", "/api/v1/vm.add-vsock",
+			"{\"cid\":3,\"socket\":\"/v\",\"pci_segment\":1}", 400), "segment 0 only");
+	error_says(call(&v, "PUT", "/api/v1/vm.add-vsock", "{\"cid\":2,\"socket\":\"/v\"}", 400),
+		   "vm.add-vsock: ");
+	error_says(call(&v, "PUT", "/api/v1/vm.add-vsock", "[3]", 400), "not a VsockConfig");
+	j = call(&v, "GET", "/api/v1/vm.info", NULL, 200);
+	CHECK(!json_object_get(json_object_get(j, "config"), "vsock"));
+	json_decref(j);
+	j = call(&v, "PUT", "/api/v1/vm.add-vsock",
+		 "{\"cid\":7,\"socket\":\"/run/v.sock\",\"id\":\"_vsock0\"}", 200);
+	CHECK_STR(json_string_value(json_object_get(j, "id")), "_vsock0");
+	json_decref(j);
+	j = call(&v, "GET", "/api/v1/vm.info", NULL, 200);
+	vs = json_object_get(json_object_get(j, "config"), "vsock");
+	CHECK_EQ(json_integer_value(json_object_get(vs, "cid")), 7);
+	CHECK_STR(json_string_value(json_object_get(vs, "socket")), "/run/v.sock");
+	json_decref(j);
+	CHECK(v.created->has_vsock);
+	error_says(call(&v, "PUT", "/api/v1/vm.add-vsock", "{\"cid\":8,\"socket\":\"/w\"}", 400),
+		   "has a vsock device already (cid 7)");
+	CHECK(!call(&v, "PUT", "/api/v1/vm.boot", NULL, 204));
+	error_says(call(&v, "PUT", "/api/v1/vm.add-vsock", "{\"cid\":8,\"socket\":\"/w\"}", 405),
+		   "vm.add-vsock: the VM has booted");
+	mvm_destroy(v.vm);
+	api_vm_fini(&v);
+}
+
 /* Cloud Hypervisor's life of a VM through a host: vm.delete destroys a
  * VM not booted and forgets its VmConfig (a new vm.create is taken);
  * vm.reboot wants a running VM. Once a booted VM has ended at the API's

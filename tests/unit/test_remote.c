@@ -155,6 +155,17 @@ TEST(add_disk_takes_a_disk_config_as_json)
 	check_err("add-disk");
 }
 
+/* add-vsock: ch-remote's cid=N,socket=PATH, the socket a string. */
+TEST(add_vsock_sends_a_vsock_config)
+{
+	CHECK_EQ(parse("--api-socket", "s", "add-vsock", "cid=3,socket=/run/v.sock", NULL), 0);
+	CHECK_STR(req.endpoint, "vm.add-vsock");
+	check_body("{\"cid\": 3, \"socket\": \"/run/v.sock\"}");
+	CHECK_EQ(parse("--api-socket", "s", "add-vsock", "{\"cid\": 4, \"socket\": \"1\"}", NULL),
+		 0);
+	check_body("{\"cid\": 4, \"socket\": \"1\"}");
+}
+
 TEST(update_disk_sends_its_id_path_and_limits)
 {
 	CHECK_EQ(parse("--api-socket", "s", "update-disk",

@@ -20,7 +20,7 @@ enum api_method { API_GET, API_PUT };
  * (docs/api.md says which and why). */
 static const char *const api_unsupported[] = {
 	"vm.resize", "vm.resize-zone", "vm.add-device", "vm.add-fs", "vm.add-pmem",
-	"vm.add-net", "vm.add-vsock", "vm.add-vdpa", "vm.add-user-device",
+	"vm.add-net", "vm.add-vdpa", "vm.add-user-device",
 	"vm.receive-migration", "vm.send-migration",
 };
 
@@ -570,6 +570,60 @@ static void api_vm_add_disk(struct api_vm *v, const char *body, size_t len,
 	api_json(r, json_pack("{s:s,s:s}", "id", now.id ? now.id : "", "bdf", bdf));
 }
 
+static bool api_vsock_parse(const char *what, json_t *o, struct api_vmconfig *c,
+			    struct api_reply *r);
+
+/* PUT vm.add-vsock: a VsockConfig before vm.boot (the device is made
+ * with the VM; mvm has no vsock hot-plug), into the VmConfig too, as
+ * vm.add-disk's disks go before the boot. 200 PciDeviceInfo { id, bdf }
+ * (bdf empty: the device is placed at the boot); 405 once the VM has
+ * booted; 400 for a bad VsockConfig, or one the library refuses (a
+ * second device, a CID below 3, a socket path too long). */
+static void api_vm_add_vsock(struct api_vm *v, const char *body, size_t len,
+			     struct api_reply *r)
+{
+	struct api_vmconfig *c = v->created;
+	char err[MVM_ERR_MAX];
+	json_t *j;
+	int ret;
+
+	if (!api_have_vm(v, "vm.add-vsock", r))
+		return;
+	j = api_load("vm.add-vsock", body, len, "VsockConfig", r);
+	if (!j)
+		return;
+	if (v->booted || mvm_get_state(v->vm) != MVM_VM_CREATED || !c) {
+		json_decref(j);
+		api_error(r, 405, "vm.add-vsock: the VM has booted; mvm makes the vsock device with "
+			  "the VM (no vsock hot-plug): add it before vm.boot, or in vm.create's "
+			  "VmConfig");
+		return;
+	}
+	if (c->has_vsock) {
+		json_decref(j);
+		api_error(r, 400, "vm.add-vsock: the VM has a vsock device already (cid %u); it "
+			  "takes one", c->vsock.cid);
+		return;
+	}
+	if (!api_vsock_parse("vm.add-vsock", j, c, r)) {
+		c->has_vsock = false;
+		json_decref(j);
+		return;
+	}
+	json_decref(j);
+	ret = mvm_add_vsock(v->vm, &c->vsock, err, sizeof(err));
+	if (ret) {
+		c->has_vsock = false;
+		api_error(r, ret == -EINVAL || ret == -ENAMETOOLONG || ret == -EEXIST ? 400 : 500,
+			  "vm.add-vsock: %s", err);
+		return;
+	}
+	/* vm.info shows it; vm.boot's host takes it from the VM (its
+	 * sandbox's limits too). */
+	v->vsock = &c->vsock;
+	api_json(r, json_pack("{s:s,s:s}", "id", "_vsock0", "bdf", ""));
+}
+
 /* PUT vm.remove-device { id }: a disk vm.add-disk plugged in, with the
  * guest's cooperation (it releases the disk within 5 s). 204. */
 static void api_vm_remove_device(struct api_vm *v, const char *body, size_t len,
@@ -873,7 +927,9 @@ static bool api_console_parse(const char *what, json_t *o, struct api_vmconfig *
 	return true;
 }
 
-static bool api_vsock_parse(json_t *o, struct api_vmconfig *c, struct api_reply *r)
+/* A VsockConfig into c (what names it in messages: "vm.create: vsock"). */
+static bool api_vsock_parse(const char *what, json_t *o, struct api_vmconfig *c,
+			    struct api_reply *r)
 {
 	static const char *const keys[] = { "cid", "socket", "id", "iommu", "pci_segment", NULL };
 	json_t *cid = json_object_get(o, "cid");
@@ -881,14 +937,14 @@ static bool api_vsock_parse(json_t *o, struct api_vmconfig *c, struct api_reply 
 	if (!api_known("vsock", o, keys, r) || !api_false_only("vsock", o, "iommu", r))
 		return false;
 	if (json_integer_value(json_object_get(o, "pci_segment"))) {
-		api_error(r, 400, "vm.create: vsock.pci_segment: mvm has PCI segment 0 only");
+		api_error(r, 400, "%s.pci_segment: mvm has PCI segment 0 only", what);
 		return false;
 	}
 	mvm_vsock_init(&c->vsock);
 	if (!json_is_integer(cid) || json_integer_value(cid) < 0 ||
 	    json_integer_value(cid) > UINT32_MAX ||
 	    !api_str(json_object_get(o, "socket"), c->vsock_socket, sizeof(c->vsock_socket))) {
-		api_error(r, 400, "vm.create: vsock: give cid (3 or more) and socket (a path)");
+		api_error(r, 400, "%s: give cid (3 or more) and socket (a path)", what);
 		return false;
 	}
 	c->vsock.cid = (uint32_t)json_integer_value(cid);
@@ -948,7 +1004,7 @@ static bool api_vmconfig_parse(json_t *o, struct api_vmconfig *c, struct api_rep
 	    ((val = json_object_get(o, "serial")) && !api_console_parse("serial", val, c, r)) ||
 	    ((val = json_object_get(o, "console")) && !api_console_parse("console", val, c, r)) ||
 	    ((val = json_object_get(o, "vsock")) && !json_is_null(val) &&
-	     !api_vsock_parse(val, c, r)))
+	     !api_vsock_parse("vm.create: vsock", val, c, r)))
 		return false;
 	val = json_object_get(o, "pvpanic");
 	if (val) {
@@ -1260,6 +1316,7 @@ void api_handle(struct api_vm *v, const char *method, const char *url, const cha
 		{ "vm.snapshot", API_PUT }, { "vm.restore", API_PUT },
 		{ "vm.update-disk", API_PUT }, { "vm.delete", API_PUT }, { "vm.reboot", API_PUT },
 		{ "vm.nmi", API_PUT }, { "vm.coredump", API_PUT }, { "vm.power-button", API_PUT },
+		{ "vm.add-vsock", API_PUT },
 	};
 	enum api_method m;
 	const char *name;
@@ -1313,6 +1370,7 @@ void api_handle(struct api_vm *v, const char *method, const char *url, const cha
 				     body, len, r);
 			return;
 		case 8: api_vm_remove_device(v, body, len, r); return;
+		case 19: api_vm_add_vsock(v, body, len, r); return;
 		case 9:
 		case 10:
 			if (!v->host && len && !api_body_ok(name, body, len, r))

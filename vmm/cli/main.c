@@ -257,6 +257,20 @@ static void main_take_disks(struct cli_config *cfg, struct mvm *vm, struct jail_
 	}
 }
 
+/* The VM's vsock device where the command line (or the VmConfig) gave
+ * none: a restore's, or one vm.add-vsock gave before the boot; for the
+ * jail's limits and the API's vm.info. */
+static void main_take_vsock(struct cli_config *cfg, struct mvm *vm, struct jail_cfg *jail)
+{
+	if (cfg->has_vsock)
+		return;
+	mvm_vsock_init(&cfg->vsock);
+	if (!mvm_get_vsock(vm, &cfg->vsock, sizeof(cfg->vsock))) {
+		cfg->has_vsock = true;
+		main_jail_vsock(jail, &cfg->vsock);
+	}
+}
+
 /* A restored VM's shape, which its snapshot gave (mvm_prepare): its
  * vCPUs and disks, for the jail's limits and the API's vm.info. */
 static void main_restored(struct cli_config *cfg, struct mvm *vm, struct jail_cfg *jail)
@@ -277,13 +291,7 @@ static void main_restored(struct cli_config *cfg, struct mvm *vm, struct jail_cf
 		cfg->vm.hotplug_slots = now.hotplug_slots;
 		cfg->vm.hotplug_queues = now.hotplug_queues;
 	}
-	if (!cfg->has_vsock) {
-		mvm_vsock_init(&cfg->vsock);
-		if (!mvm_get_vsock(vm, &cfg->vsock, sizeof(cfg->vsock))) {
-			cfg->has_vsock = true;
-			main_jail_vsock(jail, &cfg->vsock);
-		}
-	}
+	main_take_vsock(cfg, vm, jail);
 	main_take_disks(cfg, vm, jail);
 }
 
@@ -406,8 +414,12 @@ static int main_api_boot(struct api_vm *v, char *err, size_t errlen)
 {
 	struct main_api *x = v->host_ctx;
 
-	/* Disks vm.add-disk gave before the boot count in the jail too. */
+	/* Disks and a vsock device vm.add-disk and vm.add-vsock gave before
+	 * the boot count in the jail too. */
 	main_take_disks(x->cfg, v->vm, x->jail);
+	main_take_vsock(x->cfg, v->vm, x->jail);
+	if (x->cfg->has_vsock)
+		v->vsock = &x->cfg->vsock;
 	return mvm_prepare(v->vm, err, errlen);
 }
 

@@ -20,7 +20,7 @@ enum remote_arg {
 	REMOTE_ARG_SNAPSHOT,    /* PATH, file:///PATH or destination_url=...: SnapshotConfig,
 				 * VmCoredumpData */
 	REMOTE_ARG_RESTORE,     /* DIR, file:///DIR or source_url=...[,prefault=on]: RestoreConfig */
-	REMOTE_ARG_DISK,        /* path=PATH[,key=value]... or {JSON}: DiskConfig */
+	REMOTE_ARG_DISK,        /* path=PATH[,key=value]... or {JSON}: DiskConfig (VsockConfig) */
 	REMOTE_ARG_ID,          /* a device's id: {"id": ID} */
 	REMOTE_ARG_FILE,        /* a VmConfig in a JSON file, - for stdin */
 };
@@ -61,11 +61,14 @@ static const struct remote_cmd remote_cmds[] = {
 	  "mvm's own: give a running disk a new image (path) and/or new limits; a bucket "
 	  "given (bw_*, ops_*) replaces that bucket, a size of 0 lifts it, one left out "
 	  "stays" },
+	{ "add-vsock", "PUT", "vm.add-vsock", REMOTE_ARG_DISK, "cid=CID,socket=PATH",
+	  "give the VM that create made a vsock device, before boot (Cloud Hypervisor's "
+	  "VsockConfig keys, or its JSON)" },
 	{ "remove-device", "PUT", "vm.remove-device", REMOTE_ARG_ID, "ID",
 	  "unplug the device with this id (info lists them) once the guest lets it go" },
 	{ "nmi", "PUT", "vm.nmi", REMOTE_ARG_NONE, NULL, "one non-maskable interrupt to each vCPU" },
 	{ "power-button", "PUT", "vm.power-button", REMOTE_ARG_NONE, NULL,
-	  "ask the guest to shut down (s390x)" },
+	  "ask the guest to shut down (x86: the keyboard's Power key; s390x: a quiesce)" },
 	{ "reboot", "PUT", "vm.reboot", REMOTE_ARG_NONE, NULL,
 	  "make the VM again from its config and boot it" },
 	{ "shutdown", "PUT", "vm.shutdown", REMOTE_ARG_NONE, NULL, "stop the VM" },
