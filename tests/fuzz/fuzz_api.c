@@ -119,6 +119,7 @@ static void fuzz_seeds(void)
 	     "\"rate_limiter_config\":{\"ops\":{\"size\":100,\"refill_time\":1000}}}]}");
 	seed("boot", 1, "/api/v1/vm.boot", "");
 	seed("add_disk_bad", 1, "/api/v1/vm.add-disk", "{\"path\":");
+	seed("add_vsock", 1, "/api/v1/vm.add-vsock", "{\"cid\":3,\"socket\":\"/v.sock\"}");
 	seed("update_disk", 1, "/api/v1/vm.update-disk",
 	     "{\"id\":\"_disk0\",\"path\":\"/n.img\",\"rate_limiter_config\":{\"bandwidth\":"
 	     "{\"size\":1048576,\"refill_time\":100},\"ops\":{\"size\":0}}}");
