@@ -55,7 +55,8 @@ static const struct remote_cmd remote_cmds[] = {
 	  "plug a disk into the running VM: Cloud Hypervisor's DiskConfig keys (readonly, "
 	  "direct, num_queues, id, serial, rate_limit_group, bw_size, bw_refill_time, "
 	  "bw_one_time_burst, ops_size, ops_refill_time, ops_one_time_burst), or the "
-	  "DiskConfig as JSON; prints the device's id and PCI address" },
+	  "DiskConfig as JSON; prints the device's id and its PCI address (s390x: its ccw bus "
+	  "id)" },
 	{ "update-disk", "PUT", "vm.update-disk", REMOTE_ARG_DISK,
 	  "id=ID[,path=PATH][,bw_size=N,bw_refill_time=MS]...",
 	  "mvm's own: give a running disk a new image (path) and/or new limits; a bucket "
