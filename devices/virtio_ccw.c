@@ -10,6 +10,7 @@
 
 #include "vmm/base/byteorder.h"
 #include "vmm/base/log.h"
+#include "vmm/base/snap.h"
 #include "vmm/base/util.h"
 
 /* ---- commands (vCPU threads, vc->t.lock held) ---------------------------- */
@@ -49,6 +50,20 @@ static bool driver_ok(const struct virtio_ccw *vc)
 	return vc->t.dev->status & VIRTIO_CONFIG_S_DRIVER_OK;
 }
 
+/* The revision the driver asked for (SET_VIRTIO_REV, or a snapshot's). */
+static struct vccw_res rev_set(struct virtio_ccw *vc, uint16_t rev)
+{
+	if (vc->revision >= 0)
+		return reject("second SET_VIRTIO_REV");
+	/* Revision 0 is the legacy interface: mvm's devices are virtio 1.x
+	 * only, and Linux falls back to 0 only when 1 is refused. Revisions
+	 * 1 and 2 carry no data; data we could not interpret is refused. */
+	if (rev < VIRTIO_CCW_REV_MIN || rev > VIRTIO_CCW_REV_MAX)
+		return reject("unsupported revision (only 1 and 2, without data)");
+	vc->revision = rev;
+	return done(VIRTIO_CCW_REV_LEN);
+}
+
 static struct vccw_res set_rev(struct virtio_ccw *vc, bool sli, struct ccw_data *d)
 {
 	uint8_t b[VIRTIO_CCW_REV_LEN];
@@ -61,15 +76,9 @@ static struct vccw_res set_rev(struct virtio_ccw *vc, bool sli, struct ccw_data 
 	len = be16_load(b + 2);
 	if (!fits(sli, d, VIRTIO_CCW_REV_LEN + (uint32_t)len))
 		return program_check("SET_VIRTIO_REV count does not match its length field");
-	if (vc->revision >= 0)
-		return reject("second SET_VIRTIO_REV");
-	/* Revision 0 is the legacy interface: mvm's devices are virtio 1.x
-	 * only, and Linux falls back to 0 only when 1 is refused. Revisions
-	 * 1 and 2 carry no data; data we could not interpret is refused. */
-	if (rev < VIRTIO_CCW_REV_MIN || rev > VIRTIO_CCW_REV_MAX || len != 0)
+	if (len != 0)
 		return reject("unsupported revision (only 1 and 2, without data)");
-	vc->revision = rev;
-	return done(VIRTIO_CCW_REV_LEN);
+	return rev_set(vc, rev);
 }
 
 static struct vccw_res set_vq(struct virtio_ccw *vc, struct ccw_data *d)
@@ -219,14 +228,11 @@ static void clear_queue_indicators(struct virtio_ccw *vc)
 	vc->isc = 0;
 }
 
-static struct vccw_res set_ind(struct virtio_ccw *vc, struct ccw_data *d)
+/* Classic queue indicators at gpa (SET_IND, or a snapshot's). */
+static struct vccw_res ind_classic(struct virtio_ccw *vc, uint64_t gpa)
 {
-	uint8_t b[VIRTIO_CCW_IND_LEN];
-	uint64_t gpa;
 	uint8_t *p;
 
-	ccw_data_read(d, b, sizeof(b));
-	gpa = be64_load(b);
 	/* The queue threads read the indicators without a lock: they may
 	 * change only while no queue runs. */
 	if (driver_ok(vc))
@@ -243,35 +249,46 @@ static struct vccw_res set_ind(struct virtio_ccw *vc, struct ccw_data *d)
 	return done(VIRTIO_CCW_IND_LEN);
 }
 
-static struct vccw_res set_conf_ind(struct virtio_ccw *vc, struct ccw_data *d)
+static struct vccw_res set_ind(struct virtio_ccw *vc, struct ccw_data *d)
 {
 	uint8_t b[VIRTIO_CCW_IND_LEN];
-	uint8_t *p;
 
 	ccw_data_read(d, b, sizeof(b));
-	p = gmem_ptr(vc->mem, be64_load(b), 8);
+	return ind_classic(vc, be64_load(b));
+}
+
+/* The configuration-change indicator at gpa (SET_CONF_IND, or a
+ * snapshot's). */
+static struct vccw_res ind_config(struct virtio_ccw *vc, uint64_t gpa)
+{
+	uint8_t *p = gmem_ptr(vc->mem, gpa, 8);
+
 	if (!p)
 		return reject("SET_CONF_IND: indicator outside guest RAM");
 	/* Read by signal_config from any thread: one atomic pointer, always
 	 * a checked one, so this may change at any time. */
+	vc->conf_ind_gpa = gpa;
 	__atomic_store_n(&vc->conf_ind, p, __ATOMIC_RELEASE);
 	return done(VIRTIO_CCW_IND_LEN);
 }
 
-static struct vccw_res set_ind_adapter(struct virtio_ccw *vc, struct ccw_data *d)
+static struct vccw_res set_conf_ind(struct virtio_ccw *vc, struct ccw_data *d)
 {
-	uint8_t b[VIRTIO_CCW_THININT_LEN];
-	uint64_t summary_gpa, ind_gpa, bit_nr, first, last;
-	unsigned nq = vc->t.dev->num_queues;
-	uint8_t *summary, *ind;
-	uint8_t isc;
-	int ret;
+	uint8_t b[VIRTIO_CCW_IND_LEN];
 
 	ccw_data_read(d, b, sizeof(b));
-	summary_gpa = be64_load(b);
-	ind_gpa = be64_load(b + 8);
-	bit_nr = be64_load(b + 16);
-	isc = b[24];
+	return ind_config(vc, be64_load(b));
+}
+
+/* Adapter (thin) indicators (SET_IND_ADAPTER, or a snapshot's). */
+static struct vccw_res ind_adapter(struct virtio_ccw *vc, uint64_t summary_gpa, uint64_t ind_gpa,
+				   uint64_t bit_nr, uint8_t isc)
+{
+	uint64_t first, last;
+	unsigned nq = vc->t.dev->num_queues;
+	uint8_t *summary, *ind;
+	int ret;
+
 	if (driver_ok(vc))
 		return reject("SET_IND_ADAPTER after DRIVER_OK");
 	if (vc->ind && !vc->thinint)
@@ -309,6 +326,14 @@ static struct vccw_res set_ind_adapter(struct virtio_ccw *vc, struct ccw_data *d
 		}
 	}
 	return done(VIRTIO_CCW_THININT_LEN);
+}
+
+static struct vccw_res set_ind_adapter(struct virtio_ccw *vc, struct ccw_data *d)
+{
+	uint8_t b[VIRTIO_CCW_THININT_LEN];
+
+	ccw_data_read(d, b, sizeof(b));
+	return ind_adapter(vc, be64_load(b), be64_load(b + 8), be64_load(b + 16), b[24]);
 }
 
 /* Fixed-size commands: payload size and handler. */
@@ -494,6 +519,7 @@ static void vccw_reset(struct vtr *t)
 
 	clear_queue_indicators(vc);
 	__atomic_store_n(&vc->conf_ind, NULL, __ATOMIC_RELEASE);
+	vc->conf_ind_gpa = 0;
 }
 
 /* Teardown: the adapter routes go while the device is still there (the
@@ -535,12 +561,83 @@ static void vccw_free(struct vtr *t)
 		free(vc);
 }
 
+/* Snapshots: the subchannel the device sits on (a restore must find it
+ * there: the guest's driver knows it by that number), the revision and
+ * the indicators as the driver set them. The subchannel's own state
+ * (PMCW, status) is the channel subsystem's (css_save). */
+enum vccw_snap_ind { VCCW_SNAP_IND_NONE, VCCW_SNAP_IND_CLASSIC, VCCW_SNAP_IND_ADAPTER };
+
+static int vccw_save(struct vtr *t, struct snap_w *w, char *err, size_t errlen)
+{
+	struct virtio_ccw *vc = container_of(t, struct virtio_ccw, t);
+
+	(void)err;
+	(void)errlen;
+	pthread_mutex_lock(&t->lock);
+	snap_put_u32(w, vc->schid);
+	snap_put_u32(w, (uint32_t)vc->revision);
+	snap_put_u8(w, !vc->ind ? VCCW_SNAP_IND_NONE : vc->thinint ? VCCW_SNAP_IND_ADAPTER :
+		    VCCW_SNAP_IND_CLASSIC);
+	snap_put_u64(w, vc->ind_gpa);
+	snap_put_u64(w, vc->summary_gpa);
+	snap_put_u64(w, vc->ind_bit);
+	snap_put_u8(w, vc->isc);
+	snap_put_u8(w, __atomic_load_n(&vc->conf_ind, __ATOMIC_ACQUIRE) != NULL);
+	snap_put_u64(w, vc->conf_ind_gpa);
+	pthread_mutex_unlock(&t->lock);
+	return 0;
+}
+
+/* Through the commands' own checks, on a device just made (status 0, so
+ * the indicators may be set): a damaged snapshot's values are refused as
+ * the driver's would be. */
+static int vccw_load(struct vtr *t, struct snap_r *r, char *err, size_t errlen)
+{
+	struct virtio_ccw *vc = container_of(t, struct virtio_ccw, t);
+	uint32_t schid = snap_get_u32(r), rev = snap_get_u32(r);
+	uint8_t mode = snap_get_u8(r);
+	uint64_t ind = snap_get_u64(r), summary = snap_get_u64(r), bit = snap_get_u64(r);
+	uint8_t isc = snap_get_u8(r), has_conf = snap_get_u8(r);
+	uint64_t conf = snap_get_u64(r);
+	struct vccw_res res = done(0);
+
+	if (r->err)
+		return snap_done(r, err, errlen);
+	if (schid != vc->schid)
+		return err_set(err, errlen, -EINVAL, "snapshot: a %s on subchannel 0x%08" PRIx32
+			       " there, 0x%08" PRIx32 " here; give the VM the snapshot's devices, in "
+			       "its order", t->dev->ops->name, schid, vc->schid);
+	pthread_mutex_lock(&t->lock);
+	if (rev != UINT32_MAX)
+		res = rev > UINT16_MAX ? reject("unsupported revision") : rev_set(vc, (uint16_t)rev);
+	if (res.ret >= 0 && mode == VCCW_SNAP_IND_CLASSIC)
+		res = ind_classic(vc, ind);
+	else if (res.ret >= 0 && mode == VCCW_SNAP_IND_ADAPTER)
+		res = ind_adapter(vc, summary, ind, bit, isc);
+	else if (res.ret >= 0 && mode != VCCW_SNAP_IND_NONE)
+		res = reject("no such kind of indicators");
+	if (res.ret >= 0 && has_conf)
+		res = ind_config(vc, conf);
+	if (res.ret < 0) {
+		/* As made: nothing of the damaged state stays. */
+		vc->revision = -1;
+		vccw_reset(t);
+	}
+	pthread_mutex_unlock(&t->lock);
+	if (res.ret < 0)
+		return err_set(err, errlen, -EINVAL, "snapshot: %s (%s): %s; the snapshot is "
+			       "damaged", t->dev->ops->name, t->name, res.why);
+	return 0;
+}
+
 static const struct vtr_ops vccw_vtr_ops = {
 	.kind = "virtio-ccw",
 	.reset = vccw_reset,
 	.unbind = vccw_unbind,
 	.stats_json = vccw_stats_json,
 	.free = vccw_free,
+	.save = vccw_save,
+	.load = vccw_load,
 };
 
 int virtio_ccw_init(struct virtio_ccw *vc, struct virtio_dev *dev, const struct guest_mem *mem,

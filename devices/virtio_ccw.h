@@ -154,6 +154,7 @@ struct virtio_ccw {
 	int irq_fd[VIRTIO_MAX_QUEUES];  /* bind_adapter's eventfds, -1: none */
 
 	uint8_t *conf_ind;              /* atomic; the config indicator word, NULL: not set */
+	uint64_t conf_ind_gpa;          /* its guest address (snapshots; vc->t.lock) */
 
 	uint64_t adapter_irqs;          /* atomic: adapter interrupts raised */
 	uint64_t subchannel_irqs;       /* atomic: subchannel interrupts raised */
