@@ -65,11 +65,26 @@ static void console_destroy(void *dev)
 	free(c);
 }
 
+static int console_save(void *dev, struct snap_w *w, char *err, size_t errlen)
+{
+	(void)err;
+	(void)errlen;
+	sclp_save(&((struct s390_console *)dev)->sclp, w);
+	return 0;
+}
+
+static int console_load(void *dev, struct snap_r *r, char *err, size_t errlen)
+{
+	return sclp_load(&((struct s390_console *)dev)->sclp, r, err, errlen);
+}
+
 static const struct vm_device_ops console_vm_ops = {
 	.kind = "sclp-console",
 	.stop = console_stop,
 	.stats_json = console_stats,
 	.destroy = console_destroy,
+	.save = console_save,
+	.load = console_load,
 };
 
 int arch_board_create(struct vm *vm, struct vm_console *con)

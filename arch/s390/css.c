@@ -1,8 +1,11 @@
 /* The channel subsystem: see css.h. */
 #include "arch/s390/css.h"
 #include "vmm/base/byteorder.h"
+#include "vmm/base/snap.h"
+#include "vmm/base/util.h"
 
 #include <errno.h>
+#include <stdlib.h>
 #include <string.h>
 
 /* PMCW flag bits (SCHIB bytes 4-5). */
@@ -717,4 +720,195 @@ int css_instruction(struct css *c, const struct s390_vmem *vm, unsigned op, uint
 	default:                        /* TPI is KVM's; STCPS, RCHP: absent */
 		return -S390_PGM_OPERATION;
 	}
+}
+
+bool css_slot_present(struct css *c, unsigned schno)
+{
+	bool r;
+
+	pthread_mutex_lock(&c->lock);
+	r = schno < c->nsch && c->sch[schno].slot && !c->sch[schno].absent;
+	css_unlock(c);
+	return r;
+}
+
+/* ---- snapshots ---------------------------------------------------------- */
+
+void css_save(struct css *c, struct snap_w *w)
+{
+	uint64_t bits;
+	unsigned i;
+
+	pthread_mutex_lock(&c->lock);
+	/* An attention not served yet becomes the status (and the I/O
+	 * interrupt, which the VM's floating interrupts then carry) it
+	 * would have become at the unlock. */
+	bits = __atomic_exchange_n(&c->attention, 0, __ATOMIC_ACQUIRE);
+	for (; bits; bits &= bits - 1)
+		attend(c, (unsigned)__builtin_ctzll(bits));
+	snap_put_u32(w, c->nsch);
+	for (i = 0; i < c->nsch; i++) {
+		const struct css_subchannel *s = &c->sch[i];
+
+		snap_put_u16(w, s->cu_type);
+		snap_put_u8(w, s->cu_model);
+		snap_put_u8(w, s->slot);
+		snap_put_u8(w, s->absent);
+		snap_put_u8(w, s->gone_unseen);
+		snap_put_u32(w, s->intparm);
+		snap_put_u16(w, s->pmcw_flags);
+		snap_put_u8(w, s->lpm);
+		snap_put_u16(w, s->mbi);
+		snap_put_u32(w, s->chars);
+		snap_put_u16(w, s->scsw_flags);
+		snap_put_u16(w, s->scsw_ctrl);
+		snap_put_u32(w, s->scsw_cpa);
+		snap_put_u8(w, s->dstat);
+		snap_put_u8(w, s->cstat);
+		snap_put_u16(w, s->count);
+		snap_put_bytes(w, s->sense, sizeof(s->sense));
+	}
+	snap_put_u32(w, c->ncrw);
+	for (i = 0; i < c->ncrw; i++)
+		snap_put_u32(w, c->crw[i]);
+	snap_put_u8(w, c->crw_overflow);
+	css_unlock(c);
+}
+
+/* One subchannel as saved. */
+struct css_saved {
+	uint16_t cu_type;
+	uint8_t cu_model, slot, absent, gone_unseen;
+	struct css_subchannel s;
+};
+
+static void css_get_sch(struct snap_r *r, struct css_saved *v)
+{
+	struct css_subchannel *s = &v->s;
+
+	v->cu_type = snap_get_u16(r);
+	v->cu_model = snap_get_u8(r);
+	v->slot = snap_get_u8(r);
+	v->absent = snap_get_u8(r);
+	v->gone_unseen = snap_get_u8(r);
+	s->intparm = snap_get_u32(r);
+	s->pmcw_flags = snap_get_u16(r);
+	s->lpm = snap_get_u8(r);
+	s->mbi = snap_get_u16(r);
+	s->chars = snap_get_u32(r);
+	s->scsw_flags = snap_get_u16(r);
+	s->scsw_ctrl = snap_get_u16(r);
+	s->scsw_cpa = snap_get_u32(r);
+	s->dstat = snap_get_u8(r);
+	s->cstat = snap_get_u8(r);
+	s->count = snap_get_u16(r);
+	snap_get_bytes(r, s->sense, sizeof(s->sense));
+}
+
+/* What MSCH and the channel would never leave in a subchannel: NULL, or
+ * what is wrong. */
+static const char *css_saved_bad(const struct css_saved *v)
+{
+	if (v->slot > 1 || v->absent > 1 || v->gone_unseen > 1)
+		return "a flag that is neither 0 nor 1";
+	if (v->absent && !v->slot)
+		return "a device absent from a subchannel that is not a hot-plug slot";
+	if (v->gone_unseen && !v->absent)
+		return "a device both there and gone";
+	if (v->s.pmcw_flags & ~PMCW_SETTABLE)
+		return "PMCW flags MSCH does not take";
+	if (v->s.chars & PMCW_CHARS_INVALID)
+		return "PMCW characteristics MSCH does not take";
+	if (v->absent && (v->s.pmcw_flags & PMCW_ENA))
+		return "an empty slot enabled";
+	if (v->s.scsw_ctrl & ~(SCSW_FCTL_START | SCSW_FCTL_HALT | SCSW_FCTL_CLEAR |
+			       SCSW_STCTL_ALERT | SCSW_STCTL_PRIMARY | SCSW_STCTL_SECONDARY |
+			       SCSW_STCTL_PENDING))
+		return "SCSW control bits the channel never sets";
+	if (v->absent && v->s.scsw_ctrl)
+		return "status on an empty slot";
+	if (!v->s.scsw_ctrl && (v->s.dstat || v->s.cstat))
+		return "device or channel status on an idle subchannel";
+	if ((v->s.dstat & SCSW_DSTAT_UC) && !(v->s.scsw_ctrl & SCSW_STCTL_ALERT))
+		return "a unit check without alert status";
+	return NULL;
+}
+
+int css_load(struct css *c, struct snap_r *r, char *err, size_t errlen)
+{
+	struct css_saved *v;
+	uint32_t nsch, ncrw, crw[CSS_MAX_CRW] = { 0 };
+	uint8_t overflow;
+	const char *bad;
+	unsigned i;
+	int ret = 0;
+
+	nsch = snap_get_u32(r);
+	if (r->err)
+		return snap_done(r, err, errlen);
+	if (nsch != c->nsch)
+		return err_set(err, errlen, -EINVAL, "snapshot: %u subchannels there, %u here; give "
+			       "the VM the snapshot's devices and hot-plug slots", nsch, c->nsch);
+	v = calloc(nsch ? nsch : 1, sizeof(*v));
+	if (!v)
+		return err_set(err, errlen, -ENOMEM, "snapshot: out of memory");
+	for (i = 0; i < nsch; i++)
+		css_get_sch(r, &v[i]);
+	ncrw = snap_get_u32(r);
+	for (i = 0; i < ncrw && i < CSS_MAX_CRW; i++)
+		crw[i] = snap_get_u32(r);
+	overflow = snap_get_u8(r);
+	if (r->err) {
+		ret = snap_done(r, err, errlen);
+		goto free_v;
+	}
+	if (ncrw > CSS_MAX_CRW || overflow > 1) {
+		ret = err_set(err, errlen, -EINVAL, "snapshot: %u channel reports pending (at most "
+			      "%u)%s; the snapshot is damaged", ncrw, CSS_MAX_CRW,
+			      overflow > 1 ? ", an overflow flag neither 0 nor 1" : "");
+		goto free_v;
+	}
+	pthread_mutex_lock(&c->lock);
+	for (i = 0; i < nsch && !ret; i++) {
+		const struct css_subchannel *s = &c->sch[i];
+
+		if (v[i].cu_type != s->cu_type || v[i].cu_model != s->cu_model ||
+		    v[i].slot != s->slot)
+			ret = err_set(err, errlen, -EINVAL, "snapshot: subchannel 0.0.%04x holds control "
+				      "unit %04x model %02x%s there, %04x model %02x%s here; give the "
+				      "VM the snapshot's devices, in its order", i, v[i].cu_type,
+				      v[i].cu_model, v[i].slot ? " (a hot-plug slot)" : "",
+				      s->cu_type, s->cu_model, s->slot ? " (a hot-plug slot)" : "");
+		else if ((bad = css_saved_bad(&v[i])))
+			ret = err_set(err, errlen, -EINVAL, "snapshot: subchannel 0.0.%04x: %s; the "
+				      "snapshot is damaged", i, bad);
+	}
+	for (i = 0; i < nsch && !ret; i++) {
+		struct css_subchannel *s = &c->sch[i];
+		const struct css_subchannel *o = &v[i].s;
+
+		s->intparm = o->intparm;
+		s->pmcw_flags = o->pmcw_flags;
+		s->lpm = o->lpm;
+		s->mbi = o->mbi;
+		s->chars = o->chars;
+		s->scsw_flags = o->scsw_flags;
+		s->scsw_ctrl = o->scsw_ctrl;
+		s->scsw_cpa = o->scsw_cpa;
+		s->dstat = o->dstat;
+		s->cstat = o->cstat;
+		s->count = o->count;
+		memcpy(s->sense, o->sense, sizeof(s->sense));
+		s->absent = v[i].absent;
+		s->gone_unseen = v[i].gone_unseen;
+	}
+	if (!ret) {
+		memcpy(c->crw, crw, sizeof(c->crw));
+		c->ncrw = ncrw;
+		c->crw_overflow = overflow;
+	}
+	css_unlock(c);
+free_v:
+	free(v);
+	return ret;
 }

@@ -165,6 +165,22 @@ int css_slot_set(struct css *c, unsigned schno, bool present);
  * "nothing changed" in its view)? */
 bool css_slot_free(struct css *c, unsigned schno);
 
+/* Snapshots (docs/snapshot.md): every subchannel's state as the guest's
+ * instructions left it (PMCW, SCSW, sense data, a slot's presence) and
+ * the channel reports not yet stored, into the open section of w; an
+ * attention left by a device is served first. css_load puts them back
+ * on a channel subsystem made with the same devices in the same order,
+ * before any vCPU runs, without telling the devices (their own state
+ * is restored apart): 0, or -EINVAL with a one-line message naming the
+ * subchannel and what differs or is damaged, having changed nothing. */
+struct snap_w;
+struct snap_r;
+void css_save(struct css *c, struct snap_w *w);
+int css_load(struct css *c, struct snap_r *r, char *err, size_t errlen);
+
+/* Is slot schno's device installed (not absent)? */
+bool css_slot_present(struct css *c, unsigned schno);
+
 /* The subchannel-id word of subchannel schno (GPR1's format). */
 static inline uint32_t css_schid(unsigned schno)
 {

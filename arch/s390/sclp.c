@@ -4,6 +4,7 @@
 #include "arch/s390/sclp.h"
 #include "vmm/base/byteorder.h"
 #include "vmm/base/log.h"
+#include "vmm/base/snap.h"
 #include "vmm/base/util.h"
 
 #include <errno.h>
@@ -370,3 +371,50 @@ static const struct console_port_ops sclp_port_ops = {
 	.rx_take = sclp_port_rx_take,
 	.tx_freed = NULL,       /* output that finds no room is dropped, not waited for */
 };
+
+/* ---- snapshots ---------------------------------------------------------- */
+
+/* The event masks the guest set, the console input it has not read, and
+ * what it has been told of: a service signal the guest has not taken is
+ * the VM's floating interrupt, saved with those. Output belongs to the
+ * VM that was snapshotted (its console delivers it), as the UART's. */
+void sclp_save(struct sclp *s, struct snap_w *w)
+{
+	unsigned i;
+
+	pthread_mutex_lock(&s->lock);
+	snap_put_u32(w, s->guest_receive);
+	snap_put_u32(w, s->guest_send);
+	snap_put_u8(w, s->pending_signalled);
+	snap_put_u8(w, s->quiesce_pending);
+	snap_put_u32(w, s->rx_count);
+	for (i = 0; i < s->rx_count; i++)
+		snap_put_u8(w, s->rx[(s->rx_head + i) % SCLP_RX_SIZE]);
+	pthread_mutex_unlock(&s->lock);
+}
+
+int sclp_load(struct sclp *s, struct snap_r *r, char *err, size_t errlen)
+{
+	uint32_t receive = snap_get_u32(r), send = snap_get_u32(r);
+	uint8_t signalled = snap_get_u8(r), quiesce = snap_get_u8(r);
+	uint32_t n = snap_get_u32(r);
+	uint8_t rx[SCLP_RX_SIZE];
+
+	if (n > SCLP_RX_SIZE || signalled > 1 || quiesce > 1)
+		return err_set(err, errlen, -EINVAL, "snapshot: the SCLP console holds %u bytes of "
+			       "input (at most %u)%s; the snapshot is damaged", n, SCLP_RX_SIZE,
+			       n > SCLP_RX_SIZE ? "" : ", a flag neither 0 nor 1");
+	snap_get_bytes(r, rx, n);
+	if (r->err)
+		return snap_done(r, err, errlen);
+	pthread_mutex_lock(&s->lock);
+	s->guest_receive = receive;
+	s->guest_send = send;
+	s->pending_signalled = signalled;
+	s->quiesce_pending = quiesce;
+	memcpy(s->rx, rx, n);
+	s->rx_head = 0;
+	s->rx_count = n;
+	pthread_mutex_unlock(&s->lock);
+	return 0;
+}

@@ -147,6 +147,14 @@ int sclp_service_call(struct sclp *s, uint32_t cmd, uint64_t sccb, bool problem)
  * before it has read the first is the same one. Any thread. */
 void sclp_signal_quiesce(struct sclp *s);
 
+/* Snapshots: the SCLP's state into the open section of w; sclp_load
+ * puts it back (before any vCPU runs): 0, or -EINVAL with a message
+ * where the section is damaged, having changed nothing. */
+struct snap_w;
+struct snap_r;
+void sclp_save(struct sclp *s, struct snap_w *w);
+int sclp_load(struct sclp *s, struct snap_r *r, char *err, size_t errlen);
+
 /* Event type t as a bit of a 4-byte mask. */
 static inline uint32_t sclp_evtyp_bit(unsigned t)
 {

@@ -28,9 +28,16 @@
  *    the input's word: absent, its device is disabled (so never called),
  *    its status never pending; a report is queued per change while
  *    there is room (the first asks for a machine check), STCRW stores
- *    them (cc 0) until none is left (cc 1), and never more than fit. */
+ *    them (cc 0) until none is left (cc 1), and never more than fit;
+ *  - a snapshot's channel subsystem state (css_load, on bytes of the
+ *    input as a section's payload) that is taken leaves every invariant
+ *    above true (the devices told what the restored PMCWs say, as their
+ *    own restored state would); one that is refused says why in one line
+ *    and changes nothing; what is taken saves again (css_save) to the
+ *    same bytes. */
 #include "arch/s390/css.h"
 #include "tests/fuzz/fuzz.h"
+#include "vmm/base/snap.h"
 #include "tests/fuzz/fuzz_ram.h"
 
 #define RAM  0x10000ULL
@@ -315,6 +322,51 @@ static void op_slot(struct fc *t, bool present)
 	FZ_ASSERT(css_slot_set(&t->c, 0, present) == -EINVAL);
 }
 
+/* A snapshot's state: a u16 length, that many bytes of payload. */
+static void op_load(struct fc *t, struct fz *f)
+{
+	static char msg[512];
+	struct css_subchannel before[NSCH];
+	uint32_t crw[CSS_MAX_CRW];
+	unsigned ncrw = t->c.ncrw;
+	bool oflw = t->c.crw_overflow;
+	uint16_t n = fz_u16(f);
+	uint8_t buf[1024], *img;
+	struct snap_r r = { .p = buf, .len = n < sizeof(buf) ? n : sizeof(buf) }, again;
+	struct snap_file file;
+	struct snap_w w;
+	size_t len;
+	int ret;
+
+	fz_bytes(f, buf, r.len);
+	memcpy(before, t->c.sch, sizeof(before));
+	memcpy(crw, t->c.crw, sizeof(crw));
+	msg[0] = '\0';
+	ret = css_load(&t->c, &r, msg, sizeof(msg));
+	if (ret) {
+		FZ_ASSERT(ret == -EINVAL || ret == -ENOMEM);
+		FZ_ASSERT(msg[0] && !strchr(msg, '\n'));
+		FZ_ASSERT(!memcmp(before, t->c.sch, sizeof(before)));
+		FZ_ASSERT(!memcmp(crw, t->c.crw, sizeof(crw)) && t->c.ncrw == ncrw &&
+			  t->c.crw_overflow == oflw);
+		return;
+	}
+	/* Each device's own restored state agrees with its PMCW. */
+	for (unsigned i = 0; i < NSCH; i++)
+		t->dev[i].on = t->c.sch[i].pmcw_flags & PMCW_ENA;
+	/* Saved again: the bytes it read. */
+	snap_w_init(&w);
+	snap_begin(&w, SNAP_TAG('C', 'S', 'S', ' '), 0);
+	css_save(&t->c, &w);
+	snap_end(&w);
+	FZ_ASSERT(snap_w_image(&w, &img, &len) == 0);
+	FZ_ASSERT(snap_open(&file, img, len, msg, sizeof(msg)) == 0);
+	FZ_ASSERT(snap_find(&file, SNAP_TAG('C', 'S', 'S', ' '), 0, &again) == 0);
+	FZ_ASSERT(again.len == r.off && !memcmp(again.p, buf, r.off));
+	free(img);
+	snap_w_free(&w);
+}
+
 static void check(struct fc *t)
 {
 	FZ_ASSERT(__atomic_load_n(&t->c.attention, __ATOMIC_ACQUIRE) == 0);
@@ -353,9 +405,15 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	while (fz_left(&in) && ++steps < 4096) {
 		uint8_t how = fz_u8(&in);
 
-		/* One step in 16 (high nibble 0xf) plugs or unplugs the slot. */
+		/* One step in 16 (high nibble 0xf) plugs or unplugs the slot;
+		 * one in 16 (0xe) loads a snapshot's state. */
 		if ((how & 0xf0) == 0xf0) {
 			op_slot(&t, how & 1);
+			check(&t);
+			continue;
+		}
+		if ((how & 0xf0) == 0xe0) {
+			op_load(&t, &in);
 			check(&t);
 			continue;
 		}
@@ -493,4 +551,43 @@ static void fuzz_seeds(void)
 	s_insn(&s, I_CSCH, 0, 0);
 	s_insn(&s, I_TSCH, 0, 0x400);
 	fuzz_seed("notify_reject_halt_clear", s.b, s.n);
+
+	/* A snapshot's state, as css_save writes it: subchannel 0 enabled
+	 * (ISC 3) with status pending, the slot's device put in and not yet
+	 * reported; then TSCH on 0. */
+	s.n = 0;
+	{
+		struct css c;
+		struct fdev d[NSCH];
+		struct snap_file f;
+		struct snap_r r;
+		struct snap_w w;
+		uint8_t *img;
+		size_t len;
+		char msg[256];
+
+		memset(d, 0, sizeof(d));
+		FZ_ASSERT(css_init(&c, NULL, NULL, NULL) == 0);
+		for (unsigned i = 0; i < NSCH; i++)
+			FZ_ASSERT((i == SLOT ? css_attach_slot : css_attach)(&c, &fdev_ops, &d[i],
+									      0x3832, 2) == (int)i);
+		c.sch[0].pmcw_flags = PMCW_ENA | 3 << 11;
+		c.sch[0].scsw_ctrl = SCSW_STCTL_ALERT | SCSW_STCTL_PENDING;
+		FZ_ASSERT(css_slot_set(&c, SLOT, true) == 1);
+		snap_w_init(&w);
+		snap_begin(&w, SNAP_TAG('C', 'S', 'S', ' '), 0);
+		css_save(&c, &w);
+		snap_end(&w);
+		FZ_ASSERT(snap_w_image(&w, &img, &len) == 0);
+		FZ_ASSERT(snap_open(&f, img, len, msg, sizeof(msg)) == 0);
+		FZ_ASSERT(snap_find(&f, SNAP_TAG('C', 'S', 'S', ' '), 0, &r) == 0);
+		fzb_u8(&s, 0xe0);
+		fzb_u16(&s, (uint16_t)r.len);
+		fzb_bytes(&s, r.p, r.len);
+		free(img);
+		snap_w_free(&w);
+		css_fini(&c);
+	}
+	s_insn(&s, I_TSCH, 0, 0x400);
+	fuzz_seed("snapshot_state_loaded", s.b, s.n);
 }

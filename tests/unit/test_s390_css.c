@@ -16,6 +16,7 @@
 #include "arch/s390/css.h"
 #include "tests/unit/check.h"
 #include "vmm/base/byteorder.h"
+#include "vmm/base/snap.h"
 #include "vmm/base/util.h"
 
 #define RAM      (16ULL << 20)
@@ -916,4 +917,101 @@ TEST(reports_are_stored_in_order_and_a_lost_one_is_flagged)
 	CHECK_EQ(stcrw(t, &crw), 0);
 	CHECK_EQ(crw, CRW_SCH(1));
 	teardown(t);
+}
+
+/* ---- snapshots -------------------------------------------------------- */
+
+#define T_CSS SNAP_TAG('C', 'S', 'S', ' ')
+
+/* from's state saved into a snapshot file, then loaded into to: what
+ * css_load returned (0 only when it also read the section to its end). */
+static int css_round_trip(struct css *from, struct css *to)
+{
+	static char msg[512];
+	struct snap_file f;
+	struct snap_w w;
+	struct snap_r r;
+	uint8_t *img;
+	size_t len;
+	int ret;
+
+	snap_w_init(&w);
+	snap_begin(&w, T_CSS, 0);
+	css_save(from, &w);
+	snap_end(&w);
+	CHECK_EQ(snap_w_image(&w, &img, &len), 0);
+	CHECK_EQ(snap_open(&f, img, len, msg, sizeof(msg)), 0);
+	CHECK_EQ(snap_find(&f, T_CSS, 0, &r), 0);
+	ret = css_load(to, &r, msg, sizeof(msg));
+	if (!ret)
+		ret = snap_done(&r, msg, sizeof(msg));
+	if (ret)
+		CHECK(strstr(msg, "snapshot: ") == msg);
+	free(img);
+	snap_w_free(&w);
+	return ret;
+}
+
+TEST(a_snapshot_carries_each_subchannel_its_pending_status_and_the_reports)
+{
+	struct t *a = setup(), *b = setup();
+	struct fdev spare_a = { 0 }, spare_b = { 0 };
+	uint16_t flags, ctrl;
+	uint32_t crw;
+	const uint8_t *s;
+
+	CHECK_EQ(css_attach_slot(&a->c, &fdev_ops, &spare_a, 0x3832, 2), 1);
+	CHECK_EQ(css_attach_slot(&b->c, &fdev_ops, &spare_b, 0x3832, 2), 1);
+	CHECK_EQ(modify(a, 0xfeedf00d, 0x0080 | 5 << 11, 0), 0);
+	css_notify(&a->c, 0);                           /* status pending */
+	CHECK_EQ(css_slot_set(&a->c, 1, true), 1);      /* a report the guest has not stored */
+	a->dev.enables = b->dev.enables = 0;
+	CHECK_EQ(css_round_trip(&a->c, &b->c), 0);
+	/* Nobody told the devices: their own state is restored apart. */
+	CHECK_EQ(b->dev.enables + b->dev.disables + spare_b.enables + spare_b.disables, 0);
+	CHECK_EQ(b->irqs, 0);
+	CHECK_EQ(stsch_of(b, 0, &flags), 0);
+	s = ram(b, OPND + 0x400, CSS_SCHIB_LEN);
+	CHECK_EQ(be32_load(s), 0xfeedf00d);
+	CHECK_EQ(flags, 0x0080 | 5 << 11 | 0x0001);
+	CHECK_EQ(be16_load(s + 30) & 0x0001, 0x0001);  /* SCSW: status pending */
+	CHECK_EQ(tsch_of(b, 0, &ctrl), 0);
+	CHECK_EQ(ctrl, SCSW_STCTL_ALERT | SCSW_STCTL_PENDING);
+	CHECK_EQ(tsch_of(b, 0, &ctrl), 1);              /* taken once */
+	CHECK(css_slot_present(&b->c, 1));
+	CHECK_EQ(stcrw(b, &crw), 0);
+	CHECK_EQ(crw, CRW_SCH(1));
+	CHECK_EQ(stcrw(b, &crw), 1);
+	teardown(a);
+	teardown(b);
+}
+
+TEST(a_snapshot_of_other_subchannels_or_impossible_ones_is_refused_and_changes_nothing)
+{
+	struct t *a = setup(), *b = setup(), *c = setup();
+	struct fdev spare = { 0 };
+	uint16_t flags;
+
+	/* Another number of subchannels (b has a slot, a none). */
+	CHECK_EQ(css_attach_slot(&b->c, &fdev_ops, &spare, 0x3832, 2), 1);
+	CHECK_EQ(css_round_trip(&a->c, &b->c), -EINVAL);
+	CHECK_EQ(css_round_trip(&b->c, &a->c), -EINVAL);
+	/* Another device there (control unit model 1, not 2). */
+	c->c.sch[0].cu_model = 1;
+	CHECK_EQ(css_round_trip(&c->c, &a->c), -EINVAL);
+	c->c.sch[0].cu_model = 2;
+	/* PMCW flags no MSCH takes, and an absent device where no slot is:
+	 * a's subchannel stays as it was. */
+	CHECK_EQ(modify(a, 7, 0x0080, 0), 0);
+	c->c.sch[0].pmcw_flags = 0xc300;
+	CHECK_EQ(css_round_trip(&c->c, &a->c), -EINVAL);
+	c->c.sch[0].pmcw_flags = 0;
+	c->c.sch[0].absent = true;
+	CHECK_EQ(css_round_trip(&c->c, &a->c), -EINVAL);
+	CHECK_EQ(stsch_of(a, 0, &flags), 0);
+	CHECK_EQ(flags, 0x0080 | 0x0001);
+	CHECK_EQ(be32_load(ram(a, OPND + 0x400, 4)), 7);
+	teardown(a);
+	teardown(b);
+	teardown(c);
 }
