@@ -103,6 +103,8 @@ int arch_attach_ccw(struct vm *vm, struct virtio_dev *dev);
 int arch_ccw_slot_attach(struct vm *vm, struct virtio_dev *dev, unsigned *slot);
 int arch_ccw_slot_set(struct vm *vm, unsigned slot, bool present);
 bool arch_ccw_slot_free(struct vm *vm, unsigned slot);
+/* Does the slot hold a device now (a restore's check against its disks)? */
+bool arch_ccw_slot_present(struct vm *vm, unsigned slot);
 
 /* Booting a Linux kernel. */
 struct arch_boot_cfg {
@@ -133,8 +135,8 @@ void arch_boot_free(struct arch_boot *boot);
 /* One vCPU's architectural state, before any vCPU runs. boot NULL means
  * a restore sets the state next (arch_vcpu_load): x86 then sets CPUID,
  * the MSR defaults and the LAPIC's LINT pins as for a boot, but no
- * registers or MP state; an architecture without snapshots refuses with
- * -EOPNOTSUPP and a message. 0 or -errno. */
+ * registers or MP state; s390x makes each vCPU as for a boot, stopped,
+ * with no start PSW. 0 or -errno. */
 int arch_vcpu_init(struct vcpu *v, unsigned ncpus, const struct arch_boot *boot, char *err,
 		   size_t errlen);
 
@@ -190,6 +192,17 @@ int arch_vm_clock_restore(struct vm *vm);
  * 0 or -errno. */
 struct snap_w;
 struct snap_file;
+/* Can guest RAM be a mapping the host write-protects (a file mapped
+ * privately, copy-on-write; a shared file's pages the kernel tracks
+ * for writing)? s390x: only where KVM has KVM_CAP_S390_COW (the CPU's
+ * ESOP facility); without it the guest, not the host, takes the
+ * protection exception of its first write to such a page. kvm_fd:
+ * /dev/kvm's. */
+bool arch_ram_cow_ok(int kvm_fd);
+/* The descriptor of the architecture's own KVM device that arch_vm_save
+ * reads (s390x: the FLIC's floating interrupts), for the filter of the
+ * thread that takes snapshots; -1: none. */
+int arch_vm_snap_fd(const struct vm *vm);
 int arch_vm_save(struct vm *vm, struct snap_w *w, char *err, size_t errlen);
 int arch_vm_load(struct vm *vm, const struct snap_file *f, char *err, size_t errlen);
 int arch_vcpu_save(struct vcpu *v, struct snap_w *w, char *err, size_t errlen);

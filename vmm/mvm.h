@@ -65,9 +65,9 @@ extern "C" {
  * is passed with it) make a new MINOR: a program built against an older
  * header runs against a newer library of the same MAJOR. */
 #define MVM_VERSION_MAJOR 2
-#define MVM_VERSION_MINOR 13
+#define MVM_VERSION_MINOR 14
 #define MVM_VERSION_PATCH 0
-#define MVM_VERSION_STRING "2.13.0"
+#define MVM_VERSION_STRING "2.14.0"
 #define MVM_ERR_MAX 512          /* enough for any message */
 /* For the statistics calls: every vCPU, every disk, every queue. */
 #define MVM_ALL (~0u)
@@ -186,7 +186,9 @@ struct mvm_config {
 	 * place; the guest's vsock connections are reset (TRANSPORT_RESET,
 	 * virtio 1.2 §5.10.6.7), its listeners stay. Guest RAM is mapped privately from
 	 * DIR/memory: pages are read as the guest touches them, and VMs
-	 * restored from one snapshot share them in the host's page cache.
+	 * restored from one snapshot share them in the host's page cache
+	 * (s390x whose KVM lacks KVM_CAP_S390_COW: read into the VM's own
+	 * RAM instead, as it cannot run a guest in copy-on-write memory).
 	 * A snapshot of another mvm version, another shape or a damaged one
 	 * is refused (mvm_create, mvm_prepare or mvm_start), naming what
 	 * differs. docs/snapshot.md. */
@@ -217,7 +219,8 @@ struct mvm_config {
 	 * and the state written beside it; from then on the VM's RAM is a
 	 * private mapping of that file, so the snapshot stays as it was
 	 * whatever the VM does next. Not with restore; not with a disk's
-	 * fixed_buffers. NULL (default): anonymous memory. */
+	 * fixed_buffers; not on s390x whose KVM lacks KVM_CAP_S390_COW
+	 * (mvm_prepare: -ENOTSUP). NULL (default): anonymous memory. */
 	const char *mem_file;
 	/* Since 2.10. A directory of images for a running VM's disks,
 	 * opened by mvm_prepare (O_PATH) and held, so that it outlasts a
@@ -644,9 +647,10 @@ uint64_t mvm_coredump_size_max(unsigned cpus, uint64_t mem);
  * mvm_confine_api_thread confined only beneath mvm_config.snapshot_dir
  * (-EPERM elsewhere). 0, or -errno with a message: -EINVAL (not paused),
  * -EBUSY (a device holds requests it cannot give back: resume, then try
- * again), -EOPNOTSUPP (what snapshots cannot carry yet: a disk plugged
- * into a hot-plug slot at run time, even one removed since; virtio-ccw;
- * s390x), or a file error. Empty hot-plug slots are carried. A vsock device's connections are not kept:
+ * again), -EOPNOTSUPP (what snapshots cannot carry: a KVM without
+ * KVM_CAP_S390_IRQ_STATE on s390x), or a file error. Hot-plug slots are
+ * carried, with the disks plugged into them. Since 2.14 on s390x too
+ * (docs/snapshot.md#s390x). A vsock device's connections are not kept:
  * a restore resets them (the guest gets a TRANSPORT_RESET). */
 int mvm_snapshot(struct mvm *vm, const char *dir, char *err, size_t errlen);
 

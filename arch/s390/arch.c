@@ -114,6 +114,8 @@ int arch_vm_init(struct vm *vm, void **state, char *err, size_t errlen)
 	for (unsigned i = 0; i < S390_MAX_VCPUS; i++)
 		sv->cpu[i].start_efd = -1;
 	sv->flic_fd = flic_create(vm);
+	/* Asked now: a snapshot may be taken by a filtered thread. */
+	sv->irq_state = ioctl(vm->vm_fd, KVM_CHECK_EXTENSION, KVM_CAP_S390_IRQ_STATE) > 0;
 	if (css_init(&sv->css, &vm->mem, io_interrupt, sv)) {
 		free(sv);
 		return err_set(err, errlen, -ENOMEM, "channel subsystem: out of resources");
@@ -235,6 +237,12 @@ static const struct sandbox_ioctl s390_ioctls[] = {
 	/* The thread that pauses keeps the TOD clock (arch_vm_clock_save). */
 	{ S390_K_PAUSER, SANDBOX_FD_VM, KVM_GET_DEVICE_ATTR },
 	{ S390_K_PAUSER, SANDBOX_FD_VM, KVM_SET_DEVICE_ATTR },
+	/* A snapshot taken by a control server (mvm_snapshot, snap.c), read
+	 * only: each vCPU's pending interrupts, the storage keys, the
+	 * FLIC's floating interrupts (and the CPU model, a VM attribute). */
+	{ SANDBOX_K(SANDBOX_API), SANDBOX_FD_VCPUS, KVM_S390_GET_IRQ_STATE },
+	{ SANDBOX_K(SANDBOX_API), SANDBOX_FD_VM, KVM_S390_GET_SKEYS },
+	{ SANDBOX_K(SANDBOX_API), SANDBOX_FD_ARCH_DEV, KVM_GET_DEVICE_ATTR },
 };
 static const struct sandbox_call s390_calls[] = {
 	{ S390_K_VCPU, __NR_poll },
@@ -250,6 +258,16 @@ const struct arch_sandbox arch_sandbox = {
 	.calls = s390_calls,
 	.ncalls = ARRAY_SIZE(s390_calls),
 };
+
+bool arch_ram_cow_ok(int kvm_fd)
+{
+	return ioctl(kvm_fd, KVM_CHECK_EXTENSION, KVM_CAP_S390_COW) > 0;
+}
+
+int arch_vm_snap_fd(const struct vm *vm)
+{
+	return s390_vm(vm)->flic_fd;
+}
 
 void arch_cpu_relax(void)
 {

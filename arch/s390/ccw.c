@@ -217,3 +217,8 @@ bool arch_ccw_slot_free(struct vm *vm, unsigned slot)
 {
 	return css_slot_free(&s390_vm(vm)->css, slot);
 }
+
+bool arch_ccw_slot_present(struct vm *vm, unsigned slot)
+{
+	return css_slot_present(&s390_vm(vm)->css, slot);
+}

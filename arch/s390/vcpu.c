@@ -23,7 +23,8 @@
 #include <sys/ioctl.h>
 
 /* A vCPU after KVM_CREATE_VCPU: channel I/O to user space, the
- * architected reset state, and for the boot CPU the start PSW. */
+ * architected reset state, and the start PSW at entry (a restore then
+ * sets every register: snap.c). */
 static int s390_vcpu_setup(struct vcpu *v, uint64_t entry, char *err, size_t errlen)
 {
 	struct kvm_enable_cap css = { .cap = KVM_CAP_S390_CSS_SUPPORT };
@@ -50,10 +51,6 @@ int arch_vcpu_init(struct vcpu *v, unsigned ncpus, const struct arch_boot *boot,
 	struct s390_cpu *c;
 	int ret;
 
-	/* No boot: a restore, which s390x does not have (snap.c). */
-	if (!boot)
-		return err_set(err, errlen, -EOPNOTSUPP, "snapshots are x86-only in this mvm: "
-			       "docs/snapshot.md says what s390x needs");
 	if (v->id >= S390_MAX_VCPUS || ncpus > S390_MAX_VCPUS)
 		return err_set(err, errlen, -EINVAL, "cpus %u: give at most %u", ncpus,
 			       S390_MAX_VCPUS);
@@ -62,12 +59,14 @@ int arch_vcpu_init(struct vcpu *v, unsigned ncpus, const struct arch_boot *boot,
 	c->start_efd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
 	if (c->start_efd < 0)
 		return err_set(err, errlen, -errno, "vCPU %u: eventfd: %s", v->id, strerror(errno));
-	ret = s390_vcpu_setup(v, boot->entry, err, errlen);
+	ret = s390_vcpu_setup(v, boot ? boot->entry : 0, err, errlen);
 	if (ret)
 		return ret;
 	/* The boot CPU starts at the kernel's entry; the others wait in the
-	 * stopped state for the guest's SIGP (KVM created them stopped). */
-	if (v->id == 0) {
+	 * stopped state for the guest's SIGP (KVM created them stopped). A
+	 * restore (no boot) runs those the snapshot had operating
+	 * (arch_vcpu_load). */
+	if (boot && v->id == 0) {
 		__atomic_store_n(&c->operating, true, __ATOMIC_RELEASE);
 		__atomic_add_fetch(&sv->operating, 1, __ATOMIC_ACQ_REL);
 	}

@@ -1023,9 +1023,10 @@ TEST(restore_disks_given_take_the_snapshots_shape_where_left_at_default)
 }
 
 /* A disk the snapshot's guest had in a hot-plug slot goes back there, on
- * PCI: given another transport, the restore fails at mvm_prepare, naming
- * the disk and its slot, before anything of the VM is made. */
-TEST(restore_puts_a_hot_plugged_disk_back_in_its_slot_on_pci_only)
+ * the slots' transport (x86: PCI): given another, the restore fails at
+ * mvm_prepare, naming the disk and its slot, before anything of the VM
+ * is made. */
+TEST(restore_puts_a_hot_plugged_disk_back_in_its_slot_on_the_slots_transport)
 {
 	struct mvm_config c;
 	struct mvm_disk d;
@@ -1044,8 +1045,8 @@ TEST(restore_puts_a_hot_plugged_disk_back_in_its_slot_on_pci_only)
 	d.transport = MVM_TRANSPORT_MMIO;
 	CHECK_EQ(mvm_add_disk(vm, &d, err, sizeof(err)), 0);
 	CHECK_EQ(mvm_prepare(vm, err, sizeof(err)), -EINVAL);
-	CHECK(strstr(err, "disk 0 (") && strstr(err, "was in hot-plug slot 1, which is PCI; give "
-						  "it transport=pci"));
+	CHECK(strstr(err, "disk 0 (") && strstr(err, "was in hot-plug slot 1, which is on pci; "
+						  "give it transport=pci"));
 	mvm_destroy(vm);
 }
 

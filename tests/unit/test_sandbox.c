@@ -1052,7 +1052,7 @@ TEST(vcpu_thread_returns_from_the_kick_handler)
 TEST(every_kind_builds_a_program_that_fits)
 {
 	struct sock_filter insn[SANDBOX_MAX_INSNS];
-	struct sandbox_fds fds = { 3, 4, 4, 9, 5, 0, SIGUSR1, 6, 7, 8, 10 };
+	struct sandbox_fds fds = { 3, 4, 4, 9, 5, 0, SIGUSR1, 6, 7, 8, 10, 11 };
 	unsigned k;
 
 	for (k = 0; k < SANDBOX_KINDS; k++) {

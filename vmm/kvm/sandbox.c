@@ -330,6 +330,7 @@ static bool fd_range(const struct sandbox_fds *f, enum sandbox_fd which, int *lo
 	case SANDBOX_FD_SNAP_DIR: *lo = *hi = f->snap_dir; break;
 	case SANDBOX_FD_MEM: *lo = *hi = f->mem; break;
 	case SANDBOX_FD_IMAGE_DIR: *lo = *hi = f->image_dir; break;
+	case SANDBOX_FD_ARCH_DEV: *lo = *hi = f->arch_dev; break;
 	default: return false;
 	}
 	return *lo >= 0 && *hi >= *lo;

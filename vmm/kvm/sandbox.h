@@ -52,8 +52,10 @@ struct sandbox_fds {
 	int snap_dir;           /* a control server's snapshot directory (O_PATH) */
 	int mem;                /* the file guest RAM is in (mvm_config.mem_file) */
 	int image_dir;          /* a control server's image directory (O_PATH) */
+	int arch_dev;           /* the architecture's KVM device a snapshot reads
+				 * (arch_vm_snap_fd: s390x's FLIC) */
 };
-#define SANDBOX_NO_FDS ((struct sandbox_fds){ -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1 })
+#define SANDBOX_NO_FDS ((struct sandbox_fds){ -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1 })
 
 /* A kind's bit in the masks below. */
 #define SANDBOX_K(kind) (1u << (kind))
@@ -70,6 +72,7 @@ enum sandbox_fd {
 	SANDBOX_FD_SNAP_DIR,    /* its snapshot directory */
 	SANDBOX_FD_MEM,         /* the file guest RAM is in */
 	SANDBOX_FD_IMAGE_DIR,   /* its image directory */
+	SANDBOX_FD_ARCH_DEV,    /* the architecture's KVM device (s390x: the FLIC) */
 };
 
 /* An ioctl the kinds in `kinds` may issue on descriptor `fd`. */

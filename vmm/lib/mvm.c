@@ -1497,10 +1497,10 @@ static int mvm_attach_spares(struct mvm *m, char *err, size_t errlen)
 	int ret;
 
 	for (i = 0; i < m->ndisks; i++)
-		if (m->disks[i].restore_slot > m->nports)
+		if (m->disks[i].restore_slot > m->cfg.hotplug_slots)
 			return err_set(err, errlen, -EINVAL, "restore %s: disk %u was in hot-plug "
 				       "slot %u; the VM has %u", m->restore_dir, i,
-				       m->disks[i].restore_slot, m->nports);
+				       m->disks[i].restore_slot, m->cfg.hotplug_slots);
 	mvm_disk_init(&shape, NULL);
 	shape.queues = m->cfg.hotplug_queues;
 	for (p = 0; p < m->cfg.hotplug_slots; p++) {
@@ -1523,15 +1523,14 @@ static int mvm_attach_spares(struct mvm *m, char *err, size_t errlen)
 				       mvm_transport_name(shape.transport), strerror(-ret));
 		}
 		m->spares[p] = dev;
-		if (arch_layout.has_ccw) {
-			m->nccw++;      /* empty until a disk is plugged */
-			continue;
-		}
+		if (arch_layout.has_ccw)
+			m->nccw++;      /* empty until a disk is plugged, or restored */
 		for (i = 0; i < m->ndisks && !s; i++)
 			if (m->disks[i].restore_slot == p + 1)
 				s = &m->disks[i];
 		if (!s) {
-			pcie_port_detach(port);
+			if (!arch_layout.has_ccw)
+				pcie_port_detach(port);
 			continue;
 		}
 		ret = mvm_spare_fits(m, &s->opts, err, errlen);
@@ -1542,7 +1541,9 @@ static int mvm_attach_spares(struct mvm *m, char *err, size_t errlen)
 			return ret;
 		s->dev = dev;
 		s->hslot = p + 1;
-		s->port = port;
+		/* A subchannel slot holds it once the channel subsystem's state
+		 * is restored (arch_vm_load): snapshot_load_cpus checks. */
+		s->port = arch_layout.has_ccw ? NULL : port;
 	}
 	return 0;
 }
@@ -1836,13 +1837,14 @@ static int mvm_restore_disks(struct mvm *m, char *err, size_t errlen)
 	}
 	for (i = 0; i < n; i++) {
 		struct mvm_disk_slot *s = &m->disks[i];
+		enum mvm_transport t = arch_layout.has_ccw ? MVM_TRANSPORT_CCW : MVM_TRANSPORT_PCI;
 
 		s->restore_slot = snapshot_disk_slot(m, i);
-		if (s->restore_slot && s->opts.transport != MVM_TRANSPORT_PCI)
+		if (s->restore_slot && s->opts.transport != t)
 			return err_set(err, errlen, -EINVAL, "restore %s: disk %u (%s) was in "
-				       "hot-plug slot %u, which is PCI; give it transport=pci, or "
+				       "hot-plug slot %u, which is on %s; give it transport=%s, or "
 				       "leave transport out", m->restore_dir, i, s->opts.path,
-				       s->restore_slot);
+				       s->restore_slot, mvm_transport_name(t), mvm_transport_name(t));
 	}
 	return 0;
 }
@@ -1871,6 +1873,7 @@ int mvm_prepare(struct mvm *m, char *err, size_t errlen)
 {
 	int expected = MVM_CREATED, kvm_fd, ret;
 	unsigned i, max;
+	bool cow;
 
 	if (!m)
 		return err_set(err, errlen, -EINVAL, "mvm_prepare: vm is NULL");
@@ -1913,6 +1916,13 @@ int mvm_prepare(struct mvm *m, char *err, size_t errlen)
 		return err_set(err, errlen, -EINVAL, "cpus %u: KVM on this host supports at most "
 			       "%u vCPUs; give %u or fewer", m->cfg.cpus, max, max);
 	}
+	cow = arch_ram_cow_ok(kvm_fd);
+	if (m->mem_file && !cow) {
+		close(kvm_fd);
+		return err_set(err, errlen, -ENOTSUP, "mem_file %s: KVM on this host cannot run a "
+			       "guest in file-backed RAM (s390x: no KVM_CAP_S390_COW, the CPU lacks "
+			       "ESOP); leave mem_file out", m->mem_file);
+	}
 	if (m->mem_file) {
 		ret = mvm_mem_file_open(m, err, errlen);
 		if (ret) {
@@ -1920,11 +1930,18 @@ int mvm_prepare(struct mvm *m, char *err, size_t errlen)
 			return ret;
 		}
 	}
+	/* A snapshot's memory mapped privately, or where the host cannot
+	 * take copy-on-write guest RAM, copied into the VM's own. */
 	ret = kvm_vm_create(&m->vm, kvm_fd, m->cfg.mem, m->cfg.cpus,
-			    m->mem_file ? m->mem_file_fd : m->snap_mem_fd, m->mem_file != NULL, err,
-			    errlen);
+			    m->mem_file ? m->mem_file_fd : cow ? m->snap_mem_fd : -1,
+			    m->mem_file != NULL, err, errlen);
 	if (ret)
 		return ret;
+	if (m->snap_mem_fd >= 0 && !cow) {
+		ret = snapshot_memory_copy(m, err, errlen);
+		if (ret)
+			return ret;
+	}
 	if (m->snap_mem_fd >= 0) {
 		close(m->snap_mem_fd);  /* the mapping keeps the file */
 		m->snap_mem_fd = -1;
@@ -2384,6 +2401,7 @@ int mvm_confine_api_thread(struct mvm *m, int listen_fd, char *err, size_t errle
 		fds.vcpu_lo = m->vcpus[0].fd;
 		fds.vcpu_hi = m->vcpus[m->nvcpus - 1].fd;
 	}
+	fds.arch_dev = arch_vm_snap_fd(&m->vm);
 	/* Landlock first (the filter forbids its calls); where it cannot
 	 * hold the thread's file access to the snapshot and image
 	 * directories, the filter allows no file call at all and

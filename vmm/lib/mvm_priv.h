@@ -229,6 +229,10 @@ int snapshot_vsock(struct mvm *m, struct mvm_vsock *vs, char *buf, size_t buflen
 		   size_t errlen);
 /* From mvm_prepare, the vCPUs made: the VM's and each vCPU's state. */
 int snapshot_load_cpus(struct mvm *m, char *err, size_t errlen);
+/* The snapshot's memory read into the VM's own RAM (where KVM cannot run
+ * the guest in a private mapping of it: arch_ram_cow_ok), its holes left
+ * as the fresh RAM's zeros. 0 or -errno with a message. */
+int snapshot_memory_copy(struct mvm *m, char *err, size_t errlen);
 /* From mvm_start, the devices' threads started, before the vCPUs: each
  * device's state. */
 int snapshot_load_devices(struct mvm *m, char *err, size_t errlen);

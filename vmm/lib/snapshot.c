@@ -173,7 +173,7 @@ static int snapshot_put_vm(struct mvm *m, struct snap_w *w, char *err, size_t er
 				       SNAPSHOT_SPEC_MAX - 1);
 		snap_put_str(w, s->opts.path);
 		snap_put_str(w, spec);
-		snap_put_u32(w, s->port ? s->port->number : 0);
+		snap_put_u32(w, s->hslot);
 	}
 	snap_put_u8(w, m->has_vsock);
 	if (m->has_vsock) {
@@ -698,12 +698,57 @@ void snapshot_vsock_inherit(struct mvm *m, struct mvm_vsock *v)
 		v->transport = snap.transport;
 }
 
+int snapshot_memory_copy(struct mvm *m, char *err, size_t errlen)
+{
+	uint8_t *base = m->vm.mem.map_base;
+	off_t len = (off_t)m->vm.mem.map_len, at = 0;
+
+	while (at < len) {
+		off_t data = lseek(m->snap_mem_fd, at, SEEK_DATA), hole;
+
+		if (data < 0 && errno == ENXIO)
+			break;          /* only a hole is left */
+		if (data < 0)
+			data = at;      /* no SEEK_DATA here: read it all */
+		hole = lseek(m->snap_mem_fd, data, SEEK_HOLE);
+		if (hole < 0 || hole > len)
+			hole = len;
+		while (data < hole) {
+			ssize_t n = pread(m->snap_mem_fd, base + data, (size_t)(hole - data), data);
+
+			if (n < 0 && errno == EINTR)
+				continue;
+			if (n <= 0)
+				return err_set(err, errlen, n < 0 ? -errno : -EIO, "restore %s: "
+					       "reading %s: %s", m->restore_dir, SNAPSHOT_MEMORY,
+					       n < 0 ? strerror(errno) : "cut short");
+			data += n;
+		}
+		at = hole;
+	}
+	return 0;
+}
+
 int snapshot_load_cpus(struct mvm *m, char *err, size_t errlen)
 {
 	unsigned i;
 	int ret;
 
 	ret = arch_vm_load(&m->vm, &m->snap, err, errlen);
+	/* The subchannel slots the channel subsystem's state says hold a
+	 * device are those the snapshot's disks were in. */
+	for (i = 0; !ret && i < m->nccw; i++) {
+		bool disk = false;
+		unsigned d;
+
+		for (d = 0; d < m->ndisks; d++)
+			disk |= m->disks[d].hslot == i + 1;
+		if (disk != arch_ccw_slot_present(&m->vm, m->ccw_sch[i]))
+			ret = err_set(err, errlen, -EINVAL, "hot-plug slot %u %s a disk in the "
+				      "snapshot's VM list, %s in its channel subsystem: the file is "
+				      "damaged", i + 1, disk ? "holds" : "holds no",
+				      disk ? "no device" : "a device");
+	}
 	for (i = 0; !ret && i < m->nvcpus; i++)
 		ret = arch_vcpu_load(&m->vcpus[i], &m->snap, err, errlen);
 	if (ret)
