@@ -1,6 +1,7 @@
 /* I/O rate limits: see ratelim.h. */
 #include "devices/ratelim.h"
 #include "devices/virtq_worker.h"
+#include "vmm/base/snap.h"
 #include "vmm/base/util.h"
 
 #include <errno.h>
@@ -308,6 +309,32 @@ void ratelim_levels_set(struct ratelim *rl, const struct ratelim_levels *lv, uin
 	level_set(&rl->bw, &rl->rate.bw, &lv->bw, now_ns);
 	level_set(&rl->ops, &rl->rate.ops, &lv->ops, now_ns);
 	pthread_mutex_unlock(&rl->lock);
+}
+
+static void level_put(struct snap_w *w, const struct ratelim_level *lv)
+{
+	snap_put_u64(w, (uint64_t)lv->tokens);
+	snap_put_u64(w, lv->burst);
+	snap_put_u64(w, lv->frac);
+}
+
+static void level_read(struct snap_r *r, struct ratelim_level *lv)
+{
+	lv->tokens = (int64_t)snap_get_u64(r);
+	lv->burst = snap_get_u64(r);
+	lv->frac = snap_get_u64(r);
+}
+
+void ratelim_levels_put(struct snap_w *w, const struct ratelim_levels *lv)
+{
+	level_put(w, &lv->bw);
+	level_put(w, &lv->ops);
+}
+
+void ratelim_levels_read(struct snap_r *r, struct ratelim_levels *lv)
+{
+	level_read(r, &lv->bw);
+	level_read(r, &lv->ops);
 }
 
 void ratelim_refund(struct ratelim *const *rl, unsigned n, uint64_t bytes)

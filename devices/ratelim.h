@@ -141,5 +141,12 @@ void ratelim_levels_get(struct ratelim *rl, uint64_t now_ns, uint64_t bytes, uin
  * kept down to -MVM_RATE_SIZE_MAX, a carried refill only under the same
  * refill time. */
 void ratelim_levels_set(struct ratelim *rl, const struct ratelim_levels *lv, uint64_t now_ns);
+/* Levels in a snapshot section (a disk's, a group's): each bucket's
+ * tokens, burst left and carried refill as u64s. A short section sets
+ * r->err (the values then zero). */
+struct snap_w;
+struct snap_r;
+void ratelim_levels_put(struct snap_w *w, const struct ratelim_levels *lv);
+void ratelim_levels_read(struct snap_r *r, struct ratelim_levels *lv);
 
 #endif

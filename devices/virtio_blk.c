@@ -199,24 +199,10 @@ static void blk_destroy(struct virtio_dev *dev)
 	free(blk);      /* holds dev: last */
 }
 
-static void blk_put_level(struct snap_w *w, const struct ratelim_level *lv)
-{
-	snap_put_u64(w, (uint64_t)lv->tokens);
-	snap_put_u64(w, lv->burst);
-	snap_put_u64(w, lv->frac);
-}
-
-static void blk_get_level(struct snap_r *r, struct ratelim_level *lv)
-{
-	lv->tokens = (int64_t)snap_get_u64(r);
-	lv->burst = snap_get_u64(r);
-	lv->frac = snap_get_u64(r);
-}
-
 /* The guest's driver knows the disk's size: a restore onto an image of
  * another size would have it read past the end, or miss the tail. The
- * disk's own rate limiter goes on where it stood (its group's is the
- * process's, shared with other VMs, and starts afresh). */
+ * disk's own rate limiter goes on where it stood (its group's is saved
+ * by the VM: vmm/lib/snapshot.c). */
 static int blk_save_op(struct virtio_dev *dev, struct snap_w *w, char *err, size_t errlen)
 {
 	struct blk_dev *blk = to_blk(dev);
@@ -228,8 +214,7 @@ static int blk_save_op(struct virtio_dev *dev, struct snap_w *w, char *err, size
 	snap_put_u64(w, blk->capacity);
 	blk_queues_held_cost(blk, &bytes, &ops);
 	ratelim_levels_get(&blk->rate, mono_ns(), bytes, ops, &lv);
-	blk_put_level(w, &lv.bw);
-	blk_put_level(w, &lv.ops);
+	ratelim_levels_put(w, &lv);
 	return 0;
 }
 
@@ -239,8 +224,7 @@ static int blk_load_op(struct virtio_dev *dev, struct snap_r *r, char *err, size
 	uint64_t cap = snap_get_u64(r);
 	struct ratelim_levels lv;
 
-	blk_get_level(r, &lv.bw);
-	blk_get_level(r, &lv.ops);
+	ratelim_levels_read(r, &lv);
 	if (r->err)
 		return snap_done(r, err, errlen);
 	if (cap != blk->capacity)
@@ -256,6 +240,11 @@ static int blk_load_op(struct virtio_dev *dev, struct snap_r *r, char *err, size
  * snapshot gives it back to the ring (the restored queue takes it again
  * and its limits start afresh). The queue's thread is quiesced: the
  * pause's handshake ordered its last write of rate_waiting before this. */
+void blk_held_cost(struct virtio_dev *dev, uint64_t *bytes, uint64_t *ops)
+{
+	blk_queues_held_cost(to_blk(dev), bytes, ops);
+}
+
 static int blk_queue_held_op(struct virtio_dev *dev, unsigned q)
 {
 	return __atomic_load_n(&to_blk(dev)->queues[q].rate_waiting, __ATOMIC_RELAXED);

@@ -101,5 +101,8 @@ int blk_swap(struct virtio_dev *dev, struct blk_image *img, const char *path, ch
 /* Share group's limits too (once, before the device's threads are
  * launched); group must outlive the device. 0 or -errno. */
 int blk_set_group(struct virtio_dev *dev, struct ratelim *group);
+/* What the requests the disk holds for rate-limit tokens paid (a
+ * snapshot gives them back, its group's buckets too). The VM paused. */
+void blk_held_cost(struct virtio_dev *dev, uint64_t *bytes, uint64_t *ops);
 
 #endif

@@ -5,6 +5,7 @@
 #include "tests/unit/check.h"
 #include "devices/ratelim.h"
 #include "vmm/base/keyval.h"
+#include "vmm/base/snap.h"
 #include "vmm/base/util.h"
 
 #include <errno.h>
@@ -538,4 +539,45 @@ TEST(levels_set_under_other_limits_give_no_more_than_a_fresh_bucket)
 	CHECK_EQ(b.bw.tokens, -(int64_t)MVM_RATE_SIZE_MAX);
 	CHECK_EQ(b.bw.frac, 0);
 	ratelim_fini(&b);
+}
+
+/* Levels in a snapshot section (a disk's, a group's): a debt, a burst
+ * left and a carried refill read back as written; a section cut short
+ * is an error, not levels. */
+TEST(levels_go_into_a_section_and_come_back_and_a_short_one_is_an_error)
+{
+	const struct ratelim_levels lv = {
+		.bw = { .tokens = -1500, .burst = 20, .frac = 999 },
+		.ops = { .tokens = 7, .burst = 0, .frac = 1 },
+	};
+	struct ratelim_levels got;
+	struct snap_file f;
+	struct snap_w w;
+	struct snap_r r;
+	uint8_t *img;
+	size_t len;
+	char msg[256];
+
+	snap_w_init(&w);
+	snap_begin(&w, SNAP_TAG('T', 'S', 'T', ' '), 0);
+	ratelim_levels_put(&w, &lv);
+	snap_end(&w);
+	snap_begin(&w, SNAP_TAG('T', 'S', 'T', ' '), 1);
+	snap_put_u64(&w, 5);
+	snap_end(&w);
+	CHECK_EQ(snap_w_image(&w, &img, &len), 0);
+	CHECK_EQ(snap_open(&f, img, len, msg, sizeof(msg)), 0);
+	CHECK_EQ(snap_find(&f, SNAP_TAG('T', 'S', 'T', ' '), 0, &r), 0);
+	ratelim_levels_read(&r, &got);
+	CHECK_EQ(snap_done(&r, msg, sizeof(msg)), 0);
+	CHECK_EQ(got.bw.tokens, -1500);
+	CHECK_EQ(got.bw.burst, 20);
+	CHECK_EQ(got.bw.frac, 999);
+	CHECK_EQ(got.ops.tokens, 7);
+	CHECK_EQ(got.ops.frac, 1);
+	CHECK_EQ(snap_find(&f, SNAP_TAG('T', 'S', 'T', ' '), 1, &r), 0);
+	ratelim_levels_read(&r, &got);
+	CHECK_EQ(r.err, -EINVAL);
+	free(img);
+	snap_w_free(&w);
 }

@@ -2057,6 +2057,10 @@ static int mvm_start_common(struct mvm *m, bool confine, char *err, size_t errle
 			goto stop_vcpus;
 		}
 	}
+	/* Its rate-limit groups are live from now on (a later restore into
+	 * one keeps its buckets). */
+	for (i = 0; i < m->ngroups; i++)
+		__atomic_store_n(&m->groups[i]->started, true, __ATOMIC_RELEASE);
 	for (i = 0; i < m->cfg.cpus; i++) {
 		ret = vcpu_start(&m->vcpus[i]);
 		if (ret) {

@@ -52,6 +52,9 @@ struct mvm_rate_group {
 	struct ratelim rl;
 	char id[MVM_ID_MAX + 1];
 	unsigned refs;                 /* atomic: the caller's and each VM's */
+	bool started;                  /* atomic: a VM started with it; from then on
+					* its buckets are live, and a restore keeps
+					* them rather than loading the snapshot's */
 };
 
 /* Room for the composed kernel command line; the kernel's own limit is

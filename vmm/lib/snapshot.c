@@ -24,6 +24,7 @@
  * paths the guest's own register writes take. */
 #include "vmm/lib/mvm_priv.h"
 #include "arch/arch.h"
+#include "devices/ratelim.h"
 #include "devices/virtio_blk.h"
 #include "devices/virtio_vsock.h"
 #include "vmm/base/keyval.h"
@@ -50,6 +51,7 @@
 #define SNAP_TAG_VM SNAP_TAG('M', 'V', 'M', '!')
 #define SNAP_TAG_DEV SNAP_TAG('D', 'E', 'V', ' ')
 #define SNAP_TAG_PORT SNAP_TAG('P', 'O', 'R', 'T')
+#define SNAP_TAG_GRP SNAP_TAG('G', 'R', 'P', ' ')
 
 /* The VM section, read back. */
 struct snapshot_vm {
@@ -222,6 +224,29 @@ static int snapshot_put_devices(struct mvm *m, struct snap_w *w, char *err, size
 		ret = pcie_port_save(&m->ports[i], w, err, errlen);
 		if (ret)
 			return ret;
+		snap_end(w);
+	}
+	/* Each rate-limit group's buckets, with what the requests its disks
+	 * here hold paid given back (they pay again after the restore). */
+	for (i = 0; i < m->ngroups; i++) {
+		struct mvm_rate_group *g = m->groups[i];
+		struct ratelim_levels lv;
+		uint64_t bytes = 0, ops = 0;
+		unsigned d;
+
+		for (d = 0; d < m->ndisks; d++) {
+			uint64_t b, o;
+
+			if (m->disks[d].group != g || m->disks[d].removed || !m->disks[d].dev)
+				continue;
+			blk_held_cost(m->disks[d].dev, &b, &o);
+			bytes += b;
+			ops += o;
+		}
+		ratelim_levels_get(&g->rl, mono_ns(), bytes, ops, &lv);
+		snap_begin(w, SNAP_TAG_GRP, i);
+		snap_put_str(w, g->id);
+		ratelim_levels_put(w, &lv);
 		snap_end(w);
 	}
 	return 0;
@@ -756,6 +781,39 @@ int snapshot_load_cpus(struct mvm *m, char *err, size_t errlen)
 	return ret;
 }
 
+/* The snapshot's rate-limit groups' buckets into the VM's groups of the
+ * same ids, unless another VM started with one already: its buckets are
+ * live then, and stay. A group the snapshot names and the VM lacks is
+ * left alone (its disks were refused before, had they named it). */
+static int snapshot_load_groups(struct mvm *m, char *err, size_t errlen)
+{
+	unsigned i, k, n = snap_count(&m->snap, SNAP_TAG_GRP);
+
+	for (i = 0; i < n; i++) {
+		struct ratelim_levels lv;
+		char id[MVM_ID_MAX + 1];
+		struct snap_r r;
+		int ret;
+
+		if (snap_find(&m->snap, SNAP_TAG_GRP, i, &r))
+			return err_set(err, errlen, -EINVAL, "no state for rate-limit group %u: the "
+				       "file is damaged", i);
+		snap_get_str(&r, id, sizeof(id));
+		ratelim_levels_read(&r, &lv);
+		ret = snap_done(&r, err, errlen);
+		if (ret)
+			return ret;
+		for (k = 0; k < m->ngroups; k++) {
+			struct mvm_rate_group *g = m->groups[k];
+
+			if (!strcmp(g->id, id) &&
+			    !__atomic_exchange_n(&g->started, true, __ATOMIC_ACQ_REL))
+				ratelim_levels_set(&g->rl, &lv, mono_ns());
+		}
+	}
+	return 0;
+}
+
 int snapshot_load_devices(struct mvm *m, char *err, size_t errlen)
 {
 	const struct snapshot_vm *v = m->snap_vm;
@@ -807,6 +865,8 @@ int snapshot_load_devices(struct mvm *m, char *err, size_t errlen)
 	}
 	if (!ret && m->pci_up)
 		pci_bus_conf1_set(&m->pci, v->conf1);
+	if (!ret)
+		ret = snapshot_load_groups(m, err, errlen);
 out:
 	if (ret)
 		err_prefix(err, errlen, "restore %s: ", m->restore_dir);
