@@ -2,14 +2,17 @@
 # Snapshot and restore on s390x, inside Hercules' s390 KVM (tests/s390/run),
 # with the sandbox on: a guest ticking with its uptime and boot id, reading
 # its virtio-ccw disk and a second disk hot-plugged into a subchannel slot
-# (vm.add-disk), is paused and snapshotted through the API (vm.snapshot,
-# beneath --snapshot-dir: the API thread writes it inside its filter), then
-# resumed and shut down. mvm --restore brings it back in a new process,
-# twice at once (one a clone on copies of the disks): each goes on counting from the tick after the snapshot's, with the same boot
-# id, no boot (no kernel banner), its clock going on from the snapshot's
-# uptime, and both disks answering (the hot-plugged one in its slot, which
-# the channel subsystem's state says holds it). A state file cut short is
-# refused with one line and status 2.
+# (vm.add-disk), with a vsock agent on virtio-ccw, is paused and
+# snapshotted through the API (vm.snapshot, beneath --snapshot-dir: the
+# API thread writes it inside its filter), then resumed and shut down.
+# mvm --restore brings it back in a new process, twice at once (one a
+# clone with disks, CID and socket of its own): each goes on counting from
+# the tick after the snapshot's, with the same boot id, no boot (no
+# kernel banner), its clock going on from the snapshot's uptime, both
+# disks answering with its own data (the hot-plugged one in its slot,
+# which the channel subsystem's state says holds it), and its agent
+# answering on its own socket. A state file cut short is refused with one
+# line and status 2.
 set -u
 cd "$(dirname "$0")/../.."
 . tests/s390/lib.sh
@@ -19,6 +22,7 @@ mkdir /tmp/images /tmp/snaps
 dd if=/dev/zero of=/tmp/images/hp1.img bs=1M count=4 2>/dev/null
 printf 'MVM-HOTPLUG-DISK1' | dd of=/tmp/images/hp1.img conv=notrunc 2>/dev/null
 cat >/tmp/guest.sh <<'EOF3'
+(while :; do mvm-vsock serve 1024 1 >/dev/null 2>&1; done) &
 b=$(cat /proc/sys/kernel/random/boot_id)
 i=0
 while [ $i -lt 3000 ]; do
@@ -32,6 +36,7 @@ done
 EOF3
 /mvm --uid 0 --gid 0 --kernel /guest/vmlinuz --initrd /guest/initrd.gz --mem 256M \
 	--disk /tmp/disk.img --hotplug-slots 1 --api-socket /tmp/api.sock --image-dir /tmp/images \
+	--vsock cid=3,socket=/tmp/v.sock \
 	--snapshot-dir /tmp/snaps --cmdline "-- echo $(base64 -w0 /tmp/guest.sh) | base64 -d | sh" \
 	>/tmp/con 2>&1 &
 pid=$!
@@ -47,6 +52,7 @@ wait_tick() {
 wait_tick /tmp/con '^MVM-TICK 5 '
 echo "MVM-ADD=$(/apicall /tmp/api.sock PUT vm.add-disk '{"path":"/tmp/images/hp1.img","id":"hp1"}' | cut -d' ' -f1)"
 wait_tick /tmp/con ' MVM-HOTPLUG-DISK1' && echo "MVM-SEEN=1"
+echo "MVM-VSOCK0=$(printf 'echo before' | /hvsock connect /tmp/v.sock 1024 | tr '\n' ' ')"
 echo "MVM-PAUSE=$(/apicall /tmp/api.sock PUT vm.pause | cut -d' ' -f1)"
 echo "MVM-SNAP-OUTSIDE=$(/apicall /tmp/api.sock PUT vm.snapshot '{"destination_url":"file:///tmp/elsewhere"}' | cut -d' ' -f1)"
 t0=$(cut -d' ' -f1 /proc/uptime)
@@ -73,7 +79,8 @@ dd if=/dev/zero bs=1M count=8 2>/dev/null | tr '\000' C >/tmp/c.img
 cp /tmp/images/hp1.img /tmp/c-hp1.img
 /mvm --uid 0 --gid 0 --restore /tmp/snaps/s1 >/tmp/r1 2>&1 &
 rp1=$!
-/mvm --uid 0 --gid 0 --restore /tmp/snaps/s1 --disk /tmp/c.img --disk /tmp/c-hp1.img >/tmp/r2 2>&1 &
+/mvm --uid 0 --gid 0 --restore /tmp/snaps/s1 --disk /tmp/c.img --disk /tmp/c-hp1.img \
+	--vsock cid=4,socket=/tmp/v2.sock >/tmp/r2 2>&1 &
 rp2=$!
 for r in 1 2; do
 	f=/tmp/r$r
@@ -84,6 +91,8 @@ for r in 1 2; do
 	echo "MVM-R$r-UPTIMES=$(grep '^MVM-TICK' $f | cut -d' ' -f3 | tr '\n' ' ')"
 	echo "MVM-R$r-READS=$(tr -d '\r' <$f | grep '^MVM-TICK' | cut -d' ' -f5,6 | sort | uniq -c | tr '\n' ';')"
 done
+echo "MVM-VSOCK1=$(printf 'echo after1' | /hvsock connect /tmp/v.sock 1024 | tr '\n' ' ')"
+echo "MVM-VSOCK2=$(printf 'echo after2' | /hvsock connect /tmp/v2.sock 1024 | tr '\n' ' ')"
 kill $rp1 $rp2
 wait $rp1; echo "MVM-R1-RC=$?"
 wait $rp2; echo "MVM-R2-RC=$?"
@@ -100,12 +109,13 @@ grep -v '^MVM-TICK' /tmp/con | grep -i 'mvm:\|error\|call trace' | head -n 5
 EOF2
 s390_run "$S390_TMP/test"
 out=$S390_TMP/out
-val() { sed -n "s/^$1=//p" "$out" | tr -d '\r' | head -n 1; }
+val() { sed -n "s/^$1=//p" "$out" | tr -d '\r' | sed 's/ *$//' | head -n 1; }
 [ "$(val MVM-ADD)" = 200 ] || fail "vm.add-disk: $(val MVM-ADD)"
 [ "$(val MVM-SEEN)" = 1 ] || fail "the guest did not find the hot-plugged disk"
 [ "$(val MVM-PAUSE)" = 204 ] || fail "vm.pause: $(val MVM-PAUSE)"
 [ "$(val MVM-SNAP-OUTSIDE)" = 400 ] || fail "vm.snapshot outside --snapshot-dir: $(val MVM-SNAP-OUTSIDE)"
 [ "$(val MVM-SNAP | cut -d' ' -f1)" = 204 ] || fail "vm.snapshot: $(val MVM-SNAP)"
+[ "$(val MVM-VSOCK0)" = "before mvm-vsock-status: 0" ] || fail "vsock before the snapshot: '$(val MVM-VSOCK0)'"
 [ "$(val MVM-RESUMED)" = 1 ] || fail "the guest did not go on after its snapshot"
 [ "$(val MVM-RC)" = 0 ] || fail "mvm did not end with 0 after vmm.shutdown: $(val MVM-RC)"
 last=$(val MVM-LAST)
@@ -133,9 +143,13 @@ for r in 1 2; do
 		fail "restore $r: the guest's disks did not answer with its own data ($want): $reads"
 	val MVM-R$r-RC | grep -qE '^(0|143)$' || fail "restore $r: mvm ended with $(val MVM-R$r-RC) on SIGTERM"
 done
+for r in 1 2; do
+	[ "$(val MVM-VSOCK$r)" = "after$r mvm-vsock-status: 0" ] ||
+		fail "restore $r: the guest's vsock agent after the restore: '$(val MVM-VSOCK$r)'"
+done
 [ "$(val MVM-BAD-RC | cut -d' ' -f1)" = 2 ] || fail "a state file cut short: status $(val MVM-BAD-RC)"
 [ "$(val MVM-BAD-RC | cut -d' ' -f3)" = 1 ] || fail "a state file cut short said more than one line: $(grep '^MVM-BAD-SAID' "$out")"
 echo "s390x: snapshot after '$last' in $(val MVM-SNAP-MS) ms (sandboxed API thread); two" \
-	"restores at once (one a clone on copies of the disks) each went on with '$(val MVM-FIRST1)'" \
-	"(same boot, no banner, uptime from $up), both disks answering; a damaged state refused:" \
-	"$(val MVM-BAD-SAID)"
+	"restores at once (one a clone with its own disks and vsock) each went on with" \
+	"'$(val MVM-FIRST1)' (same boot, no banner, uptime from $up), both disks and the vsock" \
+	"agent answering; a damaged state refused: $(val MVM-BAD-SAID)"
