@@ -16,6 +16,7 @@
 #include "arch/s390/css.h"
 #include "tests/unit/check.h"
 #include "vmm/base/byteorder.h"
+#include "tests/unit/snap_sec.h"
 #include "vmm/base/snap.h"
 #include "vmm/base/util.h"
 
@@ -928,27 +929,22 @@ TEST(reports_are_stored_in_order_and_a_lost_one_is_flagged)
 static int css_round_trip(struct css *from, struct css *to)
 {
 	static char msg[512];
-	struct snap_file f;
+	struct snap_sec sec;
 	struct snap_w w;
 	struct snap_r r;
-	uint8_t *img;
-	size_t len;
 	int ret;
 
 	snap_w_init(&w);
 	snap_begin(&w, T_CSS, 0);
 	css_save(from, &w);
 	snap_end(&w);
-	CHECK_EQ(snap_w_image(&w, &img, &len), 0);
-	CHECK_EQ(snap_open(&f, img, len, msg, sizeof(msg)), 0);
-	CHECK_EQ(snap_find(&f, T_CSS, 0, &r), 0);
+	sec = snap_sec_open(&w, T_CSS, 0, &r);
 	ret = css_load(to, &r, msg, sizeof(msg));
 	if (!ret)
 		ret = snap_done(&r, msg, sizeof(msg));
 	if (ret)
 		CHECK(strstr(msg, "snapshot: ") == msg);
-	free(img);
-	snap_w_free(&w);
+	snap_sec_free(&sec);
 	return ret;
 }
 

@@ -14,6 +14,7 @@
 
 #include "vmm/base/byteorder.h"
 #include "vmm/base/log.h"
+#include "tests/unit/snap_sec.h"
 #include "vmm/base/snap.h"
 
 #define V1 VIRTIO_BIT(VIRTIO_F_VERSION_1)
@@ -1049,25 +1050,20 @@ static char msg[512];
 
 static int ccw_round_trip(struct tc *a, struct tc *b)
 {
-	struct snap_file f;
+	struct snap_sec sec;
 	struct snap_w w;
 	struct snap_r r;
-	uint8_t *img;
-	size_t len;
 	int ret;
 
 	snap_w_init(&w);
 	snap_begin(&w, T_SEC, 0);
 	CHECK_EQ(a->vc.t.ops->save(&a->vc.t, &w, msg, sizeof(msg)), 0);
 	snap_end(&w);
-	CHECK_EQ(snap_w_image(&w, &img, &len), 0);
-	CHECK_EQ(snap_open(&f, img, len, msg, sizeof(msg)), 0);
-	CHECK_EQ(snap_find(&f, T_SEC, 0, &r), 0);
+	sec = snap_sec_open(&w, T_SEC, 0, &r);
 	ret = b->vc.t.ops->load(&b->vc.t, &r, msg, sizeof(msg));
 	if (!ret)
 		ret = snap_done(&r, msg, sizeof(msg));
-	free(img);
-	snap_w_free(&w);
+	snap_sec_free(&sec);
 	return ret;
 }
 
