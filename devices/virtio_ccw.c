@@ -616,6 +616,8 @@ static int vccw_load(struct vtr *t, struct snap_r *r, char *err, size_t errlen)
 		res = ind_adapter(vc, summary, ind, bit, isc);
 	else if (res.ret >= 0 && mode != VCCW_SNAP_IND_NONE)
 		res = reject("no such kind of indicators");
+	if (res.ret >= 0 && has_conf > 1)
+		res = reject("a configuration indicator flag neither 0 nor 1");
 	if (res.ret >= 0 && has_conf)
 		res = ind_config(vc, conf);
 	if (res.ret < 0) {

@@ -237,12 +237,15 @@ static const struct sandbox_ioctl s390_ioctls[] = {
 	/* The thread that pauses keeps the TOD clock (arch_vm_clock_save). */
 	{ S390_K_PAUSER, SANDBOX_FD_VM, KVM_GET_DEVICE_ATTR },
 	{ S390_K_PAUSER, SANDBOX_FD_VM, KVM_SET_DEVICE_ATTR },
-	/* A snapshot taken by a control server (mvm_snapshot, snap.c), read
-	 * only: each vCPU's pending interrupts, the storage keys, the
-	 * FLIC's floating interrupts (and the CPU model, a VM attribute). */
+	/* A snapshot taken by a control server (mvm_snapshot, snap.c): each
+	 * vCPU's pending interrupts, the storage keys, the FLIC's floating
+	 * interrupts (and the CPU model, a VM attribute), all read; and the
+	 * FLIC's adapter interrupts put back, which reading it takes out of
+	 * the GISA. */
 	{ SANDBOX_K(SANDBOX_API), SANDBOX_FD_VCPUS, KVM_S390_GET_IRQ_STATE },
 	{ SANDBOX_K(SANDBOX_API), SANDBOX_FD_VM, KVM_S390_GET_SKEYS },
 	{ SANDBOX_K(SANDBOX_API), SANDBOX_FD_ARCH_DEV, KVM_GET_DEVICE_ATTR },
+	{ SANDBOX_K(SANDBOX_API), SANDBOX_FD_ARCH_DEV, KVM_SET_DEVICE_ATTR },
 };
 static const struct sandbox_call s390_calls[] = {
 	{ S390_K_VCPU, __NR_poll },

@@ -862,10 +862,11 @@ int css_load(struct css *c, struct snap_r *r, char *err, size_t errlen)
 		ret = snap_done(r, err, errlen);
 		goto free_v;
 	}
-	if (ncrw > CSS_MAX_CRW || overflow > 1) {
+	if (ncrw > CSS_MAX_CRW || overflow > 1 || (overflow && !ncrw)) {
 		ret = err_set(err, errlen, -EINVAL, "snapshot: %u channel reports pending (at most "
 			      "%u)%s; the snapshot is damaged", ncrw, CSS_MAX_CRW,
-			      overflow > 1 ? ", an overflow flag neither 0 nor 1" : "");
+			      overflow > 1 ? ", an overflow flag neither 0 nor 1" :
+			      overflow ? ", one lost with none left to say so" : "");
 		goto free_v;
 	}
 	pthread_mutex_lock(&c->lock);

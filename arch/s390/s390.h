@@ -70,8 +70,9 @@ void cpu_start(struct s390_vm *sv, unsigned id);
 #define S390_SNAP_CSS SNAP_TAG('C', 'S', 'S', ' ')
 #define S390_SNAP_CPU SNAP_TAG('S', '3', '9', 'C')
 /* A vCPU's pending interrupts: KVM's VCPU_IRQS_MAX_BUF holds one per
- * other vCPU (emergency signals) and 32 more. */
-#define S390_SNAP_IRQS_MAX 512u
+ * vCPU KVM allows (KVM_MAX_VCPUS, 255: emergency signals) and 32 more
+ * (LOCAL_IRQS); KVM_S390_SET_IRQ_STATE takes no more. */
+#define S390_SNAP_IRQS_MAX (255u + 32u)
 /* The VM's floating ones: what KVM_DEV_FLIC_GET_ALL_IRQS's largest
  * buffer (32 MiB) holds. */
 #define S390_SNAP_FLOAT_MAX ((32u << 20) / (unsigned)sizeof(struct kvm_s390_irq))

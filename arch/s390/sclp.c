@@ -407,14 +407,23 @@ int sclp_load(struct sclp *s, struct snap_r *r, char *err, size_t errlen)
 	snap_get_bytes(r, rx, n);
 	if (r->err)
 		return snap_done(r, err, errlen);
+	(void)signalled;
 	pthread_mutex_lock(&s->lock);
 	s->guest_receive = receive;
 	s->guest_send = send;
-	s->pending_signalled = signalled;
 	s->quiesce_pending = quiesce;
 	memcpy(s->rx, rx, n);
 	s->rx_head = 0;
 	s->rx_count = n;
+	/* Events pending are signalled again rather than trusted to the
+	 * saved flag: console input that arrived during the pause may have
+	 * raised its signal after the floating interrupts were read, and a
+	 * flag without its interrupt would keep the guest from ever being
+	 * told again. A signal the snapshot holds too merges with this one
+	 * (KVM keeps one service signal, its parameters or'ed). */
+	s->pending_signalled = input_pending(s);
+	if (s->pending_signalled)
+		service_signal(s, 1);
 	pthread_mutex_unlock(&s->lock);
 	return 0;
 }

@@ -421,17 +421,72 @@ static int keys_read(struct vm *vm, struct s390_vm_state *s, char *err, size_t e
 	return 0;
 }
 
+/* An adapter (thin) interrupt, KVM's image of it: the AI bit in the type,
+ * the ISC in the interruption-identification word. */
+#define S390_IRQ_AI (1u << 26)
+
+static bool irq_is_adapter(const struct kvm_s390_irq *irq)
+{
+	return irq->type <= KVM_S390_INT_IO_MAX && (irq->type & S390_IRQ_AI);
+}
+
+static int floats_enqueue(int flic_fd, const struct kvm_s390_irq *irqs, uint32_t n)
+{
+	struct kvm_device_attr a = {
+		.group = KVM_DEV_FLIC_ENQUEUE,
+		.attr = (uint64_t)n * sizeof(*irqs),
+		.addr = (uint64_t)(uintptr_t)irqs,
+	};
+
+	return !n || ioctl(flic_fd, KVM_SET_DEVICE_ATTR, &a) == 0 ? 0 : -errno;
+}
+
+/* Reading the floating interrupts takes the adapter interrupts KVM holds
+ * in the GISA out of it (Linux's get_all_floating_irqs tests and clears
+ * each ISC's pending bit): they go back, or the VM that goes on after the
+ * snapshot would never be told of them again (the guest's summary
+ * indicator stays set, and no new one is raised while it is). Where KVM
+ * has no GISA they never left, and the copy is one spurious adapter
+ * interrupt per ISC, which a guest takes as finding nothing new. */
+static int floats_put_back_adapters(struct s390_vm *sv, const struct kvm_s390_irq *irqs,
+				    uint32_t n)
+{
+	struct kvm_s390_irq ai[8];
+	uint32_t i, k = 0;
+
+	for (i = 0; i < n && k < ARRAY_SIZE(ai); i++)
+		if (irq_is_adapter(&irqs[i]))
+			ai[k++] = irqs[i];
+	return floats_enqueue(sv->flic_fd, ai, k);
+}
+
+/* One adapter interrupt for every ISC: after a read that failed, what it
+ * took out of the GISA is not known (see above). */
+static int floats_raise_adapters(struct s390_vm *sv)
+{
+	struct kvm_s390_irq ai[8];
+	unsigned isc;
+
+	memset(ai, 0, sizeof(ai));
+	for (isc = 0; isc < ARRAY_SIZE(ai); isc++) {
+		ai[isc].type = KVM_S390_INT_IO(1, 0, 0, 0);
+		ai[isc].u.io.io_int_word = 0x80000000u | (uint32_t)isc << 27;
+	}
+	return floats_enqueue(sv->flic_fd, ai, ARRAY_SIZE(ai));
+}
+
 /* The FLIC's floating interrupts: the buffer grows until they fit. */
 static int floats_read(struct s390_vm *sv, struct s390_vm_state *s, char *err, size_t errlen)
 {
 	uint32_t room = 256;
+	int ret;
 
 	if (sv->flic_fd < 0)
 		return err_set(err, errlen, -ENODEV, "snapshot: KVM gave the VM no floating-"
 			       "interrupt controller (FLIC), whose interrupts a snapshot must hold");
 	for (;;) {
 		struct kvm_device_attr a = { .group = KVM_DEV_FLIC_GET_ALL_IRQS };
-		int n;
+		int n, e;
 
 		free(s->floats);
 		s->floats = calloc(room, sizeof(*s->floats));
@@ -441,13 +496,20 @@ static int floats_read(struct s390_vm *sv, struct s390_vm_state *s, char *err, s
 		a.attr = (uint64_t)room * sizeof(*s->floats);
 		a.addr = (uint64_t)(uintptr_t)s->floats;
 		n = ioctl(sv->flic_fd, KVM_GET_DEVICE_ATTR, &a);
+		e = errno;
 		if (n >= 0) {
 			s->nfloat = (uint32_t)MIN((unsigned)n, room);
-			return 0;
+			ret = floats_put_back_adapters(sv, s->floats, s->nfloat);
+			return ret ? err_set(err, errlen, ret, "snapshot: KVM_DEV_FLIC_ENQUEUE (the "
+					     "adapter interrupts read): %s", strerror(-ret)) : 0;
 		}
-		if (errno != ENOMEM || room >= S390_SNAP_FLOAT_MAX)
-			return err_set(err, errlen, -errno, "snapshot: KVM_DEV_FLIC_GET_ALL_IRQS: %s",
-				       strerror(errno));
+		ret = floats_raise_adapters(sv);
+		if (ret)
+			return err_set(err, errlen, ret, "snapshot: KVM_DEV_FLIC_ENQUEUE (adapter "
+				       "interrupts after a failed read): %s", strerror(-ret));
+		if (e != ENOMEM || room >= S390_SNAP_FLOAT_MAX)
+			return err_set(err, errlen, -e, "snapshot: KVM_DEV_FLIC_GET_ALL_IRQS: %s",
+				       strerror(e));
 		room = MIN(room * 8, S390_SNAP_FLOAT_MAX);
 	}
 }
@@ -568,16 +630,12 @@ int arch_vm_load(struct vm *vm, const struct snap_file *f, char *err, size_t err
 		goto free_state;
 	}
 	ret = keys_write(vm, &s, err, errlen);
-	if (!ret && s.nfloat) {
-		struct kvm_device_attr a = {
-			.group = KVM_DEV_FLIC_ENQUEUE,
-			.attr = (uint64_t)s.nfloat * sizeof(*s.floats),
-			.addr = (uint64_t)(uintptr_t)s.floats,
-		};
-
-		/* KVM checks each interrupt as an injection of it. */
-		ret = vm_call(sv->flic_fd, KVM_SET_DEVICE_ATTR, &a, "KVM_DEV_FLIC_ENQUEUE", err,
-			      errlen);
+	/* KVM checks each interrupt as an injection of it. */
+	if (!ret) {
+		ret = floats_enqueue(sv->flic_fd, s.floats, s.nfloat);
+		if (ret)
+			err_set(err, errlen, ret, "snapshot: KVM_DEV_FLIC_ENQUEUE: %s; the snapshot "
+				"holds interrupts this host's KVM does not take", strerror(-ret));
 	}
 free_state:
 	s390_vm_state_free(&s);

@@ -982,6 +982,37 @@ TEST(a_snapshot_carries_each_subchannel_its_pending_status_and_the_reports)
 	teardown(b);
 }
 
+/* An attention a device left and nobody served (its queue thread's
+ * notify while the lock was held) is served by the save: the snapshot
+ * holds the status, and the I/O interrupt went to KVM, whose floating
+ * interrupts are saved after it. A slot whose disk went and the guest
+ * has not looked at comes back so: not free for another disk. */
+TEST(a_snapshot_serves_an_attention_left_over_and_keeps_a_slot_not_yet_looked_at)
+{
+	struct t *a = setup(), *b = setup();
+	struct fdev spare_a = { 0 }, spare_b = { 0 };
+	uint16_t ctrl;
+
+	CHECK_EQ(css_attach_slot(&a->c, &fdev_ops, &spare_a, 0x3832, 2), 1);
+	CHECK_EQ(css_attach_slot(&b->c, &fdev_ops, &spare_b, 0x3832, 2), 1);
+	CHECK_EQ(modify(a, 0x77, 0x0080 | 2 << 11, 0), 0);
+	CHECK_EQ(css_slot_set(&a->c, 1, true), 1);
+	CHECK_EQ(css_slot_set(&a->c, 1, false), 0);     /* gone, not looked at */
+	__atomic_fetch_or(&a->c.attention, 1ull, __ATOMIC_RELEASE);
+	a->irqs = 0;
+	CHECK_EQ(css_round_trip(&a->c, &b->c), 0);
+	CHECK_EQ(a->irqs, 1);
+	CHECK_EQ(a->irq_parm, 0x77);
+	CHECK_EQ(a->irq_isc, 2);
+	CHECK_EQ(a->c.attention, 0);
+	CHECK_EQ(tsch_of(b, 0, &ctrl), 0);
+	CHECK_EQ(ctrl, SCSW_STCTL_ALERT | SCSW_STCTL_PENDING);
+	CHECK(!css_slot_present(&b->c, 1));
+	CHECK(!css_slot_free(&b->c, 1));
+	teardown(a);
+	teardown(b);
+}
+
 TEST(a_snapshot_of_other_subchannels_or_impossible_ones_is_refused_and_changes_nothing)
 {
 	struct t *a = setup(), *b = setup(), *c = setup();

@@ -96,19 +96,30 @@ TEST(a_vcpu_comes_back_field_by_field_with_its_pending_interrupts)
 		CHECK(!memcmp(g->crs, s->crs, sizeof(g->crs)));
 		CHECK_EQ(g->cputm, s->cputm);
 		CHECK_EQ(g->ckc, s->ckc);
-		CHECK_EQ(g->todpr + g->pp + g->gbea + g->pft + g->pfs + g->pfc, 1 + 4 + 5 + 6 + 7 + 8);
+		CHECK_EQ(g->todpr, 1);
+		CHECK_EQ(g->pp, 4);
+		CHECK_EQ(g->gbea, 5);
+		CHECK_EQ(g->pft, 6);
+		CHECK_EQ(g->pfs, 7);
+		CHECK_EQ(g->pfc, 8);
 		CHECK_EQ(g->fpc, s->fpc);
 		if (k == 0) {
 			/* The floating-point form only; nothing of the rest. */
 			CHECK(!memcmp(g->fprs, s->fprs, sizeof(g->fprs)));
 			CHECK_EQ(g->vrs[5][0], 0);
-			CHECK_EQ(g->riccb[0] + g->gscb[3] + g->bpbc + g->etoken + g->diag318, 0);
+			CHECK_EQ(g->riccb[0], 0);
+			CHECK_EQ(g->gscb[3], 0);
+			CHECK_EQ(g->bpbc, 0);
+			CHECK_EQ(g->etoken, 0);
+			CHECK_EQ(g->diag318, 0);
 		} else {
 			CHECK(!memcmp(g->vrs, s->vrs, sizeof(g->vrs)));
 			CHECK(!memcmp(g->riccb, s->riccb, sizeof(g->riccb)));
 			CHECK_EQ(g->gscb[3], 9);
 			CHECK_EQ(g->bpbc, 1);
-			CHECK_EQ(g->etoken + g->etoken_ext + g->diag318, 10 + 11 + 12);
+			CHECK_EQ(g->etoken, 10);
+			CHECK_EQ(g->etoken_ext, 11);
+			CHECK_EQ(g->diag318, 12);
 		}
 		CHECK_EQ(g->nirqs, 2);
 		CHECK_EQ(g->irqs[0].type, KVM_S390_INT_CLOCK_COMP);
@@ -151,16 +162,16 @@ TEST(a_damaged_vcpu_section_is_refused_with_what_is_wrong)
 	snap_w_free(&w);
 	snap_w_init(&w);
 	snap_begin(&w, S390_SNAP_CPU, 0);
-	snap_put_u8(&w, 1);
-	snap_put_u64(&w, KVM_SYNC_FPRS);
-	for (unsigned i = 0; i < 2 + 1 + 16 + 16; i++)
+	snap_put_u8(&w, 1);                             /* operating */
+	snap_put_u64(&w, KVM_SYNC_FPRS);                /* facets */
+	for (unsigned i = 0; i < 2 + 1 + 16; i++)       /* PSW, prefix, GPRs */
 		snap_put_u64(&w, 0);
-	for (unsigned i = 0; i < 16; i++)
+	for (unsigned i = 0; i < 16; i++)               /* access registers */
 		snap_put_u32(&w, 0);
-	for (unsigned i = 0; i < 8; i++)
+	for (unsigned i = 0; i < 16 + 8; i++)           /* CRs, ARCH0, PFAULT */
 		snap_put_u64(&w, 0);
-	snap_put_u32(&w, 0);
-	for (unsigned i = 0; i < 16; i++)
+	snap_put_u32(&w, 0);                            /* FPC */
+	for (unsigned i = 0; i < 16; i++)               /* FPRs */
 		snap_put_u64(&w, 0);
 	snap_put_u32(&w, S390_SNAP_IRQS_MAX + 1);
 	snap_end(&w);

@@ -1141,3 +1141,49 @@ TEST(a_snapshot_with_indicators_outside_ram_or_another_subchannel_is_refused)
 	tc_free(a);
 	tc_free(b);
 }
+
+/* A section by hand: the subchannel, revision 2, indicators of `mode`
+ * (classic at T_IND), the configuration indicator flag `conf`. */
+static int ccw_load_raw(struct tc *b, uint8_t mode, uint8_t conf)
+{
+	struct snap_sec sec;
+	struct snap_w w;
+	struct snap_r r;
+	int ret;
+
+	snap_w_init(&w);
+	snap_begin(&w, T_SEC, 0);
+	snap_put_u32(&w, b->vc.schid);
+	snap_put_u32(&w, 2);
+	snap_put_u8(&w, mode);
+	snap_put_u64(&w, T_IND);
+	snap_put_u64(&w, 0);
+	snap_put_u64(&w, 0);
+	snap_put_u8(&w, 0);
+	snap_put_u8(&w, conf);
+	snap_put_u64(&w, T_CONF);
+	snap_end(&w);
+	sec = snap_sec_open(&w, T_SEC, 0, &r);
+	ret = b->vc.t.ops->load(&b->vc.t, &r, msg, sizeof(msg));
+	if (!ret)
+		ret = snap_done(&r, msg, sizeof(msg));
+	snap_sec_free(&sec);
+	return ret;
+}
+
+TEST(a_snapshot_with_no_such_kind_of_indicators_or_flag_is_refused)
+{
+	struct tc *b = tc_new(2, 0);
+
+	virtio_ccw_set_schid(&b->vc, 0x00010001);
+	CHECK_EQ(ccw_load_raw(b, 3, 0), -EINVAL);
+	CHECK(strstr(msg, "no such kind of indicators"));
+	CHECK_EQ(ccw_load_raw(b, 1, 2), -EINVAL);
+	CHECK(strstr(msg, "flag neither 0 nor 1"));
+	CHECK_EQ(b->vc.revision, -1);
+	CHECK(!b->vc.ind && !b->vc.conf_ind);
+	CHECK_EQ(ccw_load_raw(b, 1, 1), 0);
+	CHECK_EQ(b->vc.ind_gpa, T_IND);
+	CHECK(b->vc.conf_ind);
+	tc_free(b);
+}

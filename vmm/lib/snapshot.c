@@ -827,6 +827,9 @@ int snapshot_load_devices(struct mvm *m, char *err, size_t errlen)
 			      snap_count(&m->snap, SNAP_TAG_DEV), m->vm.ndevices);
 		goto out;
 	}
+	/* The groups' buckets first: a device's load starts its queues
+	 * (DRIVER_OK kicks each), whose requests pay the group at once. */
+	ret = snapshot_load_groups(m, err, errlen);
 	for (i = 0; i < v->ndevices && !ret; i++) {
 		const struct vm_device_ops *ops = m->vm.devices[i].ops;
 		struct snap_r r;
@@ -865,8 +868,6 @@ int snapshot_load_devices(struct mvm *m, char *err, size_t errlen)
 	}
 	if (!ret && m->pci_up)
 		pci_bus_conf1_set(&m->pci, v->conf1);
-	if (!ret)
-		ret = snapshot_load_groups(m, err, errlen);
 out:
 	if (ret)
 		err_prefix(err, errlen, "restore %s: ", m->restore_dir);
