@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# mvm-test: long
 # Snapshot and restore on s390x, inside Hercules' s390 KVM (tests/s390/run),
 # with the sandbox on: a guest ticking with its uptime and boot id, reading
 # its virtio-ccw disk and a second disk hot-plugged into a subchannel slot
