@@ -71,6 +71,11 @@ wait_exit() {
 	while [ $SECONDS -lt $end ] && kill -0 "$1" 2>/dev/null; do sleep 0.2; done
 	kill -KILL "$1" 2>/dev/null
 	for p in "$SYS_TMP"/out*; do ring_report "$p"; done
+	# What the guest's kernel said after the guest was ready (a stall
+	# report's first lines say which), which the tail of its output cuts.
+	for p in "$SYS_TMP"/out*; do
+		tr -d '\r' <"$p" | sed -n '/MVM-READY/,$p' | grep -m 30 '^\[' | sed "s/^/    kernel| /"
+	done
 	fail "mvm did not end within $2 s"
 }
 
