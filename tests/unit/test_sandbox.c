@@ -89,6 +89,7 @@ static void env_init(void)
 	env.fds.vm = eventfd(0, EFD_CLOEXEC);
 	env.fds.vcpu = eventfd(0, EFD_CLOEXEC);
 	env.fds.vcpu_lo = env.fds.vcpu_hi = env.fds.vcpu;
+	env.fds.arch_dev = eventfd(0, EFD_CLOEXEC);
 	env.fds.tty = open("/dev/null", O_RDWR | O_CLOEXEC);
 	env.fds.kick_signal = SIGUSR2;
 	/* A control server's listening socket (nobody connects: accept4
@@ -560,6 +561,19 @@ static void ioctl_irqfd_other(void)
 
 	ioctl(env.other, KVM_IRQFD, &f);
 }
+static void ioctl_devattr_arch_dev(void)
+{
+	struct kvm_device_attr a = { 0 };
+
+	expect_enotty(ioctl(env.fds.arch_dev, KVM_GET_DEVICE_ATTR, &a));
+	expect_enotty(ioctl(env.fds.arch_dev, KVM_SET_DEVICE_ATTR, &a));
+}
+static void ioctl_devattr_other(void)
+{
+	struct kvm_device_attr a = { 0 };
+
+	ioctl(env.other, KVM_GET_DEVICE_ATTR, &a);
+}
 static void ioctl_ioeventfd_vm(void)
 {
 	struct kvm_ioeventfd e = { .fd = -1 };
@@ -629,6 +643,11 @@ TEST(ioctls_only_by_request_and_on_the_right_descriptor)
 		{ "KVM_RUN on the VM", ioctl_run_vm, NONE },
 		{ "KVM_IRQFD on the VM", ioctl_irqfd_vm, irqfd },
 		{ "KVM_IRQFD on another fd", ioctl_irqfd_other, NONE },
+		/* s390x's FLIC, whose floating interrupts a snapshot reads and
+		 * puts back: the API thread's alone; x86's has none. */
+		{ "KVM_GET/SET_DEVICE_ATTR on the architecture's device", ioctl_devattr_arch_dev,
+		  arch_layout.has_ccw ? K(API) : NONE },
+		{ "KVM_GET_DEVICE_ATTR on another fd", ioctl_devattr_other, NONE },
 		{ "KVM_IRQ_LINE on the VM", ioctl_irq_line_vm, K(VCPU) | K(CONTROL) | K(API) },
 		{ "KVM_SIGNAL_MSI on the VM", ioctl_signal_msi_vm, nmi },
 		{ "KVM_IOEVENTFD on the VM", ioctl_ioeventfd_vm,
