@@ -1048,23 +1048,31 @@ TEST(interrupts_that_cannot_be_injected_are_logged_once_per_kind_and_counted)
  * through a snapshot file: what load returned; its message in msg. */
 static char msg[512];
 
-static int ccw_round_trip(struct tc *a, struct tc *b)
+/* The section in w (ended) loaded into b: what load returned, or
+ * snap_done's error where it read the section short of its end. */
+static int ccw_load_from(struct snap_w *w, struct tc *b)
 {
 	struct snap_sec sec;
-	struct snap_w w;
 	struct snap_r r;
 	int ret;
 
-	snap_w_init(&w);
-	snap_begin(&w, T_SEC, 0);
-	CHECK_EQ(a->vc.t.ops->save(&a->vc.t, &w, msg, sizeof(msg)), 0);
-	snap_end(&w);
-	sec = snap_sec_open(&w, T_SEC, 0, &r);
+	sec = snap_sec_open(w, T_SEC, 0, &r);
 	ret = b->vc.t.ops->load(&b->vc.t, &r, msg, sizeof(msg));
 	if (!ret)
 		ret = snap_done(&r, msg, sizeof(msg));
 	snap_sec_free(&sec);
 	return ret;
+}
+
+static int ccw_round_trip(struct tc *a, struct tc *b)
+{
+	struct snap_w w;
+
+	snap_w_init(&w);
+	snap_begin(&w, T_SEC, 0);
+	CHECK_EQ(a->vc.t.ops->save(&a->vc.t, &w, msg, sizeof(msg)), 0);
+	snap_end(&w);
+	return ccw_load_from(&w, b);
 }
 
 /* Fixed addresses in both devices' fake RAM (each has its own). */
@@ -1146,10 +1154,7 @@ TEST(a_snapshot_with_indicators_outside_ram_or_another_subchannel_is_refused)
  * (classic at T_IND), the configuration indicator flag `conf`. */
 static int ccw_load_raw(struct tc *b, uint8_t mode, uint8_t conf)
 {
-	struct snap_sec sec;
 	struct snap_w w;
-	struct snap_r r;
-	int ret;
 
 	snap_w_init(&w);
 	snap_begin(&w, T_SEC, 0);
@@ -1163,12 +1168,7 @@ static int ccw_load_raw(struct tc *b, uint8_t mode, uint8_t conf)
 	snap_put_u8(&w, conf);
 	snap_put_u64(&w, T_CONF);
 	snap_end(&w);
-	sec = snap_sec_open(&w, T_SEC, 0, &r);
-	ret = b->vc.t.ops->load(&b->vc.t, &r, msg, sizeof(msg));
-	if (!ret)
-		ret = snap_done(&r, msg, sizeof(msg));
-	snap_sec_free(&sec);
-	return ret;
+	return ccw_load_from(&w, b);
 }
 
 TEST(a_snapshot_with_no_such_kind_of_indicators_or_flag_is_refused)
