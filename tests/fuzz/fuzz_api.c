@@ -30,6 +30,10 @@ static int fz_create(struct api_vm *v, const struct api_vmconfig *c, char *err, 
 		FZ_ASSERT(c->disks[i].d.path && *c->disks[i].d.path &&
 			  (!c->disks[i].d.id || *c->disks[i].d.id));
 	FZ_ASSERT(!c->has_vsock || (c->vsock.socket && *c->vsock.socket));
+	FZ_ASSERT(c->ngroups <= MVM_MAX_DISKS);
+	for (i = 0; i < c->ngroups; i++)
+		FZ_ASSERT(c->groups[i].id && *c->groups[i].id &&
+			  strlen(c->groups[i].id) <= MVM_ID_MAX);
 	snprintf(err, errlen, "no VM made here");
 	return -EINVAL;
 }
@@ -115,7 +119,10 @@ static void fuzz_seeds(void)
 	     "\"cpus\":{\"boot_vcpus\":2,\"max_vcpus\":4},\"memory\":{\"size\":268435456,"
 	     "\"thp\":true},\"serial\":{\"mode\":\"Tty\"},\"console\":{\"mode\":\"Off\"},"
 	     "\"vsock\":{\"cid\":3,\"socket\":\"/v.sock\"},\"rng\":{\"src\":\"/dev/urandom\"},"
+	     "\"rate_limit_groups\":[{\"id\":\"t1\",\"rate_limiter_config\":{\"bandwidth\":"
+	     "{\"size\":1048576,\"refill_time\":100}}}],"
 	     "\"disks\":[{\"path\":\"/d.img\",\"id\":\"root\",\"num_queues\":2,"
+	     "\"rate_limit_group\":\"t1\","
 	     "\"rate_limiter_config\":{\"ops\":{\"size\":100,\"refill_time\":1000}}}]}");
 	seed("boot", 1, "/api/v1/vm.boot", "");
 	seed("add_disk_bad", 1, "/api/v1/vm.add-disk", "{\"path\":");

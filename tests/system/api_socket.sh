@@ -18,8 +18,9 @@
 # vdb), refuses one from elsewhere, and vm.remove-device takes it out;
 # vm.power-button (the keyboard's Power key) has the guest shut down,
 # which ends mvm with status 0. Then, with the sandbox off and a hot-plug slot,
-# a second VM from vm.create and vm.boot; vm.add-disk plugs a disk limited
-# to 100 requests/s in (PciDeviceInfo with its BDF; the guest finds it and
+# a second VM from vm.create (its VmConfig with a rate-limit group) and
+# vm.boot; vm.add-disk plugs a disk that names the group, limited to 100
+# requests/s by it, in (PciDeviceInfo with its BDF; the guest finds it and
 # its data, writes it and reads it back, and fio measures the limit),
 # vm.info and vm.counters show it under its id, a second finds no slot,
 # vm.remove-device takes it out with the guest's cooperation, and the
@@ -207,6 +208,8 @@ expect 204 PUT vm.create -H 'Content-Type: application/json' -d "{
 	\"payload\": {\"kernel\": \"$SYS_ROOT/build/guest/bzImage\",
 		\"initramfs\": \"$SYS_ROOT/build/guest/initramfs.cpio.gz\",
 		\"cmdline\": \"$(guest_script "$script")\"},
+	\"rate_limit_groups\": [{\"id\": \"tenant1\",
+		\"rate_limiter_config\": {\"ops\": {\"size\": 10, \"refill_time\": 100}}}],
 	\"disks\": [{\"path\": \"$img\"}]}"
 expect 204 PUT vm.boot
 for _ in $(seq 1 600); do grep -q '^tick' "$SYS_TMP/out" && break; kill -0 $pid 2>/dev/null || break; sleep 0.2; done
@@ -216,8 +219,9 @@ wait_guest() {   # PATTERN COUNT: the guest printed PATTERN COUNT times, within 
 	grep -v '^tick' "$SYS_TMP/out" | tail -n 10
 	fail "the guest did not print '$1' $2 time(s)"
 }
-# 100 requests/s: a bucket of 10, refilled in 100 ms.
-limited="{\"path\":\"$hot\",\"id\":\"hot0\",\"rate_limiter_config\":{\"ops\":{\"size\":10,\"refill_time\":100}}}"
+# 100 requests/s, the VmConfig's group tenant1 (a bucket of 10, refilled
+# in 100 ms), under the disk's own 1,000/s.
+limited="{\"path\":\"$hot\",\"id\":\"hot0\",\"rate_limit_group\":\"tenant1\",\"rate_limiter_config\":{\"ops\":{\"size\":100,\"refill_time\":100}}}"
 expect 200 PUT vm.add-disk -H 'Content-Type: application/json' -d "$limited"
 grep -q '"id":"hot0"' "$SYS_TMP/body" && grep -q '"bdf":"0000:01:00.0"' "$SYS_TMP/body" ||
 	fail "vm.add-disk's PciDeviceInfo: $(cat "$SYS_TMP/body")"
@@ -229,10 +233,13 @@ wait_guest "hp-iops vdb [0-9]" 1
 iops=$(sed -n 's/^hp-iops vdb \([0-9]*\).*/\1/p' "$SYS_TMP/out" | head -n 1)
 # At most 10 + 4 s x 100 requests in 4 s (102.5/s): well above, it did not hold.
 [ "$iops" -ge 1 ] && [ "$iops" -le 130 ] || fail "fio on a disk limited to 100 requests/s did $iops IOPS"
-echo "fio in the guest: $iops IOPS on the disk limited to 100 requests/s"
+echo "fio in the guest: $iops IOPS on the disk its VmConfig's rate-limit group holds to 100 requests/s"
 expect 200 GET vm.info
 grep -q '"id":"hot0"' "$SYS_TMP/body" || fail "vm.info does not list hot0"
-grep -q '"ops":{"size":10,' "$SYS_TMP/body" || fail "vm.info does not show hot0's limit"
+grep -q '"rate_limit_group":"tenant1","rate_limiter_config":{"ops":{"size":100,' "$SYS_TMP/body" ||
+	fail "vm.info does not show hot0's limit and group: $(cat "$SYS_TMP/body")"
+grep -q '"rate_limit_groups":\[{"id":"tenant1","rate_limiter_config":{"ops":{"size":10,' "$SYS_TMP/body" ||
+	fail "vm.info does not show the group: $(cat "$SYS_TMP/body")"
 expect 200 GET vm.counters
 grep -q '"hot0":{"read_bytes":[1-9][0-9]*,"write_bytes":131072,"read_ops":[1-9][0-9]*,"write_ops":32,' "$SYS_TMP/body" ||
 	fail "vm.counters: hot0's reads and writes: $(cat "$SYS_TMP/body")"

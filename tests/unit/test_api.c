@@ -415,6 +415,14 @@ static int fake_create(struct api_vm *v, const struct api_vmconfig *c, char *err
 	int r;
 
 	r = mvm_create(&mc, &v->vm, err, errlen);
+	for (i = 0; !r && i < c->ngroups; i++) {
+		struct mvm_rate_group *g = NULL;
+
+		r = mvm_rate_group_new(&c->groups[i], &g, err, errlen);
+		if (!r)
+			r = mvm_add_rate_group(v->vm, g, err, errlen);
+		mvm_rate_group_unref(g);
+	}
 	for (i = 0; !r && i < c->ndisks; i++) {
 		fake_disks[i] = c->disks[i].d;
 		r = mvm_add_disk(v->vm, &fake_disks[i], err, errlen);
@@ -423,8 +431,11 @@ static int fake_create(struct api_vm *v, const struct api_vmconfig *c, char *err
 		mvm_destroy(v->vm);
 		v->vm = NULL;
 	}
-	if (!r)
+	if (!r) {
 		v->cfg = &c->vm;
+		v->groups = c->groups;
+		v->ngroups = c->ngroups;
+	}
 	return r;
 }
 
@@ -556,6 +567,91 @@ TEST(create_takes_a_vmconfig_and_boot_starts_it)
 	/* Without a host (a program that gives its VM itself), 501. */
 	v = (struct api_vm){ 0 };
 	error_says(call(&v, "PUT", "/api/v1/vm.create", "{}", 501), "vm.create: this mvm was given");
+}
+
+/* VmConfig.rate_limit_groups: Cloud Hypervisor's RateLimiterGroupConfig
+ * array makes the groups the VM's disks name in rate_limit_group; vm.info
+ * shows them. A group that is not one, an id twice, a disk naming a
+ * group the VmConfig lacks: 400, and no VM. */
+TEST(create_takes_rate_limit_groups_that_its_disks_share)
+{
+	static const struct {
+		const char *groups, *disk_group, *says;
+	} bad[] = {
+		{ "{\"id\":\"g\"}", "g", "rate_limit_groups: give an array" },
+		{ "[7]", "g", "rate_limit_groups[0]: not a RateLimiterGroupConfig" },
+		{ "[{\"rate_limiter_config\":{\"ops\":{\"size\":10,\"refill_time\":100}}}]",
+		  "g", "rate_limit_groups[0]: id: give 1 to 8" },
+		{ "[{\"id\":\"g\"}]", "g", "rate_limit_groups[0]: no rate_limiter_config" },
+		{ "[{\"id\":\"g\",\"rate_limiter_config\":{}}]", "g",
+		  "rate_limit_groups[0]: rate_limiter_config: give an object with bandwidth" },
+		{ "[{\"id\":\"g\",\"rate_limiter_config\":{\"ops\":{\"size\":-1}}}]", "g",
+		  "rate_limiter_config.ops.size: not a number of 0 or more" },
+		{ "[{\"id\":\"g\",\"weight\":3,\"rate_limiter_config\":{\"ops\":{}}}]", "g",
+		  "rate_limit_groups[0].weight: unknown" },
+		/* The library's own checks: a bucket without a refill time,
+		 * an id it does not take, one id twice, a group not there. */
+		{ "[{\"id\":\"g\",\"rate_limiter_config\":{\"ops\":{\"size\":10}}}]", "g",
+		  "refill" },
+		{ "[{\"id\":\"g/1\",\"rate_limiter_config\":{\"ops\":{\"size\":10,"
+		  "\"refill_time\":100}}}]", "g/1", "g/1" },
+		{ "[{\"id\":\"g\",\"rate_limiter_config\":{\"ops\":{\"size\":10,"
+		  "\"refill_time\":100}}},{\"id\":\"g\",\"rate_limiter_config\":{\"ops\":"
+		  "{\"size\":5,\"refill_time\":100}}}]", "g", "has a" },
+		{ "[{\"id\":\"g\",\"rate_limiter_config\":{\"ops\":{\"size\":10,"
+		  "\"refill_time\":100}}}]", "h", "rate_limit_group 'h' is not" },
+	};
+	static struct api_vm v;
+	char body[1536];
+	json_t *j, *g, *d;
+	unsigned i;
+
+	files();
+	v = (struct api_vm){ .host = &fake_host };
+	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		snprintf(body, sizeof(body), "{\"payload\":{\"kernel\":\"%s\"},"
+			 "\"rate_limit_groups\":%s,\"disks\":[{\"path\":\"%s\","
+			 "\"rate_limit_group\":\"%s\"}]}", kernel, bad[i].groups, image,
+			 bad[i].disk_group);
+		error_says(call(&v, "PUT", "/api/v1/vm.create", body, 400), bad[i].says);
+		CHECK(!v.vm && !v.created);
+	}
+	/* An empty array, as Cloud Hypervisor's clients send: none. */
+	snprintf(body, sizeof(body), "{\"payload\":{\"kernel\":\"%s\"},"
+		 "\"rate_limit_groups\":[]}", kernel);
+	CHECK(!call(&v, "PUT", "/api/v1/vm.create", body, 204));
+	j = call(&v, "GET", "/api/v1/vm.info", NULL, 200);
+	CHECK(!json_object_get(json_object_get(j, "config"), "rate_limit_groups"));
+	json_decref(j);
+	mvm_destroy(v.vm);
+	api_vm_fini(&v);
+	v = (struct api_vm){ .host = &fake_host };
+	snprintf(body, sizeof(body), "{\"payload\":{\"kernel\":\"%s\"},"
+		 "\"rate_limit_groups\":[{\"id\":\"tenant1\",\"rate_limiter_config\":"
+		 "{\"ops\":{\"size\":500,\"refill_time\":100},\"bandwidth\":{\"size\":"
+		 "1048576,\"one_time_burst\":4096,\"refill_time\":1000}}},{\"id\":\"t2\","
+		 "\"rate_limiter_config\":{\"ops\":{\"size\":10,\"refill_time\":10}}}],"
+		 "\"disks\":[{\"path\":\"%s\",\"rate_limit_group\":\"tenant1\"}]}",
+		 kernel, image);
+	CHECK(!call(&v, "PUT", "/api/v1/vm.create", body, 204));
+	CHECK_EQ(v.ngroups, 2);
+	j = call(&v, "GET", "/api/v1/vm.info", NULL, 200);
+	g = json_object_get(json_object_get(j, "config"), "rate_limit_groups");
+	CHECK_EQ(json_array_size(g), 2);
+	CHECK_STR(json_string_value(json_object_get(json_array_get(g, 0), "id")), "tenant1");
+	d = json_object_get(json_object_get(json_array_get(g, 0), "rate_limiter_config"), "ops");
+	CHECK_EQ(json_integer_value(json_object_get(d, "size")), 500);
+	CHECK_EQ(json_integer_value(json_object_get(d, "refill_time")), 100);
+	d = json_object_get(json_object_get(json_array_get(g, 0), "rate_limiter_config"),
+			    "bandwidth");
+	CHECK_EQ(json_integer_value(json_object_get(d, "size")), 1048576);
+	CHECK_EQ(json_integer_value(json_object_get(d, "one_time_burst")), 4096);
+	CHECK_STR(json_string_value(json_object_get(json_array_get(g, 1), "id")), "t2");
+	d = json_array_get(json_object_get(json_object_get(j, "config"), "disks"), 0);
+	CHECK_STR(json_string_value(json_object_get(d, "rate_limit_group")), "tenant1");
+	json_decref(j);
+	mvm_destroy(v.vm);
+	api_vm_fini(&v);
 }
 
 /* vm.add-vsock: a VsockConfig before the boot goes into the VM and its

@@ -101,11 +101,27 @@ static json_t *api_bucket(const struct mvm_token_bucket *b)
 			 "refill_time", (json_int_t)b->refill_time_ms);
 }
 
+/* A rate limit in Cloud Hypervisor's RateLimiterConfig shape, or NULL for
+ * none. */
+static json_t *api_rate(const struct mvm_rate_limit *rate)
+{
+	json_t *rl, *bw = api_bucket(&rate->bw), *ops = api_bucket(&rate->ops);
+
+	if (!bw && !ops)
+		return NULL;
+	rl = json_object();
+	if (bw)
+		json_object_set_new(rl, "bandwidth", bw);
+	if (ops)
+		json_object_set_new(rl, "ops", ops);
+	return rl;
+}
+
 /* A disk as Cloud Hypervisor's DiskConfig; its id as the library has it
  * (a VmConfig's not booted: as given, or none). */
 static json_t *api_disk(const struct mvm_disk *d)
 {
-	json_t *o, *rl, *bw, *ops;
+	json_t *o, *rl;
 
 	o = json_pack("{s:s,s:b,s:b,s:I,s:I}", "path", d->path, "readonly", d->ro,
 		      "direct", d->cache == MVM_CACHE_NONE, "num_queues", (json_int_t)d->queues,
@@ -118,17 +134,29 @@ static json_t *api_disk(const struct mvm_disk *d)
 		json_object_set_new(o, "serial", json_string(d->serial));
 	if (d->rate_limit_group)
 		json_object_set_new(o, "rate_limit_group", json_string(d->rate_limit_group));
-	bw = api_bucket(&d->rate.bw);
-	ops = api_bucket(&d->rate.ops);
-	if (bw || ops) {
-		rl = json_object();
-		if (bw)
-			json_object_set_new(rl, "bandwidth", bw);
-		if (ops)
-			json_object_set_new(rl, "ops", ops);
+	rl = api_rate(&d->rate);
+	if (rl)
 		json_object_set_new(o, "rate_limiter_config", rl);
-	}
 	return o;
+}
+
+/* The VM's rate-limit groups as RateLimiterGroupConfig's. */
+static json_t *api_groups(const struct api_vm *v)
+{
+	json_t *a = json_array();
+	unsigned i;
+
+	for (i = 0; a && i < v->ngroups; i++) {
+		json_t *o = json_pack("{s:s}", "id", v->groups[i].id), *rl;
+
+		rl = api_rate(&v->groups[i].rate);
+		if (o && rl)
+			json_object_set_new(o, "rate_limiter_config", rl);
+		else
+			json_decref(rl);
+		json_array_append_new(a, o);
+	}
+	return a;
 }
 
 /* GET vm.info: VmInfo { config: VmConfig, state, memory_actual_size }. */
@@ -175,6 +203,8 @@ static void api_vm_info(struct api_vm *v, struct api_reply *r)
 		json_object_set_new(cfg, "vsock", json_pack("{s:I,s:s,s:s}", "cid",
 							    (json_int_t)v->vsock->cid, "socket",
 							    v->vsock->socket, "id", "_vsock0"));
+	if (cfg && v->ngroups)
+		json_object_set_new(cfg, "rate_limit_groups", api_groups(v));
 	api_json(r, json_pack("{s:o,s:s,s:I}", "config", cfg, "state", api_state(v),
 			      "memory_actual_size", (json_int_t)c->mem));
 }
@@ -421,6 +451,35 @@ static bool api_bucket_parse(const char *what, const char *name, json_t *o,
 	return true;
 }
 
+/* A RateLimiterConfig over the limits in *rate (a disk's, a group's):
+ * each bucket given replaces that bucket whole (a size of 0 lifts its
+ * limit), one left out stays, as Firecracker's drive update does. False
+ * (and the 400) when it is not one. */
+static bool api_rate_update(const char *what, json_t *o, struct mvm_rate_limit *rate,
+			    struct api_reply *r)
+{
+	static const char *const names[] = { "bandwidth", "ops" };
+	struct mvm_token_bucket *b[] = { &rate->bw, &rate->ops };
+	unsigned i, n = 0;
+
+	for (i = 0; i < 2; i++) {
+		json_t *bj = json_object_get(o, names[i]);
+
+		if (!bj)
+			continue;
+		n++;
+		*b[i] = (struct mvm_token_bucket){ 0 };
+		if (!api_bucket_parse(what, names[i], bj, b[i], r))
+			return false;
+	}
+	if (!json_is_object(o) || !n || json_object_size(o) != n) {
+		api_error(r, 400, "%s: rate_limiter_config: give an object with bandwidth and/or "
+			  "ops", what);
+		return false;
+	}
+	return true;
+}
+
 /* Cloud Hypervisor's DiskConfig into h (its strings copied into h); the
  * library checks the values (mvm_add_disk). False (and the 400) on a
  * field mvm does not know, or one it cannot honour that changes what the
@@ -471,16 +530,11 @@ static bool api_disk_parse(const char *what, json_t *o, struct api_hotdisk *h,
 				h->d.serial = strcpy(h->serial, str);
 		} else if (!strcmp(k, "rate_limit_group")) {
 			if (!str || strlen(str) >= sizeof(h->group))
-				bad = "give the id of one of the VM's --rate-limit-group";
+				bad = "give the id of one of the VM's rate_limit_groups";
 			else
 				h->d.rate_limit_group = strcpy(h->group, str);
 		} else if (!strcmp(k, "rate_limiter_config")) {
-			json_t *bw = json_object_get(val, "bandwidth"), *ops = json_object_get(val, "ops");
-
-			if (!json_is_object(val) || json_object_size(val) != (size_t)!!bw + !!ops)
-				bad = "give an object with bandwidth and/or ops";
-			else if ((bw && !api_bucket_parse(what, "bandwidth", bw, &h->d.rate.bw, r)) ||
-				 (ops && !api_bucket_parse(what, "ops", ops, &h->d.rate.ops, r)))
+			if (!api_rate_update(what, val, &h->d.rate, r))
 				return false;
 		} else if (!strcmp(k, "queue_size") || !strcmp(k, "disable_io_uring") ||
 			   !strcmp(k, "disable_aio") || !strcmp(k, "sparse")) {
@@ -661,35 +715,6 @@ static void api_vm_remove_device(struct api_vm *v, const char *body, size_t len,
 		return;
 	}
 	r->status = 204;
-}
-
-/* rate_limiter_config over the disk's limits in *rate: each bucket given
- * replaces that bucket whole (a size of 0 lifts its limit), one left out
- * stays, as Firecracker's drive update does. False (and the 400) when it
- * is not one. */
-static bool api_rate_update(const char *what, json_t *o, struct mvm_rate_limit *rate,
-			    struct api_reply *r)
-{
-	static const char *const names[] = { "bandwidth", "ops" };
-	struct mvm_token_bucket *b[] = { &rate->bw, &rate->ops };
-	unsigned i, n = 0;
-
-	for (i = 0; i < 2; i++) {
-		json_t *bj = json_object_get(o, names[i]);
-
-		if (!bj)
-			continue;
-		n++;
-		*b[i] = (struct mvm_token_bucket){ 0 };
-		if (!api_bucket_parse(what, names[i], bj, b[i], r))
-			return false;
-	}
-	if (!json_is_object(o) || !n || json_object_size(o) != n) {
-		api_error(r, 400, "%s: rate_limiter_config: give an object with bandwidth and/or "
-			  "ops", what);
-		return false;
-	}
-	return true;
 }
 
 /* PUT vm.update-disk, mvm's own (Firecracker's PATCH /drives/{id} in Cloud
@@ -953,6 +978,56 @@ static bool api_vsock_parse(const char *what, json_t *o, struct api_vmconfig *c,
 	return true;
 }
 
+/* VmConfig.rate_limit_groups, Cloud Hypervisor's RateLimiterGroupConfig
+ * array ({ id, rate_limiter_config }), into c: groups its disks name in
+ * rate_limit_group. The library checks ids and limits
+ * (mvm_rate_group_new) and refuses one id twice (mvm_add_rate_group). */
+static bool api_groups_parse(json_t *a, struct api_vmconfig *c, struct api_reply *r)
+{
+	unsigned i;
+
+	if (!json_is_array(a)) {
+		api_error(r, 400, "vm.create: rate_limit_groups: give an array of "
+			  "RateLimiterGroupConfig");
+		return false;
+	}
+	if (json_array_size(a) > MVM_MAX_DISKS) {
+		api_error(r, 400, "vm.create: rate_limit_groups: more than %u", MVM_MAX_DISKS);
+		return false;
+	}
+	for (i = 0; i < json_array_size(a); i++) {
+		static const char *const keys[] = { "id", "rate_limiter_config", NULL };
+		struct mvm_rate_group_config *g = &c->groups[i];
+		json_t *o = json_array_get(a, i);
+		const char *id = json_string_value(json_object_get(o, "id"));
+		char what[48];
+
+		snprintf(what, sizeof(what), "vm.create: rate_limit_groups[%u]", i);
+		if (!json_is_object(o)) {
+			api_error(r, 400, "%s: not a RateLimiterGroupConfig object", what);
+			return false;
+		}
+		if (!api_known(what + 11, o, keys, r))
+			return false;
+		if (!id || !*id || strlen(id) > MVM_ID_MAX) {
+			api_error(r, 400, "%s: id: give 1 to %d letters, digits, '-', '_' or '.'",
+				  what, MVM_ID_MAX);
+			return false;
+		}
+		if (!json_object_get(o, "rate_limiter_config")) {
+			api_error(r, 400, "%s: no rate_limiter_config; give its bandwidth and/or ops",
+				  what);
+			return false;
+		}
+		mvm_rate_group_config_init(g);
+		g->id = strcpy(c->group_ids[i], id);
+		if (!api_rate_update(what, json_object_get(o, "rate_limiter_config"), &g->rate, r))
+			return false;
+		c->ngroups++;
+	}
+	return true;
+}
+
 /* Cloud Hypervisor's VmConfig into c, field by field as docs/api.md
  * says: taken, ignored where nothing the guest gets depends on it, or
  * refused with a 400 that names it. The library checks the values. */
@@ -964,8 +1039,8 @@ static bool api_vmconfig_parse(json_t *o, struct api_vmconfig *c, struct api_rep
 		"tpm", "rng", "balloon", "watchdog", "iommu", "platform", "landlock_enable",
 		"landlock_rules", "preserved_fds", "rate_limit_groups", "debug_console", NULL };
 	static const char *const absent[] = { "net", "fs", "pmem", "devices", "user_devices",
-					      "vdpa", "numa", "sgx_epc", "rate_limit_groups",
-					      "landlock_rules", "preserved_fds", NULL };
+					      "vdpa", "numa", "sgx_epc", "landlock_rules",
+					      "preserved_fds", NULL };
 	json_t *val, *disks;
 	unsigned i;
 
@@ -1004,7 +1079,9 @@ static bool api_vmconfig_parse(json_t *o, struct api_vmconfig *c, struct api_rep
 	    ((val = json_object_get(o, "serial")) && !api_console_parse("serial", val, c, r)) ||
 	    ((val = json_object_get(o, "console")) && !api_console_parse("console", val, c, r)) ||
 	    ((val = json_object_get(o, "vsock")) && !json_is_null(val) &&
-	     !api_vsock_parse("vm.create: vsock", val, c, r)))
+	     !api_vsock_parse("vm.create: vsock", val, c, r)) ||
+	    ((val = json_object_get(o, "rate_limit_groups")) && !json_is_null(val) &&
+	     !api_groups_parse(val, c, r)))
 		return false;
 	val = json_object_get(o, "pvpanic");
 	if (val) {
@@ -1072,7 +1149,7 @@ static void api_vm_create(struct api_vm *v, const char *body, size_t len, struct
 	ret = v->host->create(v, c, err, sizeof(err));
 	if (ret) {
 		free(c);
-		api_error(r, ret == -EINVAL || ret == -ENOENT || ret == -ENOEXEC ||
+		api_error(r, ret == -EINVAL || ret == -ENOENT || ret == -ENOEXEC || ret == -EEXIST ||
 			  ret == -EBADF ? 400 : 500, "vm.create: %s", err);
 		return;
 	}

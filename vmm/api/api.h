@@ -44,6 +44,11 @@ struct api_vmconfig {
 	bool has_vsock;
 	struct mvm_vsock vsock;
 	bool console_off;          /* serial mode Off or Null: the guest's output dropped */
+	/* rate_limit_groups: the groups its disks may name, their ids in
+	 * group_ids. */
+	struct mvm_rate_group_config groups[MVM_MAX_DISKS];
+	char group_ids[MVM_MAX_DISKS][MVM_ID_MAX + 1];
+	unsigned ngroups;
 	char kernel[API_PATH_MAX], initrd[API_PATH_MAX], vsock_socket[API_PATH_MAX];
 	char cmdline[8192];
 };
@@ -78,6 +83,10 @@ struct api_vm {
 	struct mvm *vm;
 	const struct mvm_config *cfg;
 	const struct mvm_vsock *vsock;     /* or NULL */
+	/* The rate-limit groups it was made with (the command line's and its
+	 * VmConfig's), for vm.info's rate_limit_groups; ngroups 0: none. */
+	const struct mvm_rate_group_config *groups;
+	unsigned ngroups;
 	/* vmm.shutdown and vm.shutdown asked the VM to stop (the server then
 	 * ends once the answer is out). */
 	bool shutdown;

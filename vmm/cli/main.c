@@ -357,6 +357,9 @@ struct main_api {
 	 * counts from there, so they do not grow with every VM. */
 	struct jail_cfg jail_base;
 	unsigned base_cpus;
+	/* The command line's --rate-limit-group count: a VmConfig's
+	 * rate_limit_groups follow them. */
+	unsigned base_groups;
 	uint64_t start_ns;
 	bool escape;
 };
@@ -371,6 +374,10 @@ static int main_api_create(struct api_vm *v, const struct api_vmconfig *c, char 
 	unsigned i;
 	int r;
 
+	if (c->ngroups > MVM_MAX_DISKS - x->base_groups)
+		return err_set(err, errlen, -EINVAL, "rate_limit_groups: %u with the command "
+			       "line's %u, more than %d; give fewer", c->ngroups, x->base_groups,
+			       MVM_MAX_DISKS);
 	/* What the command line gave (sandbox, pvpanic unless the VmConfig
 	 * says, id, hot-plug slots) stays. */
 	cfg->vm.kernel = c->vm.kernel;
@@ -386,6 +393,9 @@ static int main_api_create(struct api_vm *v, const struct api_vmconfig *c, char 
 	for (i = 0; i < c->ndisks; i++)
 		cfg->disks[i] = c->disks[i].d;
 	cfg->ndisks = c->ndisks;
+	cfg->ngroups = x->base_groups;
+	for (i = 0; i < c->ngroups; i++)
+		cfg->groups[cfg->ngroups++] = c->groups[i];
 	cfg->has_vsock = c->has_vsock;
 	if (c->has_vsock)
 		cfg->vsock = c->vsock;
@@ -402,11 +412,14 @@ static int main_api_create(struct api_vm *v, const struct api_vmconfig *c, char 
 		*x->jail = was;
 		cfg->vm = keep;
 		cfg->ndisks = 0;
+		cfg->ngroups = x->base_groups;
 		cfg->has_vsock = false;
 		return r;
 	}
 	v->cfg = &cfg->vm;
 	v->vsock = cfg->has_vsock ? &cfg->vsock : NULL;
+	v->groups = cfg->groups;
+	v->ngroups = cfg->ngroups;
 	return 0;
 }
 
@@ -456,6 +469,8 @@ static int main_api_restore(struct api_vm *v, const char *dir, char *err, size_t
 	main_restored(cfg, v->vm, x->jail);
 	v->cfg = &cfg->vm;
 	v->vsock = cfg->has_vsock ? &cfg->vsock : NULL;
+	v->groups = cfg->groups;
+	v->ngroups = cfg->ngroups;
 	return 0;
 }
 
@@ -606,6 +621,8 @@ int main(int argc, char **argv)
 			api_vm.vm = vm;
 			api_vm.cfg = &cfg.vm;
 			api_vm.vsock = cfg.has_vsock ? &cfg.vsock : NULL;
+			api_vm.groups = cfg.groups;
+			api_vm.ngroups = cfg.ngroups;
 			api_vm.booted = true;
 			if (api_server_new(cfg.api_socket, &api_vm, &api, err, sizeof(err)))
 				die_usage("%s", err);
@@ -617,6 +634,7 @@ int main(int argc, char **argv)
 	}
 	api_ctx.jail_base = jail;
 	api_ctx.base_cpus = cfg.vm.cpus;
+	api_ctx.base_groups = cfg.ngroups;
 relaunch:
 	if (cli_vm_from_api(&cfg)) {
 		api_server_serve_until_boot(api, sfd);
