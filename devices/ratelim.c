@@ -193,6 +193,13 @@ void ratelim_set(struct ratelim *rl, const struct mvm_rate_limit *rate, uint64_t
 	pthread_mutex_unlock(&rl->lock);
 }
 
+void ratelim_rate_get(struct ratelim *rl, struct mvm_rate_limit *out)
+{
+	pthread_mutex_lock(&rl->lock);
+	*out = rl->rate;
+	pthread_mutex_unlock(&rl->lock);
+}
+
 int ratelim_join(struct ratelim *rl, struct vqw *w)
 {
 	int r = 0;

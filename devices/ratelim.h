@@ -97,6 +97,9 @@ void ratelim_fini(struct ratelim *rl);
 /* New limits from now on; every member worker is woken (vqw_poke) so
  * that a request waiting for tokens is looked at again. Any thread. */
 void ratelim_set(struct ratelim *rl, const struct mvm_rate_limit *rate, uint64_t now_ns);
+/* The limits as configured now (ratelim_init's, or the last
+ * ratelim_set's). Any thread. */
+void ratelim_rate_get(struct ratelim *rl, struct mvm_rate_limit *out);
 /* Workers that wait on rl (ratelim_set wakes them). 0 or -ENOMEM. */
 int ratelim_join(struct ratelim *rl, struct vqw *w);
 void ratelim_leave(struct ratelim *rl, struct vqw *w);

@@ -65,9 +65,9 @@ extern "C" {
  * is passed with it) make a new MINOR: a program built against an older
  * header runs against a newer library of the same MAJOR. */
 #define MVM_VERSION_MAJOR 2
-#define MVM_VERSION_MINOR 14
+#define MVM_VERSION_MINOR 15
 #define MVM_VERSION_PATCH 0
-#define MVM_VERSION_STRING "2.14.0"
+#define MVM_VERSION_STRING "2.15.0"
 #define MVM_ERR_MAX 512          /* enough for any message */
 /* For the statistics calls: every vCPU, every disk, every queue. */
 #define MVM_ALL (~0u)
@@ -690,6 +690,13 @@ int mvm_disk_find(const struct mvm *vm, const char *id);
 int mvm_get_config(const struct mvm *vm, struct mvm_config *out, size_t size);
 /* Since 2.6. The vsock device's options likewise: 0, -ENOENT (none). */
 int mvm_get_vsock(const struct mvm *vm, struct mvm_vsock *out, size_t size);
+/* Since 2.15. The VM's rate-limit group `group` (0.., in the order they
+ * were added; a restored VM's from mvm_prepare on, those its snapshot
+ * brought after the caller's) with its limits as they are now
+ * (mvm_rate_group_set), into *out (size: sizeof(*out)); its id is the
+ * group's, valid until mvm_destroy. 0, -ENOENT (no such group), -EINVAL. */
+int mvm_get_rate_group(const struct mvm *vm, unsigned group, struct mvm_rate_group_config *out,
+		       size_t size);
 
 /* Since 2.12. The vsock device's counters, by --stats' names (fields a
  * newer library adds beyond len are left out; fields an older one lacks

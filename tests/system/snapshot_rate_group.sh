@@ -2,10 +2,10 @@
 # A rate-limit group's buckets go into a snapshot, as a disk's own do: a
 # guest reading its disk without pause, the disk in a group of 20
 # operations refilled over 10 s (2 a second), has emptied the group's
-# bucket when it is snapshotted; restored in a new mvm (the group given
-# again on its command line), it goes on at 2 reads a second, not with a
-# full bucket of 20 at once, as a restore that started the group afresh
-# would give every clone.
+# bucket when it is snapshotted; restored in a new mvm (the group not
+# given again: the snapshot brings it, with its limits, as vm.info shows),
+# it goes on at 2 reads a second, not with a full bucket of 20 at once, as
+# a restore that started the group afresh would give every clone.
 . "$(dirname "$0")/lib.sh"
 sock=$SYS_TMP/api.sock
 snap=$SYS_TMP/snap
@@ -38,10 +38,11 @@ expect 204 PUT vmm.shutdown
 wait $pid
 
 sock=$SYS_TMP/api2.sock
-"$MVM" --sandbox off --api-socket "$sock" --rate-limit-group "$group" --restore "$snap" \
-	</dev/null >"$SYS_TMP/out2" 2>&1 &
+"$MVM" --sandbox off --api-socket "$sock" --restore "$snap" </dev/null >"$SYS_TMP/out2" 2>&1 &
 pid=$!
 for _ in $(seq 1 100); do [ -S "$sock" ] && api GET vm.info >/dev/null && break; sleep 0.1; done
+grep -q '"rate_limit_groups":\[{"id":"g","rate_limiter_config":{"ops":{"size":20,"one_time_burst":0,"refill_time":10000}}}\]' "$SYS_TMP/body" ||
+	{ tail -n 20 "$SYS_TMP/out2"; fail "vm.info of the restored VM: not the snapshot's group: $(head -c 600 "$SYS_TMP/body")"; }
 # Four seconds of the restored guest: 2 reads a second and what the
 # bucket held at the snapshot (a read or two), not 20 at once.
 sleep 4

@@ -11,6 +11,7 @@
 #include "vmm/base/util.h"
 #include "vmm/kvm/vm.h"
 #include "vmm/base/snap.h"
+#include "devices/ratelim.h"
 
 #include <errno.h>
 #include <stddef.h>
@@ -890,9 +891,14 @@ TEST(disk_rate_limits_are_checked_and_settable)
  * MVM! section with version, architecture and shape (slots hot-plug
  * slots, its disk in slot disk_slot), no vCPU or device state
  * (mvm_create reads only this), and a memory file of mem bytes. */
-static void write_snapshot_slots(const char *snapdir, const char *version, uint32_t cpus,
-				 uint64_t mem, uint64_t memfile, uint32_t slots, uint32_t disk_slot)
+/* A snapshot's state and memory files: its disk (image) with disk_spec's
+ * keys, in hot-plug slot disk_slot of slots; a rate-limit group of
+ * group_spec's id and limits where given. */
+static void write_snapshot_with(const char *snapdir, const char *version, uint32_t cpus,
+				uint64_t mem, uint64_t memfile, uint32_t slots, uint32_t disk_slot,
+				const char *disk_spec, const char *group_spec)
 {
+	struct ratelim_levels lv = { 0 };
 	struct snap_w w;
 	char path[192];
 	int dfd, fd;
@@ -909,7 +915,7 @@ static void write_snapshot_slots(const char *snapdir, const char *version, uint3
 	snap_put_u32(&w, 2);            /* each slot's queues */
 	snap_put_u32(&w, 1);            /* disks */
 	snap_put_str(&w, image);
-	snap_put_str(&w, "queues=2,cache=writeback,id=hot0");
+	snap_put_str(&w, disk_spec);
 	snap_put_u32(&w, disk_slot);
 	snap_put_u8(&w, 0);             /* no vsock */
 	snap_put_u32(&w, 0);            /* devices */
@@ -918,6 +924,12 @@ static void write_snapshot_slots(const char *snapdir, const char *version, uint3
 	snap_put_str(&w, "");
 	snap_put_str(&w, "console=ttyS0 quiet");
 	snap_end(&w);
+	if (group_spec) {
+		snap_begin(&w, SNAP_TAG('G', 'R', 'P', ' '), 0);
+		snap_put_str(&w, group_spec);
+		ratelim_levels_put(&w, &lv);
+		snap_end(&w);
+	}
 	dfd = open(snapdir, O_RDONLY | O_DIRECTORY);
 	CHECK(dfd >= 0);
 	CHECK_EQ(snap_w_write(&w, dfd, "state", err, sizeof(err)), 0);
@@ -928,6 +940,13 @@ static void write_snapshot_slots(const char *snapdir, const char *version, uint3
 	CHECK_EQ(ftruncate(fd, (off_t)memfile), 0);
 	close(fd);
 	close(dfd);
+}
+
+static void write_snapshot_slots(const char *snapdir, const char *version, uint32_t cpus,
+				 uint64_t mem, uint64_t memfile, uint32_t slots, uint32_t disk_slot)
+{
+	write_snapshot_with(snapdir, version, cpus, mem, memfile, slots, disk_slot,
+			    "queues=2,cache=writeback,id=hot0", NULL);
 }
 
 static void write_snapshot(const char *snapdir, const char *version, uint32_t cpus,
@@ -1019,6 +1038,72 @@ TEST(restore_disks_given_take_the_snapshots_shape_where_left_at_default)
 	CHECK_EQ(mvm_get_disk(vm, 0, &got, sizeof(got)), 0);
 	CHECK_EQ(got.queues, 3);                /* set: stays (the load refuses it) */
 	CHECK_STR(got.id, "mine");
+	mvm_destroy(vm);
+}
+
+/* The snapshot's rate-limit groups come with it, as Cloud Hypervisor's
+ * VmConfig does: its disk names group tg, which the restoring caller did
+ * not give, and the restore makes it with the snapshot's limits
+ * (mvm_get_rate_group). A group the caller gave keeps the caller's
+ * limits; a group the file cannot describe fails the prepare by name. */
+TEST(restore_makes_the_snapshots_rate_limit_groups_the_caller_did_not_give)
+{
+	const char *disk = "queues=2,cache=writeback,id=hot0,rate_limit_group=tg";
+	struct mvm_rate_group_config gc;
+	struct mvm_rate_group *g;
+	struct mvm_config c;
+	struct mvm_disk got;
+	char snapdir[128], buf[128];
+	struct mvm *vm;
+
+	setup();
+	snprintf(snapdir, sizeof(snapdir), "%s/snap", dir);
+	write_snapshot_with(snapdir, MVM_VERSION_STRING, 1, 64 << 20, 64 << 20, 0, 0, disk,
+			    "id=tg,ops_size=20,ops_refill_time=10000");
+	mvm_config_init(&c);
+	c.restore = snapdir;
+	CHECK_EQ(mvm_create(&c, &vm, err, sizeof(err)), 0);
+	mvm_rate_group_config_init(&gc);
+	CHECK_EQ(mvm_get_rate_group(vm, 0, &gc, sizeof(gc)), -ENOENT);
+	/* Whatever KVM then says, the groups and disks come first. */
+	mvm_prepare(vm, err, sizeof(err));
+	CHECK_EQ(mvm_get_rate_group(vm, 0, &gc, sizeof(gc)), 0);
+	CHECK_STR(gc.id, "tg");
+	CHECK_EQ(gc.rate.ops.size, 20);
+	CHECK_EQ(gc.rate.ops.refill_time_ms, 10000);
+	CHECK_EQ(gc.rate.bw.size, 0);
+	CHECK_EQ(mvm_get_rate_group(vm, 1, &gc, sizeof(gc)), -ENOENT);
+	CHECK_EQ(mvm_get_rate_group(vm, 0, &gc, sizeof(size_t)), -EINVAL);
+	mvm_disk_init(&got, NULL);
+	CHECK_EQ(mvm_get_disk(vm, 0, &got, sizeof(got)), 0);
+	CHECK_STR(got.rate_limit_group, "tg");
+	mvm_destroy(vm);
+
+	/* The caller's group of that id stays as the caller made it. */
+	CHECK_EQ(mvm_create(&c, &vm, err, sizeof(err)), 0);
+	CHECK_EQ(mvm_rate_group_parse(&gc, "id=tg,ops_size=5,ops_refill_time=1000", buf,
+				      sizeof(buf), err, sizeof(err)), 0);
+	CHECK_EQ(mvm_rate_group_new(&gc, &g, err, sizeof(err)), 0);
+	CHECK_EQ(mvm_add_rate_group(vm, g, err, sizeof(err)), 0);
+	mvm_rate_group_unref(g);
+	mvm_prepare(vm, err, sizeof(err));
+	CHECK_EQ(mvm_get_rate_group(vm, 0, &gc, sizeof(gc)), 0);
+	CHECK_EQ(gc.rate.ops.size, 5);
+	CHECK_EQ(gc.rate.ops.refill_time_ms, 1000);
+	CHECK_EQ(mvm_get_rate_group(vm, 1, &gc, sizeof(gc)), -ENOENT);
+	mvm_destroy(vm);
+
+	write_snapshot_with(snapdir, MVM_VERSION_STRING, 1, 64 << 20, 64 << 20, 0, 0, disk,
+			    "id=tg,ops_size=lots");
+	CHECK_EQ(mvm_create(&c, &vm, err, sizeof(err)), 0);
+	CHECK_EQ(mvm_prepare(vm, err, sizeof(err)), -EINVAL);
+	CHECK(strstr(err, "rate-limit group 0: the file is damaged: ") && strstr(err, "ops_size"));
+	mvm_destroy(vm);
+	write_snapshot_with(snapdir, MVM_VERSION_STRING, 1, 64 << 20, 64 << 20, 0, 0, disk,
+			    "id=tg,ops_size=20");
+	CHECK_EQ(mvm_create(&c, &vm, err, sizeof(err)), 0);
+	CHECK_EQ(mvm_prepare(vm, err, sizeof(err)), -EINVAL);
+	CHECK(strstr(err, "restore ") && strstr(err, "give both"));
 	mvm_destroy(vm);
 }
 

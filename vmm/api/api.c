@@ -140,21 +140,35 @@ static json_t *api_disk(const struct mvm_disk *d)
 	return o;
 }
 
-/* The VM's rate-limit groups as RateLimiterGroupConfig's. */
+/* A rate-limit group as Cloud Hypervisor's RateLimiterGroupConfig. */
+static json_t *api_group(const struct mvm_rate_group_config *g)
+{
+	json_t *o = json_pack("{s:s}", "id", g->id), *rl = api_rate(&g->rate);
+
+	if (o && rl)
+		json_object_set_new(o, "rate_limiter_config", rl);
+	else
+		json_decref(rl);
+	return o;
+}
+
+/* The VM's rate-limit groups as the library has them (the command
+ * line's, the VmConfig's, a restored VM's snapshot's); a VM shut down's
+ * as its VmConfig gave them. NULL: none. */
 static json_t *api_groups(const struct api_vm *v)
 {
+	struct mvm_rate_group_config g;
 	json_t *a = json_array();
 	unsigned i;
 
-	for (i = 0; a && i < v->ngroups; i++) {
-		json_t *o = json_pack("{s:s}", "id", v->groups[i].id), *rl;
-
-		rl = api_rate(&v->groups[i].rate);
-		if (o && rl)
-			json_object_set_new(o, "rate_limiter_config", rl);
-		else
-			json_decref(rl);
-		json_array_append_new(a, o);
+	mvm_rate_group_config_init(&g);
+	for (i = 0; a && v->vm && !mvm_get_rate_group(v->vm, i, &g, sizeof(g)); i++)
+		json_array_append_new(a, api_group(&g));
+	for (i = 0; a && !v->vm && v->created && i < v->created->ngroups; i++)
+		json_array_append_new(a, api_group(&v->created->groups[i]));
+	if (!json_array_size(a)) {
+		json_decref(a);
+		return NULL;
 	}
 	return a;
 }
@@ -164,7 +178,7 @@ static void api_vm_info(struct api_vm *v, struct api_reply *r)
 {
 	const struct mvm_config *c = v->cfg;
 	struct mvm_config now;
-	json_t *cfg, *disks, *payload;
+	json_t *cfg, *disks, *payload, *groups;
 	unsigned i;
 
 	if ((!v->vm && !v->created) || !c) {
@@ -203,8 +217,8 @@ static void api_vm_info(struct api_vm *v, struct api_reply *r)
 		json_object_set_new(cfg, "vsock", json_pack("{s:I,s:s,s:s}", "cid",
 							    (json_int_t)v->vsock->cid, "socket",
 							    v->vsock->socket, "id", "_vsock0"));
-	if (cfg && v->ngroups)
-		json_object_set_new(cfg, "rate_limit_groups", api_groups(v));
+	if (cfg && (groups = api_groups(v)))
+		json_object_set_new(cfg, "rate_limit_groups", groups);
 	api_json(r, json_pack("{s:o,s:s,s:I}", "config", cfg, "state", api_state(v),
 			      "memory_actual_size", (json_int_t)c->mem));
 }

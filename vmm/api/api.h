@@ -83,10 +83,6 @@ struct api_vm {
 	struct mvm *vm;
 	const struct mvm_config *cfg;
 	const struct mvm_vsock *vsock;     /* or NULL */
-	/* The rate-limit groups it was made with (the command line's and its
-	 * VmConfig's), for vm.info's rate_limit_groups; ngroups 0: none. */
-	const struct mvm_rate_group_config *groups;
-	unsigned ngroups;
 	/* vmm.shutdown and vm.shutdown asked the VM to stop (the server then
 	 * ends once the answer is out). */
 	bool shutdown;

@@ -418,8 +418,6 @@ static int main_api_create(struct api_vm *v, const struct api_vmconfig *c, char 
 	}
 	v->cfg = &cfg->vm;
 	v->vsock = cfg->has_vsock ? &cfg->vsock : NULL;
-	v->groups = cfg->groups;
-	v->ngroups = cfg->ngroups;
 	return 0;
 }
 
@@ -469,8 +467,6 @@ static int main_api_restore(struct api_vm *v, const char *dir, char *err, size_t
 	main_restored(cfg, v->vm, x->jail);
 	v->cfg = &cfg->vm;
 	v->vsock = cfg->has_vsock ? &cfg->vsock : NULL;
-	v->groups = cfg->groups;
-	v->ngroups = cfg->ngroups;
 	return 0;
 }
 
@@ -621,8 +617,6 @@ int main(int argc, char **argv)
 			api_vm.vm = vm;
 			api_vm.cfg = &cfg.vm;
 			api_vm.vsock = cfg.has_vsock ? &cfg.vsock : NULL;
-			api_vm.groups = cfg.groups;
-			api_vm.ngroups = cfg.ngroups;
 			api_vm.booted = true;
 			if (api_server_new(cfg.api_socket, &api_vm, &api, err, sizeof(err)))
 				die_usage("%s", err);

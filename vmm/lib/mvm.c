@@ -362,16 +362,10 @@ void mvm_rate_group_unref(struct mvm_rate_group *g)
 	free(g);
 }
 
-int mvm_add_rate_group(struct mvm *m, struct mvm_rate_group *g, char *err, size_t errlen)
+int mvm_group_attach(struct mvm *m, struct mvm_rate_group *g, char *err, size_t errlen)
 {
 	unsigned i;
 
-	if (!m || !g)
-		return err_set(err, errlen, -EINVAL, "mvm_add_rate_group: %s is NULL",
-			       m ? "group" : "vm");
-	if (atomic_load(&m->state) != MVM_CREATED)
-		return err_set(err, errlen, -EBUSY, "rate-limit-group %s: the VM has been started; "
-			       "add groups before mvm_start", g->id);
 	for (i = 0; i < m->ngroups; i++)
 		if (!strcmp(m->groups[i]->id, g->id))
 			return err_set(err, errlen, -EEXIST, "rate-limit-group %s: the VM has a "
@@ -380,7 +374,36 @@ int mvm_add_rate_group(struct mvm *m, struct mvm_rate_group *g, char *err, size_
 		return err_set(err, errlen, -ENOSPC, "rate-limit-group %s: more than %u groups "
 			       "(one per disk at most)", g->id, MVM_MAX_DISKS);
 	__atomic_add_fetch(&g->refs, 1, __ATOMIC_RELAXED);
-	m->groups[m->ngroups++] = g;
+	m->groups[m->ngroups] = g;
+	/* Pairs with mvm_get_rate_group's acquire: the entry before the count. */
+	__atomic_store_n(&m->ngroups, m->ngroups + 1, __ATOMIC_RELEASE);
+	return 0;
+}
+
+int mvm_add_rate_group(struct mvm *m, struct mvm_rate_group *g, char *err, size_t errlen)
+{
+	if (!m || !g)
+		return err_set(err, errlen, -EINVAL, "mvm_add_rate_group: %s is NULL",
+			       m ? "group" : "vm");
+	if (atomic_load(&m->state) != MVM_CREATED)
+		return err_set(err, errlen, -EBUSY, "rate-limit-group %s: the VM has been started; "
+			       "add groups before mvm_start", g->id);
+	return mvm_group_attach(m, g, err, errlen);
+}
+
+int mvm_get_rate_group(const struct mvm *m, unsigned group, struct mvm_rate_group_config *out,
+		       size_t size)
+{
+	struct mvm_rate_group_config c;
+
+	if (!m || !out || size < MVM_RATE_GROUP_SIZE_MIN)
+		return -EINVAL;
+	if (group >= __atomic_load_n(&m->ngroups, __ATOMIC_ACQUIRE))
+		return -ENOENT;
+	mvm_rate_group_config_init(&c);
+	c.id = m->groups[group]->id;
+	ratelim_rate_get(&m->groups[group]->rl, &c.rate);
+	mvm_give(out, size, &c, sizeof(c));
 	return 0;
 }
 
@@ -1892,7 +1915,10 @@ int mvm_prepare(struct mvm *m, char *err, size_t errlen)
 				       m->image_root, strerror(errno));
 	}
 	if (m->restore_dir) {
-		ret = mvm_restore_disks(m, err, errlen);
+		/* Groups first: the snapshot's disks may name them. */
+		ret = snapshot_groups_make(m, err, errlen);
+		if (!ret)
+			ret = mvm_restore_disks(m, err, errlen);
 		if (!ret)
 			ret = mvm_restore_vsock(m, err, errlen);
 		if (ret)

@@ -226,6 +226,13 @@ unsigned snapshot_ndisks(const struct mvm *m);
 unsigned snapshot_disk_slot(const struct mvm *m, unsigned i);
 int snapshot_disk(struct mvm *m, unsigned i, struct mvm_disk *d, char *buf, size_t buflen,
 		  char *err, size_t errlen);
+/* The snapshot's rate-limit groups the VM lacks (the caller gave none of
+ * that id), made with the limits they had: from mvm_prepare, before the
+ * snapshot's disks, which may name them. 0 or -errno with a message. */
+int snapshot_groups_make(struct mvm *m, char *err, size_t errlen);
+/* g into the VM's groups (a reference of its own): 0, -EEXIST (one of
+ * that id), -ENOSPC, with a message. mvm_add_rate_group's checks aside. */
+int mvm_group_attach(struct mvm *m, struct mvm_rate_group *g, char *err, size_t errlen);
 /* The snapshot's vsock device as mvm_vsock_parse would give it: 0,
  * -ENOENT (it had none), or -errno with a message. */
 int snapshot_vsock(struct mvm *m, struct mvm_vsock *vs, char *buf, size_t buflen, char *err,

@@ -230,6 +230,8 @@ static int snapshot_put_devices(struct mvm *m, struct snap_w *w, char *err, size
 	 * here hold paid given back (they pay again after the restore). */
 	for (i = 0; i < m->ngroups; i++) {
 		struct mvm_rate_group *g = m->groups[i];
+		struct mvm_rate_group_config c;
+		char spec[SNAPSHOT_SPEC_MAX];
 		struct ratelim_levels lv;
 		uint64_t bytes = 0, ops = 0;
 		unsigned d;
@@ -243,9 +245,16 @@ static int snapshot_put_devices(struct mvm *m, struct snap_w *w, char *err, size
 			bytes += b;
 			ops += o;
 		}
+		mvm_rate_group_config_init(&c);
+		c.id = g->id;
+		ratelim_rate_get(&g->rl, &c.rate);
+		/* An id holds no comma (mvm_rate_group_new): it parses back. */
+		if (kv_format(&ratelim_group_keys, &c, spec, sizeof(spec)) >= sizeof(spec))
+			return err_set(err, errlen, -ENAMETOOLONG, "snapshot: rate-limit group %s: "
+				       "its limits do not fit %u bytes", g->id, SNAPSHOT_SPEC_MAX);
 		ratelim_levels_get(&g->rl, mono_ns(), bytes, ops, &lv);
 		snap_begin(w, SNAP_TAG_GRP, i);
-		snap_put_str(w, g->id);
+		snap_put_str(w, spec);
 		ratelim_levels_put(w, &lv);
 		snap_end(w);
 	}
@@ -781,32 +790,86 @@ int snapshot_load_cpus(struct mvm *m, char *err, size_t errlen)
 	return ret;
 }
 
+/* The snapshot's rate-limit group i: its id and limits as its spec says
+ * (strings in buf), its buckets' levels. 0 or -EINVAL with a message. */
+static int snapshot_group(struct mvm *m, unsigned i, struct mvm_rate_group_config *c,
+			  char *buf, size_t buflen, struct ratelim_levels *lv, char *err,
+			  size_t errlen)
+{
+	char spec[SNAPSHOT_SPEC_MAX];
+	struct snap_r r;
+	int ret;
+
+	if (snap_find(&m->snap, SNAP_TAG_GRP, i, &r))
+		return err_set(err, errlen, -EINVAL, "restore %s: no state for rate-limit group "
+			       "%u: the file is damaged", m->restore_dir, i);
+	snap_get_str(&r, spec, sizeof(spec));
+	ratelim_levels_read(&r, lv);
+	ret = snap_done(&r, err, errlen);
+	if (ret)
+		return ret;
+	mvm_rate_group_config_init(c);
+	ret = kv_parse(&ratelim_group_keys, spec, c, buf, buflen, err, errlen);
+	if (!ret && !c->id)
+		ret = err_set(err, errlen, -EINVAL, "no id");
+	if (ret)
+		err_prefix(err, errlen, "restore %s: rate-limit group %u: the file is damaged: ",
+			   m->restore_dir, i);
+	return ret;
+}
+
+int snapshot_groups_make(struct mvm *m, char *err, size_t errlen)
+{
+	unsigned i, k, n = snap_count(&m->snap, SNAP_TAG_GRP);
+
+	for (i = 0; i < n; i++) {
+		struct mvm_rate_group_config c;
+		struct mvm_rate_group *g;
+		struct ratelim_levels lv;
+		char buf[SNAPSHOT_SPEC_MAX];
+		int ret;
+
+		ret = snapshot_group(m, i, &c, buf, sizeof(buf), &lv, err, errlen);
+		if (ret)
+			return ret;
+		for (k = 0; k < m->ngroups && strcmp(m->groups[k]->id, c.id); k++)
+			;
+		if (k < m->ngroups)
+			continue;       /* the caller's, with the caller's limits */
+		ret = mvm_rate_group_new(&c, &g, err, errlen);
+		if (!ret) {
+			ret = mvm_group_attach(m, g, err, errlen);
+			mvm_rate_group_unref(g);
+		}
+		if (ret) {
+			err_prefix(err, errlen, "restore %s: ", m->restore_dir);
+			return ret;
+		}
+	}
+	return 0;
+}
+
 /* The snapshot's rate-limit groups' buckets into the VM's groups of the
- * same ids, unless another VM started with one already: its buckets are
- * live then, and stay. A group the snapshot names and the VM lacks is
- * left alone (its disks were refused before, had they named it). */
+ * same ids (the caller's, or those snapshot_groups_make made), unless
+ * another VM started with one already: its buckets are live then, and
+ * stay. */
 static int snapshot_load_groups(struct mvm *m, char *err, size_t errlen)
 {
 	unsigned i, k, n = snap_count(&m->snap, SNAP_TAG_GRP);
 
 	for (i = 0; i < n; i++) {
+		struct mvm_rate_group_config c;
 		struct ratelim_levels lv;
-		char id[MVM_ID_MAX + 1];
-		struct snap_r r;
+		char buf[SNAPSHOT_SPEC_MAX];
 		int ret;
 
-		if (snap_find(&m->snap, SNAP_TAG_GRP, i, &r))
-			return err_set(err, errlen, -EINVAL, "no state for rate-limit group %u: the "
-				       "file is damaged", i);
-		snap_get_str(&r, id, sizeof(id));
-		ratelim_levels_read(&r, &lv);
-		ret = snap_done(&r, err, errlen);
+		ret = snapshot_group(m, i, &c, buf, sizeof(buf), &lv, err, errlen);
 		if (ret)
 			return ret;
 		for (k = 0; k < m->ngroups; k++) {
 			struct mvm_rate_group *g = m->groups[k];
 
-			if (!strcmp(g->id, id) &&
+			if (!strcmp(g->id, c.id) &&
 			    !__atomic_exchange_n(&g->started, true, __ATOMIC_ACQ_REL))
 				ratelim_levels_set(&g->rl, &lv, mono_ns());
 		}
