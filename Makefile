@@ -370,6 +370,14 @@ $(BUILD)/tests/embed/mvm-%: tests/embed/%.c $(EMBED_ROOT)/usr/lib/pkgconfig/mvm.
 		$$(PKG_CONFIG_PATH=$(EMBED_ROOT)/usr/lib/pkgconfig PKG_CONFIG_SYSROOT_DIR=$(EMBED_ROOT) \
 		   pkg-config --cflags --libs mvm) -Wl,-rpath,$(EMBED_ROOT)/usr/lib
 
+# A guest that runs a guest of its own with AMD SVM (system/snapshot_nested),
+# loaded by mvm as a PVH kernel: no C library, its own linker script.
+$(BUILD)/tests/nested_guest/svm-nest.elf: tests/nested_guest/svm_nest.S tests/nested_guest/svm_nest.ld
+	@mkdir -p $(dir $@)
+	$(E) "  AS      $@"
+	$(Q)$(CC) -c -o $@.o $<
+	$(Q)$(LD) -m elf_x86_64 -T tests/nested_guest/svm_nest.ld -o $@ $@.o
+
 deps:
 	$(Q)scripts/install-deps.sh
 

@@ -25,6 +25,7 @@
 
 #define MSR_IA32_TSC            0x00000010
 #define MSR_IA32_TSC_DEADLINE   0x000006e0
+#define MSR_IA32_FEATURE_CONTROL 0x0000003a
 
 /* ---- encoding ------------------------------------------------------------ */
 
@@ -205,6 +206,38 @@ static void get_events(struct snap_r *r, struct kvm_vcpu_events *e)
 	e->exception_payload = snap_get_u64(r);
 }
 
+/* Whether a reader takes n as a kvm_nested_state: a header, a format it
+ * knows, data within bounds. */
+static bool nested_ok(const struct kvm_nested_state *n)
+{
+	return n->size >= X86_SNAP_NESTED_HDR && n->size <= X86_SNAP_NESTED_MAX &&
+	       (n->format == KVM_STATE_NESTED_FORMAT_VMX ||
+		n->format == KVM_STATE_NESTED_FORMAT_SVM);
+}
+
+/* The header's union field by field, as the format says; then the data
+ * (VMX's vmcs12s, SVM's vmcb12: the processor's layouts as KVM keeps
+ * them, little-endian) as bytes. */
+static void put_nested(struct snap_w *w, unsigned id, const struct kvm_nested_state *n)
+{
+	snap_begin(w, X86_SNAP_NESTED, id);
+	snap_put_u16(w, n->flags);
+	snap_put_u16(w, n->format);
+	snap_put_u32(w, n->size);
+	if (n->format == KVM_STATE_NESTED_FORMAT_VMX) {
+		snap_put_u64(w, n->hdr.vmx.vmxon_pa);
+		snap_put_u64(w, n->hdr.vmx.vmcs12_pa);
+		snap_put_u16(w, n->hdr.vmx.smm.flags);
+		snap_put_u32(w, n->hdr.vmx.flags);
+		snap_put_u64(w, n->hdr.vmx.preemption_timer_deadline);
+	} else {
+		snap_put_u64(w, n->hdr.svm.vmcb_pa);
+	}
+	snap_put_bytes(w, (const uint8_t *)n + X86_SNAP_NESTED_HDR,
+		       n->size - X86_SNAP_NESTED_HDR);
+	snap_end(w);
+}
+
 int x86_vcpu_state_put(struct snap_w *w, unsigned id, const struct x86_vcpu_state *s)
 {
 	unsigned i;
@@ -214,7 +247,7 @@ int x86_vcpu_state_put(struct snap_w *w, unsigned id, const struct x86_vcpu_stat
 	if (!s->cpuid || s->cpuid->nent > X86_SNAP_CPUID_MAX || !s->msrs ||
 	    s->msrs->nmsrs > X86_SNAP_MSRS_MAX || !s->xsave ||
 	    s->xsave_size < X86_SNAP_XSAVE_MIN || s->xsave_size > X86_SNAP_XSAVE_MAX ||
-	    s->xcrs.nr_xcrs > KVM_MAX_XCRS)
+	    s->xcrs.nr_xcrs > KVM_MAX_XCRS || (s->nested && !nested_ok(s->nested)))
 		return -EINVAL;
 
 	put_cpu(w, id, s);
@@ -272,6 +305,9 @@ int x86_vcpu_state_put(struct snap_w *w, unsigned id, const struct x86_vcpu_stat
 	snap_begin(w, X86_SNAP_EVENTS, id);
 	put_events(w, &s->events);
 	snap_end(w);
+
+	if (s->nested)
+		put_nested(w, id, s->nested);
 	return w->err;
 }
 
@@ -302,6 +338,43 @@ static int sec_done(const struct snap_r *r, const char *who, char *err, size_t e
 static int no_memory(const char *who, char *err, size_t errlen)
 {
 	return err_set(err, errlen, -ENOMEM, "snapshot: %s: out of memory", who);
+}
+
+static int get_nested(const struct snap_file *f, unsigned id, const char *who,
+		      struct x86_vcpu_state *s, char *err, size_t errlen)
+{
+	struct kvm_nested_state *n;
+	uint16_t flags, format;
+	struct snap_r r;
+	uint32_t size;
+
+	if (snap_find(f, X86_SNAP_NESTED, id, &r))
+		return 0;       /* taken where KVM kept none */
+	flags = snap_get_u16(&r);
+	format = snap_get_u16(&r);
+	size = snap_get_u32(&r);
+	if (r.err || size < X86_SNAP_NESTED_HDR || size > X86_SNAP_NESTED_MAX ||
+	    (format != KVM_STATE_NESTED_FORMAT_VMX && format != KVM_STATE_NESTED_FORMAT_SVM))
+		return err_set(err, errlen, -EINVAL, "snapshot: %s: nested state of format %u "
+			       "and %u bytes: the file is damaged", who, format, size);
+	n = calloc(1, X86_SNAP_NESTED_MAX);
+	if (!n)
+		return no_memory(who, err, errlen);
+	s->nested = n;
+	n->flags = flags;
+	n->format = format;
+	n->size = size;
+	if (format == KVM_STATE_NESTED_FORMAT_VMX) {
+		n->hdr.vmx.vmxon_pa = snap_get_u64(&r);
+		n->hdr.vmx.vmcs12_pa = snap_get_u64(&r);
+		n->hdr.vmx.smm.flags = snap_get_u16(&r);
+		n->hdr.vmx.flags = snap_get_u32(&r);
+		n->hdr.vmx.preemption_timer_deadline = snap_get_u64(&r);
+	} else {
+		n->hdr.svm.vmcb_pa = snap_get_u64(&r);
+	}
+	snap_get_bytes(&r, (uint8_t *)n + X86_SNAP_NESTED_HDR, size - X86_SNAP_NESTED_HDR);
+	return sec_done(&r, who, err, errlen);
 }
 
 static int get_cpu(const struct snap_file *f, unsigned id, const char *who,
@@ -488,7 +561,10 @@ int x86_vcpu_state_get(const struct snap_file *f, unsigned id, struct x86_vcpu_s
 	if (ret)
 		return ret;
 	get_events(&r, &s->events);
-	return sec_done(&r, who, err, errlen);
+	ret = sec_done(&r, who, err, errlen);
+	if (ret)
+		return ret;
+	return get_nested(f, id, who, s, err, errlen);
 }
 
 void x86_vcpu_state_free(struct x86_vcpu_state *s)
@@ -496,6 +572,8 @@ void x86_vcpu_state_free(struct x86_vcpu_state *s)
 	free(s->cpuid);
 	free(s->xsave);
 	free(s->msrs);
+	free(s->nested);
+	s->nested = NULL;
 	s->cpuid = NULL;
 	s->xsave = NULL;
 	s->msrs = NULL;
@@ -836,6 +914,8 @@ void x86_snap_probe(struct vm *vm, struct x86_vm *xv)
 	int n = ioctl(vm->vm_fd, KVM_CHECK_EXTENSION, KVM_CAP_XSAVE2);
 
 	xv->xsave_size = n > (int)X86_SNAP_XSAVE_MIN ? (uint32_t)n : X86_SNAP_XSAVE_MIN;
+	n = ioctl(vm->vm_fd, KVM_CHECK_EXTENSION, KVM_CAP_NESTED_STATE);
+	xv->nested_size = n > 0 ? (uint32_t)n : 0;
 	/* With room for none, KVM answers E2BIG and the count. */
 	if (ioctl(vm->kvm_fd, KVM_GET_MSR_INDEX_LIST, &probe) < 0 && errno != E2BIG) {
 		xv->msr_list_err = errno;
@@ -915,6 +995,79 @@ static int msrs_read(struct vcpu *v, struct x86_vcpu_state *s, char *err, size_t
 	return 0;
 }
 
+/* The state of the guest's own hypervisor (api.rst, KVM_GET_NESTED_STATE):
+ * VMX's VMXON and current vmcs12, SVM's GIF and, while the vCPU runs a
+ * nested guest, its vmcb12 and the guest hypervisor's registers (the
+ * vCPU's registers read above are the nested guest's then). Without it a
+ * restored guest that ran VMs of its own would go on in the wrong one. */
+static int nested_read(struct vcpu *v, struct x86_vcpu_state *s, char *err, size_t errlen)
+{
+	const struct x86_vm *xv = vm_kvm(v->vm)->arch_state;
+	int ret;
+
+	if (!xv->nested_size)
+		return 0;
+	if (xv->nested_size < X86_SNAP_NESTED_HDR || xv->nested_size > X86_SNAP_NESTED_MAX)
+		return err_set(err, errlen, -E2BIG, "snapshot: KVM keeps %u bytes of nested "
+			       "state, this mvm saves %u to %u", xv->nested_size,
+			       X86_SNAP_NESTED_HDR, X86_SNAP_NESTED_MAX);
+	s->nested = calloc(1, X86_SNAP_NESTED_MAX);
+	if (!s->nested)
+		return no_memory("the nested state", err, errlen);
+	s->nested->size = xv->nested_size;
+	ret = vcpu_call(v, KVM_GET_NESTED_STATE, s->nested, "KVM_GET_NESTED_STATE", err, errlen);
+	if (!ret && !nested_ok(s->nested))
+		ret = err_set(err, errlen, -ENOTSUP, "snapshot: vCPU %u: KVM_GET_NESTED_STATE "
+			      "gave format %u, %u bytes, which this mvm does not know", v->id,
+			      s->nested->format, s->nested->size);
+	return ret;
+}
+
+/* Whether n says the guest ran a hypervisor of its own: VMXON done, or
+ * SVM in a nested guest (or about to enter one). Otherwise there is
+ * nothing a host without nested state would lose. */
+static bool nested_in_use(const struct kvm_nested_state *n)
+{
+	if (n->flags & (KVM_STATE_NESTED_GUEST_MODE | KVM_STATE_NESTED_RUN_PENDING))
+		return true;
+	return n->format == KVM_STATE_NESTED_FORMAT_VMX && n->hdr.vmx.vmxon_pa != ~0ull;
+}
+
+/* The snapshot's nested state onto vCPU v, after its special registers
+ * (SVM checks EFER.SVME) and, for VMX, its IA32_FEATURE_CONTROL (VMXON
+ * needs it), as QEMU orders them; the registers already set become the
+ * nested guest's where the state says the vCPU ran one. */
+static int nested_write(struct vcpu *v, const struct x86_vcpu_state *s, char *err,
+			size_t errlen)
+{
+	const struct x86_vm *xv = vm_kvm(v->vm)->arch_state;
+	struct msr_batch batch;
+	unsigned i;
+
+	if (!s->nested)
+		return 0;
+	if (!xv->nested_size) {
+		if (!nested_in_use(s->nested))
+			return 0;
+		return err_set(err, errlen, -ENOTSUP, "snapshot: vCPU %u ran a hypervisor of "
+			       "its own (nested state, format %u, flags 0x%x), and this host's KVM "
+			       "keeps no nested state (KVM_CAP_NESTED_STATE); restore where it "
+			       "does", v->id, s->nested->format, s->nested->flags);
+	}
+	for (i = 0; s->nested->format == KVM_STATE_NESTED_FORMAT_VMX && i < s->msrs->nmsrs; i++) {
+		if (s->msrs->entries[i].index != MSR_IA32_FEATURE_CONTROL)
+			continue;
+		memset(&batch, 0, sizeof(batch));
+		batch.hdr.nmsrs = 1;
+		batch.e[0] = s->msrs->entries[i];
+		if (ioctl(v->fd, KVM_SET_MSRS, &batch) != 1)
+			return err_set(err, errlen, -ENOTSUP, "snapshot: vCPU %u: KVM_SET_MSRS: "
+				       "IA32_FEATURE_CONTROL 0x%llx refused", v->id,
+				       (unsigned long long)batch.e[0].data);
+	}
+	return vcpu_call(v, KVM_SET_NESTED_STATE, s->nested, "KVM_SET_NESTED_STATE", err, errlen);
+}
+
 /* All of vCPU v's state into *s (zeroed first; x86_vcpu_state_free). */
 static int vcpu_read(struct vcpu *v, struct x86_vcpu_state *s, char *err, size_t errlen)
 {
@@ -962,6 +1115,8 @@ static int vcpu_read(struct vcpu *v, struct x86_vcpu_state *s, char *err, size_t
 	if (!ret)
 		ret = vcpu_call(v, KVM_GET_VCPU_EVENTS, &s->events, "KVM_GET_VCPU_EVENTS", err,
 				errlen);
+	if (!ret)
+		ret = nested_read(v, s, err, errlen);
 	if (ret)
 		return ret;
 
@@ -1090,6 +1245,8 @@ int arch_vcpu_load(struct vcpu *v, const struct snap_file *f, char *err, size_t 
 		ret = vcpu_call(v, KVM_SET_REGS, &s.regs, "KVM_SET_REGS", err, errlen);
 	if (!ret)
 		ret = vcpu_call(v, KVM_SET_SREGS, &s.sregs, "KVM_SET_SREGS", err, errlen);
+	if (!ret)
+		ret = nested_write(v, &s, err, errlen);
 	/* KVM_SET_XSAVE reads KVM_CAP_XSAVE2's size (checked above). */
 	if (!ret)
 		ret = vcpu_call(v, KVM_SET_XSAVE, s.xsave, "KVM_SET_XSAVE", err, errlen);

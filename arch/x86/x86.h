@@ -204,6 +204,9 @@ struct x86_vm {
 	struct kvm_msr_list *msr_list;
 	int msr_list_err;
 	uint32_t xsave_size;            /* KVM_CAP_XSAVE2's size, at least 4096 */
+	/* KVM_CAP_NESTED_STATE's: the largest kvm_nested_state this KVM
+	 * gives (header and data); 0: it keeps none (no nested guests). */
+	uint32_t nested_size;
 	/* The board's keyboard controller (arch_board_create): the power
 	 * button is its Power key. The VM owns it. */
 	struct i8042 *i8042;
@@ -225,6 +228,9 @@ void x86_snap_probe(struct vm *vm, struct x86_vm *xv);
 #define X86_SNAP_LAPIC    SNAP_TAG('X', 'L', 'A', 'P')  /* KVM_GET_LAPIC */
 #define X86_SNAP_MSRS     SNAP_TAG('X', 'M', 'S', 'R')  /* KVM_GET_MSRS */
 #define X86_SNAP_EVENTS   SNAP_TAG('X', 'E', 'V', 'T')  /* KVM_GET_VCPU_EVENTS */
+/* KVM_GET_NESTED_STATE: the guest's own hypervisor's state (SVM or VMX),
+ * where KVM has KVM_CAP_NESTED_STATE; absent otherwise. */
+#define X86_SNAP_NESTED   SNAP_TAG('X', 'N', 'S', 'T')
 /* Per VM: the PICs (instance: KVM_IRQCHIP_PIC_MASTER, _SLAVE), the
  * IOAPIC, the PIT and the kvmclock (instance 0). */
 #define X86_SNAP_PIC      SNAP_TAG('X', 'P', 'I', 'C')
@@ -241,6 +247,10 @@ void x86_snap_probe(struct vm *vm, struct x86_vm *xv);
 #define X86_SNAP_CPUID_MAX  256u
 #define X86_SNAP_XSAVE_MIN  4096u
 #define X86_SNAP_XSAVE_MAX  (1u << 20)
+/* A kvm_nested_state: its 128-byte header, then VMX's vmcs12 and shadow
+ * vmcs12 (4 KiB each) or SVM's vmcb12 (4 KiB). */
+#define X86_SNAP_NESTED_HDR 128u
+#define X86_SNAP_NESTED_MAX (X86_SNAP_NESTED_HDR + 4u * 4096u)
 
 /* One vCPU's state as KVM gives and takes it. The pointers are malloc'd
  * (x86_vcpu_state_free): xsave holds xsave_size bytes, msrs
@@ -258,6 +268,9 @@ struct x86_vcpu_state {
 	struct kvm_lapic_state lapic;
 	struct kvm_msrs *msrs;
 	struct kvm_vcpu_events events;
+	/* KVM_GET_NESTED_STATE's (its size field says how much of it is
+	 * there), or NULL: KVM keeps none. */
+	struct kvm_nested_state *nested;
 };
 void x86_vcpu_state_free(struct x86_vcpu_state *s);
 
@@ -269,13 +282,14 @@ struct x86_vm_state {
 	struct kvm_clock_data clock;    /* clock, flags, realtime, host_tsc */
 };
 
-/* Append vCPU id's sections (X86_SNAP_CPU .. X86_SNAP_EVENTS) to w, field
- * by field: 0 or w->err. */
+/* Append vCPU id's sections (X86_SNAP_CPU .. X86_SNAP_EVENTS, then
+ * X86_SNAP_NESTED where s->nested) to w, field by field: 0 or w->err. */
 int x86_vcpu_state_put(struct snap_w *w, unsigned id, const struct x86_vcpu_state *s);
 /* Read them back into *s (zeroed first; free it with
  * x86_vcpu_state_free, also after a failure): each section must be there
- * and exactly as long as its fields, and the counts and sizes within the
- * bounds above. 0 or -EINVAL with a one-line message. */
+ * (X86_SNAP_NESTED may not: s->nested NULL) and exactly as long as its
+ * fields, and the counts and sizes within the bounds above. 0 or -EINVAL
+ * with a one-line message. */
 int x86_vcpu_state_get(const struct snap_file *f, unsigned id, struct x86_vcpu_state *s,
 		       char *err, size_t errlen);
 int x86_vm_state_put(struct snap_w *w, const struct x86_vm_state *s);

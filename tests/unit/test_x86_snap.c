@@ -436,6 +436,150 @@ TEST(put_refuses_a_state_the_reader_would_refuse)
 	x86_vcpu_state_free(&s);
 }
 
+/* A nested state of format fmt and size bytes (header and data), every
+ * field the format keeps set, the header's padding zero. */
+static struct kvm_nested_state *nested_make(uint16_t fmt, uint32_t size, uint16_t flags)
+{
+	struct kvm_nested_state *n = calloc(1, X86_SNAP_NESTED_MAX);
+	uint32_t seed = 0x9e3779b9;
+
+	CHECK(n);
+	n->flags = flags;
+	n->format = fmt;
+	n->size = size;
+	if (fmt == KVM_STATE_NESTED_FORMAT_VMX) {
+		n->hdr.vmx.vmxon_pa = 0x10000;
+		n->hdr.vmx.vmcs12_pa = 0x11000;
+		n->hdr.vmx.smm.flags = 2;
+		n->hdr.vmx.flags = 1;
+		n->hdr.vmx.preemption_timer_deadline = 0x123456789aull;
+	} else {
+		n->hdr.svm.vmcb_pa = 0x7f000;
+	}
+	fill((uint8_t *)n + X86_SNAP_NESTED_HDR, size - X86_SNAP_NESTED_HDR, &seed);
+	return n;
+}
+
+/* The guest's own hypervisor's state (KVM_GET_NESTED_STATE) comes back
+ * with the vCPU's, header field by field and data byte for byte, for
+ * SVM's and VMX's formats; a snapshot without it (a KVM that keeps none)
+ * reads as none. */
+TEST(a_nested_state_comes_back_in_either_format_and_its_absence_is_none)
+{
+	static const struct { uint16_t fmt; uint32_t size; uint16_t flags; } cases[] = {
+		{ KVM_STATE_NESTED_FORMAT_SVM, X86_SNAP_NESTED_HDR + 4096,
+		  KVM_STATE_NESTED_GUEST_MODE | KVM_STATE_NESTED_GIF_SET },
+		{ KVM_STATE_NESTED_FORMAT_SVM, X86_SNAP_NESTED_HDR, KVM_STATE_NESTED_GIF_SET },
+		{ KVM_STATE_NESTED_FORMAT_VMX, X86_SNAP_NESTED_HDR + 8192,
+		  KVM_STATE_NESTED_GUEST_MODE | KVM_STATE_NESTED_RUN_PENDING },
+	};
+	struct x86_vcpu_state s, back;
+	struct image im;
+	char err[256] = "";
+	unsigned i;
+
+	for (i = 0; i < ARRAY_SIZE(cases); i++) {
+		vcpu_state_make(&s, 4, 5, 4096);
+		s.nested = nested_make(cases[i].fmt, cases[i].size, cases[i].flags);
+		image_of_vcpu(&s, VCPU, &im);
+		CHECK_EQ(snap_count(&im.f, X86_SNAP_NESTED), 1);
+		CHECK_EQ(x86_vcpu_state_get(&im.f, VCPU, &back, err, sizeof(err)), 0);
+		vcpu_state_same(&s, &back);
+		CHECK(back.nested);
+		CHECK(!memcmp(s.nested, back.nested, cases[i].size));
+		x86_vcpu_state_free(&back);
+		x86_vcpu_state_free(&s);
+		free(im.buf);
+	}
+	vcpu_state_make(&s, 4, 5, 4096);
+	image_of_vcpu(&s, VCPU, &im);
+	CHECK_EQ(snap_count(&im.f, X86_SNAP_NESTED), 0);
+	CHECK_EQ(x86_vcpu_state_get(&im.f, VCPU, &back, err, sizeof(err)), 0);
+	CHECK(!back.nested);
+	x86_vcpu_state_free(&back);
+	x86_vcpu_state_free(&s);
+	free(im.buf);
+}
+
+/* The vCPU's sections of s, then a nested-state section as written by
+ * hand: format, size, and len bytes after the header's fields. */
+static int get_nested_with(const struct x86_vcpu_state *s, uint16_t fmt, uint32_t size,
+			   size_t len, char *err, size_t errlen)
+{
+	struct x86_vcpu_state back;
+	struct image im, all;
+	struct snap_w w;
+	uint8_t *b = calloc(1, len + 1);
+	unsigned i;
+	int ret;
+
+	CHECK(b);
+	image_of_vcpu(s, VCPU, &im);
+	snap_w_init(&w);
+	for (i = 0; i < ARRAY_SIZE(vcpu_tags); i++) {
+		struct snap_r r;
+		uint8_t *sec;
+		size_t n;
+
+		CHECK_EQ(snap_find(&im.f, vcpu_tags[i], VCPU, &r), 0);
+		n = snap_left(&r);
+		sec = malloc(n + 1);
+		CHECK(sec);
+		snap_get_bytes(&r, sec, n);
+		snap_begin(&w, vcpu_tags[i], VCPU);
+		snap_put_bytes(&w, sec, n);
+		snap_end(&w);
+		free(sec);
+	}
+	snap_begin(&w, X86_SNAP_NESTED, VCPU);
+	snap_put_u16(&w, KVM_STATE_NESTED_GUEST_MODE);
+	snap_put_u16(&w, fmt);
+	snap_put_u32(&w, size);
+	snap_put_u64(&w, 0x7f000);      /* SVM's vmcb_pa */
+	snap_put_bytes(&w, b, len);
+	snap_end(&w);
+	free(b);
+	free(im.buf);
+	image_close(&w, &all);
+	err[0] = 0;
+	ret = x86_vcpu_state_get(&all.f, VCPU, &back, err, errlen);
+	x86_vcpu_state_free(&back);
+	free(all.buf);
+	return ret;
+}
+
+TEST(a_nested_state_of_an_unknown_format_or_size_is_refused_as_damaged)
+{
+	struct x86_vcpu_state s;
+	struct snap_w w;
+	char err[256];
+
+	vcpu_state_make(&s, 2, 2, 4096);
+	CHECK_EQ(get_nested_with(&s, KVM_STATE_NESTED_FORMAT_SVM, X86_SNAP_NESTED_HDR + 4096,
+				 4096, err, sizeof(err)), 0);
+	CHECK_EQ(get_nested_with(&s, 7, X86_SNAP_NESTED_HDR + 4096, 4096, err, sizeof(err)),
+		 -EINVAL);
+	CHECK(strstr(err, "vCPU 3: nested state of format 7 and 4224 bytes: the file is damaged"));
+	CHECK_EQ(get_nested_with(&s, KVM_STATE_NESTED_FORMAT_SVM, X86_SNAP_NESTED_MAX + 1,
+				 X86_SNAP_NESTED_MAX + 1 - X86_SNAP_NESTED_HDR, err, sizeof(err)),
+		 -EINVAL);
+	CHECK(strstr(err, "the file is damaged"));
+	CHECK_EQ(get_nested_with(&s, KVM_STATE_NESTED_FORMAT_SVM, 64, 0, err, sizeof(err)),
+		 -EINVAL);
+	/* A size the section does not hold, or more than it says. */
+	CHECK_EQ(get_nested_with(&s, KVM_STATE_NESTED_FORMAT_SVM, X86_SNAP_NESTED_HDR + 4096,
+				 100, err, sizeof(err)), -EINVAL);
+	CHECK(strstr(err, "section XNST/3: read past its end"));
+	CHECK_EQ(get_nested_with(&s, KVM_STATE_NESTED_FORMAT_SVM, X86_SNAP_NESTED_HDR,
+				 8, err, sizeof(err)), -EINVAL);
+	/* What the reader refuses is not written. */
+	s.nested = nested_make(7, X86_SNAP_NESTED_HDR, 0);
+	snap_w_init(&w);
+	CHECK_EQ(x86_vcpu_state_put(&w, 0, &s), -EINVAL);
+	snap_w_free(&w);
+	x86_vcpu_state_free(&s);
+}
+
 static void vm_state_make(struct x86_vm_state *s)
 {
 	uint32_t seed = 0x9e3779b9;
