@@ -4,11 +4,18 @@ driver of `make bench-snapshot`.
 
 Runs where /dev/kvm can run the test guest (tests/bench/snap-bench puts it
 there: directly, or in the nested harness's L1). The guest (1 vCPU, 256 MiB,
-no disk) prints "ready" and then answers each line typed on its console
-with "pong LINE". Each measurement starts a VMM process and types "ping N"
-every 20 ms (a booting guest: once it printed "ready") until the first
-pong: the time from the exec to that pong is the time to an answering
-guest. Cases, each round in a rotated order:
+no disk, a vsock device) prints "ready" and then answers each line typed on
+its console with "pong LINE"; beside it, an echo listens on vsock port
+5000 (mvm-vsock listen). Each measurement starts a VMM process and types
+"ping N" every 20 ms (a booting guest: once it printed "ready") until the
+first pong: the time from the exec to that pong is the time to an
+answering guest. At the same time a second thread connects to the guest's
+port 5000 (mvm: through the VMM's hybrid vsock socket, CONNECT 5000; QEMU:
+vhost-vsock-pci, an AF_VSOCK socket to the guest's CID), sends a line and
+reads its echo, again 20 ms after each failure: the time from the exec to
+that echo is the time to an answer over vsock. A snapshot is taken once
+both answered (the echo listens in it). Cases, each round in a rotated
+order:
 
   mvm-boot       mvm boots the guest (--kernel, --initrd)
   mvm-restore    mvm --restore of a snapshot taken at "ready" (vm.pause,
@@ -54,7 +61,11 @@ import time
 from guest_bench import BASE_CMDLINE
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
-GUEST_SCRIPT = 'echo ready; while read l; do echo "pong $l"; done'
+VSOCK_PORT = 5000
+GUEST_CID = 3
+# The echo accepts its connections one after the other, each pinged once.
+GUEST_SCRIPT = ('mvm-vsock listen %d echo 1000000 & echo ready; '
+                'while read l; do echo "pong $l"; done' % VSOCK_PORT)
 CASES = ["mvm-boot", "mvm-restore", "qemu-restore", "qemu-boot"]
 EXTRA_CASES = ["mvm-restore-huge"]
 
@@ -86,11 +97,20 @@ def ids():
     return ["--uid", "0", "--gid", "0"] if os.geteuid() == 0 else []
 
 
-def mvm_boot_argv(args, extra=()):
+def vsock_arg(sock):
+    return ["--vsock", "cid=%d,socket=%s" % (GUEST_CID, sock)]
+
+
+def mvm_boot_argv(args, sock, extra=()):
     return [args.mvm] + ids() + ["--stats", "--kernel", os.path.join(args.files, "bzImage"),
                                  "--initrd", os.path.join(args.files, "initramfs.cpio.gz"),
                                  "--cpus", "1", "--mem", "%dM" % args.mem,
-                                 "--cmdline", "loglevel=4 -- " + guest_cmd()] + list(extra)
+                                 "--cmdline", "loglevel=4 -- " + guest_cmd()] + \
+        vsock_arg(sock) + list(extra)
+
+
+def mvm_restore_argv(args, snap, sock):
+    return [args.mvm] + ids() + ["--stats", "--restore", snap] + vsock_arg(sock)
 
 
 def qemu_argv(args, extra=()):
@@ -99,17 +119,60 @@ def qemu_argv(args, extra=()):
             "-no-user-config", "-display", "none", "-serial", "stdio", "-no-reboot",
             "-kernel", os.path.join(args.files, "bzImage"),
             "-initrd", os.path.join(args.files, "initramfs.cpio.gz"),
-            "-append", BASE_CMDLINE + " loglevel=4 -- " + guest_cmd()] + list(extra)
+            "-append", BASE_CMDLINE + " loglevel=4 -- " + guest_cmd(),
+            "-device", "vhost-vsock-pci,guest-cid=%d" % GUEST_CID] + list(extra)
+
+
+def vsock_echo(sock):
+    """One line through the guest's echo on VSOCK_PORT: True once it came
+    back. sock: mvm's hybrid vsock socket, or None for QEMU's vhost-vsock
+    (AF_VSOCK to GUEST_CID). A guest not yet listening refuses or resets
+    (False: try again)."""
+    try:
+        if sock:
+            s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        else:
+            s = socket.socket(socket.AF_VSOCK, socket.SOCK_STREAM)
+    except OSError:
+        return False
+    try:
+        s.settimeout(10)
+        if sock:
+            s.connect(sock)
+            s.sendall(b"CONNECT %d\n" % VSOCK_PORT)
+            line = b""
+            while not line.endswith(b"\n"):
+                b = s.recv(1)
+                if not b:
+                    return False
+                line += b
+            if not line.startswith(b"OK "):
+                return False
+        else:
+            s.connect((GUEST_CID, VSOCK_PORT))
+        s.sendall(b"ping\n")
+        got = b""
+        while not got.endswith(b"ping\n"):
+            b = s.recv(64)
+            if not b:
+                return False
+            got += b
+        return True
+    except OSError:
+        return False
+    finally:
+        s.close()
 
 
 class Vm:
     """A VMM process on a pipe console: when it printed ready and pong."""
 
-    def __init__(self, argv):
+    def __init__(self, argv, vsock=None):
         self.t0 = time.monotonic()
         self.p = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                   stderr=subprocess.PIPE)
-        self.ready = self.pong = None
+        self.ready = self.pong = self.echo = None
+        self.vsock = vsock      # mvm's hybrid socket; None: QEMU's AF_VSOCK
         self.out = []
         self.err = b""
         # A VMM that takes no input yet (its UART's FIFO full) must not
@@ -149,6 +212,29 @@ class Vm:
             n += 1
             time.sleep(0.02)
         return self.pong is not None
+
+    def echo_until_answer(self, after_ready, timeout=300):
+        """vsock_echo every 20 ms after a failure (after "ready" where
+        after_ready) until one comes back: self.echo its time."""
+        end = time.monotonic() + timeout
+        if after_ready and not self.wait_line("ready", timeout):
+            return False
+        while self.echo is None and time.monotonic() < end and self.p.poll() is None:
+            if vsock_echo(self.vsock):
+                self.echo = time.monotonic()
+                break
+            time.sleep(0.02)
+        return self.echo is not None
+
+    def answers(self, boot):
+        """Both pings, at once: the console's and vsock's."""
+        got = {}
+        t = threading.Thread(target=lambda: got.update(echo=self.echo_until_answer(boot)),
+                             daemon=True)
+        t.start()
+        ok = (not boot or self.wait_line("ready")) and self.ping_until_pong()
+        t.join(320)
+        return ok and got.get("echo", False)
 
     def stop(self):
         if self.p.poll() is None:
@@ -216,9 +302,10 @@ def mvm_snapshot(args, scratch, name="mvm-snap", mem_file=False):
     if mem_file:
         os.makedirs(snap, exist_ok=True)
         extra = ["--mem-file", os.path.join(snap, "memory")]
-    vm = Vm([args.mvm, "--sandbox", "off", "--api-socket", sock] + mvm_boot_argv(args)[1:] +
-            extra)
-    if not vm.wait_line("ready"):
+    vs = os.path.join(scratch, "snap.vsock")
+    vm = Vm([args.mvm, "--sandbox", "off", "--api-socket", sock] +
+            mvm_boot_argv(args, vs)[1:] + extra, vs)
+    if not vm.answers(True):
         raise RuntimeError("mvm: the guest did not get ready: %s %s" % (vm.out[-5:],
                                                                       vm.err[-300:]))
     api(sock, "vm.pause")
@@ -265,7 +352,7 @@ def qemu_monitor(path, cmd):
 def qemu_snapshot(args, scratch):
     mon, state = os.path.join(scratch, "qemu.mon"), os.path.join(scratch, "qemu.state")
     vm = Vm(qemu_argv(args, ["-monitor", "unix:%s,server,nowait" % mon]))
-    if not vm.wait_line("ready"):
+    if not vm.answers(True):
         raise RuntimeError("qemu: the guest did not get ready: %s" % vm.out[-5:])
     t = time.monotonic()
     # Not stopped first: the state saves the run state, and a QEMU
@@ -298,28 +385,32 @@ def huge_copy(snap, scratch):
     return os.path.join(mnt, "snap")
 
 
-def run(case, args, snaps):
+def run(case, args, snaps, scratch):
+    vs = os.path.join(scratch, "run.vsock")
     if case == "mvm-boot":
-        vm = Vm(mvm_boot_argv(args))
+        vm = Vm(mvm_boot_argv(args, vs), vs)
     elif case == "mvm-restore":
-        vm = Vm([args.mvm] + ids() + ["--stats", "--restore", snaps["mvm"]])
+        vm = Vm(mvm_restore_argv(args, snaps["mvm"], vs), vs)
     elif case == "mvm-restore-huge":
-        vm = Vm([args.mvm] + ids() + ["--stats", "--restore", snaps["huge"]])
+        vm = Vm(mvm_restore_argv(args, snaps["huge"], vs), vs)
     elif case == "qemu-restore":
         vm = Vm(qemu_argv(args, ["-incoming", "exec:cat %s" % snaps["qemu"]]))
     else:
         vm = Vm(qemu_argv(args))
     # A booting guest gets its pings once it is ready: QEMU's UART drops
     # or holds input typed before the guest's driver takes it, and then
-    # never hands the guest the rest (mvm's waits in its FIFO).
-    ok = (not case.endswith("-boot") or vm.wait_line("ready")) and vm.ping_until_pong()
+    # never hands the guest the rest (mvm's waits in its FIFO). Its vsock
+    # pings too, alike for both VMMs.
+    ok = vm.answers(case.endswith("-boot"))
     flt = vm.minflt()
     vm.stop()
     if not ok:
-        raise RuntimeError("%s: no pong: %s %s" % (case, vm.out[-5:], vm.err[-300:]))
+        raise RuntimeError("%s: no pong or no vsock echo: %s %s" % (case, vm.out[-5:],
+                                                                    vm.err[-300:]))
     st = vm.stats() if case.startswith("mvm") else {}
-    return {"answer_ms": (vm.pong - vm.t0) * 1000, "startup_us": st.get("startup_us"),
-            "phases_us": st.get("startup_phases_us"), "minflt": flt}
+    return {"answer_ms": (vm.pong - vm.t0) * 1000, "vsock_ms": (vm.echo - vm.t0) * 1000,
+            "startup_us": st.get("startup_us"), "phases_us": st.get("startup_phases_us"),
+            "minflt": flt}
 
 
 def pss_kib(pid):
@@ -330,9 +421,10 @@ def pss_kib(pid):
     return 0
 
 
-def clones(argv, n, boot):
-    """n VMs from argv at once, each answering: the sum of their PSS in KiB."""
-    vms = [Vm(argv) for _ in range(n)]
+def clones(argv, n, boot, scratch):
+    """n VMs from argv(its vsock socket) at once, each answering: the sum of
+    their PSS in KiB."""
+    vms = [Vm(argv(os.path.join(scratch, "clone%d.vsock" % i))) for i in range(n)]
     try:
         for vm in vms:
             if not ((not boot or vm.wait_line("ready")) and vm.ping_until_pong()):
@@ -366,11 +458,11 @@ def main():
             # rotates from round to round so drift falls on every case.
             order = cases[r % len(cases):] + cases[:r % len(cases)]
             for c in order:
-                got = run(c, args, snaps)
+                got = run(c, args, snaps, scratch)
                 if r:
                     res[c].append(got)
-                log("snap-bench: round %d %-13s answered in %7.1f ms%s%s" % (
-                    r, c, got["answer_ms"],
+                log("snap-bench: round %d %-13s answered in %7.1f ms, over vsock in %7.1f ms%s%s" % (
+                    r, c, got["answer_ms"], got["vsock_ms"],
                     "" if got["startup_us"] is None else
                     ", first instruction at %.1f ms" % (got["startup_us"] / 1000),
                     " (warm-up, not counted)" if not r else ""))
@@ -380,9 +472,11 @@ def main():
             args.rounds, args.mem))
         for c in cases:
             a = [x["answer_ms"] for x in res[c]]
+            v = [x["vsock_ms"] for x in res[c]]
             s = [x["startup_us"] / 1000 for x in res[c] if x["startup_us"] is not None]
             summary[c] = {"answer_ms_median": statistics.median(a), "answer_ms_mean":
-                          statistics.mean(a), "answer_ms": a}
+                          statistics.mean(a), "answer_ms": a,
+                          "vsock_ms_median": statistics.median(v), "vsock_ms": v}
             if s:
                 summary[c]["first_instruction_ms_median"] = statistics.median(s)
                 summary[c]["first_instruction_ms"] = s
@@ -394,18 +488,21 @@ def main():
             f = [x["minflt"] for x in res[c] if x["minflt"] is not None]
             if f:
                 summary[c]["minflt_median"] = statistics.median(f)
-            log("  %-13s answers in %8.1f ms (%8.1f)%s%s" % (
-                c, statistics.median(a), statistics.mean(a),
+            log("  %-13s answers in %8.1f ms (%8.1f), over vsock in %8.1f ms%s%s" % (
+                c, statistics.median(a), statistics.mean(a), statistics.median(v),
                 ", first instruction at %.1f ms" % statistics.median(s) if s else "",
                 ", %d minor faults" % statistics.median(f) if f else ""))
         # Ratios per round (side by side), then their median.
         for num, den in (("mvm-restore", "mvm-boot"), ("mvm-restore", "qemu-restore"),
                          ("qemu-restore", "qemu-boot"), ("mvm-restore-huge", "mvm-restore")):
             if num in res and den in res:
-                q = [x["answer_ms"] / y["answer_ms"] for x, y in zip(res[num], res[den])]
-                summary["%s/%s" % (num, den)] = statistics.median(q)
-                log("  %s / %s: %.3f (median of the rounds' ratios: %s)" % (
-                    num, den, statistics.median(q), " ".join("%.3f" % x for x in q)))
+                for key, what in (("answer_ms", ""), ("vsock_ms", ", over vsock")):
+                    q = [x[key] / y[key] for x, y in zip(res[num], res[den])]
+                    summary["%s/%s%s" % (num, den, "" if not what else ":vsock")] = \
+                        statistics.median(q)
+                    log("  %s / %s%s: %.3f (median of the rounds' ratios: %s)" % (
+                        num, den, what, statistics.median(q),
+                        " ".join("%.3f" % x for x in q)))
         if args.snapshot_rounds and "mvm-restore" in cases:
             ways = snapshot_ways(args, scratch)
             summary["snapshot_ms"] = {k: {"median": statistics.median(v), "runs": v}
@@ -417,10 +514,13 @@ def main():
                     statistics.median(ways["mem-file"]),
                     " ".join("%.0f" % x for x in ways["mem-file"])))
         if args.clones and "mvm-restore" in cases:
-            restored = clones([args.mvm] + ids() + ["--restore", snaps["mvm"]], args.clones,
-                              False)
-            booted = clones([a for a in mvm_boot_argv(args) if a != "--stats"], args.clones,
-                            True)
+            def quiet(argv):
+                return [a for a in argv if a != "--stats"]
+
+            restored = clones(lambda vs: quiet(mvm_restore_argv(args, snaps["mvm"], vs)),
+                              args.clones, False, scratch)
+            booted = clones(lambda vs: quiet(mvm_boot_argv(args, vs)), args.clones, True,
+                            scratch)
             summary["clones"] = {"n": args.clones, "restored_pss_kib": restored,
                                  "booted_pss_kib": booted, "ratio": restored / booted}
             log("  %d VMs at once, each answering: restored %d MiB PSS in all, booted %d MiB: "
