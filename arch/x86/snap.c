@@ -25,7 +25,6 @@
 
 #define MSR_IA32_TSC            0x00000010
 #define MSR_IA32_TSC_DEADLINE   0x000006e0
-#define MSR_IA32_FEATURE_CONTROL 0x0000003a
 
 /* ---- encoding ------------------------------------------------------------ */
 
@@ -1007,14 +1006,13 @@ static int nested_read(struct vcpu *v, struct x86_vcpu_state *s, char *err, size
 
 	if (!xv->nested_size)
 		return 0;
-	if (xv->nested_size < X86_SNAP_NESTED_HDR || xv->nested_size > X86_SNAP_NESTED_MAX)
-		return err_set(err, errlen, -E2BIG, "snapshot: KVM keeps %u bytes of nested "
-			       "state, this mvm saves %u to %u", xv->nested_size,
-			       X86_SNAP_NESTED_HDR, X86_SNAP_NESTED_MAX);
-	s->nested = calloc(1, X86_SNAP_NESTED_MAX);
+	/* Room for the most KVM says it may give; what it gives for this
+	 * vCPU (its size field, less where no nested guest runs) is checked
+	 * against what a reader takes. */
+	s->nested = calloc(1, MAX(xv->nested_size, X86_SNAP_NESTED_MAX));
 	if (!s->nested)
 		return no_memory("the nested state", err, errlen);
-	s->nested->size = xv->nested_size;
+	s->nested->size = MAX(xv->nested_size, X86_SNAP_NESTED_HDR);
 	ret = vcpu_call(v, KVM_GET_NESTED_STATE, s->nested, "KVM_GET_NESTED_STATE", err, errlen);
 	if (!ret && !nested_ok(s->nested))
 		ret = err_set(err, errlen, -ENOTSUP, "snapshot: vCPU %u: KVM_GET_NESTED_STATE "
@@ -1023,26 +1021,30 @@ static int nested_read(struct vcpu *v, struct x86_vcpu_state *s, char *err, size
 	return ret;
 }
 
-/* Whether n says the guest ran a hypervisor of its own: VMXON done, or
- * SVM in a nested guest (or about to enter one). Otherwise there is
- * nothing a host without nested state would lose. */
+/* Whether n says the guest ran a hypervisor of its own: VMXON done, SVM
+ * in a nested guest (or about to enter one), or SVM's GIF cleared.
+ * Otherwise there is nothing a host without nested state would lose. */
 static bool nested_in_use(const struct kvm_nested_state *n)
 {
 	if (n->flags & (KVM_STATE_NESTED_GUEST_MODE | KVM_STATE_NESTED_RUN_PENDING))
 		return true;
-	return n->format == KVM_STATE_NESTED_FORMAT_VMX && n->hdr.vmx.vmxon_pa != ~0ull;
+	if (n->format == KVM_STATE_NESTED_FORMAT_SVM)
+		return !(n->flags & KVM_STATE_NESTED_GIF_SET);
+	return n->hdr.vmx.vmxon_pa != ~0ull;
 }
 
-/* The snapshot's nested state onto vCPU v, after its special registers
- * (SVM checks EFER.SVME) and, for VMX, its IA32_FEATURE_CONTROL (VMXON
- * needs it), as QEMU orders them; the registers already set become the
- * nested guest's where the state says the vCPU ran one. */
+/* The snapshot's nested state onto vCPU v, last, as the kernel's own
+ * selftests restore a vCPU (vcpu_load_state): after the special registers
+ * (SVM checks EFER.SVME) and the MSRs (VMXON needs IA32_FEATURE_CONTROL;
+ * KVM refuses the VMX capability MSRs, which KVM_GET_MSR_INDEX_LIST
+ * lists, once the vCPU is in VMX operation), and after the events (SMM,
+ * which VMX's SMM flags must find). The state set before becomes the
+ * nested guest's where the vCPU ran one; its hypervisor's comes from
+ * the nested state. */
 static int nested_write(struct vcpu *v, const struct x86_vcpu_state *s, char *err,
 			size_t errlen)
 {
 	const struct x86_vm *xv = vm_kvm(v->vm)->arch_state;
-	struct msr_batch batch;
-	unsigned i;
 
 	if (!s->nested)
 		return 0;
@@ -1053,17 +1055,6 @@ static int nested_write(struct vcpu *v, const struct x86_vcpu_state *s, char *er
 			       "its own (nested state, format %u, flags 0x%x), and this host's KVM "
 			       "keeps no nested state (KVM_CAP_NESTED_STATE); restore where it "
 			       "does", v->id, s->nested->format, s->nested->flags);
-	}
-	for (i = 0; s->nested->format == KVM_STATE_NESTED_FORMAT_VMX && i < s->msrs->nmsrs; i++) {
-		if (s->msrs->entries[i].index != MSR_IA32_FEATURE_CONTROL)
-			continue;
-		memset(&batch, 0, sizeof(batch));
-		batch.hdr.nmsrs = 1;
-		batch.e[0] = s->msrs->entries[i];
-		if (ioctl(v->fd, KVM_SET_MSRS, &batch) != 1)
-			return err_set(err, errlen, -ENOTSUP, "snapshot: vCPU %u: KVM_SET_MSRS: "
-				       "IA32_FEATURE_CONTROL 0x%llx refused", v->id,
-				       (unsigned long long)batch.e[0].data);
 	}
 	return vcpu_call(v, KVM_SET_NESTED_STATE, s->nested, "KVM_SET_NESTED_STATE", err, errlen);
 }
@@ -1245,8 +1236,6 @@ int arch_vcpu_load(struct vcpu *v, const struct snap_file *f, char *err, size_t 
 		ret = vcpu_call(v, KVM_SET_REGS, &s.regs, "KVM_SET_REGS", err, errlen);
 	if (!ret)
 		ret = vcpu_call(v, KVM_SET_SREGS, &s.sregs, "KVM_SET_SREGS", err, errlen);
-	if (!ret)
-		ret = nested_write(v, &s, err, errlen);
 	/* KVM_SET_XSAVE reads KVM_CAP_XSAVE2's size (checked above). */
 	if (!ret)
 		ret = vcpu_call(v, KVM_SET_XSAVE, s.xsave, "KVM_SET_XSAVE", err, errlen);
@@ -1262,6 +1251,8 @@ int arch_vcpu_load(struct vcpu *v, const struct snap_file *f, char *err, size_t 
 	if (!ret)
 		ret = vcpu_call(v, KVM_SET_VCPU_EVENTS, &s.events, "KVM_SET_VCPU_EVENTS", err,
 				errlen);
+	if (!ret)
+		ret = nested_write(v, &s, err, errlen);
 free_state:
 	x86_vcpu_state_free(&s);
 	return ret;
