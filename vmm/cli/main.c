@@ -378,6 +378,15 @@ static int main_api_create(struct api_vm *v, const struct api_vmconfig *c, char 
 		return err_set(err, errlen, -EINVAL, "rate_limit_groups: %u with the command "
 			       "line's %u, more than %d; give fewer", c->ngroups, x->base_groups,
 			       MVM_MAX_DISKS);
+	/* Before anything of cfg changes: a failure leaves it as it was. */
+	if (c->console_off) {
+		int fd = open("/dev/null", O_WRONLY | O_CLOEXEC);
+
+		if (fd < 0 || dup2(fd, STDOUT_FILENO) < 0)
+			return err_set(err, errlen, -errno, "serial.mode Off: /dev/null: %s",
+				       strerror(errno));
+		close(fd);
+	}
 	/* What the command line gave (sandbox, pvpanic unless the VmConfig
 	 * says, id, hot-plug slots) stays. */
 	cfg->vm.kernel = c->vm.kernel;
@@ -399,14 +408,6 @@ static int main_api_create(struct api_vm *v, const struct api_vmconfig *c, char 
 	cfg->has_vsock = c->has_vsock;
 	if (c->has_vsock)
 		cfg->vsock = c->vsock;
-	if (c->console_off) {
-		int fd = open("/dev/null", O_WRONLY | O_CLOEXEC);
-
-		if (fd < 0 || dup2(fd, STDOUT_FILENO) < 0)
-			return err_set(err, errlen, -errno, "serial.mode Off: /dev/null: %s",
-				       strerror(errno));
-		close(fd);
-	}
 	r = main_create(cfg, x->start_ns, x->jail, &x->escape, &v->vm, err, errlen);
 	if (r) {
 		*x->jail = was;
@@ -450,6 +451,12 @@ static int main_api_restore(struct api_vm *v, const char *dir, char *err, size_t
 	*x->jail = x->jail_base;
 	cfg->vm.cpus = x->base_cpus;   /* main_restored counts from the command line's */
 	cfg->vm.start_paused = true;
+	/* The snapshot's disks, vsock device and groups, with the command
+	 * line's groups: none of a VmConfig made before (vm.delete freed
+	 * it, and its groups' limits are not the snapshot's). */
+	cfg->ndisks = 0;
+	cfg->has_vsock = false;
+	cfg->ngroups = x->base_groups;
 	r = main_create(cfg, x->start_ns, x->jail, &x->escape, &v->vm, err, errlen);
 	if (!r) {
 		r = mvm_prepare(v->vm, err, errlen);
