@@ -566,9 +566,9 @@ TEST(create_takes_a_vmconfig_and_boot_starts_it)
 	error_says(call(&v, "PUT", "/api/v1/vm.create", "{}", 501), "vm.create: this mvm was given");
 }
 
-/* VmConfig.rate_limit_groups: Cloud Hypervisor's RateLimiterGroupConfig
+/* VmConfig.rate_limit_groups: Cloud Hypervisor's RateLimitGroupConfig
  * array makes the groups the VM's disks name in rate_limit_group; vm.info
- * shows them. A group that is not one, an id twice, a disk naming a
+ * shows them ({} and null buckets: no limit, as its defaults). A group that is not one, an id twice, a disk naming a
  * group the VmConfig lacks: 400, and no VM. */
 TEST(create_takes_rate_limit_groups_that_its_disks_share)
 {
@@ -576,11 +576,11 @@ TEST(create_takes_rate_limit_groups_that_its_disks_share)
 		const char *groups, *disk_group, *says;
 	} bad[] = {
 		{ "{\"id\":\"g\"}", "g", "rate_limit_groups: give an array" },
-		{ "[7]", "g", "rate_limit_groups[0]: not a RateLimiterGroupConfig" },
+		{ "[7]", "g", "rate_limit_groups[0]: not a RateLimitGroupConfig" },
 		{ "[{\"rate_limiter_config\":{\"ops\":{\"size\":10,\"refill_time\":100}}}]",
 		  "g", "rate_limit_groups[0]: id: give 1 to 8" },
 		{ "[{\"id\":\"g\"}]", "g", "rate_limit_groups[0]: no rate_limiter_config" },
-		{ "[{\"id\":\"g\",\"rate_limiter_config\":{}}]", "g",
+		{ "[{\"id\":\"g\",\"rate_limiter_config\":7}]", "g",
 		  "rate_limit_groups[0]: rate_limiter_config: give an object with bandwidth" },
 		{ "[{\"id\":\"g\",\"rate_limiter_config\":{\"ops\":{\"size\":-1}}}]", "g",
 		  "rate_limiter_config.ops.size: not a number of 0 or more" },
@@ -627,13 +627,14 @@ TEST(create_takes_rate_limit_groups_that_its_disks_share)
 		 "\"rate_limit_groups\":[{\"id\":\"tenant1\",\"rate_limiter_config\":"
 		 "{\"ops\":{\"size\":500,\"refill_time\":100},\"bandwidth\":{\"size\":"
 		 "1048576,\"one_time_burst\":4096,\"refill_time\":1000}}},{\"id\":\"t2\","
-		 "\"rate_limiter_config\":{\"ops\":{\"size\":10,\"refill_time\":10}}}],"
+		 "\"rate_limiter_config\":{\"ops\":{\"size\":10,\"refill_time\":10},"
+		 "\"bandwidth\":null}},{\"id\":\"t3\",\"rate_limiter_config\":{}}],"
 		 "\"disks\":[{\"path\":\"%s\",\"rate_limit_group\":\"tenant1\"}]}",
 		 kernel, image);
 	CHECK(!call(&v, "PUT", "/api/v1/vm.create", body, 204));
 	j = call(&v, "GET", "/api/v1/vm.info", NULL, 200);
 	g = json_object_get(json_object_get(j, "config"), "rate_limit_groups");
-	CHECK_EQ(json_array_size(g), 2);
+	CHECK_EQ(json_array_size(g), 3);
 	CHECK_STR(json_string_value(json_object_get(json_array_get(g, 0), "id")), "tenant1");
 	d = json_object_get(json_object_get(json_array_get(g, 0), "rate_limiter_config"), "ops");
 	CHECK_EQ(json_integer_value(json_object_get(d, "size")), 500);
@@ -643,6 +644,11 @@ TEST(create_takes_rate_limit_groups_that_its_disks_share)
 	CHECK_EQ(json_integer_value(json_object_get(d, "size")), 1048576);
 	CHECK_EQ(json_integer_value(json_object_get(d, "one_time_burst")), 4096);
 	CHECK_STR(json_string_value(json_object_get(json_array_get(g, 1), "id")), "t2");
+	CHECK(!json_object_get(json_object_get(json_array_get(g, 1), "rate_limiter_config"),
+			       "bandwidth"));
+	/* {} and a null bucket are no limit, as Cloud Hypervisor's defaults. */
+	CHECK_STR(json_string_value(json_object_get(json_array_get(g, 2), "id")), "t3");
+	CHECK(!json_object_get(json_array_get(g, 2), "rate_limiter_config"));
 	d = json_array_get(json_object_get(json_object_get(j, "config"), "disks"), 0);
 	CHECK_STR(json_string_value(json_object_get(d, "rate_limit_group")), "tenant1");
 	json_decref(j);

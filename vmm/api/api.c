@@ -140,7 +140,7 @@ static json_t *api_disk(const struct mvm_disk *d)
 	return o;
 }
 
-/* A rate-limit group as Cloud Hypervisor's RateLimiterGroupConfig. */
+/* A rate-limit group as Cloud Hypervisor's RateLimitGroupConfig. */
 static json_t *api_group(const struct mvm_rate_group_config *g)
 {
 	json_t *o = json_pack("{s:s}", "id", g->id), *rl = api_rate(&g->rate);
@@ -467,8 +467,9 @@ static bool api_bucket_parse(const char *what, const char *name, json_t *o,
 
 /* A RateLimiterConfig over the limits in *rate (a disk's, a group's):
  * each bucket given replaces that bucket whole (a size of 0 lifts its
- * limit), one left out stays, as Firecracker's drive update does. False
- * (and the 400) when it is not one. */
+ * limit), one left out (or null, as Cloud Hypervisor's clients write an
+ * unset one) stays, as Firecracker's drive update does; {} changes
+ * nothing. False (and the 400) when it is not one. */
 static bool api_rate_update(const char *what, json_t *o, struct mvm_rate_limit *rate,
 			    struct api_reply *r)
 {
@@ -482,11 +483,13 @@ static bool api_rate_update(const char *what, json_t *o, struct mvm_rate_limit *
 		if (!bj)
 			continue;
 		n++;
+		if (json_is_null(bj))
+			continue;
 		*b[i] = (struct mvm_token_bucket){ 0 };
 		if (!api_bucket_parse(what, names[i], bj, b[i], r))
 			return false;
 	}
-	if (!json_is_object(o) || !n || json_object_size(o) != n) {
+	if (!json_is_object(o) || json_object_size(o) != n) {
 		api_error(r, 400, "%s: rate_limiter_config: give an object with bandwidth and/or "
 			  "ops", what);
 		return false;
@@ -992,7 +995,7 @@ static bool api_vsock_parse(const char *what, json_t *o, struct api_vmconfig *c,
 	return true;
 }
 
-/* VmConfig.rate_limit_groups, Cloud Hypervisor's RateLimiterGroupConfig
+/* VmConfig.rate_limit_groups, Cloud Hypervisor's RateLimitGroupConfig
  * array ({ id, rate_limiter_config }), into c: groups its disks name in
  * rate_limit_group. The library checks ids and limits
  * (mvm_rate_group_new) and refuses one id twice (mvm_add_rate_group). */
@@ -1002,7 +1005,7 @@ static bool api_groups_parse(json_t *a, struct api_vmconfig *c, struct api_reply
 
 	if (!json_is_array(a)) {
 		api_error(r, 400, "vm.create: rate_limit_groups: give an array of "
-			  "RateLimiterGroupConfig");
+			  "RateLimitGroupConfig");
 		return false;
 	}
 	if (json_array_size(a) > MVM_MAX_DISKS) {
@@ -1018,7 +1021,7 @@ static bool api_groups_parse(json_t *a, struct api_vmconfig *c, struct api_reply
 
 		snprintf(what, sizeof(what), "vm.create: rate_limit_groups[%u]", i);
 		if (!json_is_object(o)) {
-			api_error(r, 400, "%s: not a RateLimiterGroupConfig object", what);
+			api_error(r, 400, "%s: not a RateLimitGroupConfig object", what);
 			return false;
 		}
 		if (!api_known(what + 11, o, keys, r))
