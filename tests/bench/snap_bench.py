@@ -59,6 +59,7 @@ import threading
 import time
 
 from guest_bench import BASE_CMDLINE
+from vsock_bench import hybrid_connect
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 VSOCK_PORT = 5000
@@ -130,25 +131,14 @@ def vsock_echo(sock):
     (False: try again)."""
     try:
         if sock:
-            s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            s = hybrid_connect(sock, VSOCK_PORT, 10)
         else:
             s = socket.socket(socket.AF_VSOCK, socket.SOCK_STREAM)
     except OSError:
         return False
     try:
         s.settimeout(10)
-        if sock:
-            s.connect(sock)
-            s.sendall(b"CONNECT %d\n" % VSOCK_PORT)
-            line = b""
-            while not line.endswith(b"\n"):
-                b = s.recv(1)
-                if not b:
-                    return False
-                line += b
-            if not line.startswith(b"OK "):
-                return False
-        else:
+        if not sock:
             s.connect((GUEST_CID, VSOCK_PORT))
         s.sendall(b"ping\n")
         got = b""

@@ -133,30 +133,44 @@ def host_servers(config, sock):
     return procs
 
 
+def hybrid_connect(sock, port, timeout=30):
+    """A connection to the guest's port through mvm's hybrid vsock socket:
+    "CONNECT PORT\n", then mvm's "OK ...\n" (a line read a byte at a time,
+    so nothing after it is taken). Raises OSError (ConnectionError: mvm
+    closed it, or answered something else) and leaves nothing open."""
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        s.settimeout(timeout)
+        s.connect(sock)
+        s.sendall(b"CONNECT %d\n" % port)
+        line = b""
+        while not line.endswith(b"\n"):
+            b = s.recv(1)
+            if not b:
+                raise ConnectionError("closed before OK")
+            line += b
+        if not line.startswith(b"OK "):
+            raise ConnectionError(line)
+        return s
+    except OSError:
+        s.close()
+        raise
+
+
 def dial_guest(config, sock, port, deadline):
     """A connection to the guest's port, retried until it listens."""
     while time.monotonic() < deadline:
+        s = None
         try:
             if is_mvm(config):
-                s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-                s.settimeout(30)
-                s.connect(sock)
-                s.sendall(b"CONNECT %d\n" % port)
-                line = b""
-                while not line.endswith(b"\n"):
-                    b = s.recv(1)
-                    if not b:
-                        raise ConnectionError("closed before OK")
-                    line += b
-                if not line.startswith(b"OK "):
-                    raise ConnectionError(line)
-            else:
-                s = socket.socket(socket.AF_VSOCK, socket.SOCK_STREAM)
-                s.settimeout(30)
-                s.connect((GUEST_CID, port))
+                return hybrid_connect(sock, port)
+            s = socket.socket(socket.AF_VSOCK, socket.SOCK_STREAM)
+            s.settimeout(30)
+            s.connect((GUEST_CID, port))
             return s
-        except (OSError, ConnectionError):
-            s.close()
+        except OSError:
+            if s:
+                s.close()
             time.sleep(0.1)
     raise TimeoutError("the guest's sink on port %d never answered" % port)
 

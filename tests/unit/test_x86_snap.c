@@ -255,13 +255,15 @@ TEST(a_vcpu_section_one_byte_short_or_long_is_refused)
 }
 
 /* A file whose vCPU sections are those of s but for tag, written by the
- * caller's put (the format by hand). */
+ * caller's put (the format by hand); a tag s has none of comes last. */
 static void image_with(const struct x86_vcpu_state *s, uint32_t tag,
 		       void (*put)(struct snap_w *, unsigned), unsigned arg, struct image *out)
 {
 	struct image im;
 	struct snap_w w;
 	unsigned i;
+
+	bool put_done = false;
 
 	image_of_vcpu(s, VCPU, &im);
 	snap_w_init(&w);
@@ -273,6 +275,7 @@ static void image_with(const struct x86_vcpu_state *s, uint32_t tag,
 		snap_begin(&w, vcpu_tags[i], VCPU);
 		if (vcpu_tags[i] == tag) {
 			put(&w, arg);
+			put_done = true;
 		} else {
 			CHECK_EQ(snap_find(&im.f, vcpu_tags[i], VCPU, &r), 0);
 			n = snap_left(&r);
@@ -282,6 +285,12 @@ static void image_with(const struct x86_vcpu_state *s, uint32_t tag,
 			snap_put_bytes(&w, b, n);
 			free(b);
 		}
+		snap_end(&w);
+	}
+	/* An optional section (X86_SNAP_NESTED): after the others. */
+	if (!put_done) {
+		snap_begin(&w, tag, VCPU);
+		put(&w, arg);
 		snap_end(&w);
 	}
 	free(im.buf);
@@ -501,51 +510,30 @@ TEST(a_nested_state_comes_back_in_either_format_and_its_absence_is_none)
 	free(im.buf);
 }
 
-/* The vCPU's sections of s, then a nested-state section as written by
- * hand: format, size, and len bytes after the header's fields. */
+/* A nested-state section by hand: format, size, then nested_len bytes
+ * after the header's fields. */
+static uint16_t nested_fmt;
+static uint32_t nested_size;
+
+static void put_nested_by_hand(struct snap_w *w, unsigned nested_len)
+{
+	uint8_t *b = calloc(1, nested_len + 1);
+
+	CHECK(b);
+	snap_put_u16(w, KVM_STATE_NESTED_GUEST_MODE);
+	snap_put_u16(w, nested_fmt);
+	snap_put_u32(w, nested_size);
+	snap_put_u64(w, 0x7f000);       /* SVM's vmcb_pa */
+	snap_put_bytes(w, b, nested_len);
+	free(b);
+}
+
 static int get_nested_with(const struct x86_vcpu_state *s, uint16_t fmt, uint32_t size,
 			   size_t len, char *err, size_t errlen)
 {
-	struct x86_vcpu_state back;
-	struct image im, all;
-	struct snap_w w;
-	uint8_t *b = calloc(1, len + 1);
-	unsigned i;
-	int ret;
-
-	CHECK(b);
-	image_of_vcpu(s, VCPU, &im);
-	snap_w_init(&w);
-	for (i = 0; i < ARRAY_SIZE(vcpu_tags); i++) {
-		struct snap_r r;
-		uint8_t *sec;
-		size_t n;
-
-		CHECK_EQ(snap_find(&im.f, vcpu_tags[i], VCPU, &r), 0);
-		n = snap_left(&r);
-		sec = malloc(n + 1);
-		CHECK(sec);
-		snap_get_bytes(&r, sec, n);
-		snap_begin(&w, vcpu_tags[i], VCPU);
-		snap_put_bytes(&w, sec, n);
-		snap_end(&w);
-		free(sec);
-	}
-	snap_begin(&w, X86_SNAP_NESTED, VCPU);
-	snap_put_u16(&w, KVM_STATE_NESTED_GUEST_MODE);
-	snap_put_u16(&w, fmt);
-	snap_put_u32(&w, size);
-	snap_put_u64(&w, 0x7f000);      /* SVM's vmcb_pa */
-	snap_put_bytes(&w, b, len);
-	snap_end(&w);
-	free(b);
-	free(im.buf);
-	image_close(&w, &all);
-	err[0] = 0;
-	ret = x86_vcpu_state_get(&all.f, VCPU, &back, err, errlen);
-	x86_vcpu_state_free(&back);
-	free(all.buf);
-	return ret;
+	nested_fmt = fmt;
+	nested_size = size;
+	return get_with(s, X86_SNAP_NESTED, put_nested_by_hand, (unsigned)len, err, errlen);
 }
 
 TEST(a_nested_state_of_an_unknown_format_or_size_is_refused_as_damaged)

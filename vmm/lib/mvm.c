@@ -362,14 +362,21 @@ void mvm_rate_group_unref(struct mvm_rate_group *g)
 	free(g);
 }
 
-int mvm_group_attach(struct mvm *m, struct mvm_rate_group *g, char *err, size_t errlen)
+struct mvm_rate_group *mvm_group_find(const struct mvm *m, const char *id)
 {
 	unsigned i;
 
 	for (i = 0; i < m->ngroups; i++)
-		if (!strcmp(m->groups[i]->id, g->id))
-			return err_set(err, errlen, -EEXIST, "rate-limit-group %s: the VM has a "
-				       "group of that id already; give each its own id", g->id);
+		if (!strcmp(m->groups[i]->id, id))
+			return m->groups[i];
+	return NULL;
+}
+
+int mvm_group_attach(struct mvm *m, struct mvm_rate_group *g, char *err, size_t errlen)
+{
+	if (mvm_group_find(m, g->id))
+		return err_set(err, errlen, -EEXIST, "rate-limit-group %s: the VM has a group of "
+			       "that id already; give each its own id", g->id);
 	if (m->ngroups >= MVM_MAX_DISKS)
 		return err_set(err, errlen, -ENOSPC, "rate-limit-group %s: more than %u groups "
 			       "(one per disk at most)", g->id, MVM_MAX_DISKS);
@@ -895,16 +902,11 @@ static int mvm_disk_slot_fill(struct mvm *m, const struct mvm_disk *d, char *err
 	s = &m->disks[m->ndisks];
 	memset(s, 0, sizeof(*s));
 	if (d->rate_limit_group) {
-		unsigned g;
-
-		for (g = 0; g < m->ngroups; g++)
-			if (!strcmp(m->groups[g]->id, d->rate_limit_group))
-				break;
-		if (g == m->ngroups)
+		s->group = mvm_group_find(m, d->rate_limit_group);
+		if (!s->group)
 			return err_set(err, errlen, -EINVAL, "disk %s: rate_limit_group '%s' is not "
 				       "one of the VM's; add it first (--rate-limit-group id=%s,...)",
 				       d->path, d->rate_limit_group, d->rate_limit_group);
-		s->group = m->groups[g];
 		strcpy(s->group_id, s->group->id);
 	}
 	s->opts = *d;

@@ -230,6 +230,8 @@ int snapshot_disk(struct mvm *m, unsigned i, struct mvm_disk *d, char *buf, size
  * that id), made with the limits they had: from mvm_prepare, before the
  * snapshot's disks, which may name them. 0 or -errno with a message. */
 int snapshot_groups_make(struct mvm *m, char *err, size_t errlen);
+/* The VM's group of that id, or NULL. */
+struct mvm_rate_group *mvm_group_find(const struct mvm *m, const char *id);
 /* g into the VM's groups (a reference of its own): 0, -EEXIST (one of
  * that id), -ENOSPC, with a message. mvm_add_rate_group's checks aside. */
 int mvm_group_attach(struct mvm *m, struct mvm_rate_group *g, char *err, size_t errlen);

@@ -818,9 +818,14 @@ static int snapshot_group(struct mvm *m, unsigned i, struct mvm_rate_group_confi
 	return ret;
 }
 
-int snapshot_groups_make(struct mvm *m, char *err, size_t errlen)
+/* Each of the snapshot's rate-limit groups: at load, its buckets into the
+ * VM's group of its id (the caller's, or one snapshot_groups_make made),
+ * unless another VM started with that group already: its buckets are
+ * live then, and stay; else, made where the VM has no group of its id
+ * (one the caller gave keeps the caller's limits). */
+static int snapshot_groups_walk(struct mvm *m, bool load, char *err, size_t errlen)
 {
-	unsigned i, k, n = snap_count(&m->snap, SNAP_TAG_GRP);
+	unsigned i, n = snap_count(&m->snap, SNAP_TAG_GRP);
 
 	for (i = 0; i < n; i++) {
 		struct mvm_rate_group_config c;
@@ -832,10 +837,14 @@ int snapshot_groups_make(struct mvm *m, char *err, size_t errlen)
 		ret = snapshot_group(m, i, &c, buf, sizeof(buf), &lv, err, errlen);
 		if (ret)
 			return ret;
-		for (k = 0; k < m->ngroups && strcmp(m->groups[k]->id, c.id); k++)
-			;
-		if (k < m->ngroups)
-			continue;       /* the caller's, with the caller's limits */
+		g = mvm_group_find(m, c.id);
+		if (load) {
+			if (g && !__atomic_exchange_n(&g->started, true, __ATOMIC_ACQ_REL))
+				ratelim_levels_set(&g->rl, &lv, mono_ns());
+			continue;
+		}
+		if (g)
+			continue;
 		ret = mvm_rate_group_new(&c, &g, err, errlen);
 		if (!ret) {
 			ret = mvm_group_attach(m, g, err, errlen);
@@ -849,32 +858,9 @@ int snapshot_groups_make(struct mvm *m, char *err, size_t errlen)
 	return 0;
 }
 
-/* The snapshot's rate-limit groups' buckets into the VM's groups of the
- * same ids (the caller's, or those snapshot_groups_make made), unless
- * another VM started with one already: its buckets are live then, and
- * stay. */
-static int snapshot_load_groups(struct mvm *m, char *err, size_t errlen)
+int snapshot_groups_make(struct mvm *m, char *err, size_t errlen)
 {
-	unsigned i, k, n = snap_count(&m->snap, SNAP_TAG_GRP);
-
-	for (i = 0; i < n; i++) {
-		struct mvm_rate_group_config c;
-		struct ratelim_levels lv;
-		char buf[SNAPSHOT_SPEC_MAX];
-		int ret;
-
-		ret = snapshot_group(m, i, &c, buf, sizeof(buf), &lv, err, errlen);
-		if (ret)
-			return ret;
-		for (k = 0; k < m->ngroups; k++) {
-			struct mvm_rate_group *g = m->groups[k];
-
-			if (!strcmp(g->id, c.id) &&
-			    !__atomic_exchange_n(&g->started, true, __ATOMIC_ACQ_REL))
-				ratelim_levels_set(&g->rl, &lv, mono_ns());
-		}
-	}
-	return 0;
+	return snapshot_groups_walk(m, false, err, errlen);
 }
 
 int snapshot_load_devices(struct mvm *m, char *err, size_t errlen)
@@ -892,7 +878,7 @@ int snapshot_load_devices(struct mvm *m, char *err, size_t errlen)
 	}
 	/* The groups' buckets first: a device's load starts its queues
 	 * (DRIVER_OK kicks each), whose requests pay the group at once. */
-	ret = snapshot_load_groups(m, err, errlen);
+	ret = snapshot_groups_walk(m, true, err, errlen);
 	for (i = 0; i < v->ndevices && !ret; i++) {
 		const struct vm_device_ops *ops = m->vm.devices[i].ops;
 		struct snap_r r;
