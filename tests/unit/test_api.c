@@ -658,7 +658,8 @@ TEST(create_takes_rate_limit_groups_that_its_disks_share)
 
 /* vm.add-vsock: a VsockConfig before the boot goes into the VM and its
  * VmConfig (vm.info shows it, vm.boot's host takes it); bad configs and
- * a second device are 400, after the boot 405 (no vsock hot-plug). */
+ * a second device are 400, after the boot 405 (no vsock hot-plug);
+ * vm.remove-device of _vsock0 is 404 without one, 500 with one. */
 TEST(add_vsock_before_boot_goes_into_the_vmconfig)
 {
 	static struct api_vm v;
@@ -683,6 +684,8 @@ TEST(add_vsock_before_boot_goes_into_the_vmconfig)
 	j = call(&v, "GET", "/api/v1/vm.info", NULL, 200);
 	CHECK(!json_object_get(json_object_get(j, "config"), "vsock"));
 	json_decref(j);
+	error_says(call(&v, "PUT", "/api/v1/vm.remove-device", "{\"id\":\"_vsock0\"}", 404),
+		   "_vsock0: no such device");
 	j = call(&v, "PUT", "/api/v1/vm.add-vsock",
 		 "{\"cid\":7,\"socket\":\"/run/v.sock\",\"id\":\"_vsock0\"}", 200);
 	CHECK_STR(json_string_value(json_object_get(j, "id")), "_vsock0");
@@ -693,6 +696,9 @@ TEST(add_vsock_before_boot_goes_into_the_vmconfig)
 	CHECK_STR(json_string_value(json_object_get(vs, "socket")), "/run/v.sock");
 	json_decref(j);
 	CHECK(v.created->has_vsock);
+	/* There, and it stays: no vsock hot-plug. */
+	error_says(call(&v, "PUT", "/api/v1/vm.remove-device", "{\"id\":\"_vsock0\"}", 500),
+		   "_vsock0: the vsock device cannot be removed");
 	error_says(call(&v, "PUT", "/api/v1/vm.add-vsock", "{\"cid\":8,\"socket\":\"/w\"}", 400),
 		   "has a vsock device already (cid 7)");
 	CHECK(!call(&v, "PUT", "/api/v1/vm.boot", NULL, 204));

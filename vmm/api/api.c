@@ -700,6 +700,7 @@ static void api_vm_add_vsock(struct api_vm *v, const char *body, size_t len,
 static void api_vm_remove_device(struct api_vm *v, const char *body, size_t len,
 				 struct api_reply *r)
 {
+	struct mvm_vsock vs;
 	char err[MVM_ERR_MAX];
 	json_error_t e;
 	const char *id;
@@ -716,6 +717,14 @@ static void api_vm_remove_device(struct api_vm *v, const char *body, size_t len,
 		return;
 	}
 	idx = mvm_disk_find(v->vm, id);
+	mvm_vsock_init(&vs);
+	if (idx < 0 && !strcmp(id, "_vsock0") && !mvm_get_vsock(v->vm, &vs, sizeof(vs))) {
+		/* It is there, as vm.info says; it stays for the VM's life. */
+		api_error(r, 500, "vm.remove-device: _vsock0: the vsock device cannot be removed "
+			  "while the VM runs (mvm has no vsock hot-plug); vm.shutdown ends it");
+		json_decref(j);
+		return;
+	}
 	if (idx < 0) {
 		api_error(r, 404, "vm.remove-device: %.64s: no such device; vm.info lists them",
 			  id);
