@@ -62,6 +62,13 @@ struct virtio_queue {
 struct virtio_device_ops {
 	const char *name;                    /* "virtio-blk": logs, stats */
 	uint32_t device_id;                  /* VIRTIO_ID_* */
+	/* virtio-pci: the MSI-X table's entries. 0: one per queue and one
+	 * for configuration changes, which lets the driver give each queue
+	 * its own vector; 2: one for the configuration and one its queues
+	 * share (Linux then names it "virtqueues" and looks at every queue
+	 * per interrupt), for a device whose queues all live on one thread
+	 * and complete together. */
+	unsigned msix_vectors;
 	/* Device-specific feature bits offered (the core adds VIRTIO_CORE_FEATURES). */
 	uint64_t (*features)(const struct virtio_dev *);
 	/* Device configuration space (§4.2.2 offset 0x100+). off/len come from the
@@ -119,6 +126,13 @@ struct virtio_transport_ops {
 	/* Used buffers in queue q: raise the queue interrupt. Called from the
 	 * queue's own thread (must not block or take the register lock). */
 	void (*signal_queue)(struct virtio_dev *, unsigned q);
+	/* Which interrupt signal_queue(q) raises, for queues that share one:
+	 * the same number for queues whose signal is one and the same
+	 * interrupt (virtio-pci: one MSI-X vector, or INTx; virtio-mmio: its
+	 * one line), so that a thread that published several of them signals
+	 * once. -1, or NULL: the queue's own (virtio-ccw: its indicator).
+	 * Queue threads, as signal_queue. */
+	int (*queue_irq)(struct virtio_dev *, unsigned q);
 	/* Configuration change (or NEEDS_RESET): raise the config interrupt. */
 	void (*signal_config)(struct virtio_dev *);
 	/* Whether the driver lets the device access guest memory now
@@ -285,6 +299,11 @@ void virtio_config_changed(struct virtio_dev *dev);
 static inline void virtio_signal_queue(struct virtio_dev *dev, unsigned q)
 {
 	dev->tops->signal_queue(dev, q);
+}
+
+static inline int virtio_queue_irq(struct virtio_dev *dev, unsigned q)
+{
+	return dev->tops->queue_irq ? dev->tops->queue_irq(dev, q) : -1;
 }
 
 #endif

@@ -285,8 +285,17 @@ static void mmio_signal_config(struct virtio_dev *dev)
 	mmio_raise(m, VIRTIO_MMIO_INT_CONFIG);
 }
 
+/* One line for every queue (InterruptStatus says which kind). */
+static int mmio_queue_irq(struct virtio_dev *dev, unsigned q)
+{
+	(void)dev;
+	(void)q;
+	return 0;
+}
+
 const struct virtio_transport_ops virtio_mmio_transport_ops = {
 	.signal_queue = mmio_signal_queue,
+	.queue_irq = mmio_queue_irq,
 	.signal_config = mmio_signal_config,
 };
 

@@ -283,6 +283,21 @@ static void vp_signal_queue(struct virtio_dev *dev, unsigned q)
 		      VIRTIO_PCI_ISR_QUEUE);
 }
 
+/* The queue's MSI-X vector; INTx (and no vector, where signal_vector
+ * raises nothing) one number beyond every vector. Equal numbers are one
+ * interrupt whatever MSI-X's state: two queues of one vector raise that
+ * vector, or INTx where MSI-X is off. */
+static int vp_queue_irq(struct virtio_dev *dev, unsigned q)
+{
+	struct virtio_pci *vp = dev->transport;
+	uint16_t vec;
+
+	if (q >= dev->num_queues)
+		return -1;
+	vec = __atomic_load_n(&vp->t.dev->queues[q].msix_vector, __ATOMIC_RELAXED);
+	return vec == MSIX_NO_VECTOR ? 0x10000 : vec;
+}
+
 static void vp_signal_config(struct virtio_dev *dev)
 {
 	struct virtio_pci *vp = dev->transport;
@@ -302,6 +317,7 @@ static bool vp_dma_allowed(struct virtio_dev *dev)
 
 const struct virtio_transport_ops virtio_pci_transport_ops = {
 	.signal_queue = vp_signal_queue,
+	.queue_irq = vp_queue_irq,
 	.signal_config = vp_signal_config,
 	.dma_allowed = vp_dma_allowed,
 };
@@ -526,8 +542,9 @@ int virtio_pci_init(struct virtio_pci *vp, struct virtio_dev *dev, struct vm *vm
 			      PCI_BASE_ADDRESS_MEM_TYPE_64 | PCI_BASE_ADDRESS_MEM_PREFETCH, &virtio_pci_bar_ops, vp);
 	if (ret)
 		goto close_fds;
-	ret = msix_init(&vp->msix, pd, vm, dev->num_queues + 1, VIRTIO_PCI_MSIX_BAR,
-			VIRTIO_PCI_MSIX_TABLE, VIRTIO_PCI_MSIX_PBA);
+	ret = msix_init(&vp->msix, pd, vm,
+			dev->ops->msix_vectors ? dev->ops->msix_vectors : dev->num_queues + 1,
+			VIRTIO_PCI_MSIX_BAR, VIRTIO_PCI_MSIX_TABLE, VIRTIO_PCI_MSIX_PBA);
 	if (ret)
 		goto close_fds;
 	if ((ret = add_vcap(pd, VIRTIO_PCI_CAP_COMMON_CFG, 16, VIRTIO_PCI_BAR,

@@ -266,13 +266,46 @@ static bool rearm(struct vqw *w)
 	return more;
 }
 
-static void publish(struct vqw_queue *q)
+/* q's used entries to the driver: whether it asked for an interrupt. */
+static bool publish(struct vqw_queue *q)
 {
 	if (!q->pushed)
-		return;
+		return false;
 	q->pushed = 0;
 	STAT_ADD(q, batches, 1);
-	if (virtq_publish(q->vq)) {
+	return virtq_publish(q->vq);
+}
+
+/* Every queue's used entries to the driver, then each interrupt it asked
+ * for, once: queues that share one (virtio_queue_irq: the vsock
+ * device's vector for all three queues, virtio-mmio's line) get a
+ * single signal. Only after all of them were published: a signal sent
+ * before the next queue's entries were there could be taken by a driver
+ * that would then not see them. */
+static void publish_all(struct vqw *w)
+{
+	struct { struct virtio_dev *dev; int irq; } sent[VQW_MAX_QUEUES];
+	bool due[VQW_MAX_QUEUES];
+	unsigned i, k, n = 0;
+
+	for (i = 0; i < w->nq; i++)
+		due[i] = publish(&w->q[i]);
+	for (i = 0; i < w->nq; i++) {
+		struct vqw_queue *q = &w->q[i];
+		int irq;
+
+		if (!due[i])
+			continue;
+		irq = virtio_queue_irq(q->dev, q->idx);
+		for (k = 0; irq >= 0 && k < n; k++)
+			if (sent[k].dev == q->dev && sent[k].irq == irq)
+				break;
+		if (irq >= 0 && k < n)
+			continue;       /* its interrupt is on its way */
+		if (irq >= 0) {
+			sent[n].dev = q->dev;
+			sent[n++].irq = irq;
+		}
 		virtio_signal_queue(q->dev, q->idx);
 		STAT_ADD(q, irqs, 1);
 	}
@@ -901,20 +934,17 @@ static void round_served(struct vqw *w)
 	 * refills the ring while we work. Then buffers made available since
 	 * the last drain are picked up whether or not a kick came, and what
 	 * they completed at once (errors, GET_ID) is published too. */
-	for (i = 0; i < w->nq; i++)
-		publish(&w->q[i]);
+	publish_all(w);
 	if (w->kicked) {
 		w->kicked = false;
 		gather(w);
 	}
-	for (i = 0; i < w->nq; i++) {
-		drain(&w->q[i]);
-		publish(&w->q[i]);
-	}
-	/* A queue's chains may have filled another's buffers (a pull
-	 * queue's, taken while a chain of a later queue was handled). */
+	/* Every queue drained, then published: a queue's chains may fill
+	 * another's buffers (a pull queue's, taken while a chain of a later
+	 * queue was handled), and queues that share an interrupt get one. */
 	for (i = 0; i < w->nq; i++)
-		publish(&w->q[i]);
+		drain(&w->q[i]);
+	publish_all(w);
 	if (!any_more(w) && poll_rings(w))
 		return;
 	if (any_more(w) || io_uring_cq_ready(&w->ring)) {
