@@ -598,6 +598,32 @@ static void ioctl_signal_msi_vm(void)
 
 	expect_enotty(ioctl(env.fds.vm, KVM_SIGNAL_MSI, &m));
 }
+/* KVM_GET_NESTED_STATE's request, spelled without x86's struct (its
+ * 128-byte header) so that every build has it: a snapshot's read of a
+ * vCPU's nested state (x86). */
+struct nested_hdr {
+	uint8_t b[128];
+};
+#define NESTED_GET _IOWR(KVMIO, 0xbe, struct nested_hdr)
+#define NESTED_SET _IOW(KVMIO, 0xbf, struct nested_hdr)
+static void ioctl_nested_get_vcpu(void)
+{
+	struct nested_hdr h = { { 0 } };
+
+	expect_enotty(ioctl(env.fds.vcpu, NESTED_GET, &h));
+}
+static void ioctl_nested_get_other(void)
+{
+	struct nested_hdr h = { { 0 } };
+
+	ioctl(env.other, NESTED_GET, &h);
+}
+static void ioctl_nested_set_vcpu(void)
+{
+	struct nested_hdr h = { { 0 } };
+
+	ioctl(env.fds.vcpu, NESTED_SET, &h);
+}
 static void ioctl_create_vcpu(void) { ioctl(env.fds.vm, KVM_CREATE_VCPU, 1); }
 static void ioctl_set_memory(void)
 {
@@ -638,6 +664,8 @@ TEST(ioctls_only_by_request_and_on_the_right_descriptor)
 	/* A hot-plugged virtio-ccw disk's removal unbinds its adapter routes
 	 * on the API thread (s390x). */
 	const unsigned irqfd = K(VCPU) | K(CONTROL) | K(MAIN) | (arch_layout.has_ccw ? K(API) : NONE);
+	/* A snapshot's reads of x86 vCPU state: the API thread's. */
+	const unsigned x86_snap = arch_layout.has_ccw ? NONE : K(API);
 	const struct door d[] = {
 		{ "KVM_RUN on its vCPU", ioctl_run_own_vcpu, K(VCPU) },
 		{ "KVM_RUN on the VM", ioctl_run_vm, NONE },
@@ -653,6 +681,11 @@ TEST(ioctls_only_by_request_and_on_the_right_descriptor)
 		{ "KVM_IOEVENTFD on the VM", ioctl_ioeventfd_vm,
 		  K(VCPU) | K(CONTROL) | K(MAIN) | K(API) },
 		{ "KVM_IOEVENTFD on another fd", ioctl_ioeventfd_other, NONE },
+		/* A snapshot reads a vCPU's nested state on the API thread
+		 * (x86); a restore sets it before any filter. */
+		{ "KVM_GET_NESTED_STATE on a vCPU", ioctl_nested_get_vcpu, x86_snap },
+		{ "KVM_GET_NESTED_STATE on another fd", ioctl_nested_get_other, NONE },
+		{ "KVM_SET_NESTED_STATE on a vCPU", ioctl_nested_set_vcpu, NONE },
 		{ "KVM_CREATE_VCPU", ioctl_create_vcpu, NONE },
 		{ "KVM_SET_USER_MEMORY_REGION", ioctl_set_memory, K(CONTROL) | K(MAIN) },
 		{ "TCGETS on the terminal", ioctl_tcgets_tty, K(MAIN) },
