@@ -970,6 +970,7 @@ static const struct vqw_ops vsd_vqw_ops = {
 	.serve_begin = vsd_serve_begin,
 	.serve_end = vsd_serve_end,
 	.poll_io = true,
+	.settle_io = true,
 };
 
 /* ---- the device -------------------------------------------------------- */

@@ -11,7 +11,8 @@
  *   2a. after a kick, maybe sleep a little for more requests (gather());
  *   3. drain each queue's avail ring (bounded by its size), the device
  *      validating each chain and turning it into SQEs or a completion,
- *      and publish what completed at once;
+ *      (ops->settle_io: submit, and take what completed at once, with
+ *      what it produced) and publish what completed at once;
  *   4. one io_uring_enter that submits everything and waits. */
 #include "devices/virtq_worker.h"
 #include "arch/arch.h"
@@ -923,6 +924,33 @@ static bool command(struct vqw *w)
 	return true;
 }
 
+/* What the thread loop must see to before the round sleeps: a command,
+ * or a quiesce whose last host I/O a settle() took. */
+static bool loop_owed(const struct vqw *w)
+{
+	return w->ctl_event || (w->quiet_owed && all_quiet(w));
+}
+
+/* For a device whose host I/O often completes as it is submitted
+ * (ops->settle_io): submit what the drain made, take what completed
+ * already, and drain again for what those completions owe the guest,
+ * all before the round publishes. */
+static void settle(struct vqw *w)
+{
+	unsigned i;
+
+	if (!w->ops->settle_io || !io_uring_sq_ready(&w->ring))
+		return;
+	io_uring_submit(&w->ring);
+	STAT_ADD(&w->q[0], enters, 1);
+	if (!io_uring_cq_ready(&w->ring))
+		return;
+	reap(w);
+	for (i = 0; i < w->nq; i++)
+		if (!w->q[i].more)
+			drain(&w->q[i]);
+}
+
 /* One round while serving (see the file's head). */
 static void round_served(struct vqw *w)
 {
@@ -944,10 +972,11 @@ static void round_served(struct vqw *w)
 	 * queue was handled), and queues that share an interrupt get one. */
 	for (i = 0; i < w->nq; i++)
 		drain(&w->q[i]);
+	settle(w);
 	publish_all(w);
-	if (!any_more(w) && poll_rings(w))
+	if (!any_more(w) && !loop_owed(w) && poll_rings(w))
 		return;
-	if (any_more(w) || io_uring_cq_ready(&w->ring)) {
+	if (any_more(w) || io_uring_cq_ready(&w->ring) || loop_owed(w)) {
 		if (io_uring_sq_ready(&w->ring)) {
 			io_uring_submit(&w->ring);
 			STAT_ADD(&w->q[0], enters, 1);

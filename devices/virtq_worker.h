@@ -252,6 +252,16 @@ struct vqw_ops {
 	 * packet). Without, it polls only with no host I/O in flight
 	 * (virtio-blk: a request's completion follows its own wake-up). */
 	bool poll_io;
+	/* Whether the device's host I/O often completes as it is submitted
+	 * (a send into a socket with room): each round then submits before
+	 * it publishes and takes those completions, so that what they owe
+	 * the guest (virtio-vsock's credit update once its send is out)
+	 * shares the round's interrupt with the chains it answered, and the
+	 * host sees the data before the guest's interrupt is sent. Without,
+	 * a round publishes first and submits as it goes to sleep (a disk's
+	 * I/O never completes at submission: the extra system call would
+	 * buy nothing). */
+	bool settle_io;
 };
 
 /* One virtqueue served by a worker. */

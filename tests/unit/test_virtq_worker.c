@@ -47,6 +47,9 @@ struct pair {
 					  * made in slot 1 to it */
 	int sock_res;                    /* the last such socket's result */
 	bool pull_rx;                    /* RX is a pull queue: filled per TX chain */
+	bool owe_after_io;               /* pull: the TX chain is answered at once, its
+					  * RX buffer is owed once its host I/O (a NOP)
+					  * completes, as vsock's credit update */
 	unsigned rx_owed;                /* pull: RX buffers the device would fill */
 	unsigned begun, ended;           /* serve_begin / serve_end calls */
 	bool hook_off_thread;            /* a hook ran elsewhere than the worker */
@@ -80,6 +83,16 @@ static void pair_chain(struct vqw_queue *q, struct virtq_chain *c)
 	unsigned qi = q->idx;
 
 	p->seen[qi] = pthread_self();
+	if (p->pull_rx && p->owe_after_io) {
+		struct io_uring_sqe *sqe = vqw_get_sqe(q->w);
+
+		CHECK_EQ(qi, TX);
+		io_uring_prep_nop(sqe);
+		vqw_sqe_set_data(sqe, q, c->head | PAIR_NO_PUSH);
+		p->inflight++;
+		vqw_push(q, c->head, (uint32_t)c->total_len);
+		return;
+	}
 	if (p->pull_rx) {
 		/* Each TX chain owes the guest one RX buffer (a reply),
 		 * pulled while this chain is still being handled. */
@@ -125,6 +138,11 @@ static void pair_complete(struct vqw_queue *q, uint32_t head, int res)
 	struct pair *p = q->opaque;
 
 	p->inflight--;
+	if ((head & PAIR_NO_PUSH) && p->owe_after_io) {
+		p->rx_owed++;
+		pair_avail(&q->w->q[RX]);
+		return;
+	}
 	if (head & PAIR_NO_PUSH) {
 		struct io_uring_sqe *sqe = vqw_get_sqe(q->w);
 
@@ -456,6 +474,54 @@ TEST(queues_sharing_an_interrupt_get_one_signal_per_round)
 	CHECK_EQ(tx.batches, 1);
 	CHECK_EQ(rx.irqs + tx.irqs, 1);
 	pair_free(p);
+}
+
+static const struct vqw_ops pair_settle_ops = {
+	.name = "pair",
+	.chain = pair_chain,
+	.complete = pair_complete,
+	.inflight = pair_inflight,
+	.avail = pair_avail,
+	.settle_io = true,
+};
+
+/* A TX chain answered at once whose host I/O, completing as it is
+ * submitted, owes the guest an RX buffer (virtio-vsock: a packet out to
+ * its socket, then the credit update): with ops->settle_io the round
+ * submits before it publishes, and both reach the driver with one
+ * interrupt; without, the RX buffer comes a round later, with its own. */
+static void owed_after_io(bool settle, unsigned want_irqs)
+{
+	struct pair *p = pair_alloc((1ULL << IORING_OP_NOP) | (1ULL << IORING_OP_TIMEOUT));
+	struct vqw_stats rx, tx;
+	uint32_t lens[1];
+
+	p->pull_rx = true;
+	p->owe_after_io = true;
+	p->vops = settle ? &pair_settle_ops : &pair_vqw_ops;
+	pair_up(p);
+	CHECK(p->running);
+	post(p, RX, 2, NULL);
+	usleep(50000);
+	post(p, TX, 1, NULL);
+	CHECK_EQ(wait_used(p, TX, 1, lens), 1);
+	CHECK_EQ(wait_used(p, RX, 1, lens), 1);
+	usleep(20000);
+	vqw_get_stats(&p->w.q[RX], &rx);
+	vqw_get_stats(&p->w.q[TX], &tx);
+	CHECK_EQ(rx.requests, 1);
+	CHECK_EQ(rx.irqs + tx.irqs, want_irqs);
+	pair_free(p);
+}
+
+TEST(settled_host_io_shares_the_rounds_interrupt)
+{
+	owed_after_io(true, 1);
+}
+
+TEST(unsettled_host_io_owes_its_buffer_a_round_later)
+{
+	owed_after_io(false, 2);
 }
 
 TEST(pull_queue_that_wants_buffers_is_woken_by_the_guests_kick)
