@@ -1084,7 +1084,6 @@ static void vsd_stats_json(struct virtio_dev *dev, struct json *j)
 	json_u64(j, "credit_stalls", s.conn.credit_stalls);
 	json_u64(j, "credit_updates", s.conn.credit_updates);
 	json_u64(j, "connection_limit", s.conn.conn_limit);
-	json_u64(j, "buffer_limit", s.conn.buffer_limit);
 	json_u64(j, "no_listener", s.conn.no_listener);
 	json_u64(j, "connect_timeouts", s.conn.timeouts);
 	json_u64(j, "host_clients", s.accepted);
@@ -1180,8 +1179,9 @@ static const struct kv_key vsock_key_list[] = {
 		  "the guest's connects to CID 2 port P go to PATH_P" },
 	{ "conns", KV_UINT, VSOCK_KEY(conns, unsigned), .min = 1, .max = VSOCK_CONNS_MAX,
 	  .def = VSOCK_CONNS_DEFAULT, .meta = "N",
-	  .help = "connections at once, both ways (default 1024; each takes a registered "
-		  "file, so RLIMIT_NOFILE's hard limit must allow them)" },
+	  .help = "connections at once, both ways (default 256; each takes a registered "
+		  "file, so RLIMIT_NOFILE's hard limit must allow them, and a share of the 64 MiB "
+		  "the guest may send before host peers read: 256 KiB each at most)" },
 	{ "transport", KV_ENUM, VSOCK_KEY(transport, enum mvm_transport),
 	  .values = vtr_transport_values, .no_default = true,
 	  .help = "the virtio transport (default: --transport, or pci on x86, ccw on s390x)" },

@@ -31,7 +31,9 @@
  * which must fit sockaddr_un's 108 bytes with a 10-digit port. */
 #define VSOCK_PATH_MAX (108 - 12)
 /* Bytes of guest data a VM may hold for host sockets that have not taken
- * them, all connections together (each has VSOCK_BUF_ALLOC at most). */
+ * them, all connections together: each connection's credit is its share
+ * (VSOCK_BUF_ALLOC at most: 256 KiB each for the default 256 connections,
+ * 16 KiB each for 4096). */
 #define VSOCK_BUFFERED_MAX (64ull << 20)
 
 /* The device's keys ("cid=N,socket=PATH[,conns=N]..."), over struct

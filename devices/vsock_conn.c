@@ -60,11 +60,19 @@ const char *vsock_bad_name(enum vsock_bad kind)
 
 int vsock_init(struct vsock *v, uint64_t guest_cid, unsigned max_conns, uint64_t max_buffered)
 {
+	uint64_t share = max_conns ? max_buffered / max_conns : 0;
 	unsigned nb = 1;
 
-	if (max_conns < 1 || max_conns > VSOCK_CONNS_MAX || max_buffered < VSOCK_BUF_ALLOC)
+	if (max_conns < 1 || max_conns > VSOCK_CONNS_MAX || share < VSOCK_BUF_MIN)
 		return -EINVAL;
 	memset(v, 0, sizeof(*v));
+	/* Each connection's credit is its share of the cap, so that all
+	 * of them together never hold more than the cap: a host peer that
+	 * does not read can take only its own connection's share, never
+	 * the others'. Page-aligned, as each ring's pages are given back
+	 * on their own. */
+	v->buf_alloc = share < VSOCK_BUF_ALLOC ? (uint32_t)share & ~(VSOCK_BUF_MIN - 1) :
+		       VSOCK_BUF_ALLOC;
 	while (nb < 2 * max_conns)
 		nb <<= 1;
 	/* Mappings (pages_alloc): the tables are freed at teardown, on a
@@ -73,21 +81,20 @@ int vsock_init(struct vsock *v, uint64_t guest_cid, unsigned max_conns, uint64_t
 	 * the device's thread, filtered, maps nothing. */
 	v->conns = pages_alloc(max_conns * sizeof(*v->conns));
 	v->hash = pages_alloc(nb * sizeof(*v->hash));
-	v->rings = pages_reserve((size_t)max_conns * VSOCK_BUF_ALLOC);
+	v->rings = pages_reserve((size_t)max_conns * v->buf_alloc);
 	if (!v->conns || !v->hash || !v->rings) {
 		pages_free(v->conns, max_conns * sizeof(*v->conns));
 		pages_free(v->hash, nb * sizeof(*v->hash));
-		pages_free(v->rings, (size_t)max_conns * VSOCK_BUF_ALLOC);
+		pages_free(v->rings, (size_t)max_conns * v->buf_alloc);
 		return -ENOMEM;
 	}
 	memset(v->hash, 0xff, nb * sizeof(*v->hash));
 	v->hash_mask = nb - 1;
 	v->guest_cid = guest_cid;
 	v->max_conns = max_conns;
-	v->max_buffered = max_buffered;
 	for (unsigned i = 0; i < max_conns; i++) {
 		v->conns[i].id = i;
-		v->conns[i].ring.buf = v->rings + (size_t)i * VSOCK_BUF_ALLOC;
+		v->conns[i].ring.buf = v->rings + (size_t)i * v->buf_alloc;
 		v->conns[i].hnext = i + 1 < max_conns ? i + 1 : NONE;
 	}
 	v->free_head = 0;
@@ -100,7 +107,7 @@ void vsock_fini(struct vsock *v)
 {
 	if (!v->conns)
 		return;
-	pages_free(v->rings, (size_t)v->max_conns * VSOCK_BUF_ALLOC);
+	pages_free(v->rings, (size_t)v->max_conns * v->buf_alloc);
 	pages_free(v->conns, v->max_conns * sizeof(*v->conns));
 	pages_free(v->hash, (v->hash_mask + 1) * sizeof(*v->hash));
 	v->conns = NULL;
@@ -146,7 +153,8 @@ static struct vsock_conn *conn_new(struct vsock *v, uint32_t guest_port, uint32_
 	gen = c->gen;
 	memset(c, 0, sizeof(*c));
 	c->id = (uint32_t)(c - v->conns);
-	c->ring.buf = v->rings + (size_t)c->id * VSOCK_BUF_ALLOC;
+	c->ring.buf = v->rings + (size_t)c->id * v->buf_alloc;
+	c->ring.size = v->buf_alloc;
 	c->gen = gen;
 	c->state = state;
 	c->guest_port = guest_port;
@@ -169,7 +177,7 @@ static void ring_drop(struct vsock *v, struct vsock_conn *c)
 	c->ring.head = c->ring.len = 0;
 	if (c->host_busy || !c->ring.touched)
 		return;
-	pages_discard(c->ring.buf, VSOCK_BUF_ALLOC);
+	pages_discard(c->ring.buf, c->ring.size);
 	c->ring.touched = false;
 }
 
@@ -262,7 +270,7 @@ static uint32_t peer_credit(const struct vsock_conn *c)
 
 static void ring_put(struct vsock_conn *c, const struct iovec *iov, unsigned nseg, uint32_t len)
 {
-	uint32_t tail = (c->ring.head + c->ring.len) % VSOCK_BUF_ALLOC;
+	uint32_t tail = (c->ring.head + c->ring.len) % c->ring.size;
 	uint32_t left = len;
 
 	for (unsigned s = 0; s < nseg && left; s++) {
@@ -271,14 +279,14 @@ static void ring_put(struct vsock_conn *c, const struct iovec *iov, unsigned nse
 
 		left -= (uint32_t)n;
 		while (n) {
-			size_t k = VSOCK_BUF_ALLOC - tail;
+			size_t k = c->ring.size - tail;
 
 			if (k > n)
 				k = n;
 			memcpy(c->ring.buf + tail, p, k);
 			p += k;
 			n -= k;
-			tail = (tail + (uint32_t)k) % VSOCK_BUF_ALLOC;
+			tail = (tail + (uint32_t)k) % c->ring.size;
 		}
 	}
 	c->ring.len += len;
@@ -287,7 +295,7 @@ static void ring_put(struct vsock_conn *c, const struct iovec *iov, unsigned nse
 
 unsigned vsock_ring_peek(const struct vsock_conn *c, struct iovec iov[2])
 {
-	uint32_t first = VSOCK_BUF_ALLOC - c->ring.head;
+	uint32_t first = c->ring.size - c->ring.head;
 
 	if (!c->ring.len)
 		return 0;
@@ -314,7 +322,7 @@ static enum vsock_act rw_from_guest(struct vsock *v, struct vsock_conn *c,
 		return VSOCK_ACT_NONE;      /* nothing to deliver, nothing wrong */
 	/* §5.10.6.3: the sender never sends more than the credit it was
 	 * given; what the guest was given is our ring's free space. */
-	if (c->ring.len + (uint64_t)h->len > VSOCK_BUF_ALLOC) {
+	if (c->ring.len + (uint64_t)h->len > c->ring.size) {
 		*bad = VSOCK_BAD_CREDIT;
 		return conn_reset(v, c, true);
 	}
@@ -481,14 +489,9 @@ enum vsock_act vsock_from_guest(struct vsock *v, const struct vsock_hdr *h,
 	return VSOCK_ACT_NONE;
 }
 
-bool vsock_can_take(struct vsock *v)
+bool vsock_can_take(const struct vsock *v)
 {
-	bool room = v->buffered + VSOCK_MAX_PKT <= v->max_buffered;
-
-	if (!room && !v->held)
-		ST_ADD(v, buffer_limit, 1);
-	v->held = !room;
-	return room && v->rst_len < VSOCK_RST_BACKLOG;
+	return v->rst_len < VSOCK_RST_BACKLOG;
 }
 
 struct vsock_conn *vsock_host_connect(struct vsock *v, uint32_t guest_port, uint64_t now_ns)
@@ -530,14 +533,14 @@ enum vsock_act vsock_wrote_host(struct vsock *v, struct vsock_conn *c, uint32_t 
 {
 	if (c->state != VSOCK_ESTABLISHED || n > c->ring.len)
 		return VSOCK_ACT_NONE;
-	c->ring.head = (c->ring.head + n) % VSOCK_BUF_ALLOC;
+	c->ring.head = (c->ring.head + n) % c->ring.size;
 	c->ring.len -= n;
 	c->fwd_cnt += n;
 	v->buffered -= n;
 	ST_ADD(v, bytes_to_host, n);
 	/* Linux's rule: tell the guest once the space it knows of is below
 	 * one full packet (every header we send tells it too). */
-	if (VSOCK_BUF_ALLOC - (c->rx_cnt - c->fwd_cnt_told) < VSOCK_MAX_PKT &&
+	if (v->buf_alloc - (c->rx_cnt - c->fwd_cnt_told) < VSOCK_MAX_PKT &&
 	    c->fwd_cnt != c->fwd_cnt_told)
 		owe(v, c, VSOCK_OWE_CREDIT_UPDATE);
 	if (c->ring.len)
@@ -579,7 +582,7 @@ static void hdr_for(const struct vsock *v, const struct vsock_conn *c, uint16_t 
 	h->dst_port = c->guest_port;
 	h->type = VIRTIO_VSOCK_TYPE_STREAM;
 	h->op = op;
-	h->buf_alloc = VSOCK_BUF_ALLOC;
+	h->buf_alloc = v->buf_alloc;
 	h->fwd_cnt = c->fwd_cnt;
 }
 

@@ -36,12 +36,14 @@
 #define VSOCK_MAX_PKT (64u << 10)
 /* The receive buffer each connection offers the guest (buf_alloc): what
  * the guest may send before the host side has taken it. Linux's default
- * socket buffer for vsock. */
+ * socket buffer for vsock, where the VM's cap on buffered bytes divided
+ * by its connections allows it; else that share, down to a page. */
 #define VSOCK_BUF_ALLOC (256u << 10)
+#define VSOCK_BUF_MIN 4096u
 /* Connections of one VM at once, at most (a REQUEST beyond it gets RST,
  * counted as conn_limit), and the default. */
 #define VSOCK_CONNS_MAX 4096u
-#define VSOCK_CONNS_DEFAULT 1024u
+#define VSOCK_CONNS_DEFAULT 256u
 /* Resets owed to the guest for packets that have no connection (a flood of
  * REQUESTs to ports nobody listens on): the device stops taking the
  * guest's packets while this many wait for a receive buffer, so each gets
@@ -71,13 +73,14 @@ void vsock_hdr_decode(const uint8_t b[VSOCK_HDR_LEN], struct vsock_hdr *h);
 void vsock_hdr_encode(const struct vsock_hdr *h, uint8_t b[VSOCK_HDR_LEN]);
 
 /* A byte ring: what the guest sent on a connection and the host socket has
- * not taken yet. At most VSOCK_BUF_ALLOC bytes (the credit the guest was
- * given), the connection's own part of the VM's reserved rings; its pages
+ * not taken yet. At most size bytes (the credit the guest was given, the
+ * VM's buf_alloc), the connection's own part of the VM's reserved rings; its pages
  * come with the first byte and are given back when the connection's slot
  * is freed (not before the device let go of it: a send may be reading
  * it). */
 struct vsock_ring {
 	uint8_t *buf;
+	uint32_t size;
 	uint32_t head;             /* first byte not yet written to the host */
 	uint32_t len;              /* bytes held */
 	bool touched;              /* bytes were put there: pages to give back */
@@ -142,7 +145,6 @@ struct vsock_stats {
 	uint64_t credit_stalls;    /* host data waited for the guest's credit */
 	uint64_t credit_updates;   /* CREDIT_UPDATEs sent */
 	uint64_t conn_limit;       /* REQUESTs refused: the VM's connection cap */
-	uint64_t buffer_limit;     /* times the VM's buffered-bytes cap held the guest back */
 	uint64_t no_listener;      /* guest connects nobody answered */
 	uint64_t timeouts;         /* host connects the guest never answered */
 	uint64_t bad;              /* packets the guest got wrong (vsock_bad below) */
@@ -167,8 +169,8 @@ const char *vsock_bad_name(enum vsock_bad kind);
 struct vsock {
 	uint64_t guest_cid;
 	unsigned max_conns;
-	uint64_t max_buffered;     /* bytes held in rings, all connections */
-	uint64_t buffered;
+	uint32_t buf_alloc;        /* each connection's credit: its share of the cap */
+	uint64_t buffered;         /* bytes held in rings, all connections */
 	struct vsock_conn *conns;  /* max_conns */
 	uint8_t *rings;            /* max_conns rings, reserved (pages_reserve) */
 	uint32_t *hash;            /* 2 * max_conns heads, UINT32_MAX: empty */
@@ -181,11 +183,11 @@ struct vsock {
 	unsigned rst_head, rst_len;
 	uint32_t next_host_port;
 	unsigned connecting;       /* HOST_CONNECTING conns (deadlines to watch) */
-	bool held;                 /* vsock_can_take said no for want of buffer room */
 	struct vsock_stats st;
 };
 
-/* 0 or -ENOMEM; max_conns 1..VSOCK_CONNS_MAX, max_buffered >= VSOCK_BUF_ALLOC. */
+/* 0, -EINVAL or -ENOMEM; max_conns 1..VSOCK_CONNS_MAX, max_buffered (what all
+ * connections together may hold) at least VSOCK_BUF_MIN per connection. */
 int vsock_init(struct vsock *v, uint64_t guest_cid, unsigned max_conns, uint64_t max_buffered);
 void vsock_fini(struct vsock *v);
 
@@ -216,8 +218,9 @@ enum vsock_act vsock_from_guest(struct vsock *v, const struct vsock_hdr *h,
  * buffers, shorter than a header): counted as VSOCK_BAD_CHAIN. */
 void vsock_bad_chain(struct vsock *v);
 /* Whether the device may take the guest's next packet: no backlog of
- * resets waiting, room for one more packet of buffered bytes. */
-bool vsock_can_take(struct vsock *v);
+ * resets waiting. (Buffered bytes need no check: each connection's
+ * credit is its share of the cap.) */
+bool vsock_can_take(const struct vsock *v);
 
 /* A host client asked for guest port guest_port (its CONNECT line): a new
  * connection, HOST_CONNECTING, a REQUEST owed to the guest. NULL when the

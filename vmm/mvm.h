@@ -65,9 +65,9 @@ extern "C" {
  * is passed with it) make a new MINOR: a program built against an older
  * header runs against a newer library of the same MAJOR. */
 #define MVM_VERSION_MAJOR 2
-#define MVM_VERSION_MINOR 15
+#define MVM_VERSION_MINOR 16
 #define MVM_VERSION_PATCH 0
-#define MVM_VERSION_STRING "2.15.0"
+#define MVM_VERSION_STRING "2.16.0"
 #define MVM_ERR_MAX 512          /* enough for any message */
 /* For the statistics calls: every vCPU, every disk, every queue. */
 #define MVM_ALL (~0u)
@@ -339,7 +339,9 @@ struct mvm_vsock {
 	unsigned cid;           /* the guest's CID, 3..0xfffffffe */
 	const char *socket;     /* PATH of the listening Unix socket mvm makes */
 	enum mvm_transport transport;   /* default: the architecture's */
-	unsigned conns;         /* connections at once, 1..4096; default 1024 */
+	unsigned conns;         /* connections at once, 1..4096; default 256 (since 2.16;
+				 * 1024 before): each gets 64 MiB / conns of credit,
+				 * 256 KiB at most */
 	/* 2.11: the longest time its idle thread polls for the guest's next
 	 * packet or a host socket's answer, 0..1000 us; default 0 (never) */
 	unsigned poll_us;
@@ -711,7 +713,7 @@ struct mvm_vsock_stats {
 	uint64_t credit_stalls;         /* host data that waited for the guest's credit */
 	uint64_t credit_updates;        /* CREDIT_UPDATEs sent */
 	uint64_t connection_limit;      /* guest connects refused: the connection cap */
-	uint64_t buffer_limit;          /* times the buffered-bytes cap held the guest back */
+	uint64_t buffer_limit;          /* 0 since 2.16: the cap is shared out as credit */
 	uint64_t no_listener;           /* guest connects nobody listened for */
 	uint64_t connect_timeouts;      /* host connects the guest never answered */
 	uint64_t host_clients;          /* host clients accepted */

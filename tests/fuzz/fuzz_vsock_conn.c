@@ -9,7 +9,8 @@
  * Invariants (besides ASan/UBSan): the table stays consistent (every live
  * connection found by its ports, the free list and the live ones add up
  * to the table, conns_open counts them, `buffered` is the sum of the
- * rings, no ring beyond VSOCK_BUF_ALLOC, the total within max_buffered
+ * rings, no ring beyond the connection's credit (buf_alloc, its share of
+ * the cap), the total within the cap
  * plus one packet); the bytes the host side takes from a connection are
  * exactly those the guest sent on it, in order; no data goes to the guest
  * beyond the credit it gave; every packet to the guest is addressed to the
@@ -24,6 +25,7 @@
 static struct vsock v;
 static uint8_t payload[2 * VSOCK_MAX_PKT];
 static uint64_t now;
+static uint64_t cap;             /* the VM's buffered-bytes cap */
 
 static uint8_t pat(const struct vsock_conn *c, uint32_t off)
 {
@@ -41,7 +43,7 @@ static void check_table(void)
 		if (c->state == VSOCK_FREE)
 			continue;
 		live++;
-		FZ_ASSERT(c->ring.len <= VSOCK_BUF_ALLOC);
+		FZ_ASSERT(c->ring.len <= v.buf_alloc && c->ring.size == v.buf_alloc);
 		FZ_ASSERT(c->ring.len == 0 || c->ring.buf);
 		FZ_ASSERT(c->state != VSOCK_DEAD || c->ring.len == 0);
 		buffered += c->ring.len;
@@ -65,7 +67,7 @@ static void check_table(void)
 	FZ_ASSERT(live + free_n == v.max_conns);
 	FZ_ASSERT(v.st.conns_open == live);
 	FZ_ASSERT(v.buffered == buffered);
-	FZ_ASSERT(v.buffered <= v.max_buffered + VSOCK_MAX_PKT);
+	FZ_ASSERT(v.buffered <= (uint64_t)v.max_conns * v.buf_alloc && v.buffered <= cap);
 }
 
 static struct vsock_conn *find(uint32_t gport, uint32_t hport)
@@ -211,7 +213,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	struct vsock_conn *c;
 	unsigned steps = 0;
 
-	if (vsock_init(&v, GCID, 1 + fz_u8(&f) % MAXC, VSOCK_BUF_ALLOC * (1 + fz_u8(&f) % 4)))
+	cap = (uint64_t)VSOCK_BUF_MIN << (fz_u8(&f) % 11);
+	if (vsock_init(&v, GCID, 1 + fz_u8(&f) % MAXC, cap))
 		return 0;
 	now = 0;
 	while (fz_left(&f) && steps++ < 2000) {

@@ -120,7 +120,7 @@ TEST(guest_connect_gets_response_when_the_host_listens)
 	struct vsock_conn *c;
 	struct vsock_hdr r;
 
-	setup(8, 1u << 20);
+	setup(8, 2u << 20);
 	c = established(GPORT);
 	r = expect_ctl(VIRTIO_VSOCK_OP_RESPONSE);
 	CHECK_EQ(r.src_port, HPORT);
@@ -138,7 +138,7 @@ TEST(guest_connect_without_listener_gets_rst_and_frees)
 {
 	struct vsock_conn *c;
 
-	setup(8, 1u << 20);
+	setup(8, 2u << 20);
 	CHECK_EQ(send_op(VIRTIO_VSOCK_OP_REQUEST, GPORT, HPORT, &c), VSOCK_ACT_CONNECT);
 	CHECK_EQ(vsock_connect_done(&v, c, false), VSOCK_ACT_CLOSE);
 	vsock_release(&v, c);
@@ -155,7 +155,7 @@ TEST(host_connect_sends_request_and_response_connects)
 	struct vsock_conn *c, *g;
 	struct vsock_hdr r;
 
-	setup(8, 1u << 20);
+	setup(8, 2u << 20);
 	c = vsock_host_connect(&v, 1024, 0);
 	CHECK(c);
 	CHECK(c->host_port >= VSOCK_HOST_PORT_FIRST);
@@ -173,7 +173,7 @@ TEST(host_connect_unanswered_times_out_with_rst)
 {
 	struct vsock_conn *c, *t;
 
-	setup(8, 1u << 20);
+	setup(8, 2u << 20);
 	c = vsock_host_connect(&v, 1024, 1000);
 	expect_ctl(VIRTIO_VSOCK_OP_REQUEST);
 	CHECK_EQ(vsock_next_deadline(&v), 1000 + VSOCK_CONNECT_TIMEOUT_NS);
@@ -191,7 +191,7 @@ TEST(guest_refusing_host_connect_closes_it)
 {
 	struct vsock_conn *c, *g;
 
-	setup(8, 1u << 20);
+	setup(8, 2u << 20);
 	c = vsock_host_connect(&v, 1024, 0);
 	expect_ctl(VIRTIO_VSOCK_OP_REQUEST);
 	CHECK_EQ(send_op(VIRTIO_VSOCK_OP_RST, 1024, c->host_port, &g), VSOCK_ACT_CLOSE);
@@ -207,7 +207,7 @@ TEST(spoofed_src_cid_is_dropped_unanswered)
 	struct vsock_hdr h = pkt(VIRTIO_VSOCK_OP_REQUEST, GPORT, HPORT);
 	enum vsock_bad bad;
 
-	setup(8, 1u << 20);
+	setup(8, 2u << 20);
 	h.src_cid = 4;               /* another VM's */
 	CHECK_EQ(send_h(&h, NULL, 0, NULL, &bad), VSOCK_ACT_NONE);
 	CHECK_EQ(bad, VSOCK_BAD_CID);
@@ -223,7 +223,7 @@ TEST(wrong_dst_cid_type_or_op_gets_rst)
 	enum vsock_bad bad;
 	struct vsock_conn *c;
 
-	setup(8, 1u << 20);
+	setup(8, 2u << 20);
 	h = pkt(VIRTIO_VSOCK_OP_REQUEST, GPORT, HPORT);
 	h.dst_cid = 7;
 	send_h(&h, NULL, 0, NULL, &bad);
@@ -259,7 +259,7 @@ TEST(malformed_packet_on_a_dying_connection_changes_nothing)
 	struct vsock_hdr h;
 	struct vsock_conn *c;
 
-	setup(8, 1u << 20);
+	setup(8, 2u << 20);
 	c = established(GPORT);
 	expect_ctl(VIRTIO_VSOCK_OP_RESPONSE);
 	CHECK_EQ(send_op(99, GPORT, HPORT, NULL), VSOCK_ACT_CLOSE);
@@ -279,7 +279,7 @@ TEST(len_beyond_the_chain_resets_the_connection)
 	struct vsock_hdr h;
 	enum vsock_bad bad;
 
-	setup(8, 1u << 20);
+	setup(8, 2u << 20);
 	established(GPORT);
 	expect_ctl(VIRTIO_VSOCK_OP_RESPONSE);
 	h = pkt(VIRTIO_VSOCK_OP_RW, GPORT, HPORT);
@@ -361,7 +361,7 @@ TEST(host_data_waits_for_the_guests_credit)
 	struct vsock_conn *c;
 	struct vsock_hdr h, r;
 
-	setup(8, 1u << 20);
+	setup(8, 2u << 20);
 	CHECK_EQ(send_op(VIRTIO_VSOCK_OP_REQUEST, GPORT, HPORT, &c), VSOCK_ACT_CONNECT);
 	vsock_connect_done(&v, c, true);
 	c->peer_buf_alloc = 100000;
@@ -399,7 +399,7 @@ TEST(credit_back_on_a_data_packet_resumes_the_host_side_too)
 	struct vsock_conn *c;
 	struct vsock_hdr h, r;
 
-	setup(8, 1u << 20);
+	setup(8, 2u << 20);
 	CHECK_EQ(send_op(VIRTIO_VSOCK_OP_REQUEST, GPORT, HPORT, &c), VSOCK_ACT_CONNECT);
 	vsock_connect_done(&v, c, true);
 	c->peer_buf_alloc = VSOCK_MAX_PKT;
@@ -419,7 +419,7 @@ TEST(credit_back_on_a_data_packet_resumes_the_host_side_too)
 
 TEST(credit_request_is_answered_with_credit_update)
 {
-	setup(8, 1u << 20);
+	setup(8, 2u << 20);
 	established(GPORT);
 	expect_ctl(VIRTIO_VSOCK_OP_RESPONSE);
 	CHECK_EQ(send_op(VIRTIO_VSOCK_OP_CREDIT_REQUEST, GPORT, HPORT, NULL), VSOCK_ACT_NONE);
@@ -429,7 +429,7 @@ TEST(credit_request_is_answered_with_credit_update)
 
 TEST(zero_length_rw_does_nothing)
 {
-	setup(8, 1u << 20);
+	setup(8, 2u << 20);
 	established(GPORT);
 	expect_ctl(VIRTIO_VSOCK_OP_RESPONSE);
 	CHECK_EQ(rw(GPORT, NULL, 0), VSOCK_ACT_NONE);
@@ -444,7 +444,7 @@ TEST(rw_without_connection_gets_rst)
 	struct vsock_hdr h = pkt(VIRTIO_VSOCK_OP_RW, GPORT, HPORT);
 	struct vsock_hdr r;
 
-	setup(8, 1u << 20);
+	setup(8, 2u << 20);
 	h.len = 4;
 	CHECK_EQ(send_h(&h, "abcd", 4, NULL, &bad), VSOCK_ACT_NONE);
 	CHECK_EQ(bad, VSOCK_BAD_NOCONN);
@@ -485,7 +485,7 @@ TEST(guest_shutdown_send_half_closes_the_host_socket)
 {
 	struct vsock_conn *c;
 
-	setup(8, 1u << 20);
+	setup(8, 2u << 20);
 	c = established(GPORT);
 	expect_ctl(VIRTIO_VSOCK_OP_RESPONSE);
 	CHECK_EQ(rw(GPORT, "xyz", 3), VSOCK_ACT_DATA);
@@ -503,7 +503,7 @@ TEST(guest_shutdown_both_ways_is_answered_with_rst)
 {
 	struct vsock_conn *c;
 
-	setup(8, 1u << 20);
+	setup(8, 2u << 20);
 	c = established(GPORT);
 	expect_ctl(VIRTIO_VSOCK_OP_RESPONSE);
 	CHECK_EQ(shut(GPORT, VIRTIO_VSOCK_SHUTDOWN_SEND | VIRTIO_VSOCK_SHUTDOWN_RCV),
@@ -521,7 +521,7 @@ TEST(host_eof_sends_shutdown_and_stops_data)
 	struct vsock_conn *c;
 	struct vsock_hdr r;
 
-	setup(8, 1u << 20);
+	setup(8, 2u << 20);
 	c = established(GPORT);
 	expect_ctl(VIRTIO_VSOCK_OP_RESPONSE);
 	CHECK_EQ(vsock_host_eof(&v, c, false), VSOCK_ACT_NONE);
@@ -615,26 +615,39 @@ TEST(ring_memory_outlives_a_reset_until_the_device_lets_go)
 	vsock_fini(&v);
 }
 
-TEST(buffered_bytes_cap_holds_the_guest)
+/* The VM's cap on buffered bytes is shared out as each connection's
+ * credit, so that connections whose host peers never read can fill only
+ * their own share: the guest's packets on the others are still taken. */
+TEST(each_connections_credit_is_its_share_of_the_cap)
 {
 	static uint8_t buf[VSOCK_MAX_PKT];
-	struct vsock_conn *a, *b;
+	struct vsock_conn *c[8];
+	enum vsock_bad bad;
+	struct vsock_hdr h;
+	unsigned i;
 
-	setup(8, VSOCK_BUF_ALLOC);
-	a = established(1);
-	b = established(2);
-	CHECK(vsock_can_take(&v));
-	rw(1, buf, VSOCK_MAX_PKT);
-	rw(1, buf, VSOCK_MAX_PKT);
-	rw(2, buf, VSOCK_MAX_PKT);
-	CHECK(vsock_can_take(&v));
-	rw(2, buf, VSOCK_MAX_PKT);
-	CHECK(!vsock_can_take(&v));
-	CHECK(!vsock_can_take(&v));
-	CHECK_EQ(v.st.buffer_limit, 1);
-	vsock_wrote_host(&v, a, VSOCK_MAX_PKT);
-	CHECK(vsock_can_take(&v));
-	(void)b;
+	setup(8, 8 * 64u << 10);
+	CHECK_EQ(v.buf_alloc, 64u << 10);
+	for (i = 0; i < 8; i++) {
+		c[i] = established(GPORT + i);
+		CHECK_EQ(rw(GPORT + i, buf, VSOCK_MAX_PKT), VSOCK_ACT_DATA);
+	}
+	CHECK_EQ(v.buffered, 8 * 64u << 10);
+	CHECK(vsock_can_take(&v));            /* the TX queue is never held for it */
+	/* What the guest was told, and the first byte beyond it. */
+	CHECK_EQ(c[0]->ring.size, 64u << 10);
+	h = pkt(VIRTIO_VSOCK_OP_RW, GPORT, HPORT);
+	h.len = 1;
+	CHECK_EQ(send_h(&h, buf, 1, NULL, &bad), VSOCK_ACT_CLOSE);
+	CHECK_EQ(bad, VSOCK_BAD_CREDIT);
+	/* A share is page-aligned; too small a share is refused. */
+	vsock_fini(&v);
+	CHECK_EQ(vsock_init(&v, CID, 3, 100000), 0);
+	CHECK_EQ(v.buf_alloc, 32768u);
+	vsock_fini(&v);
+	CHECK_EQ(vsock_init(&v, CID, 8, 8 * VSOCK_BUF_MIN - 1), -EINVAL);
+	CHECK_EQ(vsock_init(&v, CID, 4096, 64ull << 20), 0);
+	CHECK_EQ(v.buf_alloc, 16384u);
 	vsock_fini(&v);
 }
 

@@ -239,7 +239,7 @@ static void api_vsock_counters(struct api_vm *v, json_t *all)
 		API_VS(bytes_to_host), API_VS(bytes_to_guest), API_VS(packets_from_guest),
 		API_VS(packets_to_guest), API_VS(resets_sent), API_VS(resets_received),
 		API_VS(credit_stalls), API_VS(credit_updates), API_VS(connection_limit),
-		API_VS(buffer_limit), API_VS(no_listener), API_VS(connect_timeouts),
+		API_VS(no_listener), API_VS(connect_timeouts),
 		API_VS(host_clients), API_VS(handshakes_failed), API_VS(host_errors),
 		API_VS(bad_packets), API_VS(bad_rx_buffers),
 	};

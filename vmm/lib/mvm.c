@@ -2599,7 +2599,8 @@ int mvm_get_vsock_stats(const struct mvm *cm, struct mvm_vsock_stats *out, size_
 	st.credit_stalls = s.conn.credit_stalls;
 	st.credit_updates = s.conn.credit_updates;
 	st.connection_limit = s.conn.conn_limit;
-	st.buffer_limit = s.conn.buffer_limit;
+	/* buffer_limit stays 0 (since 2.16): each connection's credit is
+	 * its share of the cap, which therefore never holds the guest back. */
 	st.no_listener = s.conn.no_listener;
 	st.connect_timeouts = s.conn.timeouts;
 	st.host_clients = s.accepted;
