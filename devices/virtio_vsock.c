@@ -310,6 +310,7 @@ static void conn_close(struct vsock_dev *d, struct vsock_conn *c)
 static void slot_send(struct vsock_dev *d, struct vsd_slot *s);
 static void slot_recv(struct vsock_dev *d, struct vsd_slot *s);
 static void guest_connect(struct vsock_dev *d, struct vsock_conn *c);
+static void arm_timer(struct vsock_dev *d);
 
 static void act(struct vsock_dev *d, struct vsock_conn *c, enum vsock_act a)
 {
@@ -372,6 +373,11 @@ static void guest_connect(struct vsock_dev *d, struct vsock_conn *c)
 	sqe = sqe_for(d, s);
 	io_uring_prep_socket_direct(sqe, AF_UNIX, SOCK_STREAM, 0, slot_no(d, s), 0);
 	sqe_tag(d, sqe, s, OP_SOCKET);
+	/* A listener that never accepts (its backlog full) would hold the
+	 * connect, its slot and an io-wq worker for good: the deadline's
+	 * reset closes the slot, which cancels it. */
+	vsock_connect_begun(&d->v, c, mono_ns());
+	arm_timer(d);
 }
 
 static void slot_send(struct vsock_dev *d, struct vsd_slot *s)
@@ -462,8 +468,10 @@ static uint64_t next_deadline(const struct vsock_dev *d)
 	return t;
 }
 
-/* One timeout in flight, for the earliest deadline: every new deadline is
- * a fixed time from now, so none is earlier than one already armed. */
+/* One timeout in flight, for the earliest deadline, but never more than
+ * VSOCK_CONNECT_TIMEOUT_NS ahead: every new deadline is at least that far
+ * from now (connects 2 s, handshakes 5 s), so none is earlier than the
+ * one armed, and a timeout that finds nothing due arms the next. */
 static void arm_timer(struct vsock_dev *d)
 {
 	uint64_t t = next_deadline(d), now = mono_ns(), wait;
@@ -472,6 +480,8 @@ static void arm_timer(struct vsock_dev *d)
 	if (d->timer_on || t == UINT64_MAX || vqw_stopping(d->txq))
 		return;
 	wait = t > now ? t - now : 0;
+	if (wait > VSOCK_CONNECT_TIMEOUT_NS)
+		wait = VSOCK_CONNECT_TIMEOUT_NS;
 	d->timer_ts.tv_sec = (long long)(wait / 1000000000ull);
 	d->timer_ts.tv_nsec = (long long)(wait % 1000000000ull);
 	sqe = sqe_for(d, &d->slots[SLOT_LISTEN]);
@@ -1221,7 +1231,9 @@ static int sock_listen(struct vsock_dev *d, char *err, size_t errlen)
 		return err_set(err, errlen, -EEXIST, "vsock %s: a file that is not a socket is "
 			       "there; remove it or give another socket=", d->path);
 	}
-	probe = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	/* Non-blocking: a live listener with a full backlog says EAGAIN
+	 * instead of holding mvm's start. */
+	probe = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
 	r = probe < 0 ? -errno : connect(probe, (struct sockaddr *)&a, sizeof(a)) ? -errno : 0;
 	if (probe >= 0)
 		close(probe);

@@ -181,18 +181,33 @@ static void ring_drop(struct vsock *v, struct vsock_conn *c)
 	c->ring.touched = false;
 }
 
+/* It stops being watched for a deadline: connected, reset or freed. */
+static void untime(struct vsock *v, struct vsock_conn *c)
+{
+	if (!c->timed)
+		return;
+	c->timed = false;
+	v->connecting--;
+}
+
 /* Back to the free list: only once it owes nothing and the device holds
  * nothing for it, and off the pending list (vsock_next_ctl frees those). */
-static void conn_free(struct vsock *v, struct vsock_conn *c)
+static void unhash(struct vsock *v, struct vsock_conn *c)
 {
 	uint32_t *pp = &v->hash[bucket(v, c->guest_port, c->host_port)];
 
 	while (*pp != c->id)
 		pp = &v->conns[*pp].hnext;
 	*pp = c->hnext;
+	c->unhashed = true;
+}
+
+static void conn_free(struct vsock *v, struct vsock_conn *c)
+{
+	if (!c->unhashed)
+		unhash(v, c);
 	ring_drop(v, c);
-	if (c->state == VSOCK_HOST_CONNECTING)
-		v->connecting--;
+	untime(v, c);
 	c->state = VSOCK_FREE;
 	c->gen++;
 	c->hnext = v->free_head;
@@ -244,8 +259,7 @@ static enum vsock_act conn_reset(struct vsock *v, struct vsock_conn *c, bool sen
 	/* Once: its RST is owed and its CLOSE was asked for already. */
 	if (c->state == VSOCK_DEAD)
 		return VSOCK_ACT_NONE;
-	if (c->state == VSOCK_HOST_CONNECTING)
-		v->connecting--;
+	untime(v, c);
 	c->state = VSOCK_DEAD;
 	ring_drop(v, c);
 	c->pending = 0;
@@ -379,7 +393,7 @@ static enum vsock_act conn_packet(struct vsock *v, struct vsock_conn *c, const s
 			*bad = VSOCK_BAD_OP;
 			return conn_reset(v, c, true);
 		}
-		v->connecting--;
+		untime(v, c);
 		c->state = VSOCK_ESTABLISHED;
 		return VSOCK_ACT_CONNECTED;
 	case VIRTIO_VSOCK_OP_RST:
@@ -459,6 +473,15 @@ enum vsock_act vsock_from_guest(struct vsock *v, const struct vsock_hdr *h,
 			owe_rst_tuple(v, h->dst_cid, h->src_port, h->dst_port);
 		return VSOCK_ACT_NONE;
 	}
+	/* A connection that is over and has told the guest so, whose host
+	 * side the device has not let go of yet: a REQUEST on its ports is
+	 * the guest's next connection (Linux reconnects from a bound port),
+	 * and the old one leaves the hash for it. */
+	if (c && c->state == VSOCK_DEAD && h->op == VIRTIO_VSOCK_OP_REQUEST && !c->pending &&
+	    !c->on_pending) {
+		unhash(v, c);
+		c = *connp = NULL;
+	}
 	if (c) {
 		act = conn_packet(v, c, h, payload, nseg, &kind);
 		if (kind != VSOCK_BAD_KINDS)
@@ -510,6 +533,7 @@ struct vsock_conn *vsock_host_connect(struct vsock *v, uint32_t guest_port, uint
 	} while (lookup(v, guest_port, port));
 	c = conn_new(v, guest_port, port, VSOCK_HOST_CONNECTING);
 	c->deadline_ns = now_ns + VSOCK_CONNECT_TIMEOUT_NS;
+	c->timed = true;
 	v->connecting++;
 	ST_ADD(v, conns_host, 1);
 	owe(v, c, VSOCK_OWE_REQUEST);
@@ -524,9 +548,19 @@ enum vsock_act vsock_connect_done(struct vsock *v, struct vsock_conn *c, bool ok
 		ST_ADD(v, no_listener, 1);
 		return conn_reset(v, c, true);
 	}
+	untime(v, c);
 	c->state = VSOCK_ESTABLISHED;
 	owe(v, c, VSOCK_OWE_RESPONSE);
 	return VSOCK_ACT_NONE;
+}
+
+void vsock_connect_begun(struct vsock *v, struct vsock_conn *c, uint64_t now_ns)
+{
+	if (c->state != VSOCK_GUEST_CONNECTING || c->timed)
+		return;
+	c->deadline_ns = now_ns + VSOCK_CONNECT_TIMEOUT_NS;
+	c->timed = true;
+	v->connecting++;
 }
 
 enum vsock_act vsock_wrote_host(struct vsock *v, struct vsock_conn *c, uint32_t n)
@@ -619,7 +653,7 @@ enum vsock_act vsock_tick(struct vsock *v, uint64_t now_ns, struct vsock_conn **
 	for (unsigned i = 0; i < v->max_conns; i++) {
 		struct vsock_conn *c = &v->conns[i];
 
-		if (c->state == VSOCK_HOST_CONNECTING && now_ns >= c->deadline_ns) {
+		if (c->timed && now_ns >= c->deadline_ns) {
 			ST_ADD(v, timeouts, 1);
 			*connp = c;
 			return conn_reset(v, c, true);
@@ -635,7 +669,7 @@ uint64_t vsock_next_deadline(const struct vsock *v)
 	if (!v->connecting)
 		return d;
 	for (unsigned i = 0; i < v->max_conns; i++)
-		if (v->conns[i].state == VSOCK_HOST_CONNECTING && v->conns[i].deadline_ns < d)
+		if (v->conns[i].timed && v->conns[i].deadline_ns < d)
 			d = v->conns[i].deadline_ns;
 	return d;
 }
@@ -731,8 +765,7 @@ bool vsock_reset_next(struct vsock *v, struct vsock_conn **connp)
 		c->on_pending = false;
 		c->pending = 0;
 		if (c->state != VSOCK_DEAD) {
-			if (c->state == VSOCK_HOST_CONNECTING)
-				v->connecting--;
+			untime(v, c);
 			c->state = VSOCK_DEAD;
 			ring_drop(v, c);
 			if (c->host_busy) {
@@ -756,40 +789,50 @@ struct vsock_conn *vsock_conn_get(struct vsock *v, uint32_t id, uint32_t gen)
 	return &v->conns[id];
 }
 
+static bool line_space(char ch)
+{
+	return ch == ' ' || ch == '\t' || ch == '\r' || ch == '\v' || ch == '\f';
+}
+
+/* Read as Firecracker's muxer reads it (and Cloud Hypervisor's, its copy):
+ * the line split at white space, its first word "connect" in any case, its
+ * second a port as Rust's u32 parse takes it (an optional '+', digits),
+ * words after it ignored. So whatever client works with them works here. */
 int vsock_parse_connect(const char *buf, size_t len, uint32_t *port, size_t *line_len)
 {
-	static const char verb[] = "CONNECT ";
-	const size_t vl = sizeof(verb) - 1;
+	static const char verb[] = "connect";
+	const char *nl = memchr(buf, '\n', len);
+	size_t i = 0, end, w;
 	uint64_t p = 0;
-	size_t i, digits = 0;
 
-	for (i = 0; i < len && i < vl; i++)
-		if (buf[i] != verb[i])
+	if (!nl)
+		return len >= VSOCK_LINE_MAX ? -EINVAL : 0;
+	end = (size_t)(nl - buf);
+	if (end >= VSOCK_LINE_MAX)
+		return -EINVAL;
+	while (i < end && line_space(buf[i]))
+		i++;
+	for (w = 0; w < sizeof(verb) - 1; w++, i++)
+		if (i >= end || (buf[i] | 0x20) != verb[w])
 			return -EINVAL;
-	if (len <= vl)
-		return 0;
-	for (i = vl; i < len; i++) {
-		char ch = buf[i];
-
-		if (ch >= '0' && ch <= '9') {
-			p = p * 10 + (uint64_t)(ch - '0');
-			if (++digits > 10 || p > UINT32_MAX)
-				return -EINVAL;
-			continue;
-		}
-		if (!digits)
+	if (i >= end || !line_space(buf[i]))
+		return -EINVAL;
+	while (i < end && line_space(buf[i]))
+		i++;
+	if (i < end && buf[i] == '+')
+		i++;
+	if (i >= end || buf[i] < '0' || buf[i] > '9')
+		return -EINVAL;
+	for (; i < end && buf[i] >= '0' && buf[i] <= '9'; i++) {
+		p = p * 10 + (uint64_t)(buf[i] - '0');
+		if (p > UINT32_MAX)
 			return -EINVAL;
-		if (ch == '\r' && i + 1 < len && buf[i + 1] != '\n')
-			return -EINVAL;
-		if (ch == '\r')
-			continue;
-		if (ch != '\n')
-			return -EINVAL;
-		*port = (uint32_t)p;
-		*line_len = i + 1;
-		return 1;
 	}
-	return len >= VSOCK_LINE_MAX ? -EINVAL : 0;
+	if (i < end && !line_space(buf[i]))
+		return -EINVAL;
+	*port = (uint32_t)p;
+	*line_len = end + 1;
+	return 1;
 }
 
 size_t vsock_format_ok(char *out, uint32_t port)

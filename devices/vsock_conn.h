@@ -126,7 +126,9 @@ struct vsock_conn {
 	bool credit_stalled;       /* host data waits for the guest's credit */
 	bool host_busy;            /* the device has host state (a socket) for it */
 	unsigned pending;          /* VSOCK_OWE_* */
-	uint64_t deadline_ns;      /* HOST_CONNECTING: then RST */
+	uint64_t deadline_ns;      /* while timed: then RST */
+	bool timed;                /* connecting, with a deadline (counted in connecting) */
+	bool unhashed;             /* DEAD, out of the hash: a new connection has its ports */
 	uint32_t next_pending;     /* list of connections owing control packets */
 	bool on_pending;
 	uint32_t hnext;            /* hash chain */
@@ -146,7 +148,7 @@ struct vsock_stats {
 	uint64_t credit_updates;   /* CREDIT_UPDATEs sent */
 	uint64_t conn_limit;       /* REQUESTs refused: the VM's connection cap */
 	uint64_t no_listener;      /* guest connects nobody answered */
-	uint64_t timeouts;         /* host connects the guest never answered */
+	uint64_t timeouts;         /* connects not answered within 2 s, either way */
 	uint64_t bad;              /* packets the guest got wrong (vsock_bad below) */
 	uint64_t bad_kind[8];
 };
@@ -182,7 +184,7 @@ struct vsock {
 	struct { uint64_t cid; uint32_t guest_port, host_port; } rst[VSOCK_RST_BACKLOG];
 	unsigned rst_head, rst_len;
 	uint32_t next_host_port;
-	unsigned connecting;       /* HOST_CONNECTING conns (deadlines to watch) */
+	unsigned connecting;       /* connections timed: deadlines to watch */
 	struct vsock_stats st;
 };
 
@@ -229,6 +231,11 @@ struct vsock_conn *vsock_host_connect(struct vsock *v, uint32_t guest_port, uint
 /* The host connect of a GUEST_CONNECTING conn ended: ok -> RESPONSE owed,
  * ESTABLISHED; not ok -> RST owed (no listener), and the device closes. */
 enum vsock_act vsock_connect_done(struct vsock *v, struct vsock_conn *c, bool ok);
+/* The device began the host connect of a guest's REQUEST (VSOCK_ACT_CONNECT):
+ * unless vsock_connect_done comes within VSOCK_CONNECT_TIMEOUT_NS, a
+ * vsock_tick resets it (a listener that never accepts; the guest's own
+ * connect gives up after 2 s as well and waits for our RST). */
+void vsock_connect_begun(struct vsock *v, struct vsock_conn *c, uint64_t now_ns);
 /* The host socket took n bytes from the front of conn's ring. */
 enum vsock_act vsock_wrote_host(struct vsock *v, struct vsock_conn *c, uint32_t n);
 /* Bytes the device may read from conn's host socket now, to send the guest
@@ -271,7 +278,7 @@ unsigned vsock_ring_peek(const struct vsock_conn *c, struct iovec iov[2]);
 
 /* Hybrid vsock: a host client's first bytes. 1: a whole CONNECT line of
  * *line_len bytes naming *port; 0: no newline yet (and fewer than
- * VSOCK_LINE_MAX bytes); -EINVAL: not a CONNECT line. */
+ * VSOCK_LINE_MAX bytes); -EINVAL: not a CONNECT line, or a longer one. */
 int vsock_parse_connect(const char *buf, size_t len, uint32_t *port, size_t *line_len);
 /* "OK <port>\n" into out (at least VSOCK_LINE_MAX bytes): its length. */
 size_t vsock_format_ok(char *out, uint32_t port);

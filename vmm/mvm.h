@@ -715,7 +715,9 @@ struct mvm_vsock_stats {
 	uint64_t connection_limit;      /* guest connects refused: the connection cap */
 	uint64_t buffer_limit;          /* 0 since 2.16: the cap is shared out as credit */
 	uint64_t no_listener;           /* guest connects nobody listened for */
-	uint64_t connect_timeouts;      /* host connects the guest never answered */
+	uint64_t connect_timeouts;      /* host connects the guest never answered, and
+					 * (since 2.16) guest connects no host listener
+					 * took, each within 2 s */
 	uint64_t host_clients;          /* host clients accepted */
 	uint64_t handshakes_failed;     /* clients without a valid CONNECT line in time */
 	uint64_t host_errors;           /* host socket calls that failed */

@@ -472,6 +472,36 @@ TEST(host_client_the_guest_refuses_is_closed)
 	g_down(g);
 }
 
+static double now_s(void)
+{
+	struct timespec t;
+
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (double)t.tv_sec + t.tv_nsec / 1e9;
+}
+
+/* A guest that takes the REQUEST and never answers: within the 2 s a
+ * connect is given (not the handshake's 5 s, whose timeout was armed
+ * first), the guest gets an RST and the client sees the end. */
+TEST(host_client_the_guest_never_answers_is_closed_after_2_s)
+{
+	struct g *g = g_up(8);
+	int fd = host_client(g);
+	struct vsock_hdr h;
+	double t0, took;
+
+	CHECK_EQ(write(fd, "CONNECT 77\n", 11), 11);
+	h = g_expect(g, VIRTIO_VSOCK_OP_REQUEST, NULL, 0);
+	t0 = now_s();
+	CHECK(host_sees_eof(fd));
+	took = now_s() - t0;
+	CHECK(took > 1.5 && took < 3.5);
+	CHECK_EQ(g_expect(g, VIRTIO_VSOCK_OP_RST, NULL, 0).src_port, h.src_port);
+	CHECK_EQ(stats(g).conn.timeouts, 1);
+	close(fd);
+	g_down(g);
+}
+
 /* A command agent's exchange, again and again, as a CI runner drives one
  * (tests/system/vsock.sh): the client's first try comes before the guest's
  * driver is up, and then the guest refuses it (nobody listens yet); every later client is accepted, sends its

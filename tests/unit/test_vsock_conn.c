@@ -651,6 +651,60 @@ TEST(each_connections_credit_is_its_share_of_the_cap)
 	vsock_fini(&v);
 }
 
+/* A host listener that never accepts (its backlog full) leaves the
+ * guest's connect hanging: after 2 s the guest gets its RST (Linux's own
+ * connect gave up by then and waits for it) and the device closes. */
+TEST(guest_connect_that_no_listener_takes_in_time_is_reset)
+{
+	struct vsock_conn *c, *t;
+
+	setup(8, 2u << 20);
+	CHECK_EQ(send_op(VIRTIO_VSOCK_OP_REQUEST, GPORT, HPORT, &c), VSOCK_ACT_CONNECT);
+	CHECK_EQ(vsock_next_deadline(&v), UINT64_MAX);      /* not begun: no deadline */
+	vsock_connect_begun(&v, c, 1000);
+	CHECK_EQ(vsock_next_deadline(&v), 1000 + VSOCK_CONNECT_TIMEOUT_NS);
+	CHECK_EQ(vsock_tick(&v, 1000 + VSOCK_CONNECT_TIMEOUT_NS - 1, &t), VSOCK_ACT_NONE);
+	CHECK_EQ(vsock_tick(&v, 1000 + VSOCK_CONNECT_TIMEOUT_NS, &t), VSOCK_ACT_CLOSE);
+	CHECK(t == c);
+	CHECK_EQ(v.st.timeouts, 1);
+	expect_ctl(VIRTIO_VSOCK_OP_RST);
+	CHECK_EQ(vsock_next_deadline(&v), UINT64_MAX);
+	/* The connect's late answer changes nothing. */
+	CHECK_EQ(vsock_connect_done(&v, c, true), VSOCK_ACT_NONE);
+	expect_ctl(0);
+	vsock_release(&v, c);
+	CHECK_EQ(v.st.conns_open, 0);
+	/* One answered in time is not watched any more. */
+	c = established(GPORT + 1);
+	CHECK_EQ(vsock_next_deadline(&v), UINT64_MAX);
+	vsock_fini(&v);
+}
+
+/* The guest, told of the RST, connects again from the same port while
+ * the device still holds the old connection's host side: the REQUEST
+ * is a new connection, not a packet for the old one. */
+TEST(request_on_the_ports_of_a_connection_being_closed_is_a_new_one)
+{
+	struct vsock_conn *old, *c;
+
+	setup(8, 2u << 20);
+	old = established(GPORT);
+	expect_ctl(VIRTIO_VSOCK_OP_RESPONSE);
+	CHECK_EQ(send_op(VIRTIO_VSOCK_OP_RST, GPORT, HPORT, NULL), VSOCK_ACT_CLOSE);
+	expect_ctl(0);
+	CHECK_EQ(old->state, VSOCK_DEAD);              /* the device has not released it */
+	CHECK_EQ(send_op(VIRTIO_VSOCK_OP_REQUEST, GPORT, HPORT, &c), VSOCK_ACT_CONNECT);
+	CHECK(c && c != old);
+	CHECK_EQ(vsock_connect_done(&v, c, true), VSOCK_ACT_NONE);
+	expect_ctl(VIRTIO_VSOCK_OP_RESPONSE);
+	vsock_release(&v, old);
+	CHECK_EQ(v.st.conns_open, 1);
+	/* The new one is what its ports find. */
+	CHECK_EQ(rw(GPORT, "x", 1), VSOCK_ACT_DATA);
+	CHECK_EQ(c->ring.len, 1);
+	vsock_fini(&v);
+}
+
 TEST(connect_line_parses_as_firecracker_frames_it)
 {
 	uint32_t port = 0;
@@ -668,9 +722,35 @@ TEST(connect_line_parses_as_firecracker_frames_it)
 	CHECK_EQ(vsock_parse_connect("CONNECT 12", 10, &port, &n), 0);
 	CHECK_EQ(vsock_parse_connect("CONNECT 4294967296\n", 19, &port, &n), -EINVAL);
 	CHECK_EQ(vsock_parse_connect("CONNECT \n", 9, &port, &n), -EINVAL);
-	CHECK_EQ(vsock_parse_connect("connect 1\n", 10, &port, &n), -EINVAL);
 	CHECK_EQ(vsock_parse_connect("CONNECT 1x\n", 11, &port, &n), -EINVAL);
-	CHECK_EQ(vsock_parse_connect("CONNECT 000000000001\n", 21, &port, &n), -EINVAL);
+	CHECK_EQ(vsock_parse_connect("CONNECTS 1\n", 11, &port, &n), -EINVAL);
+	CHECK_EQ(vsock_parse_connect("CONNECT -1\n", 11, &port, &n), -EINVAL);
+	CHECK_EQ(vsock_parse_connect("OK 1\n", 5, &port, &n), -EINVAL);
+	CHECK_EQ(vsock_parse_connect("\n", 1, &port, &n), -EINVAL);
+	/* No newline within the line's bound: not a line. */
+	CHECK_EQ(vsock_parse_connect("CONNECT 1                       ", 32, &port, &n), -EINVAL);
+}
+
+/* What Firecracker's muxer also takes (it splits the line at white
+ * space, compares "connect" in any case and parses a u32): a client
+ * written for it works here. */
+TEST(connect_line_is_read_as_leniently_as_firecrackers)
+{
+	static const struct { const char *line; uint32_t port; } ok[] = {
+		{ "connect 5\n", 5 }, { "Connect 6\n", 6 }, { "CONNECT  7\n", 7 },
+		{ "CONNECT 8 \n", 8 }, { "\tCONNECT 9\n", 9 }, { "CONNECT +10\n", 10 },
+		{ "CONNECT 11 extra\n", 11 }, { "CONNECT 000000000012\n", 12 },
+		{ "CONNECT\t13\r\n", 13 },
+	};
+	uint32_t port;
+	size_t n;
+
+	for (unsigned i = 0; i < sizeof(ok) / sizeof(ok[0]); i++) {
+		port = 0;
+		CHECK_EQ(vsock_parse_connect(ok[i].line, strlen(ok[i].line), &port, &n), 1);
+		CHECK_EQ(port, ok[i].port);
+		CHECK_EQ(n, strlen(ok[i].line));
+	}
 }
 
 TEST(ok_line)
