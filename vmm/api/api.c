@@ -9,11 +9,27 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #define API_PREFIX "/api/v1/"
 
 enum api_method { API_GET, API_PUT };
+
+/* A VM booted (or restored) is started by the program's main thread
+ * once the process is confined, a moment after vm.boot's 204, and this
+ * thread may serve meanwhile: a request waits for that start (10 s at
+ * most; a start that fails ends mvm), so that vm.info says Running and
+ * vm.shutdown stops what runs, as right after Cloud Hypervisor's boot. */
+static void api_wait_started(const struct api_vm *v)
+{
+	static const struct timespec ms = { 0, 1000000 };
+	unsigned i;
+
+	for (i = 0; v->own_thread && v->vm && v->booted && i < 10000 &&
+		    mvm_get_state(v->vm) == MVM_VM_CREATED; i++)
+		nanosleep(&ms, NULL);
+}
 
 /* Cloud Hypervisor's endpoints that mvm does not serve (yet): refused
  * with 501 and the endpoint's name, once a body they take is valid JSON
@@ -38,8 +54,35 @@ static void api_error(struct api_reply *r, unsigned status, const char *fmt, ...
 	va_end(ap);
 	r->status = status;
 	s = json_string(msg);
+	if (!s) {
+		/* Not UTF-8 (a client's bytes, or one cut by a %.64s): its
+		 * bytes beyond ASCII become '?', so the answer keeps a body. */
+		for (char *p = msg; *p; p++)
+			if ((unsigned char)*p >= 0x80)
+				*p = '?';
+		s = json_string(msg);
+	}
 	r->body = s ? json_dumps(s, JSON_ENCODE_ANY) : NULL;
 	json_decref(s);
+}
+
+/* The status for what the library refused in a VmConfig or DiskConfig:
+ * 409 for an image another VM holds (Cloud Hypervisor's answer to a
+ * path given twice), 400 for what the request got wrong (a value, a
+ * path that names no usable file, a kernel that is not one or does not
+ * fit), 500 for the host's own failures. */
+static unsigned api_config_status(int ret)
+{
+	switch (-ret) {
+	case EBUSY:
+		return 409;
+	case EINVAL: case ENOENT: case ENOEXEC: case EEXIST: case EBADF: case ENAMETOOLONG:
+	case EPERM: case EACCES: case E2BIG: case EISDIR: case ENOTDIR: case ELOOP:
+	case EFBIG: case ERANGE: case EOVERFLOW:
+		return 400;
+	default:
+		return 500;
+	}
 }
 
 /* A 200 with obj as its body (taken). */
@@ -345,6 +388,12 @@ static void api_shutdown(struct api_vm *v, const char *what, struct api_reply *r
 	} else if (st == MVM_VM_ENDED) {
 		api_error(r, 405, "vm.shutdown: the VM has already shut down");
 		return;
+	} else if (st == MVM_VM_CREATED && v->relaunch && !v->booted) {
+		/* Never booted, where mvm serves on: nothing runs to stop (as
+		 * Cloud Hypervisor's: the VM is not running). */
+		api_error(r, 405, "vm.shutdown: the VM has not booted; vm.boot runs it, vm.delete "
+			  "forgets it");
+		return;
 	} else if (st == MVM_VM_CREATED) {
 		v->shutdown = true;     /* never booted: mvm ends, as before */
 	} else {
@@ -394,8 +443,10 @@ static void api_vm_delete(struct api_vm *v, struct api_reply *r)
 
 	if (!api_host_ok(v, "vm.delete", r))
 		return;
+	/* Nothing to delete: done, as Cloud Hypervisor answers (a client
+	 * cleaning up may delete whatever it finds). */
 	if (!v->vm && !v->created) {
-		api_error(r, 404, "vm.delete: no VM has been created");
+		r->status = 204;
 		return;
 	}
 	st = v->vm ? mvm_get_state(v->vm) : MVM_VM_ENDED;
@@ -414,15 +465,46 @@ static void api_vm_delete(struct api_vm *v, struct api_reply *r)
 	r->status = 204;
 }
 
-/* A request's body as JSON (duplicate keys refused): a new reference, or
- * NULL and the 400. shape: the object it must be ("DiskConfig"), or NULL
- * for any JSON. */
+/* Cloud Hypervisor reads its bodies with serde, where a member whose
+ * value is null is an Option left unset: the same as leaving it out.
+ * So every object member that is null goes before a body is read (array
+ * elements stay: a null there is not a thing left out). */
+static void api_drop_nulls(json_t *j)
+{
+	const char *k;
+	json_t *val;
+	void *tmp;
+	size_t i;
+
+	if (json_is_array(j)) {
+		json_array_foreach(j, i, val)
+			api_drop_nulls(val);
+		return;
+	}
+	if (!json_is_object(j))
+		return;
+	json_object_foreach_safe(j, tmp, k, val) {
+		if (json_is_null(val))
+			json_object_del(j, k);
+		else
+			api_drop_nulls(val);
+	}
+}
+
+/* A request's body as JSON (duplicate keys refused), null members
+ * dropped: a new reference, or NULL and the 400. shape: the object it
+ * must be ("DiskConfig"), or NULL for any JSON. */
 static json_t *api_load(const char *name, const char *body, size_t len, const char *shape,
 			struct api_reply *r)
 {
 	json_error_t e;
-	json_t *j = json_loadb(body, len, JSON_REJECT_DUPLICATES, &e);
+	json_t *j;
 
+	if (!len) {
+		api_error(r, 400, "%s: no body; give a %s", name, shape ? shape : "JSON body");
+		return NULL;
+	}
+	j = json_loadb(body, len, JSON_REJECT_DUPLICATES, &e);
 	if (!j) {
 		api_error(r, 400, "%s: invalid JSON at line %d column %d: %s", name, e.line,
 			  e.column, e.text);
@@ -433,6 +515,7 @@ static json_t *api_load(const char *name, const char *body, size_t len, const ch
 		json_decref(j);
 		return NULL;
 	}
+	api_drop_nulls(j);
 	return j;
 }
 
@@ -559,10 +642,28 @@ static bool api_disk_parse(const char *what, json_t *o, struct api_hotdisk *h,
 			 * to mvm's 256): nothing the guest depends on. */
 			if (!is_int && !is_bool)
 				bad = "not a number or boolean";
-		} else if (!strcmp(k, "iommu") || !strcmp(k, "vhost_user")) {
+		} else if (!strcmp(k, "iommu") || !strcmp(k, "vhost_user") ||
+			   !strcmp(k, "backing_files")) {
 			if (!is_bool || json_is_true(val))
 				bad = json_is_true(val) ? "mvm does not have this; leave it false" :
 				      "give false";
+		} else if (!strcmp(k, "image_type")) {
+			/* What the image holds: mvm serves raw images. */
+			if (!str || strcmp(str, "Raw"))
+				bad = "mvm serves raw images only; give Raw or leave it out";
+		} else if (!strcmp(k, "lock_granularity")) {
+			/* How the image is locked on the host: mvm locks it whole,
+			 * which the guest does not see. */
+			if (!str || (strcmp(str, "ByteRange") && strcmp(str, "Full")))
+				bad = "give ByteRange or Full";
+		} else if (!strcmp(k, "queue_affinity")) {
+			/* Host CPUs for the disk's queues: the host's choice. */
+			if (!json_is_array(val))
+				bad = "give an array";
+		} else if (!strcmp(k, "vhost_socket")) {
+			bad = "mvm has no vhost-user; leave it out";
+		} else if (!strcmp(k, "pci_device_id")) {
+			bad = "mvm places its devices itself; leave it out";
 		} else if (!strcmp(k, "pci_segment")) {
 			if (!is_int || json_integer_value(val) != 0)
 				bad = "mvm has PCI segment 0 only; give 0";
@@ -625,9 +726,7 @@ static void api_vm_add_disk(struct api_vm *v, const char *body, size_t len,
 	}
 	ret = mvm_add_disk(v->vm, &h.d, err, sizeof(err));
 	if (ret) {
-		api_error(r, ret == -EINVAL || ret == -ENAMETOOLONG || ret == -EEXIST ||
-			  ret == -EPERM ? 400 : 500,
-			  "vm.add-disk: %s", err);
+		api_error(r, api_config_status(ret), "vm.add-disk: %s", err);
 		return;
 	}
 	/* Before vm.boot the disk is the VmConfig's too, as Cloud
@@ -676,7 +775,7 @@ static void api_vm_add_vsock(struct api_vm *v, const char *body, size_t len,
 			  "takes one", c->vsock.cid);
 		return;
 	}
-	if (!api_vsock_parse("vm.add-vsock", j, c, r)) {
+	if (!api_vsock_parse("vm.add-vsock: VsockConfig", j, c, r)) {
 		c->has_vsock = false;
 		json_decref(j);
 		return;
@@ -728,6 +827,12 @@ static void api_vm_remove_device(struct api_vm *v, const char *body, size_t len,
 	if (idx < 0) {
 		api_error(r, 404, "vm.remove-device: %.64s: no such device; vm.info lists them",
 			  id);
+		json_decref(j);
+		return;
+	}
+	if (mvm_get_state(v->vm) == MVM_VM_CREATED) {
+		api_error(r, 405, "vm.remove-device: %.64s: the VM has not booted; vm.delete and "
+			  "vm.create it without the disk", id);
 		json_decref(j);
 		return;
 	}
@@ -835,15 +940,15 @@ static bool api_known(const char *what, json_t *o, const char *const *keys, stru
 	unsigned i;
 
 	if (!json_is_object(o)) {
-		api_error(r, 400, "vm.create: %s: not an object", what);
+		api_error(r, 400, "%s: not an object", what);
 		return false;
 	}
 	json_object_foreach(o, k, val) {
 		for (i = 0; keys[i] && strcmp(keys[i], k); i++)
 			;
 		if (!keys[i]) {
-			api_error(r, 400, "vm.create: %s.%.64s: unknown to mvm (docs/api.md has the "
-				  "VmConfig fields it takes)", what, k);
+			api_error(r, 400, "%s.%.64s: unknown to mvm (docs/api.md has the fields "
+				  "it takes)", what, k);
 			return false;
 		}
 	}
@@ -856,8 +961,8 @@ static bool api_false_only(const char *what, json_t *o, const char *key, struct 
 	json_t *val = json_object_get(o, key);
 
 	if (val && !json_is_false(val)) {
-		api_error(r, 400, "vm.create: %s.%s: mvm does not have this; give false or leave "
-			  "it out", what, key);
+		api_error(r, 400, "%s.%s: mvm does not have this; give false or leave it out",
+			  what, key);
 		return false;
 	}
 	return true;
@@ -865,16 +970,20 @@ static bool api_false_only(const char *what, json_t *o, const char *key, struct 
 
 static bool api_payload_parse(json_t *o, struct api_vmconfig *c, struct api_reply *r)
 {
-	static const char *const keys[] = { "kernel", "initramfs", "cmdline", "firmware", NULL };
+	static const char *const keys[] = { "kernel", "initramfs", "cmdline", "firmware",
+					    "igvm", "host_data", NULL };
+	static const char *const fw[] = { "firmware", "igvm", "host_data" };
 	json_t *val;
+	unsigned i;
 
-	if (!api_known("payload", o, keys, r))
+	if (!api_known("vm.create: payload", o, keys, r))
 		return false;
-	if (json_object_get(o, "firmware")) {
-		api_error(r, 400, "vm.create: payload.firmware: mvm boots a kernel directly; give "
-			  "payload.kernel");
-		return false;
-	}
+	for (i = 0; i < 3; i++)
+		if (json_object_get(o, fw[i])) {
+			api_error(r, 400, "vm.create: payload.%s: mvm boots a kernel directly; "
+				  "give payload.kernel", fw[i]);
+			return false;
+		}
 	if (!api_str(json_object_get(o, "kernel"), c->kernel, sizeof(c->kernel))) {
 		api_error(r, 400, "vm.create: payload.kernel: give the kernel's path (a bzImage "
 			  "or a vmlinux with a PVH note)");
@@ -907,11 +1016,27 @@ static bool api_cpus_parse(json_t *o, struct api_vmconfig *c, struct api_reply *
 {
 	static const char *const keys[] = { "boot_vcpus", "max_vcpus", "topology",
 					    "kvm_hyperv", "max_phys_bits", "affinity",
-					    "features", NULL };
+					    "features", "nested", "core_scheduling", NULL };
 	json_t *boot = json_object_get(o, "boot_vcpus"), *max = json_object_get(o, "max_vcpus");
+	json_t *nested = json_object_get(o, "nested"), *sched = json_object_get(o, "core_scheduling");
 
-	if (!api_known("cpus", o, keys, r) || !api_false_only("cpus", o, "kvm_hyperv", r))
+	if (!api_known("vm.create: cpus", o, keys, r) ||
+	    !api_false_only("vm.create: cpus", o, "kvm_hyperv", r))
 		return false;
+	/* mvm's vCPUs have SVM or VMX wherever KVM offers nested
+	 * virtualization, as Cloud Hypervisor's default (true) has them. */
+	if (nested && !json_is_true(nested)) {
+		api_error(r, 400, "vm.create: cpus.nested: mvm's guests may run VMs where KVM "
+			  "offers it; give true or leave it out");
+		return false;
+	}
+	/* Which vCPU threads may share a core: the host's scheduling. */
+	if (sched && (!json_is_string(sched) || (strcmp(json_string_value(sched), "Vm") &&
+						strcmp(json_string_value(sched), "Vcpu") &&
+						strcmp(json_string_value(sched), "Off")))) {
+		api_error(r, 400, "vm.create: cpus.core_scheduling: give Vm, Vcpu or Off");
+		return false;
+	}
 	if (boot) {
 		if (!json_is_integer(boot) || json_integer_value(boot) < 1 ||
 		    json_integer_value(boot) > MVM_MAX_CPUS) {
@@ -932,13 +1057,21 @@ static bool api_memory_parse(json_t *o, struct api_vmconfig *c, struct api_reply
 {
 	static const char *const keys[] = { "size", "mergeable", "shared", "hugepages",
 					    "hugepage_size", "thp", "prefault", "hotplug_method",
-					    "hotplug_size", "hotplugged_size", "zones", NULL };
-	json_t *size = json_object_get(o, "size");
+					    "hotplug_size", "hotplugged_size", "zones", "reserve",
+					    NULL };
+	json_t *size = json_object_get(o, "size"), *zones = json_object_get(o, "zones");
+	json_t *reserve = json_object_get(o, "reserve");
 
-	if (!api_known("memory", o, keys, r) || !api_false_only("memory", o, "shared", r) ||
-	    !api_false_only("memory", o, "hugepages", r))
+	if (!api_known("vm.create: memory", o, keys, r) ||
+	    !api_false_only("vm.create: memory", o, "shared", r) ||
+	    !api_false_only("vm.create: memory", o, "hugepages", r))
 		return false;
-	if (json_array_size(json_object_get(o, "zones"))) {
+	/* reserve: whether the host reserves swap for the RAM up front. */
+	if (reserve && !json_is_boolean(reserve)) {
+		api_error(r, 400, "vm.create: memory.reserve: give true or false");
+		return false;
+	}
+	if ((zones && !json_is_array(zones)) || json_array_size(zones)) {
 		api_error(r, 400, "vm.create: memory.zones: mvm has one memory region; give size");
 		return false;
 	}
@@ -957,10 +1090,13 @@ static bool api_memory_parse(json_t *o, struct api_vmconfig *c, struct api_reply
 static bool api_console_parse(const char *what, json_t *o, struct api_vmconfig *c,
 			      struct api_reply *r)
 {
-	static const char *const keys[] = { "mode", "file", "socket", "iommu", NULL };
+	static const char *const keys[] = { "mode", "file", "socket", "iommu", "id",
+					    "pci_segment", "pci_device_id", NULL };
 	const char *mode = json_string_value(json_object_get(o, "mode"));
+	char path[24];
 
-	if (!api_known(what, o, keys, r) || !api_false_only(what, o, "iommu", r))
+	snprintf(path, sizeof(path), "vm.create: %s", what);
+	if (!api_known(path, o, keys, r) || !api_false_only(path, o, "iommu", r))
 		return false;
 	if (!mode || (strcmp(mode, "Tty") && strcmp(mode, "Off") && strcmp(mode, "Null"))) {
 		api_error(r, 400, "vm.create: %s.mode: give Tty (mvm's stdin and stdout), Off or "
@@ -982,13 +1118,19 @@ static bool api_console_parse(const char *what, json_t *o, struct api_vmconfig *
 static bool api_vsock_parse(const char *what, json_t *o, struct api_vmconfig *c,
 			    struct api_reply *r)
 {
-	static const char *const keys[] = { "cid", "socket", "id", "iommu", "pci_segment", NULL };
-	json_t *cid = json_object_get(o, "cid");
+	static const char *const keys[] = { "cid", "socket", "id", "iommu", "pci_segment",
+					    "pci_device_id", NULL };
+	json_t *cid = json_object_get(o, "cid"), *seg = json_object_get(o, "pci_segment");
 
-	if (!api_known("vsock", o, keys, r) || !api_false_only("vsock", o, "iommu", r))
+	if (!api_known(what, o, keys, r) || !api_false_only(what, o, "iommu", r))
 		return false;
-	if (json_integer_value(json_object_get(o, "pci_segment"))) {
-		api_error(r, 400, "%s.pci_segment: mvm has PCI segment 0 only", what);
+	if (seg && (!json_is_integer(seg) || json_integer_value(seg))) {
+		api_error(r, 400, "%s.pci_segment: mvm has PCI segment 0 only; give 0", what);
+		return false;
+	}
+	if (json_object_get(o, "pci_device_id")) {
+		api_error(r, 400, "%s.pci_device_id: mvm places its devices itself; leave it "
+			  "out", what);
 		return false;
 	}
 	mvm_vsock_init(&c->vsock);
@@ -1033,7 +1175,7 @@ static bool api_groups_parse(json_t *a, struct api_vmconfig *c, struct api_reply
 			api_error(r, 400, "%s: not a RateLimitGroupConfig object", what);
 			return false;
 		}
-		if (!api_known(what + 11, o, keys, r))
+		if (!api_known(what, o, keys, r))
 			return false;
 		if (!id || !*id || strlen(id) > MVM_ID_MAX) {
 			api_error(r, 400, "%s: id: give 1 to %d letters, digits, '-', '_' or '.'",
@@ -1063,17 +1205,20 @@ static bool api_vmconfig_parse(json_t *o, struct api_vmconfig *c, struct api_rep
 		"payload", "cpus", "memory", "disks", "serial", "console", "vsock", "pvpanic",
 		"net", "fs", "pmem", "devices", "user_devices", "vdpa", "numa", "sgx_epc",
 		"tpm", "rng", "balloon", "watchdog", "iommu", "platform", "landlock_enable",
-		"landlock_rules", "preserved_fds", "rate_limit_groups", "debug_console", NULL };
+		"landlock_rules", "preserved_fds", "rate_limit_groups", "debug_console", "rtc",
+		"pci_segments", "generic_vhost_user", NULL };
 	static const char *const absent[] = { "net", "fs", "pmem", "devices", "user_devices",
 					      "vdpa", "numa", "sgx_epc", "landlock_rules",
-					      "preserved_fds", NULL };
+					      "preserved_fds", "pci_segments",
+					      "generic_vhost_user", NULL };
 	json_t *val, *disks;
 	unsigned i;
 
 	mvm_config_init(&c->vm);
-	if (!api_known("VmConfig", o, keys, r) || !api_false_only("VmConfig", o, "iommu", r) ||
-	    !api_false_only("VmConfig", o, "watchdog", r) ||
-	    !api_false_only("VmConfig", o, "landlock_enable", r))
+	if (!api_known("vm.create: VmConfig", o, keys, r) ||
+	    !api_false_only("vm.create: VmConfig", o, "iommu", r) ||
+	    !api_false_only("vm.create: VmConfig", o, "watchdog", r) ||
+	    !api_false_only("vm.create: VmConfig", o, "landlock_enable", r))
 		return false;
 	for (i = 0; absent[i]; i++) {
 		val = json_object_get(o, absent[i]);
@@ -1098,6 +1243,17 @@ static bool api_vmconfig_parse(json_t *o, struct api_vmconfig *c, struct api_rep
 	if (!json_object_get(o, "payload")) {
 		api_error(r, 400, "vm.create: no payload; give payload.kernel");
 		return false;
+	}
+	/* rtc: where Cloud Hypervisor puts its clock device; the guest
+	 * keeps its time with kvm-clock. */
+	val = json_object_get(o, "rtc");
+	if (val) {
+		static const char *const rtc_keys[] = { "id", "pci_segment", "pci_device_id",
+							"iommu", NULL };
+
+		if (!api_known("vm.create: rtc", val, rtc_keys, r) ||
+		    !api_false_only("vm.create: rtc", val, "iommu", r))
+			return false;
 	}
 	if (!api_payload_parse(json_object_get(o, "payload"), c, r) ||
 	    ((val = json_object_get(o, "cpus")) && !api_cpus_parse(val, c, r)) ||
@@ -1175,8 +1331,7 @@ static void api_vm_create(struct api_vm *v, const char *body, size_t len, struct
 	ret = v->host->create(v, c, err, sizeof(err));
 	if (ret) {
 		free(c);
-		api_error(r, ret == -EINVAL || ret == -ENOENT || ret == -ENOEXEC || ret == -EEXIST ||
-			  ret == -EBADF ? 400 : 500, "vm.create: %s", err);
+		api_error(r, api_config_status(ret), "vm.create: %s", err);
 		return;
 	}
 	v->created = c;
@@ -1207,7 +1362,18 @@ static void api_vm_boot(struct api_vm *v, struct api_reply *r)
 	}
 	ret = v->host->boot(v, err, sizeof(err));
 	if (ret) {
+		char again[MVM_ERR_MAX];
+
 		api_error(r, 500, "vm.boot: %s", err);
+		/* A VM whose preparing failed cannot be prepared again: one
+		 * made afresh from its VmConfig stays created, as before the
+		 * boot (else it is shut down, and the next vm.boot tries). */
+		if (v->created && v->vm) {
+			mvm_destroy(v->vm);
+			v->vm = NULL;
+			if (v->host->create(v, v->created, again, sizeof(again)))
+				v->vm = NULL;
+		}
 		return;
 	}
 	v->booted = true;
@@ -1314,18 +1480,20 @@ static const char *api_file_url(const char *name, json_t *j, const char *field,
 }
 
 /* PUT vm.restore, Cloud Hypervisor's RestoreConfig { source_url:
- * "file:///DIR", prefault }: where mvm was started with --api-socket
- * alone and no VM was made, the VM restored from DIR and left paused, as
- * Cloud Hypervisor leaves it: vm.resume runs it. prefault is taken and
- * has no effect (mvm maps the memory file and the guest's touches bring
- * pages in). 204. */
+ * "file:///DIR", prefault, memory_restore_mode, resume }: where mvm was
+ * started with --api-socket alone and no VM was made, the VM restored
+ * from DIR and left paused, as Cloud Hypervisor leaves it (vm.resume runs
+ * it), or running with resume: true. prefault and memory_restore_mode
+ * are taken and have no effect (mvm maps the memory file and the guest's
+ * touches bring pages in). 204. */
 static void api_vm_restore(struct api_vm *v, const char *body, size_t len,
 			   struct api_reply *r)
 {
-	static const char *const also[] = { "prefault", NULL };
+	static const char *const also[] = { "prefault", "memory_restore_mode", "resume",
+					    "zone_updates", NULL };
 	char err[MVM_ERR_MAX];
-	const char *dir;
-	json_t *j, *pf;
+	const char *dir, *mode;
+	json_t *j, *pf, *resume, *zones;
 	int ret;
 
 	if (!v->host) {
@@ -1344,8 +1512,26 @@ static void api_vm_restore(struct api_vm *v, const char *body, size_t len,
 	if (!j)
 		return;
 	pf = json_object_get(j, "prefault");
-	if (pf && !json_is_boolean(pf)) {
-		api_error(r, 400, "vm.restore: prefault: give true or false");
+	resume = json_object_get(j, "resume");
+	zones = json_object_get(j, "zone_updates");
+	mode = json_string_value(json_object_get(j, "memory_restore_mode"));
+	if ((pf && !json_is_boolean(pf)) || (resume && !json_is_boolean(resume))) {
+		api_error(r, 400, "vm.restore: %s: give true or false",
+			  pf && !json_is_boolean(pf) ? "prefault" : "resume");
+		json_decref(j);
+		return;
+	}
+	/* Copy or OnDemand: mvm maps the memory file either way (pages come
+	 * in at the guest's first touch), which the guest does not see. */
+	if (json_object_get(j, "memory_restore_mode") &&
+	    (!mode || (strcmp(mode, "Copy") && strcmp(mode, "OnDemand")))) {
+		api_error(r, 400, "vm.restore: memory_restore_mode: give Copy or OnDemand");
+		json_decref(j);
+		return;
+	}
+	if (zones && (!json_is_array(zones) || json_array_size(zones))) {
+		api_error(r, 400, "vm.restore: zone_updates: mvm has one memory region, no zones; "
+			  "leave it out");
 		json_decref(j);
 		return;
 	}
@@ -1355,7 +1541,7 @@ static void api_vm_restore(struct api_vm *v, const char *body, size_t len,
 		json_decref(j);
 		return;
 	}
-	ret = v->host->restore(v, dir, err, sizeof(err));
+	ret = v->host->restore(v, dir, json_is_true(resume), err, sizeof(err));
 	json_decref(j);
 	if (ret) {
 		api_error(r, ret == -EINVAL || ret == -ENOENT || ret == -EPROTO ? 400 : 500,
@@ -1440,6 +1626,7 @@ void api_handle(struct api_vm *v, const char *method, const char *url, const cha
 		return;
 	}
 	name = url + strlen(API_PREFIX);
+	api_wait_started(v);
 	for (i = 0; i < sizeof(served) / sizeof(served[0]); i++) {
 		if (strcmp(name, served[i].name))
 			continue;

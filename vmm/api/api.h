@@ -64,7 +64,8 @@ struct api_host {
 	int (*boot)(struct api_vm *v, char *err, size_t errlen);
 	/* vm.restore: the VM made from the snapshot in dir and prepared, to
 	 * be started paused (v->vm set). 0 or -errno with a message. */
-	int (*restore)(struct api_vm *v, const char *dir, char *err, size_t errlen);
+	int (*restore)(struct api_vm *v, const char *dir, bool resume, char *err,
+		       size_t errlen);
 };
 
 /* Why the VM is ending at the API's request, where the program serving
@@ -101,6 +102,10 @@ struct api_vm {
 	 * vm.delete end mvm with its VM, and vm.reboot is refused. */
 	bool relaunch;
 	enum api_ending ending;    /* written before the API stops the VM */
+	/* Requests are served on the API's own thread (api_server_start),
+	 * not the main thread's, which starts a booted VM once it has left
+	 * api_server_serve_until_boot. Written by the API's thread. */
+	bool own_thread;
 };
 
 struct api_reply {

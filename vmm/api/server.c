@@ -307,6 +307,7 @@ static void *api_thread(void *arg)
 	thread_ready(&s->hs, r);
 	if (r)
 		return NULL;
+	s->v->own_thread = true;
 	while (!api_round(s, -1, false, -1))
 		;
 	if (!s->handback)
@@ -346,6 +347,7 @@ static void api_thread_end(struct api_server *s)
 	}
 	pthread_join(s->thread, NULL);
 	s->started = false;
+	s->v->own_thread = false;
 }
 
 void api_server_stop(struct api_server *s)

@@ -362,7 +362,45 @@ struct main_api {
 	unsigned base_groups;
 	uint64_t start_ns;
 	bool escape;
+	/* serial.mode Off or Null: stdout on /dev/null, the terminal's kept
+	 * (stdout_kept, or -1) for a later VmConfig that says Tty. */
+	bool stdout_off;
+	int stdout_kept;
 };
+
+/* mvm's stdout for the guest's console (off: to /dev/null), as a VmConfig
+ * asks: 0 or -errno with a message, stdout as it was on failure. */
+static int main_console_to(struct main_api *x, bool off, char *err, size_t errlen)
+{
+	int fd;
+
+	if (off == x->stdout_off)
+		return 0;
+	if (!off) {
+		if (dup2(x->stdout_kept, STDOUT_FILENO) < 0)
+			return err_set(err, errlen, -errno, "serial.mode Tty: stdout: %s",
+				       strerror(errno));
+		x->stdout_off = false;
+		return 0;
+	}
+	if (x->stdout_kept < 0) {
+		x->stdout_kept = fcntl(STDOUT_FILENO, F_DUPFD_CLOEXEC, 3);
+		if (x->stdout_kept < 0)
+			return err_set(err, errlen, -errno, "serial.mode Off: stdout: %s",
+				       strerror(errno));
+	}
+	fd = open("/dev/null", O_WRONLY | O_CLOEXEC);
+	if (fd < 0 || dup2(fd, STDOUT_FILENO) < 0) {
+		int e = errno;
+
+		if (fd >= 0)
+			close(fd);
+		return err_set(err, errlen, -e, "serial.mode Off: /dev/null: %s", strerror(e));
+	}
+	close(fd);
+	x->stdout_off = true;
+	return 0;
+}
 
 static int main_api_create(struct api_vm *v, const struct api_vmconfig *c, char *err,
 			   size_t errlen)
@@ -378,15 +416,13 @@ static int main_api_create(struct api_vm *v, const struct api_vmconfig *c, char 
 		return err_set(err, errlen, -EINVAL, "rate_limit_groups: %u with the command "
 			       "line's %u, more than %d; give fewer", c->ngroups, x->base_groups,
 			       MVM_MAX_DISKS);
-	/* Before anything of cfg changes: a failure leaves it as it was. */
-	if (c->console_off) {
-		int fd = open("/dev/null", O_WRONLY | O_CLOEXEC);
+	bool was_off = x->stdout_off;
+	char scratch[8];
 
-		if (fd < 0 || dup2(fd, STDOUT_FILENO) < 0)
-			return err_set(err, errlen, -errno, "serial.mode Off: /dev/null: %s",
-				       strerror(errno));
-		close(fd);
-	}
+	/* Before anything of cfg changes: a failure leaves it as it was. */
+	r = main_console_to(x, c->console_off, err, errlen);
+	if (r)
+		return r;
 	/* What the command line gave (sandbox, pvpanic unless the VmConfig
 	 * says, id, hot-plug slots) stays. */
 	cfg->vm.kernel = c->vm.kernel;
@@ -415,6 +451,7 @@ static int main_api_create(struct api_vm *v, const struct api_vmconfig *c, char 
 		cfg->ndisks = 0;
 		cfg->ngroups = x->base_groups;
 		cfg->has_vsock = false;
+		main_console_to(x, was_off, scratch, sizeof(scratch));
 		return r;
 	}
 	v->cfg = &cfg->vm;
@@ -437,7 +474,8 @@ static int main_api_boot(struct api_vm *v, char *err, size_t errlen)
 
 /* vm.restore: the VM from the snapshot, as mvm --restore DIR makes it,
  * prepared on this thread like vm.boot's, and started paused. */
-static int main_api_restore(struct api_vm *v, const char *dir, char *err, size_t errlen)
+static int main_api_restore(struct api_vm *v, const char *dir, bool resume, char *err,
+			    size_t errlen)
 {
 	struct main_api *x = v->host_ctx;
 	struct cli_config *cfg = x->cfg;
@@ -450,7 +488,10 @@ static int main_api_restore(struct api_vm *v, const char *dir, char *err, size_t
 		return err_set(err, errlen, -ENOMEM, "out of memory");
 	*x->jail = x->jail_base;
 	cfg->vm.cpus = x->base_cpus;   /* main_restored counts from the command line's */
-	cfg->vm.start_paused = true;
+	cfg->vm.start_paused = !resume;
+	/* The guest goes on with the kernel in its memory: none of a VmConfig
+	 * made before (vm.delete freed the strings these pointed into). */
+	cfg->vm.kernel = cfg->vm.initrd = cfg->vm.cmdline = NULL;
 	/* The snapshot's disks, vsock device and groups, with the command
 	 * line's groups: none of a VmConfig made before (vm.delete freed
 	 * it, and its groups' limits are not the snapshot's). */
@@ -634,6 +675,7 @@ int main(int argc, char **argv)
 		jail.fds += 20;         /* its socket, eventfd, connections */
 	}
 	api_ctx.jail_base = jail;
+	api_ctx.stdout_kept = -1;
 	api_ctx.base_cpus = cfg.vm.cpus;
 	api_ctx.base_groups = cfg.ngroups;
 relaunch:
