@@ -28,6 +28,10 @@
 #define API_CONNECTIONS 16
 #define API_CONN_MEMORY (32u << 10)
 #define API_CONN_TIMEOUT_S 10
+/* And how long a request may take to come in and its answer to go out,
+ * however steadily its bytes trickle (the timeout above is for a
+ * connection that says nothing): past it the connection is shut. */
+#define API_REQUEST_NS 30000000000ull
 /* At the end, how long answers already begun may take to go out. */
 #define API_DRAIN_NS 2000000000ull
 
@@ -42,6 +46,9 @@ struct api_server {
 	bool handback;                 /* its thread stops without draining */
 	bool drained;
 	struct thread_handshake hs;
+	/* Each open connection's socket and the time by which its request
+	 * must have come and its answer gone (0: a free entry). */
+	struct { struct MHD_Connection *c; int fd; uint64_t deadline; } conns[API_CONNECTIONS];
 	char err[MVM_ERR_MAX];         /* why its thread could not start */
 	char path[sizeof(((struct sockaddr_un *)0)->sun_path)];
 };
@@ -114,14 +121,75 @@ static enum MHD_Result api_access(void *cls, struct MHD_Connection *c, const cha
 	return api_answer(c, r.status, r.body);
 }
 
+static unsigned api_conn_find(struct api_server *s, const struct MHD_Connection *c)
+{
+	unsigned i;
+
+	for (i = 0; i < API_CONNECTIONS && s->conns[i].c != c; i++)
+		;
+	return i;
+}
+
+/* A connection comes (its deadline starts) or goes. */
+static void api_conn_notify(void *cls, struct MHD_Connection *c, void **socket_ctx,
+			    enum MHD_ConnectionNotificationCode toe)
+{
+	struct api_server *s = cls;
+	const union MHD_ConnectionInfo *ci;
+	unsigned i;
+
+	(void)socket_ctx;
+	if (toe == MHD_CONNECTION_NOTIFY_CLOSED) {
+		i = api_conn_find(s, c);
+		if (i < API_CONNECTIONS)
+			s->conns[i].c = NULL;
+		return;
+	}
+	ci = MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
+	i = api_conn_find(s, NULL);
+	if (!ci || i == API_CONNECTIONS)
+		return;         /* cannot be: the daemon takes no more than that */
+	s->conns[i].c = c;
+	s->conns[i].fd = ci->connect_fd;
+	s->conns[i].deadline = mono_ns() + API_REQUEST_NS;
+}
+
+/* Connections whose request or answer is overdue are shut (the daemon
+ * then closes them); the milliseconds until the next deadline, at most
+ * max_ms (-1: none). */
+static long api_conn_expire(struct api_server *s, long max_ms)
+{
+	uint64_t now = mono_ns();
+	unsigned i;
+
+	for (i = 0; i < API_CONNECTIONS; i++) {
+		uint64_t d = s->conns[i].deadline;
+
+		if (!s->conns[i].c)
+			continue;
+		if (d <= now) {
+			shutdown(s->conns[i].fd, SHUT_RDWR);
+			s->conns[i].deadline = UINT64_MAX;   /* once */
+			continue;
+		}
+		if (d != UINT64_MAX && (max_ms < 0 || (d - now) / 1000000 < (uint64_t)max_ms))
+			max_ms = (long)((d - now) / 1000000) + 1;
+	}
+	return max_ms;
+}
+
 static void api_completed(void *cls, struct MHD_Connection *c, void **req_cls,
 			  enum MHD_RequestTerminationCode toe)
 {
+	struct api_server *s = cls;
 	struct api_req *q = *req_cls;
+	unsigned i;
 
-	(void)cls;
-	(void)c;
 	(void)toe;
+	/* The next request on this connection gets its own time. */
+	i = api_conn_find(s, c);
+	if (i < API_CONNECTIONS && s->conns[i].deadline != UINT64_MAX)
+		s->conns[i].deadline = mono_ns() + API_REQUEST_NS;
 	if (q) {
 		free(q->buf);
 		free(q);
@@ -197,6 +265,7 @@ int api_server_new(const char *path, struct api_vm *v, struct api_server **out, 
 				MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)API_CONN_MEMORY,
 				MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)API_CONN_TIMEOUT_S,
 				MHD_OPTION_NOTIFY_COMPLETED, api_completed, s,
+				MHD_OPTION_NOTIFY_CONNECTION, api_conn_notify, s,
 				MHD_OPTION_END);
 	if (!s->d) {
 		r = err_set(err, errlen, -EIO, "--api-socket %s: the HTTP daemon did not start", path);
@@ -239,6 +308,7 @@ static bool api_round(struct api_server *s, long max_ms, bool draining, int sig_
 		return true;
 	if (MHD_get_timeout(s->d, &to) == MHD_YES && (ms < 0 || to < (MHD_UNSIGNED_LONG_LONG)ms))
 		ms = (long)to;
+	ms = api_conn_expire(s, ms);
 	tv.tv_sec = ms / 1000;
 	tv.tv_usec = (ms % 1000) * 1000;
 	if (select(maxfd + 1, &rs, &ws, &es, ms < 0 ? NULL : &tv) < 0) {
