@@ -47,8 +47,10 @@ static int fz_boot(struct api_vm *v, char *err, size_t errlen)
 	return 0;
 }
 
-static int fz_restore(struct api_vm *v, const char *dir, char *err, size_t errlen)
+static int fz_restore(struct api_vm *v, const char *dir, bool resume, char *err,
+		      size_t errlen)
 {
+	(void)resume;
 	(void)v;
 	FZ_ASSERT(dir && *dir);
 	snprintf(err, errlen, "no VM restored here");
