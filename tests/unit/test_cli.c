@@ -647,7 +647,7 @@ TEST(vsock_option_fills_the_librarys_struct)
 	CHECK(c.has_vsock);
 	CHECK_EQ(c.vsock.cid, 7);
 	CHECK_STR(c.vsock.socket, "/run/v.sock");
-	CHECK_EQ(c.vsock.conns, 1024);
+	CHECK_EQ(c.vsock.conns, 256);
 	CHECK_EQ(c.vsock.transport, MVM_TRANSPORT_MMIO);
 	CHECK_EQ(c.vsock.size, sizeof(c.vsock));
 	CHECK_EQ(PARSE(&c, "--transport", "mmio", "--vsock", "socket=/v,cid=9,transport=pci,"

@@ -761,7 +761,7 @@ TEST(vsock_parse_and_add_take_one_device)
 	CHECK_EQ(v.size, sizeof(v));
 	CHECK_EQ(v.cid, 0);
 	CHECK(!v.socket);
-	CHECK_EQ(v.conns, 1024);
+	CHECK_EQ(v.conns, 256);
 	CHECK_EQ(v.transport, arch_layout.has_ccw ? MVM_TRANSPORT_CCW : MVM_TRANSPORT_PCI);
 	CHECK_EQ(mvm_add_vsock(vm, &v, err, sizeof(err)), -EINVAL);
 	CHECK(strstr(err, "cid= is missing"));
