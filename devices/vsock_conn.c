@@ -190,8 +190,7 @@ static void untime(struct vsock *v, struct vsock_conn *c)
 	v->connecting--;
 }
 
-/* Back to the free list: only once it owes nothing and the device holds
- * nothing for it, and off the pending list (vsock_next_ctl frees those). */
+/* Out of the hash: its ports find it no more. */
 static void unhash(struct vsock *v, struct vsock_conn *c)
 {
 	uint32_t *pp = &v->hash[bucket(v, c->guest_port, c->host_port)];
@@ -202,6 +201,8 @@ static void unhash(struct vsock *v, struct vsock_conn *c)
 	c->unhashed = true;
 }
 
+/* Back to the free list: only once it owes nothing and the device holds
+ * nothing for it, and off the pending list (vsock_next_ctl frees those). */
 static void conn_free(struct vsock *v, struct vsock_conn *c)
 {
 	if (!c->unhashed)
