@@ -139,6 +139,7 @@ int blk_image_openat(int dirfd, const char *rel, const struct mvm_disk *o, struc
 			goto close_fd;
 		}
 		img->size = bytes;
+		img->blockdev = true;
 	} else if (S_ISREG(st.st_mode)) {
 		img->size = (uint64_t)st.st_size;
 	} else {

@@ -34,6 +34,7 @@ struct blk_image {
 	bool ro;
 	bool direct;               /* cache=none took effect */
 	bool discard;              /* discard=on requested and fallocate works */
+	bool blockdev;             /* a host block device (else a regular file) */
 	/* Counted in this process's table of open images (the file's device
 	 * and inode): another VM of the process is refused at once. Moves
 	 * with the fds (blk_image_move). */

@@ -788,7 +788,6 @@ int blk_swap_image(struct blk_dev *blk, struct blk_image *img, const char *path,
 	const char *cur = __atomic_load_n(&blk->opts.path, __ATOMIC_RELAXED);
 	char *slot = cur == blk->path[0] ? blk->path[1] : blk->path[0];
 	struct blk_image prev;
-	unsigned i;
 	int r;
 
 	if (img->ro != blk->img.ro)
@@ -824,14 +823,21 @@ int blk_swap_image(struct blk_dev *blk, struct blk_image *img, const char *path,
 	blk_image_close(&prev);
 	strcpy(slot, path);
 	__atomic_store_n(&blk->opts.path, slot, __ATOMIC_RELEASE);
+	blk_queue_set_capacity(blk);
+	return 0;
+}
+
+void blk_queue_set_capacity(struct blk_dev *blk)
+{
+	unsigned i;
+
 	/* The device rebuilds its configuration and tells the driver
-	 * (blk_swap). The workers read the image's state and the capacity
-	 * as they go on, after the resume's quiesce command (its release
-	 * store orders these). */
+	 * (blk_swap, blk_resize). The workers read the image's state and the
+	 * capacity as they go on, after the resume's quiesce command (its
+	 * release store orders these). */
 	blk->capacity = blk->img.size / BLK_SECTOR;
 	for (i = 0; i < blk->vdev.num_queues; i++)
 		blk->queues[i].ctx.capacity = blk->capacity;
-	return 0;
 }
 
 int blk_queue_start(struct blk_dev *blk, unsigned qi)

@@ -188,6 +188,9 @@ void blk_workers_fini(struct blk_dev *blk);
  * statistics. 0 or -errno with a message. */
 int blk_swap_image(struct blk_dev *blk, struct blk_image *img, const char *path, char *err,
 		   size_t errlen);
+/* The capacity from the image's size, for the device and each queue;
+ * the queues quiesced. */
+void blk_queue_set_capacity(struct blk_dev *blk);
 
 /* Every I/O thread's ring gets files (BLK_FILES of them; -1 empties a
  * slot), the threads quiesced or parked; where one fails, those that took

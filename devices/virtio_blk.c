@@ -15,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 /* struct virtio_blk_config (§5.2.4) offsets, from <linux/virtio_blk.h>. */
 #define CFG(field) offsetof(struct virtio_blk_config, field)
@@ -623,6 +624,43 @@ int blk_swap(struct virtio_dev *dev, struct blk_image *img, const char *path, ch
 	/* Virtio 1.2 section 5.2.2: the capacity may change, with a
 	 * configuration change notification. */
 	blk_build_config(to_blk(dev));
+	virtio_config_changed(dev);
+	return 0;
+}
+
+int blk_resize(struct virtio_dev *dev, uint64_t size, char *err, size_t errlen)
+{
+	struct blk_dev *blk;
+	const char *path;
+
+	if (dev->ops != &blk_ops)
+		return err_set(err, errlen, -EINVAL, "not a disk");
+	blk = to_blk(dev);
+	path = blk->opts.path;
+	if (blk->img.fd < 0)
+		return err_set(err, errlen, -ENODEV, "an empty hot-plug slot has no image to "
+			       "resize");
+	if (!size || size % BLK_SECTOR || size > INT64_MAX)
+		return err_set(err, errlen, -EINVAL, "disk %s: size %llu is not a non-zero "
+			       "multiple of 512 bytes; give one", path, (unsigned long long)size);
+	if (blk->img.ro)
+		return err_set(err, errlen, -EROFS, "disk %s is read-only; only a read-write "
+			       "disk's image can be resized", path);
+	if (blk->img.blockdev)
+		return err_set(err, errlen, -EOPNOTSUPP, "disk %s is a host block device: its "
+			       "size is the host's to change; resize image files only", path);
+	if (size == blk->img.size)
+		return 0;
+	if (ftruncate(blk->img.fd, (off_t)size) < 0) {
+		int r = -errno;
+
+		return err_set(err, errlen, r, "disk %s: cannot make it %llu bytes: %s", path,
+			       (unsigned long long)size, strerror(-r));
+	}
+	blk->img.size = size;
+	blk_queue_set_capacity(blk);
+	/* Virtio 1.2 section 5.2.2, as in blk_swap. */
+	blk_build_config(blk);
 	virtio_config_changed(dev);
 	return 0;
 }

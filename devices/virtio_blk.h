@@ -98,6 +98,15 @@ int blk_set_rate(struct virtio_dev *dev, const struct mvm_rate_limit *rate, char
 struct blk_image;
 int blk_swap(struct virtio_dev *dev, struct blk_image *img, const char *path, char *err,
 	     size_t errlen);
+/* The disk's image file made size bytes long (ftruncate: grown sparse,
+ * or cut), as Cloud Hypervisor's vm.resize-disk does; then the new
+ * capacity and a configuration-change interrupt, as blk_swap. The caller
+ * quiesced the queues (what was in flight completed on the old size).
+ * Refused, with nothing changed: a size that is not a non-zero multiple
+ * of 512 (-EINVAL), a read-only disk (-EROFS), a host block device
+ * (-EOPNOTSUPP: its size is the host's to change), an empty slot
+ * (-ENODEV). Calls ftruncate only. 0 or -errno with a message. */
+int blk_resize(struct virtio_dev *dev, uint64_t size, char *err, size_t errlen);
 /* Share group's limits too (once, before the device's threads are
  * launched); group must outlive the device. 0 or -errno. */
 int blk_set_group(struct virtio_dev *dev, struct ratelim *group);

@@ -65,9 +65,9 @@ extern "C" {
  * is passed with it) make a new MINOR: a program built against an older
  * header runs against a newer library of the same MAJOR. */
 #define MVM_VERSION_MAJOR 2
-#define MVM_VERSION_MINOR 16
+#define MVM_VERSION_MINOR 17
 #define MVM_VERSION_PATCH 0
-#define MVM_VERSION_STRING "2.16.0"
+#define MVM_VERSION_STRING "2.17.0"
 #define MVM_ERR_MAX 512          /* enough for any message */
 /* For the statistics calls: every vCPU, every disk, every queue. */
 #define MVM_ALL (~0u)
@@ -670,6 +670,19 @@ int mvm_snapshot(struct mvm *vm, const char *dir, char *err, size_t errlen);
  * file: not a thread confined by mvm_start_confined. 0 or -errno with a
  * message. */
 int mvm_disk_swap(struct mvm *vm, unsigned disk, const char *path, char *err, size_t errlen);
+
+/* Since 2.17. Make disk `disk`'s image file `size` bytes long in a running
+ * or paused VM, as Cloud Hypervisor's vm.resize-disk does: grown (the new
+ * part reads as zeros, the file sparse) or cut (what lay past the new end
+ * is gone: shrink only what the guest no longer uses). The VM is paused
+ * for it if it runs (what was in flight completes on the old size), and
+ * the guest gets a configuration change, as with mvm_disk_swap. Refused,
+ * with nothing changed: a size that is not a non-zero multiple of 512, a
+ * read-only disk, a host block device (its size is the host's to change).
+ * Calls ftruncate on the open image only: any thread, the API thread
+ * under mvm_confine_api_thread's filter included (not one confined by
+ * mvm_start_confined). 0 or -errno with a message. */
+int mvm_disk_resize(struct mvm *vm, unsigned disk, uint64_t size, char *err, size_t errlen);
 
 /* Since 2.5. How many disks were added (removed ones included: their
  * numbers stay taken); 0 for NULL. */

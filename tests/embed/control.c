@@ -17,7 +17,11 @@
  *     2 MiB) while it runs, from a thread of the host program that is not
  *     confined (mvm_disk_swap opens the file): the guest sees the new
  *     size and, once it drops its cache, the new data; a swap to an image
- *     that is busy (the disk's own) is refused and changes nothing;
+ *     that is busy (the disk's own) is refused and changes nothing; then
+ *     resizes that image to 16 MiB (mvm_disk_resize, Cloud Hypervisor's
+ *     vm.resize-disk): the file grows, the guest sees the new size and
+ *     reads zeros past the old end; a size not of whole sectors is
+ *     refused;
  *  4. hot-plugs a disk (IMAGE3, 4 MiB; MD5_3 that of its first MiB) into
  *     its one hot-plug slot while a guest loop reads every hot-plugged
  *     disk: the guest finds it (vdb) with its size and data, a second one
@@ -155,6 +159,17 @@ static bool con_has(const char *s)
 	return r;
 }
 
+/* The guest's line that begins with s (its first 80 bytes), or "none". */
+static void con_line(const char *s, char *out, size_t len)
+{
+	const char *p;
+
+	pthread_mutex_lock(&con.lock);
+	p = strstr(con.buf, s);
+	snprintf(out, len, "%.*s", p ? (int)strcspn(p, "\r\n") : 4, p ? p : "none");
+	pthread_mutex_unlock(&con.lock);
+}
+
 /* Wait up to ms for the guest to print s. */
 static bool wait_for(const char *s, long ms)
 {
@@ -177,13 +192,14 @@ static uint64_t disk_requests(struct mvm *vm)
 
 /* The host program's unconfined thread: the calls that open files or
  * make threads (a swap, a hot-plug and its removal). */
-enum op { OP_SWAP, OP_ADD, OP_REMOVE };
+enum op { OP_SWAP, OP_ADD, OP_REMOVE, OP_RESIZE };
 static struct {
 	sem_t go, done;
 	struct mvm *vm;
 	enum op op;
 	const char *path;
 	unsigned disk, flags;
+	uint64_t size;
 	int ret;
 	char err[512];
 } swapper;
@@ -212,6 +228,10 @@ static void *swap_thread(void *arg)
 			swapper.ret = mvm_disk_remove(swapper.vm, swapper.disk, swapper.flags, 20000,
 						      swapper.err, sizeof(swapper.err));
 			break;
+		case OP_RESIZE:
+			swapper.ret = mvm_disk_resize(swapper.vm, swapper.disk, swapper.size,
+						      swapper.err, sizeof(swapper.err));
+			break;
 		}
 		sem_post(&swapper.done);
 	}
@@ -234,6 +254,12 @@ static int on_host_thread(struct mvm *vm, enum op op, const char *path, unsigned
 static int swap_disk(struct mvm *vm, const char *path)
 {
 	return on_host_thread(vm, OP_SWAP, path, 0, 0);
+}
+
+static int resize_disk(struct mvm *vm, unsigned disk, uint64_t size)
+{
+	swapper.size = size;
+	return on_host_thread(vm, OP_RESIZE, NULL, disk, 0);
 }
 
 /* How many times the guest printed s. */
@@ -323,7 +349,7 @@ static void expect_state(struct mvm *vm, int want, const char *when)
 
 int main(int argc, char **argv)
 {
-	char err[512], want_sum[128], want_swap[160], cmdline[2048], stats[8192];
+	char err[512], want_sum[128], want_swap[160], want_resize[64], cmdline[2048], stats[8192];
 	pthread_t swap_th;
 	long t_swap;
 	struct mvm_config cfg;
@@ -358,9 +384,12 @@ int main(int argc, char **argv)
 		 "$(cat /sys/devices/system/clocksource/clocksource0/current_clocksource); "
 		 "(echo dd-done $(dd if=/dev/vda bs=4096 count=%u 2>/dev/null | md5sum)) & "
 		 "(s0=$(cat /sys/block/vda/size); while [ $(cat /sys/block/vda/size) = $s0 ]; "
-		 "do sleep 0.1; done; echo 3 >/proc/sys/vm/drop_caches; echo swapped "
-		 "$(cat /sys/block/vda/size) $(dd if=/dev/vda bs=4096 count=%u 2>/dev/null | "
-		 "md5sum)) & "
+		 "do sleep 0.1; done; echo 3 >/proc/sys/vm/drop_caches; s1=$(cat /sys/block/vda/size); "
+		 "echo swapped $s1 $(dd if=/dev/vda bs=4096 count=%u 2>/dev/null | "
+		 "md5sum); while [ $(cat /sys/block/vda/size) = $s1 ]; "
+		 "do sleep 0.1; done; echo resized $(cat /sys/block/vda/size) $(dd if=/dev/vda "
+		 "bs=4096 skip=3072 count=1024 2>/dev/null | wc -c) $(dd if=/dev/vda bs=4096 "
+		 "skip=3072 count=1024 2>/dev/null | tr -d '\\000' | wc -c)) & "
 		 "(p=; while :; do c=; for b in /sys/block/vd[b-z]; do [ -e $b ] && "
 		 "c=$c,${b##*/}; done; for d in $(echo $c | tr , ' '); do case $p, in *,$d,*) ;; "
 		 "*) echo hp-new $d $(cat /sys/block/$d/size) $(dd if=/dev/$d bs=4096 count=256 "
@@ -472,6 +501,23 @@ int main(int argc, char **argv)
 	 * for a stuck thread's 5 s once). */
 	if (t_swap > 2000)
 		FAIL("mvm_disk_swap took %ld ms", t_swap);
+	/* The swapped-in image resized: 12 MiB to 16, the new 4 MiB zeros. */
+	if (resize_disk(vm, 0, (16u << 20) + 100) != -EINVAL ||
+	    !strstr(swapper.err, "not a non-zero multiple of 512"))
+		FAIL("a resize to a size not of whole sectors: %d '%s'", swapper.ret, swapper.err);
+	if (resize_disk(vm, 0, 16u << 20))
+		FAIL("mvm_disk_resize: %s", swapper.err);
+	expect_state(vm, MVM_VM_RUNNING, "after the resize");
+	snprintf(want_resize, sizeof(want_resize), "resized %u %u 0", (16u << 20) / 512, 4u << 20);
+	if (!wait_for(want_resize, 60000)) {
+		con_line("resized ", err, 81);
+		FAIL("the guest did not see the resized image ('%s') within 60 s: '%s'",
+		     want_resize, err);
+	}
+	/* The file's size: run_control.sh's to check (this thread may not stat). */
+	printf("control: resized the image to 16 MiB while it ran: the guest saw "
+	       "the new size and zeros past the old end (%s); a size of 16 MiB + 100 was "
+	       "refused\n", want_resize);
 
 	/* 4. Hot-plug. */
 	hotplug_steps(vm, argv[7], argv[8]);

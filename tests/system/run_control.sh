@@ -3,7 +3,7 @@
 # in the middle of a rate-limited disk read prints nothing and takes no
 # request while paused, goes on after the resume with its clock where it
 # stood and its data right; its disk's image swapped while it runs gives
-# it the new size and data; a disk hot-plugged into a PCIe slot appears in
+# it the new size and data, and resized, the new size; a disk hot-plugged into a PCIe slot appears in
 # the guest, goes with its cooperation, and again by surprise mid-read;
 # and a VM stopped while paused ends at once;
 # every thread of the VM and the caller's in their seccomp filters.
@@ -29,3 +29,7 @@ rc=$?
 tr -d '\r' <"$SYS_TMP/out" | tail -n 60
 [ $rc -eq 0 ] || fail "mvm-control exited $rc"
 grep -qx 'control: ok' "$SYS_TMP/out" || fail "mvm-control did not say ok"
+# mvm_disk_resize made the swapped-in image 16 MiB.
+size2=$(stat -c %s "$SYS_TMP/disk2.img")
+[ "$size2" = $((16 << 20)) ] || fail "disk2.img is $size2 bytes after the resize, not 16 MiB"
+echo "disk2.img is 16 MiB after the resize"

@@ -97,6 +97,9 @@ TEST(unserved_endpoints_are_501_and_bad_json_400)
 
 	error_says(call(&v, "PUT", "/api/v1/vm.add-net", "{\"tap\":\"tap0\"}", 501),
 		   "vm.add-net: mvm does not support this endpoint");
+	error_says(call(&v, "PUT", "/api/v1/vm.add-generic-vhost-user", "{\"socket\":\"/s\"}", 501),
+		   "vm.add-generic-vhost-user: mvm does not support this endpoint");
+	error_says(call(&v, "PUT", "/api/v1/vm.frobnicate", NULL, 404), "no such endpoint");
 	error_says(call(&v, "PUT", "/api/v1/vm.create", "{\"cpus\":", 400),
 		   "vm.create: invalid JSON at line 1");
 	error_says(call(&v, "PUT", "/api/v1/vm.send-migration", "{\"a\":1,\"a\":2}", 400),
@@ -134,6 +137,8 @@ TEST(without_a_vm_vm_endpoints_are_404)
 		   "no VM");
 	error_says(call(&v, "PUT", "/api/v1/vm.update-disk", "{\"id\":\"_disk0\"}", 404),
 		   "no VM");
+	error_says(call(&v, "PUT", "/api/v1/vm.resize-disk",
+			"{\"id\":\"_disk0\",\"desired_size\":1048576}", 404), "no VM");
 	CHECK(!v.shutdown);
 	CHECK(!call(&v, "PUT", "/api/v1/vmm.shutdown", NULL, 204));
 	CHECK(v.shutdown);
@@ -310,6 +315,23 @@ TEST(update_disk_changes_limits_and_a_failed_request_leaves_the_disk_as_it_was)
 		    "\"rate_limiter_config\":{\"ops\":{\"size\":5,\"refill_time\":1000}}}", 400));
 	CHECK_EQ(info_limit(&v, "ops", "size"), -1);
 	CHECK_EQ(info_limit(&v, "bandwidth", "size"), 1048576);
+	/* vm.resize-disk: Cloud Hypervisor's VmResizeDisk, for a disk of a
+	 * booted VM (the resize itself: test_blk and system/run_control). */
+	error_says(call(&v, "PUT", "/api/v1/vm.resize-disk",
+			"{\"id\":\"_disk0\",\"desired_size\":1048576}", 405),
+		   "vm.resize-disk: _disk0: the VM has not booted");
+	error_says(call(&v, "PUT", "/api/v1/vm.resize-disk",
+			"{\"id\":\"_disk3\",\"desired_size\":1048576}", 404), "_disk3: no such disk");
+	error_says(call(&v, "PUT", "/api/v1/vm.resize-disk", "{\"id\":\"_disk0\"}", 400),
+		   "give {\"id\": ID, \"desired_size\": BYTES}");
+	error_says(call(&v, "PUT", "/api/v1/vm.resize-disk",
+			"{\"id\":\"_disk0\",\"desired_size\":\"1G\"}", 400), "desired_size");
+	error_says(call(&v, "PUT", "/api/v1/vm.resize-disk",
+			"{\"id\":\"_disk0\",\"desired_size\":-512}", 400), "a size above 0");
+	error_says(call(&v, "PUT", "/api/v1/vm.resize-disk",
+			"{\"id\":\"_disk0\",\"desired_size\":512,\"force\":true}", 400),
+		   "vm.resize-disk.force: unknown to mvm");
+	error_says(call(&v, "GET", "/api/v1/vm.resize-disk", NULL, 405), "vm.resize-disk takes PUT");
 	/* Sandboxed, the same (where a confined thread may open the image
 	 * is the library's: test_mvm, test_sandbox). */
 	c.sandbox = true;

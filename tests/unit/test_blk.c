@@ -2082,6 +2082,85 @@ TEST(a_swapped_image_serves_the_queue_on_with_its_new_capacity)
 	unlink(other);
 }
 
+/* Resize the disk's image as mvm_disk_resize does: the queues quiesced
+ * around it, as in a paused VM. */
+static int resize_to(struct t *t, uint64_t size, char *err, size_t errlen)
+{
+	int r;
+
+	virtio_dev_quiesce(t->dev, true);
+	CHECK_EQ(virtio_dev_quiesce_wait(t->dev, mono_ns() + 5000000000ull), 0);
+	r = blk_resize(t->dev, size, err, errlen);
+	virtio_dev_quiesce(t->dev, false);
+	return r;
+}
+
+/* Cloud Hypervisor's vm.resize-disk: the image file grows (sparse: the
+ * new part reads as zeros) and the guest is told, a sector past the old
+ * end now reads; cut again, that sector is an error once more and the
+ * data below the new end is what it was. */
+TEST(a_resized_image_gives_the_guest_its_new_capacity)
+{
+	char err[256];
+	struct stat st;
+	uint32_t gen;
+	uint64_t buf;
+	struct t t;
+
+	setup(&t, "", 1);
+	buf = vdrv_alloc(&t.d, 4096, 4096);
+	CHECK_EQ(run1(&t, 0, VIRTIO_BLK_T_IN, IMG_SIZE / 512, buf, 4096, true, NULL),
+		 VIRTIO_BLK_S_IOERR);
+	vdrv_irq(&t.d);
+	gen = vdrv_rd(&t.d, VIRTIO_MMIO_CONFIG_GENERATION);
+	CHECK_EQ(resize_to(&t, 3 * IMG_SIZE, err, sizeof(err)), 0);
+	CHECK(vdrv_irq(&t.d) & VIRTIO_MMIO_INT_CONFIG);
+	CHECK(vdrv_rd(&t.d, VIRTIO_MMIO_CONFIG_GENERATION) != gen);
+	CHECK_EQ(config_capacity(&t), 3 * IMG_SIZE / 512);
+	CHECK_EQ(stat(t.path, &st), 0);
+	CHECK_EQ((uint64_t)st.st_size, 3 * IMG_SIZE);
+	memset(vdrv_host(&t.d, buf), 0xee, 4096);
+	CHECK_EQ(run1(&t, 0, VIRTIO_BLK_T_IN, IMG_SIZE / 512, buf, 4096, true, NULL),
+		 VIRTIO_BLK_S_OK);
+	CHECK_EQ(((uint8_t *)vdrv_host(&t.d, buf))[7], 0);
+	/* Cut to half the first size. */
+	CHECK_EQ(resize_to(&t, IMG_SIZE / 2, err, sizeof(err)), 0);
+	CHECK(vdrv_irq(&t.d) & VIRTIO_MMIO_INT_CONFIG);
+	CHECK_EQ(config_capacity(&t), IMG_SIZE / 2 / 512);
+	CHECK_EQ(run1(&t, 0, VIRTIO_BLK_T_IN, IMG_SIZE / 2 / 512, buf, 4096, true, NULL),
+		 VIRTIO_BLK_S_IOERR);
+	CHECK_EQ(run1(&t, 0, VIRTIO_BLK_T_IN, 0, buf, 4096, true, NULL), VIRTIO_BLK_S_OK);
+	CHECK_EQ(((uint8_t *)vdrv_host(&t.d, buf))[1], pattern(1));
+	teardown(&t);
+}
+
+/* A size the disk cannot take, or a read-only disk: refused, the image
+ * and the capacity as they were, and no interrupt. */
+TEST(a_resize_the_disk_cannot_take_changes_nothing)
+{
+	char err[256];
+	struct stat st;
+	struct t t;
+
+	setup(&t, "", 1);
+	vdrv_irq(&t.d);
+	CHECK_EQ(resize_to(&t, IMG_SIZE + 100, err, sizeof(err)), -EINVAL);
+	CHECK(strstr(err, "is not a non-zero multiple of 512 bytes"));
+	CHECK_EQ(resize_to(&t, 0, err, sizeof(err)), -EINVAL);
+	CHECK(!(vdrv_irq(&t.d) & VIRTIO_MMIO_INT_CONFIG));
+	CHECK_EQ(config_capacity(&t), IMG_SIZE / 512);
+	CHECK_EQ(stat(t.path, &st), 0);
+	CHECK_EQ((uint64_t)st.st_size, IMG_SIZE);
+	teardown(&t);
+	setup(&t, ",ro", 1);
+	CHECK_EQ(resize_to(&t, 2 * IMG_SIZE, err, sizeof(err)), -EROFS);
+	CHECK(strstr(err, "is read-only"));
+	CHECK_EQ(config_capacity(&t), IMG_SIZE / 512);
+	CHECK_EQ(stat(t.path, &st), 0);
+	CHECK_EQ((uint64_t)st.st_size, IMG_SIZE);
+	teardown(&t);
+}
+
 /* An image the disk cannot use is refused before anything changes. */
 TEST(a_swap_to_an_image_the_disk_cannot_use_changes_nothing)
 {

@@ -175,6 +175,14 @@ TEST(update_disk_sends_its_id_path_and_limits)
 		   "\"ops\": {\"size\": 0}, \"bandwidth\": {\"size\": 4096, \"refill_time\": 10}}}");
 }
 
+TEST(resize_disk_sends_a_vm_resize_disk)
+{
+	CHECK_EQ(parse("--api-socket", "s", "resize-disk", "id=_disk0,desired_size=17179869184",
+		       NULL), 0);
+	CHECK_STR(req.endpoint, "vm.resize-disk");
+	check_body("{\"id\": \"_disk0\", \"desired_size\": 17179869184}");
+}
+
 TEST(remove_device_sends_its_id)
 {
 	CHECK_EQ(parse("--api-socket", "s", "remove-device", "_disk1", NULL), 0);

@@ -36,7 +36,7 @@ static void api_wait_started(const struct api_vm *v)
  * (docs/api.md says which and why). */
 static const char *const api_unsupported[] = {
 	"vm.resize", "vm.resize-zone", "vm.add-device", "vm.add-fs", "vm.add-pmem",
-	"vm.add-net", "vm.add-vdpa", "vm.add-user-device",
+	"vm.add-net", "vm.add-vdpa", "vm.add-user-device", "vm.add-generic-vhost-user",
 	"vm.receive-migration", "vm.send-migration",
 };
 
@@ -968,6 +968,60 @@ static bool api_false_only(const char *what, json_t *o, const char *key, struct 
 	return true;
 }
 
+/* PUT vm.resize-disk: Cloud Hypervisor's VmResizeDisk ({"id",
+ * "desired_size"} in bytes) to mvm_disk_resize. 204; 404 without a VM or
+ * such a disk; 405 before the boot or after the VM ended; 400 for a size
+ * the disk cannot take (not a multiple of 512, a read-only disk, a host
+ * block device); 500 for the host's failure (no space). */
+static void api_vm_resize_disk(struct api_vm *v, const char *body, size_t len,
+			       struct api_reply *r)
+{
+	static const char *const what = "vm.resize-disk";
+	static const char *const keys[] = { "id", "desired_size", NULL };
+	char err[MVM_ERR_MAX];
+	struct mvm_disk d;
+	json_t *j, *size;
+	const char *id;
+	int idx, ret;
+
+	if (!api_have_vm(v, what, r))
+		return;
+	j = api_load(what, body, len, "VmResizeDisk", r);
+	if (!j)
+		return;
+	if (!api_known(what, j, keys, r))
+		goto put_json;
+	id = json_string_value(json_object_get(j, "id"));
+	size = json_object_get(j, "desired_size");
+	if (!id || !json_is_integer(size) || json_integer_value(size) <= 0) {
+		api_error(r, 400, "%s: give {\"id\": ID, \"desired_size\": BYTES} (vm.info lists "
+			  "the disks' ids), a size above 0", what);
+		goto put_json;
+	}
+	idx = mvm_disk_find(v->vm, id);
+	if (idx < 0 || mvm_get_disk(v->vm, (unsigned)idx, &d, sizeof(d))) {
+		api_error(r, 404, "%s: %.64s: no such disk; vm.info lists them", what, id);
+		goto put_json;
+	}
+	if (mvm_get_state(v->vm) == MVM_VM_CREATED) {
+		api_error(r, 405, "%s: %.64s: the VM has not booted; resize the image before "
+			  "vm.boot", what, id);
+		goto put_json;
+	}
+	ret = mvm_disk_resize(v->vm, (unsigned)idx, (uint64_t)json_integer_value(size), err,
+			      sizeof(err));
+	if (!ret)
+		r->status = 204;
+	else if (ret == -ESHUTDOWN)
+		api_error(r, 405, "%s", err);
+	else if (ret == -EINVAL || ret == -EROFS || ret == -EOPNOTSUPP || ret == -EFBIG)
+		api_error(r, 400, "%s", err);
+	else
+		api_error(r, 500, "%s", err);
+put_json:
+	json_decref(j);
+}
+
 static bool api_payload_parse(json_t *o, struct api_vmconfig *c, struct api_reply *r)
 {
 	static const char *const keys[] = { "kernel", "initramfs", "cmdline", "firmware",
@@ -1605,7 +1659,7 @@ void api_handle(struct api_vm *v, const char *method, const char *url, const cha
 		{ "vm.snapshot", API_PUT }, { "vm.restore", API_PUT },
 		{ "vm.update-disk", API_PUT }, { "vm.delete", API_PUT }, { "vm.reboot", API_PUT },
 		{ "vm.nmi", API_PUT }, { "vm.coredump", API_PUT }, { "vm.power-button", API_PUT },
-		{ "vm.add-vsock", API_PUT },
+		{ "vm.add-vsock", API_PUT }, { "vm.resize-disk", API_PUT },
 	};
 	enum api_method m;
 	const char *name;
@@ -1661,6 +1715,7 @@ void api_handle(struct api_vm *v, const char *method, const char *url, const cha
 			return;
 		case 8: api_vm_remove_device(v, body, len, r); return;
 		case 19: api_vm_add_vsock(v, body, len, r); return;
+		case 20: api_vm_resize_disk(v, body, len, r); return;
 		case 9:
 		case 10:
 			if (!v->host && len && !api_body_ok(name, body, len, r))

@@ -2415,6 +2415,44 @@ unlock:
 	return r;
 }
 
+int mvm_disk_resize(struct mvm *m, unsigned disk, uint64_t size, char *err, size_t errlen)
+{
+	char why[MVM_ERR_MAX];
+	bool was_paused;
+	int r;
+
+	if (!m)
+		return err_set(err, errlen, -EINVAL, "mvm_disk_resize: vm is NULL");
+	pthread_mutex_lock(&m->ctl_lock);
+	r = mvm_check_running(m, "mvm_disk_resize", err, errlen);
+	if (r)
+		goto unlock;
+	if (disk >= m->ndisks || !m->disks[disk].dev) {
+		r = err_set(err, errlen, -EINVAL, "mvm_disk_resize: disk %u: the VM has %u disk%s; "
+			    "give its index, from 0 (vda)", disk, m->ndisks, m->ndisks == 1 ? "" : "s");
+		goto unlock;
+	}
+	was_paused = atomic_load(&m->paused);
+	if (!was_paused) {
+		r = mvm_pause_locked(m, "mvm_disk_resize", err, errlen);
+		if (r)
+			goto unlock;
+	}
+	r = blk_resize(m->disks[disk].dev, size, why, sizeof(why));
+	if (r)
+		err_set(err, errlen, r, "mvm_disk_resize: %s", why);
+	if (!was_paused) {
+		char rerr[256];
+
+		/* A resume that fails leaves the VM paused: say so. */
+		if (mvm_resume_locked(m, "mvm_disk_resize", rerr, sizeof(rerr)) && !r)
+			r = err_set(err, errlen, -EIO, "%s", rerr);
+	}
+unlock:
+	pthread_mutex_unlock(&m->ctl_lock);
+	return r;
+}
+
 int mvm_confine_api_thread(struct mvm *m, int listen_fd, char *err, size_t errlen)
 {
 	struct sandbox_fds fds = SANDBOX_NO_FDS;

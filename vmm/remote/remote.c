@@ -62,6 +62,9 @@ static const struct remote_cmd remote_cmds[] = {
 	  "mvm's own: give a running disk a new image (path) and/or new limits; a bucket "
 	  "given (bw_*, ops_*) replaces that bucket, a size of 0 lifts it, one left out "
 	  "stays" },
+	{ "resize-disk", "PUT", "vm.resize-disk", REMOTE_ARG_DISK, "id=ID,desired_size=BYTES",
+	  "make a running disk's image file BYTES long (a multiple of 512); the guest sees "
+	  "the new capacity at once (or Cloud Hypervisor's VmResizeDisk as JSON)" },
 	{ "add-vsock", "PUT", "vm.add-vsock", REMOTE_ARG_DISK, "cid=CID,socket=PATH",
 	  "give the VM that create made a vsock device, before boot (Cloud Hypervisor's "
 	  "VsockConfig keys, or its JSON)" },
