@@ -52,13 +52,19 @@ static json_t *call(struct api_vm *v, const char *method, const char *url, const
 	return j;
 }
 
-/* An error's body: a JSON string containing `part`. */
+/* An error's body, Cloud Hypervisor's shape (v47 on): an array of
+ * messages from the outermost to the root cause; mvm's has one, which
+ * contains `part`. */
 static void error_says(json_t *j, const char *part)
 {
-	CHECK(json_is_string(j));
-	if (!strstr(json_string_value(j), part))
-		fprintf(stderr, "error '%s' lacks '%s'\n", json_string_value(j), part);
-	CHECK(strstr(json_string_value(j), part));
+	const char *msg = json_string_value(json_array_get(j, 0));
+
+	CHECK(json_is_array(j));
+	CHECK_EQ(json_array_size(j), 1);
+	CHECK(msg);
+	if (!strstr(msg, part))
+		fprintf(stderr, "error '%s' lacks '%s'\n", msg, part);
+	CHECK(strstr(msg, part));
 	json_decref(j);
 }
 

@@ -282,8 +282,18 @@ TEST(an_answer_goes_to_stdout_and_an_error_to_one_line_on_stderr)
 	CHECK_EQ(reply("vm.info", 200, "{\"state\":\"Running\"}"), REMOTE_EXIT_OK);
 	CHECK_STR(out_text, "{\"state\":\"Running\"}\n");
 	reply_fini();
-	CHECK_EQ(reply("vm.pause", 405, "\"vm.pause: the VM is paused already\""), REMOTE_EXIT_FAILED);
+	CHECK_EQ(reply("vm.pause", 405, "[\"vm.pause: the VM is paused already\"]"),
+		 REMOTE_EXIT_FAILED);
 	CHECK_STR(out_text, "");
+	CHECK_STR(err_text, "mvm-remote: vm.pause: the VM is paused already (HTTP 405)\n");
+	reply_fini();
+	/* Cloud Hypervisor's chain, outermost first; and the string of
+	 * mvm before 2.17 (and Cloud Hypervisor before v47). */
+	CHECK_EQ(reply("vm.add-disk", 500, "[\"Error adding disk\",\"No such file\"]"),
+		 REMOTE_EXIT_FAILED);
+	CHECK_STR(err_text, "mvm-remote: vm.add-disk: Error adding disk: No such file (HTTP 500)\n");
+	reply_fini();
+	CHECK_EQ(reply("vm.pause", 405, "\"vm.pause: the VM is paused already\""), REMOTE_EXIT_FAILED);
 	CHECK_STR(err_text, "mvm-remote: vm.pause: the VM is paused already (HTTP 405)\n");
 	reply_fini();
 	CHECK_EQ(reply("vm.info", 500, "\"out of memory\""), REMOTE_EXIT_FAILED);

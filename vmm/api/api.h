@@ -116,10 +116,16 @@ struct api_reply {
 /* Handle one request: method ("GET", "PUT", ...), URL path
  * ("/api/v1/vm.info"), body (len bytes, not NUL-terminated; may be NULL
  * when len is 0). Fills r; never fails: an error is a 4xx/5xx status
- * with Cloud Hypervisor's error shape, a JSON string saying what, which
- * value and what to do. */
+ * with Cloud Hypervisor's error shape (api_error). */
 void api_handle(struct api_vm *v, const char *method, const char *url, const char *body,
 		size_t len, struct api_reply *r);
+
+/* An error answer: status, and Cloud Hypervisor's error shape as its
+ * body, a JSON array of messages from the outermost to the root cause
+ * (mvm's: one, saying what, which value and what to do). Bytes of the
+ * message that are not UTF-8 become '?'. */
+__attribute__((format(printf, 3, 4)))
+void api_error(struct api_reply *r, unsigned status, const char *fmt, ...);
 
 /* What vm.create left (v->created). */
 void api_vm_fini(struct api_vm *v);

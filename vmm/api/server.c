@@ -112,10 +112,8 @@ static enum MHD_Result api_access(void *cls, struct MHD_Connection *c, const cha
 		return MHD_YES;
 	}
 	if (q->too_big) {
-		char msg[128];
-
-		snprintf(msg, sizeof(msg), "\"request body larger than %u bytes\"", API_BODY_MAX);
-		return api_answer(c, 413, strdup(msg));
+		api_error(&r, 413, "request body larger than %u bytes", API_BODY_MAX);
+		return api_answer(c, r.status, r.body);
 	}
 	api_handle(s->v, method, url, q->buf, q->len, &r);
 	return api_answer(c, r.status, r.body);

@@ -454,14 +454,28 @@ void remote_req_fini(struct remote_req *req)
 	req->body = NULL;
 }
 
-/* An error answer's message: Cloud Hypervisor's shape is a JSON string;
- * anything else is shown as text, control characters as '?'. */
+/* An error answer's message: Cloud Hypervisor's shape is a JSON array
+ * of messages, the outermost first (v47 on; a JSON string before, and in
+ * mvm before libmvm 2.17), joined with ": "; anything else is shown as
+ * text, control characters as '?'. */
 static void remote_message(const char *body, size_t len, char *msg, size_t msglen)
 {
-	json_t *j = len ? json_loadb(body, len, JSON_DECODE_ANY, NULL) : NULL;
+	json_t *j = len ? json_loadb(body, len, JSON_DECODE_ANY, NULL) : NULL, *e;
+	char chain[1024];
 	const char *s = json_string_value(j);
-	size_t i, n;
+	size_t i, n, at = 0;
 
+	if (json_is_array(j) && json_array_size(j)) {
+		chain[0] = 0;
+		json_array_foreach(j, i, e) {
+			if (!json_is_string(e) || at >= sizeof(chain))
+				break;
+			at += (size_t)snprintf(chain + at, sizeof(chain) - at, "%s%s", i ? ": " : "",
+					       json_string_value(e));
+		}
+		if (i == json_array_size(j) || at >= sizeof(chain))
+			s = chain;
+	}
 	if (!s) {
 		s = body;
 		n = len;
