@@ -52,6 +52,30 @@ static json_t *call(struct api_vm *v, const char *method, const char *url, const
 	return j;
 }
 
+/* The Allow header of the answer to method url (NULL: none). */
+static const char *allow_of(struct api_vm *v, const char *method, const char *url)
+{
+	struct api_reply r;
+
+	api_handle(v, method, url, NULL, 0, &r);
+	free(r.body);
+	return r.allow;
+}
+
+/* A 405 for the method says which are allowed (RFC 9110 15.5.6); one
+ * for the VM's state is not about the method and has no Allow. */
+TEST(a_method_not_allowed_names_the_allowed_ones)
+{
+	struct api_vm v = { 0 };
+
+	CHECK_STR(allow_of(&v, "GET", "/api/v1/vm.pause"), "PUT");
+	CHECK_STR(allow_of(&v, "PUT", "/api/v1/vm.info"), "GET");
+	CHECK_STR(allow_of(&v, "DELETE", "/api/v1/vm.info"), "GET, PUT");
+	CHECK_STR(allow_of(&v, "GET", "/api/v1/vm.add-net"), "PUT");
+	CHECK(!allow_of(&v, "PUT", "/api/v1/vm.pause"));     /* 404: no VM */
+	CHECK(!allow_of(&v, "GET", "/api/v1/vmm.ping"));
+}
+
 /* An error's body, Cloud Hypervisor's shape (v47 on): an array of
  * messages from the outermost to the root cause; mvm's has one, which
  * contains `part`. */

@@ -1667,12 +1667,14 @@ void api_handle(struct api_vm *v, const char *method, const char *url, const cha
 
 	r->status = 500;
 	r->body = NULL;
+	r->allow = NULL;
 	if (!strcmp(method, "GET"))
 		m = API_GET;
 	else if (!strcmp(method, "PUT"))
 		m = API_PUT;
 	else {
 		api_error(r, 405, "method %.16s: the API takes GET and PUT", method);
+		r->allow = "GET, PUT";
 		return;
 	}
 	if (strncmp(url, API_PREFIX, strlen(API_PREFIX))) {
@@ -1685,7 +1687,8 @@ void api_handle(struct api_vm *v, const char *method, const char *url, const cha
 		if (strcmp(name, served[i].name))
 			continue;
 		if (m != served[i].method) {
-			api_error(r, 405, "%s takes %s", name, served[i].method == API_GET ? "GET" : "PUT");
+			r->allow = served[i].method == API_GET ? "GET" : "PUT";
+			api_error(r, 405, "%s takes %s", name, r->allow);
 			return;
 		}
 		switch (i) {
@@ -1735,6 +1738,7 @@ void api_handle(struct api_vm *v, const char *method, const char *url, const cha
 			continue;
 		if (m != API_PUT) {
 			api_error(r, 405, "%s takes PUT", name);
+			r->allow = "PUT";
 			return;
 		}
 		if (len && !api_body_ok(name, body, len, r))

@@ -111,6 +111,8 @@ struct api_vm {
 struct api_reply {
 	unsigned status;        /* HTTP status */
 	char *body;             /* JSON (malloc'd; free with free()), or NULL: none */
+	const char *allow;      /* a 405 for the request's method: the Allow header's
+				 * methods (static), else NULL */
 };
 
 /* Handle one request: method ("GET", "PUT", ...), URL path

@@ -60,7 +60,9 @@ struct api_req {
 	bool too_big;
 };
 
-static enum MHD_Result api_answer(struct MHD_Connection *c, unsigned status, char *body)
+/* RFC 9110 15.5.6: a 405 for the method names the ones allowed. */
+static enum MHD_Result api_answer(struct MHD_Connection *c, unsigned status, char *body,
+				  const char *allow)
 {
 	struct MHD_Response *resp;
 	enum MHD_Result ret;
@@ -73,6 +75,8 @@ static enum MHD_Result api_answer(struct MHD_Connection *c, unsigned status, cha
 	}
 	if (body)
 		MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, "application/json");
+	if (allow)
+		MHD_add_response_header(resp, MHD_HTTP_HEADER_ALLOW, allow);
 	ret = MHD_queue_response(c, status, resp);
 	MHD_destroy_response(resp);
 	return ret;
@@ -113,10 +117,10 @@ static enum MHD_Result api_access(void *cls, struct MHD_Connection *c, const cha
 	}
 	if (q->too_big) {
 		api_error(&r, 413, "request body larger than %u bytes", API_BODY_MAX);
-		return api_answer(c, r.status, r.body);
+		return api_answer(c, r.status, r.body, NULL);
 	}
 	api_handle(s->v, method, url, q->buf, q->len, &r);
-	return api_answer(c, r.status, r.body);
+	return api_answer(c, r.status, r.body, r.allow);
 }
 
 static unsigned api_conn_find(struct api_server *s, const struct MHD_Connection *c)
