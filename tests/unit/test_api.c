@@ -710,6 +710,38 @@ TEST(create_takes_what_kata_containers_sends)
 	CHECK(!v.vm && !v.created);
 }
 
+/* vm.info gives back the serial port's mode and pvpanic as the VmConfig
+ * set them (it said Tty and left pvpanic out whatever was asked). */
+TEST(vm_info_shows_the_serial_mode_and_pvpanic_it_was_given)
+{
+	static struct api_vm v;
+	char body[512];
+	json_t *j, *cfg;
+
+	files();
+	v = (struct api_vm){ .host = &fake_host, .relaunch = true };
+	snprintf(body, sizeof(body), "{\"payload\":{\"kernel\":\"%s\"},\"serial\":{\"mode\":"
+		 "\"Null\"},\"pvpanic\":true}", kernel);
+	CHECK(!call(&v, "PUT", "/api/v1/vm.create", body, 204));
+	j = call(&v, "GET", "/api/v1/vm.info", NULL, 200);
+	cfg = json_object_get(j, "config");
+	CHECK_STR(json_string_value(json_object_get(json_object_get(cfg, "serial"), "mode")),
+		  "Null");
+	CHECK(json_is_true(json_object_get(cfg, "pvpanic")));
+	json_decref(j);
+	CHECK(!call(&v, "PUT", "/api/v1/vm.delete", NULL, 204));
+	snprintf(body, sizeof(body), "{\"payload\":{\"kernel\":\"%s\"},\"pvpanic\":false}",
+		 kernel);
+	CHECK(!call(&v, "PUT", "/api/v1/vm.create", body, 204));
+	j = call(&v, "GET", "/api/v1/vm.info", NULL, 200);
+	cfg = json_object_get(j, "config");
+	CHECK_STR(json_string_value(json_object_get(json_object_get(cfg, "serial"), "mode")),
+		  "Tty");
+	CHECK(json_is_false(json_object_get(cfg, "pvpanic")));
+	json_decref(j);
+	CHECK(!call(&v, "PUT", "/api/v1/vm.delete", NULL, 204));
+}
+
 /* An error's message is JSON whatever bytes a client sent: what is not
  * UTF-8 (a URL's %ff, a name cut in a character) becomes '?'. */
 TEST(errors_keep_a_body_whatever_bytes_they_quote)

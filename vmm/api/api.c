@@ -251,11 +251,15 @@ static void api_vm_info(struct api_vm *v, struct api_reply *r)
 	}
 	for (i = 0; disks && !v->vm && v->created && i < v->created->ndisks; i++)
 		json_array_append_new(disks, api_disk(&v->created->disks[i].d));
-	cfg = json_pack("{s:{s:I,s:I},s:{s:I},s:o,s:o,s:{s:s},s:{s:s}}",
+	/* The serial port as the VmConfig set it (a VM the command line
+	 * made, or a restored one, writes to mvm's stdout: Tty). */
+	cfg = json_pack("{s:{s:I,s:I},s:{s:I},s:o,s:o,s:{s:s},s:{s:s},s:b}",
 			"cpus", "boot_vcpus", (json_int_t)c->cpus, "max_vcpus", (json_int_t)c->cpus,
 			"memory", "size", (json_int_t)c->mem,
 			"payload", payload, "disks", disks,
-			"serial", "mode", "Tty", "console", "mode", "Off");
+			"serial", "mode", v->created && v->created->serial_mode[0] ?
+			v->created->serial_mode : "Tty", "console", "mode", "Off",
+			"pvpanic", (int)c->pvpanic);
 	if (cfg && v->vsock)
 		json_object_set_new(cfg, "vsock", json_pack("{s:I,s:s,s:s}", "cid",
 							    (json_int_t)v->vsock->cid, "socket",
@@ -1159,9 +1163,10 @@ static bool api_console_parse(const char *what, json_t *o, struct api_vmconfig *
 	}
 	/* The serial port is the guest's console; "console" is Cloud
 	 * Hypervisor's virtio-console, which mvm has not: Off only. */
-	if (!strcmp(what, "serial"))
+	if (!strcmp(what, "serial")) {
 		c->console_off = strcmp(mode, "Tty") != 0;
-	else if (strcmp(mode, "Off")) {
+		strcpy(c->serial_mode, mode);
+	} else if (strcmp(mode, "Off")) {
 		api_error(r, 400, "vm.create: console.mode: mvm has no virtio-console; give Off");
 		return false;
 	}

@@ -44,6 +44,7 @@ struct api_vmconfig {
 	bool has_vsock;
 	struct mvm_vsock vsock;
 	bool console_off;          /* serial mode Off or Null: the guest's output dropped */
+	char serial_mode[8];       /* as given (vm.info shows it): Tty, Off or Null */
 	/* rate_limit_groups: the groups its disks may name, their ids in
 	 * group_ids. */
 	struct mvm_rate_group_config groups[MVM_MAX_DISKS];
