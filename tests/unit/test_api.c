@@ -684,6 +684,11 @@ TEST(create_takes_what_kata_containers_sends)
 	snprintf(disk, sizeof(disk), "{\"path\":\"%s\",\"pci_device_id\":3}", image);
 	error_says(call(&v, "PUT", "/api/v1/vm.add-disk", disk, 400), "pci_device_id");
 	error_says(call(&v, "PUT", "/api/v1/vm.add-disk", "", 400), "no body; give a DiskConfig");
+	/* Fields it takes and ignores must still be of their type. */
+	snprintf(disk, sizeof(disk), "{\"path\":\"%s\",\"queue_size\":true}", image);
+	error_says(call(&v, "PUT", "/api/v1/vm.add-disk", disk, 400), "queue_size: give a number");
+	snprintf(disk, sizeof(disk), "{\"path\":\"%s\",\"sparse\":1}", image);
+	error_says(call(&v, "PUT", "/api/v1/vm.add-disk", disk, 400), "sparse: give true or false");
 	/* Not booted, where mvm serves on: nothing to shut down, nor to
 	 * remove a device from; vm.delete forgets it, and again finds
 	 * nothing to do (204, as Cloud Hypervisor). */
@@ -707,6 +712,9 @@ TEST(create_takes_what_kata_containers_sends)
 	snprintf(body, sizeof(body), "{\"payload\":{\"kernel\":\"%s\"},\"vsock\":{\"cid\":3,"
 		 "\"socket\":\"/x\",\"pci_device_id\":2}}", kernel);
 	error_says(call(&v, "PUT", "/api/v1/vm.create", body, 400), "vsock.pci_device_id");
+	snprintf(body, sizeof(body), "{\"payload\":{\"kernel\":\"%s\"},\"vsock\":{\"cid\":3,"
+		 "\"socket\":\"/x\",\"id\":5}}", kernel);
+	error_says(call(&v, "PUT", "/api/v1/vm.create", body, 400), "vsock.id: give a string");
 	CHECK(!v.vm && !v.created);
 }
 

@@ -640,12 +640,17 @@ static bool api_disk_parse(const char *what, json_t *o, struct api_hotdisk *h,
 		} else if (!strcmp(k, "rate_limiter_config")) {
 			if (!api_rate_update(what, val, &h->d.rate, r))
 				return false;
-		} else if (!strcmp(k, "queue_size") || !strcmp(k, "disable_io_uring") ||
-			   !strcmp(k, "disable_aio") || !strcmp(k, "sparse")) {
-			/* The host's choices, or the guest's (its queue size, up
-			 * to mvm's 256): nothing the guest depends on. */
-			if (!is_int && !is_bool)
-				bad = "not a number or boolean";
+		} else if (!strcmp(k, "queue_size")) {
+			/* The most the guest's driver may use; mvm's queues
+			 * offer 256 and the driver takes what is offered. */
+			if (!is_int || json_integer_value(val) < 1 ||
+			    json_integer_value(val) > 32768)
+				bad = "give a number, 1 to 32768";
+		} else if (!strcmp(k, "disable_io_uring") || !strcmp(k, "disable_aio") ||
+			   !strcmp(k, "sparse")) {
+			/* The host's choices: nothing the guest depends on. */
+			if (!is_bool)
+				bad = "give true or false";
 		} else if (!strcmp(k, "iommu") || !strcmp(k, "vhost_user") ||
 			   !strcmp(k, "backing_files")) {
 			if (!is_bool || json_is_true(val))
@@ -1190,6 +1195,11 @@ static bool api_vsock_parse(const char *what, json_t *o, struct api_vmconfig *c,
 	if (json_object_get(o, "pci_device_id")) {
 		api_error(r, 400, "%s.pci_device_id: mvm places its devices itself; leave it "
 			  "out", what);
+		return false;
+	}
+	/* The device's id is mvm's (_vsock0); one given must still be one. */
+	if (json_object_get(o, "id") && !json_is_string(json_object_get(o, "id"))) {
+		api_error(r, 400, "%s.id: give a string (mvm names the device _vsock0)", what);
 		return false;
 	}
 	mvm_vsock_init(&c->vsock);
