@@ -251,14 +251,14 @@ TEST(info_counters_and_pause_of_a_created_vm)
 	CHECK_EQ(json_integer_value(json_object_get(json_object_get(j, "_vsock0"), "bytes_to_host")), 0);
 	CHECK_EQ(json_object_size(json_object_get(j, "_vsock0")), 19);
 	json_decref(j);
-	error_says(call(&v, "PUT", "/api/v1/vm.pause", NULL, 405), "not been started");
-	error_says(call(&v, "PUT", "/api/v1/vm.resume", NULL, 405), "not been started");
+	error_says(call(&v, "PUT", "/api/v1/vm.pause", NULL, 405), "vm.pause: the VM has not booted; vm.boot starts it");
+	error_says(call(&v, "PUT", "/api/v1/vm.resume", NULL, 405), "vm.resume: the VM has not booted");
 	/* vm.nmi takes no body; one that is not JSON is refused first. */
-	error_says(call(&v, "PUT", "/api/v1/vm.nmi", NULL, 405), "mvm_nmi: the VM has not been started");
+	error_says(call(&v, "PUT", "/api/v1/vm.nmi", NULL, 405), "vm.nmi: the VM has not booted");
 	error_says(call(&v, "PUT", "/api/v1/vm.nmi", "{", 400), "invalid JSON");
 	error_says(call(&v, "GET", "/api/v1/vm.nmi", NULL, 405), "vm.nmi takes PUT");
 	error_says(call(&v, "PUT", "/api/v1/vm.power-button", NULL, 405),
-		   "mvm_power_button: the VM has not been started");
+		   "vm.power-button: the VM has not booted");
 	/* vm.snapshot: Cloud Hypervisor's SnapshotConfig, a file:// URL; a
 	 * VM not started cannot be snapshotted. */
 	error_says(call(&v, "PUT", "/api/v1/vm.snapshot", "{\"destination_url\":\"/tmp/x\"}",
@@ -268,7 +268,7 @@ TEST(info_counters_and_pause_of_a_created_vm)
 		   "field compress: not one mvm takes");
 	error_says(call(&v, "PUT", "/api/v1/vm.snapshot", "{}", 400), "destination_url missing");
 	error_says(call(&v, "PUT", "/api/v1/vm.snapshot",
-			"{\"destination_url\":\"file:///tmp/x\"}", 405), "not been started");
+			"{\"destination_url\":\"file:///tmp/x\"}", 405), "vm.snapshot: the VM has not booted");
 	/* vm.coredump: VmCoredumpData, a file:// URL of a file. */
 	error_says(call(&v, "PUT", "/api/v1/vm.coredump", "{\"destination_url\":\"/tmp/c\"}",
 			400), "give \"file:///FILE\", the core file");
@@ -278,7 +278,7 @@ TEST(info_counters_and_pause_of_a_created_vm)
 	error_says(call(&v, "PUT", "/api/v1/vm.coredump", "{\"destination_url\":\"file:///tmp/\"}",
 			400), "not a file name");
 	error_says(call(&v, "PUT", "/api/v1/vm.coredump", "{\"destination_url\":\"file:///tmp/c\"}",
-			405), "not been started");
+			405), "vm.coredump: the VM has not booted");
 	mvm_destroy(v.vm);
 }
 
@@ -349,7 +349,7 @@ TEST(update_disk_changes_limits_and_a_failed_request_leaves_the_disk_as_it_was)
 	 * booted VM (the resize itself: test_blk and system/run_control). */
 	error_says(call(&v, "PUT", "/api/v1/vm.resize-disk",
 			"{\"id\":\"_disk0\",\"desired_size\":1048576}", 405),
-		   "vm.resize-disk: _disk0: the VM has not booted");
+		   "vm.resize-disk: the VM has not booted");
 	error_says(call(&v, "PUT", "/api/v1/vm.resize-disk",
 			"{\"id\":\"_disk3\",\"desired_size\":1048576}", 404), "_disk3: no such disk");
 	error_says(call(&v, "PUT", "/api/v1/vm.resize-disk", "{\"id\":\"_disk0\"}", 400),

@@ -66,6 +66,23 @@ void api_error(struct api_reply *r, unsigned status, const char *fmt, ...)
 	json_decref(s);
 }
 
+/* An error the library reported for endpoint `what`: its message, which
+ * names the library's call ("mvm_pause: ..."), is the endpoint's to a
+ * client of the API ("vm.pause: ..."). */
+static void api_lib_error(struct api_reply *r, unsigned status, const char *what,
+			  const char *err)
+{
+	const char *p = err;
+
+	if (!strncmp(p, "mvm_", 4)) {
+		p += 4;
+		while ((*p >= 'a' && *p <= 'z') || *p == '_')
+			p++;
+		p = !strncmp(p, ": ", 2) ? p + 2 : err;
+	}
+	api_error(r, status, "%s: %s", what, p);
+}
+
 /* The status for what the library refused in a VmConfig or DiskConfig:
  * 409 for an image another VM holds (Cloud Hypervisor's answer to a
  * path given twice), 400 for what the request got wrong (a value, a
@@ -108,6 +125,15 @@ static bool api_have_vm(const struct api_vm *v, const char *name, struct api_rep
 			  "forgets it", name);
 	else
 		api_error(r, 404, "%s: no VM has been created", name);
+	return false;
+}
+
+/* Whether the VM has booted (api_have_vm first); else the 405. */
+static bool api_booted(const struct api_vm *v, const char *name, struct api_reply *r)
+{
+	if (mvm_get_state(v->vm) != MVM_VM_CREATED)
+		return true;
+	api_error(r, 405, "%s: the VM has not booted; vm.boot starts it", name);
 	return false;
 }
 
@@ -350,15 +376,15 @@ static void api_vm_call(struct api_vm *v, const char *name,
 	char err[MVM_ERR_MAX];
 	int ret;
 
-	if (!api_have_vm(v, name, r))
+	if (!api_have_vm(v, name, r) || !api_booted(v, name, r))
 		return;
 	ret = call(v->vm, err, sizeof(err));
 	if (!ret)
 		r->status = 204;
 	else if (ret == -EALREADY || ret == -EINVAL || ret == -ESHUTDOWN)
-		api_error(r, 405, "%s", err);
+		api_lib_error(r, 405, name, err);
 	else
-		api_error(r, ret == -EOPNOTSUPP ? 501 : 500, "%s", err);
+		api_lib_error(r, ret == -EOPNOTSUPP ? 501 : 500, name, err);
 }
 
 /* A booted VM that runs or is paused stops at the API's request: where
@@ -735,7 +761,7 @@ static void api_vm_add_disk(struct api_vm *v, const char *body, size_t len,
 	}
 	ret = mvm_add_disk(v->vm, &h.d, err, sizeof(err));
 	if (ret) {
-		api_error(r, api_config_status(ret), "vm.add-disk: %s", err);
+		api_lib_error(r, api_config_status(ret), "vm.add-disk", err);
 		return;
 	}
 	/* Before vm.boot the disk is the VmConfig's too, as Cloud
@@ -793,8 +819,8 @@ static void api_vm_add_vsock(struct api_vm *v, const char *body, size_t len,
 	ret = mvm_add_vsock(v->vm, &c->vsock, err, sizeof(err));
 	if (ret) {
 		c->has_vsock = false;
-		api_error(r, ret == -EINVAL || ret == -ENAMETOOLONG || ret == -EEXIST ? 400 : 500,
-			  "vm.add-vsock: %s", err);
+		api_lib_error(r, ret == -EINVAL || ret == -ENAMETOOLONG || ret == -EEXIST ? 400 : 500,
+			      "vm.add-vsock", err);
 		return;
 	}
 	/* vm.info shows it; vm.boot's host takes it from the VM (its
@@ -851,7 +877,7 @@ static void api_vm_remove_device(struct api_vm *v, const char *body, size_t len,
 	 * snapshot) and says why not of the others. */
 	ret = mvm_disk_remove(v->vm, (unsigned)idx, 0, API_REMOVE_TIMEOUT_MS, err, sizeof(err));
 	if (ret) {
-		api_error(r, 500, "vm.remove-device: %s", err);
+		api_lib_error(r, 500, "vm.remove-device", err);
 		return;
 	}
 	r->status = 204;
@@ -910,7 +936,7 @@ static void api_vm_update_disk(struct api_vm *v, const char *body, size_t len,
 		ret = mvm_disk_set_rate_limit(v->vm, (unsigned)idx, &rate, sizeof(rate), err,
 					      sizeof(err));
 		if (ret) {
-			api_error(r, 400, "%s: %s", what, err);
+			api_lib_error(r, 400, what, err);
 			goto put_json;
 		}
 	}
@@ -919,7 +945,7 @@ static void api_vm_update_disk(struct api_vm *v, const char *body, size_t len,
 		if (ret) {
 			if (rl)
 				mvm_disk_set_rate_limit(v->vm, (unsigned)idx, &old, sizeof(old), NULL, 0);
-			api_error(r, ret == -ENOMEM || ret == -EIO ? 500 : 400, "%s: %s", what, err);
+			api_lib_error(r, ret == -ENOMEM || ret == -EIO ? 500 : 400, what, err);
 			goto put_json;
 		}
 	}
@@ -1012,21 +1038,18 @@ static void api_vm_resize_disk(struct api_vm *v, const char *body, size_t len,
 		api_error(r, 404, "%s: %.64s: no such disk; vm.info lists them", what, id);
 		goto put_json;
 	}
-	if (mvm_get_state(v->vm) == MVM_VM_CREATED) {
-		api_error(r, 405, "%s: %.64s: the VM has not booted; resize the image before "
-			  "vm.boot", what, id);
+	if (!api_booted(v, what, r))
 		goto put_json;
-	}
 	ret = mvm_disk_resize(v->vm, (unsigned)idx, (uint64_t)json_integer_value(size), err,
 			      sizeof(err));
 	if (!ret)
 		r->status = 204;
 	else if (ret == -ESHUTDOWN)
-		api_error(r, 405, "%s", err);
+		api_lib_error(r, 405, what, err);
 	else if (ret == -EINVAL || ret == -EROFS || ret == -EOPNOTSUPP || ret == -EFBIG)
-		api_error(r, 400, "%s", err);
+		api_lib_error(r, 400, what, err);
 	else
-		api_error(r, 500, "%s", err);
+		api_lib_error(r, 500, what, err);
 put_json:
 	json_decref(j);
 }
@@ -1400,7 +1423,7 @@ static void api_vm_create(struct api_vm *v, const char *body, size_t len, struct
 	ret = v->host->create(v, c, err, sizeof(err));
 	if (ret) {
 		free(c);
-		api_error(r, api_config_status(ret), "vm.create: %s", err);
+		api_lib_error(r, api_config_status(ret), "vm.create", err);
 		return;
 	}
 	v->created = c;
@@ -1425,7 +1448,7 @@ static void api_vm_boot(struct api_vm *v, struct api_reply *r)
 	if (!v->vm) {
 		ret = v->host->create(v, v->created, err, sizeof(err));
 		if (ret) {
-			api_error(r, 500, "vm.boot: %s", err);
+			api_lib_error(r, 500, "vm.boot", err);
 			return;
 		}
 	}
@@ -1433,7 +1456,7 @@ static void api_vm_boot(struct api_vm *v, struct api_reply *r)
 	if (ret) {
 		char again[MVM_ERR_MAX];
 
-		api_error(r, 500, "vm.boot: %s", err);
+		api_lib_error(r, 500, "vm.boot", err);
 		/* A VM whose preparing failed cannot be prepared again: one
 		 * made afresh from its VmConfig stays created, as before the
 		 * boot (else it is shut down, and the next vm.boot tries). */
@@ -1613,8 +1636,8 @@ static void api_vm_restore(struct api_vm *v, const char *body, size_t len,
 	ret = v->host->restore(v, dir, json_is_true(resume), err, sizeof(err));
 	json_decref(j);
 	if (ret) {
-		api_error(r, ret == -EINVAL || ret == -ENOENT || ret == -EPROTO ? 400 : 500,
-			  "vm.restore: %s", err);
+		api_lib_error(r, ret == -EINVAL || ret == -ENOENT || ret == -EPROTO ? 400 : 500,
+			      "vm.restore", err);
 		return;
 	}
 	v->booted = true;
@@ -1654,10 +1677,12 @@ static void api_vm_write(struct api_vm *v, const char *name, const char *schema,
 	json_decref(j);
 	if (!ret)
 		r->status = 204;
+	else if (ret == -EINVAL && !api_booted(v, name, r))
+		return;         /* the path was fine: the VM is not booted */
 	else
-		api_error(r, ret == -EINVAL || ret == -ESHUTDOWN ? 405 :
-			  ret == -EPERM || ret == -ENAMETOOLONG || ret == -EISDIR ? 400 : 500, "%s",
-			  err);
+		api_lib_error(r, ret == -EINVAL || ret == -ESHUTDOWN ? 405 :
+			      ret == -EPERM || ret == -ENAMETOOLONG || ret == -EISDIR ? 400 : 500, name,
+			      err);
 }
 
 void api_handle(struct api_vm *v, const char *method, const char *url, const char *body,
