@@ -715,6 +715,20 @@ TEST(create_takes_what_kata_containers_sends)
 	snprintf(body, sizeof(body), "{\"payload\":{\"kernel\":\"%s\"},\"vsock\":{\"cid\":3,"
 		 "\"socket\":\"/x\",\"id\":5}}", kernel);
 	error_says(call(&v, "PUT", "/api/v1/vm.create", body, 400), "vsock.id: give a string");
+	/* A debug console that is Off is none; one that is on is a device
+	 * mvm does not have, and so is a balloon. */
+	snprintf(body, sizeof(body), "{\"payload\":{\"kernel\":\"%s\"},\"debug_console\":"
+		 "{\"mode\":\"Off\",\"iobase\":233}}", kernel);
+	CHECK(!call(&v, "PUT", "/api/v1/vm.create", body, 204));
+	CHECK(!call(&v, "PUT", "/api/v1/vm.delete", NULL, 204));
+	snprintf(body, sizeof(body), "{\"payload\":{\"kernel\":\"%s\"},\"debug_console\":"
+		 "{\"mode\":\"Tty\"}}", kernel);
+	error_says(call(&v, "PUT", "/api/v1/vm.create", body, 400),
+		   "debug_console: mvm does not have this device");
+	snprintf(body, sizeof(body), "{\"payload\":{\"kernel\":\"%s\"},\"balloon\":{\"size\":0}}",
+		 kernel);
+	error_says(call(&v, "PUT", "/api/v1/vm.create", body, 400),
+		   "balloon: mvm does not have this device");
 	CHECK(!v.vm && !v.created);
 }
 

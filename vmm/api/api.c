@@ -1325,7 +1325,11 @@ static bool api_vmconfig_parse(json_t *o, struct api_vmconfig *c, struct api_rep
 
 		val = json_object_get(o, devs[i]);
 		/* rng: Cloud Hypervisor adds one by default; without it the
-		 * guest seeds its entropy itself, as it does under mvm. */
+		 * guest seeds its entropy itself, as it does under mvm. A
+		 * debug console whose mode is Off is none. */
+		if (i == 2 && json_is_object(val) &&
+		    !strcmp(json_string_value(json_object_get(val, "mode")) ?: "", "Off"))
+			continue;
 		if (val && !json_is_null(val) && i < 3) {
 			api_error(r, 400, "vm.create: %s: mvm does not have this device; leave it "
 				  "out", devs[i]);
