@@ -13,7 +13,7 @@
 # connects and says nothing does not hold the others up; vm.update-disk
 # swaps the disk's image for a larger one from --image-dir inside the
 # API thread's filter (the guest sees the new size) and refuses one from
-# elsewhere; vm.add-disk plugs a disk from --image-dir into the hot-plug
+# elsewhere, and vm.resize-disk grows it there too; vm.add-disk plugs a disk from --image-dir into the hot-plug
 # slot's device made at the start, inside the same filter (the guest finds
 # vdb), refuses one from elsewhere, and vm.remove-device takes it out;
 # vm.power-button (the keyboard's Power key) has the guest shut down,
@@ -139,6 +139,14 @@ grep -qE 'sectors 32768([^0-9]|$)' "$SYS_TMP/out" || { tail -n 5 "$SYS_TMP/out";
 echo "vm.update-disk swapped the image from --image-dir under the sandbox: the guest sees 16 MiB"
 expect 200 GET vm.info
 grep -q "\"path\":\"$SYS_TMP/images/big.img\"" "$SYS_TMP/body" || fail "vm.info after the swap: $(cat "$SYS_TMP/body")"
+# vm.resize-disk grows that image inside the same filter (ftruncate on
+# the open image; it opens nothing).
+expect 400 PUT vm.resize-disk -d '{"id":"_disk0","desired_size":20000001}'
+expect 204 PUT vm.resize-disk -d '{"id":"_disk0","desired_size":20971520}'
+for _ in $(seq 1 100); do grep -qE 'sectors 40960([^0-9]|$)' "$SYS_TMP/out" && break; sleep 0.1; done
+grep -qE 'sectors 40960([^0-9]|$)' "$SYS_TMP/out" || { tail -n 5 "$SYS_TMP/out"; fail "the guest did not see the resized image's 20 MiB"; }
+[ "$(stat -c %s "$SYS_TMP/images/big.img")" = 20971520 ] || fail "big.img is $(stat -c %s "$SYS_TMP/images/big.img") bytes after vm.resize-disk"
+echo "vm.resize-disk grew the image to 20 MiB under the sandbox: the guest sees 40960 sectors"
 expect 200 GET vmm.ping
 
 # Bad requests change nothing; a silent client holds nobody up.
