@@ -736,32 +736,32 @@ TEST(create_takes_what_kata_containers_sends)
  * set them (it said Tty and left pvpanic out whatever was asked). */
 TEST(vm_info_shows_the_serial_mode_and_pvpanic_it_was_given)
 {
+	static const struct {
+		const char *fields, *mode;
+		bool pvpanic;
+	} cases[] = {
+		{ ",\"serial\":{\"mode\":\"Null\"},\"pvpanic\":true", "Null", true },
+		{ ",\"pvpanic\":false", "Tty", false },
+	};
 	static struct api_vm v;
 	char body[512];
 	json_t *j, *cfg;
 
 	files();
 	v = (struct api_vm){ .host = &fake_host, .relaunch = true };
-	snprintf(body, sizeof(body), "{\"payload\":{\"kernel\":\"%s\"},\"serial\":{\"mode\":"
-		 "\"Null\"},\"pvpanic\":true}", kernel);
-	CHECK(!call(&v, "PUT", "/api/v1/vm.create", body, 204));
-	j = call(&v, "GET", "/api/v1/vm.info", NULL, 200);
-	cfg = json_object_get(j, "config");
-	CHECK_STR(json_string_value(json_object_get(json_object_get(cfg, "serial"), "mode")),
-		  "Null");
-	CHECK(json_is_true(json_object_get(cfg, "pvpanic")));
-	json_decref(j);
-	CHECK(!call(&v, "PUT", "/api/v1/vm.delete", NULL, 204));
-	snprintf(body, sizeof(body), "{\"payload\":{\"kernel\":\"%s\"},\"pvpanic\":false}",
-		 kernel);
-	CHECK(!call(&v, "PUT", "/api/v1/vm.create", body, 204));
-	j = call(&v, "GET", "/api/v1/vm.info", NULL, 200);
-	cfg = json_object_get(j, "config");
-	CHECK_STR(json_string_value(json_object_get(json_object_get(cfg, "serial"), "mode")),
-		  "Tty");
-	CHECK(json_is_false(json_object_get(cfg, "pvpanic")));
-	json_decref(j);
-	CHECK(!call(&v, "PUT", "/api/v1/vm.delete", NULL, 204));
+	for (unsigned i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		snprintf(body, sizeof(body), "{\"payload\":{\"kernel\":\"%s\"}%s}", kernel,
+			 cases[i].fields);
+		CHECK(!call(&v, "PUT", "/api/v1/vm.create", body, 204));
+		j = call(&v, "GET", "/api/v1/vm.info", NULL, 200);
+		cfg = json_object_get(j, "config");
+		CHECK_STR(json_string_value(json_object_get(json_object_get(cfg, "serial"),
+							    "mode")), cases[i].mode);
+		CHECK_EQ(json_is_true(json_object_get(cfg, "pvpanic")), cases[i].pvpanic);
+		CHECK(json_is_boolean(json_object_get(cfg, "pvpanic")));
+		json_decref(j);
+		CHECK(!call(&v, "PUT", "/api/v1/vm.delete", NULL, 204));
+	}
 }
 
 /* An error's message is JSON whatever bytes a client sent: what is not

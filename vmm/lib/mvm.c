@@ -2355,6 +2355,40 @@ int mvm_power_button(struct mvm *m, char *err, size_t errlen)
 	return mvm_press(m, false, err, errlen);
 }
 
+/* A disk of the VM that is there (not removed, not a number past the
+ * last): 0, or -EINVAL with a message naming call. ctl_lock held. */
+static int mvm_disk_live(struct mvm *m, unsigned disk, const char *call, char *err,
+			 size_t errlen)
+{
+	if (disk < m->ndisks && m->disks[disk].dev)
+		return 0;
+	return err_set(err, errlen, -EINVAL, "%s: disk %u: the VM has %u disk%s; give its "
+		       "index, from 0 (vda)", call, disk, m->ndisks, m->ndisks == 1 ? "" : "s");
+}
+
+/* The VM paused for a change (call names it), unless it is already:
+ * *was_paused says which, for mvm_resume_if_ran. ctl_lock held. */
+static int mvm_pause_for(struct mvm *m, const char *call, bool *was_paused, char *err,
+			 size_t errlen)
+{
+	*was_paused = atomic_load(&m->paused);
+	return *was_paused ? 0 : mvm_pause_locked(m, call, err, errlen);
+}
+
+/* After a change made with the VM paused for it: a VM that ran before
+ * (!was_paused) runs again. r: the change's result, returned; a resume
+ * that fails leaves the VM paused, and says so where the change did not
+ * fail already. ctl_lock held. */
+static int mvm_resume_if_ran(struct mvm *m, const char *call, bool was_paused, int r, char *err,
+			     size_t errlen)
+{
+	char rerr[256];
+
+	if (!was_paused && mvm_resume_locked(m, call, rerr, sizeof(rerr)) && !r)
+		r = err_set(err, errlen, -EIO, "%s", rerr);
+	return r;
+}
+
 int mvm_disk_swap(struct mvm *m, unsigned disk, const char *path, char *err, size_t errlen)
 {
 	struct mvm_disk_slot *s;
@@ -2374,11 +2408,9 @@ int mvm_disk_swap(struct mvm *m, unsigned disk, const char *path, char *err, siz
 	r = mvm_check_running(m, "mvm_disk_swap", err, errlen);
 	if (r)
 		goto unlock;
-	if (disk >= m->ndisks || !m->disks[disk].dev) {
-		r = err_set(err, errlen, -EINVAL, "mvm_disk_swap: disk %u: the VM has %u disk%s; "
-			    "give its index, from 0 (vda)", disk, m->ndisks, m->ndisks == 1 ? "" : "s");
+	r = mvm_disk_live(m, disk, "mvm_disk_swap", err, errlen);
+	if (r)
 		goto unlock;
-	}
 	s = &m->disks[disk];
 	r = mvm_image_dirfd(m, path, &dirfd, rel, sizeof(rel), err, errlen);
 	if (r)
@@ -2391,25 +2423,16 @@ int mvm_disk_swap(struct mvm *m, unsigned disk, const char *path, char *err, siz
 			     errlen);
 	if (r)
 		goto unlock;
-	was_paused = atomic_load(&m->paused);
-	if (!was_paused) {
-		r = mvm_pause_locked(m, "mvm_disk_swap", err, errlen);
-		if (r) {
-			blk_image_close(&img);
-			goto unlock;
-		}
+	r = mvm_pause_for(m, "mvm_disk_swap", &was_paused, err, errlen);
+	if (r) {
+		blk_image_close(&img);
+		goto unlock;
 	}
 	r = blk_swap(s->dev, &img, path, err, errlen);
 	blk_image_close(&img);          /* what the device did not take */
 	if (!r)
 		strcpy(s->path, path);  /* s->opts.path: ctl_lock's */
-	if (!was_paused) {
-		char rerr[256];
-
-		/* A resume that fails leaves the VM paused: say so. */
-		if (mvm_resume_locked(m, "mvm_disk_swap", rerr, sizeof(rerr)) && !r)
-			r = err_set(err, errlen, -EIO, "%s", rerr);
-	}
+	r = mvm_resume_if_ran(m, "mvm_disk_swap", was_paused, r, err, errlen);
 unlock:
 	pthread_mutex_unlock(&m->ctl_lock);
 	return r;
@@ -2427,27 +2450,16 @@ int mvm_disk_resize(struct mvm *m, unsigned disk, uint64_t size, char *err, size
 	r = mvm_check_running(m, "mvm_disk_resize", err, errlen);
 	if (r)
 		goto unlock;
-	if (disk >= m->ndisks || !m->disks[disk].dev) {
-		r = err_set(err, errlen, -EINVAL, "mvm_disk_resize: disk %u: the VM has %u disk%s; "
-			    "give its index, from 0 (vda)", disk, m->ndisks, m->ndisks == 1 ? "" : "s");
+	r = mvm_disk_live(m, disk, "mvm_disk_resize", err, errlen);
+	if (r)
 		goto unlock;
-	}
-	was_paused = atomic_load(&m->paused);
-	if (!was_paused) {
-		r = mvm_pause_locked(m, "mvm_disk_resize", err, errlen);
-		if (r)
-			goto unlock;
-	}
+	r = mvm_pause_for(m, "mvm_disk_resize", &was_paused, err, errlen);
+	if (r)
+		goto unlock;
 	r = blk_resize(m->disks[disk].dev, size, why, sizeof(why));
 	if (r)
 		err_set(err, errlen, r, "mvm_disk_resize: %s", why);
-	if (!was_paused) {
-		char rerr[256];
-
-		/* A resume that fails leaves the VM paused: say so. */
-		if (mvm_resume_locked(m, "mvm_disk_resize", rerr, sizeof(rerr)) && !r)
-			r = err_set(err, errlen, -EIO, "%s", rerr);
-	}
+	r = mvm_resume_if_ran(m, "mvm_disk_resize", was_paused, r, err, errlen);
 unlock:
 	pthread_mutex_unlock(&m->ctl_lock);
 	return r;
