@@ -175,6 +175,15 @@ expect 200 GET vmm.ping
 kill $silent 2>/dev/null
 expect 200 GET vm.info
 grep -q '"state":"Running"' "$SYS_TMP/body" || fail "vm.info after bad requests: not Running"
+# Counted by kind, the first of each logged once: two 400s (the bad
+# JSON, then the image from outside --image-dir), one line.
+expect 200 GET vm.counters
+grep -q '"_api":{[^}]*"http_413":1' "$SYS_TMP/body" || fail "vm.counters' _api after a 413: $(cat "$SYS_TMP/body")"
+n400=$(grep -c 'mvm: API: .*HTTP 400' "$SYS_TMP/out")
+[ "$n400" = 1 ] || fail "the API logged $n400 lines for its 400s, expected 1"
+grep -q 'mvm: API: PUT /api/v1/vm.create: HTTP 413: request body larger' "$SYS_TMP/out" ||
+	fail "the API did not log its first 413"
+echo "the API counted its errors by kind and logged the first of each (one line for several 400s)"
 
 # The power button (x86: the i8042 keyboard's Power key, inside the API
 # thread's filter): the guest's /init takes KEY_POWER as systemd-logind

@@ -732,6 +732,70 @@ TEST(create_takes_what_kata_containers_sends)
 	CHECK(!v.vm && !v.created);
 }
 
+/* The lines the API logs, for the case below. */
+static struct {
+	unsigned n;
+	char last[1024];
+} logged;
+
+static void log_line(void *opaque, const char *line)
+{
+	(void)opaque;
+	logged.n++;
+	snprintf(logged.last, sizeof(logged.last), "%s", line);
+}
+
+static long long api_count(struct api_vm *v, const char *name)
+{
+	json_t *j = call(v, "GET", "/api/v1/vm.counters", NULL, 200);
+	long long n = json_integer_value(json_object_get(json_object_get(j, "_api"), name));
+
+	json_decref(j);
+	return n;
+}
+
+/* A client's mistakes, and the server's failures, are counted by kind
+ * (vm.counters' _api) and the first of each kind logged, one line: a
+ * client that repeats one costs no more log. */
+TEST(errors_are_counted_by_kind_and_the_first_of_each_logged)
+{
+	static struct api_vm v;
+	char body[512];
+	unsigned i;
+
+	files();
+	v = (struct api_vm){ .host = &fake_host, .log = log_line };
+	logged.n = 0;
+	snprintf(body, sizeof(body), "{\"payload\":{\"kernel\":\"%s\"}}", kernel);
+	CHECK(!call(&v, "PUT", "/api/v1/vm.create", body, 204));
+	CHECK_EQ(logged.n, 0);
+	for (i = 0; i < 3; i++)
+		json_decref(call(&v, "PUT", "/api/v1/vm.create", "{\"cpus\":", 400));
+	CHECK_EQ(logged.n, 1);
+	CHECK(strstr(logged.last, "API: PUT /api/v1/vm.create: HTTP 400: vm.create: invalid JSON"));
+	CHECK(strstr(logged.last, "later ones are counted"));
+	json_decref(call(&v, "GET", "/api/v1/vm.pause", NULL, 405));
+	json_decref(call(&v, "GET", "/api/v1/vm.pause", NULL, 405));
+	/* A client's bytes never end the log's line. */
+	json_decref(call(&v, "GET", "/api/v1/vm\n.x", NULL, 404));
+	CHECK_EQ(logged.n, 3);
+	CHECK(!strchr(logged.last, '\n'));
+	api_account_slow(&v);
+	api_account_slow(&v);
+	CHECK_EQ(logged.n, 4);
+	CHECK_EQ(api_count(&v, "http_400"), 3);
+	CHECK_EQ(api_count(&v, "http_405"), 2);
+	CHECK_EQ(api_count(&v, "http_404"), 1);
+	CHECK_EQ(api_count(&v, "slow_clients"), 2);
+	CHECK_EQ(api_count(&v, "http_500"), 0);
+	/* Every answer before the vm.counters that tells them: the five
+	 * vm.counters before it among them. */
+	CHECK_EQ(api_count(&v, "requests"), 1 + 3 + 2 + 1 + 5);
+	CHECK_EQ(logged.n, 4);
+	mvm_destroy(v.vm);
+	api_vm_fini(&v);
+}
+
 /* vm.info gives back the serial port's mode and pvpanic as the VmConfig
  * set them (it said Tty and left pvpanic out whatever was asked). */
 TEST(vm_info_shows_the_serial_mode_and_pvpanic_it_was_given)
@@ -959,10 +1023,10 @@ TEST(delete_reboot_and_shutdown_follow_the_vms_life_as_cloud_hypervisor_does)
 	CHECK_EQ(v.created->ndisks, 2);
 	CHECK(!call(&v, "PUT", "/api/v1/vm.boot", NULL, 204));
 	fake_boots = 0;
-	/* The VmConfig's disk ids are the VM's. */
+	/* The VmConfig's disk ids are the VM's (and the API's own counters). */
 	j = call(&v, "GET", "/api/v1/vm.counters", NULL, 200);
 	CHECK(json_object_get(j, "root") && json_object_get(j, "extra") &&
-	      json_object_size(j) == 2);
+	      json_object_get(j, "_api") && json_object_size(j) == 3);
 	json_decref(j);
 	CHECK_EQ(mvm_disk_find(v.vm, "root"), 0);
 

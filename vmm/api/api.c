@@ -334,6 +334,24 @@ static void api_vsock_counters(struct api_vm *v, json_t *all)
 		json_object_set_new(all, "_vsock0", o);
 }
 
+/* The API's own counters (api_counts), under "_api": requests, then
+ * each kind of error by its status, and the slow clients shut out. */
+static json_t *api_counts_json(const struct api_counts *c)
+{
+	static const char *const names[API_KINDS] = {
+		[API_K_400] = "http_400", [API_K_404] = "http_404", [API_K_405] = "http_405",
+		[API_K_409] = "http_409", [API_K_413] = "http_413", [API_K_500] = "http_500",
+		[API_K_501] = "http_501", [API_K_OTHER] = "http_other_errors",
+		[API_K_SLOW] = "slow_clients",
+	};
+	json_t *o = json_pack("{s:I}", "requests", (json_int_t)c->requests);
+	unsigned i;
+
+	for (i = 0; o && i < API_KINDS; i++)
+		json_object_set_new(o, names[i], json_integer((json_int_t)c->kind[i]));
+	return o;
+}
+
 static void api_vm_counters(struct api_vm *v, struct api_reply *r)
 {
 	json_t *all;
@@ -362,6 +380,8 @@ static void api_vm_counters(struct api_vm *v, struct api_reply *r)
 	}
 	if (all)
 		api_vsock_counters(v, all);
+	if (all)
+		json_object_set_new(all, "_api", api_counts_json(&v->counts));
 	api_json(r, all);
 }
 
@@ -1689,8 +1709,8 @@ static void api_vm_write(struct api_vm *v, const char *name, const char *schema,
 			      err);
 }
 
-void api_handle(struct api_vm *v, const char *method, const char *url, const char *body,
-		size_t len, struct api_reply *r)
+static void api_route(struct api_vm *v, const char *method, const char *url, const char *body,
+		      size_t len, struct api_reply *r)
 {
 	static const struct {
 		const char *name;
@@ -1792,4 +1812,65 @@ void api_handle(struct api_vm *v, const char *method, const char *url, const cha
 		return;
 	}
 	api_error(r, 404, "%.128s: no such endpoint", name);
+}
+
+static void api_log_once(struct api_vm *v, enum api_kind k, const char *what)
+{
+	char line[768];
+
+	if (v->counts.logged[k])
+		return;
+	v->counts.logged[k] = true;
+	if (!v->log)
+		return;
+	snprintf(line, sizeof(line), "API: %s (the first of its kind: later ones are counted, "
+		 "in vm.counters' _api, not logged)", what);
+	v->log(v->log_opaque, line);
+}
+
+void api_account(struct api_vm *v, const char *method, const char *url,
+		 const struct api_reply *r)
+{
+	static const unsigned status[] = {
+		[API_K_400] = 400, [API_K_404] = 404, [API_K_405] = 405, [API_K_409] = 409,
+		[API_K_413] = 413, [API_K_500] = 500, [API_K_501] = 501,
+	};
+	enum api_kind k = API_K_OTHER;
+	char what[640];
+	json_t *j;
+	unsigned i;
+
+	v->counts.requests++;
+	if (r->status < 400)
+		return;
+	for (i = 0; i < API_K_OTHER; i++)
+		if (status[i] == r->status)
+			k = (enum api_kind)i;
+	v->counts.kind[k]++;
+	if (v->counts.logged[k])
+		return;
+	/* The message of the answer's body (Cloud Hypervisor's shape). */
+	j = r->body ? json_loads(r->body, 0, NULL) : NULL;
+	snprintf(what, sizeof(what), "%.16s %.128s: HTTP %u: %s", method, url, r->status,
+		 json_string_value(json_array_get(j, 0)) ?: "(no message)");
+	json_decref(j);
+	/* A client's bytes go to a log: nothing that could end its line. */
+	for (char *p = what; *p; p++)
+		if ((unsigned char)*p < 0x20 || *p == 0x7f)
+			*p = '?';
+	api_log_once(v, k, what);
+}
+
+void api_account_slow(struct api_vm *v)
+{
+	v->counts.kind[API_K_SLOW]++;
+	api_log_once(v, API_K_SLOW, "a connection shut: its request and answer took more than "
+		     "their 30 s");
+}
+
+void api_handle(struct api_vm *v, const char *method, const char *url, const char *body,
+		size_t len, struct api_reply *r)
+{
+	api_route(v, method, url, body, len, r);
+	api_account(v, method, url, r);
 }

@@ -54,6 +54,22 @@ struct api_vmconfig {
 	char cmdline[8192];
 };
 
+/* What the API's clients got wrong and what the server failed at, a
+ * kind each (an error status, or a client too slow for its deadline):
+ * each kind counted (vm.counters' "_api") and its first one logged
+ * (api_vm.log), so that a client repeating a mistake costs one line. */
+enum api_kind {
+	API_K_400, API_K_404, API_K_405, API_K_409, API_K_413, API_K_500, API_K_501,
+	API_K_OTHER,            /* any other status of 400 or more */
+	API_K_SLOW,             /* a connection shut: its request or answer took too long */
+	API_KINDS
+};
+struct api_counts {
+	uint64_t requests;      /* answered, errors included */
+	uint64_t kind[API_KINDS];
+	bool logged[API_KINDS];
+};
+
 struct api_vm;
 /* What the program serving the API does for vm.create and vm.boot (mvm(1):
  * vmm/cli/main.c), so that the VM is made as the command line makes one.
@@ -107,6 +123,13 @@ struct api_vm {
 	 * not the main thread's, which starts a booted VM once it has left
 	 * api_server_serve_until_boot. Written by the API's thread. */
 	bool own_thread;
+	/* Counted by the thread that serves (one at a time: the main thread
+	 * until the boot, then the API's, which the main thread joins before
+	 * it serves again). log: where the first error of each kind goes, a
+	 * line without its newline (NULL: nowhere). */
+	struct api_counts counts;
+	void (*log)(void *opaque, const char *line);
+	void *log_opaque;
 };
 
 struct api_reply {
@@ -129,6 +152,13 @@ void api_handle(struct api_vm *v, const char *method, const char *url, const cha
  * message that are not UTF-8 become '?'. */
 __attribute__((format(printf, 3, 4)))
 void api_error(struct api_reply *r, unsigned status, const char *fmt, ...);
+
+/* Count an answer (and log it where it is the first of its kind); for
+ * answers the server makes itself (413). api_handle counts its own. */
+void api_account(struct api_vm *v, const char *method, const char *url,
+		 const struct api_reply *r);
+/* Count (and log the first) connection shut for being too slow. */
+void api_account_slow(struct api_vm *v);
 
 /* What vm.create left (v->created). */
 void api_vm_fini(struct api_vm *v);

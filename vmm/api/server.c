@@ -117,6 +117,7 @@ static enum MHD_Result api_access(void *cls, struct MHD_Connection *c, const cha
 	}
 	if (q->too_big) {
 		api_error(&r, 413, "request body larger than %u bytes", API_BODY_MAX);
+		api_account(s->v, method, url, &r);
 		return api_answer(c, r.status, r.body, NULL);
 	}
 	api_handle(s->v, method, url, q->buf, q->len, &r);
@@ -172,6 +173,7 @@ static long api_conn_expire(struct api_server *s, long max_ms)
 		if (d <= now) {
 			shutdown(s->conns[i].fd, SHUT_RDWR);
 			s->conns[i].deadline = UINT64_MAX;   /* once */
+			api_account_slow(s->v);
 			continue;
 		}
 		if (d != UINT64_MAX && (max_ms < 0 || (d - now) / 1000000 < (uint64_t)max_ms))

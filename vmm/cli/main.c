@@ -46,6 +46,13 @@ static void main_log(void *opaque, enum mvm_log_level level, const char *msg)
 	fprintf(stderr, level == MVM_LOG_WARNING ? "mvm: warning: %s\n" : "mvm: %s\n", msg);
 }
 
+/* The API server's lines (a client's first mistake of each kind). */
+static void main_api_log(void *opaque, const char *line)
+{
+	(void)opaque;
+	fprintf(stderr, "mvm: %s\n", line);
+}
+
 /* The library names the config field a message is about first ("kernel
  * '...': ...", "disk PATH: ..."); on the command line that is an option. */
 static const char *main_option_prefix(const char *msg)
@@ -642,7 +649,8 @@ int main(int argc, char **argv)
 	if (sfd < 0)
 		die("signalfd: %s", strerror(errno));
 	api_ctx = (struct main_api){ .cfg = &cfg, .jail = &jail, .start_ns = start_ns };
-	api_vm = (struct api_vm){ .host = &main_api_host, .host_ctx = &api_ctx };
+	api_vm = (struct api_vm){ .host = &main_api_host, .host_ctx = &api_ctx,
+				  .log = main_api_log };
 	if (cli_vm_from_api(&cfg)) {
 		/* The VM comes from vm.create and vm.boot: this thread serves
 		 * them (the socket made before a chroot hides it) and makes
