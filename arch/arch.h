@@ -166,6 +166,14 @@ int arch_vcpu_before_run(struct vcpu *v);
  * that pauses (the main or control kind's filter allows the calls). 0
  * or -errno. */
 void arch_vcpu_paused(struct vcpu *v);
+/* The halt probe (vcpu_probe_stopped). arch_halt_probe: whether the
+ * architecture needs it (x86: yes; s390x: no, a disabled wait ends the
+ * VM). arch_vcpu_stopped: whether this vCPU has stopped for good, asked
+ * on its own thread just out of KVM_RUN: true where it waits for nothing
+ * it can get (x86: halted with interrupts off, as Linux's halt, and its
+ * poweroff where it has no ACPI, leave every CPU; or never started). */
+bool arch_halt_probe(void);
+bool arch_vcpu_stopped(struct vcpu *v);
 int arch_vm_clock_save(struct vm *vm);
 /* One non-maskable interrupt to each of the VM's ncpus vCPUs (mvm_nmi),
  * from any thread, the vCPUs running or parked: 0, or -errno and a

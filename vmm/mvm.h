@@ -349,7 +349,10 @@ struct mvm_vsock {
 
 /* Why a VM ended. */
 enum mvm_exit_reason {
-	MVM_EXIT_POWEROFF,      /* the guest powered off or rebooted: status 0 */
+	MVM_EXIT_POWEROFF,      /* the guest powered off or rebooted: status 0 (x86:
+				 * also every vCPU stopped with interrupts off, as
+				 * Linux's poweroff without ACPI leaves them; the
+				 * control thread looks once a second) */
 	MVM_EXIT_GUEST_STATUS,  /* the guest wrote its status to the exit port */
 	MVM_EXIT_STOPPED,       /* mvm_stop(), or Ctrl-A x: status as given */
 	MVM_EXIT_GUEST_ERROR,   /* the guest did something mvm cannot handle, or this

@@ -166,6 +166,17 @@ void arch_vcpu_paused(struct vcpu *v)
 	(void)v;        /* s390 KVM has no pause notice for the guest */
 }
 
+bool arch_halt_probe(void)
+{
+	return false;   /* a disabled wait is an exit of its own (intercept.c) */
+}
+
+bool arch_vcpu_stopped(struct vcpu *v)
+{
+	(void)v;
+	return false;
+}
+
 /* The guest's TOD clock: its epoch index too where KVM has the
  * multiple-epoch facility (TOD_EXT), else the 64 bits (TOD_LOW). */
 static int s390_tod(struct vm *vm, bool set)

@@ -325,6 +325,28 @@ void arch_vcpu_paused(struct vcpu *v)
 	}
 }
 
+bool arch_halt_probe(void)
+{
+	return true;
+}
+
+bool arch_vcpu_stopped(struct vcpu *v)
+{
+	struct kvm_mp_state mp;
+	struct kvm_regs regs;
+
+	if (ioctl(v->fd, KVM_GET_MP_STATE, &mp) < 0)
+		return false;
+	/* An AP the guest never started (or put back in wait-for-SIPI). */
+	if (mp.mp_state == KVM_MP_STATE_UNINITIALIZED || mp.mp_state == KVM_MP_STATE_INIT_RECEIVED)
+		return true;
+	if (mp.mp_state != KVM_MP_STATE_HALTED || ioctl(v->fd, KVM_GET_REGS, &regs) < 0)
+		return false;
+	/* HLT with IF clear: only an NMI, SMI or INIT wakes it (SDM vol. 3,
+	 * HLT), none of which a guest that stopped itself waits for. */
+	return !(regs.rflags & (1ull << 9));     /* RFLAGS.IF */
+}
+
 int arch_vm_clock_save(struct vm *vm)
 {
 	struct x86_vm *xv = vm_kvm(vm)->arch_state;
@@ -394,12 +416,15 @@ int arch_vm_power_button(struct vm *vm, char *err, size_t errlen)
 }
 
 /* x86-64's calls; x32's share AUDIT_ARCH_X86_64 with bit 30 set. A vCPU
- * reads its own registers to describe a fatal exit (diag.c) and tells
- * its guest of a pause; the thread that pauses keeps the VM's clock. */
+ * reads its own registers to describe a fatal exit (diag.c) and to say
+ * whether it stopped for good, and tells its guest of a pause; the
+ * thread that pauses keeps the VM's clock. */
 #define X86_K_PAUSER (SANDBOX_K(SANDBOX_MAIN) | SANDBOX_K(SANDBOX_CONTROL) | SANDBOX_K(SANDBOX_API))
 static const struct sandbox_ioctl x86_ioctls[] = {
 	{ SANDBOX_K(SANDBOX_VCPU), SANDBOX_FD_VCPU, KVM_GET_REGS },
 	{ SANDBOX_K(SANDBOX_VCPU), SANDBOX_FD_VCPU, KVM_GET_SREGS },
+	/* Whether it has stopped for good (arch_vcpu_stopped). */
+	{ SANDBOX_K(SANDBOX_VCPU), SANDBOX_FD_VCPU, KVM_GET_MP_STATE },
 	{ SANDBOX_K(SANDBOX_VCPU), SANDBOX_FD_VCPU, KVM_KVMCLOCK_CTRL },
 	{ X86_K_PAUSER, SANDBOX_FD_VM, KVM_GET_CLOCK },
 	{ X86_K_PAUSER, SANDBOX_FD_VM, KVM_SET_CLOCK },

@@ -66,6 +66,9 @@ struct kvm_state {
 	 * parked and the waits under pause_lock; pause_cond (CLOCK_MONOTONIC)
 	 * is broadcast on every change of either. */
 	atomic_bool pause_req;
+	/* The halt probe (vcpu_probe_stopped): its round, which each vCPU
+	 * answers in its own probe_seen once kicked. */
+	atomic_uint probe_seq;
 	pthread_mutex_t pause_lock;
 	pthread_cond_t pause_cond;
 	unsigned parked;

@@ -328,6 +328,47 @@ static void vcpu_park(struct vcpu *v)
 	__atomic_store_n(&v->run->immediate_exit, 0, __ATOMIC_SEQ_CST);
 }
 
+/* Out of KVM_RUN by a kick (EINTR), with no exit pending. The kick set
+ * immediate_exit: cleared as a pause's is (vcpu_park), before the loop
+ * looks at `stopping` and `pause_req` again (a stop's or a pause's kick
+ * stored after the clear is seen by KVM_RUN, one stored before it came
+ * after its flag, which the loop then sees), so that a halt probe's kick
+ * leaves nothing behind. Then the probe's round, if one is new, is
+ * answered. */
+static void vcpu_kicked(struct vcpu *v)
+{
+	unsigned seq;
+
+	__atomic_store_n(&v->run->immediate_exit, 0, __ATOMIC_SEQ_CST);
+	seq = atomic_load(&vm_kvm(v->vm)->probe_seq);
+	if (seq == atomic_load(&v->probe_seen))
+		return;
+	atomic_store(&v->probe_stopped, arch_vcpu_stopped(v));
+	/* Pairs with vcpu_probe_stopped's load of probe_seen (seq_cst):
+	 * the answer is there before the round says answered. */
+	atomic_store(&v->probe_seen, seq);
+}
+
+bool vcpu_probe_stopped(struct vcpu *vcpus, unsigned n)
+{
+	struct kvm_state *ks;
+	unsigned seq, i;
+	bool all;
+
+	if (!n || !arch_halt_probe())
+		return false;
+	ks = vm_kvm(vcpus[0].vm);
+	seq = atomic_load(&ks->probe_seq);
+	all = seq != 0;
+	for (i = 0; i < n && all; i++)
+		all = atomic_load(&vcpus[i].probe_seen) == seq &&
+		      atomic_load(&vcpus[i].probe_stopped);
+	atomic_store(&ks->probe_seq, seq + 1);
+	for (i = 0; i < n; i++)
+		vcpu_kick(&vcpus[i]);
+	return all;
+}
+
 static void *vcpu_thread(void *arg)
 {
 	struct vcpu *v = arg;
@@ -380,6 +421,7 @@ static void *vcpu_thread(void *arg)
 			if (errno == EINTR || errno == EAGAIN) {
 				v->exit_pending = false;
 				v->exits[VCPU_EXIT_INTR]++;
+				vcpu_kicked(v);
 				continue;
 			}
 			snprintf(v->fatal, sizeof(v->fatal), "vCPU %u: KVM_RUN: %s", v->id,

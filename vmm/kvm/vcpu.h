@@ -8,6 +8,7 @@
 #include <linux/kvm.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -38,6 +39,11 @@ struct vcpu {
 	 * (an IN's data into RAX, the instruction's end) only on the next
 	 * KVM_RUN. The vCPU's thread only. */
 	bool exit_pending;
+	/* The halt probe's answer (vcpu_probe_stopped): the round answered
+	 * and whether the vCPU had stopped for good then. Written by the
+	 * vCPU's thread, read by the control thread. */
+	atomic_uint probe_seen;
+	atomic_bool probe_stopped;
 };
 
 /* Handle one KVM exit described by run: dispatch I/O, classify the rest.
@@ -55,6 +61,16 @@ enum vm_stop_reason vcpu_stop_reason(int status);
 /* The exit in words, for messages: "KVM_EXIT_INTERNAL_ERROR, suberror 1
  * (instruction emulation failed)", ... */
 void vcpu_describe_exit(const struct kvm_run *run, char *out, size_t outlen);
+
+/* A guest that stopped itself where the architecture does not say so
+ * (x86: Linux's halt, and its poweroff without ACPI, leave every CPU in
+ * HLT with interrupts off, and no exit comes): one round of the probe,
+ * from the control thread about once a second while the VM runs.
+ * Returns whether every vCPU answered the last round as stopped for good
+ * (arch_vcpu_stopped), then kicks each for the next. A pause in between
+ * leaves a round unanswered (false). false where the architecture tells
+ * the VMM itself. */
+bool vcpu_probe_stopped(struct vcpu *vcpus, unsigned n);
 
 /* KVM_CREATE_VCPU + mmap of kvm_run. 0 or -errno. */
 int vcpu_create(struct vcpu *v, struct vm *vm, unsigned id);

@@ -1717,11 +1717,40 @@ static void mvm_console_finish(struct mvm *m)
 /* The control thread: console input and output until a stop request,
  * then teardown of the running parts, the guest's last output and the
  * exit record. */
+/* The halt probe's round, once a second while the VM runs (not paused):
+ * a guest whose every vCPU answered two rounds in a row as stopped for
+ * good (vcpu_probe_stopped: x86 Linux's halt, or its poweroff without
+ * ACPI) has powered off, and the VM ends so, status 0, as Firecracker's
+ * and Cloud Hypervisor's do when their guest powers off through ACPI.
+ * Returns the poll timeout (ms) until the next round; *streak and *next
+ * are the control thread's. */
+#define MVM_HALT_PROBE_NS 1000000000ull
+static int mvm_halt_probe(struct mvm *m, unsigned *streak, uint64_t *next)
+{
+	uint64_t now = mono_ns();
+
+	if (now >= *next) {
+		*next = now + MVM_HALT_PROBE_NS;
+		if (atomic_load(&m->paused)) {
+			*streak = 0;
+		} else if (!vcpu_probe_stopped(m->vcpus, m->nvcpus)) {
+			*streak = 0;
+		} else if (++*streak == 2) {
+			log_msg(&m->log, LOG_INFO, "the guest halted: every vCPU has stopped with "
+				"interrupts off (a poweroff or halt without ACPI); the VM ends as "
+				"powered off");
+			vm_request_stop(&m->vm, VM_STOP_POWEROFF, MVM_EXIT_OK, NULL);
+		}
+	}
+	return (int)((*next - now + 999999) / 1000000);
+}
+
 static void *mvm_control(void *arg)
 {
 	struct mvm *m = arg;
 	struct kvm_state *ks = vm_kvm(&m->vm);
-	uint64_t one = 1;
+	uint64_t one = 1, next_probe = mono_ns() + MVM_HALT_PROBE_NS;
+	unsigned stopped_rounds = 0;
 	int status;
 
 	thread_begin(&m->control_hs, m->ctl_name);
@@ -1761,6 +1790,12 @@ static void *mvm_control(void *arg)
 			p[3].fd = conout_wait_fd(&m->out);
 			if (p[3].fd < 0)
 				timeout = 0;    /* more to move at once */
+		}
+		if (arch_halt_probe()) {
+			int probe_ms = mvm_halt_probe(m, &stopped_rounds, &next_probe);
+
+			if (timeout < 0 || probe_ms < timeout)
+				timeout = probe_ms;
 		}
 		if (poll(p, 4, timeout) < 0) {
 			if (errno == EINTR)
