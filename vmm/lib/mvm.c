@@ -1714,9 +1714,6 @@ static void mvm_console_finish(struct mvm *m)
 	conout_discard(&m->out);
 }
 
-/* The control thread: console input and output until a stop request,
- * then teardown of the running parts, the guest's last output and the
- * exit record. */
 /* The halt probe's round, once a second while the VM runs (not paused):
  * a guest whose every vCPU answered two rounds in a row as stopped for
  * good (vcpu_probe_stopped: x86 Linux's halt, or its poweroff without
@@ -1745,6 +1742,9 @@ static int mvm_halt_probe(struct mvm *m, unsigned *streak, uint64_t *next)
 	return (int)((*next - now + 999999) / 1000000);
 }
 
+/* The control thread: console input and output until a stop request,
+ * then teardown of the running parts, the guest's last output and the
+ * exit record. */
 static void *mvm_control(void *arg)
 {
 	struct mvm *m = arg;
