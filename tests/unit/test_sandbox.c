@@ -612,6 +612,18 @@ static void ioctl_nested_get_vcpu(void)
 
 	expect_enotty(ioctl(env.fds.vcpu, NESTED_GET, &h));
 }
+static void ioctl_mp_state_vcpu(void)
+{
+	struct kvm_mp_state mp;
+
+	expect_enotty(ioctl(env.fds.vcpu, KVM_GET_MP_STATE, &mp));
+}
+static void ioctl_mp_state_other(void)
+{
+	struct kvm_mp_state mp;
+
+	ioctl(env.other, KVM_GET_MP_STATE, &mp);
+}
 static void ioctl_nested_get_other(void)
 {
 	struct nested_hdr h = { { 0 } };
@@ -684,6 +696,11 @@ TEST(ioctls_only_by_request_and_on_the_right_descriptor)
 		/* A snapshot reads a vCPU's nested state on the API thread
 		 * (x86); a restore sets it before any filter. */
 		{ "KVM_GET_NESTED_STATE on a vCPU", ioctl_nested_get_vcpu, x86_snap },
+		/* x86: the halt probe's, on the vCPU's own thread; a
+		 * snapshot's, on the API thread. */
+		{ "KVM_GET_MP_STATE on a vCPU", ioctl_mp_state_vcpu,
+		  arch_layout.has_ccw ? NONE : K(VCPU) | K(API) },
+		{ "KVM_GET_MP_STATE on another fd", ioctl_mp_state_other, NONE },
 		{ "KVM_GET_NESTED_STATE on another fd", ioctl_nested_get_other, NONE },
 		{ "KVM_SET_NESTED_STATE on a vCPU", ioctl_nested_set_vcpu, NONE },
 		{ "KVM_CREATE_VCPU", ioctl_create_vcpu, NONE },
